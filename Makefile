@@ -1,0 +1,45 @@
+# One-command entry points. Everything builds a Release tree in build/.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all configure build test demo bench sanitize fuzz deps clean format
+
+all: build
+
+deps:
+	@sh scripts/install-deps.sh
+
+configure:
+	@sh scripts/install-deps.sh --check-only || sh scripts/install-deps.sh
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	./$(BUILD)/pyramesh demo
+
+bench: build
+	sh bench/run.sh $(BUILD)
+
+# Tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPM_SANITIZE=ON -DPM_ENABLE_CUDA=OFF -DPM_BUILD_BENCH=OFF
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+
+FUZZ_SECONDS ?= 10
+fuzz:
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPM_FUZZ=ON -DPM_ENABLE_CUDA=OFF -DPM_BUILD_TESTS=OFF -DPM_BUILD_BENCH=OFF
+	cmake --build build-fuzz -j $(JOBS)
+	sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+format:
+	clang-format -i include/*.h src/*/*.c src/*/*.h tools/*.c tests/*.c tests/*.h bench/*.c
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,404 @@
+/* pyramesh: volumes and point clouds to triangle meshes, on multi-core CPUs
+ * and NVIDIA GPUs, built around the HistoPyramid (order-preserving,
+ * deterministic stream compaction and expansion).
+ *
+ * This is the one public header. Conventions used by every function:
+ *  - Every call that can fail returns a pm_status. On failure a message that
+ *    says what went wrong (which file, which byte or line, what was expected)
+ *    is available from pm_last_error() on the same thread.
+ *  - Sizes are size_t element counts; a name ending in _bytes is bytes.
+ *  - "Context memory" is host memory on a CPU context and device memory on a
+ *    CUDA context. Primitives take pointers in context memory.
+ *  - Option structs start with struct_size; a zero-initialised struct (or a
+ *    NULL pointer) means "all defaults". struct_size 0 means the full struct
+ *    of the header the caller compiled against.
+ *  - The library never exits, aborts or prints. */
+#ifndef PYRAMESH_H
+#define PYRAMESH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PM_VERSION_MAJOR 0
+#define PM_VERSION_MINOR 1
+#define PM_VERSION_PATCH 0
+#define PM_VERSION_STRING "0.1.0"
+
+#if defined(_WIN32) && defined(PM_BUILDING_SHARED)
+#define PM_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define PM_API __attribute__((visibility("default")))
+#else
+#define PM_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status, devices, contexts                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pm_status {
+    PM_STATUS_OK = 0,
+    PM_STATUS_INVALID_ARGUMENT, /* NULL pointer, bad enum, impossible size */
+    PM_STATUS_OUT_OF_MEMORY,    /* host or device allocation failed */
+    PM_STATUS_OVERFLOW,         /* a size or a 32-bit result does not fit */
+    PM_STATUS_TRUNCATED,        /* more outputs than capacity; *count is full */
+    PM_STATUS_UNSUPPORTED,      /* not available on this backend or build */
+    PM_STATUS_DEVICE_ERROR,     /* a CUDA call failed */
+    PM_STATUS_IO_ERROR,         /* a file could not be opened/read/written */
+    PM_STATUS_PARSE_ERROR       /* a file is malformed */
+    /* append only */
+} pm_status;
+
+typedef enum pm_device { PM_DEVICE_AUTO = 0, PM_DEVICE_CPU = 1, PM_DEVICE_CUDA = 2 } pm_device;
+
+/* Zero fields mean defaults. num_threads 0 = all cores (CPU backend).
+ * cuda_stream: a cudaStream_t the CUDA backend issues its work on (NULL =
+ * a stream the context creates). PM_DEVICE_AUTO picks CUDA when a GPU is
+ * usable and CPU otherwise; the environment variable PYRAMESH_DEVICE
+ * (cpu|cuda|auto) overrides a desc's AUTO choice. */
+typedef struct pm_context_desc {
+    size_t struct_size;
+    pm_device device;
+    int cuda_device;
+    int num_threads;
+    void *cuda_stream; /* appended after the first release; see struct_size */
+} pm_context_desc;
+
+typedef struct pm_context pm_context;
+
+/* Creates a context. desc may be NULL (all defaults). Returns
+ * PM_STATUS_UNSUPPORTED when CUDA is asked for explicitly and this build or
+ * machine has none, PM_STATUS_DEVICE_ERROR when the GPU cannot be set up. */
+PM_API pm_status pm_context_create(const pm_context_desc *desc, pm_context **out);
+/* Destroys a context and its scratch memory. NULL is fine. */
+PM_API void pm_context_destroy(pm_context *ctx);
+/* The device actually chosen (never PM_DEVICE_AUTO). */
+PM_API pm_device pm_context_device(const pm_context *ctx);
+/* Blocks until all work issued on the context is finished. */
+PM_API pm_status pm_context_synchronize(pm_context *ctx);
+/* Whether this build has the CUDA backend and a usable GPU is present. */
+PM_API int pm_cuda_available(void);
+/* Human-readable name of a status; never NULL. */
+PM_API const char *pm_status_string(pm_status s);
+/* The message of the last failure on this thread ("" when none). */
+PM_API const char *pm_last_error(void);
+/* Human-readable name of a device ("cpu", "cuda", "auto"). */
+PM_API const char *pm_device_string(pm_device d);
+/* A one-line description of the context's device, e.g. the GPU name. */
+PM_API const char *pm_context_device_name(const pm_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Memory in the context's space                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Allocates `bytes` (0 gives a unique non-NULL pointer) in context memory. */
+PM_API pm_status pm_alloc(pm_context *ctx, size_t bytes, void **out);
+/* Frees memory from pm_alloc. NULL is fine. */
+PM_API void pm_free(pm_context *ctx, void *p);
+/* Host -> context memory and back; synchronous. */
+PM_API pm_status pm_upload(pm_context *ctx, void *dst, const void *src_host, size_t bytes);
+PM_API pm_status pm_download(pm_context *ctx, void *dst_host, const void *src, size_t bytes);
+
+/* ------------------------------------------------------------------------ */
+/* Data-parallel primitives (seeds 000, 001, 002)                            */
+/* All pointers are in context memory unless marked _host.                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pm_reduce_op {
+    PM_REDUCE_SUM,
+    PM_REDUCE_MEAN,
+    PM_REDUCE_MIN,
+    PM_REDUCE_MAX,
+    PM_REDUCE_GEOMEAN /* exp(mean(log(x))); inputs must be > 0 */
+} pm_reduce_op;
+
+/* Reduces n floats into *result (host). Accumulation is in double per
+ * block, so SUM/MEAN have relative error <= 1e-6 even for 1e8 elements.
+ * n == 0: SUM gives 0, others PM_STATUS_INVALID_ARGUMENT. NaNs propagate
+ * for SUM/MEAN/GEOMEAN; MIN/MAX ignore NaN unless all elements are NaN. */
+PM_API pm_status pm_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+                               double *result);
+/* Reduces a width x height image whose rows are row_stride elements apart
+ * (row_stride >= width). Seed 001: large fan-in, never reads outside the
+ * valid width x height region, exact for non-power-of-two sizes. */
+PM_API pm_status pm_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
+                                     size_t width, size_t height, size_t row_stride,
+                                     double *result);
+
+/* Exclusive scan: out[i] = in[0] + ... + in[i-1]; *total (host, may be NULL)
+ * = sum of all n. Returns PM_STATUS_OVERFLOW if a prefix or the total does
+ * not fit 32 bits (out is then unspecified, *total still exact). out may
+ * alias in. */
+PM_API pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out,
+                                       size_t n, uint64_t *total);
+
+typedef enum pm_compare { PM_LESS, PM_LESS_EQUAL, PM_GREATER, PM_GREATER_EQUAL } pm_compare;
+
+/* Order-preserving filter: copies the in[i] with (in[i] cmp threshold) to
+ * out, in input order. NaN never passes. If more than capacity qualify, the
+ * first capacity are written, *count (host) receives the full number and
+ * PM_STATUS_TRUNCATED is returned. out must not overlap in. */
+PM_API pm_status pm_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                               float threshold, float *out, size_t capacity, size_t *count);
+/* The same contract computed by seed 002's reference method (Horn, GPU Gems
+ * 2 ch. 36): Hillis-Steele scan of the keep flags, then a parallel binary
+ * search and gather per output. O(n log n); kept for comparison. */
+PM_API pm_status pm_filter_horn_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                                    float threshold, float *out, size_t capacity, size_t *count);
+
+/* Order-preserving compaction: writes the indices i with flags[i] != 0, in
+ * increasing order, to out_index. Truncation contract as pm_filter_f32. */
+PM_API pm_status pm_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
+                            size_t capacity, size_t *count);
+/* Order-preserving expansion: input i produces counts[i] outputs; output k
+ * (in order of i, then of local index) gets out_source[k] = i and
+ * out_local[k] = its local index 0..counts[i]-1. Either output array may be
+ * NULL. Truncation contract as pm_filter_f32. */
+PM_API pm_status pm_expand(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t *out_source,
+                           uint32_t *out_local, size_t capacity, size_t *count);
+
+/* The HistoPyramid itself (seed 000's two phases), for users who build once
+ * and traverse many times. The pyramid lives in context memory and owns a
+ * copy of nothing but its levels: counts may be freed after build. */
+typedef struct pm_histopyramid pm_histopyramid;
+PM_API pm_status pm_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
+                                       pm_histopyramid **out);
+/* Total number of outputs (host, 64-bit). */
+PM_API pm_status pm_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
+                                       uint64_t *total);
+/* Traverses keys first_key .. first_key + num_keys - 1 (each must be below
+ * the total: PM_STATUS_INVALID_ARGUMENT otherwise), writing for each the
+ * source index and local index as pm_expand does. Either output may be NULL. */
+PM_API pm_status pm_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
+                                          uint64_t first_key, size_t num_keys,
+                                          uint64_t *out_source, uint32_t *out_local);
+PM_API void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
+
+/* ------------------------------------------------------------------------ */
+/* Float packing (seeds 004 and 000): host memory, cannot fail               */
+/* ------------------------------------------------------------------------ */
+
+/* Exact IEEE-754 float <-> RGBA8: r = mantissa bits 0-7, g = bits 8-15,
+ * b = bit 0 of the exponent in bit 7 plus mantissa bits 16-22, a = sign in
+ * bit 7 plus exponent bits 1-7. Endian-independent, bit-exact for every
+ * value including NaN payloads, infinities, denormals and -0. */
+PM_API void pm_pack_f32_rgba8(const float *in, size_t n, uint8_t *out_rgba);
+PM_API void pm_unpack_rgba8_f32(const uint8_t *in_rgba, size_t n, float *out);
+/* Fixed-point v in [0,1) <-> RGBA8 with weights 1, 255, 255^2, 255^3 (seed
+ * 000's count readback). Values outside [0,1) are clamped first. */
+PM_API void pm_pack_unorm_rgba8(const float *in, size_t n, uint8_t *out_rgba);
+PM_API void pm_unpack_unorm_rgba8(const uint8_t *in_rgba, size_t n, float *out);
+
+/* ------------------------------------------------------------------------ */
+/* Volumes and isosurfaces (seed 003)                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pm_sample_type {
+    PM_SAMPLE_U8 = 0,
+    PM_SAMPLE_U16,
+    PM_SAMPLE_I16,
+    PM_SAMPLE_F32,
+    PM_SAMPLE_F64
+} pm_sample_type;
+
+/* Size in bytes of one sample of the type (0 for an invalid type). */
+PM_API size_t pm_sample_size(pm_sample_type t);
+/* "u8", "u16", "i16", "f32", "f64". */
+PM_API const char *pm_sample_type_string(pm_sample_type t);
+
+/* A volume of nx * ny * nz samples, x fastest. Sample (i,j,k) is at
+ * data[i + j*row_stride + k*slice_stride] (in elements) and at position
+ * origin + (i*spacing[0], j*spacing[1], k*spacing[2]). row_stride 0 means
+ * nx, slice_stride 0 means row_stride*ny. spacing 0 means 1. The data is in
+ * context memory (or host memory where a function says so). */
+typedef struct pm_volume {
+    const void *data;
+    pm_sample_type type;
+    size_t nx, ny, nz;
+    size_t row_stride, slice_stride;
+    double spacing[3];
+    double origin[3];
+} pm_volume;
+
+typedef enum pm_normals {
+    PM_NORMALS_DEFAULT = 0, /* = PM_NORMALS_CENTRAL */
+    PM_NORMALS_NONE,
+    PM_NORMALS_FORWARD, /* seed 003's fast normals: forward differences */
+    PM_NORMALS_CENTRAL, /* central differences (one-sided at the border) */
+    PM_NORMALS_SOBEL    /* seed 003's 3x3x3 Sobel kernel */
+} pm_normals;
+
+typedef enum pm_mesh_mode {
+    PM_MESH_INDEXED = 0, /* shared vertices on edges 0, 3, 8 (seed 003's third method) */
+    PM_MESH_SOUP         /* 3 vertices per triangle (seed 003's main method) */
+} pm_mesh_mode;
+
+typedef struct pm_isosurface_options {
+    size_t struct_size;
+    pm_normals normals;
+    pm_mesh_mode mode;
+    /* 0: a corner is inside when its value is below iso (CT, distance
+     * fields). 1: inside when above iso (densities, pm_field); exactly the
+     * mesh of the negated field at -iso. Triangles and normals face out of
+     * the inside region either way. */
+    int inside_above;
+    /* Where the output arrays live: 0 = host memory (malloc), 1 = context
+     * memory (device memory on a CUDA context, no host copy). */
+    int output_in_context_memory;
+    /* Optional caller-provided output buffers (in the memory chosen above);
+     * when positions is non-NULL the mesh is written there, at most
+     * vertex_capacity vertices and triangle_capacity triangles, and
+     * PM_STATUS_TRUNCATED is returned when they do not fit (the mesh's
+     * counts are still the full ones). normals/indices may be NULL when
+     * not wanted. */
+    float *positions;
+    float *normals_out;
+    uint32_t *indices;
+    size_t vertex_capacity;
+    size_t triangle_capacity;
+} pm_isosurface_options;
+
+/* Timings of one pipeline, in milliseconds (0 where a stage did not run). */
+typedef struct pm_timings {
+    double read_ms, neighbours_ms, density_ms, field_ms, extract_ms, write_ms;
+} pm_timings;
+
+/* A triangle mesh. positions: 3 floats per vertex; normals: 3 floats per
+ * vertex or NULL; indices: 3 per triangle, or NULL for a soup (then
+ * triangle t is vertices 3t, 3t+1, 3t+2). Triangles are counter-clockwise
+ * seen from outside the "inside" region (values below the iso value). */
+typedef struct pm_mesh {
+    size_t num_vertices;
+    size_t num_triangles;
+    float *positions;
+    float *normals;
+    uint32_t *indices;
+    uint64_t active_cells;   /* cells the surface passes through */
+    int in_context_memory;   /* arrays are in context memory */
+    int owns_arrays;         /* pm_mesh_free frees the arrays */
+    pm_timings timings;      /* extract_ms filled by pm_isosurface */
+} pm_mesh;
+
+/* Extracts the iso surface of `volume` at `iso` (marching cubes, seed 003):
+ * a corner is inside when its value is below iso. Output order is the cell
+ * linear index, then triangle order in the case table, so every backend
+ * produces the same mesh. Indexed meshes of closed surfaces are watertight
+ * and consistently oriented. The volume data is in context memory. The mesh
+ * is zero-initialised first and must be freed with pm_mesh_free. */
+PM_API pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
+                               const pm_isosurface_options *options, pm_mesh *mesh);
+/* Frees the arrays a mesh owns (in host or context memory) and zeroes it. */
+PM_API void pm_mesh_free(pm_context *ctx, pm_mesh *mesh);
+
+/* ------------------------------------------------------------------------ */
+/* Points and density fields (seed 003's point clouds, splashsurf's SPH)      */
+/* ------------------------------------------------------------------------ */
+
+/* A point set in host memory: xyz has 3 floats per point. */
+typedef struct pm_points {
+    size_t count;
+    float *xyz;
+} pm_points;
+
+typedef enum pm_field_method { PM_FIELD_SPH = 0, PM_FIELD_BLUR } pm_field_method;
+
+/* Parameters with splashsurf's meaning. Zero fields take the defaults
+ * shown; radius has no default and must be > 0. */
+typedef struct pm_field_params {
+    size_t struct_size;
+    double radius;           /* -r: particle radius */
+    double smoothing_length; /* -l: in multiples of r (2.0); support = 2*l*r */
+    double cube_size;        /* -c: grid cell size in multiples of r (0.5) */
+    double iso;              /* -t: iso threshold on the colour field (0.6) */
+    double rest_density;     /* 1000; particle mass = rest_density*(2r)^3 */
+    pm_field_method method;  /* sph (default) or blur */
+    int blur_steps;          /* blur: binomial passes (2); -1 means none */
+    int use_aabb;            /* restrict to aabb_min..aabb_max */
+    double aabb_min[3], aabb_max[3];
+    size_t max_memory_bytes; /* 0 = half the machine's RAM */
+} pm_field_params;
+
+/* A scalar field on a grid: an f32 volume in context memory, owned. */
+typedef struct pm_field {
+    pm_volume volume;        /* type PM_SAMPLE_F32, packed */
+    double iso;              /* the value to extract at */
+    int inside_above;        /* 1: the fluid is where the field is above iso */
+    size_t particles_used;
+    size_t particles_dropped; /* outside the aabb */
+    pm_timings timings;       /* neighbours_ms, density_ms, field_ms */
+} pm_field;
+
+/* Computes the density field of n points (xyz in context memory, 3 floats
+ * each). The grid covers the points' bounding box plus the kernel support
+ * (or the aabb); its memory is computed first and PM_STATUS_OUT_OF_MEMORY
+ * is returned, with the figure in pm_last_error(), when it exceeds
+ * max_memory_bytes. */
+PM_API pm_status pm_field_compute(pm_context *ctx, const float *xyz, size_t n,
+                                  const pm_field_params *params, pm_field *out);
+PM_API void pm_field_free(pm_context *ctx, pm_field *field);
+
+/* ------------------------------------------------------------------------ */
+/* Files (host memory)                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pm_raw_options {
+    size_t struct_size;
+    size_t nx, ny, nz;
+    pm_sample_type type;
+    double spacing[3]; /* 0 = 1 */
+    int big_endian;
+    uint64_t offset_bytes;
+} pm_raw_options;
+
+/* Reads a volume into host memory: NRRD (.nrrd/.nhdr, raw or gzip), VTK
+ * legacy STRUCTURED_POINTS (.vtk), or raw samples when raw != NULL. Fills
+ * *out (data owned: free with pm_volume_free). max_memory_bytes 0 = no
+ * limit beyond the file's own size checks. */
+PM_API pm_status pm_volume_read(const char *path, const pm_raw_options *raw,
+                                size_t max_memory_bytes, pm_volume *out);
+PM_API void pm_volume_free(pm_volume *volume);
+
+/* Point file formats; AUTO chooses from the extension (.ply, .xyz, .vtk). */
+typedef enum pm_points_format {
+    PM_POINTS_AUTO = 0,
+    PM_POINTS_PLY,
+    PM_POINTS_XYZ_TEXT,
+    PM_POINTS_XYZ_BINARY,
+    PM_POINTS_VTK
+} pm_points_format;
+
+/* Reads points into host memory. A .xyz file is binary (native f32
+ * triplets, as splashsurf reads it) unless its first bytes are text (see
+ * the docs for the exact rule). NaN/Inf coordinates are a PARSE_ERROR
+ * naming the point index. */
+PM_API pm_status pm_points_read(const char *path, pm_points_format format,
+                                size_t max_memory_bytes, pm_points *out);
+PM_API void pm_points_free(pm_points *points);
+
+typedef enum pm_mesh_format {
+    PM_MESH_FORMAT_AUTO = 0, /* from the extension: .ply .obj .stl .vtk */
+    PM_MESH_FORMAT_PLY,
+    PM_MESH_FORMAT_OBJ,
+    PM_MESH_FORMAT_STL,
+    PM_MESH_FORMAT_VTK
+} pm_mesh_format;
+
+typedef struct pm_write_options {
+    size_t struct_size;
+    pm_mesh_format format;
+    int ascii; /* PLY: ASCII instead of binary little-endian */
+} pm_write_options;
+
+/* Writes a host-memory mesh. The file is written to a temporary name in the
+ * same directory and renamed, so a failure never leaves a partial file. */
+PM_API pm_status pm_mesh_write(const char *path, const pm_mesh *mesh,
+                               const pm_write_options *options);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PYRAMESH_H */

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs what pyramesh needs on a fresh Debian machine: a C compiler with
+# OpenMP, CMake, make and zlib. CUDA (nvcc) is optional and not installed
+# here. With --check-only, only reports (exit 1) when something is missing.
+set -e
+missing=""
+command -v cc >/dev/null 2>&1 || missing="$missing gcc"
+command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
+command -v make >/dev/null 2>&1 || missing="$missing make"
+[ -f /usr/include/zlib.h ] || missing="$missing zlib1g-dev"
+if [ -z "$missing" ]; then exit 0; fi
+if [ "$1" = "--check-only" ]; then
+  echo "missing:$missing" >&2
+  exit 1
+fi
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+$SUDO apt-get update
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing

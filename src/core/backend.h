@@ -1,0 +1,77 @@
+/* The backend table: every device implements the primitives behind these
+ * function pointers (a NULL entry means "not supported on this device").
+ * The public functions in src/core/ check their arguments once and then
+ * dispatch; a backend trusts what it gets. Internal header (pmi_ prefix). */
+#ifndef PM_CORE_BACKEND_H
+#define PM_CORE_BACKEND_H
+
+#include "pyramesh.h"
+
+typedef struct pmi_backend {
+    const char *name;
+    /* Set up / tear down ctx->backend_state. */
+    pm_status (*init)(pm_context *ctx);
+    void (*shutdown)(pm_context *ctx);
+    pm_status (*synchronize)(pm_context *ctx);
+
+    pm_status (*alloc)(pm_context *ctx, size_t bytes, void **out);
+    void (*free)(pm_context *ctx, void *p);
+    pm_status (*upload)(pm_context *ctx, void *dst, const void *src_host, size_t bytes);
+    pm_status (*download)(pm_context *ctx, void *dst_host, const void *src, size_t bytes);
+
+    pm_status (*reduce_f32)(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+                            double *result);
+    pm_status (*reduce_image_f32)(pm_context *ctx, pm_reduce_op op, const float *image,
+                                  size_t width, size_t height, size_t row_stride,
+                                  double *result);
+    pm_status (*scan_exclusive_u32)(pm_context *ctx, const uint32_t *in, uint32_t *out,
+                                    size_t n, uint64_t *total);
+    pm_status (*filter_f32)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                            float threshold, float *out, size_t capacity, size_t *count);
+    pm_status (*filter_horn_f32)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                                 float threshold, float *out, size_t capacity, size_t *count);
+    pm_status (*compact)(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
+                         size_t capacity, size_t *count);
+    pm_status (*expand)(pm_context *ctx, const uint32_t *counts, size_t n,
+                        uint64_t *out_source, uint32_t *out_local, size_t capacity,
+                        size_t *count);
+    pm_status (*histopyramid_build)(pm_context *ctx, const uint32_t *counts, size_t n,
+                                    pm_histopyramid **out);
+    pm_status (*histopyramid_total)(pm_context *ctx, const pm_histopyramid *hp,
+                                    uint64_t *total);
+    pm_status (*histopyramid_traverse)(pm_context *ctx, const pm_histopyramid *hp,
+                                       uint64_t first_key, size_t num_keys,
+                                       uint64_t *out_source, uint32_t *out_local);
+    void (*histopyramid_destroy)(pm_context *ctx, pm_histopyramid *hp);
+
+    /* volume->data is in context memory; the options are already resolved
+     * (normals never DEFAULT, struct_size full). mesh is zeroed. */
+    pm_status (*isosurface)(pm_context *ctx, const pm_volume *volume, double iso,
+                            const pm_isosurface_options *options, pm_mesh *mesh);
+    /* params resolved to defaults; xyz in context memory. */
+    pm_status (*field_compute)(pm_context *ctx, const float *xyz, size_t n,
+                               const pm_field_params *params, pm_field *out);
+} pmi_backend;
+
+struct pm_context {
+    pm_device device;
+    const pmi_backend *backend;
+    int num_threads;  /* resolved: >= 1 */
+    int cuda_device;
+    void *cuda_stream;   /* caller's stream or NULL */
+    void *backend_state; /* owned by the backend */
+    char device_name[128];
+};
+
+/* The CPU backend (always present) and the CUDA backend (NULL-returning
+ * stub in builds without CUDA). */
+const pmi_backend *pmi_cpu_backend(void);
+const pmi_backend *pmi_cuda_backend(void);
+/* Whether a CUDA device is usable (0 in CPU-only builds). */
+int pmi_cuda_device_count(void);
+
+/* Validates a volume and fills in default strides and spacing (sets the
+ * error message on failure). */
+pm_status pmi_volume_resolve(const pm_volume *in, pm_volume *out);
+
+#endif

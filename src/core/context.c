@@ -1,0 +1,138 @@
+/* Contexts: choosing a device, resolving the descriptor (struct_size keeps
+ * older callers working), and the memory functions of the context's space. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/util.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static pm_device device_from_env(pm_device requested)
+{
+    const char *e = getenv("PYRAMESH_DEVICE");
+    if (requested != PM_DEVICE_AUTO || !e) return requested;
+    if (strcmp(e, "cpu") == 0) return PM_DEVICE_CPU;
+    if (strcmp(e, "cuda") == 0) return PM_DEVICE_CUDA;
+    return PM_DEVICE_AUTO;
+}
+
+int pm_cuda_available(void) { return pmi_cuda_backend() != NULL && pmi_cuda_device_count() > 0; }
+
+pm_status pm_context_create(const pm_context_desc *desc_in, pm_context **out)
+{
+    pmi_clear_error();
+    if (!out) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_context_create: out is NULL");
+    *out = NULL;
+    /* Copy only the fields the caller's struct has. */
+    pm_context_desc desc;
+    memset(&desc, 0, sizeof desc);
+    if (desc_in) {
+        size_t sz = desc_in->struct_size ? desc_in->struct_size : sizeof desc;
+        if (sz > sizeof desc) sz = sizeof desc;
+        if (sz < offsetof(pm_context_desc, cuda_stream))
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "pm_context_create: struct_size %zu is too small", sz);
+        memcpy(&desc, desc_in, sz);
+    }
+    if (desc.device != PM_DEVICE_AUTO && desc.device != PM_DEVICE_CPU &&
+        desc.device != PM_DEVICE_CUDA)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_context_create: unknown device %d",
+                         (int)desc.device);
+    if (desc.num_threads < 0 || desc.cuda_device < 0)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_context_create: negative num_threads or cuda_device");
+
+    pm_device dev = device_from_env(desc.device);
+    const pmi_backend *be = NULL;
+    if (dev == PM_DEVICE_CUDA) {
+        if (!pm_cuda_available())
+            return pmi_error(PM_STATUS_UNSUPPORTED,
+                             pmi_cuda_backend() ? "CUDA requested but no usable GPU was found"
+                                                : "CUDA requested but this build has no CUDA "
+                                                  "backend");
+        be = pmi_cuda_backend();
+    } else if (dev == PM_DEVICE_AUTO) {
+        if (pm_cuda_available() && desc.cuda_device < pmi_cuda_device_count()) {
+            be = pmi_cuda_backend();
+            dev = PM_DEVICE_CUDA;
+        } else {
+            be = pmi_cpu_backend();
+            dev = PM_DEVICE_CPU;
+        }
+    } else {
+        be = pmi_cpu_backend();
+    }
+
+    pm_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_context_create: out of memory");
+    ctx->device = dev;
+    ctx->backend = be;
+    ctx->cuda_device = desc.cuda_device;
+    ctx->cuda_stream = desc.cuda_stream;
+    int threads = desc.num_threads;
+#ifdef _OPENMP
+    if (threads == 0) threads = omp_get_max_threads();
+#endif
+    ctx->num_threads = threads > 0 ? threads : 1;
+    strcpy(ctx->device_name, dev == PM_DEVICE_CPU ? "cpu" : "cuda");
+    if (be->init) {
+        pm_status s = be->init(ctx);
+        if (s != PM_STATUS_OK) {
+            free(ctx);
+            return s;
+        }
+    }
+    *out = ctx;
+    return PM_STATUS_OK;
+}
+
+void pm_context_destroy(pm_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->backend->shutdown) ctx->backend->shutdown(ctx);
+    free(ctx);
+}
+
+pm_device pm_context_device(const pm_context *ctx) { return ctx ? ctx->device : PM_DEVICE_AUTO; }
+
+const char *pm_context_device_name(const pm_context *ctx)
+{
+    return ctx ? ctx->device_name : "";
+}
+
+pm_status pm_context_synchronize(pm_context *ctx)
+{
+    if (!ctx) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_context_synchronize: NULL");
+    return ctx->backend->synchronize ? ctx->backend->synchronize(ctx) : PM_STATUS_OK;
+}
+
+pm_status pm_alloc(pm_context *ctx, size_t bytes, void **out)
+{
+    if (!ctx || !out) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_alloc: NULL argument");
+    *out = NULL;
+    return ctx->backend->alloc(ctx, bytes, out);
+}
+
+void pm_free(pm_context *ctx, void *p)
+{
+    if (ctx && p) ctx->backend->free(ctx, p);
+}
+
+pm_status pm_upload(pm_context *ctx, void *dst, const void *src_host, size_t bytes)
+{
+    if (!ctx || ((!dst || !src_host) && bytes))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_upload: NULL argument");
+    if (!bytes) return PM_STATUS_OK;
+    return ctx->backend->upload(ctx, dst, src_host, bytes);
+}
+
+pm_status pm_download(pm_context *ctx, void *dst_host, const void *src, size_t bytes)
+{
+    if (!ctx || ((!dst_host || !src) && bytes))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_download: NULL argument");
+    if (!bytes) return PM_STATUS_OK;
+    return ctx->backend->download(ctx, dst_host, src, bytes);
+}

@@ -1,0 +1,201 @@
+/* Public entry points of the data-parallel primitives: arguments are checked
+ * once here (NULLs, enums, byte counts that overflow), then the call goes to
+ * the context's backend. */
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/util.h"
+
+#define CHECK_CTX(fn)                                                                          \
+    do {                                                                                       \
+        pmi_clear_error();                                                                     \
+        if (!ctx) return pmi_error(PM_STATUS_INVALID_ARGUMENT, fn ": context is NULL");        \
+    } while (0)
+
+#define DISPATCH(fn, entry, ...)                                                               \
+    do {                                                                                       \
+        if (!ctx->backend->entry)                                                              \
+            return pmi_error(PM_STATUS_UNSUPPORTED, fn ": not supported on the %s backend",    \
+                             ctx->backend->name);                                              \
+        return ctx->backend->entry(ctx, __VA_ARGS__);                                          \
+    } while (0)
+
+/* n elements of `elem` bytes must have a representable byte count. */
+static pm_status check_array(const char *fn, const char *what, const void *p, size_t n,
+                             size_t elem)
+{
+    size_t bytes;
+    if (!pmi_mul_size(n, elem, &bytes))
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: %s of %zu elements overflows a byte count", fn,
+                         what, n);
+    if (n && !p) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+    return PM_STATUS_OK;
+}
+
+#define CHECK(expr)                                                                            \
+    do {                                                                                       \
+        pm_status s_ = (expr);                                                                 \
+        if (s_ != PM_STATUS_OK) return s_;                                                     \
+    } while (0)
+
+static int valid_op(pm_reduce_op op) { return op >= PM_REDUCE_SUM && op <= PM_REDUCE_GEOMEAN; }
+static int valid_cmp(pm_compare c) { return c >= PM_LESS && c <= PM_GREATER_EQUAL; }
+
+pm_status pm_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+                        double *result)
+{
+    CHECK_CTX("pm_reduce_f32");
+    if (!result || !valid_op(op))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_f32: NULL result or bad op");
+    CHECK(check_array("pm_reduce_f32", "in", in, n, sizeof(float)));
+    if (n == 0) {
+        if (op == PM_REDUCE_SUM) {
+            *result = 0.0;
+            return PM_STATUS_OK;
+        }
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_f32: empty input");
+    }
+    DISPATCH("pm_reduce_f32", reduce_f32, op, in, n, result);
+}
+
+pm_status pm_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image, size_t width,
+                              size_t height, size_t row_stride, double *result)
+{
+    CHECK_CTX("pm_reduce_image_f32");
+    if (!result || !valid_op(op))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_reduce_image_f32: NULL result or bad op");
+    if (row_stride < width)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_reduce_image_f32: row_stride %zu < width %zu", row_stride, width);
+    size_t span;
+    if (height && (!pmi_mul_size(height - 1, row_stride, &span) ||
+                   !pmi_add_size(span, width, &span)))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_reduce_image_f32: image size overflows");
+    if (width == 0 || height == 0) {
+        if (op == PM_REDUCE_SUM) {
+            *result = 0.0;
+            return PM_STATUS_OK;
+        }
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_image_f32: empty image");
+    }
+    CHECK(check_array("pm_reduce_image_f32", "image", image, span, sizeof(float)));
+    DISPATCH("pm_reduce_image_f32", reduce_image_f32, op, image, width, height, row_stride,
+             result);
+}
+
+pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+                                uint64_t *total)
+{
+    CHECK_CTX("pm_scan_exclusive_u32");
+    CHECK(check_array("pm_scan_exclusive_u32", "in", in, n, sizeof(uint32_t)));
+    CHECK(check_array("pm_scan_exclusive_u32", "out", out, n, sizeof(uint32_t)));
+    if (n == 0) {
+        if (total) *total = 0;
+        return PM_STATUS_OK;
+    }
+    DISPATCH("pm_scan_exclusive_u32", scan_exclusive_u32, in, out, n, total);
+}
+
+static pm_status check_filter(const char *fn, pm_context *ctx, const float *in, size_t n,
+                              pm_compare cmp, float *out, size_t capacity, size_t *count)
+{
+    (void)ctx;
+    if (!count || !valid_cmp(cmp))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL count or bad comparison", fn);
+    CHECK(check_array(fn, "in", in, n, sizeof(float)));
+    CHECK(check_array(fn, "out", out, capacity, sizeof(float)));
+    return PM_STATUS_OK;
+}
+
+pm_status pm_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                        float threshold, float *out, size_t capacity, size_t *count)
+{
+    CHECK_CTX("pm_filter_f32");
+    CHECK(check_filter("pm_filter_f32", ctx, in, n, cmp, out, capacity, count));
+    if (n == 0) {
+        *count = 0;
+        return PM_STATUS_OK;
+    }
+    DISPATCH("pm_filter_f32", filter_f32, in, n, cmp, threshold, out, capacity, count);
+}
+
+pm_status pm_filter_horn_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                             float threshold, float *out, size_t capacity, size_t *count)
+{
+    CHECK_CTX("pm_filter_horn_f32");
+    CHECK(check_filter("pm_filter_horn_f32", ctx, in, n, cmp, out, capacity, count));
+    if (n == 0) {
+        *count = 0;
+        return PM_STATUS_OK;
+    }
+    DISPATCH("pm_filter_horn_f32", filter_horn_f32, in, n, cmp, threshold, out, capacity, count);
+}
+
+pm_status pm_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
+                     size_t capacity, size_t *count)
+{
+    CHECK_CTX("pm_compact");
+    if (!count) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_compact: count is NULL");
+    CHECK(check_array("pm_compact", "flags", flags, n, 1));
+    CHECK(check_array("pm_compact", "out_index", out_index, capacity, sizeof(uint64_t)));
+    if (n == 0) {
+        *count = 0;
+        return PM_STATUS_OK;
+    }
+    DISPATCH("pm_compact", compact, flags, n, out_index, capacity, count);
+}
+
+pm_status pm_expand(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t *out_source,
+                    uint32_t *out_local, size_t capacity, size_t *count)
+{
+    CHECK_CTX("pm_expand");
+    if (!count) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_expand: count is NULL");
+    CHECK(check_array("pm_expand", "counts", counts, n, sizeof(uint32_t)));
+    size_t b;
+    if (!pmi_mul_size(capacity, sizeof(uint64_t), &b))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_expand: capacity %zu overflows", capacity);
+    if (n == 0) {
+        *count = 0;
+        return PM_STATUS_OK;
+    }
+    DISPATCH("pm_expand", expand, counts, n, out_source, out_local, capacity, count);
+}
+
+pm_status pm_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
+                                pm_histopyramid **out)
+{
+    CHECK_CTX("pm_histopyramid_build");
+    if (!out) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_histopyramid_build: out is NULL");
+    *out = NULL;
+    CHECK(check_array("pm_histopyramid_build", "counts", counts, n, sizeof(uint32_t)));
+    DISPATCH("pm_histopyramid_build", histopyramid_build, counts, n, out);
+}
+
+pm_status pm_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp, uint64_t *total)
+{
+    CHECK_CTX("pm_histopyramid_total");
+    if (!hp || !total)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_histopyramid_total: NULL argument");
+    DISPATCH("pm_histopyramid_total", histopyramid_total, hp, total);
+}
+
+pm_status pm_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
+                                   uint64_t first_key, size_t num_keys, uint64_t *out_source,
+                                   uint32_t *out_local)
+{
+    CHECK_CTX("pm_histopyramid_traverse");
+    if (!hp) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_histopyramid_traverse: hp is NULL");
+    size_t b;
+    if (!pmi_mul_size(num_keys, sizeof(uint64_t), &b))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_histopyramid_traverse: num_keys overflows");
+    if (num_keys == 0) return PM_STATUS_OK;
+    DISPATCH("pm_histopyramid_traverse", histopyramid_traverse, hp, first_key, num_keys,
+             out_source, out_local);
+}
+
+void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp)
+{
+    if (ctx && hp && ctx->backend->histopyramid_destroy)
+        ctx->backend->histopyramid_destroy(ctx, hp);
+}
