@@ -161,6 +161,22 @@ PM_API pm_status pm_compact(pm_context *ctx, const uint8_t *flags, size_t n, uin
 PM_API pm_status pm_expand(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t *out_source,
                            uint32_t *out_local, size_t capacity, size_t *count);
 
+/* Variants that never wait for the device: the full count is written to
+ * *count_ctx, a uint64_t in CONTEXT memory, so a caller can chain calls
+ * (size the next launch from a device-side count, seed 000's "expected
+ * count") without a host round trip. Outputs past capacity are dropped as
+ * above; PM_STATUS_TRUNCATED cannot be reported without waiting, so these
+ * return PM_STATUS_OK and the caller compares *count_ctx with capacity. On
+ * the CPU backend they are synchronous. */
+PM_API pm_status pm_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                                     float threshold, float *out, size_t capacity,
+                                     uint64_t *count_ctx);
+PM_API pm_status pm_compact_async(pm_context *ctx, const uint8_t *flags, size_t n,
+                                  uint64_t *out_index, size_t capacity, uint64_t *count_ctx);
+PM_API pm_status pm_expand_async(pm_context *ctx, const uint32_t *counts, size_t n,
+                                 uint64_t *out_source, uint32_t *out_local, size_t capacity,
+                                 uint64_t *count_ctx);
+
 /* The HistoPyramid itself (seed 000's two phases), for users who build once
  * and traverse many times. The pyramid lives in context memory and owns a
  * copy of nothing but its levels: counts may be freed after build. */

@@ -35,6 +35,16 @@ typedef struct pmi_backend {
     pm_status (*expand)(pm_context *ctx, const uint32_t *counts, size_t n,
                         uint64_t *out_source, uint32_t *out_local, size_t capacity,
                         size_t *count);
+    /* Optional: device-count variants (see pm_*_async). When NULL, the
+     * synchronous entry is called and the count uploaded. */
+    pm_status (*filter_f32_async)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                                  float threshold, float *out, size_t capacity,
+                                  uint64_t *count_ctx);
+    pm_status (*compact_async)(pm_context *ctx, const uint8_t *flags, size_t n,
+                               uint64_t *out_index, size_t capacity, uint64_t *count_ctx);
+    pm_status (*expand_async)(pm_context *ctx, const uint32_t *counts, size_t n,
+                              uint64_t *out_source, uint32_t *out_local, size_t capacity,
+                              uint64_t *count_ctx);
     pm_status (*histopyramid_build)(pm_context *ctx, const uint32_t *counts, size_t n,
                                     pm_histopyramid **out);
     pm_status (*histopyramid_total)(pm_context *ctx, const pm_histopyramid *hp,

@@ -199,3 +199,64 @@ void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp)
     if (ctx && hp && ctx->backend->histopyramid_destroy)
         ctx->backend->histopyramid_destroy(ctx, hp);
 }
+
+/* Device-count variants: the backend's own entry when it has one; else the
+ * synchronous call, with the count stored into context memory. */
+static pm_status store_count(pm_context *ctx, pm_status s, size_t count, uint64_t *count_ctx)
+{
+    if (s != PM_STATUS_OK && s != PM_STATUS_TRUNCATED) return s;
+    uint64_t c = count;
+    pm_status u = ctx->backend->upload(ctx, count_ctx, &c, sizeof c);
+    return u != PM_STATUS_OK ? u : PM_STATUS_OK;
+}
+
+pm_status pm_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                              float threshold, float *out, size_t capacity, uint64_t *count_ctx)
+{
+    CHECK_CTX("pm_filter_f32_async");
+    size_t dummy;
+    if (!count_ctx)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_filter_f32_async: count_ctx is NULL");
+    CHECK(check_filter("pm_filter_f32_async", ctx, in, n, cmp, out, capacity, &dummy));
+    if (ctx->backend->filter_f32_async)
+        return ctx->backend->filter_f32_async(ctx, in, n, cmp, threshold, out, capacity,
+                                              count_ctx);
+    size_t count = 0;
+    pm_status s = n ? pm_filter_f32(ctx, in, n, cmp, threshold, out, capacity, &count)
+                    : PM_STATUS_OK;
+    return store_count(ctx, s, count, count_ctx);
+}
+
+pm_status pm_compact_async(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
+                           size_t capacity, uint64_t *count_ctx)
+{
+    CHECK_CTX("pm_compact_async");
+    if (!count_ctx)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_compact_async: count_ctx is NULL");
+    CHECK(check_array("pm_compact_async", "flags", flags, n, 1));
+    CHECK(check_array("pm_compact_async", "out_index", out_index, capacity, sizeof(uint64_t)));
+    if (ctx->backend->compact_async)
+        return ctx->backend->compact_async(ctx, flags, n, out_index, capacity, count_ctx);
+    size_t count = 0;
+    pm_status s = n ? pm_compact(ctx, flags, n, out_index, capacity, &count) : PM_STATUS_OK;
+    return store_count(ctx, s, count, count_ctx);
+}
+
+pm_status pm_expand_async(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t *out_source,
+                          uint32_t *out_local, size_t capacity, uint64_t *count_ctx)
+{
+    CHECK_CTX("pm_expand_async");
+    if (!count_ctx)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_expand_async: count_ctx is NULL");
+    CHECK(check_array("pm_expand_async", "counts", counts, n, sizeof(uint32_t)));
+    size_t b;
+    if (!pmi_mul_size(capacity, sizeof(uint64_t), &b))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_expand_async: capacity %zu overflows", capacity);
+    if (ctx->backend->expand_async)
+        return ctx->backend->expand_async(ctx, counts, n, out_source, out_local, capacity,
+                                          count_ctx);
+    size_t count = 0;
+    pm_status s =
+        n ? pm_expand(ctx, counts, n, out_source, out_local, capacity, &count) : PM_STATUS_OK;
+    return store_count(ctx, s, count, count_ctx);
+}
