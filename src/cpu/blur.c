@@ -33,11 +33,11 @@ static pm_status splat(pm_context *ctx, const pmi_field_layout *lay, const pmi_c
     const float *X = cells->xyz;
     int failed = 0;
 
+    size_t slab = B;
+    if (B * B * B > PMI_ACC_CAP) slab = PMI_ACC_CAP / (B * B) ? PMI_ACC_CAP / (B * B) : 1;
 #pragma omp parallel num_threads(ctx->num_threads)
     {
-        /* One z-slice of the block at a time keeps the buffer small for any
-         * block size; the order of terms per point is unchanged. */
-        double *acc = malloc(B * B * sizeof *acc);
+        double *acc = malloc(B * B * slab * sizeof *acc);
         double *w = malloc(3 * B * sizeof *w);
         if (!acc || !w) {
 #pragma omp atomic write
@@ -52,9 +52,11 @@ static pm_status splat(pm_context *ctx, const pmi_field_layout *lay, const pmi_c
             size_t i1 = i0 + B < nx ? i0 + B : nx, j1 = j0 + B < ny ? j0 + B : ny;
             size_t k1 = k0 + B < nz ? k0 + B : nz;
             size_t ni = i1 - i0, nj = j1 - j0;
-            for (size_t k = k0; k < k1; k++) {
-                double lz = pmi_lattice_coord(lay->lo[2] + (int64_t)k, s);
-                memset(acc, 0, ni * nj * sizeof *acc);
+            /* z-slabs of the block keep the buffer small for any block
+             * size; the order of terms per point is unchanged. */
+            for (size_t ks = k0; ks < k1; ks += slab) {
+                size_t ke = ks + slab < k1 ? ks + slab : k1;
+                memset(acc, 0, ni * nj * (ke - ks) * sizeof *acc);
                 for (int dz = -1; dz <= 1; dz++) {
                     if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= cdz)) continue;
                     for (int dy = -1; dy <= 1; dy++) {
@@ -64,34 +66,40 @@ static pm_status splat(pm_context *ctx, const pmi_field_layout *lay, const pmi_c
                         for (uint32_t p = b; p < e; p++) {
                             const double px = X[3 * (size_t)p], py = X[3 * (size_t)p + 1],
                                          pz = X[3 * (size_t)p + 2];
-                            double wz = box_weight(pz, r, lz, s);
-                            if (wz == 0.0) continue;
-                            size_t ia, ib, ja, jb;
-                            if (!pmi_index_range(py, reach, s, lay->lo[1], j0, j1, &ja, &jb) ||
+                            size_t ia, ib, ja, jb, ka, kb;
+                            if (!pmi_index_range(pz, reach, s, lay->lo[2], ks, ke, &ka, &kb) ||
+                                !pmi_index_range(py, reach, s, lay->lo[1], j0, j1, &ja, &jb) ||
                                 !pmi_index_range(px, reach, s, lay->lo[0], i0, i1, &ia, &ib))
                                 continue;
-                            double *wx = w, *wy = w + B;
+                            double *wx = w, *wy = w + B, *wz = w + 2 * B;
                             for (size_t i = ia; i <= ib; i++)
                                 wx[i - ia] = box_weight(
                                     px, r, pmi_lattice_coord(lay->lo[0] + (int64_t)i, s), s);
                             for (size_t j = ja; j <= jb; j++)
                                 wy[j - ja] = box_weight(
                                     py, r, pmi_lattice_coord(lay->lo[1] + (int64_t)j, s), s);
-                            for (size_t j = ja; j <= jb; j++) {
-                                if (wy[j - ja] == 0.0) continue;
-                                double *row = acc + (j - j0) * ni - i0;
-                                for (size_t i = ia; i <= ib; i++)
-                                    if (wx[i - ia] != 0.0)
-                                        row[i] += (wx[i - ia] * wy[j - ja]) * wz;
+                            for (size_t k = ka; k <= kb; k++)
+                                wz[k - ka] = box_weight(
+                                    pz, r, pmi_lattice_coord(lay->lo[2] + (int64_t)k, s), s);
+                            for (size_t k = ka; k <= kb; k++) {
+                                if (wz[k - ka] == 0.0) continue;
+                                for (size_t j = ja; j <= jb; j++) {
+                                    if (wy[j - ja] == 0.0) continue;
+                                    double *row = acc + ((k - ks) * nj + (j - j0)) * ni - i0;
+                                    for (size_t i = ia; i <= ib; i++)
+                                        if (wx[i - ia] != 0.0)
+                                            row[i] += (wx[i - ia] * wy[j - ja]) * wz[k - ka];
+                                }
                             }
                         }
                     }
                 }
-                for (size_t j = j0; j < j1; j++) {
-                    float *o = out + (k * ny + j) * nx + i0;
-                    const double *a = acc + (j - j0) * ni;
-                    for (size_t i = 0; i < ni; i++) o[i] = (float)a[i];
-                }
+                for (size_t k = ks; k < ke; k++)
+                    for (size_t j = j0; j < j1; j++) {
+                        float *o = out + (k * ny + j) * nx + i0;
+                        const double *a = acc + ((k - ks) * nj + (j - j0)) * ni;
+                        for (size_t i = 0; i < ni; i++) o[i] = (float)a[i];
+                    }
             }
         }
         free(acc);

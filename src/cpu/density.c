@@ -119,17 +119,17 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
     const int steps = sph ? 0 : p->blur_steps;
     const double reach = sph ? h : r + 0.5 * s;
     const double margin = sph ? h : reach + steps * s;
-    const double B = fmax(1.0, ceil(reach / s * (1.0 - 1e-12)));
+    const double cell_reach = sph ? h : fmax(reach, PMI_BLUR_MIN_BLOCK * s);
+    const double B = fmax(1.0, ceil(cell_reach / s * (1.0 - 1e-12)));
     const double T = ctx->num_threads;
     /* Per particle: cell id 8, slot 4, sorted xyz 12, volume 8 (SPH), a
      * filtered copy 12 when the aabb drops some. Per cell: count and start.
      * Per thread: the gather buffers (SPH: a block of doubles, capped; blur:
      * a slice of doubles and a line of floats). */
     double per_particle = 24.0 + (sph ? 8.0 : 0.0) + (kept < n ? 12.0 : 0.0);
-    double per_thread = sph ? 8.0 * fmin(B * B * B, (double)(1 << 18) + B * B) + 24.0 * B
-                            : 8.0 * B * B + 24.0 * B;
+    double per_thread = 8.0 * fmin(B * B * B, (double)PMI_ACC_CAP + B * B) + 24.0 * B;
     pmi_field_layout lay;
-    pm_status st = layout(bmin, bmax, s, margin, reach, 8.0,
+    pm_status st = layout(bmin, bmax, s, margin, cell_reach, 8.0,
                           per_particle * (double)kept + T * per_thread + 4.0, p->max_memory_bytes,
                           &lay);
     if (st != PM_STATUS_OK) return st;

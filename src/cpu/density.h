@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <math.h>
 #include <stdint.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/backend.h"
 
@@ -39,6 +42,26 @@ typedef struct pmi_cell_list {
 } pmi_cell_list;
 
 #define PMI_PI 3.14159265358979323846
+
+/* Lattice points accumulated at once per thread (doubles): a whole cell
+ * block for every sane -l/-c ratio, z-slabs of a block beyond that. */
+#define PMI_ACC_CAP ((size_t)1 << 18)
+/* Blur cells hold at least this many lattice points per edge: its reach
+ * (r + s/2) is only 2.5 points at -c 0.5, and tiny blocks cost more in
+ * per-block overhead than they save. */
+#define PMI_BLUR_MIN_BLOCK 6
+
+/* IEEE square root (correctly rounded, as CUDA's sqrt) of d2 >= 0. The
+ * SSE2 form skips the errno check libm's sqrt carries without
+ * -fno-math-errno, which costs a compare and branch in the hottest loop. */
+static inline double pmi_sqrt(double d2)
+{
+#if defined(__SSE2__)
+    return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(d2)));
+#else
+    return sqrt(d2);
+#endif
+}
 
 /* Lattice coordinate of global index g on one axis. */
 static inline double pmi_lattice_coord(int64_t g, double s) { return (double)g * s; }

@@ -8,9 +8,6 @@
 #include "core/util.h"
 #include "cpu/density.h"
 
-/* Lattice points accumulated at once per thread (doubles): a whole cell
- * block for every sane -l/-c ratio, z-slabs of a block beyond that. */
-#define PMI_ACC_CAP ((size_t)1 << 18)
 
 pm_status pmi_sph_volumes(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                           double h, double mass, double *vol)
@@ -43,7 +40,7 @@ pm_status pmi_sph_volumes(pm_context *ctx, const pmi_field_layout *lay, const pm
                         double ddy = (double)X[3 * (size_t)j + 1] - yk;
                         double ddz = (double)X[3 * (size_t)j + 2] - zk;
                         double d2 = ddx * ddx + (ddy * ddy + ddz * ddz);
-                        if (d2 < h2) sum += pmi_cubic_spline(sqrt(d2) * inv_h, sigma, sigma2);
+                        if (d2 < h2) sum += pmi_cubic_spline(pmi_sqrt(d2) * inv_h, sigma, sigma2);
                     }
                 }
             }
@@ -91,6 +88,23 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
             for (size_t k = 0; k < k1 - k0; k++)
                 lz[k] = pmi_lattice_coord(lay->lo[2] + (int64_t)(k0 + k), s);
 
+            /* Blocks with no particle in reach: zeros, no gather. */
+            int any = 0;
+            for (int dz = -1; dz <= 1 && !any; dz++) {
+                if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= cdz)) continue;
+                for (int dy = -1; dy <= 1; dy++) {
+                    if ((dy < 0 && cy == 0) || (dy > 0 && cy + 1 >= cdy)) continue;
+                    uint32_t b, e;
+                    pmi_row_range(lay, cells, cx, ((cz + dz) * cdy + (cy + dy)) * cdx, &b, &e);
+                    if (b != e) any = 1;
+                }
+            }
+            if (!any) {
+                for (size_t k = k0; k < k1; k++)
+                    for (size_t j = j0; j < j1; j++)
+                        memset(out + (k * ny + j) * nx + i0, 0, ni * sizeof *out);
+                continue;
+            }
             for (size_t ks = k0; ks < k1; ks += slab) {
                 size_t ke = ks + slab < k1 ? ks + slab : k1;
                 size_t nk = ke - ks;
@@ -118,11 +132,12 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
                                     double ddy = py - ly[j - j0], dyz = ddy * ddy + dz2;
                                     if (dyz >= h2) continue;
                                     double *row = acc + ((k - ks) * nj + (j - j0)) * ni - i0;
+                                    const double *lxr = lx - i0;
                                     for (size_t i = ia; i <= ib; i++) {
-                                        double ddx = px - lx[i - i0];
+                                        double ddx = px - lxr[i];
                                         double d2 = ddx * ddx + dyz;
                                         if (d2 < h2)
-                                            row[i] += v * pmi_cubic_spline(sqrt(d2) * inv_h,
+                                            row[i] += v * pmi_cubic_spline(pmi_sqrt(d2) * inv_h,
                                                                            sigma, sigma2);
                                     }
                                 }
