@@ -269,7 +269,7 @@ static void field_with_threads(int threads, const float *xyz, size_t n, pm_field
 
 static void test_threads(void)
 {
-    size_t n = 20000;
+    size_t n = 10000;
     float *xyz = malloc(n * 3 * sizeof *xyz);
     for (size_t i = 0; i < n; i++) { /* a ball, denser in the middle */
         double u = pmt_uniform(), a = 2 * PI * pmt_uniform(), z = 2 * pmt_uniform() - 1;
@@ -553,7 +553,7 @@ int main(int argc, char **argv)
     }
     test_brute_force(ctx, 1, 0.1, 1.0);
     test_brute_force(ctx, 2, 0.1, 0.3);
-    test_brute_force(ctx, 300, 0.05, 0.6);
+    test_brute_force(ctx, 250, 0.05, 0.6);
     test_single(ctx);
     test_packed(ctx);
     test_threads();
