@@ -92,6 +92,9 @@ static __device__ __forceinline__ unsigned long long pmi_lookback(unsigned long 
         for (;;) {
             s = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P;
             if (!__any_sync(0xffffffffu, (s >> 62) == 0)) break;
+            /* Back off: a tight spin of hundreds of warps steals L2
+             * bandwidth from the tiles that are still loading. */
+            __nanosleep(64);
         }
         unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
         unsigned long long v = s & PMI_VALUE_MASK;

@@ -1,13 +1,14 @@
 /* Order-preserving filter of floats in a single pass over the input
- * (decoupled look-back, Merrill and Garland 2016): each 4096-element tile is
- * read once with 16-byte loads, ranked with one packed warp scan, staged in
+ * (decoupled look-back, Merrill and Garland 2016): each 8192-element tile is
+ * read once with 16-byte loads, ranked with packed warp scans, staged in
  * shared memory in output order and written contiguously. A HistoPyramid
  * would read the kept elements a second time (see docs/cuda.md). Also seed
  * 002's reference method (Horn, GPU Gems 2 ch. 36) for comparison. */
 #include "cuda/cuda_internal.h"
 
 #define FLT_THREADS 256
-#define FLT_ROUNDS 4 /* float4 per thread */
+#define FLT_ROUNDS 8 /* float4 per thread: 8192-element tiles */
+#define FLT_PACKS (FLT_ROUNDS / 4)
 #define FLT_TILE (FLT_THREADS * FLT_ROUNDS * 4)
 
 static __device__ __forceinline__ unsigned flt_pass(int cmp, float x, float t)
@@ -25,8 +26,8 @@ __global__ void __launch_bounds__(FLT_THREADS)
                   unsigned long long *count_out)
 {
     __shared__ float stage[FLT_TILE];
-    __shared__ unsigned warp_tot[FLT_THREADS / 32];
-    __shared__ unsigned pref[32];
+    __shared__ unsigned warp_tot[FLT_PACKS][FLT_THREADS / 32];
+    __shared__ unsigned pref[2 * 32];
     __shared__ unsigned long long s_excl;
     __shared__ unsigned s_agg, s_tile;
     const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -50,32 +51,50 @@ __global__ void __launch_bounds__(FLT_THREADS)
             v[r].w = e + 3 < n ? in[e + 3] : nan;
         }
     }
-    /* Keep masks, and the per-round counts packed one byte each: a warp's
-     * round total is at most 128, so one scan ranks all rounds at once. */
-    unsigned m[FLT_ROUNDS], packed = 0;
+    /* Keep masks, and the per-round counts packed one byte each (four
+     * rounds per word): a warp's round total is at most 128, so one scan
+     * ranks four rounds at once. */
+    unsigned m[FLT_ROUNDS], packed[FLT_PACKS], incl[FLT_PACKS];
+#pragma unroll
+    for (int q = 0; q < FLT_PACKS; q++) packed[q] = 0;
 #pragma unroll
     for (int r = 0; r < FLT_ROUNDS; r++) {
         m[r] = flt_pass(cmp, v[r].x, thr) | flt_pass(cmp, v[r].y, thr) << 1 |
                flt_pass(cmp, v[r].z, thr) << 2 | flt_pass(cmp, v[r].w, thr) << 3;
-        packed |= (unsigned)__popc(m[r]) << (8 * r);
+        packed[r / 4] |= (unsigned)__popc(m[r]) << (8 * (r % 4));
     }
-    unsigned incl = packed;
+#pragma unroll
+    for (int q = 0; q < FLT_PACKS; q++) incl[q] = packed[q];
 #pragma unroll
     for (int off = 1; off < 32; off <<= 1) {
-        unsigned y = __shfl_up_sync(0xffffffffu, incl, off);
-        if ((int)lane >= off) incl += y;
+#pragma unroll
+        for (int q = 0; q < FLT_PACKS; q++) {
+            unsigned y = __shfl_up_sync(0xffffffffu, incl[q], off);
+            if ((int)lane >= off) incl[q] += y;
+        }
     }
-    if (lane == 31) warp_tot[warp] = incl;
+    if (lane == 31)
+#pragma unroll
+        for (int q = 0; q < FLT_PACKS; q++) warp_tot[q][warp] = incl[q];
     __syncthreads();
     if (warp == 0) {
-        /* Output order is round-major, then warp: lane = 8 round + warp. */
-        unsigned val = (warp_tot[lane & 7] >> (8 * (lane >> 3))) & 0xffu, vi = val;
+        /* Output order is round-major, then warp: entry 8 round + warp. Each
+         * lane takes two consecutive entries (64 of them). */
+        unsigned val[2], pair = 0;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            unsigned e = 2 * lane + k, r = e >> 3, w = e & 7;
+            val[k] = (warp_tot[r / 4][w] >> (8 * (r % 4))) & 0xffu;
+            pair += val[k];
+        }
+        unsigned vi = pair;
 #pragma unroll
         for (int off = 1; off < 32; off <<= 1) {
             unsigned y = __shfl_up_sync(0xffffffffu, vi, off);
             if ((int)lane >= off) vi += y;
         }
-        pref[lane] = vi - val;
+        pref[2 * lane] = vi - pair;
+        pref[2 * lane + 1] = vi - pair + val[0];
         unsigned agg = __shfl_sync(0xffffffffu, vi, 31);
         if (lane == 0) {
             pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
@@ -83,10 +102,10 @@ __global__ void __launch_bounds__(FLT_THREADS)
         }
     }
     __syncthreads();
-    const unsigned wex = incl - packed;
 #pragma unroll
     for (int r = 0; r < FLT_ROUNDS; r++) {
-        unsigned pos = pref[8 * r + warp] + ((wex >> (8 * r)) & 0xffu);
+        unsigned wex = incl[r / 4] - packed[r / 4];
+        unsigned pos = pref[8 * r + warp] + ((wex >> (8 * (r % 4))) & 0xffu);
         if (m[r] & 1) stage[pos++] = v[r].x;
         if (m[r] & 2) stage[pos++] = v[r].y;
         if (m[r] & 4) stage[pos++] = v[r].z;

@@ -1,5 +1,5 @@
 /* Exclusive scan of u32 in one pass over the data: decoupled look-back
- * (Merrill and Garland 2016). Tiles of 4096 elements are loaded with 16-byte
+ * (Merrill and Garland 2016). Tiles of 8192 elements are loaded with 16-byte
  * loads, transposed through shared memory to 16 consecutive items per
  * thread, scanned, and each tile takes its prefix from its predecessors'
  * published aggregates. Prefixes are carried in 64 bits so the total (and
@@ -7,16 +7,17 @@
 #include "cuda/cuda_internal.h"
 
 #define SCAN_THREADS 256
-#define SCAN_ITEMS 16
+#define SCAN_ITEMS 32
 #define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
+#define SCAN_CHUNKS (SCAN_ITEMS * 32 / 4) /* 16-byte chunks per warp */
 /* Tile states hold 62-bit values: a launch covers at most 2^30 elements
  * (2^30 * (2^32 - 1) < 2^62); longer inputs are scanned in chunks, chained
  * through a 64-bit carry on the device. */
 #define SCAN_CHUNK ((size_t)1 << 30)
 
-/* Bank-conflict-free position of 16-byte chunk c (0..127) of a warp's
- * segment, for both the striped (32k + lane) and the blocked (4 lane + j)
- * access pattern. */
+/* Bank-conflict-free position of 16-byte chunk c of a warp's segment, for
+ * both the striped (32k + lane) and the blocked (8 lane + j) access pattern:
+ * each quarter-warp's 8 chunks land in 8 different 16-byte bank groups. */
 static __device__ __forceinline__ unsigned swz(unsigned c) { return c ^ ((c >> 3) & 7); }
 
 __global__ void __launch_bounds__(SCAN_THREADS)
@@ -25,7 +26,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
                 const unsigned long long *carry_in, unsigned long long *carry_out,
                 unsigned long long num_tiles)
 {
-    __shared__ uint4 xfer[SCAN_THREADS / 32][128];
+    __shared__ uint4 xfer[SCAN_THREADS / 32][SCAN_CHUNKS];
     __shared__ unsigned long long warp_sum[SCAN_THREADS / 32];
     __shared__ unsigned long long s_prefix;
     __shared__ unsigned s_tile;
@@ -33,12 +34,12 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     if (t == 0) s_tile = atomicAdd(tile_counter, 1u);
     __syncthreads();
     const unsigned long long tile = s_tile;
-    const size_t seg = (size_t)tile * SCAN_TILE + (size_t)warp * 512;
+    const size_t seg = (size_t)tile * SCAN_TILE + (size_t)warp * (SCAN_ITEMS * 32);
     const bool fast = vec && (size_t)(tile + 1) * SCAN_TILE <= n;
 
     /* Striped 16-byte loads (coalesced), then a blocked re-read. */
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < SCAN_ITEMS / 4; k++) {
         unsigned c = 32 * k + lane;
         uint4 v;
         if (fast) {
@@ -55,8 +56,8 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     __syncwarp();
     uint32_t x[SCAN_ITEMS];
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        uint4 v = xfer[warp][swz(4 * lane + j)];
+    for (int j = 0; j < SCAN_ITEMS / 4; j++) {
+        uint4 v = xfer[warp][swz(SCAN_ITEMS / 4 * lane + j)];
         x[4 * j] = v.x;
         x[4 * j + 1] = v.y;
         x[4 * j + 2] = v.z;
@@ -102,14 +103,14 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     __syncthreads();
     const uint32_t base = (uint32_t)(s_prefix + warp_sum[warp] + (incl - tsum));
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
+    for (int j = 0; j < SCAN_ITEMS / 4; j++) {
         uint4 v = make_uint4(base + x[4 * j], base + x[4 * j + 1], base + x[4 * j + 2],
                              base + x[4 * j + 3]);
-        xfer[warp][swz(4 * lane + j)] = v;
+        xfer[warp][swz(SCAN_ITEMS / 4 * lane + j)] = v;
     }
     __syncwarp();
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < SCAN_ITEMS / 4; k++) {
         unsigned c = 32 * k + lane;
         uint4 v = xfer[warp][swz(c)];
         if (fast) {
