@@ -25,11 +25,13 @@ __global__ void __launch_bounds__(CMP_THREADS)
     __shared__ unsigned warp_tot[CMP_THREADS / 32];
     __shared__ unsigned pref[32];
     __shared__ unsigned long long s_excl;
-    __shared__ unsigned s_agg, s_tile;
+    __shared__ unsigned s_agg;
     const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    if (t == 0) s_tile = atomicAdd(tile_counter, 1u);
-    __syncthreads();
-    const unsigned long long tile = s_tile;
+    /* Tiles follow blockIdx: blocks are dispatched in index order, so every
+     * predecessor of a resident block is resident or done (as in CUB); an
+     * atomic tile counter would add a round trip before the first load. */
+    (void)tile_counter;
+    const unsigned long long tile = blockIdx.x;
     const size_t base = (size_t)tile * CMP_TILE;
     unsigned m[CMP_ROUNDS];
     if (vec && base + CMP_TILE <= n) {

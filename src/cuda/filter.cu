@@ -29,11 +29,13 @@ __global__ void __launch_bounds__(FLT_THREADS)
     __shared__ unsigned warp_tot[FLT_PACKS][FLT_THREADS / 32];
     __shared__ unsigned pref[2 * 32];
     __shared__ unsigned long long s_excl;
-    __shared__ unsigned s_agg, s_tile;
+    __shared__ unsigned s_agg;
     const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    if (t == 0) s_tile = atomicAdd(tile_counter, 1u);
-    __syncthreads();
-    const unsigned long long tile = s_tile;
+    /* Tiles follow blockIdx: blocks are dispatched in index order, so every
+     * predecessor of a resident block is resident or done (as in CUB); an
+     * atomic tile counter would add a round trip before the first load. */
+    (void)tile_counter;
+    const unsigned long long tile = blockIdx.x;
     const size_t base = (size_t)tile * FLT_TILE;
     float4 v[FLT_ROUNDS];
     if (vec && base + FLT_TILE <= n) {

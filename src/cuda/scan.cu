@@ -29,11 +29,12 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     __shared__ uint4 xfer[SCAN_THREADS / 32][SCAN_CHUNKS];
     __shared__ unsigned long long warp_sum[SCAN_THREADS / 32];
     __shared__ unsigned long long s_prefix;
-    __shared__ unsigned s_tile;
     const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    if (t == 0) s_tile = atomicAdd(tile_counter, 1u);
-    __syncthreads();
-    const unsigned long long tile = s_tile;
+    /* Tiles follow blockIdx: blocks are dispatched in index order, so every
+     * predecessor of a resident block is resident or done (as in CUB); an
+     * atomic tile counter would add a round trip before the first load. */
+    (void)tile_counter;
+    const unsigned long long tile = blockIdx.x;
     const size_t seg = (size_t)tile * SCAN_TILE + (size_t)warp * (SCAN_ITEMS * 32);
     const bool fast = vec && (size_t)(tile + 1) * SCAN_TILE <= n;
 
