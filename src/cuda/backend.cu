@@ -100,7 +100,7 @@ static pm_status cuda_init(pm_context *ctx)
         goto fail;
     }
     st->num_sms = prop.multiProcessorCount;
-    snprintf(ctx->device_name, sizeof ctx->device_name, "cuda:%d %s", st->device, prop.name);
+    snprintf(ctx->device_name, sizeof ctx->device_name, "cuda:%d %.100s", st->device, prop.name);
     if (ctx->cuda_stream) {
         st->stream = (cudaStream_t)ctx->cuda_stream;
     } else {
