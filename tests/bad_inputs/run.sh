@@ -35,7 +35,7 @@ while IFS=$'\t' read -r name cmd expect; do
   fi
 done < "$W/in/cases.tsv"
 # Raw volume smaller than its declared dims.
-check raw_short.raw "" "$PM" isosurface "$W/in/nrrd_trunc_40.nrrd" --raw-dims 64,64,64 --raw-type f32 -o "$W/out/mesh.ply" --iso 0.5 --quiet
+check nrrd_trunc_40.nrrd "raw" "$PM" isosurface "$W/in/nrrd_trunc_40.nrrd" --raw-dims 64,64,64 --raw-type f32 -o "$W/out/mesh.ply" --iso 0.5 --quiet
 mkdir -p "$W/in/a_directory.nrrd"
 check a_directory.nrrd "" "$PM" isosurface "$W/in/a_directory.nrrd" -o "$W/out/mesh.ply" --iso 0.5 --quiet
 check does_not_exist.nrrd "" "$PM" isosurface "$W/in/does_not_exist.nrrd" -o "$W/out/mesh.ply" --iso 0.5 --quiet
