@@ -1,7 +1,9 @@
 /* Option parsing for the pyramesh CLI. Numbers go through strtod/strtoll
  * and must be consumed whole, so "--iso abc" or "-r 1x" is a usage error
  * that names the option, never a silent zero. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include "args.h"
 
 #include <ctype.h>

@@ -2,7 +2,9 @@
  * a jittered lattice plus a falling sphere of particles), generated with a
  * fixed-seed PRNG (splitmix64) so every run gives the same file, then
  * reconstructed with the SPH method like `pyramesh reconstruct`. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

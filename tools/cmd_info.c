@@ -1,7 +1,9 @@
 /* pyramesh info: describes a volume (dims, type, spacing, origin, value
  * range, memory) or a point set (count, bounding box). The kind comes from
  * the extension; a .vtk file is tried as a volume first, then as points. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,9 @@
 /* pyramesh isosurface: volume file -> marching cubes (pm_isosurface) -> mesh
  * file. Reads on the host, uploads to the device when the context is CUDA,
  * extracts into host memory and writes; each stage is timed. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,9 @@
 /* pyramesh reconstruct: particles / point cloud -> density field
  * (pm_field_compute: splashsurf's SPH colour field, or seed 003's blurred
  * splat) -> marching cubes -> mesh file, with splashsurf's -r -l -c -t. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

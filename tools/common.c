@@ -1,7 +1,9 @@
 /* Options shared by the mesh-producing commands (isosurface, reconstruct):
  * output, normals, mesh mode, device, threads, stats, memory limit and the
  * frame range. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <limits.h>
 #include <string.h>
 

@@ -1,7 +1,9 @@
 /* pyramesh: the command-line tool. Dispatches to the subcommands, and holds
  * what they share: error printing, exit statuses, the SIGINT flag and the
  * checks done before any work (input readable, output directory writable). */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>

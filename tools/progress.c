@@ -2,7 +2,9 @@
  * and, for frame sequences, frames done and left, elapsed time and an
  * estimate of the time left. Only on a terminal and without --quiet, so
  * logs and pipes never see carriage returns. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <stdio.h>
 #include <unistd.h>
 

@@ -3,7 +3,9 @@
  * frames run in natural (numeric) order, -s/-e select frame numbers, and
  * the output name gets the frame's digits exactly as they appear in the
  * input name. One bad frame is reported and the rest go on. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,9 @@
 /* What the CLI reports about a run: the one-screen summary on stdout, and the
  * --stats JSON, written atomically (temporary file, then rename) so that a
  * reader never sees half a file. */
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
