@@ -101,6 +101,10 @@ static void on_sigint(int sig)
 
 static void install_sigint(void)
 {
+    struct sigaction old;
+    /* A SIGINT the caller chose to ignore (nohup, a background job of a
+     * script) stays ignored. */
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
