@@ -92,6 +92,7 @@ grep -q "^2 frames done, 1 failed$" "$W/stdout" || bad "final line: $(tail -1 "$
 [ -s "$W/out/mesh_001.ply" ] && [ -s "$W/out/mesh_004.ply" ] || bad "good frames not written"
 [ -e "$W/out/mesh_002.ply" ] && bad "broken frame left an output"
 [ -e "$W/out/mesh_010.ply" ] && bad "frame 10 is outside -e 4 but was written"
+grep -q "^frame 001: $W/frames/vol_001.raw -> $W/out/mesh_001.ply: " "$W/stdout" || bad "frame line names"
 [ "$(grep -o '^frame [0-9]*' "$W/stdout" | tr '\n' ' ')" = "frame 001 frame 004 " ] ||
   bad "frame lines: $(grep '^frame' "$W/stdout")"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["frames_done"]==2 and d["frames_failed"]==1 and len(d["frames"])==2' \

@@ -264,16 +264,16 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
             cli_buf_printf(&json, "%s\n  ", json_items++ ? "," : "");
             cli_result_json(&json, &r, 1);
         }
+        /* r points into frame's strings: print before freeing them. */
+        if (frc == CLI_OK && !c->quiet) cli_print_frame_line(frames[k].digits, &r);
         free(frame.input);
         free(frame.output);
         free(frame.stats);
         if (frc == CLI_INTERRUPTED) break;
-        if (frc == CLI_OK) {
+        if (frc == CLI_OK)
             done++;
-            if (!c->quiet) cli_print_frame_line(frames[k].digits, &r);
-        } else {
+        else
             failed++;
-        }
         cli_progress_frame_done(&progress, frc != CLI_OK);
         fflush(stdout);
     }
