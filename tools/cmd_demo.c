@@ -16,7 +16,8 @@
 /* The scene's parameters, stated here and in docs/cli.md. */
 #define DEMO_RADIUS 0.025         /* particle radius r; lattice spacing 2r */
 #define DEMO_SMOOTHING 2.0        /* l: support radius 2*l*r = 4r */
-#define DEMO_CUBE 1.0             /* c: grid cell = 1.0*r */
+#define DEMO_CUBE 1.5             /* c: grid cell = 1.5*r (splashsurf canyon) */
+#define DEMO_CUBE_STR "1.5"
 #define DEMO_THRESHOLD 0.6        /* t */
 #define DEMO_SPHERE_FRACTION 0.15 /* share of the particles in the sphere */
 #define DEMO_JITTER 0.15          /* +- this fraction of the lattice spacing */
@@ -28,19 +29,21 @@ static const char help[] =
     "Generates a deterministic dam-break scene (a block of jittered particles on a\n"
     "lattice of spacing 2r plus a falling sphere of particles, r = 0.025, about\n"
     "1,000,000 particles by default), reconstructs its surface with the SPH method\n"
-    "(-l 2 -c 1 -t 0.6), writes the mesh and prints the summary. Needs no input.\n"
+    "(-l 2 -c 1.5 -t 0.6), writes the mesh and prints the summary. Needs no input.\n"
     "\n"
     "options:\n"
     "  -o, --output MESH     output file (default demo.ply)\n"
     "  --particles N         about how many particles (default 1000000)\n"
+    "  -c, --cube-size C     grid cell edge in multiples of r (default " DEMO_CUBE_STR ")\n"
     "  --device D            auto|cpu|cuda (default auto)\n"
     "  --threads N           CPU threads (default: all cores)\n"
     "  --stats FILE.json     write counts and timings as JSON\n"
     "  -q, --quiet           print nothing on success\n";
 
-enum { D_PARTICLES = 1 };
+enum { D_PARTICLES = 1, D_CUBE };
 static const cli_option options[] = {
     {"output", 'o', 1, OPT_OUTPUT},  {"particles", 0, 1, D_PARTICLES},
+    {"cube-size", 'c', 1, D_CUBE},
     {"device", 0, 1, OPT_DEVICE},    {"threads", 0, 1, OPT_THREADS},
     {"stats", 0, 1, OPT_STATS},      {"quiet", 'q', 0, OPT_QUIET},
     {"help", 'h', 0, OPT_HELP},      {NULL, 0, 0, 0},
@@ -110,6 +113,7 @@ int cmd_demo(int argc, char **argv)
     c.output = "demo.ply";
     c.normals = PM_NORMALS_CENTRAL;
     long long target = 1000000;
+    double cube = DEMO_CUBE;
     cli_args a;
     cli_args_init(&a, cmd, argc, argv);
     const char *v;
@@ -124,6 +128,10 @@ int cmd_demo(int argc, char **argv)
             return cli_usage_error(cmd, "unexpected argument '%s' (the demo needs no input)", v);
         if (id == D_PARTICLES) {
             if (!cli_parse_int(cmd, a.name, v, 100, 200000000, &target)) return CLI_USAGE;
+            continue;
+        }
+        if (id == D_CUBE) {
+            if (!cli_parse_positive(cmd, a.name, v, &cube)) return CLI_USAGE;
             continue;
         }
         if (cli_common_option(cmd, &a, id, v, &c) < 0) return CLI_USAGE;
@@ -156,7 +164,7 @@ int cmd_demo(int argc, char **argv)
     o.field.struct_size = sizeof o.field;
     o.field.radius = DEMO_RADIUS;
     o.field.smoothing_length = DEMO_SMOOTHING;
-    o.field.cube_size = DEMO_CUBE;
+    o.field.cube_size = cube;
     o.field.iso = DEMO_THRESHOLD;
     o.field.rest_density = 1000.0;
     o.field.method = PM_FIELD_SPH;
@@ -187,7 +195,7 @@ int cmd_demo(int argc, char **argv)
     if (!c.quiet) {
         cli_print_summary(&r);
         printf("\nparameters: -r %g -l %g -c %g -t %g (sph)\n", DEMO_RADIUS, DEMO_SMOOTHING,
-               DEMO_CUBE, DEMO_THRESHOLD);
+               cube, DEMO_THRESHOLD);
         printf("open %s with MeshLab, ParaView or Blender\n", c.output);
     }
     if (c.stats_path) {
