@@ -106,6 +106,17 @@ for f in 2 9 10; do gen "$W/nat/v$f.raw" 1.0; done
 for f in 2 9 10; do [ -s "$W/out/n$f.stl" ] && [ -s "$W/out/n$f.json" ] || bad "frame $f outputs"; done
 grep -q "^3 frames done, 0 failed$" "$W/stdout" || bad "final line: $(tail -1 "$W/stdout")"
 ls "$W/out" | grep -q tmp && bad "temporary files left: $(ls "$W/out" | grep tmp)"
+# Progress: no carriage returns when stderr is not a terminal; a progress
+# line when it is (a pseudo-terminal from util-linux `script`, if present).
+grep -q $'\r' "$W/stderr" && bad "progress line written to a non-terminal"
+if command -v script >/dev/null 2>&1; then
+  script -qec "'$PM' isosurface '$W/nat/v{}.raw' ${RAW[*]} --iso 3 -o '$W/out/t{}.ply'" /dev/null \
+    >"$W/tty" 2>&1 </dev/null
+  grep -q "done, .* left\] frame" "$W/tty" || bad "no progress line on a terminal: $(head -c 300 "$W/tty")"
+  script -qec "'$PM' isosurface '$W/nat/v{}.raw' ${RAW[*]} --iso 3 -o '$W/out/u{}.ply' --quiet" \
+    /dev/null >"$W/tty" 2>&1 </dev/null
+  [ -s "$W/tty" ] && bad "--quiet on a terminal printed: $(head -c 300 "$W/tty")"
+fi
 
 [ $fail -eq 0 ] && echo "cli_isosurface: all passed"
 exit $fail

@@ -46,9 +46,10 @@ void cli_progress_stage(cli_progress *p, const char *stage)
             format_time(t, sizeof t, left);
             snprintf(eta, sizeof eta, ", about %s left", t);
         }
-        fprintf(stderr, "\r\033[K[%zu/%zu done, %zu left%s%s] frame %s: %s, %s elapsed%s",
-                finished, p->total, p->total - finished, p->failed ? ", failures: " : "",
-                p->failed ? "yes" : "", p->frame ? p->frame : "?", stage, el, eta);
+        char failed[40] = "";
+        if (p->failed) snprintf(failed, sizeof failed, ", %zu failed", p->failed);
+        fprintf(stderr, "\r\033[K[%zu/%zu done, %zu left%s] frame %s: %s, %s elapsed%s", p->done,
+                p->total, p->total - finished, failed, p->frame ? p->frame : "?", stage, el, eta);
     } else {
         fprintf(stderr, "\r\033[K%s... (%s elapsed)", stage, el);
     }
