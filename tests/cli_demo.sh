@@ -5,7 +5,7 @@
 # Usage: cli_demo.sh PYRAMESH WORKDIR. Exits 77 (skipped) while the library
 # still answers "unsupported".
 set -u
-PM=$1
+PM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 W=$2
 rm -rf "$W"; mkdir -p "$W"
 fail=0
