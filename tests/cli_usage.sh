@@ -16,7 +16,7 @@ expect() {
   if [ $rc -ne "$want" ]; then
     echo "FAIL: '$*' exited $rc, expected $want"; sed 's/^/  /' "$W/err" | head -5; fail=1; return
   fi
-  if grep -q -E "AddressSanitizer|LeakSanitizer|runtime error" "$W/err"; then
+  if grep -q -E "AddressSanitizer|LeakSanitizer|runtime error: " "$W/err"; then
     echo "FAIL: '$*': sanitizer report"; head -5 "$W/err"; fail=1; return
   fi
   if [ -n "$words" ] && ! grep -q -F -- "$words" "$W/err" "$W/out"; then

@@ -19,10 +19,10 @@ enum { CLI_ARG_END = 0, CLI_ARG_POSITIONAL = -1, CLI_ARG_BAD = -2 };
 typedef struct cli_args {
     int argc;
     char **argv;
-    int i;           /* next argv index */
+    int i;               /* next argv index */
     int only_positional; /* after "--" */
-    const char *cmd; /* for messages */
-    const char *name; /* the option just parsed, as the user wrote it */
+    const char *cmd;     /* for messages */
+    const char *name;    /* the option just parsed, as the user wrote it */
     char name_buf[64];
 } cli_args;
 
@@ -50,15 +50,28 @@ int cli_parse_choice(const char *cmd, const char *opt, const char *s, const char
 /* Options shared by isosurface and reconstruct (ids from 100 on, so the
  * commands' own ids stay below). */
 enum {
-    OPT_OUTPUT = 100, OPT_NORMALS, OPT_SOUP, OPT_ASCII, OPT_DEVICE, OPT_THREADS, OPT_STATS,
-    OPT_QUIET, OPT_MAX_MEMORY, OPT_START, OPT_END, OPT_HELP
+    OPT_OUTPUT = 100,
+    OPT_NORMALS,
+    OPT_SOUP,
+    OPT_ASCII,
+    OPT_DEVICE,
+    OPT_THREADS,
+    OPT_STATS,
+    OPT_QUIET,
+    OPT_MAX_MEMORY,
+    OPT_START,
+    OPT_END,
+    OPT_HELP
 };
 #define CLI_COMMON_OPTIONS                                                                         \
     {"output", 'o', 1, OPT_OUTPUT}, {"normals", 0, 1, OPT_NORMALS}, {"soup", 0, 0, OPT_SOUP},      \
         {"ascii", 0, 0, OPT_ASCII}, {"device", 0, 1, OPT_DEVICE}, {"threads", 0, 1, OPT_THREADS},  \
         {"stats", 0, 1, OPT_STATS}, {"quiet", 'q', 0, OPT_QUIET},                                  \
         {"max-memory", 0, 1, OPT_MAX_MEMORY}, {"start", 's', 1, OPT_START},                        \
-        {"end", 'e', 1, OPT_END}, {"help", 'h', 0, OPT_HELP}
+        {"end", 'e', 1, OPT_END},                                                                  \
+    {                                                                                              \
+        "help", 'h', 0, OPT_HELP                                                                   \
+    }
 
 struct cli_common;
 /* Applies a shared option; returns 1 when handled, 0 when `id` is not a

@@ -14,9 +14,9 @@
 #include "cli.h"
 
 /* The scene's parameters, stated here and in docs/cli.md. */
-#define DEMO_RADIUS 0.025         /* particle radius r; lattice spacing 2r */
-#define DEMO_SMOOTHING 2.0        /* l: support radius 2*l*r = 4r */
-#define DEMO_CUBE 1.5             /* c: grid cell = 1.5*r (splashsurf canyon) */
+#define DEMO_RADIUS 0.025  /* particle radius r; lattice spacing 2r */
+#define DEMO_SMOOTHING 2.0 /* l: support radius 2*l*r = 4r */
+#define DEMO_CUBE 1.5      /* c: grid cell = 1.5*r (splashsurf canyon) */
 #define DEMO_CUBE_STR "1.5"
 #define DEMO_THRESHOLD 0.6        /* t */
 #define DEMO_SPHERE_FRACTION 0.15 /* share of the particles in the sphere */
@@ -42,11 +42,9 @@ static const char help[] =
 
 enum { D_PARTICLES = 1, D_CUBE };
 static const cli_option options[] = {
-    {"output", 'o', 1, OPT_OUTPUT},  {"particles", 0, 1, D_PARTICLES},
-    {"cube-size", 'c', 1, D_CUBE},
-    {"device", 0, 1, OPT_DEVICE},    {"threads", 0, 1, OPT_THREADS},
-    {"stats", 0, 1, OPT_STATS},      {"quiet", 'q', 0, OPT_QUIET},
-    {"help", 'h', 0, OPT_HELP},      {NULL, 0, 0, 0},
+    {"output", 'o', 1, OPT_OUTPUT}, {"particles", 0, 1, D_PARTICLES}, {"cube-size", 'c', 1, D_CUBE},
+    {"device", 0, 1, OPT_DEVICE},   {"threads", 0, 1, OPT_THREADS},   {"stats", 0, 1, OPT_STATS},
+    {"quiet", 'q', 0, OPT_QUIET},   {"help", 'h', 0, OPT_HELP},       {NULL, 0, 0, 0},
 };
 
 static uint64_t splitmix64(uint64_t *state)
@@ -177,9 +175,8 @@ int cmd_demo(int argc, char **argv)
     memset(&r, 0, sizeof r);
     char input[96];
     snprintf(input, sizeof input, "synthetic dam break, %zu particles (generated)", n);
-    int rc = cli_interrupted
-                 ? CLI_INTERRUPTED
-                 : cli_reconstruct_points(ctx, xyz, n, &o, c.output, &progress, &r);
+    int rc = cli_interrupted ? CLI_INTERRUPTED
+                             : cli_reconstruct_points(ctx, xyz, n, &o, c.output, &progress, &r);
     cli_progress_clear(&progress);
     free(xyz);
     pm_context_destroy(ctx);
@@ -194,8 +191,8 @@ int cmd_demo(int argc, char **argv)
     r.total_ms = cli_now_ms() - t_start;
     if (!c.quiet) {
         cli_print_summary(&r);
-        printf("\nparameters: -r %g -l %g -c %g -t %g (sph)\n", DEMO_RADIUS, DEMO_SMOOTHING,
-               cube, DEMO_THRESHOLD);
+        printf("\nparameters: -r %g -l %g -c %g -t %g (sph)\n", DEMO_RADIUS, DEMO_SMOOTHING, cube,
+               DEMO_THRESHOLD);
         printf("open %s with MeshLab, ParaView or Blender\n", c.output);
     }
     if (c.stats_path) {

@@ -88,7 +88,8 @@ static void value_range(const pm_volume *v, double *mn, double *mx, uint64_t *na
 static void print_volume(const char *path, const pm_volume *v)
 {
     double sp[3];
-    for (int k = 0; k < 3; k++) sp[k] = v->spacing[k] != 0 ? v->spacing[k] : 1.0;
+    for (int k = 0; k < 3; k++)
+        sp[k] = v->spacing[k] != 0 ? v->spacing[k] : 1.0;
     uint64_t samples = (uint64_t)v->nx * v->ny * v->nz;
     uint64_t cells = (uint64_t)(v->nx - 1) * (v->ny - 1) * (v->nz - 1);
     double mn, mx;
@@ -158,8 +159,8 @@ int cmd_info(int argc, char **argv)
             if (!cli_parse_size(cmd, a.name, v, &max_memory)) return CLI_USAGE;
             if (max_memory > (uint64_t)SIZE_MAX) max_memory = SIZE_MAX;
         } else {
-            if (cli_raw_option(cmd, &a, a.name + 2, v, &raw, &have_dims, &have_type,
-                               &have_other) < 0)
+            if (cli_raw_option(cmd, &a, a.name + 2, v, &raw, &have_dims, &have_type, &have_other) <
+                0)
                 return CLI_USAGE;
         }
     }
@@ -199,8 +200,7 @@ int cmd_info(int argc, char **argv)
             cli_error_status(s, path);
             return CLI_FAIL;
         }
-        snprintf(volume_msg, sizeof volume_msg, "%s (%s)", pm_last_error(),
-                 pm_status_string(s));
+        snprintf(volume_msg, sizeof volume_msg, "%s (%s)", pm_last_error(), pm_status_string(s));
     }
     pm_points pts;
     memset(&pts, 0, sizeof pts);

@@ -42,14 +42,7 @@ static const char help[] =
     "needs '{}' too and gets the same digits. Exit status: 0 success, 1 error,\n"
     "2 usage error, 130 interrupted.\n";
 
-enum {
-    OPT_ISO = 1,
-    OPT_RAW_DIMS,
-    OPT_RAW_TYPE,
-    OPT_RAW_SPACING,
-    OPT_RAW_ENDIAN,
-    OPT_RAW_OFFSET
-};
+enum { OPT_ISO = 1, OPT_RAW_DIMS, OPT_RAW_TYPE, OPT_RAW_SPACING, OPT_RAW_ENDIAN, OPT_RAW_OFFSET };
 
 static const cli_option options[] = {
     CLI_COMMON_OPTIONS,
@@ -160,8 +153,8 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     pm_volume vol;
     memset(&vol, 0, sizeof vol);
     double t0 = cli_now_ms();
-    pm_status s = pm_volume_read(f->input, job->have_raw ? &job->raw : NULL,
-                                 (size_t)c->max_memory, &vol);
+    pm_status s =
+        pm_volume_read(f->input, job->have_raw ? &job->raw : NULL, (size_t)c->max_memory, &vol);
     if (s != PM_STATUS_OK) return fail(p, s, f->input);
     r->t.read_ms = cli_now_ms() - t0;
     if (cli_interrupted) {
@@ -235,7 +228,8 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     r->ny = vol.ny;
     r->nz = vol.nz;
     r->sample_type = pm_sample_type_string(vol.type);
-    for (int k = 0; k < 3; k++) r->spacing[k] = vol.spacing[k] != 0 ? vol.spacing[k] : 1.0;
+    for (int k = 0; k < 3; k++)
+        r->spacing[k] = vol.spacing[k] != 0 ? vol.spacing[k] : 1.0;
     r->iso = job->iso;
     r->cells = (uint64_t)(vol.nx - 1) * (uint64_t)(vol.ny - 1) * (uint64_t)(vol.nz - 1);
     r->active_cells = mesh.active_cells;

@@ -88,8 +88,8 @@ static int fail(cli_progress *p, pm_status s, const char *what)
 }
 
 int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
-                           const cli_reconstruct_opts *o, const char *output,
-                           cli_progress *p, cli_result *r)
+                           const cli_reconstruct_opts *o, const char *output, cli_progress *p,
+                           cli_result *r)
 {
     pm_status s;
     const float *xyz_ctx = xyz;
@@ -172,10 +172,10 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
     for (int k = 0; k < 3; k++)
         r->spacing[k] = field.volume.spacing[k] != 0 ? field.volume.spacing[k] : 1.0;
     r->iso = field.iso;
-    r->cells = field.volume.nx < 2 || field.volume.ny < 2 || field.volume.nz < 2
-                   ? 0
-                   : (uint64_t)(field.volume.nx - 1) * (field.volume.ny - 1) *
-                         (field.volume.nz - 1);
+    r->cells =
+        field.volume.nx < 2 || field.volume.ny < 2 || field.volume.nz < 2
+            ? 0
+            : (uint64_t)(field.volume.nx - 1) * (field.volume.ny - 1) * (field.volume.nz - 1);
     r->active_cells = mesh.active_cells;
     r->vertices = mesh.num_vertices;
     r->triangles = mesh.num_triangles;

@@ -10,8 +10,7 @@
 #include "args.h"
 #include "cli.h"
 
-int cli_common_option(const char *cmd, const cli_args *a, int id, const char *value,
-                      cli_common *c)
+int cli_common_option(const char *cmd, const cli_args *a, int id, const char *value, cli_common *c)
 {
     static const char *const normals[] = {"none", "forward", "central", "sobel", NULL};
     static const pm_normals normals_enum[] = {PM_NORMALS_NONE, PM_NORMALS_FORWARD,

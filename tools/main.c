@@ -26,8 +26,7 @@ static const struct {
      "extract the iso surface of a volume (NRRD, VTK, raw)"},
     {"reconstruct", cmd_reconstruct, "pyramesh reconstruct POINTS -o MESH -r RADIUS [options]",
      "reconstruct the surface of particles / a point cloud (SPH or blur)"},
-    {"info", cmd_info, "pyramesh info FILE [--raw-* options]",
-     "describe a volume or point file"},
+    {"info", cmd_info, "pyramesh info FILE [--raw-* options]", "describe a volume or point file"},
     {"demo", cmd_demo, "pyramesh demo [-o demo.ply] [--particles N] [--device D] [--quiet]",
      "reconstruct a synthetic dam-break scene (no input needed)"},
 };
@@ -213,7 +212,8 @@ const char *cli_extension(const char *path, char *buf, size_t size)
     const char *dot = strrchr(base, '.');
     size_t k = 0;
     if (dot && size)
-        for (dot++; *dot && k + 1 < size; dot++) buf[k++] = (char)tolower((unsigned char)*dot);
+        for (dot++; *dot && k + 1 < size; dot++)
+            buf[k++] = (char)tolower((unsigned char)*dot);
     if (size) buf[k] = '\0';
     return buf;
 }

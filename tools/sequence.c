@@ -19,7 +19,8 @@
 static int count_placeholders(const char *s)
 {
     int n = 0;
-    for (const char *p = strstr(s, "{}"); p; p = strstr(p + 2, "{}")) n++;
+    for (const char *p = strstr(s, "{}"); p; p = strstr(p + 2, "{}"))
+        n++;
     return n;
 }
 
@@ -191,11 +192,11 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
     if (in_ph > 1 || out_ph > 1 || stats_ph > 1)
         return cli_usage_error(cmd, "a name may hold at most one '{}'");
     if (in_ph == 0 && (out_ph || stats_ph))
-        return cli_usage_error(cmd, "the output name has '{}' but the input '%s' has none",
-                               input);
+        return cli_usage_error(cmd, "the output name has '{}' but the input '%s' has none", input);
     if (in_ph == 1 && !out_ph)
-        return cli_usage_error(cmd, "the input '%s' is a sequence: the output name needs '{}' "
-                                    "too (e.g. -o out/surface_{}.ply)",
+        return cli_usage_error(cmd,
+                               "the input '%s' is a sequence: the output name needs '{}' "
+                               "too (e.g. -o out/surface_{}.ply)",
                                input);
     if (in_ph == 1 && strchr(strstr(input, "{}"), '/'))
         return cli_usage_error(cmd, "'{}' must be in the file name, not in a directory name");
@@ -277,7 +278,8 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
         cli_progress_frame_done(&progress, frc != CLI_OK);
         fflush(stdout);
     }
-    for (long k = 0; k < n; k++) free(frames[k].digits);
+    for (long k = 0; k < n; k++)
+        free(frames[k].digits);
     free(frames);
     cli_progress_clear(&progress);
     if (cli_check_interrupt()) {

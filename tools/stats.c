@@ -33,7 +33,8 @@ void cli_buf_printf(cli_buf *b, const char *fmt, ...)
             return;
         }
         size_t cap = b->cap ? b->cap * 2 : 1024;
-        while (cap < b->len + (size_t)n + 1) cap *= 2;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
         char *d = realloc(b->data, cap);
         if (!d) {
             b->failed = 1;
@@ -135,12 +136,10 @@ void cli_print_summary(const cli_result *r)
         printf("  particles      %zu read", r->particles_read);
         if (r->particles_dropped) printf(", %zu dropped (outside the box)", r->particles_dropped);
         printf("\n");
-        printf("  grid           %zu x %zu x %zu, cell %g\n", r->nx, r->ny, r->nz,
-               r->spacing[0]);
+        printf("  grid           %zu x %zu x %zu, cell %g\n", r->nx, r->ny, r->nz, r->spacing[0]);
     } else {
         printf("  volume         %zu x %zu x %zu %s, spacing %g x %g x %g\n", r->nx, r->ny, r->nz,
-               r->sample_type ? r->sample_type : "?", r->spacing[0], r->spacing[1],
-               r->spacing[2]);
+               r->sample_type ? r->sample_type : "?", r->spacing[0], r->spacing[1], r->spacing[2]);
     }
     printf("  iso value      %g\n", r->iso);
     printf("  cells          %llu\n", (unsigned long long)r->cells);
@@ -150,8 +149,7 @@ void cli_print_summary(const cli_result *r)
     printf("  mesh           %s, %s normals\n", r->soup ? "triangle soup" : "indexed",
            cli_normals_string(r->normals));
     printf("  device         %s", r->device);
-    if (r->device_name && strcmp(r->device_name, r->device) != 0)
-        printf(" (%s)", r->device_name);
+    if (r->device_name && strcmp(r->device_name, r->device) != 0) printf(" (%s)", r->device_name);
     printf("\n  output         %s\n", r->output);
     printf("  time           ");
     int first = 1;
@@ -168,8 +166,8 @@ void cli_print_summary(const cli_result *r)
 
 void cli_print_frame_line(const char *frame, const cli_result *r)
 {
-    printf("frame %s: %s -> %s: %zu vertices, %zu triangles, %.1f ms\n", frame, r->input,
-           r->output, r->vertices, r->triangles, r->total_ms);
+    printf("frame %s: %s -> %s: %zu vertices, %zu triangles, %.1f ms\n", frame, r->input, r->output,
+           r->vertices, r->triangles, r->total_ms);
 }
 
 void cli_result_json(cli_buf *b, const cli_result *r, int indent)
@@ -186,8 +184,8 @@ void cli_result_json(cli_buf *b, const cli_result *r, int indent)
     cli_buf_json_string(b, r->device_name);
     cli_buf_printf(b, ",\n%s\"dims\": [%zu, %zu, %zu],\n", in, r->nx, r->ny, r->nz);
     if (r->sample_type) cli_buf_printf(b, "%s\"sample_type\": \"%s\",\n", in, r->sample_type);
-    cli_buf_printf(b, "%s\"spacing\": [%.17g, %.17g, %.17g],\n", in, r->spacing[0],
-                   r->spacing[1], r->spacing[2]);
+    cli_buf_printf(b, "%s\"spacing\": [%.17g, %.17g, %.17g],\n", in, r->spacing[0], r->spacing[1],
+                   r->spacing[2]);
     cli_buf_printf(b, "%s\"iso\": %.17g,\n", in, r->iso);
     if (r->have_points) {
         cli_buf_printf(b, "%s\"particles_read\": %zu,\n", in, r->particles_read);
@@ -203,8 +201,9 @@ void cli_result_json(cli_buf *b, const cli_result *r, int indent)
     cli_buf_printf(b, "%s\"normals\": \"%s\",\n", in, cli_normals_string(r->normals));
     cli_buf_printf(b, "%s\"timings_ms\": {\"read\": %.3f, ", in, r->t.read_ms);
     if (r->have_points)
-        cli_buf_printf(b, "\"upload\": %.3f, \"neighbours\": %.3f, \"density\": %.3f, "
-                          "\"field\": %.3f, ",
+        cli_buf_printf(b,
+                       "\"upload\": %.3f, \"neighbours\": %.3f, \"density\": %.3f, "
+                       "\"field\": %.3f, ",
                        r->upload_ms, r->t.neighbours_ms, r->t.density_ms, r->t.field_ms);
     cli_buf_printf(b, "\"extract\": %.3f, \"write\": %.3f, \"total\": %.3f}\n%s}", r->t.extract_ms,
                    r->t.write_ms, r->total_ms, close);
