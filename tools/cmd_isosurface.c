@@ -223,7 +223,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     r->input = f->input;
     r->output = f->output;
     r->device = pm_device_string(pm_context_device(job->ctx));
-    r->device_name = pm_context_device_name(job->ctx);
+    snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(job->ctx));
     r->nx = vol.nx;
     r->ny = vol.ny;
     r->nz = vol.nz;

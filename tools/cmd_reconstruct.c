@@ -160,7 +160,7 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
     r->command = "reconstruct";
     r->output = output;
     r->device = pm_device_string(pm_context_device(ctx));
-    r->device_name = pm_context_device_name(ctx);
+    snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(ctx));
     r->have_points = 1;
     r->particles_read = n;
     r->particles_used = field.particles_used;
