@@ -349,8 +349,11 @@ typedef struct pm_field {
 } pm_field;
 
 /* Computes the density field of n points (xyz in context memory, 3 floats
- * each). The grid covers the points' bounding box plus the kernel support
- * (or the aabb); its memory is computed first and PM_STATUS_OUT_OF_MEMORY
+ * each). The grid covers the bounding box of the points kept (those inside
+ * the aabb when use_aabb is set) plus the kernel support, on a global
+ * lattice of spacing cube_size*radius (docs/reconstruct.md). n == 0 and
+ * non-finite coordinates are PM_STATUS_INVALID_ARGUMENT. Its memory is
+ * computed first and PM_STATUS_OUT_OF_MEMORY
  * is returned, with the figure in pm_last_error(), when it exceeds
  * max_memory_bytes. */
 PM_API pm_status pm_field_compute(pm_context *ctx, const float *xyz, size_t n,
