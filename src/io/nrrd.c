@@ -232,10 +232,9 @@ static pm_status inflate_exact(pmi_reader *r, uint64_t skip, unsigned char *dst,
         if (z.avail_in == 0) {
             size_t n = pmi_reader_peek(r, PMI_READ_BUFFER);
             if (n == 0) {
-                if (produced == total) break; /* stream complete, trailer missing */
                 s = pmi_error(PM_STATUS_PARSE_ERROR,
                               "%s: byte %llu: gzip data end after %llu of the %llu bytes that "
-                              "'sizes' declares (truncated file?)",
+                              "'sizes' declares, or before the gzip trailer (truncated file?)",
                               r->path, (unsigned long long)pmi_reader_tell(r),
                               (unsigned long long)(produced > skip ? produced - skip : 0),
                               (unsigned long long)bytes);
@@ -429,8 +428,18 @@ pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *ou
         limit = limit > UINT64_MAX - 4096 ? UINT64_MAX : limit + 4096;
         if (limit >= (uint64_t)h.byte_skip) limit -= (uint64_t)h.byte_skip;
         else limit = 0;
+        size_t need;
+        if (pmi_mul3_size(dims[0], dims[1], dims[2], &need) && pmi_mul_size(need, esize, &need) &&
+            need > limit) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: sizes: %zu x %zu x %zu %s samples need %zu bytes, but %llu bytes "
+                          "of gzip data cannot expand to that (deflate expands at most 1032:1)",
+                          r->path, dims[0], dims[1], dims[2], pm_sample_type_string(h.type), need,
+                          (unsigned long long)rem);
+            goto done;
+        }
         s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h.type,
-                             max_memory_bytes, limit, &data, &bytes);
+                             max_memory_bytes, UINT64_MAX, &data, &bytes);
         if (s == PM_STATUS_OK) s = inflate_exact(r, (uint64_t)h.byte_skip, data, bytes);
     } else {
         if (h.byte_skip > 0) s = pmi_skip_bytes(r, (uint64_t)h.byte_skip, "byte skip");
