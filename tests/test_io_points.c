@@ -414,6 +414,7 @@ int main(int argc, char **argv)
         {"neg.ply", "ply\nformat binary_little_endian 1.0\nelement junk 1\nproperty list char int a\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n\xff", "negative", PM_STATUS_PARSE_ERROR},
         {"word.ply", "ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 3\n4 five 6\n", "line 9", PM_STATUS_PARSE_ERROR},
         {"count.ply", "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 3          \n4 5 6          \n", "end of file", PM_STATUS_PARSE_ERROR},
+        {"empty_elem.ply", "ply\nformat ascii 1.0\nelement nothing 1000000000000000\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 nan\n", "point 0", PM_STATUS_PARSE_ERROR},
         {"short.xyz", "1 2 3\n4 5 6\n7 8\n", "line 3", PM_STATUS_PARSE_ERROR},
         {"junk.xyz", "1 2 3\n4 5 6x 7\n", "line 2", PM_STATUS_PARSE_ERROR},
         {"hdr.xyz", "x y z\n1 2 3\n", "line 1", PM_STATUS_PARSE_ERROR},

@@ -74,6 +74,10 @@ static pm_status field_error(pmi_reader *r, const char *field, const char *expec
 static pm_status parse_field(pmi_reader *r, nrrd_header *h, const char *key, char *value)
 {
     char *w[5];
+    if (!h->dimension && (pmi_streq(key, "sizes") || pmi_streq(key, "spacings") ||
+                          pmi_streq(key, "space directions")))
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: '%s' before 'dimension'",
+                         r->path, (unsigned long long)r->line, key);
     if (pmi_streq(key, "type")) {
         if (!parse_type(value, &h->type))
             return pmi_error(PM_STATUS_PARSE_ERROR,
@@ -96,9 +100,6 @@ static pm_status parse_field(pmi_reader *r, nrrd_header *h, const char *key, cha
         char copy[128];
         snprintf(copy, sizeof copy, "%s", value);
         int n = pmi_split(value, w, 5);
-        if (!h->dimension)
-            return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: 'sizes' before 'dimension'",
-                             r->path, (unsigned long long)r->line);
         for (int a = 0; a < h->dimension; a++)
             if (n != h->dimension || !pmi_parse_u64(w[a], &h->sizes[a]) || h->sizes[a] == 0) {
                 char want[64];

@@ -335,6 +335,9 @@ static pm_status skip_element(pmi_reader *r, const ply_header *h, const ply_elem
         has_list |= p->count_type != NULL;
         fixed += (uint64_t)p->type->size;
     }
+    /* An element without properties occupies no bytes, whatever its count
+     * (and must not cost a loop over that count). */
+    if (e->num_props == 0) return PM_STATUS_OK;
     if (h->format != 0 && !has_list) {
         uint64_t total;
         if (__builtin_mul_overflow(fixed, e->count, &total))
