@@ -279,7 +279,7 @@ int main(int argc, char **argv)
 
     /* PLY: 3 formats x float/double x with/without a list in the vertex,
      * a small and a large (> 1 MiB of records) point count. */
-    const size_t counts[] = {0, 1, 37, 120000};
+    const size_t counts[] = {0, 1, 37, 60000};
     for (int c = 0; c < 4; c++) {
         size_t n = counts[c];
         double *p = random_points(n);
@@ -435,6 +435,17 @@ int main(int argc, char **argv)
         char what[64];
         snprintf(what, sizeof what, "bad %s", bad[k].file);
         expect_fail(path_in(bad[k].file), PM_POINTS_AUTO, 0, bad[k].status, bad[k].needle, what);
+    }
+    {
+        /* A line longer than the reader's 1 MiB line limit. */
+        size_t n = (1u << 20) + 100;
+        char *t = malloc(n + 1);
+        memset(t, ' ', n);
+        memcpy(t, "1 2 3", 5);
+        memcpy(t + n - 8, "\n4 5 6\n", 8);
+        write_file(path_in("long.xyz"), t, n);
+        expect_fail(path_in("long.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "line 1: longer than", "long line");
+        free(t);
     }
     expect_fail(path_in("missing.ply"), PM_POINTS_AUTO, 0, PM_STATUS_IO_ERROR, "cannot open", "missing");
     mkdir(path_in("dir.xyz"), 0755);

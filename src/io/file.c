@@ -43,7 +43,9 @@ pm_status pmi_reader_open(pmi_reader *r, const char *path)
         close(fd);
         return pmi_error(PM_STATUS_IO_ERROR, "%s: not a regular file", path);
     }
-    r->buf = malloc(PMI_READ_BUFFER + 1);
+    r->cap = (uint64_t)st.st_size < PMI_READ_BUFFER ? (size_t)st.st_size : PMI_READ_BUFFER;
+    if (r->cap < 64) r->cap = 64;
+    r->buf = malloc(r->cap + 1);
     if (!r->buf) {
         close(fd);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate the read buffer", path);
@@ -88,7 +90,7 @@ static ptrdiff_t read_full(int fd, void *dst, size_t n)
 
 size_t pmi_reader_peek(pmi_reader *r, size_t want)
 {
-    if (want > PMI_READ_BUFFER) want = PMI_READ_BUFFER;
+    if (want > r->cap) want = r->cap;
     if (r->len - r->pos >= want) return want;
     if (r->pos > 0) {
         memmove(r->buf, r->buf + r->pos, r->len - r->pos);
@@ -96,7 +98,7 @@ size_t pmi_reader_peek(pmi_reader *r, size_t want)
         r->len -= r->pos;
         r->pos = 0;
     }
-    ptrdiff_t k = read_full(r->fd, r->buf + r->len, PMI_READ_BUFFER - r->len);
+    ptrdiff_t k = read_full(r->fd, r->buf + r->len, r->cap - r->len);
     if (k > 0) r->len += (size_t)k;
     return r->len - r->pos < want ? r->len - r->pos : want;
 }
@@ -116,10 +118,10 @@ pm_status pmi_read_line(pmi_reader *r, char **line, size_t *len, int *eof)
             consumed = n + 1;
         } else {
             scanned = avail;
-            if (avail >= PMI_READ_BUFFER)
-                return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: longer than %u bytes",
-                                 r->path, (unsigned long long)r->next_line, PMI_READ_BUFFER);
-            if (pmi_reader_peek(r, avail + 1) > avail) continue;
+            if (avail < r->cap && pmi_reader_peek(r, avail + 1) > avail) continue;
+            if (avail >= r->cap && r->buf_offset + r->len < r->size)
+                return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: longer than %zu bytes",
+                                 r->path, (unsigned long long)r->next_line, r->cap);
             if (avail == 0) {
                 *eof = 1;
                 r->line = r->next_line;

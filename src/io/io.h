@@ -17,7 +17,8 @@ typedef struct pmi_reader {
     int fd;
     const char *path;    /* as the caller gave it, for messages */
     uint64_t size;       /* file size in bytes */
-    unsigned char *buf;  /* PMI_READ_BUFFER + 1 bytes (room for a NUL) */
+    unsigned char *buf;  /* cap + 1 bytes (room for a NUL) */
+    size_t cap;          /* min(PMI_READ_BUFFER, file size): small files, small buffers */
     size_t pos, len;     /* unread bytes are buf[pos..len) */
     uint64_t buf_offset; /* file offset of buf[0] */
     uint64_t line;       /* number of the last line or token's line (1-based) */
