@@ -71,7 +71,8 @@ static int count_temps(const char *dir)
 static float rd_f32(const unsigned char *p, int big)
 {
     unsigned char b[4];
-    for (int i = 0; i < 4; i++) b[i] = big ? p[3 - i] : p[i];
+    for (int i = 0; i < 4; i++)
+        b[i] = big ? p[3 - i] : p[i];
     float f;
     memcpy(&f, b, 4); /* the test machine is little-endian (checked in main) */
     return f;
@@ -79,7 +80,8 @@ static float rd_f32(const unsigned char *p, int big)
 static int32_t rd_i32(const unsigned char *p, int big)
 {
     unsigned char b[4];
-    for (int i = 0; i < 4; i++) b[i] = big ? p[3 - i] : p[i];
+    for (int i = 0; i < 4; i++)
+        b[i] = big ? p[3 - i] : p[i];
     int32_t v;
     memcpy(&v, b, 4);
     return v;
@@ -94,14 +96,17 @@ static pm_mesh make_mesh(size_t nv, size_t nt, int normals, int soup)
     m.num_vertices = nv;
     m.num_triangles = nt;
     m.positions = malloc(3 * nv * sizeof(float) + 4);
-    for (size_t i = 0; i < 3 * nv; i++) m.positions[i] = (float)(pmt_uniform() * 200 - 100);
+    for (size_t i = 0; i < 3 * nv; i++)
+        m.positions[i] = (float)(pmt_uniform() * 200 - 100);
     if (normals) {
         m.normals = malloc(3 * nv * sizeof(float) + 4);
-        for (size_t i = 0; i < 3 * nv; i++) m.normals[i] = (float)(pmt_uniform() * 2 - 1);
+        for (size_t i = 0; i < 3 * nv; i++)
+            m.normals[i] = (float)(pmt_uniform() * 2 - 1);
     }
     if (!soup) {
         m.indices = malloc(3 * nt * sizeof(uint32_t) + 4);
-        for (size_t i = 0; i < 3 * nt; i++) m.indices[i] = (uint32_t)(pmt_rand() % nv);
+        for (size_t i = 0; i < 3 * nt; i++)
+            m.indices[i] = (uint32_t)(pmt_rand() % nv);
     }
     return m;
 }
@@ -149,8 +154,10 @@ static void check_ply(const char *path, const pm_mesh *m, int ascii)
         for (int a = 0; a < nf; a++) {
             float want = a < 3 ? m->positions[3 * i + a] : m->normals[3 * i + a - 3];
             float got;
-            if (ascii) got = strtof(s, &s);
-            else got = rd_f32(p + (i * nf + a) * 4, 0);
+            if (ascii)
+                got = strtof(s, &s);
+            else
+                got = rd_f32(p + (i * nf + a) * 4, 0);
             bad += got != want;
         }
     PMT_CHECK(bad == 0, "%d vertex values differ", bad);
@@ -159,17 +166,20 @@ static void check_ply(const char *path, const pm_mesh *m, int ascii)
     for (size_t t = 0; t < m->num_triangles; t++) {
         if (ascii) {
             bad += strtol(s, &s, 10) != 3;
-            for (int c = 0; c < 3; c++) bad += strtol(s, &s, 10) != (long)idx(m, t, c);
+            for (int c = 0; c < 3; c++)
+                bad += strtol(s, &s, 10) != (long)idx(m, t, c);
         } else {
             bad += p[13 * t] != 3;
-            for (int c = 0; c < 3; c++) bad += rd_i32(p + 13 * t + 1 + 4 * c, 0) != (int32_t)idx(m, t, c);
+            for (int c = 0; c < 3; c++)
+                bad += rd_i32(p + 13 * t + 1 + 4 * c, 0) != (int32_t)idx(m, t, c);
         }
     }
     PMT_CHECK(bad == 0, "%d face values differ", bad);
     if (!ascii)
         PMT_CHECK((size_t)(p + 13 * m->num_triangles - b) == n, "binary PLY size %zu", n);
     else {
-        while (*s == ' ' || *s == '\n') s++;
+        while (*s == ' ' || *s == '\n')
+            s++;
         PMT_CHECK(*s == 0, "trailing text in ASCII PLY");
     }
     free(b);
@@ -185,11 +195,14 @@ static void check_obj(const char *path, const pm_mesh *m)
     for (char *line = strtok((char *)b, "\n"); line; line = strtok(NULL, "\n")) {
         char *s = line + 2;
         if (strncmp(line, "v ", 2) == 0) {
-            for (int a = 0; a < 3; a++) bad += v >= m->num_vertices || strtof(s, &s) != m->positions[3 * v + a];
+            for (int a = 0; a < 3; a++)
+                bad += v >= m->num_vertices || strtof(s, &s) != m->positions[3 * v + a];
             v++;
         } else if (strncmp(line, "vn ", 3) == 0) {
             s++;
-            for (int a = 0; a < 3; a++) bad += !m->normals || vn >= m->num_vertices || strtof(s, &s) != m->normals[3 * vn + a];
+            for (int a = 0; a < 3; a++)
+                bad +=
+                    !m->normals || vn >= m->num_vertices || strtof(s, &s) != m->normals[3 * vn + a];
             vn++;
         } else if (strncmp(line, "f ", 2) == 0) {
             for (int c = 0; c < 3; c++) {
@@ -224,7 +237,8 @@ static void check_stl(const char *path, const pm_mesh *m)
     for (size_t t = 0; t < m->num_triangles && n == 84 + 50 * m->num_triangles; t++) {
         const unsigned char *p = b + 84 + 50 * t;
         const float *v[3];
-        for (int c = 0; c < 3; c++) v[c] = m->positions + 3 * idx(m, t, c);
+        for (int c = 0; c < 3; c++)
+            v[c] = m->positions + 3 * idx(m, t, c);
         double e1[3], e2[3], nn[3];
         for (int a = 0; a < 3; a++) {
             e1[a] = (double)v[1][a] - v[0][a];
@@ -237,7 +251,8 @@ static void check_stl(const char *path, const pm_mesh *m)
         for (int a = 0; a < 3; a++)
             bad += fabs(rd_f32(p + 4 * a, 0) - (len > 0 ? nn[a] / len : 0.0)) > 1e-6;
         for (int c = 0; c < 3; c++)
-            for (int a = 0; a < 3; a++) bad += rd_f32(p + 12 + 12 * c + 4 * a, 0) != v[c][a];
+            for (int a = 0; a < 3; a++)
+                bad += rd_f32(p + 12 + 12 * c + 4 * a, 0) != v[c][a];
         bad += p[48] != 0 || p[49] != 0;
     }
     PMT_CHECK(bad == 0, "STL: %d values differ", bad);
@@ -251,7 +266,8 @@ static void check_vtk(const char *path, const pm_mesh *m)
     PMT_CHECK(b != NULL, "%s not written", path);
     if (!b) return;
     char expect[128];
-    snprintf(expect, sizeof expect, "BINARY\nDATASET POLYDATA\nPOINTS %zu float\n", m->num_vertices);
+    snprintf(expect, sizeof expect, "BINARY\nDATASET POLYDATA\nPOINTS %zu float\n",
+             m->num_vertices);
     char *p = strstr((char *)b, expect);
     PMT_CHECK(strncmp((char *)b, "# vtk DataFile Version 3.0\n", 27) == 0 && p, "VTK header");
     if (!p) {
@@ -260,25 +276,30 @@ static void check_vtk(const char *path, const pm_mesh *m)
     }
     unsigned char *q = (unsigned char *)p + strlen(expect);
     int bad = 0;
-    for (size_t i = 0; i < 3 * m->num_vertices; i++) bad += rd_f32(q + 4 * i, 1) != m->positions[i];
+    for (size_t i = 0; i < 3 * m->num_vertices; i++)
+        bad += rd_f32(q + 4 * i, 1) != m->positions[i];
     q += 12 * m->num_vertices;
     snprintf(expect, sizeof expect, "\nPOLYGONS %zu %zu\n", m->num_triangles, 4 * m->num_triangles);
     PMT_CHECK(memcmp(q, expect, strlen(expect)) == 0, "POLYGONS line");
     q += strlen(expect);
     for (size_t t = 0; t < m->num_triangles; t++) {
         bad += rd_i32(q + 16 * t, 1) != 3;
-        for (int c = 0; c < 3; c++) bad += rd_i32(q + 16 * t + 4 + 4 * c, 1) != (int32_t)idx(m, t, c);
+        for (int c = 0; c < 3; c++)
+            bad += rd_i32(q + 16 * t + 4 + 4 * c, 1) != (int32_t)idx(m, t, c);
     }
     q += 16 * m->num_triangles;
     if (m->normals) {
-        snprintf(expect, sizeof expect, "\nPOINT_DATA %zu\nNORMALS Normals float\n", m->num_vertices);
+        snprintf(expect, sizeof expect, "\nPOINT_DATA %zu\nNORMALS Normals float\n",
+                 m->num_vertices);
         PMT_CHECK(memcmp(q, expect, strlen(expect)) == 0, "POINT_DATA line");
         q += strlen(expect);
-        for (size_t i = 0; i < 3 * m->num_vertices; i++) bad += rd_f32(q + 4 * i, 1) != m->normals[i];
+        for (size_t i = 0; i < 3 * m->num_vertices; i++)
+            bad += rd_f32(q + 4 * i, 1) != m->normals[i];
         q += 12 * m->num_vertices;
     }
     PMT_CHECK(bad == 0, "VTK: %d values differ", bad);
-    PMT_CHECK((size_t)(q - b) + 1 == n && *q == '\n', "VTK size %zu vs %zu", n, (size_t)(q - b) + 1);
+    PMT_CHECK((size_t)(q - b) + 1 == n && *q == '\n', "VTK size %zu vs %zu", n,
+              (size_t)(q - b) + 1);
     free(b);
 }
 

@@ -76,12 +76,36 @@ static void putv(buf *b, char type, double v, int big)
     unsigned char raw[8];
     size_t n = 0;
     switch (type) {
-    case 'b': { int8_t x = (int8_t)v; memcpy(raw, &x, n = 1); break; }
-    case 'B': { uint8_t x = (uint8_t)v; memcpy(raw, &x, n = 1); break; }
-    case 'h': { int16_t x = (int16_t)v; memcpy(raw, &x, n = 2); break; }
-    case 'H': { uint16_t x = (uint16_t)v; memcpy(raw, &x, n = 2); break; }
-    case 'i': { int32_t x = (int32_t)v; memcpy(raw, &x, n = 4); break; }
-    case 'f': { float x = (float)v; memcpy(raw, &x, n = 4); break; }
+    case 'b': {
+        int8_t x = (int8_t)v;
+        memcpy(raw, &x, n = 1);
+        break;
+    }
+    case 'B': {
+        uint8_t x = (uint8_t)v;
+        memcpy(raw, &x, n = 1);
+        break;
+    }
+    case 'h': {
+        int16_t x = (int16_t)v;
+        memcpy(raw, &x, n = 2);
+        break;
+    }
+    case 'H': {
+        uint16_t x = (uint16_t)v;
+        memcpy(raw, &x, n = 2);
+        break;
+    }
+    case 'i': {
+        int32_t x = (int32_t)v;
+        memcpy(raw, &x, n = 4);
+        break;
+    }
+    case 'f': {
+        float x = (float)v;
+        memcpy(raw, &x, n = 4);
+        break;
+    }
     case 'd': memcpy(raw, &v, n = 8); break;
     }
     if (big)
@@ -96,7 +120,8 @@ static void putv(buf *b, char type, double v, int big)
 static double *random_points(size_t n)
 {
     double *p = malloc(3 * n * sizeof(double) + 8);
-    for (size_t i = 0; i < 3 * n; i++) p[i] = pmt_uniform() * 2000.0 - 1000.0;
+    for (size_t i = 0; i < 3 * n; i++)
+        p[i] = pmt_uniform() * 2000.0 - 1000.0;
     return p;
 }
 
@@ -167,8 +192,10 @@ static void hostile(const char *name, int strict, size_t tail)
             m[pmt_rand() % (n < 300 ? n : 300)] = (unsigned char)pmt_rand();
         write_file(cp, m, n);
         pm_points p;
-        if (pm_points_read(cp, PM_POINTS_AUTO, 1 << 24, &p) == PM_STATUS_OK) pm_points_free(&p);
-        else PMT_CHECK(strstr(pm_last_error(), cut), "unnamed: %s", pm_last_error());
+        if (pm_points_read(cp, PM_POINTS_AUTO, 1 << 24, &p) == PM_STATUS_OK)
+            pm_points_free(&p);
+        else
+            PMT_CHECK(strstr(pm_last_error(), cut), "unnamed: %s", pm_last_error());
     }
     free(m);
     free(b);
@@ -190,7 +217,8 @@ static void make_ply(buf *b, int format, char ct, const double *p, size_t n, int
     puts_(b, "element face 2\nproperty list uchar int vertex_indices\nend_header\n");
     int big = format == 2;
     for (int c = 0; c < 2; c++) {
-        if (format == 0) putf(b, "1.5 2 %d %d\n", c, c + 1);
+        if (format == 0)
+            putf(b, "1.5 2 %d %d\n", c, c + 1);
         else {
             putv(b, 'f', 1.5, big);
             putv(b, 'B', 2, big);
@@ -206,7 +234,8 @@ static void make_ply(buf *b, int format, char ct, const double *p, size_t n, int
             putf(b, "%u %.17g", (unsigned)(i % 256), z);
             if (vertex_list) {
                 putf(b, " %u", nl);
-                for (unsigned k = 0; k < nl; k++) putf(b, " %u.5", k);
+                for (unsigned k = 0; k < nl; k++)
+                    putf(b, " %u.5", k);
             }
             putf(b, " %.17g %d %.17g\n", x, -(int)i, y);
         } else {
@@ -214,7 +243,8 @@ static void make_ply(buf *b, int format, char ct, const double *p, size_t n, int
             putv(b, ct, z, big);
             if (vertex_list) {
                 putv(b, 'H', nl, big);
-                for (unsigned k = 0; k < nl; k++) putv(b, 'f', k + 0.5, big);
+                for (unsigned k = 0; k < nl; k++)
+                    putv(b, 'f', k + 0.5, big);
             }
             putv(b, ct, x, big);
             putv(b, 'h', -(double)(i % 30000), big);
@@ -222,10 +252,12 @@ static void make_ply(buf *b, int format, char ct, const double *p, size_t n, int
         }
     }
     for (int c = 0; c < 2; c++) {
-        if (format == 0) puts_(b, "3 0 1 2\n");
+        if (format == 0)
+            puts_(b, "3 0 1 2\n");
         else {
             putv(b, 'B', 3, big);
-            for (int k = 0; k < 3; k++) putv(b, 'i', k, big);
+            for (int k = 0; k < 3; k++)
+                putv(b, 'i', k, big);
         }
     }
 }
@@ -247,8 +279,10 @@ static void make_vtk(buf *b, const char *version, const char *dataset, int binar
     putf(b, "POINTS %zu %s\n", n, ct == 'f' ? "float" : "double");
     for (size_t i = 0; i < 3 * n; i++) {
         double v = i / 3 == nan_at && i % 3 == 2 ? NAN : p[i];
-        if (binary) putv(b, ct, v, 1);
-        else putf(b, "%.17g%s", v, i % 9 == 8 ? "\n" : " ");
+        if (binary)
+            putv(b, ct, v, 1);
+        else
+            putf(b, "%.17g%s", v, i % 9 == 8 ? "\n" : " ");
     }
     puts_(b, "\n");
     /* Cells after the points: the reader stops before them. */
@@ -319,7 +353,8 @@ int main(int argc, char **argv)
         /* XYZ binary: little-endian float triplets, detected and forced. */
         if (n > 0) {
             buf b = {0};
-            for (size_t i = 0; i < 3 * n; i++) putv(&b, 'f', p[i], 0);
+            for (size_t i = 0; i < 3 * n; i++)
+                putv(&b, 'f', p[i], 0);
             snprintf(name, sizeof name, "p%d_bin.xyz", c);
             write_file(path_in(name), b.p, b.n);
             PMT_OK(pm_points_read(path_in(name), PM_POINTS_AUTO, 0, &pts));
@@ -342,15 +377,21 @@ int main(int argc, char **argv)
                 float x = (float)p[3 * i], y = (float)p[3 * i + 1], z = (float)p[3 * i + 2];
                 switch (dialect) {
                 case 0: putf(&b, "%.9g %.9g %.9g\n", x, y, z); break;
-                case 1: putf(&b, "  %.9g\t%.9g  %.9g 1 2 3\r\n%s", x, y, z, i % 5 ? "" : "   \n# c\n"); break;
-                case 2: putf(&b, "%.9g,%.9g, %.9g,0.5", x, y, z); puts_(&b, i + 1 < n ? "\n" : ""); break;
+                case 1:
+                    putf(&b, "  %.9g\t%.9g  %.9g 1 2 3\r\n%s", x, y, z, i % 5 ? "" : "   \n# c\n");
+                    break;
+                case 2:
+                    putf(&b, "%.9g,%.9g, %.9g,0.5", x, y, z);
+                    puts_(&b, i + 1 < n ? "\n" : "");
+                    break;
                 case 3: putf(&b, "%.9e , %.9e , %.9e\n", x, y, z); break;
                 }
             }
             snprintf(name, sizeof name, "p%d_t%d.xyz", c, dialect);
             write_file(path_in(name), b.p, b.n);
             if (n == 0 && (dialect == 0 || dialect == 2)) {
-                expect_fail(path_in(name), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "empty", "empty xyz");
+                expect_fail(path_in(name), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "empty",
+                            "empty xyz");
             } else {
                 PMT_OK(pm_points_read(path_in(name), PM_POINTS_AUTO, 0, &pts));
                 check_points(name, &pts, p, n, 1);
@@ -371,29 +412,37 @@ int main(int argc, char **argv)
         buf b = {0};
         make_ply(&b, 1, 'f', p, 5, 0, 2);
         write_file(path_in("nan.ply"), b.p, b.n);
-        expect_fail(path_in("nan.ply"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 2", "nan ply");
+        expect_fail(path_in("nan.ply"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 2",
+                    "nan ply");
         b.n = 0;
         make_ply(&b, 0, 'd', p, 5, 1, 3);
         write_file(path_in("nan_ascii.ply"), b.p, b.n);
-        expect_fail(path_in("nan_ascii.ply"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 3", "nan ply ascii");
+        expect_fail(path_in("nan_ascii.ply"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 3",
+                    "nan ply ascii");
         b.n = 0;
         make_vtk(&b, "4.2", "POLYDATA", 0, 'f', p, 5, 0, 4);
         write_file(path_in("nan.vtk"), b.p, b.n);
-        expect_fail(path_in("nan.vtk"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 4", "nan vtk");
+        expect_fail(path_in("nan.vtk"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 4",
+                    "nan vtk");
         b.n = 0;
         make_vtk(&b, "4.2", "POLYDATA", 1, 'd', p, 5, 0, 1);
         write_file(path_in("nan_bin.vtk"), b.p, b.n);
-        expect_fail(path_in("nan_bin.vtk"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 1", "nan vtk bin");
+        expect_fail(path_in("nan_bin.vtk"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 1",
+                    "nan vtk bin");
         const char *txt = "1 2 3\n4 5 6\n7 inf 9\n";
         write_file(path_in("inf.xyz"), txt, strlen(txt));
-        expect_fail(path_in("inf.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 2", "inf xyz");
+        expect_fail(path_in("inf.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 2",
+                    "inf xyz");
         txt = "1 2 3\n4 5 6\n7 1e39 9\n";
         write_file(path_in("big.xyz"), txt, strlen(txt));
-        expect_fail(path_in("big.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 2", "1e39 xyz");
+        expect_fail(path_in("big.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 2",
+                    "1e39 xyz");
         b.n = 0;
-        for (int i = 0; i < 9; i++) putv(&b, 'f', i == 4 ? NAN : i, 0);
+        for (int i = 0; i < 9; i++)
+            putv(&b, 'f', i == 4 ? NAN : i, 0);
         write_file(path_in("nan_bin.xyz"), b.p, b.n);
-        expect_fail(path_in("nan_bin.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 1", "nan xyz bin");
+        expect_fail(path_in("nan_bin.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "point 1",
+                    "nan xyz bin");
         free(b.p);
         free(p);
     }
@@ -403,28 +452,66 @@ int main(int argc, char **argv)
         const char *file, *text, *needle;
         pm_status status;
     } bad[] = {
-        {"huge.ply", "ply\nformat binary_little_endian 1.0\nelement vertex 1000000000000\nproperty float x\nproperty float y\nproperty float z\nend_header\n0123456789ab", "1000000000000 points", PM_STATUS_PARSE_ERROR},
-        {"hugea.ply", "ply\nformat ascii 1.0\nelement vertex 1000000000000\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 3\n", "1000000000000 points", PM_STATUS_PARSE_ERROR},
-        {"type.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty int128 x\nend_header\n", "line 4: unknown property type 'int128'", PM_STATUS_PARSE_ERROR},
-        {"noy.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float z\nend_header\n1 2\n", "'y'", PM_STATUS_PARSE_ERROR},
-        {"novert.ply", "ply\nformat ascii 1.0\nelement face 0\nproperty list uchar int vertex_indices\nend_header\n", "vertex", PM_STATUS_PARSE_ERROR},
-        {"fmt.ply", "ply\nformat binary_middle_endian 1.0\nend_header\n", "binary_middle_endian", PM_STATUS_PARSE_ERROR},
+        {"huge.ply",
+         "ply\nformat binary_little_endian 1.0\nelement vertex 1000000000000\nproperty float "
+         "x\nproperty float y\nproperty float z\nend_header\n0123456789ab",
+         "1000000000000 points", PM_STATUS_PARSE_ERROR},
+        {"hugea.ply",
+         "ply\nformat ascii 1.0\nelement vertex 1000000000000\nproperty float x\nproperty float "
+         "y\nproperty float z\nend_header\n1 2 3\n",
+         "1000000000000 points", PM_STATUS_PARSE_ERROR},
+        {"type.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty int128 x\nend_header\n",
+         "line 4: unknown property type 'int128'", PM_STATUS_PARSE_ERROR},
+        {"noy.ply",
+         "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float "
+         "z\nend_header\n1 2\n",
+         "'y'", PM_STATUS_PARSE_ERROR},
+        {"novert.ply",
+         "ply\nformat ascii 1.0\nelement face 0\nproperty list uchar int "
+         "vertex_indices\nend_header\n",
+         "vertex", PM_STATUS_PARSE_ERROR},
+        {"fmt.ply", "ply\nformat binary_middle_endian 1.0\nend_header\n", "binary_middle_endian",
+         PM_STATUS_PARSE_ERROR},
         {"magic.ply", "plx\nformat ascii 1.0\nend_header\n", "line 1", PM_STATUS_PARSE_ERROR},
-        {"nohdr.ply", "ply\nformat ascii 1.0\nelement vertex 1\n", "end_header", PM_STATUS_PARSE_ERROR},
-        {"neg.ply", "ply\nformat binary_little_endian 1.0\nelement junk 1\nproperty list char int a\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n\xff", "negative", PM_STATUS_PARSE_ERROR},
-        {"word.ply", "ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 3\n4 five 6\n", "line 9", PM_STATUS_PARSE_ERROR},
-        {"count.ply", "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 3          \n4 5 6          \n", "end of file", PM_STATUS_PARSE_ERROR},
-        {"empty_elem.ply", "ply\nformat ascii 1.0\nelement nothing 1000000000000000\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 nan\n", "point 0", PM_STATUS_PARSE_ERROR},
+        {"nohdr.ply", "ply\nformat ascii 1.0\nelement vertex 1\n", "end_header",
+         PM_STATUS_PARSE_ERROR},
+        {"neg.ply",
+         "ply\nformat binary_little_endian 1.0\nelement junk 1\nproperty list char int a\nelement "
+         "vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n\xff",
+         "negative", PM_STATUS_PARSE_ERROR},
+        {"word.ply",
+         "ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\nproperty "
+         "float z\nend_header\n1 2 3\n4 five 6\n",
+         "line 9", PM_STATUS_PARSE_ERROR},
+        {"count.ply",
+         "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty "
+         "float z\nend_header\n1 2 3          \n4 5 6          \n",
+         "end of file", PM_STATUS_PARSE_ERROR},
+        {"empty_elem.ply",
+         "ply\nformat ascii 1.0\nelement nothing 1000000000000000\nelement vertex 1\nproperty "
+         "float x\nproperty float y\nproperty float z\nend_header\n1 2 nan\n",
+         "point 0", PM_STATUS_PARSE_ERROR},
         {"short.xyz", "1 2 3\n4 5 6\n7 8\n", "line 3", PM_STATUS_PARSE_ERROR},
         {"junk.xyz", "1 2 3\n4 5 6x 7\n", "line 2", PM_STATUS_PARSE_ERROR},
         {"hdr.xyz", "x y z\n1 2 3\n", "line 1", PM_STATUS_PARSE_ERROR},
-        {"odd.xyz", "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d", "multiple of 12", PM_STATUS_PARSE_ERROR},
-        {"type.vtk", "# vtk DataFile Version 3.0\nx\nASCII\nDATASET POLYDATA\nPOINTS 2 int\n1 2 3 4 5 6\n", "line 5: unsupported POINTS type 'int'", PM_STATUS_PARSE_ERROR},
-        {"many.vtk", "# vtk DataFile Version 3.0\nx\nBINARY\nDATASET POLYDATA\nPOINTS 1000000000000 float\n0123456789ab", "1000000000000 points", PM_STATUS_PARSE_ERROR},
-        {"sp.vtk", "# vtk DataFile Version 3.0\nx\nBINARY\nDATASET STRUCTURED_POINTS\n", "STRUCTURED_POINTS", PM_STATUS_PARSE_ERROR},
-        {"nopts.vtk", "# vtk DataFile Version 3.0\nx\nASCII\nDATASET POLYDATA\nPOLYGONS 0 0\n", "line 5", PM_STATUS_PARSE_ERROR},
+        {"odd.xyz", "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d", "multiple of 12",
+         PM_STATUS_PARSE_ERROR},
+        {"type.vtk",
+         "# vtk DataFile Version 3.0\nx\nASCII\nDATASET POLYDATA\nPOINTS 2 int\n1 2 3 4 5 6\n",
+         "line 5: unsupported POINTS type 'int'", PM_STATUS_PARSE_ERROR},
+        {"many.vtk",
+         "# vtk DataFile Version 3.0\nx\nBINARY\nDATASET POLYDATA\nPOINTS 1000000000000 "
+         "float\n0123456789ab",
+         "1000000000000 points", PM_STATUS_PARSE_ERROR},
+        {"sp.vtk", "# vtk DataFile Version 3.0\nx\nBINARY\nDATASET STRUCTURED_POINTS\n",
+         "STRUCTURED_POINTS", PM_STATUS_PARSE_ERROR},
+        {"nopts.vtk", "# vtk DataFile Version 3.0\nx\nASCII\nDATASET POLYDATA\nPOLYGONS 0 0\n",
+         "line 5", PM_STATUS_PARSE_ERROR},
         {"ver.vtk", "# vtk DataFile\nx\nASCII\n", "line 1", PM_STATUS_PARSE_ERROR},
-        {"fewer.vtk", "# vtk DataFile Version 3.0\nx\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n1 2 3 4 5 6 7 8                 \n", "end of file", PM_STATUS_PARSE_ERROR},
+        {"fewer.vtk",
+         "# vtk DataFile Version 3.0\nx\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n1 2 3 4 5 6 7 8  "
+         "               \n",
+         "end of file", PM_STATUS_PARSE_ERROR},
         {"empty.ply", "", "empty", PM_STATUS_PARSE_ERROR},
         {"empty.vtk", "", "empty", PM_STATUS_PARSE_ERROR},
         {"empty.xyz", "", "empty", PM_STATUS_PARSE_ERROR},
@@ -444,15 +531,21 @@ int main(int argc, char **argv)
         memcpy(t, "1 2 3", 5);
         memcpy(t + n - 8, "\n4 5 6\n", 8);
         write_file(path_in("long.xyz"), t, n);
-        expect_fail(path_in("long.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR, "line 1: longer than", "long line");
+        expect_fail(path_in("long.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_PARSE_ERROR,
+                    "line 1: longer than", "long line");
         free(t);
     }
-    expect_fail(path_in("missing.ply"), PM_POINTS_AUTO, 0, PM_STATUS_IO_ERROR, "cannot open", "missing");
+    expect_fail(path_in("missing.ply"), PM_POINTS_AUTO, 0, PM_STATUS_IO_ERROR, "cannot open",
+                "missing");
     mkdir(path_in("dir.xyz"), 0755);
-    expect_fail(path_in("dir.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_IO_ERROR, "directory", "directory");
-    expect_fail(path_in("p2_1_0_0.ply"), PM_POINTS_AUTO, 100, PM_STATUS_OUT_OF_MEMORY, "limit", "limit ply");
-    expect_fail(path_in("p2_t0.xyz"), PM_POINTS_AUTO, 100, PM_STATUS_OUT_OF_MEMORY, "limit", "limit xyz");
-    expect_fail(path_in("p2_0_0_1_0.vtk"), PM_POINTS_AUTO, 100, PM_STATUS_OUT_OF_MEMORY, "limit", "limit vtk");
+    expect_fail(path_in("dir.xyz"), PM_POINTS_AUTO, 0, PM_STATUS_IO_ERROR, "directory",
+                "directory");
+    expect_fail(path_in("p2_1_0_0.ply"), PM_POINTS_AUTO, 100, PM_STATUS_OUT_OF_MEMORY, "limit",
+                "limit ply");
+    expect_fail(path_in("p2_t0.xyz"), PM_POINTS_AUTO, 100, PM_STATUS_OUT_OF_MEMORY, "limit",
+                "limit xyz");
+    expect_fail(path_in("p2_0_0_1_0.vtk"), PM_POINTS_AUTO, 100, PM_STATUS_OUT_OF_MEMORY, "limit",
+                "limit vtk");
     PMT_CHECK(pm_points_read(NULL, PM_POINTS_AUTO, 0, &pts) == PM_STATUS_INVALID_ARGUMENT, "NULL");
     pm_points_free(NULL);
 

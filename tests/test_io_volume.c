@@ -90,7 +90,8 @@ static void *swapped(const void *d, size_t n, size_t es)
     unsigned char *c = malloc(n * es);
     const unsigned char *s = d;
     for (size_t i = 0; i < n; i++)
-        for (size_t b = 0; b < es; b++) c[i * es + b] = s[i * es + es - 1 - b];
+        for (size_t b = 0; b < es; b++)
+            c[i * es + b] = s[i * es + es - 1 - b];
     return c;
 }
 
@@ -112,13 +113,15 @@ static char *ascii_samples(const void *d, pm_sample_type t, size_t n)
     return s;
 }
 
-static void check_volume(const char *what, const pm_volume *v, pm_sample_type t, const size_t dims[3],
-                         const double sp[3], const double org[3], const void *data)
+static void check_volume(const char *what, const pm_volume *v, pm_sample_type t,
+                         const size_t dims[3], const double sp[3], const double org[3],
+                         const void *data)
 {
     PMT_CHECK(v->type == t, "%s: type %d", what, (int)v->type);
-    PMT_CHECK(v->nx == dims[0] && v->ny == dims[1] && v->nz == dims[2], "%s: dims %zu %zu %zu", what,
-              v->nx, v->ny, v->nz);
-    PMT_CHECK(v->row_stride == dims[0] && v->slice_stride == dims[0] * dims[1], "%s: strides", what);
+    PMT_CHECK(v->nx == dims[0] && v->ny == dims[1] && v->nz == dims[2], "%s: dims %zu %zu %zu",
+              what, v->nx, v->ny, v->nz);
+    PMT_CHECK(v->row_stride == dims[0] && v->slice_stride == dims[0] * dims[1], "%s: strides",
+              what);
     for (int a = 0; a < 3; a++) {
         PMT_CHECK(fabs(v->spacing[a] - sp[a]) < 1e-12, "%s: spacing[%d] %g != %g", what, a,
                   v->spacing[a], sp[a]);
@@ -136,8 +139,8 @@ static void expect_fail(const char *path, const pm_raw_options *raw, size_t maxm
     PMT_CHECK(s == want, "%s: got %s, want %s: %s", what, pm_status_string(s),
               pm_status_string(want), pm_last_error());
     if (s == PM_STATUS_OK) pm_volume_free(&v);
-    PMT_CHECK(strstr(pm_last_error(), path) != NULL, "%s: message '%s' does not name the file", what,
-              pm_last_error());
+    PMT_CHECK(strstr(pm_last_error(), path) != NULL, "%s: message '%s' does not name the file",
+              what, pm_last_error());
     if (needle)
         PMT_CHECK(strstr(pm_last_error(), needle) != NULL, "%s: message '%s' lacks '%s'", what,
                   pm_last_error(), needle);
@@ -183,8 +186,10 @@ static void hostile(const char *name, const pm_raw_options *raw, int strict)
         }
         write_file(cp, m, n, NULL, 0);
         pm_volume v;
-        if (pm_volume_read(cp, raw, 1 << 24, &v) == PM_STATUS_OK) pm_volume_free(&v);
-        else PMT_CHECK(strstr(pm_last_error(), cut), "unnamed: %s", pm_last_error());
+        if (pm_volume_read(cp, raw, 1 << 24, &v) == PM_STATUS_OK)
+            pm_volume_free(&v);
+        else
+            PMT_CHECK(strstr(pm_last_error(), cut), "unnamed: %s", pm_last_error());
     }
     free(m);
     free(b);
@@ -235,7 +240,11 @@ int main(int argc, char **argv)
                 char *text = NULL;
                 if (enc == 1 || enc == 2) c = deflate_bytes(bytes, n * es, enc == 1, &cn);
                 if (enc == 3) text = ascii_samples(d, (pm_sample_type)t, n), cn = strlen(text);
-                write_file(path_in(name), hdr, strlen(hdr), c ? (void *)c : text ? (void *)text : bytes, cn);
+                write_file(path_in(name), hdr, strlen(hdr),
+                           c      ? (void *)c
+                           : text ? (void *)text
+                                  : bytes,
+                           cn);
                 PMT_OK(pm_volume_read(path_in(name), NULL, 0, &v));
                 check_volume(name, &v, (pm_sample_type)t, dims, sp, org, d);
                 pm_volume_free(&v);
@@ -254,8 +263,8 @@ int main(int argc, char **argv)
                      "# vtk DataFile Version 3.0\nvolume %d\n%s\nDATASET STRUCTURED_POINTS\n"
                      "DIMENSIONS 5 4 3\n%s 0.5 1.5 2\nORIGIN 1 -2 3.25\nPOINT_DATA 60\n"
                      "SCALARS density %s%s\n%s",
-                     t, ascii ? "ASCII" : "BINARY", t == 2 ? "ASPECT_RATIO" : "SPACING", vtk_type[t],
-                     t == 1 ? " 1" : "", t == 4 ? "" : "LOOKUP_TABLE default\n");
+                     t, ascii ? "ASCII" : "BINARY", t == 2 ? "ASPECT_RATIO" : "SPACING",
+                     vtk_type[t], t == 1 ? " 1" : "", t == 4 ? "" : "LOOKUP_TABLE default\n");
             snprintf(name, sizeof name, "v%d_%d.vtk", t, ascii);
             write_file(path_in(name), hdr, strlen(hdr), ascii ? (void *)text : be,
                        ascii ? strlen(text) : n * es);
@@ -285,16 +294,17 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         pm_sample_type t;
-    } spell[] = {{"unsigned char", PM_SAMPLE_U8}, {"uint8", PM_SAMPLE_U8},
-                 {"uint8_t", PM_SAMPLE_U8},       {"unsigned short", PM_SAMPLE_U16},
-                 {"uint16", PM_SAMPLE_U16},       {"uint16_t", PM_SAMPLE_U16},
+    } spell[] = {{"unsigned char", PM_SAMPLE_U8},     {"uint8", PM_SAMPLE_U8},
+                 {"uint8_t", PM_SAMPLE_U8},           {"unsigned short", PM_SAMPLE_U16},
+                 {"uint16", PM_SAMPLE_U16},           {"uint16_t", PM_SAMPLE_U16},
                  {"signed short int", PM_SAMPLE_I16}, {"int16", PM_SAMPLE_I16},
-                 {"short int", PM_SAMPLE_I16},    {"FLOAT", PM_SAMPLE_F32}};
+                 {"short int", PM_SAMPLE_I16},        {"FLOAT", PM_SAMPLE_F32}};
     for (size_t k = 0; k < sizeof spell / sizeof spell[0]; k++) {
         void *d = random_samples(spell[k].t, n);
-        snprintf(hdr, sizeof hdr,
-                 "NRRD0005\ntype: %s\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n\n",
-                 spell[k].name);
+        snprintf(
+            hdr, sizeof hdr,
+            "NRRD0005\ntype: %s\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n\n",
+            spell[k].name);
         write_file(path_in("spell.nrrd"), hdr, strlen(hdr), d, n * pm_sample_size(spell[k].t));
         const double one[3] = {1, 1, 1};
         PMT_OK(pm_volume_read(path_in("spell.nrrd"), NULL, 0, &v));
@@ -309,28 +319,31 @@ int main(int argc, char **argv)
     {
         float *d = random_samples(PM_SAMPLE_F32, n);
         const double sd[3] = {2, 3, 5};
-        snprintf(hdr, sizeof hdr,
-                 "NRRD0004\ntype: float\ndimension: 4\nsizes: 1 5 4 3\nspace: right-anterior-superior\n"
-                 "space directions: none (0,2,0) (3,0,0) (0,0,-5)\nspace origin: (1,-2,3.25)\n"
-                 "endian: little\nencoding: raw\n\n");
+        snprintf(
+            hdr, sizeof hdr,
+            "NRRD0004\ntype: float\ndimension: 4\nsizes: 1 5 4 3\nspace: right-anterior-superior\n"
+            "space directions: none (0,2,0) (3,0,0) (0,0,-5)\nspace origin: (1,-2,3.25)\n"
+            "endian: little\nencoding: raw\n\n");
         write_file(path_in("dirs.nrrd"), hdr, strlen(hdr), d, 4 * n);
         PMT_OK(pm_volume_read(path_in("dirs.nrrd"), NULL, 0, &v));
         check_volume("space directions", &v, PM_SAMPLE_F32, dims, sd, org, d);
         pm_volume_free(&v);
 
         write_file(path_in("data.bin"), "line one\nline two\nXYZ", 21, d, 4 * n);
-        snprintf(hdr, sizeof hdr,
-                 "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n"
-                 "data file: data.bin\nline skip: 2\nbyte skip: 3\n");
+        snprintf(
+            hdr, sizeof hdr,
+            "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n"
+            "data file: data.bin\nline skip: 2\nbyte skip: 3\n");
         write_file(path_in("det.nhdr"), hdr, strlen(hdr), NULL, 0);
         const double one[3] = {1, 1, 1};
         PMT_OK(pm_volume_read(path_in("det.nhdr"), NULL, 0, &v));
         check_volume("detached", &v, PM_SAMPLE_F32, dims, one, zero, d);
         pm_volume_free(&v);
 
-        snprintf(hdr, sizeof hdr,
-                 "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n"
-                 "byte skip: -1\n\nsome junk before the data");
+        snprintf(
+            hdr, sizeof hdr,
+            "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n"
+            "byte skip: -1\n\nsome junk before the data");
         write_file(path_in("skipm1.nrrd"), hdr, strlen(hdr), d, 4 * n);
         PMT_OK(pm_volume_read(path_in("skipm1.nrrd"), NULL, 0, &v));
         check_volume("byte skip -1", &v, PM_SAMPLE_F32, dims, one, zero, d);
@@ -341,9 +354,10 @@ int main(int argc, char **argv)
         memcpy(both + 7, d, 240);
         size_t cn;
         unsigned char *c = deflate_bytes(both, sizeof both, 1, &cn);
-        snprintf(hdr, sizeof hdr,
-                 "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: gzip\n"
-                 "byte skip: 7\n\n");
+        snprintf(
+            hdr, sizeof hdr,
+            "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: gzip\n"
+            "byte skip: 7\n\n");
         write_file(path_in("gzskip.nrrd"), hdr, strlen(hdr), c, cn);
         PMT_OK(pm_volume_read(path_in("gzskip.nrrd"), NULL, 0, &v));
         check_volume("gzip byte skip", &v, PM_SAMPLE_F32, dims, one, zero, d);
@@ -376,20 +390,36 @@ int main(int argc, char **argv)
         pm_status status;
         const char *needle;
     } bad[] = {
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 10 -3 4\nencoding: raw\n\n", PM_STATUS_PARSE_ERROR, "line 4: expected 'sizes' to have 3 positive integers, got 'sizes: 10 -3 4'"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 10 3\nencoding: raw\n\n", PM_STATUS_PARSE_ERROR, "sizes"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 1 4 3\nencoding: raw\n\n", PM_STATUS_PARSE_ERROR, "at least 2"},
-        {"NRRD0004\ntype: ushort\nendian: little\ndimension: 3\nsizes: 4294967296 4294967296 4294967296\nencoding: raw\n\n", PM_STATUS_OVERFLOW, "overflow"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 100000 100000 100\nencoding: raw\n\n", PM_STATUS_PARSE_ERROR, "bytes"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 100000 100000 100\nencoding: gzip\n\n", PM_STATUS_PARSE_ERROR, "gzip"},
-        {"NRRD0004\ntype: int\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n\n", PM_STATUS_PARSE_ERROR, "unsupported type 'int'"},
-        {"NRRD0004\ntype: ushort\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n\n", PM_STATUS_PARSE_ERROR, "endian"},
-        {"NRRD0004\ntype: uchar\ndimension: 2\nsizes: 2 2\nencoding: raw\n\n", PM_STATUS_PARSE_ERROR, "dimension"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: bzip2\n\n", PM_STATUS_PARSE_ERROR, "encoding"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: raw\nspacings: 1 0 1\n\n", PM_STATUS_PARSE_ERROR, "spacing"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nspace directions: (1,0,0) (0,1,0\n\n", PM_STATUS_PARSE_ERROR, "space directions"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n", PM_STATUS_PARSE_ERROR, "empty line"},
-        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\ndata file: nothere.raw\n", PM_STATUS_IO_ERROR, "nothere.raw"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 10 -3 4\nencoding: raw\n\n",
+         PM_STATUS_PARSE_ERROR,
+         "line 4: expected 'sizes' to have 3 positive integers, got 'sizes: 10 -3 4'"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 10 3\nencoding: raw\n\n",
+         PM_STATUS_PARSE_ERROR, "sizes"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 1 4 3\nencoding: raw\n\n",
+         PM_STATUS_PARSE_ERROR, "at least 2"},
+        {"NRRD0004\ntype: ushort\nendian: little\ndimension: 3\nsizes: 4294967296 4294967296 "
+         "4294967296\nencoding: raw\n\n",
+         PM_STATUS_OVERFLOW, "overflow"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 100000 100000 100\nencoding: raw\n\n",
+         PM_STATUS_PARSE_ERROR, "bytes"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 100000 100000 100\nencoding: gzip\n\n",
+         PM_STATUS_PARSE_ERROR, "gzip"},
+        {"NRRD0004\ntype: int\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n\n",
+         PM_STATUS_PARSE_ERROR, "unsupported type 'int'"},
+        {"NRRD0004\ntype: ushort\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n\n",
+         PM_STATUS_PARSE_ERROR, "endian"},
+        {"NRRD0004\ntype: uchar\ndimension: 2\nsizes: 2 2\nencoding: raw\n\n",
+         PM_STATUS_PARSE_ERROR, "dimension"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: bzip2\n\n",
+         PM_STATUS_PARSE_ERROR, "encoding"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: raw\nspacings: 1 0 1\n\n",
+         PM_STATUS_PARSE_ERROR, "spacing"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nspace directions: (1,0,0) (0,1,0\n\n",
+         PM_STATUS_PARSE_ERROR, "space directions"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n",
+         PM_STATUS_PARSE_ERROR, "empty line"},
+        {"NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\ndata file: nothere.raw\n",
+         PM_STATUS_IO_ERROR, "nothere.raw"},
         {"NRRD0004\ntype uchar\n\n", PM_STATUS_PARSE_ERROR, "line 2"},
         {"NRRD0004\ndimension: 3\nsizes: 2 2 2\n\n", PM_STATUS_PARSE_ERROR, "type"},
         {"NRRX0004\n\n", PM_STATUS_PARSE_ERROR, "magic"},
@@ -414,11 +444,17 @@ int main(int argc, char **argv)
         {"DIMENSIONS 5 4 3\nPOINT_DATA 60\nSCALARS s float 3\n", "components"},
         {"DIMENSIONS 5 4 3\nSPACING 1 1\nPOINT_DATA 60\n", "SPACING"},
         {"DIMENSIONS 5 4 3\nCELL_DATA 24\n", "CELL_DATA"},
-        {"DIMENSIONS 100000 100000 1000\nPOINT_DATA 10000000000000\nSCALARS s float\nLOOKUP_TABLE default\n", "bytes"},
-        {"DIMENSIONS 5 4 3\nPOINT_DATA 60\nSCALARS s float\nLOOKUP_TABLE default\n1 2 3 x 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10\n", "line 9: sample 3"},
+        {"DIMENSIONS 100000 100000 1000\nPOINT_DATA 10000000000000\nSCALARS s float\nLOOKUP_TABLE "
+         "default\n",
+         "bytes"},
+        {"DIMENSIONS 5 4 3\nPOINT_DATA 60\nSCALARS s float\nLOOKUP_TABLE default\n1 2 3 x 5 6 7 8 "
+         "9 10 1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10 "
+         "1 2 3 4 5 6 7 8 9 10\n",
+         "line 9: sample 3"},
     };
     for (size_t k = 0; k < sizeof badvtk / sizeof badvtk[0]; k++) {
-        snprintf(hdr, sizeof hdr, "# vtk DataFile Version 2.0\nt\n%s\nDATASET STRUCTURED_POINTS\n%s",
+        snprintf(hdr, sizeof hdr,
+                 "# vtk DataFile Version 2.0\nt\n%s\nDATASET STRUCTURED_POINTS\n%s",
                  k < 7 ? "BINARY" : "ASCII", badvtk[k].body);
         write_file(path_in("bad.vtk"), hdr, strlen(hdr), "0123456789", 10);
         char what[32];
@@ -435,11 +471,15 @@ int main(int argc, char **argv)
         APPS("# vtk DataFile Version 4.2\nt\n");
         APPS(ascii ? "ASCII\n" : "BINARY\n");
         APPS("DATASET STRUCTURED_POINTS\nFIELD FieldData 2\nTIME 1 2 double\n");
-        if (ascii) APPS("0.5 1.5\n");
-        else APP("\x3f\xe0\0\0\0\0\0\0\x3f\xf8\0\0\0\0\0\0\n", 17);
+        if (ascii)
+            APPS("0.5 1.5\n");
+        else
+            APP("\x3f\xe0\0\0\0\0\0\0\x3f\xf8\0\0\0\0\0\0\n", 17);
         APPS("CYCLE 1 1 int\n");
-        if (ascii) APPS("7\n");
-        else APP("\0\0\0\7\n", 5);
+        if (ascii)
+            APPS("7\n");
+        else
+            APP("\0\0\0\7\n", 5);
         APPS("DIMENSIONS 5 4 3\nSPACING 0.5 1.5 2\nORIGIN 1 -2 3.25\n"
              "POINT_DATA 60\nSCALARS s unsigned_char\nLOOKUP_TABLE default\n");
         write_file(path_in("field.vtk"), hdr, k, ascii ? (void *)text : d,
@@ -457,9 +497,12 @@ int main(int argc, char **argv)
     expect_fail(path_in("dir.nrrd"), NULL, 0, PM_STATUS_IO_ERROR, "directory", "directory");
     write_file(path_in("empty.vtk"), "", 0, NULL, 0);
     expect_fail(path_in("empty.vtk"), NULL, 0, PM_STATUS_PARSE_ERROR, "empty", "empty vtk");
-    expect_fail(path_in("v3_0_0.nrrd"), NULL, 100, PM_STATUS_OUT_OF_MEMORY, "240 bytes", "max memory");
-    expect_fail(path_in("v1_0.vtk"), NULL, 100, PM_STATUS_OUT_OF_MEMORY, "120 bytes", "max memory vtk");
-    expect_fail(path_in("v0_0_0.nrrd.txt"), NULL, 0, PM_STATUS_INVALID_ARGUMENT, "extension", "ext");
+    expect_fail(path_in("v3_0_0.nrrd"), NULL, 100, PM_STATUS_OUT_OF_MEMORY, "240 bytes",
+                "max memory");
+    expect_fail(path_in("v1_0.vtk"), NULL, 100, PM_STATUS_OUT_OF_MEMORY, "120 bytes",
+                "max memory vtk");
+    expect_fail(path_in("v0_0_0.nrrd.txt"), NULL, 0, PM_STATUS_INVALID_ARGUMENT, "extension",
+                "ext");
     {
         pm_raw_options ro = {sizeof ro, 5, 4, 4, PM_SAMPLE_U16, {0, 0, 0}, 0, 17};
         expect_fail(path_in("v1_0.raw"), &ro, 0, PM_STATUS_PARSE_ERROR, "bytes", "raw too small");
@@ -474,7 +517,8 @@ int main(int argc, char **argv)
         expect_fail(path_in("v1_0.raw"), &ro, 0, PM_STATUS_INVALID_ARGUMENT, "type", "raw type");
         ro.type = PM_SAMPLE_U8;
         ro.spacing[1] = -1;
-        expect_fail(path_in("v1_0.raw"), &ro, 0, PM_STATUS_INVALID_ARGUMENT, "spacing", "raw spacing");
+        expect_fail(path_in("v1_0.raw"), &ro, 0, PM_STATUS_INVALID_ARGUMENT, "spacing",
+                    "raw spacing");
         ro.spacing[1] = 0;
         ro.nx = ro.ny = ro.nz = (size_t)1 << 22;
         expect_fail(path_in("v1_0.raw"), &ro, 0, PM_STATUS_OVERFLOW, "overflow", "raw overflow");

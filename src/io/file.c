@@ -110,8 +110,7 @@ pm_status pmi_read_line(pmi_reader *r, char **line, size_t *len, int *eof)
     for (;;) {
         size_t avail = r->len - r->pos;
         unsigned char *start = r->buf + r->pos;
-        unsigned char *nl =
-            avail > scanned ? memchr(start + scanned, '\n', avail - scanned) : NULL;
+        unsigned char *nl = avail > scanned ? memchr(start + scanned, '\n', avail - scanned) : NULL;
         size_t n, consumed;
         if (nl) {
             n = (size_t)(nl - start);
@@ -324,11 +323,13 @@ int pmi_split(char *s, char **words, int max)
 {
     int n = 0;
     while (n < max) {
-        while (*s && is_space((unsigned char)*s)) s++;
+        while (*s && is_space((unsigned char)*s))
+            s++;
         if (!*s) break;
         words[n++] = s;
         if (n == max) break;
-        while (*s && !is_space((unsigned char)*s)) s++;
+        while (*s && !is_space((unsigned char)*s))
+            s++;
         if (*s) *s++ = '\0';
     }
     return n;
@@ -390,9 +391,8 @@ pm_status pmi_volume_alloc(const char *path, const char *where, size_t nx, size_
     return PM_STATUS_OK;
 }
 
-pm_status pmi_points_alloc(const char *path, const char *where, uint64_t n,
-                           uint64_t min_bytes_each, uint64_t available, size_t max_memory_bytes,
-                           float **xyz)
+pm_status pmi_points_alloc(const char *path, const char *where, uint64_t n, uint64_t min_bytes_each,
+                           uint64_t available, size_t max_memory_bytes, float **xyz)
 {
     *xyz = NULL;
     uint64_t need;
@@ -622,7 +622,8 @@ pm_status pmi_mesh_check(const char *path, const pm_mesh *m, uint64_t max_index)
 pm_status pm_mesh_write(const char *path, const pm_mesh *mesh, const pm_write_options *options)
 {
     pmi_clear_error();
-    if (!path || !mesh) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_write: NULL argument");
+    if (!path || !mesh)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_write: NULL argument");
     pm_write_options o = {0};
     if (options) {
         size_t n = options->struct_size ? options->struct_size : sizeof o;
@@ -631,10 +632,14 @@ pm_status pm_mesh_write(const char *path, const pm_mesh *mesh, const pm_write_op
     pm_mesh_format f = o.format;
     if (f == PM_MESH_FORMAT_AUTO) {
         const char *ext = pmi_extension(path);
-        if (pmi_streq(ext, "ply")) f = PM_MESH_FORMAT_PLY;
-        else if (pmi_streq(ext, "obj")) f = PM_MESH_FORMAT_OBJ;
-        else if (pmi_streq(ext, "stl")) f = PM_MESH_FORMAT_STL;
-        else if (pmi_streq(ext, "vtk")) f = PM_MESH_FORMAT_VTK;
+        if (pmi_streq(ext, "ply"))
+            f = PM_MESH_FORMAT_PLY;
+        else if (pmi_streq(ext, "obj"))
+            f = PM_MESH_FORMAT_OBJ;
+        else if (pmi_streq(ext, "stl"))
+            f = PM_MESH_FORMAT_STL;
+        else if (pmi_streq(ext, "vtk"))
+            f = PM_MESH_FORMAT_VTK;
         else
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "%s: unknown mesh extension '.%s', expected .ply, .obj, .stl or .vtk",
@@ -654,7 +659,8 @@ pm_status pm_volume_read(const char *path, const pm_raw_options *raw, size_t max
                          pm_volume *out)
 {
     pmi_clear_error();
-    if (!path || !out) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_volume_read: NULL argument");
+    if (!path || !out)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_volume_read: NULL argument");
     memset(out, 0, sizeof *out);
     if (raw) return pmi_raw_read(path, raw, max_memory_bytes, out);
     const char *ext = pmi_extension(path);
@@ -678,17 +684,21 @@ pm_status pm_points_read(const char *path, pm_points_format format, size_t max_m
                          pm_points *out)
 {
     pmi_clear_error();
-    if (!path || !out) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_points_read: NULL argument");
+    if (!path || !out)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_points_read: NULL argument");
     memset(out, 0, sizeof *out);
     if (format == PM_POINTS_AUTO) {
         const char *ext = pmi_extension(path);
-        if (pmi_streq(ext, "ply")) format = PM_POINTS_PLY;
-        else if (pmi_streq(ext, "xyz")) format = PM_POINTS_AUTO; /* text or binary: xyz.c */
-        else if (pmi_streq(ext, "vtk")) format = PM_POINTS_VTK;
+        if (pmi_streq(ext, "ply"))
+            format = PM_POINTS_PLY;
+        else if (pmi_streq(ext, "xyz"))
+            format = PM_POINTS_AUTO; /* text or binary: xyz.c */
+        else if (pmi_streq(ext, "vtk"))
+            format = PM_POINTS_VTK;
         else
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "%s: unknown point extension '.%s', expected .ply, .xyz or .vtk",
-                             path, ext);
+                             "%s: unknown point extension '.%s', expected .ply, .xyz or .vtk", path,
+                             ext);
     }
     switch (format) {
     case PM_POINTS_PLY: return pmi_ply_read_points(path, max_memory_bytes, out);

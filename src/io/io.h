@@ -74,9 +74,8 @@ pm_status pmi_volume_alloc(const char *path, const char *where, size_t nx, size_
                            void **data, size_t *bytes);
 /* The same for n points of 3 floats; min_bytes_each is the smallest number
  * of file bytes one point can occupy (0: no file-size check). */
-pm_status pmi_points_alloc(const char *path, const char *where, uint64_t n,
-                           uint64_t min_bytes_each, uint64_t available, size_t max_memory_bytes,
-                           float **xyz);
+pm_status pmi_points_alloc(const char *path, const char *where, uint64_t n, uint64_t min_bytes_each,
+                           uint64_t available, size_t max_memory_bytes, float **xyz);
 /* PARSE_ERROR naming the first point with a NaN or infinite coordinate. */
 pm_status pmi_points_check_finite(const char *path, const float *xyz, size_t n);
 

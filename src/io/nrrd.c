@@ -30,14 +30,22 @@ static int parse_type(const char *v, pm_sample_type *t)
         const char *name;
         pm_sample_type type;
     } names[] = {
-        {"uchar", PM_SAMPLE_U8},           {"unsigned char", PM_SAMPLE_U8},
-        {"uint8", PM_SAMPLE_U8},           {"uint8_t", PM_SAMPLE_U8},
-        {"ushort", PM_SAMPLE_U16},         {"unsigned short", PM_SAMPLE_U16},
-        {"unsigned short int", PM_SAMPLE_U16}, {"uint16", PM_SAMPLE_U16},
-        {"uint16_t", PM_SAMPLE_U16},       {"short", PM_SAMPLE_I16},
-        {"short int", PM_SAMPLE_I16},      {"signed short", PM_SAMPLE_I16},
-        {"signed short int", PM_SAMPLE_I16}, {"int16", PM_SAMPLE_I16},
-        {"int16_t", PM_SAMPLE_I16},        {"float", PM_SAMPLE_F32},
+        {"uchar", PM_SAMPLE_U8},
+        {"unsigned char", PM_SAMPLE_U8},
+        {"uint8", PM_SAMPLE_U8},
+        {"uint8_t", PM_SAMPLE_U8},
+        {"ushort", PM_SAMPLE_U16},
+        {"unsigned short", PM_SAMPLE_U16},
+        {"unsigned short int", PM_SAMPLE_U16},
+        {"uint16", PM_SAMPLE_U16},
+        {"uint16_t", PM_SAMPLE_U16},
+        {"short", PM_SAMPLE_I16},
+        {"short int", PM_SAMPLE_I16},
+        {"signed short", PM_SAMPLE_I16},
+        {"signed short int", PM_SAMPLE_I16},
+        {"int16", PM_SAMPLE_I16},
+        {"int16_t", PM_SAMPLE_I16},
+        {"float", PM_SAMPLE_F32},
         {"double", PM_SAMPLE_F64},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -51,14 +59,16 @@ static int parse_type(const char *v, pm_sample_type *t)
 /* "(a,b,c)" with optional blanks; returns the end or NULL. */
 static const char *parse_vector(const char *p, double v[3])
 {
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p == ' ' || *p == '\t')
+        p++;
     if (*p++ != '(') return NULL;
     for (int a = 0; a < 3; a++) {
         char *end;
         v[a] = strtod(p, &end);
         if (end == p || !isfinite(v[a])) return NULL;
         p = end;
-        while (*p == ' ' || *p == '\t') p++;
+        while (*p == ' ' || *p == '\t')
+            p++;
         if (*p++ != (a < 2 ? ',' : ')')) return NULL;
     }
     return p;
@@ -76,8 +86,8 @@ static pm_status parse_field(pmi_reader *r, nrrd_header *h, const char *key, cha
     char *w[5];
     if (!h->dimension && (pmi_streq(key, "sizes") || pmi_streq(key, "spacings") ||
                           pmi_streq(key, "space directions")))
-        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: '%s' before 'dimension'",
-                         r->path, (unsigned long long)r->line, key);
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: '%s' before 'dimension'", r->path,
+                         (unsigned long long)r->line, key);
     if (pmi_streq(key, "type")) {
         if (!parse_type(value, &h->type))
             return pmi_error(PM_STATUS_PARSE_ERROR,
@@ -121,7 +131,8 @@ static pm_status parse_field(pmi_reader *r, nrrd_header *h, const char *key, cha
     } else if (pmi_streq(key, "space directions")) {
         const char *p = value;
         for (int a = 0; a < h->dimension; a++) {
-            while (*p == ' ' || *p == '\t') p++;
+            while (*p == ' ' || *p == '\t')
+                p++;
             if (pmi_starts_with(p, "none")) {
                 h->direction_none[a] = 1;
                 p += 4;
@@ -137,13 +148,18 @@ static pm_status parse_field(pmi_reader *r, nrrd_header *h, const char *key, cha
             return field_error(r, key, "be a vector '(x,y,z)' of 3 finite numbers", value);
         h->have_origin = 1;
     } else if (pmi_streq(key, "endian")) {
-        if (pmi_streq(value, "little")) h->big_endian = 0;
-        else if (pmi_streq(value, "big")) h->big_endian = 1;
-        else return field_error(r, key, "be 'little' or 'big'", value);
+        if (pmi_streq(value, "little"))
+            h->big_endian = 0;
+        else if (pmi_streq(value, "big"))
+            h->big_endian = 1;
+        else
+            return field_error(r, key, "be 'little' or 'big'", value);
         h->have_endian = 1;
     } else if (pmi_streq(key, "encoding")) {
-        if (pmi_streq(value, "raw")) h->encoding = 0;
-        else if (pmi_streq(value, "gzip") || pmi_streq(value, "gz")) h->encoding = 1;
+        if (pmi_streq(value, "raw"))
+            h->encoding = 0;
+        else if (pmi_streq(value, "gzip") || pmi_streq(value, "gz"))
+            h->encoding = 1;
         else if (pmi_streq(value, "ascii") || pmi_streq(value, "text") || pmi_streq(value, "txt"))
             h->encoding = 2;
         else
@@ -163,7 +179,8 @@ static pm_status parse_field(pmi_reader *r, nrrd_header *h, const char *key, cha
                              r->path, (unsigned long long)r->line);
         free(h->data_file);
         h->data_file = malloc(strlen(value) + 1);
-        if (!h->data_file) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", r->path);
+        if (!h->data_file)
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", r->path);
         strcpy(h->data_file, value);
     } else if (pmi_streq(key, "line skip") || pmi_streq(key, "lineskip")) {
         if (!pmi_parse_i64(value, &h->line_skip) || h->line_skip < 0)
@@ -184,7 +201,8 @@ static pm_status parse_header(pmi_reader *r, nrrd_header *h, int *attached)
     int eof;
     pm_status s = pmi_read_line(r, &line, &len, &eof);
     if (s != PM_STATUS_OK) return s;
-    if (eof) return pmi_error(PM_STATUS_PARSE_ERROR, "%s: empty file, expected an NRRD header", r->path);
+    if (eof)
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: empty file, expected an NRRD header", r->path);
     if (len != 8 || strncmp(line, "NRRD000", 7) != 0 || line[7] < '1' || line[7] > '9')
         return pmi_error(PM_STATUS_PARSE_ERROR,
                          "%s: line 1: expected the magic 'NRRD0001' to 'NRRD0005', got '%.20s'",
@@ -209,9 +227,11 @@ static pm_status parse_header(pmi_reader *r, nrrd_header *h, int *attached)
                              (unsigned long long)r->line, line);
         *colon = '\0';
         char *value = colon + 2;
-        while (*value == ' ' || *value == '\t') value++;
+        while (*value == ' ' || *value == '\t')
+            value++;
         size_t vl = strlen(value);
-        while (vl > 0 && (value[vl - 1] == ' ' || value[vl - 1] == '\t')) value[--vl] = '\0';
+        while (vl > 0 && (value[vl - 1] == ' ' || value[vl - 1] == '\t'))
+            value[--vl] = '\0';
         if ((s = parse_field(r, h, line, value)) != PM_STATUS_OK) return s;
     }
 }
@@ -315,7 +335,9 @@ pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *ou
     if ((s = parse_header(&hr, &h, &attached)) != PM_STATUS_OK) goto done;
     if (!h.have_type || !h.dimension || !h.sizes_line) {
         s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: header lacks required field '%s'", path,
-                      !h.have_type ? "type" : !h.dimension ? "dimension" : "sizes");
+                      !h.have_type   ? "type"
+                      : !h.dimension ? "dimension"
+                                     : "sizes");
         goto done;
     }
     int first = 0; /* index of the x axis */
@@ -427,8 +449,10 @@ pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *ou
         uint64_t rem = pmi_reader_remaining(r), limit;
         if (__builtin_mul_overflow(rem, (uint64_t)1032, &limit)) limit = UINT64_MAX;
         limit = limit > UINT64_MAX - 4096 ? UINT64_MAX : limit + 4096;
-        if (limit >= (uint64_t)h.byte_skip) limit -= (uint64_t)h.byte_skip;
-        else limit = 0;
+        if (limit >= (uint64_t)h.byte_skip)
+            limit -= (uint64_t)h.byte_skip;
+        else
+            limit = 0;
         size_t need;
         if (pmi_mul3_size(dims[0], dims[1], dims[2], &need) && pmi_mul_size(need, esize, &need) &&
             need > limit) {
@@ -439,8 +463,8 @@ pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *ou
                           (unsigned long long)rem);
             goto done;
         }
-        s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h.type,
-                             max_memory_bytes, UINT64_MAX, &data, &bytes);
+        s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h.type, max_memory_bytes,
+                             UINT64_MAX, &data, &bytes);
         if (s == PM_STATUS_OK) s = inflate_exact(r, (uint64_t)h.byte_skip, data, bytes);
     } else {
         if (h.byte_skip > 0) s = pmi_skip_bytes(r, (uint64_t)h.byte_skip, "byte skip");

@@ -53,9 +53,11 @@ pm_status pmi_ply_write(const char *path, const pm_mesh *m, int ascii)
         }
         unsigned char *b = pmi_writer_reserve(&w, 24);
         if (!b) break;
-        for (int a = 0; a < 3; a++) put_f32le(b + 4 * a, p[a]);
+        for (int a = 0; a < 3; a++)
+            put_f32le(b + 4 * a, p[a]);
         if (n)
-            for (int a = 0; a < 3; a++) put_f32le(b + 12 + 4 * a, n[a]);
+            for (int a = 0; a < 3; a++)
+                put_f32le(b + 12 + 4 * a, n[a]);
         pmi_writer_advance(&w, has_n ? 24 : 12);
     }
     for (size_t t = 0; t < m->num_triangles && w.status == PM_STATUS_OK; t++) {
@@ -90,10 +92,10 @@ typedef struct ply_type {
 } ply_type;
 
 static const ply_type ply_types[] = {
-    {"char", 1, 0, 1},    {"int8", 1, 0, 1},    {"uchar", 1, 0, 0},   {"uint8", 1, 0, 0},
-    {"short", 2, 0, 1},   {"int16", 2, 0, 1},   {"ushort", 2, 0, 0},  {"uint16", 2, 0, 0},
-    {"int", 4, 0, 1},     {"int32", 4, 0, 1},   {"uint", 4, 0, 0},    {"uint32", 4, 0, 0},
-    {"float", 4, 1, 1},   {"float32", 4, 1, 1}, {"double", 8, 1, 1},  {"float64", 8, 1, 1},
+    {"char", 1, 0, 1},  {"int8", 1, 0, 1},    {"uchar", 1, 0, 0},  {"uint8", 1, 0, 0},
+    {"short", 2, 0, 1}, {"int16", 2, 0, 1},   {"ushort", 2, 0, 0}, {"uint16", 2, 0, 0},
+    {"int", 4, 0, 1},   {"int32", 4, 0, 1},   {"uint", 4, 0, 0},   {"uint32", 4, 0, 0},
+    {"float", 4, 1, 1}, {"float32", 4, 1, 1}, {"double", 8, 1, 1}, {"float64", 8, 1, 1},
 };
 
 typedef struct ply_prop {
@@ -138,7 +140,8 @@ static pm_status parse_header(pmi_reader *r, ply_header *h)
     int eof, have_format = 0;
     pm_status s = pmi_read_line(r, &line, &len, &eof);
     if (s != PM_STATUS_OK) return s;
-    if (eof) return pmi_error(PM_STATUS_PARSE_ERROR, "%s: empty file, expected a PLY header", r->path);
+    if (eof)
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: empty file, expected a PLY header", r->path);
     if (strcmp(line, "ply") != 0)
         return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line 1: expected the magic 'ply', got '%.40s'",
                          r->path, line);
@@ -158,9 +161,12 @@ static pm_status parse_header(pmi_reader *r, ply_header *h)
                 return pmi_error(PM_STATUS_PARSE_ERROR,
                                  "%s: line %llu: expected 'format <type> 1.0', got '%s'", r->path,
                                  (unsigned long long)r->line, copy);
-            if (strcmp(w[1], "ascii") == 0) h->format = 0;
-            else if (strcmp(w[1], "binary_little_endian") == 0) h->format = 1;
-            else if (strcmp(w[1], "binary_big_endian") == 0) h->format = 2;
+            if (strcmp(w[1], "ascii") == 0)
+                h->format = 0;
+            else if (strcmp(w[1], "binary_little_endian") == 0)
+                h->format = 1;
+            else if (strcmp(w[1], "binary_big_endian") == 0)
+                h->format = 2;
             else
                 return pmi_error(PM_STATUS_PARSE_ERROR,
                                  "%s: line %llu: unknown format '%s', expected ascii, "
@@ -256,8 +262,8 @@ static double decode(const unsigned char *p, const ply_type *t, int swap)
 
 /* Reads (or skips) one binary record of element e; when xyz is non-NULL
  * the properties listed in which[] (index of x, y, z) are stored. */
-static pm_status binary_record(pmi_reader *r, const ply_header *h, const ply_element *e,
-                               int swap, const size_t which[3], float *xyz, uint64_t rec)
+static pm_status binary_record(pmi_reader *r, const ply_header *h, const ply_element *e, int swap,
+                               const size_t which[3], float *xyz, uint64_t rec)
 {
     for (size_t k = 0; k < e->num_props; k++) {
         const ply_prop *p = &h->props[e->first_prop + k];
@@ -277,11 +283,9 @@ static pm_status binary_record(pmi_reader *r, const ply_header *h, const ply_ele
         double c = decode(b, p->count_type, swap);
         if (c < 0)
             return pmi_error(PM_STATUS_PARSE_ERROR,
-                             "%s: byte %llu: %s %llu: list '%s' has negative length %.0f",
-                             r->path, (unsigned long long)at, e->name, (unsigned long long)rec,
-                             p->name, c);
-        if ((s = pmi_skip_bytes(r, (uint64_t)c * (uint64_t)p->type->size, e->name)) !=
-            PM_STATUS_OK)
+                             "%s: byte %llu: %s %llu: list '%s' has negative length %.0f", r->path,
+                             (unsigned long long)at, e->name, (unsigned long long)rec, p->name, c);
+        if ((s = pmi_skip_bytes(r, (uint64_t)c * (uint64_t)p->type->size, e->name)) != PM_STATUS_OK)
             return s;
     }
     return PM_STATUS_OK;
@@ -307,8 +311,8 @@ static pm_status ascii_record(pmi_reader *r, const ply_header *h, const ply_elem
                     return pmi_error(PM_STATUS_PARSE_ERROR,
                                      "%s: line %llu: vertex %llu: expected a number for '%s', "
                                      "got '%s'",
-                                     r->path, (unsigned long long)r->line,
-                                     (unsigned long long)rec, p->name, tok);
+                                     r->path, (unsigned long long)r->line, (unsigned long long)rec,
+                                     p->name, tok);
                 xyz[a] = p->type->is_float && p->type->size == 4 ? f : (float)d;
             }
             continue;
@@ -317,8 +321,8 @@ static pm_status ascii_record(pmi_reader *r, const ply_header *h, const ply_elem
         if (!pmi_parse_u64(tok, &c))
             return pmi_error(PM_STATUS_PARSE_ERROR,
                              "%s: line %llu: %s %llu: expected a list length for '%s', got '%s'",
-                             r->path, (unsigned long long)r->line, e->name,
-                             (unsigned long long)rec, p->name, tok);
+                             r->path, (unsigned long long)r->line, e->name, (unsigned long long)rec,
+                             p->name, tok);
         for (uint64_t i = 0; i < c; i++)
             if ((s = pmi_read_token(r, tok, sizeof tok, p->name)) != PM_STATUS_OK) return s;
     }
@@ -367,9 +371,9 @@ static pm_status read_vertices(pmi_reader *r, const ply_header *h, const ply_ele
         rec_min += h->format == 0 ? 2 : (uint64_t)(p->count_type ? p->count_type : p->type)->size;
     }
     float *xyz;
-    pm_status s = pmi_points_alloc(r->path, "element vertex", e->count, rec_min,
-                                   pmi_reader_remaining(r) + (h->format == 0), max_memory_bytes,
-                                   &xyz);
+    pm_status s =
+        pmi_points_alloc(r->path, "element vertex", e->count, rec_min,
+                         pmi_reader_remaining(r) + (h->format == 0), max_memory_bytes, &xyz);
     if (s != PM_STATUS_OK) return s;
     size_t n = (size_t)e->count;
     if (h->format != 0 && !has_list) {
@@ -423,8 +427,7 @@ pm_status pmi_ply_read_points(const char *path, size_t max_memory_bytes, pm_poin
     for (size_t i = 0; i < h->num_elements && !v; i++)
         if (strcmp(h->elements[i].name, "vertex") == 0) v = &h->elements[i];
     if (!v) {
-        s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: header: no 'element vertex', expected one",
-                      path);
+        s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: header: no 'element vertex', expected one", path);
         goto done;
     }
     size_t which[3];

@@ -23,8 +23,8 @@ pm_status pmi_raw_read(const char *path, const pm_raw_options *raw, size_t max_m
         if (o.spacing[a] == 0.0) o.spacing[a] = 1.0;
         if (!(o.spacing[a] > 0) || !isfinite(o.spacing[a]))
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "%s: raw options: spacing %g, expected a positive finite number",
-                             path, o.spacing[a]);
+                             "%s: raw options: spacing %g, expected a positive finite number", path,
+                             o.spacing[a]);
     }
     pmi_reader r;
     pm_status s = pmi_reader_open(&r, path);

@@ -32,7 +32,8 @@ pm_status pmi_stl_write(const char *path, const pm_mesh *m)
     pmi_writer_put(&w, head, sizeof head);
     for (size_t t = 0; t < m->num_triangles; t++) {
         const float *v[3];
-        for (int c = 0; c < 3; c++) v[c] = m->positions + 3 * pmi_mesh_index(m, t, c);
+        for (int c = 0; c < 3; c++)
+            v[c] = m->positions + 3 * pmi_mesh_index(m, t, c);
         /* Face normal in double so thin triangles keep a direction. */
         double e1[3], e2[3], n[3];
         for (int a = 0; a < 3; a++) {
@@ -48,7 +49,8 @@ pm_status pmi_stl_write(const char *path, const pm_mesh *m)
         for (int a = 0; a < 3; a++)
             put_f32le(p + 4 * a, len > 0 && isfinite(len) ? (float)(n[a] / len) : 0.0f);
         for (int c = 0; c < 3; c++)
-            for (int a = 0; a < 3; a++) put_f32le(p + 12 + 12 * c + 4 * a, v[c][a]);
+            for (int a = 0; a < 3; a++)
+                put_f32le(p + 12 + 12 * c + 4 * a, v[c][a]);
         p[48] = p[49] = 0;
         pmi_writer_advance(&w, 50);
     }

@@ -25,7 +25,8 @@ static void put_floats_be(pmi_writer *w, const float *v, size_t n)
         size_t k = n - i < 4096 ? n - i : 4096;
         unsigned char *p = pmi_writer_reserve(w, 4 * k);
         if (!p) return;
-        for (size_t j = 0; j < k; j++) put_be(p + 4 * j, &v[i + j]);
+        for (size_t j = 0; j < k; j++)
+            put_be(p + 4 * j, &v[i + j]);
         pmi_writer_advance(w, 4 * k);
     }
 }
@@ -37,8 +38,8 @@ pm_status pmi_vtk_write(const char *path, const pm_mesh *m)
     if (s != PM_STATUS_OK) return s;
     if (m->num_triangles > INT32_MAX / 4)
         return pmi_error(PM_STATUS_OVERFLOW,
-                         "%s: %zu triangles exceed the VTK legacy format's 32-bit cell array",
-                         path, m->num_triangles);
+                         "%s: %zu triangles exceed the VTK legacy format's 32-bit cell array", path,
+                         m->num_triangles);
     pmi_writer w;
     if ((s = pmi_writer_open(&w, path)) != PM_STATUS_OK) return s;
     pmi_writer_printf(&w,
@@ -52,7 +53,8 @@ pm_status pmi_vtk_write(const char *path, const pm_mesh *m)
         if (!p) break;
         int32_t v[4] = {3, (int32_t)pmi_mesh_index(m, t, 0), (int32_t)pmi_mesh_index(m, t, 1),
                         (int32_t)pmi_mesh_index(m, t, 2)};
-        for (int c = 0; c < 4; c++) put_be(p + 4 * c, &v[c]);
+        for (int c = 0; c < 4; c++)
+            put_be(p + 4 * c, &v[c]);
         pmi_writer_advance(&w, 16);
     }
     pmi_writer_printf(&w, "\n");
@@ -91,7 +93,8 @@ static pm_status vtk_open(vtk_file *f, const char *path)
                          line);
     if ((s = pmi_read_line(r, &line, &len, &eof)) != PM_STATUS_OK) return s; /* title */
     if (!eof && (s = pmi_read_nonblank_line(r, &line, &len, &eof)) != PM_STATUS_OK) return s;
-    if (eof || pmi_split(line, w, 2) != 1 || (!pmi_streq(w[0], "ASCII") && !pmi_streq(w[0], "BINARY")))
+    if (eof || pmi_split(line, w, 2) != 1 ||
+        (!pmi_streq(w[0], "ASCII") && !pmi_streq(w[0], "BINARY")))
         return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: expected ASCII or BINARY", path,
                          (unsigned long long)r->line);
     f->binary = pmi_streq(w[0], "BINARY");
@@ -110,11 +113,11 @@ static int vtk_type_size(const char *t)
     static const struct {
         const char *name;
         int size;
-    } types[] = {{"unsigned_char", 1}, {"char", 1},          {"signed_char", 1},
-                 {"unsigned_short", 2}, {"short", 2},        {"unsigned_int", 4},
-                 {"int", 4},            {"vtkidtype", 4},    {"float", 4},
-                 {"unsigned_long", 8},  {"long", 8},         {"vtktypeint64", 8},
-                 {"vtktypeuint64", 8},  {"double", 8}};
+    } types[] = {
+        {"unsigned_char", 1}, {"char", 1},          {"signed_char", 1}, {"unsigned_short", 2},
+        {"short", 2},         {"unsigned_int", 4},  {"int", 4},         {"vtkidtype", 4},
+        {"float", 4},         {"unsigned_long", 8}, {"long", 8},        {"vtktypeint64", 8},
+        {"vtktypeuint64", 8}, {"double", 8}};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (pmi_streq(t, types[i].name)) return types[i].size;
     return 0;
@@ -125,7 +128,8 @@ static int next_is(pmi_reader *r, const char *keyword)
 {
     size_t n = pmi_reader_peek(r, 4096);
     const char *p = (const char *)r->buf + r->pos, *end = p + n;
-    while (p < end && (*p == ' ' || (*p >= '\t' && *p <= '\r'))) p++;
+    while (p < end && (*p == ' ' || (*p >= '\t' && *p <= '\r')))
+        p++;
     size_t k = strlen(keyword);
     if ((size_t)(end - p) < k) return 0;
     char tmp[32];
@@ -284,10 +288,11 @@ pm_status pmi_vtk_read_volume(const char *path, size_t max_memory_bytes, pm_volu
         if (pmi_streq(w[0], "DIMENSIONS")) {
             for (int a = 0; a < 3; a++)
                 if (nw != 4 || !pmi_parse_i64(w[a + 1], &dims[a]) || dims[a] < 2) {
-                    s = pmi_error(PM_STATUS_PARSE_ERROR,
-                                  "%s: line %llu: expected 'DIMENSIONS nx ny nz' with each at least "
-                                  "2 (marching cubes needs one cell)",
-                                  path, (unsigned long long)r->line);
+                    s = pmi_error(
+                        PM_STATUS_PARSE_ERROR,
+                        "%s: line %llu: expected 'DIMENSIONS nx ny nz' with each at least "
+                        "2 (marching cubes needs one cell)",
+                        path, (unsigned long long)r->line);
                     goto done;
                 }
             have_dims = 1;
@@ -342,11 +347,16 @@ pm_status pmi_vtk_read_volume(const char *path, size_t max_memory_bytes, pm_volu
         goto done;
     }
     pm_sample_type type;
-    if (pmi_streq(w[2], "unsigned_char")) type = PM_SAMPLE_U8;
-    else if (pmi_streq(w[2], "unsigned_short")) type = PM_SAMPLE_U16;
-    else if (pmi_streq(w[2], "short")) type = PM_SAMPLE_I16;
-    else if (pmi_streq(w[2], "float")) type = PM_SAMPLE_F32;
-    else if (pmi_streq(w[2], "double")) type = PM_SAMPLE_F64;
+    if (pmi_streq(w[2], "unsigned_char"))
+        type = PM_SAMPLE_U8;
+    else if (pmi_streq(w[2], "unsigned_short"))
+        type = PM_SAMPLE_U16;
+    else if (pmi_streq(w[2], "short"))
+        type = PM_SAMPLE_I16;
+    else if (pmi_streq(w[2], "float"))
+        type = PM_SAMPLE_F32;
+    else if (pmi_streq(w[2], "double"))
+        type = PM_SAMPLE_F64;
     else {
         s = pmi_error(PM_STATUS_PARSE_ERROR,
                       "%s: line %llu: unsupported scalar type '%.40s', expected unsigned_char, "
@@ -367,9 +377,8 @@ pm_status pmi_vtk_read_volume(const char *path, size_t max_memory_bytes, pm_volu
     if (f.binary) {
         /* Binary data starts right after the newline of the header line. */
         size_t bytes;
-        s = pmi_volume_alloc(path, "DIMENSIONS", (size_t)dims[0], (size_t)dims[1],
-                             (size_t)dims[2], type, max_memory_bytes, pmi_reader_remaining(r),
-                             &data, &bytes);
+        s = pmi_volume_alloc(path, "DIMENSIONS", (size_t)dims[0], (size_t)dims[1], (size_t)dims[2],
+                             type, max_memory_bytes, pmi_reader_remaining(r), &data, &bytes);
         if (s == PM_STATUS_OK) s = pmi_read_bytes(r, data, bytes, "SCALARS data");
         if (s == PM_STATUS_OK && !pmi_host_big_endian())
             pmi_swap_bytes(data, npoints, pm_sample_size(type));
@@ -444,8 +453,9 @@ pm_status pmi_vtk_read_points(const char *path, size_t max_memory_bytes, pm_poin
         } else if (pmi_streq(w[0], "POINTS")) {
             break;
         } else {
-            s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: unexpected '%.40s', expected POINTS",
-                          path, (unsigned long long)r->line, w[0]);
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: line %llu: unexpected '%.40s', expected POINTS", path,
+                          (unsigned long long)r->line, w[0]);
             goto done;
         }
     }
@@ -476,7 +486,8 @@ pm_status pmi_vtk_read_points(const char *path, size_t max_memory_bytes, pm_poin
             size_t k = count - i < 1024 ? count - i : 1024;
             if ((s = pmi_read_bytes(r, block, 24 * k, "POINTS data")) != PM_STATUS_OK) break;
             if (!pmi_host_big_endian()) pmi_swap_bytes(block, 3 * k, 8);
-            for (size_t j = 0; j < 3 * k; j++) xyz[3 * i + j] = (float)block[j];
+            for (size_t j = 0; j < 3 * k; j++)
+                xyz[3 * i + j] = (float)block[j];
         }
     } else {
         char tok[256];

@@ -10,7 +10,10 @@
 /* How many leading bytes decide between text and binary. */
 #define XYZ_SNIFF_BYTES 4096
 
-static int text_byte(unsigned char c) { return (c >= 0x20 && c <= 0x7e) || (c >= 0x09 && c <= 0x0d); }
+static int text_byte(unsigned char c)
+{
+    return (c >= 0x20 && c <= 0x7e) || (c >= 0x09 && c <= 0x0d);
+}
 
 static int is_sep(char c) { return c == ' ' || c == '\t' || c == ',' || c == '\v' || c == '\f'; }
 
@@ -50,7 +53,8 @@ static pm_status read_text(pmi_reader *r, size_t max_memory_bytes, pm_points *ou
         int eof;
         if ((s = pmi_read_line(r, &line, &len, &eof)) != PM_STATUS_OK || eof) break;
         char *p = line;
-        while (*p == ' ' || *p == '\t' || *p == '\v' || *p == '\f') p++;
+        while (*p == ' ' || *p == '\t' || *p == '\v' || *p == '\f')
+            p++;
         if (!*p || *p == '#' || (p[0] == '/' && p[1] == '/')) continue;
         if (n == cap) {
             size_t ncap = cap ? 2 * cap : 4096, bytes;
@@ -91,9 +95,11 @@ static pm_status read_text(pmi_reader *r, size_t max_memory_bytes, pm_points *ou
             }
             xyz[3 * n + (size_t)a] = v;
             p = end;
-            while (*p == ' ' || *p == '\t') p++;
+            while (*p == ' ' || *p == '\t')
+                p++;
             if (*p == ',') p++;
-            while (*p == ' ' || *p == '\t') p++;
+            while (*p == ' ' || *p == '\t')
+                p++;
         }
         if (s != PM_STATUS_OK) break;
         n++;
