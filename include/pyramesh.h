@@ -390,9 +390,9 @@ typedef enum pm_points_format {
     PM_POINTS_VTK
 } pm_points_format;
 
-/* Reads points into host memory. A .xyz file is binary (native f32
- * triplets, as splashsurf reads it) unless its first bytes are text (see
- * the docs for the exact rule). NaN/Inf coordinates are a PARSE_ERROR
+/* Reads points into host memory. A .xyz file is binary (little-endian
+ * float32 triplets, as splashsurf reads it) unless its first 4096 bytes are
+ * text (docs/formats.md gives the exact rule). NaN/Inf coordinates are a PARSE_ERROR
  * naming the point index. */
 PM_API pm_status pm_points_read(const char *path, pm_points_format format,
                                 size_t max_memory_bytes, pm_points *out);
