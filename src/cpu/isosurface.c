@@ -197,9 +197,13 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     }
     J.trims = trims;
 
+    /* Small volumes run on the calling thread (same blocks, same output):
+     * waking a team costs more than the work. */
+    int par = (J.nx - 1) * cell_rows >= 32768;
+
     /* Pass 1 (trim every lattice row), pass 2 (count per block of cell rows
      * and, indexed, owned edge crossings per lattice row). */
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (par)
     {
 #pragma omp for schedule(dynamic, 64)
         for (size_t L = 0; L < lattice_rows; L++) K->trim_row(&J, L, trims + 2 * L);
@@ -297,7 +301,7 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
 
     /* Pass 3: vertices (indexed: per lattice row) and triangles. */
     int write_tris = !indexed || D.indices;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (par)
     {
         if (indexed) {
 #pragma omp for schedule(dynamic, 64) nowait
