@@ -1,7 +1,8 @@
 /* Marching cubes on the CPU (Lorensen and Cline 1987; seed 003), as a
- * blocked two-pass row scan with Flying Edges row trimming (Schroeder,
- * Maynard and Geveci 2015): count per block of cell rows, scan, write. The
- * output is the reference every backend reproduces bit for bit. */
+ * two-pass scan over blocks of cell rows on a 1-bit-per-sample inside mask
+ * (word-parallel skipping of uniform runs, in the spirit of Flying Edges,
+ * Schroeder, Maynard and Geveci 2015): count, scan, write. The output is
+ * the reference every backend reproduces bit for bit. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,10 +19,12 @@
 typedef struct mc_job {
     const void *data;
     size_t nx, ny, nz, rs, ss; /* dims, row and slice strides (elements) */
+    size_t P;                  /* lattice points nx * ny * nz */
     double h[3], origin[3];
     double iso, sg, siso; /* sg = -1 for inside_above; siso = sg * iso */
+    float fthr;           /* siso rounded up to float: see mc_float_threshold */
     pm_normals normals;
-    const uint32_t *trims; /* per lattice row: lo | in0 << 31, hi | inl << 31 */
+    const uint64_t *bits; /* inside bit of every lattice point, logical order */
 } mc_job;
 
 typedef struct mc_dest {
@@ -33,75 +36,21 @@ typedef struct mc_dest {
     uint64_t tri_limit;         /* triangles written below this */
 } mc_dest;
 
-/* Column bits of a cell row (bit 0 row (j,k), 1 (j+1,k), 2 (j,k+1),
- * 3 (j+1,k+1)) as corner bits of the cell on their left (corners 0, 3, 4,
- * 7) and on their right (corners 1, 2, 5, 6). */
-static const uint8_t mc_left_bits[16] = {0, 1, 8, 9, 16, 17, 24, 25, 128, 129, 136, 137, 144, 145, 152, 153};
-static const uint8_t mc_right_bits[16] = {0, 2, 4, 6, 32, 34, 36, 38, 64, 66, 68, 70, 96, 98, 100, 102};
-/* Edge e of cell (i,j,k) is owned by lattice point (i + dx, j + dy, k + dz):
- * mc_edge_dx[e] = dx, mc_edge_row[e] = dy + 2 dz. */
-static const uint8_t mc_edge_dx[12] = {0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0};
-static const uint8_t mc_edge_row[12] = {0, 0, 1, 0, 2, 2, 3, 2, 0, 0, 1, 1};
-
-#define MC_LO(w) ((size_t)((w) & 0x7fffffffu))
-
-/* Positions [a, b) out of n along rows whose states can differ, given the
- * trims of nr lattice rows: outside [a, b) every row is constant and equal
- * to its first (left) or last (right) sample state, so nothing there can
- * cross unless the rows disagree, in which case the range extends to the
- * end. Returns 0 when nothing can cross. */
-static int mc_range(const uint32_t *const *tr, int nr, size_t n, size_t *a, size_t *b)
+/* The smallest float >= x. For a float (or u8/u16/i16, exact in float)
+ * sample v, v < x in double exactly when v < mc_float_threshold(x) in
+ * float: no float lies in [x, threshold). So the bit pass compares in float
+ * and still implements the double rule. */
+static float mc_float_threshold(double x)
 {
-    size_t pa = SIZE_MAX, pb = 0;
-    unsigned and0 = 1, or0 = 0, andl = 1, orl = 0;
-    int any = 0;
-    for (int r = 0; r < nr; r++) {
-        size_t lo = MC_LO(tr[r][0]), hi = MC_LO(tr[r][1]);
-        unsigned f0 = tr[r][0] >> 31, fl = tr[r][1] >> 31;
-        and0 &= f0;
-        or0 |= f0;
-        andl &= fl;
-        orl |= fl;
-        if (lo != hi) {
-            any = 1;
-            if (lo < pa) pa = lo;
-            if (hi > pb) pb = hi;
-        }
-    }
-    if (!any) {
-        if (and0 == or0) return 0;
-        *a = 0;
-        *b = n;
-        return 1;
-    }
-    *a = and0 == or0 ? pa : 0;
-    *b = andl == orl ? pb : n;
-    return 1;
-}
-
-/* Cells of cell row (j,k) that can be active. */
-static inline int mc_cell_range(const mc_job *J, size_t j, size_t k, size_t *a, size_t *b)
-{
-    size_t L = j + k * J->ny;
-    const uint32_t *tr[4] = {J->trims + 2 * L, J->trims + 2 * (L + 1),
-                             J->trims + 2 * (L + J->ny), J->trims + 2 * (L + J->ny + 1)};
-    return mc_range(tr, 4, J->nx - 1, a, b);
-}
-
-/* Points of lattice row (j,k) whose owned edges can cross. */
-static inline int mc_point_range(const mc_job *J, size_t j, size_t k, size_t *a, size_t *b)
-{
-    size_t L = j + k * J->ny;
-    const uint32_t *tr[3];
-    int nr = 0;
-    tr[nr++] = J->trims + 2 * L;
-    if (j + 1 < J->ny) tr[nr++] = J->trims + 2 * (L + 1);
-    if (k + 1 < J->nz) tr[nr++] = J->trims + 2 * (L + J->ny);
-    return mc_range(tr, nr, J->nx, a, b);
+    float f = (float)x;
+    if ((double)f < x) f = nextafterf(f, INFINITY);
+    return f;
 }
 
 #define MC_T uint8_t
 #define MC_SUF u8
+#define MC_CT float
+#define MC_THR(J) ((J)->fthr)
 #include "cpu/isosurface_kernel.h"
 #undef MC_T
 #undef MC_SUF
@@ -120,23 +69,232 @@ static inline int mc_point_range(const mc_job *J, size_t j, size_t k, size_t *a,
 #include "cpu/isosurface_kernel.h"
 #undef MC_T
 #undef MC_SUF
+#undef MC_CT
+#undef MC_THR
 #define MC_T double
 #define MC_SUF f64
+#define MC_CT double
+#define MC_THR(J) ((J)->siso)
 #include "cpu/isosurface_kernel.h"
 #undef MC_T
 #undef MC_SUF
+#undef MC_CT
+#undef MC_THR
 
+typedef void (*mc_vertex_fn)(const mc_job *, size_t, size_t, size_t, int, float *, float *);
 typedef struct mc_kernels {
-    void (*trim_row)(const mc_job *, size_t, uint32_t *);
-    void (*count_cells)(const mc_job *, size_t, size_t, uint64_t *, uint64_t *);
-    uint64_t (*row_edges)(const mc_job *, size_t, uint64_t, const mc_dest *, uint32_t *,
-                          size_t);
-    void (*write_cells)(const mc_job *, size_t, size_t, uint64_t, const mc_dest *, uint32_t *);
+    void (*bits_words)(const mc_job *, uint64_t *, size_t, size_t);
+    mc_vertex_fn vertex;
 } mc_kernels;
 
-#define MC_KERNELS(s) {trim_row_##s, count_cells_##s, row_edges_##s, write_cells_##s}
+#define MC_KERNELS(s) {bits_words_##s, vertex_##s}
 static const mc_kernels mc_kernel_table[5] = {MC_KERNELS(u8), MC_KERNELS(u16), MC_KERNELS(i16),
                                               MC_KERNELS(f32), MC_KERNELS(f64)};
+
+/* 64 inside bits starting at logical point p (the array has a zero word of
+ * padding at the end). */
+static inline uint64_t mc_win(const uint64_t *B, size_t p)
+{
+    size_t q = p >> 6;
+    unsigned s = (unsigned)(p & 63);
+    uint64_t w = B[q] >> s;
+    if (s) w |= B[q + 1] << (64 - s);
+    return w;
+}
+
+/* Low n bits set (n may be >= 64). */
+static inline uint64_t mc_low(size_t n) { return n >= 64 ? ~0ull : ((1ull << n) - 1); }
+
+/* The 8 corner words of cells x..x+63 of cell row (j,k): w[0] row (j,k),
+ * w[1] row (j+1,k), w[2] row (j,k+1), w[3] row (j+1,k+1); w[4..7] the same
+ * shifted by one point (the cells' right corners). Returns the mask of
+ * cells that are neither all inside nor all outside. */
+static inline uint64_t mc_cell_words(const mc_job *J, size_t j, size_t k, size_t x, uint64_t w[8])
+{
+    size_t p = (j + k * J->ny) * J->nx + x, nxy = J->nx * J->ny;
+    size_t base[4] = {p, p + J->nx, p + nxy, p + nxy + J->nx};
+    for (int r = 0; r < 4; r++) {
+        w[r] = mc_win(J->bits, base[r]);
+        w[r + 4] = mc_win(J->bits, base[r] + 1);
+    }
+    uint64_t all_in = w[0] & w[1] & w[2] & w[3] & w[4] & w[5] & w[6] & w[7];
+    uint64_t any_in = w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7];
+    return ~all_in & any_in & mc_low(J->nx - 1 - x);
+}
+
+/* Case index of the cell at bit b (corner c bit set when inside). */
+static inline unsigned mc_case(const uint64_t w[8], unsigned b)
+{
+    return (unsigned)((w[0] >> b & 1) | (w[4] >> b & 1) << 1 | (w[5] >> b & 1) << 2 |
+                      (w[1] >> b & 1) << 3 | (w[2] >> b & 1) << 4 | (w[6] >> b & 1) << 5 |
+                      (w[7] >> b & 1) << 6 | (w[3] >> b & 1) << 7);
+}
+
+/* Owned crossings of points x..x+63 of lattice row L = (j,k): X (+x edge),
+ * Y (+y edge), Z (+z edge), as bit masks. */
+static inline void mc_row_words(const mc_job *J, size_t L, size_t x, uint64_t *X, uint64_t *Y,
+                                uint64_t *Z)
+{
+    size_t p = L * J->nx + x;
+    uint64_t r = mc_win(J->bits, p), pm = mc_low(J->nx - x);
+    *X = (r ^ mc_win(J->bits, p + 1)) & mc_low(J->nx - 1 - x);
+    *Y = (L % J->ny) + 1 < J->ny ? (r ^ mc_win(J->bits, p + J->nx)) & pm : 0;
+    *Z = (L / J->ny) + 1 < J->nz ? (r ^ mc_win(J->bits, p + J->nx * J->ny)) & pm : 0;
+}
+
+/* Pass 2: triangles and active cells of cell rows [r0, r1). */
+static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint64_t *tris,
+                           uint64_t *active)
+{
+    uint64_t nt = 0, na = 0;
+    for (size_t r = r0; r < r1; r++) {
+        size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
+        for (size_t x = 0; x + 1 < J->nx; x += 64) {
+            uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
+            na += (uint64_t)__builtin_popcountll(act);
+            while (act) {
+                unsigned b = (unsigned)__builtin_ctzll(act);
+                act &= act - 1;
+                nt += pmi_mc_tri_count[mc_case(w, b)];
+            }
+        }
+    }
+    *tris = nt;
+    *active = na;
+}
+
+/* Owned crossings of lattice row L. */
+static uint64_t mc_count_row(const mc_job *J, size_t L)
+{
+    uint64_t n = 0;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        uint64_t X, Y, Z;
+        mc_row_words(J, L, x, &X, &Y, &Z);
+        n += (uint64_t)(__builtin_popcountll(X) + __builtin_popcountll(Y) +
+                        __builtin_popcountll(Z));
+    }
+    return n;
+}
+
+/* Pass 3, indexed: the vertices of lattice row L from slot voff[L] on, by
+ * point, then x, y, z edge. Slots past the caller's capacity are skipped. */
+static void mc_write_row(const mc_job *J, size_t L, const mc_dest *D, mc_vertex_fn vertex)
+{
+    uint64_t id = D->voff[L];
+    size_t j = L % J->ny, k = L / J->ny;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        uint64_t m[3];
+        mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
+        uint64_t any = m[0] | m[1] | m[2];
+        while (any) {
+            unsigned b = (unsigned)__builtin_ctzll(any);
+            any &= any - 1;
+            for (int a = 0; a < 3; a++) {
+                if (!(m[a] >> b & 1)) continue;
+                if (id < D->vertex_limit)
+                    vertex(J, x + b, j, k, a, D->positions + 3 * id,
+                           D->normals ? D->normals + 3 * id : NULL);
+                id++;
+            }
+        }
+    }
+}
+
+/* Per-thread scratch of the indexed triangle pass: for the 4 lattice rows
+ * around a cell row, per 64-point word the id of its first vertex and the
+ * X, Y, Z crossing masks. */
+typedef struct mc_rowids {
+    uint64_t *pre, *m; /* pre[w]; m[3 w + axis] */
+} mc_rowids;
+
+static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_rowids *R)
+{
+    uint64_t id = voff[L];
+    for (size_t x = 0, w = 0; x < J->nx; x += 64, w++) {
+        uint64_t *m = R->m + 3 * w;
+        mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
+        R->pre[w] = id;
+        id += (uint64_t)(__builtin_popcountll(m[0]) + __builtin_popcountll(m[1]) +
+                         __builtin_popcountll(m[2]));
+    }
+}
+
+/* Vertex id of the `axis` edge of point p in a row filled above. */
+static inline uint32_t mc_rowid(const mc_rowids *R, size_t p, int axis)
+{
+    size_t w = p >> 6;
+    unsigned b = (unsigned)(p & 63);
+    const uint64_t *m = R->m + 3 * w;
+    uint64_t below = (1ull << b) - 1;
+    uint64_t id = R->pre[w] + (uint64_t)(__builtin_popcountll(m[0] & below) +
+                                         __builtin_popcountll(m[1] & below) +
+                                         __builtin_popcountll(m[2] & below));
+    if (axis >= 1) id += m[0] >> b & 1;
+    if (axis >= 2) id += m[1] >> b & 1;
+    return (uint32_t)id;
+}
+
+/* Edge e of cell (i,j,k) is owned by lattice point (i + dx, j + dy, k + dz):
+ * mc_edge_dx[e] = dx, mc_edge_row[e] = dy + 2 dz. */
+static const uint8_t mc_edge_dx[12] = {0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0};
+static const uint8_t mc_edge_row[12] = {0, 0, 1, 0, 2, 2, 3, 2, 0, 0, 1, 1};
+
+/* Pass 3: the triangles of cell rows [r0, r1), the first being number t0.
+ * Soup: each crossing edge's vertex computed once per cell, then copied to
+ * 3t..3t+2. Indexed: indices into the vertices of the 4 lattice rows. */
+static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0, const mc_dest *D,
+                           mc_vertex_fn vertex, mc_rowids *R)
+{
+    uint64_t t = t0;
+    float cp[12][3], cn[12][3];
+    for (size_t r = r0; r < r1; r++) {
+        size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
+        int filled = 0;
+        for (size_t x = 0; x + 1 < J->nx; x += 64) {
+            uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
+            if (act && D->indexed && !filled) {
+                for (int q = 0; q < 4; q++)
+                    mc_fill_rowids(J, (j + (q & 1)) + (k + (q >> 1)) * J->ny, D->voff, &R[q]);
+                filled = 1;
+            }
+            while (act) {
+                unsigned b = (unsigned)__builtin_ctzll(act);
+                act &= act - 1;
+                unsigned cs = mc_case(w, b), n = pmi_mc_tri_count[cs];
+                const int8_t *tab = pmi_mc_tri_table[cs];
+                size_t i = x + b;
+                /* The caller's capacity: the triangles that fit, then stop. */
+                if (t >= D->tri_limit) return;
+                int last = t + n > D->tri_limit;
+                if (last) n = (unsigned)(D->tri_limit - t);
+                if (D->indexed) {
+                    for (unsigned v = 0; v < 3 * n; v++) {
+                        int e = tab[v];
+                        D->indices[3 * t + v] = mc_rowid(&R[mc_edge_row[e]], i + mc_edge_dx[e],
+                                                         pmi_mc_edge_axis[e]);
+                    }
+                    t += n;
+                    if (last) return;
+                    continue;
+                }
+                for (int e = 0; e < 12; e++) {
+                    unsigned c0 = pmi_mc_edge_corner[e][0], c1 = pmi_mc_edge_corner[e][1];
+                    if (((cs >> c0) & 1) == ((cs >> c1) & 1)) continue;
+                    vertex(J, i + pmi_mc_corner[c0][0], j + pmi_mc_corner[c0][1],
+                           k + pmi_mc_corner[c0][2], pmi_mc_edge_axis[e], cp[e],
+                           D->normals ? cn[e] : NULL);
+                }
+                for (unsigned v = 0; v < 3 * n; v++) {
+                    int e = tab[v];
+                    memcpy(D->positions + 3 * (3 * t + v), cp[e], sizeof cp[e]);
+                    if (D->normals) memcpy(D->normals + 3 * (3 * t + v), cn[e], sizeof cn[e]);
+                }
+                t += n;
+                if (last) return;
+            }
+        }
+    }
+}
 
 /* Blocks of cell rows: big enough to amortise scheduling, enough of them
  * to balance the threads. Only the speed depends on the blocking. */
@@ -152,10 +310,6 @@ static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
 pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
                              const pm_isosurface_options *opt, pm_mesh *mesh)
 {
-    if (vol->nx - 1 > 0x7fffffffu)
-        return pmi_error(PM_STATUS_OVERFLOW,
-                         "pm_isosurface: nx %zu exceeds 2^31 samples per row (CPU backend)",
-                         vol->nx);
     mc_job J;
     memset(&J, 0, sizeof J);
     J.data = vol->data;
@@ -179,43 +333,49 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
 
     /* The volume's size already fits size_t, so these products do too. */
     size_t lattice_rows = J.ny * J.nz, cell_rows = (J.ny - 1) * (J.nz - 1);
+    J.P = J.nx * lattice_rows;
+    J.fthr = mc_float_threshold(J.siso);
     size_t brows = mc_block_rows(cell_rows, J.nx, threads);
     size_t nblocks = (cell_rows + brows - 1) / brows;
-    uint32_t *trims = malloc(2 * sizeof(uint32_t) * lattice_rows);
+    size_t nwords = J.P / 64 + 2, row_words = (J.nx + 63) / 64;
+    uint64_t *bits = malloc(sizeof(uint64_t) * nwords);
     uint64_t *btri = calloc(nblocks + 1, sizeof(uint64_t));
     uint64_t *bact = calloc(nblocks + 1, sizeof(uint64_t));
     uint64_t *voff = indexed ? malloc(sizeof(uint64_t) * lattice_rows) : NULL;
-    uint32_t *scratch = NULL;
-    size_t scratch_per = 0;
-    if (indexed && !pmi_mul3_size(J.nx, 12, (size_t)threads, &scratch_per)) scratch_per = 0;
-    if (indexed && scratch_per) scratch = malloc(scratch_per * sizeof(uint32_t));
+    /* Indexed: per thread 4 rows of (first id + 3 masks) per word. */
+    uint64_t *scratch = indexed ? malloc(sizeof(uint64_t) * 16 * row_words * (size_t)threads)
+                                : NULL;
     pm_status st = PM_STATUS_OK;
-    if (!trims || !btri || !bact || (indexed && (!voff || !scratch))) {
-        st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory for %zu row records",
-                       lattice_rows);
+    if (!bits || !btri || !bact || (indexed && (!voff || !scratch))) {
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                       "pm_isosurface: no memory for the %zu-word inside mask", nwords);
         goto done;
     }
-    J.trims = trims;
+    bits[nwords - 1] = bits[nwords - 2] = 0;
+    J.bits = bits;
+    size_t data_words = (J.P + 63) / 64;
 
     /* Small volumes run on the calling thread (same blocks, same output):
      * waking a team costs more than the work. */
-    int par = (J.nx - 1) * cell_rows >= 32768;
+    int par = J.P >= 32768;
 
-    /* Pass 1 (trim every lattice row), pass 2 (count per block of cell rows
-     * and, indexed, owned edge crossings per lattice row). */
+    /* Pass 1 (inside bits), pass 2 (count per block of cell rows and,
+     * indexed, owned edge crossings per lattice row). */
 #pragma omp parallel num_threads(threads) if (par)
     {
-#pragma omp for schedule(dynamic, 64)
-        for (size_t L = 0; L < lattice_rows; L++) K->trim_row(&J, L, trims + 2 * L);
+#pragma omp for schedule(static)
+        for (size_t q = 0; q < data_words; q += 64) {
+            size_t q1 = q + 64 < data_words ? q + 64 : data_words;
+            K->bits_words(&J, bits, q, q1);
+        }
 #pragma omp for schedule(dynamic, 1) nowait
         for (size_t b = 0; b < nblocks; b++) {
             size_t r1 = (b + 1) * brows < cell_rows ? (b + 1) * brows : cell_rows;
-            K->count_cells(&J, b * brows, r1, &btri[b], &bact[b]);
+            mc_count_cells(&J, b * brows, r1, &btri[b], &bact[b]);
         }
         if (indexed) {
-#pragma omp for schedule(dynamic, 64)
-            for (size_t L = 0; L < lattice_rows; L++)
-                voff[L] = K->row_edges(&J, L, 0, NULL, NULL, 0);
+#pragma omp for schedule(dynamic, 256)
+            for (size_t L = 0; L < lattice_rows; L++) voff[L] = mc_count_row(&J, L);
         }
     }
     /* Exclusive scans (serial: one entry per block or row). */
@@ -305,24 +465,28 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     {
         if (indexed) {
 #pragma omp for schedule(dynamic, 64) nowait
-            for (size_t L = 0; L < lattice_rows; L++) K->row_edges(&J, L, voff[L], &D, NULL, 0);
+            for (size_t L = 0; L < lattice_rows; L++) mc_write_row(&J, L, &D, K->vertex);
         }
         if (write_tris) {
             int tid = 0;
 #ifdef _OPENMP
             tid = omp_get_thread_num();
 #endif
-            uint32_t *mine = scratch ? scratch + (size_t)tid * 12 * J.nx : NULL;
+            mc_rowids R[4];
+            for (int q = 0; q < 4 && scratch; q++) {
+                R[q].pre = scratch + ((size_t)tid * 16 + 4 * (size_t)q) * row_words;
+                R[q].m = R[q].pre + row_words;
+            }
 #pragma omp for schedule(dynamic, 1)
             for (size_t b = 0; b < nblocks; b++) {
                 size_t r1 = (b + 1) * brows < cell_rows ? (b + 1) * brows : cell_rows;
-                K->write_cells(&J, b * brows, r1, btri[b], &D, mine);
+                mc_write_cells(&J, b * brows, r1, btri[b], &D, K->vertex, R);
             }
         }
     }
 
 done:
-    free(trims);
+    free(bits);
     free(btri);
     free(bact);
     free(voff);

@@ -19,58 +19,38 @@ static inline double MC_FN(val)(const mc_job *J, size_t i, size_t j, size_t k)
     return (double)((const MC_T *)J->data)[i + j * J->rs + k * J->ss];
 }
 
-/* Pass 1: first and last x-edge crossing of one lattice row (the Flying
- * Edges trim, Schroeder et al. 2015). Uniform rows store lo == hi. */
-static void MC_FN(trim_row)(const mc_job *J, size_t L, uint32_t *tr)
+/* Pass 1: the inside bit of every lattice point, 64 per word in logical
+ * order p = i + nx (j + ny k), for words [q0, q1). The compare runs in
+ * MC_CT (float for every type but f64) against a threshold that makes it
+ * exactly equal to the double compare of MC_IN (see mc_float_threshold). */
+static void MC_FN(bits_words)(const mc_job *J, uint64_t *B, size_t q0, size_t q1)
 {
-    size_t j = L % J->ny, k = L / J->ny, nx = J->nx;
-    const MC_T *row = (const MC_T *)J->data + j * J->rs + k * J->ss;
-    uint32_t in0 = (uint32_t)MC_IN(row[0]);
-    size_t i = 1;
-    while (i < nx && (uint32_t)MC_IN(row[i]) == in0) i++;
-    if (i == nx) {
-        tr[0] = in0 << 31;
-        tr[1] = in0 << 31;
-        return;
-    }
-    size_t lo = i - 1;
-    uint32_t inl = (uint32_t)MC_IN(row[nx - 1]);
-    size_t r = nx - 2;
-    while ((uint32_t)MC_IN(row[r]) == inl) r--;
-    tr[0] = (uint32_t)lo | (in0 << 31);
-    tr[1] = (uint32_t)(r + 1) | (inl << 31);
-}
-
-/* The 4 corner bits of column i of a cell row: bit 0 row (j,k), bit 1 row
- * (j+1,k), bit 2 row (j,k+1), bit 3 row (j+1,k+1). */
-#define MC_COL(i)                                                                           \
-    ((unsigned)MC_IN(r00[i]) | ((unsigned)MC_IN(r10[i]) << 1) |                             \
-     ((unsigned)MC_IN(r01[i]) << 2) | ((unsigned)MC_IN(r11[i]) << 3))
-
-#define MC_ROWS(j, k)                                                                       \
-    const MC_T *r00 = (const MC_T *)J->data + (j) * J->rs + (k) * J->ss;                     \
-    const MC_T *r10 = r00 + J->rs, *r01 = r00 + J->ss, *r11 = r01 + J->rs
-
-/* Pass 2: triangles and active cells of cell rows [r0, r1). */
-static void MC_FN(count_cells)(const mc_job *J, size_t r0, size_t r1, uint64_t *tris,
-                               uint64_t *active)
-{
-    uint64_t nt = 0, na = 0;
-    for (size_t r = r0; r < r1; r++) {
-        size_t j = r % (J->ny - 1), k = r / (J->ny - 1), a, b;
-        if (!mc_cell_range(J, j, k, &a, &b)) continue;
-        MC_ROWS(j, k);
-        unsigned prev = MC_COL(a);
-        for (size_t i = a; i < b; i++) {
-            unsigned next = MC_COL(i + 1);
-            unsigned cs = mc_left_bits[prev] | mc_right_bits[next];
-            nt += pmi_mc_tri_count[cs];
-            na += (cs != 0 && cs != 255);
-            prev = next;
+    const MC_CT sgc = (MC_CT)J->sg, thr = (MC_CT)MC_THR(J);
+    size_t p = 64 * q0, L = p / J->nx, i = p % J->nx;
+    const MC_T *row = (const MC_T *)J->data + (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    for (size_t q = q0; q < q1; q++) {
+        uint64_t w = 0;
+        unsigned b = 0;
+        while (b < 64 && p < J->P) {
+            size_t cnt = J->nx - i;
+            if (cnt > 64 - b) cnt = 64 - b;
+            if (cnt > J->P - p) cnt = J->P - p;
+            const MC_T *s = row + i;
+            uint64_t part = 0;
+            for (size_t t = 0; t < cnt; t++) part |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
+            w |= part << b;
+            b += (unsigned)cnt;
+            i += cnt;
+            p += cnt;
+            if (i == J->nx) {
+                i = 0;
+                L++;
+                if (p < J->P)
+                    row = (const MC_T *)J->data + (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+            }
         }
+        B[q] = w;
     }
-    *tris = nt;
-    *active = na;
 }
 
 /* Gradient of the field at lattice point (i,j,k), per unit length. Central
@@ -164,113 +144,6 @@ static void MC_FN(vertex)(const mc_job *J, size_t i, size_t j, size_t k, int axi
     nrm[axis] = s;
 }
 
-/* Owned edges of lattice row L = (j,k): point i owns its +x, +y and +z
- * edges. Walks the points that can have a crossing, in order, and either
- * counts the crossings (out == NULL, ids == NULL), writes their vertices
- * from slot `first` on (out != NULL), or records for each point the id of
- * its x, y and z vertex (ids != NULL, points below `stop` only). */
-static uint64_t MC_FN(row_edges)(const mc_job *J, size_t L, uint64_t first, const mc_dest *out,
-                                 uint32_t *ids, size_t stop)
-{
-    size_t j = L % J->ny, k = L / J->ny, a, b;
-    if (!mc_point_range(J, j, k, &a, &b)) return 0;
-    if (ids && b > stop) b = stop;
-    const MC_T *row = (const MC_T *)J->data + j * J->rs + k * J->ss;
-    const MC_T *ry = j + 1 < J->ny ? row + J->rs : NULL;
-    const MC_T *rz = k + 1 < J->nz ? row + J->ss : NULL;
-    uint64_t id = first;
-    unsigned cur = (unsigned)MC_IN(row[a]);
-    for (size_t i = a; i < b; i++) {
-        unsigned nxt = i + 1 < J->nx ? (unsigned)MC_IN(row[i + 1]) : cur;
-        unsigned xc = nxt != cur;
-        unsigned yc = ry ? (unsigned)MC_IN(ry[i]) != cur : 0;
-        unsigned zc = rz ? (unsigned)MC_IN(rz[i]) != cur : 0;
-        if (ids) {
-            ids[3 * i] = (uint32_t)id;
-            ids[3 * i + 1] = (uint32_t)(id + xc);
-            ids[3 * i + 2] = (uint32_t)(id + xc + yc);
-        } else if (out) {
-            /* Slots past the caller's capacity are skipped (TRUNCATED). */
-            uint64_t s = id;
-            if (xc && s < out->vertex_limit)
-                MC_FN(vertex)(J, i, j, k, 0, out->positions + 3 * s,
-                              out->normals ? out->normals + 3 * s : NULL);
-            s += xc;
-            if (yc && s < out->vertex_limit)
-                MC_FN(vertex)(J, i, j, k, 1, out->positions + 3 * s,
-                              out->normals ? out->normals + 3 * s : NULL);
-            s += yc;
-            if (zc && s < out->vertex_limit)
-                MC_FN(vertex)(J, i, j, k, 2, out->positions + 3 * s,
-                              out->normals ? out->normals + 3 * s : NULL);
-        }
-        id += xc + yc + zc;
-        cur = nxt;
-    }
-    return id - first;
-}
-
-/* Pass 3: the triangles of cell rows [r0, r1), the first being number t0.
- * Soup: vertices 3t..3t+2 computed per cell (each crossing edge once).
- * Indexed: indices into the vertices of the 4 lattice rows around the cell
- * row, from their row offsets voff. scratch: 12 * nx uint32 (indexed). */
-static void MC_FN(write_cells)(const mc_job *J, size_t r0, size_t r1, uint64_t t0,
-                               const mc_dest *D, uint32_t *scratch)
-{
-    uint64_t t = t0;
-    float cp[12][3], cn[12][3];
-    for (size_t r = r0; r < r1; r++) {
-        size_t j = r % (J->ny - 1), k = r / (J->ny - 1), a, b;
-        if (!mc_cell_range(J, j, k, &a, &b)) continue;
-        if (t >= D->tri_limit) return;
-        MC_ROWS(j, k);
-        uint32_t *ids[4];
-        if (D->indexed) {
-            for (int q = 0; q < 4; q++) {
-                size_t L = (j + (q & 1)) + (k + (q >> 1)) * J->ny;
-                ids[q] = scratch + (size_t)q * 3 * J->nx;
-                MC_FN(row_edges)(J, L, D->voff[L], NULL, ids[q], b + 1);
-            }
-        }
-        unsigned prev = MC_COL(a);
-        for (size_t i = a; i < b; i++) {
-            unsigned next = MC_COL(i + 1);
-            unsigned cs = mc_left_bits[prev] | mc_right_bits[next];
-            prev = next;
-            unsigned n = pmi_mc_tri_count[cs];
-            if (!n) continue;
-            const int8_t *tab = pmi_mc_tri_table[cs];
-            if (D->indexed) {
-                for (unsigned v = 0; v < 3 * n; v++) {
-                    if (t + v / 3 >= D->tri_limit) return;
-                    int e = tab[v];
-                    D->indices[3 * t + v] =
-                        ids[mc_edge_row[e]][3 * (i + mc_edge_dx[e]) + pmi_mc_edge_axis[e]];
-                }
-                t += n;
-                continue;
-            }
-            /* Soup: the crossing edges' vertices once, then copies. */
-            for (int e = 0; e < 12; e++) {
-                unsigned c0 = pmi_mc_edge_corner[e][0], c1 = pmi_mc_edge_corner[e][1];
-                if (((cs >> c0) & 1) == ((cs >> c1) & 1)) continue;
-                MC_FN(vertex)(J, i + pmi_mc_corner[c0][0], j + pmi_mc_corner[c0][1],
-                              k + pmi_mc_corner[c0][2], pmi_mc_edge_axis[e], cp[e],
-                              D->normals ? cn[e] : NULL);
-            }
-            for (unsigned v = 0; v < 3 * n; v++) {
-                if (t + v / 3 >= D->tri_limit) return;
-                int e = tab[v];
-                memcpy(D->positions + 3 * (3 * t + v), cp[e], sizeof cp[e]);
-                if (D->normals) memcpy(D->normals + 3 * (3 * t + v), cn[e], sizeof cn[e]);
-            }
-            t += n;
-        }
-    }
-}
-
-#undef MC_COL
-#undef MC_ROWS
 #undef MC_IN
 #undef MC_FN
 #undef MC_CAT
