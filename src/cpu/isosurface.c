@@ -11,6 +11,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/mc_tables.h"
 #include "core/util.h"
@@ -47,6 +50,9 @@ static float mc_float_threshold(double x)
     return f;
 }
 
+#ifndef MC_SSE_F32
+#define MC_SSE_F32 0
+#endif
 #define MC_T uint8_t
 #define MC_SUF u8
 #define MC_CT float
@@ -66,7 +72,13 @@ static float mc_float_threshold(double x)
 #undef MC_SUF
 #define MC_T float
 #define MC_SUF f32
+#if defined(__SSE2__)
+#undef MC_SSE_F32
+#define MC_SSE_F32 1
+#endif
 #include "cpu/isosurface_kernel.h"
+#undef MC_SSE_F32
+#define MC_SSE_F32 0
 #undef MC_T
 #undef MC_SUF
 #undef MC_CT
@@ -100,6 +112,20 @@ static inline uint64_t mc_win(const uint64_t *B, size_t p)
     uint64_t w = B[q] >> s;
     if (s) w |= B[q + 1] << (64 - s);
     return w;
+}
+
+/* Population count without needing the popcnt instruction in the
+ * baseline x86-64 target (the builtin would be a library call there). */
+static inline unsigned mc_popc(uint64_t x)
+{
+#if defined(__POPCNT__) || defined(__aarch64__)
+    return (unsigned)__builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+#endif
 }
 
 /* Low n bits set (n may be >= 64). */
@@ -151,7 +177,7 @@ static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint64_t *tris
         size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
         for (size_t x = 0; x + 1 < J->nx; x += 64) {
             uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
-            na += (uint64_t)__builtin_popcountll(act);
+            na += (uint64_t)mc_popc(act);
             while (act) {
                 unsigned b = (unsigned)__builtin_ctzll(act);
                 act &= act - 1;
@@ -170,8 +196,8 @@ static uint64_t mc_count_row(const mc_job *J, size_t L)
     for (size_t x = 0; x < J->nx; x += 64) {
         uint64_t X, Y, Z;
         mc_row_words(J, L, x, &X, &Y, &Z);
-        n += (uint64_t)(__builtin_popcountll(X) + __builtin_popcountll(Y) +
-                        __builtin_popcountll(Z));
+        n += (uint64_t)(mc_popc(X) + mc_popc(Y) +
+                        mc_popc(Z));
     }
     return n;
 }
@@ -214,8 +240,8 @@ static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_r
         uint64_t *m = R->m + 3 * w;
         mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
         R->pre[w] = id;
-        id += (uint64_t)(__builtin_popcountll(m[0]) + __builtin_popcountll(m[1]) +
-                         __builtin_popcountll(m[2]));
+        id += (uint64_t)(mc_popc(m[0]) + mc_popc(m[1]) +
+                         mc_popc(m[2]));
     }
 }
 
@@ -226,9 +252,9 @@ static inline uint32_t mc_rowid(const mc_rowids *R, size_t p, int axis)
     unsigned b = (unsigned)(p & 63);
     const uint64_t *m = R->m + 3 * w;
     uint64_t below = (1ull << b) - 1;
-    uint64_t id = R->pre[w] + (uint64_t)(__builtin_popcountll(m[0] & below) +
-                                         __builtin_popcountll(m[1] & below) +
-                                         __builtin_popcountll(m[2] & below));
+    uint64_t id = R->pre[w] + (uint64_t)(mc_popc(m[0] & below) +
+                                         mc_popc(m[1] & below) +
+                                         mc_popc(m[2] & below));
     if (axis >= 1) id += m[0] >> b & 1;
     if (axis >= 2) id += m[1] >> b & 1;
     return (uint32_t)id;

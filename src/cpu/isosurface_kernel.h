@@ -37,7 +37,18 @@ static void MC_FN(bits_words)(const mc_job *J, uint64_t *B, size_t q0, size_t q1
             if (cnt > J->P - p) cnt = J->P - p;
             const MC_T *s = row + i;
             uint64_t part = 0;
-            for (size_t t = 0; t < cnt; t++) part |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
+            size_t t = 0;
+#if MC_SSE_F32
+            /* Four samples per compare; v > -thr is exactly -v < thr. */
+            const __m128 vt = _mm_set1_ps(J->sg < 0 ? -thr : thr);
+            if (J->sg < 0)
+                for (; t + 4 <= cnt; t += 4)
+                    part |= (uint64_t)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + t), vt)) << t;
+            else
+                for (; t + 4 <= cnt; t += 4)
+                    part |= (uint64_t)_mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(s + t), vt)) << t;
+#endif
+            for (; t < cnt; t++) part |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
             w |= part << b;
             b += (unsigned)cnt;
             i += cnt;
@@ -71,10 +82,9 @@ static void MC_FN(gradient)(const mc_job *J, size_t i, size_t j, size_t k, doubl
             im = p[a] > 0 ? p[a] - 1 : 0;
         }
         if (J->normals != PM_NORMALS_SOBEL) {
-            size_t qp[3] = {i, j, k}, qm[3] = {i, j, k};
-            qp[a] = ip;
-            qm[a] = im;
-            double d = MC_FN(val)(J, qp[0], qp[1], qp[2]) - MC_FN(val)(J, qm[0], qm[1], qm[2]);
+            const MC_T *c = (const MC_T *)J->data + i + j * J->rs + k * J->ss;
+            size_t st = a == 0 ? 1 : a == 1 ? J->rs : J->ss;
+            double d = (double)c[(ip - p[a]) * st] - (double)*(c - (p[a] - im) * st);
             g[a] = d / ((double)(ip - im) * J->h[a]);
             continue;
         }
