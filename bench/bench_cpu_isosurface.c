@@ -2,7 +2,9 @@
  * (f32, N^3 over [-1,1]^3, iso 0): indexed and soup, with and without
  * central-difference normals, 1 and 2 threads. Median of R runs, each a full
  * call (output allocation included). Usage: bench_cpu_isosurface [N...]
- * (default 128 256 384); env PM_BENCH_REPS (default 7). Prints markdown. */
+ * (default 128 256 384); env PM_BENCH_REPS (default 7). Prints markdown.
+ * `bench_cpu_isosurface --write-field N PATH` writes the f32 field as raw
+ * little-endian samples (x fastest) for bench/peers_cpu.py. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,17 @@ static int cmp_d(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "--write-field") == 0) {
+        size_t n = (size_t)atol(argv[2]);
+        float *d = pmt_cayley_f32(n);
+        FILE *f = fopen(argv[3], "wb");
+        if (!f || fwrite(d, sizeof(float), n * n * n, f) != n * n * n || fclose(f)) {
+            fprintf(stderr, "cannot write %s\n", argv[3]);
+            return 1;
+        }
+        free(d);
+        return 0;
+    }
     size_t sizes[8] = {128, 256, 384};
     int nsizes = 3;
     if (argc > 1) {

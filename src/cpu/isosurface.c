@@ -3,6 +3,7 @@
  * (word-parallel skipping of uniform runs, in the spirit of Flying Edges,
  * Schroeder, Maynard and Geveci 2015): count, scan, write. The output is
  * the reference every backend reproduces bit for bit. */
+#define _DEFAULT_SOURCE /* madvise */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +15,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "core/mc_tables.h"
 #include "core/util.h"
@@ -23,6 +27,7 @@ typedef struct mc_job {
     const void *data;
     size_t nx, ny, nz, rs, ss; /* dims, row and slice strides (elements) */
     size_t P;                  /* lattice points nx * ny * nz */
+    size_t es;                 /* bytes per sample */
     double h[3], origin[3];
     double iso, sg, siso; /* sg = -1 for inside_above; siso = sg * iso */
     float fthr;           /* siso rounded up to float: see mc_float_threshold */
@@ -114,19 +119,15 @@ static inline uint64_t mc_win(const uint64_t *B, size_t p)
     return w;
 }
 
-/* Population count without needing the popcnt instruction in the
- * baseline x86-64 target (the builtin would be a library call there). */
-static inline unsigned mc_popc(uint64_t x)
-{
-#if defined(__POPCNT__) || defined(__aarch64__)
-    return (unsigned)__builtin_popcountll(x);
+/* Population count. The baseline x86-64 target has no popcnt instruction
+ * (the builtin becomes a library call), so the functions that count bits
+ * are cloned for CPUs with popcnt and picked at load time (MC_POPCNT). */
+#define mc_popc(x) ((unsigned)__builtin_popcountll(x))
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(__POPCNT__)
+#define MC_POPCNT __attribute__((target_clones("popcnt", "default")))
 #else
-    x = x - ((x >> 1) & 0x5555555555555555ull);
-    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+#define MC_POPCNT
 #endif
-}
 
 /* Low n bits set (n may be >= 64). */
 static inline uint64_t mc_low(size_t n) { return n >= 64 ? ~0ull : ((1ull << n) - 1); }
@@ -169,7 +170,7 @@ static inline void mc_row_words(const mc_job *J, size_t L, size_t x, uint64_t *X
 }
 
 /* Pass 2: triangles and active cells of cell rows [r0, r1). */
-static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint64_t *tris,
+MC_POPCNT static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint64_t *tris,
                            uint64_t *active)
 {
     uint64_t nt = 0, na = 0;
@@ -190,7 +191,7 @@ static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint64_t *tris
 }
 
 /* Owned crossings of lattice row L. */
-static uint64_t mc_count_row(const mc_job *J, size_t L)
+MC_POPCNT static uint64_t mc_count_row(const mc_job *J, size_t L)
 {
     uint64_t n = 0;
     for (size_t x = 0; x < J->nx; x += 64) {
@@ -202,12 +203,51 @@ static uint64_t mc_count_row(const mc_job *J, size_t L)
     return n;
 }
 
+/* Vertices read samples around both ends of an edge (gradients), lines
+ * that pass 1 streamed through long ago: prefetching them for a row ahead
+ * turns one dependent cache miss after another into overlapping ones. */
+static void mc_prefetch_row(const mc_job *J, size_t L)
+{
+    if (L >= J->ny * J->nz) return;
+    size_t j = L % J->ny, k = L / J->ny;
+    const char *base = (const char *)J->data + (j * J->rs + k * J->ss) * J->es;
+    ptrdiff_t rs = (ptrdiff_t)(J->rs * J->es), ss = (ptrdiff_t)(J->ss * J->es);
+    ptrdiff_t lo_y = j ? -rs : 0, lo_z = k ? -ss : 0;
+    ptrdiff_t hi_y = j + 1 < J->ny ? rs : 0, hi_z = k + 1 < J->nz ? ss : 0;
+    ptrdiff_t hi2_y = j + 2 < J->ny ? 2 * rs : hi_y, hi2_z = k + 2 < J->nz ? 2 * ss : hi_z;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        uint64_t m[3];
+        mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
+        uint64_t any = m[0] | m[1] | m[2];
+        while (any) {
+            unsigned b = (unsigned)__builtin_ctzll(any);
+            any &= any - 1;
+            const char *c = base + (x + b) * J->es;
+            __builtin_prefetch(c + lo_y);
+            __builtin_prefetch(c + lo_z);
+            __builtin_prefetch(c + hi_y);
+            __builtin_prefetch(c + hi_z);
+            if (m[1] >> b & 1) {
+                __builtin_prefetch(c + hi2_y);
+                __builtin_prefetch(c + hi_y + lo_z);
+                __builtin_prefetch(c + hi_y + hi_z);
+            }
+            if (m[2] >> b & 1) {
+                __builtin_prefetch(c + hi2_z);
+                __builtin_prefetch(c + hi_z + lo_y);
+                __builtin_prefetch(c + hi_z + hi_y);
+            }
+        }
+    }
+}
+
 /* Pass 3, indexed: the vertices of lattice row L from slot voff[L] on, by
  * point, then x, y, z edge. Slots past the caller's capacity are skipped. */
 static void mc_write_row(const mc_job *J, size_t L, const mc_dest *D, mc_vertex_fn vertex)
 {
     uint64_t id = D->voff[L];
     size_t j = L % J->ny, k = L / J->ny;
+    mc_prefetch_row(J, L + 2);
     for (size_t x = 0; x < J->nx; x += 64) {
         uint64_t m[3];
         mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
@@ -268,7 +308,7 @@ static const uint8_t mc_edge_row[12] = {0, 0, 1, 0, 2, 2, 3, 2, 0, 0, 1, 1};
 /* Pass 3: the triangles of cell rows [r0, r1), the first being number t0.
  * Soup: each crossing edge's vertex computed once per cell, then copied to
  * 3t..3t+2. Indexed: indices into the vertices of the 4 lattice rows. */
-static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0, const mc_dest *D,
+MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0, const mc_dest *D,
                            mc_vertex_fn vertex, mc_rowids *R)
 {
     uint64_t t = t0;
@@ -322,6 +362,23 @@ static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0, c
     }
 }
 
+/* Big arrays (the inside mask, the mesh) are touched once, page by page:
+ * in a VM every first touch of a 4 KiB page is an expensive fault, so on
+ * Linux ask for transparent huge pages. Freed with free() like malloc. */
+static void *mc_alloc(size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge) {
+        size_t rounded = (bytes + huge - 1) & ~(huge - 1);
+        void *p = aligned_alloc(huge, rounded);
+        if (p) madvise(p, rounded, MADV_HUGEPAGE); /* a hint; failure is harmless */
+        return p;
+    }
+#endif
+    return malloc(bytes ? bytes : 1);
+}
+
 /* Blocks of cell rows: big enough to amortise scheduling, enough of them
  * to balance the threads. Only the speed depends on the blocking. */
 static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
@@ -360,11 +417,12 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     /* The volume's size already fits size_t, so these products do too. */
     size_t lattice_rows = J.ny * J.nz, cell_rows = (J.ny - 1) * (J.nz - 1);
     J.P = J.nx * lattice_rows;
+    J.es = pm_sample_size(vol->type);
     J.fthr = mc_float_threshold(J.siso);
     size_t brows = mc_block_rows(cell_rows, J.nx, threads);
     size_t nblocks = (cell_rows + brows - 1) / brows;
     size_t nwords = J.P / 64 + 2, row_words = (J.nx + 63) / 64;
-    uint64_t *bits = malloc(sizeof(uint64_t) * nwords);
+    uint64_t *bits = mc_alloc(sizeof(uint64_t) * nwords);
     uint64_t *btri = calloc(nblocks + 1, sizeof(uint64_t));
     uint64_t *bact = calloc(nblocks + 1, sizeof(uint64_t));
     uint64_t *voff = indexed ? malloc(sizeof(uint64_t) * lattice_rows) : NULL;
@@ -458,9 +516,9 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
             st = pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
             goto done;
         }
-        D.positions = malloc(pb ? pb : 1);
-        D.normals = want_normals ? malloc(pb ? pb : 1) : NULL;
-        D.indices = indexed ? malloc(ib ? ib : 1) : NULL;
+        D.positions = mc_alloc(pb);
+        D.normals = want_normals ? mc_alloc(pb) : NULL;
+        D.indices = indexed ? mc_alloc(ib) : NULL;
         mesh->owns_arrays = 1;
         mesh->positions = D.positions;
         mesh->normals = D.normals;
