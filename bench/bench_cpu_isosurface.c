@@ -43,7 +43,8 @@ int main(int argc, char **argv)
     int nsizes = 3;
     if (argc > 1) {
         nsizes = 0;
-        for (int a = 1; a < argc && nsizes < 8; a++) sizes[nsizes++] = (size_t)atol(argv[a]);
+        for (int a = 1; a < argc && nsizes < 8; a++)
+            sizes[nsizes++] = (size_t)atol(argv[a]);
     }
     int reps = getenv("PM_BENCH_REPS") ? atoi(getenv("PM_BENCH_REPS")) : 7;
     if (reps < 1) reps = 1;

@@ -14,11 +14,13 @@ static void print_tables(void)
     printf("const int8_t pmi_mc_tri_table[256][16] = {\n");
     for (int c = 0; c < 256; c++) {
         printf("    {");
-        for (int i = 0; i < 16; i++) printf("%d%s", gen_tri[c][i], i < 15 ? ", " : "");
+        for (int i = 0; i < 16; i++)
+            printf("%d%s", gen_tri[c][i], i < 15 ? ", " : "");
         printf("},%s", c % 1 == 0 ? "\n" : "");
     }
     printf("};\n\nconst uint8_t pmi_mc_tri_count[256] = {\n   ");
-    for (int c = 0; c < 256; c++) printf(" %d,%s", gen_count[c], c % 16 == 15 ? "\n   " : "");
+    for (int c = 0; c < 256; c++)
+        printf(" %d,%s", gen_count[c], c % 16 == 15 ? "\n   " : "");
     printf("};\n");
 }
 
@@ -26,8 +28,8 @@ static void print_tables(void)
 static void mid2(int e, int axis, int shift, int m[3])
 {
     for (int i = 0; i < 3; i++)
-        m[i] = pmi_mc_corner[pmi_mc_edge_corner[e][0]][i] +
-               pmi_mc_corner[pmi_mc_edge_corner[e][1]][i];
+        m[i] =
+            pmi_mc_corner[pmi_mc_edge_corner[e][0]][i] + pmi_mc_corner[pmi_mc_edge_corner[e][1]][i];
     m[axis] += 2 * shift;
 }
 
@@ -99,8 +101,8 @@ int main(int argc, char **argv)
         for (int e = 0; e < 12; e++) {
             int c0 = pmi_mc_edge_corner[e][0], c1 = pmi_mc_edge_corner[e][1];
             int crossing = ((cs >> c0) & 1) != ((cs >> c1) & 1);
-            PMT_CHECK(crossing == used[e], "case %d edge %d crossing %d used %d", cs, e,
-                      crossing, used[e]);
+            PMT_CHECK(crossing == used[e], "case %d edge %d crossing %d used %d", cs, e, crossing,
+                      used[e]);
         }
     }
     PMT_CHECK(pmi_mc_tri_count[0] == 0 && pmi_mc_tri_count[255] == 0, "empty cases");
@@ -121,8 +123,7 @@ int main(int argc, char **argv)
                 for (int c = 0; c < 8 && same; c++) {
                     if (pmi_mc_corner[c][axis] != 1) continue;
                     /* The corner of B at the same place: coord axis 0. */
-                    int want[3] = {pmi_mc_corner[c][0], pmi_mc_corner[c][1],
-                                   pmi_mc_corner[c][2]};
+                    int want[3] = {pmi_mc_corner[c][0], pmi_mc_corner[c][1], pmi_mc_corner[c][2]};
                     want[axis] = 0;
                     for (int d = 0; d < 8; d++)
                         if (pmi_mc_corner[d][0] == want[0] && pmi_mc_corner[d][1] == want[1] &&
@@ -133,8 +134,7 @@ int main(int argc, char **argv)
                 pairs++;
                 int sa[12][2], sb[12][2];
                 int na = face_segments(a, axis, 1, sa), nb = face_segments(b, axis, 0, sb);
-                PMT_CHECK(na == nb, "axis %d cases %d|%d: %d vs %d segments", axis, a, b, na,
-                          nb);
+                PMT_CHECK(na == nb, "axis %d cases %d|%d: %d vs %d segments", axis, a, b, na, nb);
                 for (int i = 0; i < na; i++) {
                     int pa0[3], pa1[3], found = 0;
                     mid2(sa[i][0], axis, 0, pa0);
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
         }
     }
     PMT_CHECK(pairs == 3 * 256 * 16, "pairs %d", pairs);
-    printf("max triangles per case %d; histogram 0..5: %d %d %d %d %d %d\n", maxt, hist[0],
-           hist[1], hist[2], hist[3], hist[4], hist[5]);
+    printf("max triangles per case %d; histogram 0..5: %d %d %d %d %d %d\n", maxt, hist[0], hist[1],
+           hist[2], hist[3], hist[4], hist[5]);
     return pmt_finish("test_mc_tables");
 }

@@ -13,7 +13,10 @@
 #include "pyramesh.h"
 
 /* Lattice coordinate i of n mapped onto [-1, 1] (ANCHORS: 2i/(N-1) - 1). */
-static inline double pmt_unit(size_t i, size_t n) { return 2.0 * (double)i / (double)(n - 1) - 1.0; }
+static inline double pmt_unit(size_t i, size_t n)
+{
+    return 2.0 * (double)i / (double)(n - 1) - 1.0;
+}
 
 /* Cayley cubic: v = 1 - 16xyz - 4(x^2 + y^2 + z^2) over [-1,1]^3, iso 0. */
 static inline double pmt_cayley(double x, double y, double z)
@@ -48,9 +51,12 @@ static inline double *pmt_field_f64(pmt_field f, size_t nx, size_t ny, size_t nz
         for (size_t j = 0; j < ny; j++)
             for (size_t i = 0; i < nx; i++) {
                 double x = pmt_unit(i, nx), y = pmt_unit(j, ny), z = pmt_unit(k, nz), w;
-                if (f == PMT_FIELD_CAYLEY) w = pmt_cayley(x, y, z);
-                else if (f == PMT_FIELD_SPHERE) w = pmt_sphere(x, y, z, a);
-                else w = pmt_torus(x, y, z, a, b);
+                if (f == PMT_FIELD_CAYLEY)
+                    w = pmt_cayley(x, y, z);
+                else if (f == PMT_FIELD_SPHERE)
+                    w = pmt_sphere(x, y, z, a);
+                else
+                    w = pmt_torus(x, y, z, a, b);
                 v[i + nx * (j + ny * k)] = w;
             }
     return v;

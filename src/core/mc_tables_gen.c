@@ -21,7 +21,8 @@ static void edge_mid2(int e, int m[3])
     int a[3], b[3];
     corner_pos(pmi_mc_edge_corner[e][0], a);
     corner_pos(pmi_mc_edge_corner[e][1], b);
-    for (int i = 0; i < 3; i++) m[i] = a[i] + b[i];
+    for (int i = 0; i < 3; i++)
+        m[i] = a[i] + b[i];
 }
 
 static void cross(const int a[3], const int b[3], int r[3])
@@ -43,7 +44,8 @@ static int add_segment(int ea, int eb, const int nvec[3], const int nf[3], int n
     edge_mid2(ea, ma);
     edge_mid2(eb, mb);
     int dot = 0;
-    for (int i = 0; i < 3; i++) dot += (mb[i] - ma[i]) * d[i];
+    for (int i = 0; i < 3; i++)
+        dot += (mb[i] - ma[i]) * d[i];
     if (dot == 0) return -1;
     int from = dot > 0 ? ea : eb, to = dot > 0 ? eb : ea;
     if (next[from] != -1) return -1; /* two segments leave one edge point */
@@ -54,7 +56,8 @@ static int add_segment(int ea, int eb, const int nvec[3], const int nf[3], int n
 static int generate_case(int cs, int8_t out[16], uint8_t *count)
 {
     int next[12];
-    for (int e = 0; e < 12; e++) next[e] = -1;
+    for (int e = 0; e < 12; e++)
+        next[e] = -1;
     memset(out, -1, 16);
     *count = 0;
     for (int axis = 0; axis < 3; axis++) {
@@ -66,8 +69,7 @@ static int generate_case(int cs, int8_t out[16], uint8_t *count)
                 if (pmi_mc_corner[c][axis] == side) corners[nc++] = c;
             for (int e = 0; e < 12; e++) {
                 int c0 = pmi_mc_edge_corner[e][0], c1 = pmi_mc_edge_corner[e][1];
-                if (pmi_mc_corner[c0][axis] != side || pmi_mc_corner[c1][axis] != side)
-                    continue;
+                if (pmi_mc_corner[c0][axis] != side || pmi_mc_corner[c1][axis] != side) continue;
                 if (((cs >> c0) & 1) != ((cs >> c1) & 1)) edges[ne++] = e;
             }
             if (ne == 0) continue;
@@ -80,14 +82,19 @@ static int generate_case(int cs, int8_t out[16], uint8_t *count)
                     corner_pos(corners[q], p);
                     int in = (cs >> corners[q]) & 1;
                     for (int i = 0; i < 3; i++) {
-                        if (in) sin[i] += p[i];
-                        else sout[i] += p[i];
+                        if (in)
+                            sin[i] += p[i];
+                        else
+                            sout[i] += p[i];
                     }
-                    if (in) nin++;
-                    else nout++;
+                    if (in)
+                        nin++;
+                    else
+                        nout++;
                 }
                 int nvec[3];
-                for (int i = 0; i < 3; i++) nvec[i] = nin * sout[i] - nout * sin[i];
+                for (int i = 0; i < 3; i++)
+                    nvec[i] = nin * sout[i] - nout * sin[i];
                 nvec[axis] = 0;
                 if (add_segment(edges[0], edges[1], nvec, nf, next)) return -1;
             } else if (ne == 4) {
@@ -106,7 +113,8 @@ static int generate_case(int cs, int8_t out[16], uint8_t *count)
                     int p[3], nvec[3];
                     corner_pos(c, p);
                     /* Twice (face centre - corner) in the face plane. */
-                    for (int i = 0; i < 3; i++) nvec[i] = 1 - 2 * p[i];
+                    for (int i = 0; i < 3; i++)
+                        nvec[i] = 1 - 2 * p[i];
                     nvec[axis] = 0;
                     if (add_segment(pair[0], pair[1], nvec, nf, next)) return -1;
                 }

@@ -104,7 +104,10 @@ typedef struct mc_kernels {
     mc_vertex_fn vertex;
 } mc_kernels;
 
-#define MC_KERNELS(s) {bits_words_##s, vertex_##s}
+#define MC_KERNELS(s)                                                                              \
+    {                                                                                              \
+        bits_words_##s, vertex_##s                                                                 \
+    }
 static const mc_kernels mc_kernel_table[5] = {MC_KERNELS(u8), MC_KERNELS(u16), MC_KERNELS(i16),
                                               MC_KERNELS(f32), MC_KERNELS(f64)};
 
@@ -171,7 +174,7 @@ static inline void mc_row_words(const mc_job *J, size_t L, size_t x, uint64_t *X
 
 /* Pass 2: triangles and active cells of cell rows [r0, r1). */
 MC_POPCNT static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint64_t *tris,
-                           uint64_t *active)
+                                     uint64_t *active)
 {
     uint64_t nt = 0, na = 0;
     for (size_t r = r0; r < r1; r++) {
@@ -197,8 +200,7 @@ MC_POPCNT static uint64_t mc_count_row(const mc_job *J, size_t L)
     for (size_t x = 0; x < J->nx; x += 64) {
         uint64_t X, Y, Z;
         mc_row_words(J, L, x, &X, &Y, &Z);
-        n += (uint64_t)(mc_popc(X) + mc_popc(Y) +
-                        mc_popc(Z));
+        n += (uint64_t)(mc_popc(X) + mc_popc(Y) + mc_popc(Z));
     }
     return n;
 }
@@ -280,8 +282,7 @@ static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_r
         uint64_t *m = R->m + 3 * w;
         mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
         R->pre[w] = id;
-        id += (uint64_t)(mc_popc(m[0]) + mc_popc(m[1]) +
-                         mc_popc(m[2]));
+        id += (uint64_t)(mc_popc(m[0]) + mc_popc(m[1]) + mc_popc(m[2]));
     }
 }
 
@@ -292,9 +293,8 @@ static inline uint32_t mc_rowid(const mc_rowids *R, size_t p, int axis)
     unsigned b = (unsigned)(p & 63);
     const uint64_t *m = R->m + 3 * w;
     uint64_t below = (1ull << b) - 1;
-    uint64_t id = R->pre[w] + (uint64_t)(mc_popc(m[0] & below) +
-                                         mc_popc(m[1] & below) +
-                                         mc_popc(m[2] & below));
+    uint64_t id = R->pre[w] +
+                  (uint64_t)(mc_popc(m[0] & below) + mc_popc(m[1] & below) + mc_popc(m[2] & below));
     if (axis >= 1) id += m[0] >> b & 1;
     if (axis >= 2) id += m[1] >> b & 1;
     return (uint32_t)id;
@@ -308,14 +308,20 @@ static const uint8_t mc_edge_row[12] = {0, 0, 1, 0, 2, 2, 3, 2, 0, 0, 1, 1};
 /* Pass 3: the triangles of cell rows [r0, r1), the first being number t0.
  * Soup: each crossing edge's vertex computed once per cell, then copied to
  * 3t..3t+2. Indexed: indices into the vertices of the 4 lattice rows. */
-MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0, const mc_dest *D,
-                           mc_vertex_fn vertex, mc_rowids *R)
+MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0,
+                                     const mc_dest *D, mc_vertex_fn vertex, mc_rowids *R)
 {
     uint64_t t = t0;
     float cp[12][3], cn[12][3];
     for (size_t r = r0; r < r1; r++) {
         size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
         int filled = 0;
+        if (!D->indexed && D->normals) {
+            /* Soup computes vertices here: prefetch around the rows that
+             * the cell row 2 further on will read (see mc_prefetch_row). */
+            mc_prefetch_row(J, (j + 3) + k * J->ny);
+            mc_prefetch_row(J, (j + 3) + (k + 1) * J->ny);
+        }
         for (size_t x = 0; x + 1 < J->nx; x += 64) {
             uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
             if (act && D->indexed && !filled) {
@@ -336,8 +342,8 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
                 if (D->indexed) {
                     for (unsigned v = 0; v < 3 * n; v++) {
                         int e = tab[v];
-                        D->indices[3 * t + v] = mc_rowid(&R[mc_edge_row[e]], i + mc_edge_dx[e],
-                                                         pmi_mc_edge_axis[e]);
+                        D->indices[3 * t + v] =
+                            mc_rowid(&R[mc_edge_row[e]], i + mc_edge_dx[e], pmi_mc_edge_axis[e]);
                     }
                     t += n;
                     if (last) return;
@@ -427,8 +433,8 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     uint64_t *bact = calloc(nblocks + 1, sizeof(uint64_t));
     uint64_t *voff = indexed ? malloc(sizeof(uint64_t) * lattice_rows) : NULL;
     /* Indexed: per thread 4 rows of (first id + 3 masks) per word. */
-    uint64_t *scratch = indexed ? malloc(sizeof(uint64_t) * 16 * row_words * (size_t)threads)
-                                : NULL;
+    uint64_t *scratch =
+        indexed ? malloc(sizeof(uint64_t) * 16 * row_words * (size_t)threads) : NULL;
     pm_status st = PM_STATUS_OK;
     if (!bits || !btri || !bact || (indexed && (!voff || !scratch))) {
         st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
@@ -459,7 +465,8 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
         }
         if (indexed) {
 #pragma omp for schedule(dynamic, 256)
-            for (size_t L = 0; L < lattice_rows; L++) voff[L] = mc_count_row(&J, L);
+            for (size_t L = 0; L < lattice_rows; L++)
+                voff[L] = mc_count_row(&J, L);
         }
     }
     /* Exclusive scans (serial: one entry per block or row). */
@@ -549,7 +556,8 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     {
         if (indexed) {
 #pragma omp for schedule(dynamic, 64) nowait
-            for (size_t L = 0; L < lattice_rows; L++) mc_write_row(&J, L, &D, K->vertex);
+            for (size_t L = 0; L < lattice_rows; L++)
+                mc_write_row(&J, L, &D, K->vertex);
         }
         if (write_tris) {
             int tid = 0;

@@ -48,7 +48,8 @@ static void MC_FN(bits_words)(const mc_job *J, uint64_t *B, size_t q0, size_t q1
                 for (; t + 4 <= cnt; t += 4)
                     part |= (uint64_t)_mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(s + t), vt)) << t;
 #endif
-            for (; t < cnt; t++) part |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
+            for (; t < cnt; t++)
+                part |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
             w |= part << b;
             b += (unsigned)cnt;
             i += cnt;
@@ -105,8 +106,7 @@ static void MC_FN(gradient)(const mc_job *J, size_t i, size_t j, size_t k, doubl
                 qp[b] = qm[b] = qb;
                 qp[c] = qm[c] = qc;
                 double w = (double)((2 - (db < 0 ? -db : db)) * (2 - (dc < 0 ? -dc : dc)));
-                double d =
-                    MC_FN(val)(J, qp[0], qp[1], qp[2]) - MC_FN(val)(J, qm[0], qm[1], qm[2]);
+                double d = MC_FN(val)(J, qp[0], qp[1], qp[2]) - MC_FN(val)(J, qm[0], qm[1], qm[2]);
                 s = s + w * d;
             }
         }
@@ -128,14 +128,17 @@ static void MC_FN(vertex)(const mc_job *J, size_t i, size_t j, size_t k, int axi
     if (!(t >= 0.0 && t <= 1.0)) t = 0.5;
     double q[3] = {(double)i, (double)j, (double)k};
     q[axis] = q[axis] + t;
-    for (int c = 0; c < 3; c++) pos[c] = (float)(J->origin[c] + J->h[c] * q[c]);
+    for (int c = 0; c < 3; c++)
+        pos[c] = (float)(J->origin[c] + J->h[c] * q[c]);
     if (!nrm) return;
     double g0[3], g1[3], n[3];
     MC_FN(gradient)(J, i, j, k, g0);
     MC_FN(gradient)(J, i + (axis == 0), j + (axis == 1), k + (axis == 2), g1);
-    for (int c = 0; c < 3; c++) n[c] = (1.0 - t) * g0[c] + t * g1[c];
+    for (int c = 0; c < 3; c++)
+        n[c] = (1.0 - t) * g0[c] + t * g1[c];
     /* Out of the inside region: +gradient when inside is below iso. */
-    for (int c = 0; c < 3; c++) n[c] = J->sg * n[c];
+    for (int c = 0; c < 3; c++)
+        n[c] = J->sg * n[c];
     double l2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
     if (l2 > 0.0 && l2 <= DBL_MAX) {
         double inv = 1.0 / sqrt(l2);
