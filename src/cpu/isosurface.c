@@ -375,7 +375,7 @@ static void *mc_alloc(size_t bytes)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     const size_t huge = (size_t)2 << 20;
-    if (bytes >= 2 * huge) {
+    if (bytes >= huge) {
         size_t rounded = (bytes + huge - 1) & ~(huge - 1);
         void *p = aligned_alloc(huge, rounded);
         if (p) madvise(p, rounded, MADV_HUGEPAGE); /* a hint; failure is harmless */
