@@ -314,7 +314,7 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
     uint64_t t = t0;
     float cp[12][3], cn[12][3];
     for (size_t r = r0; r < r1; r++) {
-        size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
+        size_t j = r % (J->ny - 1), k = r / (J->ny - 1), prev_cell = SIZE_MAX;
         int filled = 0;
         if (!D->indexed && D->normals) {
             /* Soup computes vertices here: prefetch around the rows that
@@ -349,9 +349,23 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
                     if (last) return;
                     continue;
                 }
+                /* The left face of this cell is the right face of the
+                 * previous one when that was cell i - 1: its edges 3, 7, 8,
+                 * 11 are that cell's 1, 5, 9, 10 (same bits, computed by the
+                 * same rule), so copy instead of recomputing. */
+                unsigned have = 0;
+                if (prev_cell == i - 1 && i > 0) {
+                    static const uint8_t to[4] = {3, 7, 8, 11}, from[4] = {1, 5, 9, 10};
+                    for (int q = 0; q < 4; q++) {
+                        memcpy(cp[to[q]], cp[from[q]], sizeof cp[0]);
+                        if (D->normals) memcpy(cn[to[q]], cn[from[q]], sizeof cn[0]);
+                    }
+                    have = 1u << 3 | 1u << 7 | 1u << 8 | 1u << 11;
+                }
+                prev_cell = i;
                 for (int e = 0; e < 12; e++) {
                     unsigned c0 = pmi_mc_edge_corner[e][0], c1 = pmi_mc_edge_corner[e][1];
-                    if (((cs >> c0) & 1) == ((cs >> c1) & 1)) continue;
+                    if (((cs >> c0) & 1) == ((cs >> c1) & 1) || (have >> e & 1)) continue;
                     vertex(J, i + pmi_mc_corner[c0][0], j + pmi_mc_corner[c0][1],
                            k + pmi_mc_corner[c0][2], pmi_mc_edge_axis[e], cp[e],
                            D->normals ? cn[e] : NULL);
