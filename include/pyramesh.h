@@ -300,7 +300,11 @@ typedef struct pm_mesh {
 } pm_mesh;
 
 /* Extracts the iso surface of `volume` at `iso` (marching cubes, seed 003):
- * a corner is inside when its value is below iso. Output order is the cell
+ * a corner is inside when its value is below iso (or above iso with
+ * options->inside_above); values equal to iso and NaN are outside (see
+ * docs/isosurface.md). Normals come from the field gradient; where it
+ * vanishes, a vertex takes the direction of its edge from the inside end to
+ * the outside end. Output order is the cell
  * linear index, then triangle order in the case table, so every backend
  * produces the same mesh. Indexed meshes of closed surfaces are watertight
  * and consistently oriented. The volume data is in context memory. The mesh
