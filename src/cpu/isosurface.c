@@ -3,7 +3,6 @@
  * (word-parallel skipping of uniform runs, in the spirit of Flying Edges,
  * Schroeder, Maynard and Geveci 2015): count, scan, write. The output is
  * the reference every backend reproduces bit for bit. */
-#define _DEFAULT_SOURCE /* madvise */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
