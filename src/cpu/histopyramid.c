@@ -1,7 +1,278 @@
-/* STUB: replaced by the real implementation. */
-#include "cpu/cpu.h"
+/* The HistoPyramid (Ziegler, Tevs, Theobalt, Seidel 2006; seed 000), in the
+ * HP5 layout of Dyken, Ziegler, Theobalt, Seidel 2008: fan-in 5, each node
+ * storing the running partial sums of its first four children, so one
+ * traversal step is one 16-byte read and four comparisons per level. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/util.h"
-pm_status pmi_cpu_histopyramid_build(pm_context *c, const uint32_t *f, size_t n, pm_histopyramid **o) { (void)c; (void)f; (void)n; (void)o; return pmi_error(PM_STATUS_UNSUPPORTED, "stub"); }
-pm_status pmi_cpu_histopyramid_total(pm_context *c, const pm_histopyramid *h, uint64_t *t) { (void)c; (void)h; (void)t; return pmi_error(PM_STATUS_UNSUPPORTED, "stub"); }
-pm_status pmi_cpu_histopyramid_traverse(pm_context *c, const pm_histopyramid *h, uint64_t f, size_t n, uint64_t *s, uint32_t *l) { (void)c; (void)h; (void)f; (void)n; (void)s; (void)l; return pmi_error(PM_STATUS_UNSUPPORTED, "stub"); }
-void pmi_cpu_histopyramid_destroy(pm_context *c, pm_histopyramid *h) { (void)c; (void)h; }
+#include "cpu/primitives_internal.h"
+
+/* Layout (see docs/primitives.md):
+ *  - Level 0's children are the n counts; level l's children are the node
+ *    totals of level l-1. Node j of a level covers children 5j .. 5j+4;
+ *    children past the end of the level below are virtual zeros and are
+ *    never read. The top level has one node.
+ *  - A node stores s[0..3] = c0, c0+c1, c0+c1+c2, c0+c1+c2+c3. Its total
+ *    (s[3] + c4) is not stored: it is one of the partial sums of its parent
+ *    (or the pyramid's total, kept on the host), and a traversal that
+ *    reached the node already knows the key lies below it.
+ *  - Levels whose partial sums fit 32 bits use four uint32_t (16 bytes per
+ *    node); others four uint64_t (32 bytes). The choice is made per level
+ *    at build time from a bound on the partial sums, so counts up to
+ *    2^32 - 1 over billions of elements still give exact 64-bit totals.
+ *  - All levels live in one buffer, the top level first, then downwards to
+ *    level 0 at the end; each level starts at a 16-byte-aligned offset (a
+ *    64-bit level is never below a 32-bit one, so 64-bit levels start at
+ *    multiples of 32). */
+#define FANIN 5
+#define MAX_LEVELS 32 /* 5^28 > 2^64 */
+
+struct pm_histopyramid {
+    size_t n;
+    uint64_t total;
+    int num_levels;
+    size_t nodes[MAX_LEVELS];
+    size_t offset[MAX_LEVELS]; /* bytes from the start of buffer */
+    unsigned char wide[MAX_LEVELS];
+    unsigned char *buffer;
+    size_t buffer_bytes;
+};
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* Allocates the pyramid and its level table for n children whose partial
+ * sums never exceed total_bound and whose single values never exceed
+ * max_child. */
+static pm_status hp_alloc(size_t n, uint64_t total_bound, uint64_t max_child,
+                          pm_histopyramid **out)
+{
+    pm_histopyramid *hp = calloc(1, sizeof *hp);
+    if (!hp) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "histopyramid: out of memory");
+    hp->n = n;
+    size_t below = n;
+    uint64_t child_bound = max_child; /* bound on one child's value */
+    while (below > 0) {
+        int l = hp->num_levels++;
+        hp->nodes[l] = (below - 1) / FANIN + 1;
+        uint64_t part = sat_mul(child_bound, FANIN - 1);
+        if (part > total_bound) part = total_bound;
+        hp->wide[l] = part > UINT32_MAX;
+        child_bound = sat_mul(child_bound, FANIN);
+        if (child_bound > total_bound) child_bound = total_bound;
+        if (hp->nodes[l] == 1) break;
+        below = hp->nodes[l];
+    }
+    size_t bytes = 0;
+    for (int l = hp->num_levels - 1; l >= 0; l--) {
+        size_t lb;
+        if (!pmi_mul_size(hp->nodes[l], hp->wide[l] ? 32 : 16, &lb) ||
+            !pmi_add_size(bytes, lb, &bytes)) {
+            free(hp);
+            return pmi_error(PM_STATUS_OVERFLOW, "histopyramid: %zu elements overflow", n);
+        }
+        hp->offset[l] = bytes - lb;
+    }
+    hp->buffer_bytes = bytes;
+    hp->buffer = bytes ? aligned_alloc(32, bytes) : NULL;
+    if (bytes && !hp->buffer) {
+        free(hp);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "histopyramid: cannot allocate %zu bytes of levels", bytes);
+    }
+    *out = hp;
+    return PM_STATUS_OK;
+}
+
+/* Stores node j of level l from its five children; returns the node total. */
+static inline uint64_t store_node(pm_histopyramid *hp, int l, size_t j, const uint64_t c[FANIN])
+{
+    uint64_t s0 = c[0], s1 = s0 + c[1], s2 = s1 + c[2], s3 = s2 + c[3];
+    unsigned char *p = hp->buffer + hp->offset[l];
+    if (hp->wide[l]) {
+        uint64_t *q = (uint64_t *)p + 4 * j;
+        q[0] = s0, q[1] = s1, q[2] = s2, q[3] = s3;
+    } else {
+        uint32_t *q = (uint32_t *)p + 4 * j;
+        q[0] = (uint32_t)s0, q[1] = (uint32_t)s1, q[2] = (uint32_t)s2, q[3] = (uint32_t)s3;
+    }
+    return s3 + c[4];
+}
+
+/* Builds levels 1.. from the node totals of level 0 in tmp (which has room
+ * for nodes[0] + nodes[1] values and is used as ping-pong storage). */
+static void build_upper(pm_context *ctx, pm_histopyramid *hp, uint64_t *tmp)
+{
+    uint64_t *prev = tmp, *next = tmp + hp->nodes[0];
+    int nt = ctx->num_threads;
+    for (int l = 1; l < hp->num_levels; l++) {
+        size_t below = hp->nodes[l - 1], nodes = hp->nodes[l];
+#pragma omp parallel for num_threads(nt) schedule(static) if (nodes > 4096)
+        for (size_t j = 0; j < nodes; j++) {
+            uint64_t c[FANIN];
+            for (int k = 0; k < FANIN; k++) {
+                size_t i = FANIN * j + (size_t)k;
+                c[k] = i < below ? prev[i] : 0;
+            }
+            next[j] = store_node(hp, l, j, c);
+        }
+        uint64_t *t = prev;
+        prev = next;
+        next = t;
+    }
+    hp->total = prev[0];
+}
+
+/* The two base kinds differ only in how a child's value is read: a macro
+ * keeps one copy of the level-0 loop for u32 counts and u8 flags. */
+#define BUILD_BASE(hp, tmp, n, VALUE)                                                          \
+    do {                                                                                       \
+        size_t nodes0_ = (hp)->nodes[0];                                                       \
+        _Pragma("omp parallel for num_threads(ctx->num_threads) schedule(static)")             \
+        for (size_t j = 0; j < nodes0_; j++) {                                                 \
+            uint64_t c[FANIN];                                                                 \
+            size_t i0 = FANIN * j;                                                             \
+            if (i0 + FANIN <= (n)) {                                                           \
+                for (int k = 0; k < FANIN; k++) c[k] = VALUE(i0 + (size_t)k);                  \
+            } else {                                                                           \
+                for (int k = 0; k < FANIN; k++)                                                \
+                    c[k] = i0 + (size_t)k < (n) ? VALUE(i0 + (size_t)k) : 0;                   \
+            }                                                                                  \
+            (tmp)[j] = store_node((hp), 0, j, c);                                              \
+        }                                                                                      \
+    } while (0)
+
+static pm_status alloc_tmp(const pm_histopyramid *hp, uint64_t **tmp)
+{
+    size_t m = hp->nodes[0] + (hp->num_levels > 1 ? hp->nodes[1] : 0);
+    *tmp = malloc(m * sizeof(uint64_t));
+    if (!*tmp)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "histopyramid: cannot allocate %zu sums", m);
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_cpu_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
+                                     pm_histopyramid **out)
+{
+    /* A first pass for the total and the largest count: they bound every
+     * partial sum, which decides 32- or 64-bit storage per level. */
+    uint64_t total = 0;
+    uint32_t maxc = 0;
+#pragma omp parallel for num_threads(ctx->num_threads) schedule(static) \
+    reduction(+ : total) reduction(max : maxc)
+    for (size_t i = 0; i < n; i++) {
+        total += counts[i];
+        maxc = counts[i] > maxc ? counts[i] : maxc;
+    }
+    pm_histopyramid *hp = NULL;
+    pm_status s = hp_alloc(n, total, maxc, &hp);
+    if (s != PM_STATUS_OK) return s;
+    if (n == 0) {
+        *out = hp;
+        return PM_STATUS_OK;
+    }
+    uint64_t *tmp;
+    if ((s = alloc_tmp(hp, &tmp)) != PM_STATUS_OK) {
+        pmi_cpu_histopyramid_destroy(ctx, hp);
+        return s;
+    }
+#define COUNT_VALUE(i) ((uint64_t)counts[(i)])
+    BUILD_BASE(hp, tmp, n, COUNT_VALUE);
+#undef COUNT_VALUE
+    build_upper(ctx, hp, tmp);
+    free(tmp);
+    *out = hp;
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_cpu_histopyramid_build_flags(pm_context *ctx, const uint8_t *flags, size_t n,
+                                           pm_histopyramid **out)
+{
+    pm_histopyramid *hp = NULL;
+    pm_status s = hp_alloc(n, n, 1, &hp); /* no first pass: the total is at most n */
+    if (s != PM_STATUS_OK) return s;
+    if (n == 0) {
+        *out = hp;
+        return PM_STATUS_OK;
+    }
+    uint64_t *tmp;
+    if ((s = alloc_tmp(hp, &tmp)) != PM_STATUS_OK) {
+        pmi_cpu_histopyramid_destroy(ctx, hp);
+        return s;
+    }
+#define FLAG_VALUE(i) ((uint64_t)(flags[(i)] != 0))
+    BUILD_BASE(hp, tmp, n, FLAG_VALUE);
+#undef FLAG_VALUE
+    build_upper(ctx, hp, tmp);
+    free(tmp);
+    *out = hp;
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_cpu_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
+                                     uint64_t *total)
+{
+    (void)ctx;
+    *total = hp->total;
+    return PM_STATUS_OK;
+}
+
+/* One key from the top node down: at each level the key is compared with
+ * the node's four partial sums; the number of sums <= key is the child it
+ * falls in, and the sum before that child is subtracted. After level 0 the
+ * node index is the source element and the key what is left of it, the
+ * local index. */
+static inline void traverse_key(const pm_histopyramid *hp, uint64_t key, uint64_t *source,
+                                uint64_t *local)
+{
+    size_t j = 0;
+    for (int l = hp->num_levels - 1; l >= 0; l--) {
+        const unsigned char *p = hp->buffer + hp->offset[l];
+        uint64_t s0, s1, s2, s3;
+        if (hp->wide[l]) {
+            const uint64_t *q = (const uint64_t *)p + 4 * j;
+            s0 = q[0], s1 = q[1], s2 = q[2], s3 = q[3];
+        } else {
+            const uint32_t *q = (const uint32_t *)p + 4 * j;
+            s0 = q[0], s1 = q[1], s2 = q[2], s3 = q[3];
+        }
+        unsigned c = (unsigned)(key >= s0) + (unsigned)(key >= s1) + (unsigned)(key >= s2) +
+                     (unsigned)(key >= s3);
+        uint64_t before = c == 0 ? 0 : c == 1 ? s0 : c == 2 ? s1 : c == 3 ? s2 : s3;
+        key -= before;
+        j = FANIN * j + c;
+    }
+    *source = j;
+    *local = key;
+}
+
+pm_status pmi_cpu_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
+                                        uint64_t first_key, size_t num_keys,
+                                        uint64_t *out_source, uint32_t *out_local)
+{
+    if (first_key >= hp->total || num_keys > hp->total - first_key)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_histopyramid_traverse: %zu keys from %llu exceed the total %llu",
+                         num_keys, (unsigned long long)first_key,
+                         (unsigned long long)hp->total);
+#pragma omp parallel for num_threads(ctx->num_threads) schedule(static) if (num_keys > 1024)
+    for (size_t i = 0; i < num_keys; i++) {
+        uint64_t src, loc;
+        traverse_key(hp, first_key + i, &src, &loc);
+        if (out_source) out_source[i] = src;
+        if (out_local) out_local[i] = (uint32_t)loc;
+    }
+    return PM_STATUS_OK;
+}
+
+void pmi_cpu_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp)
+{
+    (void)ctx;
+    if (!hp) return;
+    free(hp->buffer);
+    free(hp);
+}
