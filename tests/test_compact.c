@@ -74,7 +74,7 @@ static void check_compact(pm_context *ctx, size_t n, double p)
     uint8_t *d = pmt_to_ctx(ctx, f, n);
     for (int path = 0; path < num_paths; path++) {
         check_compact_cap(ctx, path, d, n, ref, m, m, 0);
-        if (m) check_compact_cap(ctx, path, d, n, ref, m, m / 2, 0);
+        if (m && n < PMT_BIG) check_compact_cap(ctx, path, d, n, ref, m, m / 2, 0);
         check_compact_cap(ctx, path, d, n, ref, m, 0, 1);
     }
     pm_free(ctx, d);
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
     const double sel[] = {0.0, 0.001, 0.01, 0.5, 1.0};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         for (size_t k = 0; k < 5; k++) {
-            if (sizes[i] == PMT_BIG && (k == 0 || k == 2)) continue; /* time */
+            if (sizes[i] == PMT_BIG && k != 1 && k != 3) continue; /* time */
             check_compact(ctx, sizes[i], sel[k]);
         }
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
@@ -221,7 +221,7 @@ int main(int argc, char **argv)
         check_expand(ctx, sizes[i], COUNTS_SPARSE);
         if (sizes[i] <= 131071) check_expand(ctx, sizes[i], COUNTS_LARGE);
     }
-    check_expand(ctx, 1048577, COUNTS_MC);
+    check_expand(ctx, 262145, COUNTS_MC);
     check_expand_huge_counts(ctx);
     check_bad_arguments(ctx);
     pm_context_destroy(ctx);
