@@ -40,7 +40,8 @@ void pm_unpack_rgba8_f32(const uint8_t *in_rgba, size_t n, float *out)
  * Decoding is N / 255^4 rounded to the nearest float, so a round trip is
  * off by at most 0.5 / 255^4 (~1.2e-10) plus half a float ulp, and exact
  * for v >= 2^-8. Values below 0 and NaN encode as 0, values >= 1 as the
- * largest code (254, 254, 254, 254). */
+ * largest code (254, 254, 254, 254), which decodes to 1.0f: 1 - 1/255^4
+ * rounds to 1 as a float, so decoded values lie in [0, 1]. */
 #define B4 4228250625ull /* 255^4 */
 
 static uint64_t unorm_code(float v)
