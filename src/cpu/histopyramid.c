@@ -78,7 +78,8 @@ static pm_status hp_alloc(size_t n, uint64_t total_bound, uint64_t max_child,
         hp->offset[l] = bytes - lb;
     }
     hp->buffer_bytes = bytes;
-    hp->buffer = bytes ? aligned_alloc(32, bytes) : NULL;
+    /* aligned_alloc wants a multiple of the alignment (bytes is one of 16). */
+    hp->buffer = bytes ? aligned_alloc(32, (bytes + 31) & ~(size_t)31) : NULL;
     if (bytes && !hp->buffer) {
         free(hp);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,
