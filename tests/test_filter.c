@@ -113,6 +113,40 @@ static void check_size(pm_context *ctx, size_t n)
     free(h);
 }
 
+/* pm_filter_f32_async: the full count lands in context memory, a
+ * truncated call returns OK, the outputs equal the synchronous call's. */
+static void check_async(pm_context *ctx)
+{
+    size_t n = 70001, m = 0;
+    float *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = (float)pmt_uniform();
+        m += h[i] < 0.3f;
+    }
+    float *d = pmt_to_ctx(ctx, h, n * sizeof *h);
+    float *a, *b;
+    uint64_t *dcount, hc = 0;
+    PMT_OK(pm_alloc(ctx, m * sizeof *a, (void **)&a));
+    PMT_OK(pm_alloc(ctx, m * sizeof *b, (void **)&b));
+    PMT_OK(pm_alloc(ctx, sizeof *dcount, (void **)&dcount));
+    PMT_OK(pm_filter_f32_async(ctx, d, n, PM_LESS, 0.3f, a, m / 2, dcount));
+    PMT_OK(pm_context_synchronize(ctx));
+    PMT_OK(pm_download(ctx, &hc, dcount, sizeof hc));
+    PMT_CHECK(hc == m, "filter_async count %" PRIu64 " want %zu", hc, m);
+    size_t k;
+    PMT_CHECK(pm_filter_f32(ctx, d, n, PM_LESS, 0.3f, b, m / 2, &k) == PM_STATUS_TRUNCATED,
+              "filter truncation");
+    float *ha = pmt_to_host(ctx, a, m / 2 * sizeof *ha), *hb = pmt_to_host(ctx, b, m / 2 * sizeof *hb);
+    PMT_CHECK(memcmp(ha, hb, m / 2 * sizeof *ha) == 0, "filter_async output differs");
+    free(ha);
+    free(hb);
+    pm_free(ctx, a);
+    pm_free(ctx, b);
+    pm_free(ctx, dcount);
+    pm_free(ctx, d);
+    free(h);
+}
+
 static void check_bad_arguments(pm_context *ctx)
 {
     float x = 1.0f;
@@ -142,6 +176,7 @@ int main(int argc, char **argv)
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
     size_t sizes[] = {0, 1, 2, 31, 32, 33, 1000, 65535, 65537, 131073, 1048577, PMT_BIG};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) check_size(ctx, sizes[i]);
+    check_async(ctx);
     check_bad_arguments(ctx);
     pm_context_destroy(ctx);
     return pmt_finish("test_filter");
