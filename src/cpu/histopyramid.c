@@ -222,33 +222,53 @@ pm_status pmi_cpu_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
     return PM_STATUS_OK;
 }
 
-/* One key from the top node down: at each level the key is compared with
- * the node's four partial sums; the number of sums <= key is the child it
- * falls in, and the sum before that child is subtracted. After level 0 the
- * node index is the source element and the key what is left of it, the
- * local index. */
-static inline void traverse_key(const pm_histopyramid *hp, uint64_t key, uint64_t *source,
-                                uint64_t *local)
+/* Keys from the top node down: at each level a key is compared with the
+ * node's four partial sums; the number of sums <= key is the child it falls
+ * in, and the sum before that child is subtracted. After level 0 the node
+ * index is the source element and the key what is left of it, the local
+ * index. One key is a chain of dependent loads, so BATCH independent keys
+ * descend in lockstep to keep several loads in flight; each key is still
+ * traversed on its own, exactly as a GPU thread would. */
+#define BATCH 8
+
+static inline void step(const unsigned char *p, int wide, uint64_t *key, size_t *j)
 {
-    size_t j = 0;
+    /* s[0] = 0, so the sum before child c is s[c]: no data-dependent branch. */
+    uint64_t s[5];
+    s[0] = 0;
+    if (wide) {
+        const uint64_t *q = (const uint64_t *)p + 4 * *j;
+        s[1] = q[0], s[2] = q[1], s[3] = q[2], s[4] = q[3];
+    } else {
+        const uint32_t *q = (const uint32_t *)p + 4 * *j;
+        s[1] = q[0], s[2] = q[1], s[3] = q[2], s[4] = q[3];
+    }
+    uint64_t k = *key;
+    unsigned c = (unsigned)(k >= s[1]) + (unsigned)(k >= s[2]) + (unsigned)(k >= s[3]) +
+                 (unsigned)(k >= s[4]);
+    *key = k - s[c];
+    *j = FANIN * *j + c;
+}
+
+/* Traverses keys first .. first + m - 1 (m <= BATCH). */
+static inline void traverse_batch(const pm_histopyramid *hp, uint64_t first, size_t m,
+                                  uint64_t *out_source, uint32_t *out_local)
+{
+    uint64_t key[BATCH];
+    size_t j[BATCH];
+    for (size_t b = 0; b < BATCH; b++) {
+        key[b] = b < m ? first + b : first; /* pad with a valid key */
+        j[b] = 0;
+    }
     for (int l = hp->num_levels - 1; l >= 0; l--) {
         const unsigned char *p = hp->buffer + hp->offset[l];
-        uint64_t s0, s1, s2, s3;
-        if (hp->wide[l]) {
-            const uint64_t *q = (const uint64_t *)p + 4 * j;
-            s0 = q[0], s1 = q[1], s2 = q[2], s3 = q[3];
-        } else {
-            const uint32_t *q = (const uint32_t *)p + 4 * j;
-            s0 = q[0], s1 = q[1], s2 = q[2], s3 = q[3];
-        }
-        unsigned c = (unsigned)(key >= s0) + (unsigned)(key >= s1) + (unsigned)(key >= s2) +
-                     (unsigned)(key >= s3);
-        uint64_t before = c == 0 ? 0 : c == 1 ? s0 : c == 2 ? s1 : c == 3 ? s2 : s3;
-        key -= before;
-        j = FANIN * j + c;
+        int wide = hp->wide[l];
+        for (size_t b = 0; b < BATCH; b++) step(p, wide, &key[b], &j[b]);
     }
-    *source = j;
-    *local = key;
+    for (size_t b = 0; b < m; b++) {
+        if (out_source) out_source[b] = j[b];
+        if (out_local) out_local[b] = (uint32_t)key[b];
+    }
 }
 
 pm_status pmi_cpu_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
@@ -260,12 +280,12 @@ pm_status pmi_cpu_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *
                          "pm_histopyramid_traverse: %zu keys from %llu exceed the total %llu",
                          num_keys, (unsigned long long)first_key,
                          (unsigned long long)hp->total);
-#pragma omp parallel for num_threads(ctx->num_threads) schedule(static) if (num_keys > 1024)
-    for (size_t i = 0; i < num_keys; i++) {
-        uint64_t src, loc;
-        traverse_key(hp, first_key + i, &src, &loc);
-        if (out_source) out_source[i] = src;
-        if (out_local) out_local[i] = (uint32_t)loc;
+    size_t batches = (num_keys - 1) / BATCH + 1;
+#pragma omp parallel for num_threads(ctx->num_threads) schedule(static) if (batches > 128)
+    for (size_t b = 0; b < batches; b++) {
+        size_t i = b * BATCH, m = num_keys - i < BATCH ? num_keys - i : BATCH;
+        traverse_batch(hp, first_key + i, m, out_source ? out_source + i : NULL,
+                       out_local ? out_local + i : NULL);
     }
     return PM_STATUS_OK;
 }
