@@ -73,8 +73,19 @@ typedef struct job {
 } job;
 
 enum {
-    J_REDUCE, J_IMAGE, J_SCAN, J_FILTER, J_HORN, J_COMPACT, J_COMPACT_HP, J_EXPAND,
-    J_EXPAND_HP, J_PACK, J_UNPACK, J_PACK_UNORM, J_UNPACK_UNORM
+    J_REDUCE,
+    J_IMAGE,
+    J_SCAN,
+    J_FILTER,
+    J_HORN,
+    J_COMPACT,
+    J_COMPACT_HP,
+    J_EXPAND,
+    J_EXPAND_HP,
+    J_PACK,
+    J_UNPACK,
+    J_PACK_UNORM,
+    J_UNPACK_UNORM
 };
 
 static void run(job *j)
@@ -95,7 +106,9 @@ static void run(job *j)
         check(pm_filter_horn_f32(j->ctx, j->f, j->n, PM_LESS, j->t, j->fout, j->cap, &count),
               "horn");
         break;
-    case J_COMPACT: check(pm_compact(j->ctx, j->flags, j->n, j->idx, j->cap, &count), "compact"); break;
+    case J_COMPACT:
+        check(pm_compact(j->ctx, j->flags, j->n, j->idx, j->cap, &count), "compact");
+        break;
     case J_COMPACT_HP:
         check(pmi_cpu_compact_histopyramid(j->ctx, j->flags, j->n, j->idx, j->cap, &count),
               "compact_hp");
@@ -126,8 +139,8 @@ static double bench(const char *name, const char *detail, job *j, size_t element
     }
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     double med = t[reps / 2];
-    printf("| %-22s | %-26s | %11zu | %9.3f | %8.1f | %7.2f |\n", name, detail, elements,
-           med * 1e3, (double)elements / med / 1e6, med * 1e9 / (double)elements);
+    printf("| %-22s | %-26s | %11zu | %9.3f | %8.1f | %7.2f |\n", name, detail, elements, med * 1e3,
+           (double)elements / med / 1e6, med * 1e9 / (double)elements);
     fflush(stdout);
     return med;
 }
@@ -136,9 +149,12 @@ int main(int argc, char **argv)
 {
     int quick = 0, threads = 0, log2n = 26;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--log2n") && i + 1 < argc) log2n = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--log2n") && i + 1 < argc)
+            log2n = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--quick] [--threads N] [--log2n K]\n", argv[0]);
             return 2;
@@ -154,8 +170,8 @@ int main(int argc, char **argv)
     size_t n = (size_t)1 << log2n;
     printf("CPU primitives: %s, threads %d (0 = all cores), n = 2^%d, median of %d runs\n\n",
            pm_context_device_name(ctx), threads, log2n, reps);
-    printf("| %-22s | %-26s | %11s | %9s | %8s | %7s |\n", "primitive", "case", "elements",
-           "ms", "Melem/s", "ns/elem");
+    printf("| %-22s | %-26s | %11s | %9s | %8s | %7s |\n", "primitive", "case", "elements", "ms",
+           "Melem/s", "ns/elem");
     printf("|%s|%s|%s|%s|%s|%s|\n", "------------------------", "----------------------------",
            "-------------", "-----------", "----------", "---------");
 
@@ -164,10 +180,19 @@ int main(int argc, char **argv)
     uint8_t *flags = xmalloc(n);
     uint64_t *idx = xmalloc(n * sizeof *idx);
     uint8_t *bytes = xmalloc(4 * n);
-    for (size_t i = 0; i < n; i++) f[i] = (float)uni() + 0.001f;
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)uni() + 0.001f;
 
-    job j = {.ctx = ctx, .f = f, .fout = fout, .u = u, .uout = uout, .flags = flags, .idx = idx,
-             .bytes = bytes, .n = n, .cap = n};
+    job j = {.ctx = ctx,
+             .f = f,
+             .fout = fout,
+             .u = u,
+             .uout = uout,
+             .flags = flags,
+             .idx = idx,
+             .bytes = bytes,
+             .n = n,
+             .cap = n};
     char d[64];
 
     /* Reductions. */
@@ -191,7 +216,8 @@ int main(int argc, char **argv)
     }
 
     /* Scan of marching-cubes-like counts 0..15. */
-    for (size_t i = 0; i < n; i++) u[i] = (uint32_t)(rnd() % 16);
+    for (size_t i = 0; i < n; i++)
+        u[i] = (uint32_t)(rnd() % 16);
     j.kind = J_SCAN;
     bench("scan_exclusive_u32", "counts 0..15", &j, n);
 
@@ -222,7 +248,8 @@ int main(int argc, char **argv)
     const double csel[] = {0.01, 0.1, 0.5};
     for (int k = 0; k < 3; k++) {
         uint64_t th = (uint64_t)(csel[k] * 1e6);
-        for (size_t i = 0; i < n; i++) flags[i] = rnd() % 1000000 < th;
+        for (size_t i = 0; i < n; i++)
+            flags[i] = rnd() % 1000000 < th;
         j.kind = J_COMPACT;
         snprintf(d, sizeof d, "blocked scan, %g%%", csel[k] * 100);
         bench("compact", d, &j, n);

@@ -30,7 +30,8 @@ static const expand_fn expand_paths[] = {pm_expand, pmi_cpu_expand_histopyramid}
 static uint64_t *guarded_u64(pm_context *ctx, size_t cap)
 {
     uint64_t *h = malloc((cap + GUARD) * sizeof *h);
-    for (size_t i = 0; i < cap + GUARD; i++) h[i] = SENTINEL;
+    for (size_t i = 0; i < cap + GUARD; i++)
+        h[i] = SENTINEL;
     uint64_t *d = pmt_to_ctx(ctx, h, (cap + GUARD) * sizeof *h);
     free(h);
     return d;
@@ -89,13 +90,15 @@ static void check_expand_cap(pm_context *ctx, int path, const uint32_t *h, const
                              size_t n, size_t cap, int which)
 {
     uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) total += h[i];
+    for (size_t i = 0; i < n; i++)
+        total += h[i];
     if (cap == SIZE_MAX) cap = (size_t)total;
     uint64_t *dsrc = which & 1 ? guarded_u64(ctx, cap) : NULL;
     uint32_t *dloc = NULL;
     if (which & 2) {
         uint32_t *g = malloc((cap + GUARD) * sizeof *g);
-        for (size_t i = 0; i < cap + GUARD; i++) g[i] = 0xDEADBEEFu;
+        for (size_t i = 0; i < cap + GUARD; i++)
+            g[i] = 0xDEADBEEFu;
         dloc = pmt_to_ctx(ctx, g, (cap + GUARD) * sizeof *g);
         free(g);
     }
@@ -113,8 +116,8 @@ static void check_expand_cap(pm_context *ctx, int path, const uint32_t *h, const
                 PMT_CHECK(0, "expand/%s n %zu: source[%zu] = %" PRIu64 " want %zu",
                           path_names[path], n, k, src[k], i);
             if (loc && loc[k] != j && bad++ < 3)
-                PMT_CHECK(0, "expand/%s n %zu: local[%zu] = %u want %" PRIu64, path_names[path],
-                          n, k, loc[k], j);
+                PMT_CHECK(0, "expand/%s n %zu: local[%zu] = %u want %" PRIu64, path_names[path], n,
+                          k, loc[k], j);
         }
     for (size_t i = cap; i < cap + GUARD; i++)
         if (((src && src[i] != SENTINEL) || (loc && loc[i] != 0xDEADBEEFu)) && bad++ < 3)
@@ -141,7 +144,8 @@ static void check_expand(pm_context *ctx, size_t n, int kind)
     }
     uint32_t *d = pmt_to_ctx(ctx, h, n * sizeof *h);
     uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) total += h[i];
+    for (size_t i = 0; i < n; i++)
+        total += h[i];
     for (int path = 0; path < num_paths; path++) {
         check_expand_cap(ctx, path, h, d, n, SIZE_MAX, 3);
         if (total) check_expand_cap(ctx, path, h, d, n, (size_t)total / 3, 3);
@@ -231,15 +235,24 @@ static void check_bad_arguments(pm_context *ctx)
     uint64_t *o = guarded_u64(ctx, 1);
     size_t k;
     PMT_CHECK(pm_compact(NULL, df, 1, o, 1, &k) == PM_STATUS_INVALID_ARGUMENT, "compact NULL ctx");
-    PMT_CHECK(pm_compact(ctx, NULL, 1, o, 1, &k) == PM_STATUS_INVALID_ARGUMENT, "compact NULL flags");
-    PMT_CHECK(pm_compact(ctx, df, 1, NULL, 1, &k) == PM_STATUS_INVALID_ARGUMENT, "compact NULL out");
-    PMT_CHECK(pm_compact(ctx, df, 1, o, 1, NULL) == PM_STATUS_INVALID_ARGUMENT, "compact NULL count");
-    PMT_CHECK(pm_compact(ctx, df, 1, o, SIZE_MAX / 2, &k) == PM_STATUS_OVERFLOW, "compact capacity overflow");
-    PMT_CHECK(pm_expand(NULL, dc, 1, o, NULL, 1, &k) == PM_STATUS_INVALID_ARGUMENT, "expand NULL ctx");
-    PMT_CHECK(pm_expand(ctx, NULL, 1, o, NULL, 1, &k) == PM_STATUS_INVALID_ARGUMENT, "expand NULL counts");
-    PMT_CHECK(pm_expand(ctx, dc, 1, o, NULL, 1, NULL) == PM_STATUS_INVALID_ARGUMENT, "expand NULL count");
-    PMT_CHECK(pm_expand(ctx, dc, SIZE_MAX / 2, o, NULL, 1, &k) == PM_STATUS_OVERFLOW, "expand n overflow");
-    PMT_CHECK(pm_expand(ctx, dc, 1, o, NULL, SIZE_MAX / 2, &k) == PM_STATUS_OVERFLOW, "expand capacity overflow");
+    PMT_CHECK(pm_compact(ctx, NULL, 1, o, 1, &k) == PM_STATUS_INVALID_ARGUMENT,
+              "compact NULL flags");
+    PMT_CHECK(pm_compact(ctx, df, 1, NULL, 1, &k) == PM_STATUS_INVALID_ARGUMENT,
+              "compact NULL out");
+    PMT_CHECK(pm_compact(ctx, df, 1, o, 1, NULL) == PM_STATUS_INVALID_ARGUMENT,
+              "compact NULL count");
+    PMT_CHECK(pm_compact(ctx, df, 1, o, SIZE_MAX / 2, &k) == PM_STATUS_OVERFLOW,
+              "compact capacity overflow");
+    PMT_CHECK(pm_expand(NULL, dc, 1, o, NULL, 1, &k) == PM_STATUS_INVALID_ARGUMENT,
+              "expand NULL ctx");
+    PMT_CHECK(pm_expand(ctx, NULL, 1, o, NULL, 1, &k) == PM_STATUS_INVALID_ARGUMENT,
+              "expand NULL counts");
+    PMT_CHECK(pm_expand(ctx, dc, 1, o, NULL, 1, NULL) == PM_STATUS_INVALID_ARGUMENT,
+              "expand NULL count");
+    PMT_CHECK(pm_expand(ctx, dc, SIZE_MAX / 2, o, NULL, 1, &k) == PM_STATUS_OVERFLOW,
+              "expand n overflow");
+    PMT_CHECK(pm_expand(ctx, dc, 1, o, NULL, SIZE_MAX / 2, &k) == PM_STATUS_OVERFLOW,
+              "expand capacity overflow");
     k = 3;
     PMT_CHECK(pm_compact(ctx, NULL, 0, NULL, 0, &k) == PM_STATUS_OK && k == 0, "compact empty");
     k = 3;

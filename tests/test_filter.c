@@ -41,21 +41,22 @@ static void check_one(pm_context *ctx, int fi, const float *h, const float *d, s
         if (ref_keep(h[i], cmp, t)) ref[m++] = h[i];
     size_t cap = capacity == SIZE_MAX ? m : capacity;
     float *init = malloc((cap + GUARD) * sizeof *init);
-    for (size_t i = 0; i < cap + GUARD; i++) init[i] = -12345.0f;
+    for (size_t i = 0; i < cap + GUARD; i++)
+        init[i] = -12345.0f;
     float *dout = pmt_to_ctx(ctx, init, (cap + GUARD) * sizeof *init);
     size_t count = 777;
     pm_status s = fns[fi](ctx, d, n, cmp, t, dout, cap, &count);
     pm_status want = m > cap ? PM_STATUS_TRUNCATED : PM_STATUS_OK;
     PMT_CHECK(s == want, "%s n %zu cmp %d t %g cap %zu: status %s", fn_names[fi], n, (int)cmp, t,
               cap, pm_status_string(s));
-    PMT_CHECK(count == m, "%s n %zu cmp %d t %g: count %zu, want %zu", fn_names[fi], n, (int)cmp,
-              t, count, m);
+    PMT_CHECK(count == m, "%s n %zu cmp %d t %g: count %zu, want %zu", fn_names[fi], n, (int)cmp, t,
+              count, m);
     float *out = pmt_to_host(ctx, dout, (cap + GUARD) * sizeof *out);
     size_t w = m < cap ? m : cap, bad = 0;
     for (size_t i = 0; i < w; i++)
         if (memcmp(&out[i], &ref[i], sizeof(float)) != 0 && bad++ < 3)
-            PMT_CHECK(0, "%s n %zu cmp %d t %g: out[%zu] = %g, want %g", fn_names[fi], n,
-                      (int)cmp, t, i, out[i], ref[i]);
+            PMT_CHECK(0, "%s n %zu cmp %d t %g: out[%zu] = %g, want %g", fn_names[fi], n, (int)cmp,
+                      t, i, out[i], ref[i]);
     for (size_t i = cap; i < cap + GUARD; i++)
         if (out[i] != -12345.0f && bad++ < 3)
             PMT_CHECK(0, "%s n %zu: wrote past the capacity %zu at %zu", fn_names[fi], n, cap, i);
@@ -98,7 +99,8 @@ static void check_size(pm_context *ctx, size_t n)
         }
         /* Truncation: half the outputs, one fewer, none. */
         size_t m = 0;
-        for (size_t i = 0; i < n; i++) m += ref_keep(h[i], PM_LESS, 0.5f);
+        for (size_t i = 0; i < n; i++)
+            m += ref_keep(h[i], PM_LESS, 0.5f);
         check_one(ctx, fi, h, d, n, PM_LESS, 0.5f, m / 2);
         if (m && full) check_one(ctx, fi, h, d, n, PM_LESS, 0.5f, m - 1);
         if (full) check_one(ctx, fi, h, d, n, PM_LESS, 0.5f, 0);
@@ -136,7 +138,8 @@ static void check_async(pm_context *ctx)
     size_t k;
     PMT_CHECK(pm_filter_f32(ctx, d, n, PM_LESS, 0.3f, b, m / 2, &k) == PM_STATUS_TRUNCATED,
               "filter truncation");
-    float *ha = pmt_to_host(ctx, a, m / 2 * sizeof *ha), *hb = pmt_to_host(ctx, b, m / 2 * sizeof *hb);
+    float *ha = pmt_to_host(ctx, a, m / 2 * sizeof *ha),
+          *hb = pmt_to_host(ctx, b, m / 2 * sizeof *hb);
     PMT_CHECK(memcmp(ha, hb, m / 2 * sizeof *ha) == 0, "filter_async output differs");
     free(ha);
     free(hb);
@@ -155,15 +158,23 @@ static void check_bad_arguments(pm_context *ctx)
     size_t c;
     for (int fi = 0; fi < 2; fi++) {
         const char *f = fn_names[fi];
-        PMT_CHECK(fns[fi](NULL, d, 1, PM_LESS, 2, o, 1, &c) == PM_STATUS_INVALID_ARGUMENT, "%s NULL ctx", f);
-        PMT_CHECK(fns[fi](ctx, NULL, 1, PM_LESS, 2, o, 1, &c) == PM_STATUS_INVALID_ARGUMENT, "%s NULL in", f);
-        PMT_CHECK(fns[fi](ctx, d, 1, PM_LESS, 2, NULL, 1, &c) == PM_STATUS_INVALID_ARGUMENT, "%s NULL out", f);
-        PMT_CHECK(fns[fi](ctx, d, 1, PM_LESS, 2, o, 1, NULL) == PM_STATUS_INVALID_ARGUMENT, "%s NULL count", f);
-        PMT_CHECK(fns[fi](ctx, d, 1, (pm_compare)9, 2, o, 1, &c) == PM_STATUS_INVALID_ARGUMENT, "%s bad cmp", f);
-        PMT_CHECK(fns[fi](ctx, d, SIZE_MAX / 2, PM_LESS, 2, o, 1, &c) == PM_STATUS_OVERFLOW, "%s n overflow", f);
-        PMT_CHECK(fns[fi](ctx, d, 1, PM_LESS, 2, o, SIZE_MAX / 2, &c) == PM_STATUS_OVERFLOW, "%s capacity overflow", f);
+        PMT_CHECK(fns[fi](NULL, d, 1, PM_LESS, 2, o, 1, &c) == PM_STATUS_INVALID_ARGUMENT,
+                  "%s NULL ctx", f);
+        PMT_CHECK(fns[fi](ctx, NULL, 1, PM_LESS, 2, o, 1, &c) == PM_STATUS_INVALID_ARGUMENT,
+                  "%s NULL in", f);
+        PMT_CHECK(fns[fi](ctx, d, 1, PM_LESS, 2, NULL, 1, &c) == PM_STATUS_INVALID_ARGUMENT,
+                  "%s NULL out", f);
+        PMT_CHECK(fns[fi](ctx, d, 1, PM_LESS, 2, o, 1, NULL) == PM_STATUS_INVALID_ARGUMENT,
+                  "%s NULL count", f);
+        PMT_CHECK(fns[fi](ctx, d, 1, (pm_compare)9, 2, o, 1, &c) == PM_STATUS_INVALID_ARGUMENT,
+                  "%s bad cmp", f);
+        PMT_CHECK(fns[fi](ctx, d, SIZE_MAX / 2, PM_LESS, 2, o, 1, &c) == PM_STATUS_OVERFLOW,
+                  "%s n overflow", f);
+        PMT_CHECK(fns[fi](ctx, d, 1, PM_LESS, 2, o, SIZE_MAX / 2, &c) == PM_STATUS_OVERFLOW,
+                  "%s capacity overflow", f);
         c = 5;
-        PMT_CHECK(fns[fi](ctx, NULL, 0, PM_LESS, 2, NULL, 0, &c) == PM_STATUS_OK && c == 0, "%s empty", f);
+        PMT_CHECK(fns[fi](ctx, NULL, 0, PM_LESS, 2, NULL, 0, &c) == PM_STATUS_OK && c == 0,
+                  "%s empty", f);
     }
     pm_free(ctx, d);
     pm_free(ctx, o);
@@ -175,7 +186,8 @@ int main(int argc, char **argv)
     pm_device dev;
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
     size_t sizes[] = {0, 1, 2, 31, 32, 33, 1000, 65535, 65537, 131073, 1048577, PMT_BIG};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) check_size(ctx, sizes[i]);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        check_size(ctx, sizes[i]);
     check_async(ctx);
     check_bad_arguments(ctx);
     pm_context_destroy(ctx);

@@ -41,15 +41,18 @@ static void check_f32(void)
 {
     size_t n = 1000000 + 16;
     uint32_t *u = malloc(n * sizeof *u);
-    const uint32_t special[] = {0x00000000u, 0x80000000u, /* +-0 */
-                                0x00000001u, 0x807fffffu, 0x00400000u, /* denormals */
-                                0x7f800000u, 0xff800000u, /* +-inf */
+    const uint32_t special[] = {0x00000000u, 0x80000000u,                           /* +-0 */
+                                0x00000001u, 0x807fffffu, 0x00400000u,              /* denormals */
+                                0x7f800000u, 0xff800000u,                           /* +-inf */
                                 0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fbfffffu, /* NaNs */
                                 0x3f800000u, 0x00800000u, 0x7f7fffffu, 0xbf800000u, 0x3eaaaaabu};
-    for (size_t i = 0; i < 16; i++) u[i] = special[i];
-    for (size_t i = 16; i < n; i++) u[i] = (uint32_t)(pmt_rand() >> 17);
+    for (size_t i = 0; i < 16; i++)
+        u[i] = special[i];
+    for (size_t i = 16; i < n; i++)
+        u[i] = (uint32_t)(pmt_rand() >> 17);
     float *f = malloc(n * sizeof *f);
-    for (size_t i = 0; i < n; i++) f[i] = float_of(u[i]);
+    for (size_t i = 0; i < n; i++)
+        f[i] = float_of(u[i]);
     uint8_t *rgba = malloc(4 * n);
     pm_pack_f32_rgba8(f, n, rgba);
     size_t bad = 0;
@@ -70,7 +73,8 @@ static void check_f32(void)
         if (bits_of(back[i]) != u[i] && bad++ < 3)
             PMT_CHECK(0, "round trip of 0x%08x gives 0x%08x", u[i], bits_of(back[i]));
     /* Every byte pattern unpacks and packs back to itself too. */
-    for (size_t i = 0; i < 4 * n; i++) rgba[i] = (uint8_t)pmt_rand();
+    for (size_t i = 0; i < 4 * n; i++)
+        rgba[i] = (uint8_t)pmt_rand();
     pm_unpack_rgba8_f32(rgba, n, back);
     uint8_t *again = malloc(4 * n);
     pm_pack_f32_rgba8(back, n, again);
@@ -99,15 +103,19 @@ static void check_unorm(void)
 {
     size_t n = 1000000;
     float *v = malloc(n * sizeof *v);
-    const float special[] = {0.0f, -0.0f, 1.0f, 2.0f, INFINITY, -INFINITY, NAN, -0.5f,
-                             0.5f, 1.0f - FLT_EPSILON / 2, FLT_MIN, 1e-45f, 1.0f / 255.0f,
-                             0.00390625f, 0.25f, 0.999f};
+    const float special[] = {0.0f,      -0.0f,  1.0f,          2.0f,        INFINITY,
+                             -INFINITY, NAN,    -0.5f,         0.5f,        1.0f - FLT_EPSILON / 2,
+                             FLT_MIN,   1e-45f, 1.0f / 255.0f, 0.00390625f, 0.25f,
+                             0.999f};
     size_t ns = sizeof special / sizeof *special;
-    for (size_t i = 0; i < ns; i++) v[i] = special[i];
+    for (size_t i = 0; i < ns; i++)
+        v[i] = special[i];
     for (size_t i = ns; i < n; i++) {
         /* Half uniform in [0,1), half spread over the exponents. */
-        if (i % 2) v[i] = (float)pmt_uniform();
-        else v[i] = ldexpf((float)(0.5 + 0.5 * pmt_uniform()), -(int)(pmt_rand() % 40));
+        if (i % 2)
+            v[i] = (float)pmt_uniform();
+        else
+            v[i] = ldexpf((float)(0.5 + 0.5 * pmt_uniform()), -(int)(pmt_rand() % 40));
         if (v[i] >= 1.0f) v[i] = 0.5f;
     }
     uint8_t *rgba = malloc(4 * n);
@@ -155,7 +163,8 @@ static void check_unorm(void)
     uint8_t mb[20];
     pm_pack_unorm_rgba8(mono, 5, mb);
     for (int i = 1; i < 5; i++)
-        PMT_CHECK(memcmp(mb + 4 * (i - 1), mb + 4 * i, 4) < 0, "unorm codes not increasing at %d", i);
+        PMT_CHECK(memcmp(mb + 4 * (i - 1), mb + 4 * i, 4) < 0, "unorm codes not increasing at %d",
+                  i);
     free(back);
     free(rgba);
     free(v);

@@ -25,8 +25,10 @@ static double reference(pm_reduce_op op, const float *img, size_t w, size_t h, s
     for (size_t y = 0; y < h; y++)
         for (size_t x = 0; x < w; x++) {
             float v = img[y * stride + x];
-            if (op == PM_REDUCE_GEOMEAN) s += log((double)v);
-            else s += v;
+            if (op == PM_REDUCE_GEOMEAN)
+                s += log((double)v);
+            else
+                s += v;
             if (!isnan(v)) {
                 if (isnan(m) || (op == PM_REDUCE_MIN ? v < m : v > m)) m = v;
             }
@@ -69,10 +71,13 @@ static void check_image(pm_context *ctx, size_t w, size_t h, size_t pad, int pos
         double scale = ops[k] == PM_REDUCE_SUM    ? abs_sum
                        : ops[k] == PM_REDUCE_MEAN ? abs_sum / ((double)w * (double)h)
                                                   : 0;
-        if (h == 1 && pad == 0) PMT_OK(pm_reduce_f32(ctx, ops[k], d, w, &got));
-        else PMT_OK(pm_reduce_image_f32(ctx, ops[k], d, w, h, stride, &got));
-        PMT_CHECK(close_enough(ops[k], got, want, scale), "%s of %zux%zu (stride %zu): %.17g vs %.17g",
-                  op_names[k], w, h, stride, got, want);
+        if (h == 1 && pad == 0)
+            PMT_OK(pm_reduce_f32(ctx, ops[k], d, w, &got));
+        else
+            PMT_OK(pm_reduce_image_f32(ctx, ops[k], d, w, h, stride, &got));
+        PMT_CHECK(close_enough(ops[k], got, want, scale),
+                  "%s of %zux%zu (stride %zu): %.17g vs %.17g", op_names[k], w, h, stride, got,
+                  want);
     }
     pm_free(ctx, d);
     free(img);
@@ -102,7 +107,8 @@ static void check_nan_rules(pm_context *ctx)
      * both. */
     size_t n = 300000;
     float *a = malloc(n * sizeof *a);
-    for (size_t i = 0; i < n; i++) a[i] = i < 70000 ? NAN : (float)(i % 1000);
+    for (size_t i = 0; i < n; i++)
+        a[i] = i < 70000 ? NAN : (float)(i % 1000);
     d = pmt_to_ctx(ctx, a, n * sizeof *a);
     PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MIN, d, n, &r));
     PMT_CHECK(r == 0.0, "MIN after an all-NaN block gives %g", r);
@@ -120,7 +126,8 @@ static void check_thread_independence(pm_device dev)
 {
     size_t n = 3000017;
     float *a = malloc(n * sizeof *a);
-    for (size_t i = 0; i < n; i++) a[i] = (float)(pmt_uniform() * 1000.0 - 3.0);
+    for (size_t i = 0; i < n; i++)
+        a[i] = (float)(pmt_uniform() * 1000.0 - 3.0);
     double first[5] = {0};
     for (int t = 1; t <= 3; t++) {
         pm_context *c;
@@ -130,10 +137,12 @@ static void check_thread_independence(pm_device dev)
         for (int k = 0; k < 4; k++) {
             double r;
             PMT_OK(pm_reduce_f32(c, ops[k], d, n, &r));
-            if (t == 1) first[k] = r;
-            else PMT_CHECK(memcmp(&r, &first[k], sizeof r) == 0,
-                           "%s with %d threads: %.17g, with 1 thread %.17g", op_names[k], t, r,
-                           first[k]);
+            if (t == 1)
+                first[k] = r;
+            else
+                PMT_CHECK(memcmp(&r, &first[k], sizeof r) == 0,
+                          "%s with %d threads: %.17g, with 1 thread %.17g", op_names[k], t, r,
+                          first[k]);
         }
         pm_free(c, d);
         pm_context_destroy(c);
@@ -178,22 +187,29 @@ static void check_bad_arguments(pm_context *ctx)
     double r;
     float x = 1.0f;
     float *d = pmt_to_ctx(ctx, &x, sizeof x);
-    PMT_CHECK(pm_reduce_f32(NULL, PM_REDUCE_SUM, d, 1, &r) == PM_STATUS_INVALID_ARGUMENT, "NULL ctx");
-    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, NULL, 1, &r) == PM_STATUS_INVALID_ARGUMENT, "NULL in");
-    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, 1, NULL) == PM_STATUS_INVALID_ARGUMENT, "NULL result");
-    PMT_CHECK(pm_reduce_f32(ctx, (pm_reduce_op)99, d, 1, &r) == PM_STATUS_INVALID_ARGUMENT, "bad op");
+    PMT_CHECK(pm_reduce_f32(NULL, PM_REDUCE_SUM, d, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
+              "NULL ctx");
+    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, NULL, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
+              "NULL in");
+    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, 1, NULL) == PM_STATUS_INVALID_ARGUMENT,
+              "NULL result");
+    PMT_CHECK(pm_reduce_f32(ctx, (pm_reduce_op)99, d, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
+              "bad op");
     PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, SIZE_MAX / 2, &r) == PM_STATUS_OVERFLOW,
               "byte count overflow");
     r = -1;
-    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, NULL, 0, &r) == PM_STATUS_OK && r == 0.0, "empty sum");
+    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, NULL, 0, &r) == PM_STATUS_OK && r == 0.0,
+              "empty sum");
     for (int k = 1; k < 5; k++)
         PMT_CHECK(pm_reduce_f32(ctx, ops[k], d, 0, &r) == PM_STATUS_INVALID_ARGUMENT, "empty %s",
                   op_names[k]);
     PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_SUM, d, 2, 1, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
               "row_stride < width");
-    PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_SUM, d, 4, SIZE_MAX / 4, 4, &r) == PM_STATUS_OVERFLOW,
+    PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_SUM, d, 4, SIZE_MAX / 4, 4, &r) ==
+                  PM_STATUS_OVERFLOW,
               "image size overflow");
-    PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_MAX, NULL, 1, 1, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_MAX, NULL, 1, 1, 1, &r) ==
+                  PM_STATUS_INVALID_ARGUMENT,
               "NULL image");
     PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_MAX, d, 0, 5, 5, &r) == PM_STATUS_INVALID_ARGUMENT,
               "empty image max");

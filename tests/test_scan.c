@@ -15,13 +15,15 @@
 static void check_scan(pm_context *ctx, size_t n, uint32_t range, int in_place)
 {
     uint32_t *in = malloc((n ? n : 1) * sizeof *in);
-    for (size_t i = 0; i < n; i++) in[i] = range ? (uint32_t)(pmt_rand() % range) : (uint32_t)pmt_rand();
+    for (size_t i = 0; i < n; i++)
+        in[i] = range ? (uint32_t)(pmt_rand() % range) : (uint32_t)pmt_rand();
     uint32_t *din = pmt_to_ctx(ctx, in, n * sizeof *in);
     uint32_t *dout = in_place ? din : pmt_to_ctx(ctx, in, n * sizeof *in);
     uint64_t total = 12345;
     pm_status s = pm_scan_exclusive_u32(ctx, din, dout, n, &total);
     uint64_t ref = 0;
-    for (size_t i = 0; i < n; i++) ref += in[i];
+    for (size_t i = 0; i < n; i++)
+        ref += in[i];
     PMT_CHECK(total == ref, "n %zu: total %" PRIu64 " vs %" PRIu64, n, total, ref);
     if (ref > UINT32_MAX) {
         PMT_CHECK(s == PM_STATUS_OVERFLOW, "n %zu: total %" PRIu64 " gives %s", n, ref,
@@ -56,7 +58,8 @@ static void check_overflow_edges(pm_context *ctx)
     PMT_CHECK(pm_scan_exclusive_u32(ctx, d, o, 4, &total) == PM_STATUS_OK && total == UINT32_MAX,
               "total 2^32-1 must fit (got %" PRIu64 ")", total);
     uint32_t *h = pmt_to_host(ctx, o, sizeof a);
-    PMT_CHECK(h[3] == UINT32_MAX && h[1] == UINT32_MAX - 10, "prefixes near 2^32: %u %u", h[1], h[3]);
+    PMT_CHECK(h[3] == UINT32_MAX && h[1] == UINT32_MAX - 10, "prefixes near 2^32: %u %u", h[1],
+              h[3]);
     free(h);
     a[3] = 1; /* the total overflows, no prefix does */
     PMT_OK(pm_upload(ctx, d, a, sizeof a));
@@ -80,7 +83,8 @@ static void check_bad_arguments(pm_context *ctx)
     PMT_CHECK(pm_scan_exclusive_u32(ctx, d, d, SIZE_MAX / 2, &t) == PM_STATUS_OVERFLOW,
               "byte count overflow");
     t = 7;
-    PMT_CHECK(pm_scan_exclusive_u32(ctx, NULL, NULL, 0, &t) == PM_STATUS_OK && t == 0, "empty scan");
+    PMT_CHECK(pm_scan_exclusive_u32(ctx, NULL, NULL, 0, &t) == PM_STATUS_OK && t == 0,
+              "empty scan");
     pm_free(ctx, d);
 }
 
@@ -89,7 +93,7 @@ int main(int argc, char **argv)
     pm_context *ctx;
     pm_device dev;
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
-    size_t sizes[] = {0,     1,     2,      31,     32,     33,      1000,    65535,
+    size_t sizes[] = {0,     1,     2,      31,     32,     33,      1000,   65535,
                       65536, 65537, 131071, 131073, 262145, 1048575, PMT_BIG};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         check_scan(ctx, sizes[i], 16, 0);

@@ -25,8 +25,8 @@ void pm_unpack_rgba8_f32(const uint8_t *in_rgba, size_t n, float *out)
 {
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = in_rgba + 4 * i;
-        uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                     (uint32_t)p[3] << 24;
+        uint32_t u =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         memcpy(&out[i], &u, sizeof u);
     }
 }
@@ -52,8 +52,10 @@ static uint64_t unorm_code(float v)
     memcpy(&u, &v, sizeof u);
     uint32_t e = (u >> 23) & 0xffu;
     uint64_t m = u & 0x7fffffu;
-    if (e) m |= 0x800000u;
-    else e = 1; /* denormal: same scale as the smallest normal */
+    if (e)
+        m |= 0x800000u;
+    else
+        e = 1; /* denormal: same scale as the smallest normal */
     /* v = m * 2^(e - 150); v < 1 means e <= 126, so shift >= 24. */
     unsigned shift = 150u - e;
     if (shift >= 64) return 0;

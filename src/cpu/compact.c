@@ -40,7 +40,8 @@ pm_status pmi_cpu_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint6
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
         uint64_t k = 0;
-        for (size_t i = c * PMI_CPU_CHUNK, e = chunk_end(c, n); i < e; i++) k += flags[i] != 0;
+        for (size_t i = c * PMI_CPU_CHUNK, e = chunk_end(c, n); i < e; i++)
+            k += flags[i] != 0;
         offs[c] = k;
     }
     uint64_t total;
@@ -61,9 +62,8 @@ pm_status pmi_cpu_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint6
     return total > capacity ? PM_STATUS_TRUNCATED : PM_STATUS_OK;
 }
 
-pm_status pmi_cpu_expand(pm_context *ctx, const uint32_t *counts, size_t n,
-                         uint64_t *out_source, uint32_t *out_local, size_t capacity,
-                         size_t *count)
+pm_status pmi_cpu_expand(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t *out_source,
+                         uint32_t *out_local, size_t capacity, size_t *count)
 {
     size_t nchunks = pmi_cpu_num_chunks(n);
     uint64_t *offs = malloc(nchunks * sizeof *offs);
@@ -74,7 +74,8 @@ pm_status pmi_cpu_expand(pm_context *ctx, const uint32_t *counts, size_t n,
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
         uint64_t k = 0;
-        for (size_t i = c * PMI_CPU_CHUNK, e = chunk_end(c, n); i < e; i++) k += counts[i];
+        for (size_t i = c * PMI_CPU_CHUNK, e = chunk_end(c, n); i < e; i++)
+            k += counts[i];
         offs[c] = k;
     }
     uint64_t total;
@@ -93,9 +94,11 @@ pm_status pmi_cpu_expand(pm_context *ctx, const uint32_t *counts, size_t n,
             uint64_t k = counts[i];
             if (k > stop - pos) k = stop - pos;
             if (out_source)
-                for (uint64_t j = 0; j < k; j++) out_source[pos + j] = i;
+                for (uint64_t j = 0; j < k; j++)
+                    out_source[pos + j] = i;
             if (out_local)
-                for (uint64_t j = 0; j < k; j++) out_local[pos + j] = (uint32_t)j;
+                for (uint64_t j = 0; j < k; j++)
+                    out_local[pos + j] = (uint32_t)j;
             pos += k;
         }
     }
@@ -133,8 +136,8 @@ pm_status pmi_cpu_compact_histopyramid(pm_context *ctx, const uint8_t *flags, si
 }
 
 pm_status pmi_cpu_expand_histopyramid(pm_context *ctx, const uint32_t *counts, size_t n,
-                                      uint64_t *out_source, uint32_t *out_local,
-                                      size_t capacity, size_t *count)
+                                      uint64_t *out_source, uint32_t *out_local, size_t capacity,
+                                      size_t *count)
 {
     pm_histopyramid *hp = NULL;
     pm_status s = pmi_cpu_histopyramid_build(ctx, counts, n, &hp);

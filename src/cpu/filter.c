@@ -73,6 +73,7 @@ pm_status pmi_cpu_filter_f32(pm_context *ctx, const float *in, size_t n, pm_comp
  * two buffers, log2 n steps of n additions each. Output k then binary-
  * searches the smallest i with A[i] > k (A is non-decreasing) and gathers
  * in[i]. */
+/* clang-format off */
 #define DEFINE_HORN(NAME, T)                                                                   \
     static pm_status NAME(pm_context *ctx, const float *in, size_t n, pm_compare cmp,         \
                           float threshold, float *out, size_t capacity, size_t *count)        \
@@ -113,6 +114,8 @@ pm_status pmi_cpu_filter_f32(pm_context *ctx, const float *in, size_t n, pm_comp
         *count = total;                                                                        \
         return total > capacity ? PM_STATUS_TRUNCATED : PM_STATUS_OK;                          \
     }
+
+/* clang-format on */
 
 DEFINE_HORN(horn_u32, uint32_t)
 DEFINE_HORN(horn_u64, uint64_t)

@@ -1,7 +1,8 @@
 /* The HistoPyramid (Ziegler, Tevs, Theobalt, Seidel 2006; seed 000), in the
  * HP5 layout of Dyken, Ziegler, Theobalt, Seidel 2008: fan-in 5, each node
  * storing the running partial sums of its first four children, so one
- * traversal step is one 16-byte read and four comparisons per level. */
+ * traversal step is one read of a 4-, 8-, 16- or 32-byte element and four
+ * comparisons per level. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,14 +18,16 @@
  *    (s[3] + c4) is not stored: it is one of the partial sums of its parent
  *    (or the pyramid's total, kept on the host), and a traversal that
  *    reached the node already knows the key lies below it.
- *  - Levels whose partial sums fit 32 bits use four uint32_t (16 bytes per
- *    node); others four uint64_t (32 bytes). The choice is made per level
- *    at build time from a bound on the partial sums, so counts up to
+ *  - Each level stores its four sums in the narrowest of uint8_t, uint16_t,
+ *    uint32_t and uint64_t (4, 8, 16 or 32 bytes per node) that holds a
+ *    bound on its partial sums, fixed at build time. Flags and marching
+ *    cubes' counts 0..15 thus need about one byte per element (the level-0
+ *    nodes are 4 bytes per 5 elements) instead of four, which matters on a
+ *    CPU where writing the pyramid is most of the build; counts up to
  *    2^32 - 1 over billions of elements still give exact 64-bit totals.
  *  - All levels live in one buffer, the top level first, then downwards to
- *    level 0 at the end; each level starts at a 16-byte-aligned offset (a
- *    64-bit level is never below a 32-bit one, so 64-bit levels start at
- *    multiples of 32). */
+ *    level 0 at the end. Bounds grow upwards, so element sizes never grow
+ *    downwards and every level starts aligned to its element size. */
 #define FANIN 5
 #define MAX_LEVELS 32 /* 5^28 > 2^64 */
 
@@ -34,7 +37,7 @@ struct pm_histopyramid {
     int num_levels;
     size_t nodes[MAX_LEVELS];
     size_t offset[MAX_LEVELS]; /* bytes from the start of buffer */
-    unsigned char wide[MAX_LEVELS];
+    unsigned char width[MAX_LEVELS]; /* log2 of the bytes per sum: 0..3 */
     unsigned char *buffer;
     size_t buffer_bytes;
 };
@@ -48,8 +51,7 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 /* Allocates the pyramid and its level table for n children whose partial
  * sums never exceed total_bound and whose single values never exceed
  * max_child. */
-static pm_status hp_alloc(size_t n, uint64_t total_bound, uint64_t max_child,
-                          pm_histopyramid **out)
+static pm_status hp_alloc(size_t n, uint64_t total_bound, uint64_t max_child, pm_histopyramid **out)
 {
     pm_histopyramid *hp = calloc(1, sizeof *hp);
     if (!hp) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "histopyramid: out of memory");
@@ -61,7 +63,7 @@ static pm_status hp_alloc(size_t n, uint64_t total_bound, uint64_t max_child,
         hp->nodes[l] = (below - 1) / FANIN + 1;
         uint64_t part = sat_mul(child_bound, FANIN - 1);
         if (part > total_bound) part = total_bound;
-        hp->wide[l] = part > UINT32_MAX;
+        hp->width[l] = part <= UINT8_MAX ? 0 : part <= UINT16_MAX ? 1 : part <= UINT32_MAX ? 2 : 3;
         child_bound = sat_mul(child_bound, FANIN);
         if (child_bound > total_bound) child_bound = total_bound;
         if (hp->nodes[l] == 1) break;
@@ -70,7 +72,7 @@ static pm_status hp_alloc(size_t n, uint64_t total_bound, uint64_t max_child,
     size_t bytes = 0;
     for (int l = hp->num_levels - 1; l >= 0; l--) {
         size_t lb;
-        if (!pmi_mul_size(hp->nodes[l], hp->wide[l] ? 32 : 16, &lb) ||
+        if (!pmi_mul_size(hp->nodes[l], (size_t)4 << hp->width[l], &lb) ||
             !pmi_add_size(bytes, lb, &bytes)) {
             free(hp);
             return pmi_error(PM_STATUS_OVERFLOW, "histopyramid: %zu elements overflow", n);
@@ -78,7 +80,7 @@ static pm_status hp_alloc(size_t n, uint64_t total_bound, uint64_t max_child,
         hp->offset[l] = bytes - lb;
     }
     hp->buffer_bytes = bytes;
-    /* aligned_alloc wants a multiple of the alignment (bytes is one of 16). */
+    /* aligned_alloc wants a multiple of the alignment. */
     hp->buffer = bytes ? aligned_alloc(32, (bytes + 31) & ~(size_t)31) : NULL;
     if (bytes && !hp->buffer) {
         free(hp);
@@ -94,23 +96,38 @@ static inline uint64_t store_node(pm_histopyramid *hp, int l, size_t j, const ui
 {
     uint64_t s0 = c[0], s1 = s0 + c[1], s2 = s1 + c[2], s3 = s2 + c[3];
     unsigned char *p = hp->buffer + hp->offset[l];
-    if (hp->wide[l]) {
-        uint64_t *q = (uint64_t *)p + 4 * j;
-        q[0] = s0, q[1] = s1, q[2] = s2, q[3] = s3;
-    } else {
+    switch (hp->width[l]) {
+    case 0: {
+        uint8_t *q = (uint8_t *)p + 4 * j;
+        q[0] = (uint8_t)s0, q[1] = (uint8_t)s1, q[2] = (uint8_t)s2, q[3] = (uint8_t)s3;
+        break;
+    }
+    case 1: {
+        uint16_t *q = (uint16_t *)p + 4 * j;
+        q[0] = (uint16_t)s0, q[1] = (uint16_t)s1, q[2] = (uint16_t)s2, q[3] = (uint16_t)s3;
+        break;
+    }
+    case 2: {
         uint32_t *q = (uint32_t *)p + 4 * j;
         q[0] = (uint32_t)s0, q[1] = (uint32_t)s1, q[2] = (uint32_t)s2, q[3] = (uint32_t)s3;
+        break;
+    }
+    default: {
+        uint64_t *q = (uint64_t *)p + 4 * j;
+        q[0] = s0, q[1] = s1, q[2] = s2, q[3] = s3;
+        break;
+    }
     }
     return s3 + c[4];
 }
 
-/* Builds levels 1.. from the node totals of level 0 in tmp (which has room
- * for nodes[0] + nodes[1] values and is used as ping-pong storage). */
+/* Builds levels 2.. from the node totals of level 1 in tmp (which has room
+ * for nodes[1] + nodes[2] values and is used as ping-pong storage). */
 static void build_upper(pm_context *ctx, pm_histopyramid *hp, uint64_t *tmp)
 {
-    uint64_t *prev = tmp, *next = tmp + hp->nodes[0];
+    uint64_t *prev = tmp, *next = tmp + hp->nodes[1];
     int nt = ctx->num_threads;
-    for (int l = 1; l < hp->num_levels; l++) {
+    for (int l = 2; l < hp->num_levels; l++) {
         size_t below = hp->nodes[l - 1], nodes = hp->nodes[l];
 #pragma omp parallel for num_threads(nt) schedule(static) if (nodes > 4096)
         for (size_t j = 0; j < nodes; j++) {
@@ -128,28 +145,50 @@ static void build_upper(pm_context *ctx, pm_histopyramid *hp, uint64_t *tmp)
     hp->total = prev[0];
 }
 
-/* The two base kinds differ only in how a child's value is read: a macro
- * keeps one copy of the level-0 loop for u32 counts and u8 flags. */
+/* Levels 0 and 1 in one pass over the counts: each iteration reads 25
+ * children, stores five level-0 nodes and the level-1 node above them, and
+ * keeps only the level-1 node total in tmp. Level 0's totals (a fifth of n)
+ * are never stored. The two base kinds differ only in how a child's value
+ * is read: a macro keeps one copy of the loop for u32 counts and u8 flags.
+ * With a single level (n <= 5) the one node's total is the pyramid's. */
+/* clang-format off */
 #define BUILD_BASE(hp, tmp, n, VALUE)                                                          \
     do {                                                                                       \
         size_t nodes0_ = (hp)->nodes[0];                                                       \
+        int two_ = (hp)->num_levels > 1;                                                       \
+        size_t groups_ = two_ ? (hp)->nodes[1] : 1;                                            \
+        uint64_t single_ = 0;                                                                  \
         _Pragma("omp parallel for num_threads(ctx->num_threads) schedule(static)")             \
-        for (size_t j = 0; j < nodes0_; j++) {                                                 \
-            uint64_t c[FANIN];                                                                 \
-            size_t i0 = FANIN * j;                                                             \
-            if (i0 + FANIN <= (n)) {                                                           \
-                for (int k = 0; k < FANIN; k++) c[k] = VALUE(i0 + (size_t)k);                  \
-            } else {                                                                           \
-                for (int k = 0; k < FANIN; k++)                                                \
-                    c[k] = i0 + (size_t)k < (n) ? VALUE(i0 + (size_t)k) : 0;                   \
+        for (size_t g = 0; g < groups_; g++) {                                                 \
+            uint64_t t[FANIN];                                                                 \
+            for (size_t q = 0; q < FANIN; q++) {                                               \
+                size_t j = FANIN * g + q, i0 = FANIN * j;                                      \
+                uint64_t c[FANIN];                                                             \
+                if (j >= nodes0_) {                                                            \
+                    t[q] = 0;                                                                  \
+                    continue;                                                                  \
+                }                                                                              \
+                if (i0 + FANIN <= (n)) {                                                       \
+                    for (size_t k = 0; k < FANIN; k++) c[k] = VALUE(i0 + k);                   \
+                } else {                                                                       \
+                    for (size_t k = 0; k < FANIN; k++)                                         \
+                        c[k] = i0 + k < (n) ? VALUE(i0 + k) : 0;                               \
+                }                                                                              \
+                t[q] = store_node((hp), 0, j, c);                                              \
             }                                                                                  \
-            (tmp)[j] = store_node((hp), 0, j, c);                                              \
+            if (two_) (tmp)[g] = store_node((hp), 1, g, t);                                    \
+            else single_ = t[0];                                                               \
         }                                                                                      \
+        if (two_) build_upper(ctx, (hp), (tmp));                                               \
+        else (hp)->total = single_;                                                            \
     } while (0)
+/* clang-format on */
 
 static pm_status alloc_tmp(const pm_histopyramid *hp, uint64_t **tmp)
 {
-    size_t m = hp->nodes[0] + (hp->num_levels > 1 ? hp->nodes[1] : 0);
+    size_t m = 1;
+    if (hp->num_levels > 1) m += hp->nodes[1];
+    if (hp->num_levels > 2) m += hp->nodes[2];
     *tmp = malloc(m * sizeof(uint64_t));
     if (!*tmp)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "histopyramid: cannot allocate %zu sums", m);
@@ -160,7 +199,7 @@ pm_status pmi_cpu_histopyramid_build(pm_context *ctx, const uint32_t *counts, si
                                      pm_histopyramid **out)
 {
     /* A first pass for the total and the largest count: they bound every
-     * partial sum, which decides 32- or 64-bit storage per level. */
+     * partial sum, which decides the width of each level's sums. */
     uint64_t total = 0;
     uint32_t maxc = 0;
 #pragma omp parallel for num_threads(ctx->num_threads) schedule(static) \
@@ -184,7 +223,6 @@ pm_status pmi_cpu_histopyramid_build(pm_context *ctx, const uint32_t *counts, si
 #define COUNT_VALUE(i) ((uint64_t)counts[(i)])
     BUILD_BASE(hp, tmp, n, COUNT_VALUE);
 #undef COUNT_VALUE
-    build_upper(ctx, hp, tmp);
     free(tmp);
     *out = hp;
     return PM_STATUS_OK;
@@ -208,14 +246,12 @@ pm_status pmi_cpu_histopyramid_build_flags(pm_context *ctx, const uint8_t *flags
 #define FLAG_VALUE(i) ((uint64_t)(flags[(i)] != 0))
     BUILD_BASE(hp, tmp, n, FLAG_VALUE);
 #undef FLAG_VALUE
-    build_upper(ctx, hp, tmp);
     free(tmp);
     *out = hp;
     return PM_STATUS_OK;
 }
 
-pm_status pmi_cpu_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
-                                     uint64_t *total)
+pm_status pmi_cpu_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp, uint64_t *total)
 {
     (void)ctx;
     *total = hp->total;
@@ -231,17 +267,32 @@ pm_status pmi_cpu_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
  * traversed on its own, exactly as a GPU thread would. */
 #define BATCH 8
 
-static inline void step(const unsigned char *p, int wide, uint64_t *key, size_t *j)
+static inline void step(const unsigned char *p, int width, uint64_t *key, size_t *j)
 {
     /* s[0] = 0, so the sum before child c is s[c]: no data-dependent branch. */
     uint64_t s[5];
     s[0] = 0;
-    if (wide) {
-        const uint64_t *q = (const uint64_t *)p + 4 * *j;
+    switch (width) { /* the same for every key of a level: predicted */
+    case 0: {
+        const uint8_t *q = (const uint8_t *)p + 4 * *j;
         s[1] = q[0], s[2] = q[1], s[3] = q[2], s[4] = q[3];
-    } else {
+        break;
+    }
+    case 1: {
+        const uint16_t *q = (const uint16_t *)p + 4 * *j;
+        s[1] = q[0], s[2] = q[1], s[3] = q[2], s[4] = q[3];
+        break;
+    }
+    case 2: {
         const uint32_t *q = (const uint32_t *)p + 4 * *j;
         s[1] = q[0], s[2] = q[1], s[3] = q[2], s[4] = q[3];
+        break;
+    }
+    default: {
+        const uint64_t *q = (const uint64_t *)p + 4 * *j;
+        s[1] = q[0], s[2] = q[1], s[3] = q[2], s[4] = q[3];
+        break;
+    }
     }
     uint64_t k = *key;
     unsigned c = (unsigned)(k >= s[1]) + (unsigned)(k >= s[2]) + (unsigned)(k >= s[3]) +
@@ -262,8 +313,9 @@ static inline void traverse_batch(const pm_histopyramid *hp, uint64_t first, siz
     }
     for (int l = hp->num_levels - 1; l >= 0; l--) {
         const unsigned char *p = hp->buffer + hp->offset[l];
-        int wide = hp->wide[l];
-        for (size_t b = 0; b < BATCH; b++) step(p, wide, &key[b], &j[b]);
+        int width = hp->width[l];
+        for (size_t b = 0; b < BATCH; b++)
+            step(p, width, &key[b], &j[b]);
     }
     for (size_t b = 0; b < m; b++) {
         if (out_source) out_source[b] = j[b];
@@ -272,14 +324,13 @@ static inline void traverse_batch(const pm_histopyramid *hp, uint64_t first, siz
 }
 
 pm_status pmi_cpu_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
-                                        uint64_t first_key, size_t num_keys,
-                                        uint64_t *out_source, uint32_t *out_local)
+                                        uint64_t first_key, size_t num_keys, uint64_t *out_source,
+                                        uint32_t *out_local)
 {
     if (first_key >= hp->total || num_keys > hp->total - first_key)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_histopyramid_traverse: %zu keys from %llu exceed the total %llu",
-                         num_keys, (unsigned long long)first_key,
-                         (unsigned long long)hp->total);
+                         num_keys, (unsigned long long)first_key, (unsigned long long)hp->total);
     size_t batches = (num_keys - 1) / BATCH + 1;
 #pragma omp parallel for num_threads(ctx->num_threads) schedule(static) if (batches > 128)
     for (size_t b = 0; b < batches; b++) {

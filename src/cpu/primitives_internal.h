@@ -21,8 +21,8 @@ static inline size_t pmi_cpu_num_chunks(size_t n) { return (n - 1) / PMI_CPU_CHU
 pm_status pmi_cpu_compact_histopyramid(pm_context *ctx, const uint8_t *flags, size_t n,
                                        uint64_t *out_index, size_t capacity, size_t *count);
 pm_status pmi_cpu_expand_histopyramid(pm_context *ctx, const uint32_t *counts, size_t n,
-                                      uint64_t *out_source, uint32_t *out_local,
-                                      size_t capacity, size_t *count);
+                                      uint64_t *out_source, uint32_t *out_local, size_t capacity,
+                                      size_t *count);
 
 /* Builds a pyramid whose base is n 0/1 flags (nonzero byte = 1). */
 pm_status pmi_cpu_histopyramid_build_flags(pm_context *ctx, const uint8_t *flags, size_t n,

@@ -27,15 +27,18 @@ static double sum_run(const float *p, size_t len)
     double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     size_t i = 0;
     for (; i + 8 <= len; i += 8)
-        for (int k = 0; k < 8; k++) a[k] += (double)p[i + k];
-    for (; i < len; i++) a[0] += (double)p[i];
+        for (int k = 0; k < 8; k++)
+            a[k] += (double)p[i + k];
+    for (; i < len; i++)
+        a[0] += (double)p[i];
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
 static double log_run(const float *p, size_t len)
 {
     double s = 0.0;
-    for (size_t i = 0; i < len; i++) s += log((double)p[i]);
+    for (size_t i = 0; i < len; i++)
+        s += log((double)p[i]);
     return s;
 }
 
@@ -141,8 +144,7 @@ pm_status pmi_cpu_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, 
 }
 
 pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
-                                   size_t width, size_t height, size_t row_stride,
-                                   double *result)
+                                   size_t width, size_t height, size_t row_stride, double *result)
 {
     return reduce_2d(ctx, op, image, width, height, row_stride, result);
 }

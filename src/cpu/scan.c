@@ -6,14 +6,13 @@
 #include "core/util.h"
 #include "cpu/primitives_internal.h"
 
-pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out,
-                                     size_t n, uint64_t *total)
+pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+                                     uint64_t *total)
 {
     size_t nchunks = pmi_cpu_num_chunks(n);
     uint64_t *offs = malloc(nchunks * sizeof *offs);
     if (!offs)
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "scan: cannot allocate %zu chunk sums",
-                         nchunks);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "scan: cannot allocate %zu chunk sums", nchunks);
     int nt = ctx->num_threads;
 
     /* Pass 1: chunk totals in 64 bits, so the total is exact even when it
@@ -22,7 +21,8 @@ pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32
     for (size_t c = 0; c < nchunks; c++) {
         size_t b = c * PMI_CPU_CHUNK, e = b + PMI_CPU_CHUNK < n ? b + PMI_CPU_CHUNK : n;
         uint64_t s = 0;
-        for (size_t i = b; i < e; i++) s += in[i];
+        for (size_t i = b; i < e; i++)
+            s += in[i];
         offs[c] = s;
     }
     uint64_t run = 0;
