@@ -43,24 +43,41 @@ static double log_run(const float *p, size_t len)
 }
 
 /* MIN (is_max 0) or MAX over a run; NaNs are skipped because a comparison
- * with NaN is false. *seen records that some element was not NaN. */
+ * with NaN is false (x < m ? x : m keeps m). Eight lanes let the compiler
+ * use vector min/max, whose NaN rule is exactly this one. *seen records
+ * that some element was not NaN. */
 static float minmax_run(const float *p, size_t len, int is_max, float m, int *seen)
 {
-    int any = 0;
+    float a[8];
+    int any[8];
+    for (int k = 0; k < 8; k++) a[k] = m, any[k] = 0;
+    size_t i = 0;
     if (is_max) {
-        for (size_t i = 0; i < len; i++) {
-            float x = p[i];
-            m = x > m ? x : m;
-            any |= x == x;
+        for (; i + 8 <= len; i += 8)
+            for (int k = 0; k < 8; k++) {
+                float x = p[i + k];
+                a[k] = x > a[k] ? x : a[k];
+                any[k] |= x == x;
+            }
+        for (; i < len; i++) {
+            a[0] = p[i] > a[0] ? p[i] : a[0];
+            any[0] |= p[i] == p[i];
         }
+        for (int k = 0; k < 8; k++) m = a[k] > m ? a[k] : m;
     } else {
-        for (size_t i = 0; i < len; i++) {
-            float x = p[i];
-            m = x < m ? x : m;
-            any |= x == x;
+        for (; i + 8 <= len; i += 8)
+            for (int k = 0; k < 8; k++) {
+                float x = p[i + k];
+                a[k] = x < a[k] ? x : a[k];
+                any[k] |= x == x;
+            }
+        for (; i < len; i++) {
+            a[0] = p[i] < a[0] ? p[i] : a[0];
+            any[0] |= p[i] == p[i];
         }
+        for (int k = 0; k < 8; k++) m = a[k] < m ? a[k] : m;
     }
-    *seen |= any;
+    for (int k = 0; k < 8; k++) *seen |= any[k];
     return m;
 }
 
