@@ -208,6 +208,14 @@ pm_status pmi_cpu_histopyramid_build(pm_context *ctx, const uint32_t *counts, si
         total += counts[i];
         maxc = counts[i] > maxc ? counts[i] : maxc;
     }
+    /* Only more than 2^32 counts near 2^32 can wrap the 64-bit total. */
+    if (sat_mul(n, maxc) == UINT64_MAX) {
+        uint64_t t = 0;
+        for (size_t i = 0; i < n; i++)
+            if (__builtin_add_overflow(t, counts[i], &t))
+                return pmi_error(PM_STATUS_OVERFLOW,
+                                 "pm_histopyramid_build: the total of the counts exceeds 2^64");
+    }
     pm_histopyramid *hp = NULL;
     pm_status s = hp_alloc(n, total, maxc, &hp);
     if (s != PM_STATUS_OK) return s;
