@@ -160,19 +160,13 @@ __global__ void __launch_bounds__(FLT_THREADS)
     extern __shared__ float4 buf[];      /* S slots of TILE4 */
     __shared__ unsigned warp_tot[PACKS][FLT_THREADS / 32];
     __shared__ unsigned pref[R * 8];
-    __shared__ unsigned long long s_tile[S];
-    __shared__ unsigned s_next[2];
     __shared__ unsigned long long s_excl;
     __shared__ unsigned s_agg;
     const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    if (t == 0) {
-        unsigned first = atomicAdd(tile_counter, S);
-        for (int k = 0; k < S - 1; k++) s_tile[k] = first + k;
-        s_next[0] = first + S - 1;
-    }
-    __syncthreads();
+    (void)tile_counter;
+    const unsigned long long G = gridDim.x;
     for (int k = 0; k < S - 1; k++) {
-        unsigned long long tk = s_tile[k];
+        unsigned long long tk = blockIdx.x + k * G;
         if (vec && (tk + 1) * (R * FLT_THREADS * 4) <= n)
 #pragma unroll
             for (int r = 0; r < R; r++)
@@ -184,12 +178,11 @@ __global__ void __launch_bounds__(FLT_THREADS)
         const int slot = j % S;
         cp_async_wait<S - 2>();
         __syncthreads();
-        const unsigned long long tile = s_tile[slot];
-        if (tile >= num_tiles) break; /* later grabs are larger: nothing in flight */
+        const unsigned long long tile = blockIdx.x + j * G;
+        if (tile >= num_tiles) break; /* later tiles are larger: nothing in flight */
         {
-            const unsigned long long nx = s_next[j & 1];
+            const unsigned long long nx = tile + (S - 1) * G;
             const int ns = (j + S - 1) % S;
-            if (t == 0) s_tile[ns] = nx;
             if (vec && (nx + 1) * (R * FLT_THREADS * 4) <= n)
 #pragma unroll
                 for (int r = 0; r < R; r++)
@@ -197,8 +190,6 @@ __global__ void __launch_bounds__(FLT_THREADS)
                                (const float4 *)in + nx * TILE4 + r * FLT_THREADS + t);
             cp_async_commit();
         }
-        unsigned grabbed = 0;
-        if (t == 0) grabbed = atomicAdd(tile_counter, 1u);
         const size_t base = (size_t)tile * (TILE4 * 4);
         float4 v[R];
         if (vec && base + TILE4 * 4 <= n) {
@@ -237,7 +228,6 @@ __global__ void __launch_bounds__(FLT_THREADS)
         if (lane == 31)
 #pragma unroll
             for (int q = 0; q < PACKS; q++) warp_tot[q][warp] = incl[q];
-        if (t == 0) s_next[(j + 1) & 1] = grabbed;
         __syncthreads();
         if (warp == 0) {
             /* Output order: round-major, then warp: entry 8 round + warp. */

@@ -159,17 +159,11 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     extern __shared__ uint4 sbuf[];      /* S slots of CH chunks */
     __shared__ unsigned long long warp_sum[WARPS];
     __shared__ unsigned long long s_prefix;
-    __shared__ unsigned long long s_tile[S];
-    __shared__ unsigned s_next[2];
     const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    if (t == 0) {
-        unsigned first = atomicAdd(tile_counter, S);
-        for (int k = 0; k < S - 1; k++) s_tile[k] = first + k;
-        s_next[0] = first + S - 1;
-    }
-    __syncthreads();
+    (void)tile_counter;
+    const unsigned long long G = gridDim.x;
     for (int k = 0; k < S - 1; k++) {
-        unsigned long long tk = s_tile[k];
+        unsigned long long tk = blockIdx.x + k * G;
         if (vec && (tk + 1) * TILE <= n)
 #pragma unroll
             for (int c = 0; c < CPT; c++) {
@@ -184,12 +178,11 @@ __global__ void __launch_bounds__(SCAN_THREADS)
         uint4 *tb = sbuf + slot * CH;
         cp_async_wait<S - 2>();
         __syncthreads();
-        const unsigned long long tile = s_tile[slot];
-        if (tile >= num_tiles) break; /* later grabs are larger: nothing in flight */
+        const unsigned long long tile = blockIdx.x + j * G;
+        if (tile >= num_tiles) break; /* later tiles are larger: nothing in flight */
         {
-            const unsigned long long nx = s_next[j & 1];
+            const unsigned long long nx = tile + (S - 1) * G;
             const int ns = (j + S - 1) % S;
-            if (t == 0) s_tile[ns] = nx;
             if (vec && (nx + 1) * TILE <= n)
 #pragma unroll
                 for (int c = 0; c < CPT; c++) {
@@ -198,8 +191,6 @@ __global__ void __launch_bounds__(SCAN_THREADS)
                 }
             cp_async_commit();
         }
-        unsigned grabbed = 0;
-        if (t == 0) grabbed = atomicAdd(tile_counter, 1u);
         const size_t base = (size_t)tile * TILE;
         const bool fast = vec && base + TILE <= n;
         if (!fast) {
@@ -242,7 +233,6 @@ __global__ void __launch_bounds__(SCAN_THREADS)
             if ((int)lane >= off) incl += y;
         }
         if (lane == 31) warp_sum[warp] = incl;
-        if (t == 0) s_next[(j + 1) & 1] = grabbed;
         __syncthreads();
         if (warp == 0) {
             unsigned long long w = lane < WARPS ? warp_sum[lane] : 0, wi = w;
