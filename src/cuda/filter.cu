@@ -19,6 +19,54 @@ static __device__ __forceinline__ unsigned flt_pass(int cmp, float x, float t)
     return r ? 1u : 0u;
 }
 
+/* Look-back by one warp reading K states per lane at once (a window of 32 K
+ * predecessors per round trip): walks far in few L2 round trips when the
+ * nearest inclusive prefix is many tiles back. K = 0: pmi_lookback. */
+template <int K>
+static __device__ __forceinline__ unsigned long long lookback_wide(unsigned long long *state,
+                                                                   unsigned long long tile)
+{
+    if (K == 0) return pmi_lookback(state, tile);
+    constexpr int KK = K > 0 ? K : 1;
+    const unsigned lane = threadIdx.x & 31;
+    unsigned long long excl = 0;
+    long long end = (long long)tile - 1;
+    for (;;) {
+        unsigned long long s[KK];
+        int dp; /* distance of the nearest inclusive prefix, or 32 K */
+        for (;;) {
+#pragma unroll
+            for (int k = 0; k < KK; k++) {
+                long long idx = end - (long long)lane - 32 * k;
+                s[k] = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P;
+            }
+            dp = 32 * KK;
+            unsigned bad = 0;
+#pragma unroll
+            for (int k = KK - 1; k >= 0; k--) {
+                unsigned pm = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
+                if (pm) dp = 32 * k + __ffs(pm) - 1;
+            }
+            /* Every state nearer than the prefix must have its aggregate. */
+#pragma unroll
+            for (int k = 0; k < KK; k++)
+                bad |= __ballot_sync(0xffffffffu, (s[k] >> 62) == 0 && 32 * k + (int)lane < dp);
+            if (!bad) break;
+            __nanosleep(64);
+        }
+        unsigned long long v = 0;
+#pragma unroll
+        for (int k = 0; k < KK; k++)
+            if (32 * k + (int)lane <= dp) v += s[k] & PMI_VALUE_MASK;
+        for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+        excl += v;
+        if (dp < 32 * KK) break;
+        end -= 32 * KK;
+    }
+    return excl;
+}
+
+template <int K>
 __global__ void __launch_bounds__(FLT_THREADS)
     filter_kernel(const float *__restrict__ in, size_t n, int vec, int cmp, float thr,
                   float *__restrict__ out, size_t capacity, unsigned long long *state,
@@ -114,7 +162,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
         if (m[r] & 8) stage[pos] = v[r].w;
     }
     if (warp == 0) {
-        unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
+        unsigned long long excl = tile ? lookback_wide<K>(state, tile) : 0;
         if (lane == 0) {
             if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + s_agg));
             s_excl = excl;
@@ -147,7 +195,7 @@ template <int N> static __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <int R, int S>
+template <int R, int S, int K>
 __global__ void __launch_bounds__(FLT_THREADS)
     pfilter_kernel(const float *__restrict__ in, size_t n, int vec, int cmp, float thr,
                    float *__restrict__ out, size_t capacity, unsigned long long *state,
@@ -269,7 +317,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
             if (m[r] & 8) stage[pos] = v[r].w;
         }
         if (warp == 0) {
-            unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
+            unsigned long long excl = tile ? lookback_wide<K>(state, tile) : 0;
             if (lane == 0) {
                 if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + s_agg));
                 s_excl = excl;
@@ -304,13 +352,15 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     pfilter_fn fn = NULL;
     int r4 = 8, stages = 2;
     switch (var) {
-    case 1: fn = pfilter_kernel<4, 3>; r4 = 4; stages = 3; break;
-    case 2: fn = pfilter_kernel<4, 4>; r4 = 4; stages = 4; break;
-    case 3: fn = pfilter_kernel<8, 2>; r4 = 8; stages = 2; break;
-    case 4: fn = pfilter_kernel<8, 3>; r4 = 8; stages = 3; break;
-    case 5: fn = pfilter_kernel<4, 2>; r4 = 4; stages = 2; break;
+    case 1: fn = pfilter_kernel<4, 3, 8>; r4 = 4; stages = 3; break;
+    case 2: fn = pfilter_kernel<8, 2, 8>; r4 = 8; stages = 2; break;
+    case 3: fn = pfilter_kernel<8, 2, 16>; r4 = 8; stages = 2; break;
     default: break;
     }
+    void (*old)(const float *, size_t, int, int, float, float *, size_t, unsigned long long *,
+                unsigned *, unsigned long long, unsigned long long *) =
+        var == 4 ? filter_kernel<2> : var == 5 ? filter_kernel<4> : var == 6 ? filter_kernel<8>
+                                                                  : filter_kernel<0>;
     const size_t tile_elems = fn ? (size_t)FLT_THREADS * r4 * 4 : FLT_TILE;
     unsigned long long tiles = (n + tile_elems - 1) / tile_elems;
     if (tiles > UINT32_MAX / 2)
@@ -319,7 +369,7 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     PMI_TRY(pmi_cuda_scratch(ctx, 256 + tiles * 8, &arena));
     PMI_CU_TRY(cudaMemsetAsync(arena, 0, 256 + tiles * 8, st->stream), "pm_filter_f32");
     if (!fn) {
-        filter_kernel<<<(unsigned)tiles, FLT_THREADS, 0, st->stream>>>(
+        old<<<(unsigned)tiles, FLT_THREADS, 0, st->stream>>>(
             in, n, ((uintptr_t)in & 15) == 0, (int)cmp, thr, out, capacity,
             (unsigned long long *)((char *)arena + 256), (unsigned *)arena, tiles, count_d);
         return pmi_cuda_launched("pm_filter_f32");

@@ -20,6 +20,54 @@
  * each quarter-warp's 8 chunks land in 8 different 16-byte bank groups. */
 static __device__ __forceinline__ unsigned swz(unsigned c) { return c ^ ((c >> 3) & 7); }
 
+/* Look-back by one warp reading K states per lane at once (a window of 32 K
+ * predecessors per round trip): walks far in few L2 round trips when the
+ * nearest inclusive prefix is many tiles back. K = 0: pmi_lookback. */
+template <int K>
+static __device__ __forceinline__ unsigned long long lookback_wide(unsigned long long *state,
+                                                                   unsigned long long tile)
+{
+    if (K == 0) return pmi_lookback(state, tile);
+    constexpr int KK = K > 0 ? K : 1;
+    const unsigned lane = threadIdx.x & 31;
+    unsigned long long excl = 0;
+    long long end = (long long)tile - 1;
+    for (;;) {
+        unsigned long long s[KK];
+        int dp; /* distance of the nearest inclusive prefix, or 32 K */
+        for (;;) {
+#pragma unroll
+            for (int k = 0; k < KK; k++) {
+                long long idx = end - (long long)lane - 32 * k;
+                s[k] = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P;
+            }
+            dp = 32 * KK;
+            unsigned bad = 0;
+#pragma unroll
+            for (int k = KK - 1; k >= 0; k--) {
+                unsigned pm = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
+                if (pm) dp = 32 * k + __ffs(pm) - 1;
+            }
+            /* Every state nearer than the prefix must have its aggregate. */
+#pragma unroll
+            for (int k = 0; k < KK; k++)
+                bad |= __ballot_sync(0xffffffffu, (s[k] >> 62) == 0 && 32 * k + (int)lane < dp);
+            if (!bad) break;
+            __nanosleep(64);
+        }
+        unsigned long long v = 0;
+#pragma unroll
+        for (int k = 0; k < KK; k++)
+            if (32 * k + (int)lane <= dp) v += s[k] & PMI_VALUE_MASK;
+        for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+        excl += v;
+        if (dp < 32 * KK) break;
+        end -= 32 * KK;
+    }
+    return excl;
+}
+
+template <int K>
 __global__ void __launch_bounds__(SCAN_THREADS)
     scan_kernel(const uint32_t *in, uint32_t *out, size_t n, int vec,
                 unsigned long long *state, unsigned *tile_counter,
@@ -91,7 +139,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
         }
         unsigned long long agg = __shfl_sync(0xffffffffu, wi, SCAN_THREADS / 32 - 1);
         if (lane == 0) pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
-        unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
+        unsigned long long excl = tile ? lookback_wide<K>(state, tile) : 0;
         if (lane == 0) {
             if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + agg));
             unsigned long long carry = carry_in ? *carry_in : 0;
@@ -145,7 +193,7 @@ template <int N> static __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <int ITEMS, int S>
+template <int ITEMS, int S, int K>
 __global__ void __launch_bounds__(SCAN_THREADS)
     pscan_kernel(const uint32_t *in, uint32_t *out, size_t n, int vec,
                  unsigned long long *state, unsigned *tile_counter,
@@ -244,7 +292,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
             unsigned long long agg = __shfl_sync(0xffffffffu, wi, WARPS - 1);
             if (lane == 0)
                 pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
-            unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
+            unsigned long long excl = tile ? lookback_wide<K>(state, tile) : 0;
             if (lane == 0) {
                 if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + agg));
                 s_prefix = carry + excl;
@@ -292,13 +340,13 @@ extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t
     pscan_fn fn = NULL;
     int items = SCAN_ITEMS, stages = 1;
     switch (var) {
-    case 1: fn = pscan_kernel<16, 3>; items = 16; stages = 3; break;
-    case 2: fn = pscan_kernel<16, 4>; items = 16; stages = 4; break;
-    case 3: fn = pscan_kernel<32, 2>; items = 32; stages = 2; break;
-    case 4: fn = pscan_kernel<16, 2>; items = 16; stages = 2; break;
-    case 5: fn = pscan_kernel<32, 3>; items = 32; stages = 3; break;
+    case 1: fn = pscan_kernel<16, 3, 8>; items = 16; stages = 3; break;
+    case 2: fn = pscan_kernel<32, 2, 8>; items = 32; stages = 2; break;
+    case 3: fn = pscan_kernel<32, 2, 16>; items = 32; stages = 2; break;
     default: break;
     }
+    pscan_fn old = var == 4 ? scan_kernel<2> : var == 5 ? scan_kernel<4> : var == 6 ? scan_kernel<8>
+                                                                      : scan_kernel<0>;
     const size_t tile_elems = (size_t)SCAN_THREADS * items;
     const size_t max_tiles = ((n < SCAN_CHUNK ? n : SCAN_CHUNK) + tile_elems - 1) / tile_elems;
     /* Arena: [tile counter][tile states][two carries], so one memset clears
@@ -334,7 +382,7 @@ extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t
             fn<<<(unsigned)grid, SCAN_THREADS, smem, st->stream>>>(
                 in + off, out + off, len, vec, state, counter, cin, cout, tiles);
         } else {
-            scan_kernel<<<(unsigned)tiles, SCAN_THREADS, 0, st->stream>>>(
+            old<<<(unsigned)tiles, SCAN_THREADS, 0, st->stream>>>(
                 in + off, out + off, len, vec, state, counter, cin, cout, tiles);
         }
         PMI_TRY(pmi_cuda_launched("pm_scan_exclusive_u32"));
