@@ -20,54 +20,6 @@
  * each quarter-warp's 8 chunks land in 8 different 16-byte bank groups. */
 static __device__ __forceinline__ unsigned swz(unsigned c) { return c ^ ((c >> 3) & 7); }
 
-/* Look-back by one warp reading K states per lane at once (a window of 32 K
- * predecessors per round trip): walks far in few L2 round trips when the
- * nearest inclusive prefix is many tiles back. K = 0: pmi_lookback. */
-template <int K>
-static __device__ __forceinline__ unsigned long long lookback_wide(unsigned long long *state,
-                                                                   unsigned long long tile)
-{
-    if (K == 0) return pmi_lookback(state, tile);
-    constexpr int KK = K > 0 ? K : 1;
-    const unsigned lane = threadIdx.x & 31;
-    unsigned long long excl = 0;
-    long long end = (long long)tile - 1;
-    for (;;) {
-        unsigned long long s[KK];
-        int dp; /* distance of the nearest inclusive prefix, or 32 K */
-        for (;;) {
-#pragma unroll
-            for (int k = 0; k < KK; k++) {
-                long long idx = end - (long long)lane - 32 * k;
-                s[k] = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P;
-            }
-            dp = 32 * KK;
-            unsigned bad = 0;
-#pragma unroll
-            for (int k = KK - 1; k >= 0; k--) {
-                unsigned pm = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
-                if (pm) dp = 32 * k + __ffs(pm) - 1;
-            }
-            /* Every state nearer than the prefix must have its aggregate. */
-#pragma unroll
-            for (int k = 0; k < KK; k++)
-                bad |= __ballot_sync(0xffffffffu, (s[k] >> 62) == 0 && 32 * k + (int)lane < dp);
-            if (!bad) break;
-            __nanosleep(64);
-        }
-        unsigned long long v = 0;
-#pragma unroll
-        for (int k = 0; k < KK; k++)
-            if (32 * k + (int)lane <= dp) v += s[k] & PMI_VALUE_MASK;
-        for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-        excl += v;
-        if (dp < 32 * KK) break;
-        end -= 32 * KK;
-    }
-    return excl;
-}
-
-template <int K>
 __global__ void __launch_bounds__(SCAN_THREADS)
     scan_kernel(const uint32_t *in, uint32_t *out, size_t n, int vec,
                 unsigned long long *state, unsigned *tile_counter,
@@ -139,7 +91,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
         }
         unsigned long long agg = __shfl_sync(0xffffffffu, wi, SCAN_THREADS / 32 - 1);
         if (lane == 0) pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
-        unsigned long long excl = tile ? lookback_wide<K>(state, tile) : 0;
+        unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
         if (lane == 0) {
             if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + agg));
             unsigned long long carry = carry_in ? *carry_in : 0;
@@ -174,181 +126,12 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     }
 }
 
-/* ---- persistent variant: a grid that fits on the GPU at once takes tiles
- * from an atomic counter (in order, so every predecessor of a tile is held by
- * a running block) and keeps the next STAGES-1 tiles loading with cp.async
- * while it scans the current one and waits on its look-back. ---- */
-
-static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-static __device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N> static __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-template <int ITEMS, int S, int K>
-__global__ void __launch_bounds__(SCAN_THREADS)
-    pscan_kernel(const uint32_t *in, uint32_t *out, size_t n, int vec,
-                 unsigned long long *state, unsigned *tile_counter,
-                 const unsigned long long *carry_in, unsigned long long *carry_out,
-                 unsigned long long num_tiles)
-{
-    constexpr int TILE = SCAN_THREADS * ITEMS;
-    constexpr int CH = TILE / 4;         /* 16-byte chunks per tile */
-    constexpr int CPT = ITEMS / 4;       /* chunks per thread */
-    constexpr int WARPS = SCAN_THREADS / 32;
-    extern __shared__ uint4 sbuf[];      /* S slots of CH chunks */
-    __shared__ unsigned long long warp_sum[WARPS];
-    __shared__ unsigned long long s_prefix;
-    const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    (void)tile_counter;
-    const unsigned long long G = gridDim.x;
-    for (int k = 0; k < S - 1; k++) {
-        unsigned long long tk = blockIdx.x + k * G;
-        if (vec && (tk + 1) * TILE <= n)
-#pragma unroll
-            for (int c = 0; c < CPT; c++) {
-                unsigned ch = c * SCAN_THREADS + t;
-                cp_async16(&sbuf[k * CH + swz(ch)], (const uint4 *)in + tk * CH + ch);
-            }
-        cp_async_commit();
-    }
-    const unsigned long long carry = carry_in ? *carry_in : 0;
-    for (unsigned j = 0;; j++) {
-        const int slot = j % S;
-        uint4 *tb = sbuf + slot * CH;
-        cp_async_wait<S - 2>();
-        __syncthreads();
-        const unsigned long long tile = blockIdx.x + j * G;
-        if (tile >= num_tiles) break; /* later tiles are larger: nothing in flight */
-        {
-            const unsigned long long nx = tile + (S - 1) * G;
-            const int ns = (j + S - 1) % S;
-            if (vec && (nx + 1) * TILE <= n)
-#pragma unroll
-                for (int c = 0; c < CPT; c++) {
-                    unsigned ch = c * SCAN_THREADS + t;
-                    cp_async16(&sbuf[ns * CH + swz(ch)], (const uint4 *)in + nx * CH + ch);
-                }
-            cp_async_commit();
-        }
-        const size_t base = (size_t)tile * TILE;
-        const bool fast = vec && base + TILE <= n;
-        if (!fast) {
-            /* Partial (or unaligned) tile: guarded loads into the slot. */
-#pragma unroll
-            for (int c = 0; c < CPT; c++) {
-                unsigned ch = c * SCAN_THREADS + t;
-                size_t e = base + 4 * (size_t)ch;
-                uint4 v;
-                v.x = e < n ? in[e] : 0;
-                v.y = e + 1 < n ? in[e + 1] : 0;
-                v.z = e + 2 < n ? in[e + 2] : 0;
-                v.w = e + 3 < n ? in[e + 3] : 0;
-                tb[swz(ch)] = v;
-            }
-            __syncthreads();
-        }
-        uint32_t x[ITEMS];
-#pragma unroll
-        for (int c = 0; c < CPT; c++) {
-            uint4 v = tb[swz(CPT * t + c)];
-            x[4 * c] = v.x;
-            x[4 * c + 1] = v.y;
-            x[4 * c + 2] = v.z;
-            x[4 * c + 3] = v.w;
-        }
-        unsigned long long tsum = 0;
-        uint32_t run = 0;
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) {
-            uint32_t v = x[i];
-            x[i] = run;
-            run += v;
-            tsum += v;
-        }
-        unsigned long long incl = tsum;
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-            unsigned long long y = __shfl_up_sync(0xffffffffu, incl, off);
-            if ((int)lane >= off) incl += y;
-        }
-        if (lane == 31) warp_sum[warp] = incl;
-        __syncthreads();
-        if (warp == 0) {
-            unsigned long long w = lane < WARPS ? warp_sum[lane] : 0, wi = w;
-#pragma unroll
-            for (int off = 1; off < WARPS; off <<= 1) {
-                unsigned long long y = __shfl_up_sync(0xffffffffu, wi, off);
-                if ((int)lane >= off) wi += y;
-            }
-            unsigned long long agg = __shfl_sync(0xffffffffu, wi, WARPS - 1);
-            if (lane == 0)
-                pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
-            unsigned long long excl = tile ? lookback_wide<K>(state, tile) : 0;
-            if (lane == 0) {
-                if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + agg));
-                s_prefix = carry + excl;
-                if (tile == num_tiles - 1) *carry_out = carry + excl + agg;
-            }
-            __syncwarp();
-            if (lane < WARPS) warp_sum[lane] = wi - w; /* exclusive per warp */
-        }
-        __syncthreads();
-        const uint32_t b = (uint32_t)(s_prefix + warp_sum[warp] + (incl - tsum));
-        /* Each thread rewrites the chunks it read: no barrier needed before. */
-#pragma unroll
-        for (int c = 0; c < CPT; c++)
-            tb[swz(CPT * t + c)] = make_uint4(b + x[4 * c], b + x[4 * c + 1], b + x[4 * c + 2],
-                                              b + x[4 * c + 3]);
-        __syncthreads();
-#pragma unroll
-        for (int c = 0; c < CPT; c++) {
-            unsigned ch = c * SCAN_THREADS + t;
-            uint4 v = tb[swz(ch)];
-            if (fast) {
-                __stcs((uint4 *)out + tile * CH + ch, v);
-            } else {
-                size_t e = base + 4 * (size_t)ch;
-                if (e < n) out[e] = v.x;
-                if (e + 1 < n) out[e + 1] = v.y;
-                if (e + 2 < n) out[e + 2] = v.z;
-                if (e + 3 < n) out[e + 3] = v.w;
-            }
-        }
-    }
-}
-
-typedef void (*pscan_fn)(const uint32_t *, uint32_t *, size_t, int, unsigned long long *,
-                         unsigned *, const unsigned long long *, unsigned long long *,
-                         unsigned long long);
-
 extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in,
                                                  uint32_t *out, size_t n, uint64_t *total)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);
-    const char *ev = getenv("PM_SCAN_VARIANT");
-    int var = ev ? atoi(ev) : 1;
-    pscan_fn fn = NULL;
-    int items = SCAN_ITEMS, stages = 1;
-    switch (var) {
-    case 1: fn = pscan_kernel<16, 3, 8>; items = 16; stages = 3; break;
-    case 2: fn = pscan_kernel<32, 2, 8>; items = 32; stages = 2; break;
-    case 3: fn = pscan_kernel<32, 2, 16>; items = 32; stages = 2; break;
-    default: break;
-    }
-    pscan_fn old = var == 4 ? scan_kernel<2> : var == 5 ? scan_kernel<4> : var == 6 ? scan_kernel<8>
-                                                                      : scan_kernel<0>;
-    const size_t tile_elems = (size_t)SCAN_THREADS * items;
-    const size_t max_tiles = ((n < SCAN_CHUNK ? n : SCAN_CHUNK) + tile_elems - 1) / tile_elems;
+    const size_t max_tiles = ((n < SCAN_CHUNK ? n : SCAN_CHUNK) + SCAN_TILE - 1) / SCAN_TILE;
     /* Arena: [tile counter][tile states][two carries], so one memset clears
      * the counter and the states and leaves the carries. */
     void *arena;
@@ -358,33 +141,17 @@ extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t
     unsigned long long *carry = state + max_tiles;
     unsigned long long *result = &st->host_d[PMI_HOST_RESULT];
     const int vec = ((uintptr_t)in & 15) == 0 && ((uintptr_t)out & 15) == 0;
-    size_t smem = (size_t)stages * tile_elems * 4;
-    unsigned long long resident = 0;
-    if (fn) {
-        PMI_CU_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-                   "pm_scan_exclusive_u32: shared memory");
-        int per_sm = 0;
-        PMI_CU_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, SCAN_THREADS, smem),
-                   "pm_scan_exclusive_u32: occupancy");
-        resident = (unsigned long long)(per_sm > 0 ? per_sm : 1) * st->num_sms;
-    }
     size_t chunk_index = 0;
     for (size_t off = 0; off < n; off += SCAN_CHUNK, chunk_index++) {
         size_t len = n - off < SCAN_CHUNK ? n - off : SCAN_CHUNK;
-        unsigned long long tiles = (len + tile_elems - 1) / tile_elems;
+        unsigned long long tiles = (len + SCAN_TILE - 1) / SCAN_TILE;
         bool last = off + len == n;
         PMI_CU_TRY(cudaMemsetAsync(arena, 0, 256 + tiles * 8, st->stream),
                    "pm_scan_exclusive_u32: clearing tile states");
         const unsigned long long *cin = chunk_index ? carry + ((chunk_index - 1) & 1) : NULL;
         unsigned long long *cout = last ? result : carry + (chunk_index & 1);
-        if (fn) {
-            unsigned long long grid = resident < tiles ? resident : tiles;
-            fn<<<(unsigned)grid, SCAN_THREADS, smem, st->stream>>>(
-                in + off, out + off, len, vec, state, counter, cin, cout, tiles);
-        } else {
-            old<<<(unsigned)tiles, SCAN_THREADS, 0, st->stream>>>(
-                in + off, out + off, len, vec, state, counter, cin, cout, tiles);
-        }
+        scan_kernel<<<(unsigned)tiles, SCAN_THREADS, 0, st->stream>>>(
+            in + off, out + off, len, vec, state, counter, cin, cout, tiles);
         PMI_TRY(pmi_cuda_launched("pm_scan_exclusive_u32"));
     }
     /* The status needs the total: this is the one host wait. */
