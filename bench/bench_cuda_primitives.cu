@@ -3,8 +3,7 @@
 // random data per case, L2 flushed before each run for inputs under 200 MB.
 // Every case is checked (against CUB's output or a host reference) first.
 // Usage: bench_cuda_primitives [--quick] [--only reduce,image,scan,filter,compact,expand]
-//                              [--sizes 24,28] [--scan-variants 0,1] [--filter-variants 0,1]
-// (variants set PM_SCAN_VARIANT / PM_FLT_VARIANT, read by the library: tuning only)
+//                              [--sizes 24,28] [--reps N]
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -365,17 +364,15 @@ static std::vector<int> ints(const char *list)
 int main(int argc, char **argv)
 {
     bool quick = false;
-    const char *only = nullptr, *sizes = nullptr, *scanvars = nullptr, *fltvars = nullptr;
+    const char *only = nullptr, *sizes = nullptr;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = true;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) sizes = argv[++i];
-        else if (strcmp(argv[i], "--scan-variants") == 0 && i + 1 < argc) scanvars = argv[++i];
-        else if (strcmp(argv[i], "--filter-variants") == 0 && i + 1 < argc) fltvars = argv[++i];
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--only ops] [--sizes logs] [--reps n] "
-                            "[--scan-variants list] [--filter-variants list]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--only ops] [--sizes logs] [--reps n]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -412,38 +409,20 @@ int main(int argc, char **argv)
         bench_image(7680, 4320);
         bench_image(1920, 1080);
     }
-    std::vector<int> sv = scanvars ? ints(scanvars) : std::vector<int>{-1};
     if (has(only, "scan"))
-        for (int var : sv) {
-            char env[16];
-            snprintf(env, sizeof env, "%d", var);
-            if (var >= 0) {
-                setenv("PM_SCAN_VARIANT", env, 1);
-                printf("scan variant %d\n", var);
-            }
-            for (int l : logs) {
-                snprintf(label, sizeof label, "2^%d", l);
-                bench_scan(label, (size_t)1 << l);
-            }
+        for (int l : logs) {
+            snprintf(label, sizeof label, "2^%d", l);
+            bench_scan(label, (size_t)1 << l);
         }
-    std::vector<int> fv = fltvars ? ints(fltvars) : std::vector<int>{-1};
     if (has(only, "filter"))
-        for (int var : fv) {
-            char env[16];
-            snprintf(env, sizeof env, "%d", var);
-            if (var >= 0) {
-                setenv("PM_FLT_VARIANT", env, 1);
-                printf("filter variant %d\n", var);
+        for (int l : logs) {
+            if (l > 28) continue;
+            snprintf(label, sizeof label, "2^%d", l);
+            if (l == 28) {
+                bench_filter(label, (size_t)1 << l, 0.01f);
+                bench_filter(label, (size_t)1 << l, 0.5f);
             }
-            for (int l : logs) {
-                if (l > 28) continue;
-                snprintf(label, sizeof label, "2^%d", l);
-                if (l == 28) {
-                    bench_filter(label, (size_t)1 << l, 0.01f);
-                    bench_filter(label, (size_t)1 << l, 0.5f);
-                }
-                bench_filter(label, (size_t)1 << l, 0.1f);
-            }
+            bench_filter(label, (size_t)1 << l, 0.1f);
         }
     if (has(only, "compact"))
         for (int l : logs) {
