@@ -2,7 +2,8 @@
 // buffers in one run: CUDA events, warm-up, median of >= 20 runs, fresh
 // random data per case, L2 flushed before each run for inputs under 200 MB.
 // Every case is checked (against CUB's output or a host reference) first.
-// Usage: bench_cuda_primitives [--quick]
+// Usage: bench_cuda_primitives [--quick] [--only reduce,image,scan,filter,compact,expand]
+//                              [--sizes 24,28] [--reps N]
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -341,9 +342,40 @@ static void bench_copy(size_t bytes)
     CK(cudaFree(b));
 }
 
+static bool has(const char *list, const char *word)
+{
+    if (!list) return true;
+    size_t k = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != nullptr; p += k)
+        if ((p == list || p[-1] == ',') && (p[k] == 0 || p[k] == ',')) return true;
+    return false;
+}
+static std::vector<int> ints(const char *list)
+{
+    std::vector<int> v;
+    for (const char *p = list; *p;) {
+        v.push_back(atoi(p));
+        while (*p && *p != ',') p++;
+        if (*p) p++;
+    }
+    return v;
+}
+
 int main(int argc, char **argv)
 {
-    bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    bool quick = false;
+    const char *only = nullptr, *sizes = nullptr;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = true;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) sizes = argv[++i];
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--quick] [--only ops] [--sizes logs] [--reps n]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
     int dev = 0, drv = 0, rt = 0;
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
@@ -361,37 +393,47 @@ int main(int argc, char **argv)
     printf("median of %d runs after 3 warm-ups; times in ms include delivering the host result "
            "(count/total/sum) for both sides except CUB's scan (no host value)\n",
            g_reps);
-    bench_copy((size_t)1 << 30);
+    if (has(only, "copy")) bench_copy((size_t)1 << 30);
     printf("| op | size | CUB ms | CUB GB/s | ours ms | ours GB/s | CUB/ours |\n");
     printf("|---|---|---|---|---|---|---|\n");
-    std::vector<int> logs = quick ? std::vector<int>{16, 20, 24, 28} : std::vector<int>{16, 18, 20, 22, 24, 26, 28, 30};
+    std::vector<int> logs = sizes ? ints(sizes)
+                            : quick ? std::vector<int>{16, 20, 24, 28}
+                                    : std::vector<int>{16, 18, 20, 22, 24, 26, 28, 30};
     char label[32];
-    for (int l : logs) {
-        snprintf(label, sizeof label, "2^%d", l);
-        bench_reduce(label, (size_t)1 << l);
-    }
-    bench_image(7680, 4320);
-    bench_image(1920, 1080);
-    for (int l : logs) {
-        snprintf(label, sizeof label, "2^%d", l);
-        bench_scan(label, (size_t)1 << l);
-    }
-    for (int l : logs) {
-        if (l > 28) continue;
-        snprintf(label, sizeof label, "2^%d", l);
-        if (l == 28) {
-            bench_filter(label, (size_t)1 << l, 0.01f);
-            bench_filter(label, (size_t)1 << l, 0.5f);
+    if (has(only, "reduce"))
+        for (int l : logs) {
+            snprintf(label, sizeof label, "2^%d", l);
+            bench_reduce(label, (size_t)1 << l);
         }
-        bench_filter(label, (size_t)1 << l, 0.1f);
+    if (has(only, "image")) {
+        bench_image(7680, 4320);
+        bench_image(1920, 1080);
     }
-    for (int l : logs) {
-        snprintf(label, sizeof label, "2^%d", l);
-        bench_compact(label, (size_t)1 << l, 10);
-        bench_compact(label, (size_t)1 << l, 500);
+    if (has(only, "scan"))
+        for (int l : logs) {
+            snprintf(label, sizeof label, "2^%d", l);
+            bench_scan(label, (size_t)1 << l);
+        }
+    if (has(only, "filter"))
+        for (int l : logs) {
+            if (l > 28) continue;
+            snprintf(label, sizeof label, "2^%d", l);
+            if (l == 28) {
+                bench_filter(label, (size_t)1 << l, 0.01f);
+                bench_filter(label, (size_t)1 << l, 0.5f);
+            }
+            bench_filter(label, (size_t)1 << l, 0.1f);
+        }
+    if (has(only, "compact"))
+        for (int l : logs) {
+            snprintf(label, sizeof label, "2^%d", l);
+            bench_compact(label, (size_t)1 << l, 10);
+            bench_compact(label, (size_t)1 << l, 500);
+        }
+    if (has(only, "expand")) {
+        bench_expand("2^24", (size_t)1 << 24);
+        if (!quick) bench_expand("2^26", (size_t)1 << 26);
     }
-    bench_expand("2^24", (size_t)1 << 24);
-    if (!quick) bench_expand("2^26", (size_t)1 << 26);
     pm_context_destroy(g_ctx);
     printf(g_failures ? "\n%d CHECKS FAILED\n" : "\nall result checks passed\n", g_failures);
     return g_failures ? 1 : 0;
