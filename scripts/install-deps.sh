@@ -2,8 +2,15 @@
 # Installs what pyramesh needs on a fresh Debian machine: a C compiler with
 # OpenMP, CMake, make and zlib. CUDA (nvcc) is optional and not installed
 # here. With --check-only, only reports (exit 1) when something is missing.
+# With --fuzz, also clang, its sanitizer/libFuzzer runtime and libomp, which
+# `make fuzz` needs.
 set -e
 missing=""
+if [ "$1" = "--fuzz" ]; then
+  command -v clang >/dev/null 2>&1 || missing="$missing clang"
+  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || missing="$missing libclang-rt-dev"
+  [ -f /usr/lib/llvm-14/include/omp.h ] || ls /usr/lib/llvm-*/lib/clang/*/include/omp.h >/dev/null 2>&1 || missing="$missing libomp-dev"
+fi
 command -v cc >/dev/null 2>&1 || missing="$missing gcc"
 command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
 command -v make >/dev/null 2>&1 || missing="$missing make"
