@@ -25,10 +25,6 @@
 /* Inputs below this many elements always take the single pass: there the
  * sample and copy launches cost more than the look-back. */
 #define FLT_STAGE_MIN_N ((size_t)1 << 22)
-/* Wait budget (64 ns naps) of a sparse call's look-back before staging. */
-#ifndef FLT_SPINS
-#define FLT_SPINS 8
-#endif
 /* Modes of one call: look-back only; staged (forced); decided by the sample. */
 enum { FLT_DENSE = 0, FLT_STAGED = 1, FLT_AUTO = 2 };
 
@@ -68,41 +64,12 @@ static __device__ __forceinline__ bool flt_staged(int mode, unsigned c)
     return (unsigned long long)c * 100 <= (unsigned long long)FLT_STAGE_PERCENT * FLT_SAMPLES;
 }
 
-/* pmi_lookback with a budget: gives up (returns ~0) once `spins` waits for a
- * predecessor that has not published yet have passed; spins < 0: at once. */
-static __device__ __forceinline__ unsigned long long flt_lookback_try(unsigned long long *state,
-                                                                      unsigned long long tile,
-                                                                      int spins)
-{
-    const unsigned lane = threadIdx.x & 31;
-    unsigned long long excl = 0;
-    long long end = (long long)tile - 1;
-    for (;;) {
-        long long idx = end - (long long)lane;
-        unsigned long long s;
-        for (;;) {
-            s = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P;
-            if (!__any_sync(0xffffffffu, (s >> 62) == 0)) break;
-            if (--spins < 0) return ~0ull;
-            __nanosleep(64);
-        }
-        unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
-        unsigned long long v = s & PMI_VALUE_MASK;
-        if (pmask && (int)lane > __ffs(pmask) - 1) v = 0;
-        for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-        excl += v;
-        if (pmask) break;
-        end -= 32;
-    }
-    return excl;
-}
-
 __global__ void __launch_bounds__(FLT_THREADS)
     filter_kernel(const float *__restrict__ in, size_t n, int vec, int cmp, float thr,
                   float *__restrict__ out, size_t capacity, unsigned long long *state,
                   unsigned long long num_tiles, unsigned long long *count_out, int mode,
                   const unsigned *sample, float *staging, unsigned long long *group_sum,
-                  unsigned tiles_per_group, unsigned *tile_count, int spins)
+                  unsigned tiles_per_group)
 {
     __shared__ float stage[FLT_TILE];
     __shared__ unsigned warp_tot[FLT_PACKS][FLT_THREADS / 32];
@@ -180,31 +147,20 @@ __global__ void __launch_bounds__(FLT_THREADS)
         unsigned agg = __shfl_sync(0xffffffffu, vi, 31);
         const bool staged = flt_staged(mode, smp);
         if (lane == 0) {
-            pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
-            s_agg = agg;
-        }
-        /* Sparse calls: a look-back with a wait budget; a tile that cannot
-         * learn its offset in time appends its values to its staging slot
-         * (the copy kernel moves them) instead of holding its SM slot. */
-        if (staged) {
-            unsigned long long excl = tile ? flt_lookback_try(state, tile, spins) : 0;
-            const bool direct = excl != ~0ull;
-            if (lane == 0) {
-                tile_count[tile] = agg | (direct ? 0u : 1u << 31);
+            if (staged) {
+                /* No look-back: the tile's count (state words are plain
+                 * counts here) and its group's sum, for the copy kernel. */
+                state[tile] = agg;
                 if (agg) atomicAdd(group_sum + tile / tiles_per_group, (unsigned long long)agg);
-                if (direct) {
-                    if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + agg));
-                    s_dst = out;
-                    s_cap = capacity;
-                    s_excl = excl;
-                } else {
-                    s_dst = staging + tile * FLT_TILE;
-                    s_cap = ~0ull;
-                    s_excl = 0;
-                }
+                s_dst = staging + tile * FLT_TILE;
+                s_cap = ~0ull;
+                s_excl = 0;
+            } else {
+                pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
+                s_dst = out;
+                s_cap = capacity;
             }
-        } else if (lane == 0) {
-            s_dst = NULL; /* look-back below */
+            s_agg = agg;
         }
     }
     __syncthreads();
@@ -217,13 +173,11 @@ __global__ void __launch_bounds__(FLT_THREADS)
         if (m[r] & 4) stage[pos++] = v[r].z;
         if (m[r] & 8) stage[pos] = v[r].w;
     }
-    if (warp == 0 && s_dst == NULL) {
+    if (warp == 0 && s_dst == out) {
         unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
         if (lane == 0) {
             if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + s_agg));
             s_excl = excl;
-            s_dst = out;
-            s_cap = capacity;
             if (tile == num_tiles - 1) *count_out = excl + s_agg;
         }
     }
@@ -240,7 +194,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
  * its offset is the sum of the group sums before it. The last block writes
  * the full count. */
 __global__ void __launch_bounds__(FLT_THREADS)
-    filter_copy(int mode, const unsigned *sample, const unsigned *counts,
+    filter_copy(int mode, const unsigned *sample, const unsigned long long *counts,
                 const unsigned long long *group_sum, unsigned long long num_tiles,
                 unsigned tiles_per_group, const float *__restrict__ staging,
                 float *__restrict__ out, size_t capacity, unsigned long long *count_out)
@@ -254,7 +208,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
         if (lane == 0) s_staged = st;
     }
     __syncthreads();
-    if (!s_staged) return;
+    if (!s_staged) return; /* dense call: the look-back pass did it all */
     unsigned long long p = 0;
     for (unsigned i = t; i < blockIdx.x; i += FLT_THREADS) p += group_sum[i];
     for (int off = 16; off; off >>= 1) p += __shfl_xor_sync(0xffffffffu, p, off);
@@ -267,7 +221,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
     if (last > num_tiles) last = num_tiles;
     for (unsigned long long c0 = first; c0 < last; c0 += FLT_THREADS) {
         /* Exclusive offsets of up to 256 tiles (block scan of counts). */
-        const unsigned cw = c0 + t < last ? counts[c0 + t] : 0, c = cw & 0x7fffffffu;
+        const unsigned c = c0 + t < last ? (unsigned)counts[c0 + t] : 0;
         unsigned long long v = c;
         for (int off = 1; off < 32; off <<= 1) {
             unsigned long long y = __shfl_up_sync(0xffffffffu, v, off);
@@ -282,7 +236,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
             tot += s_part[w];
         }
         s_off[t] = wbase + v - c;
-        s_cnt[t] = cw >> 31 ? c : 0; /* tiles written directly are done */
+        s_cnt[t] = c;
         __syncthreads();
         /* One warp per tile, four loads in flight per lane. */
         const unsigned ntiles = (unsigned)(last - c0 < FLT_THREADS ? last - c0 : FLT_THREADS);
@@ -290,7 +244,6 @@ __global__ void __launch_bounds__(FLT_THREADS)
             const unsigned kc = s_cnt[k];
             const unsigned long long o = s_off[k];
             if (o >= capacity) break; /* later tiles start further on */
-            if (kc == 0) continue;
             const float *src = staging + (c0 + k) * FLT_TILE;
             for (unsigned i = lane; i < kc; i += 4 * 32) {
                 float x[4];
@@ -334,7 +287,7 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     const unsigned long long want_groups = 8ull * (unsigned)st->num_sms;
     const unsigned tpg = (unsigned)((tiles + want_groups - 1) / want_groups);
     const unsigned long long groups = (tiles + tpg - 1) / tpg;
-    const size_t head = pmi_align256(256 + tiles * 8 + groups * 8 + tiles * 4);
+    const size_t head = pmi_align256(256 + tiles * 8 + groups * 8);
     void *arena = NULL;
     if (mode != FLT_DENSE) {
         size_t bytes;
@@ -346,9 +299,6 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     unsigned *sample = (unsigned *)arena;
     unsigned long long *state = (unsigned long long *)((char *)arena + 256),
                        *group_sum = state + tiles;
-    unsigned *tile_count = (unsigned *)(group_sum + groups);
-    const char *sp = getenv("PM_CUDA_FILTER_SPINS");
-    const int spins = sp ? atoi(sp) : FLT_SPINS;
     float *staging = (float *)((char *)arena + head);
     PMI_CU_TRY(cudaMemsetAsync(state, 0, tiles * 8 + groups * 8, st->stream), "pm_filter_f32");
     if (mode == FLT_AUTO) {
@@ -358,11 +308,11 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     }
     filter_kernel<<<(unsigned)tiles, FLT_THREADS, 0, st->stream>>>(
         in, n, ((uintptr_t)in & 15) == 0, (int)cmp, thr, out, capacity, state, tiles, count_d,
-        mode, sample, staging, group_sum, tpg, tile_count, spins);
+        mode, sample, staging, group_sum, tpg);
     PMI_TRY(pmi_cuda_launched("pm_filter_f32"));
     if (mode == FLT_DENSE) return PM_STATUS_OK;
     filter_copy<<<(unsigned)groups, FLT_THREADS, 0, st->stream>>>(
-        mode, sample, tile_count, group_sum, tiles, tpg, staging, out, capacity, count_d);
+        mode, sample, state, group_sum, tiles, tpg, staging, out, capacity, count_d);
     return pmi_cuda_launched("pm_filter_f32");
 }
 
