@@ -421,6 +421,7 @@ int main(int argc, char **argv)
             if (l == 28) {
                 bench_filter(label, (size_t)1 << l, 0.01f);
                 bench_filter(label, (size_t)1 << l, 0.5f);
+                bench_filter(label, (size_t)1 << l, 0.25f);
             }
             bench_filter(label, (size_t)1 << l, 0.1f);
         }

@@ -1,15 +1,33 @@
-/* Order-preserving filter of floats in a single pass over the input
- * (decoupled look-back, Merrill and Garland 2016): each 8192-element tile is
- * read once with 16-byte loads, ranked with packed warp scans, staged in
- * shared memory in output order and written contiguously. A HistoPyramid
- * would read the kept elements a second time (see docs/cuda.md). Also seed
- * 002's reference method (Horn, GPU Gems 2 ch. 36) for comparison. */
+/* Order-preserving filter of floats. Dense inputs: a single pass over the
+ * input with decoupled look-back (Merrill and Garland 2016): each
+ * 8192-element tile is read once with 16-byte loads, ranked with packed warp
+ * scans, staged in shared memory in output order and written contiguously.
+ * Sparse inputs (a 64K-element sample decides on the device): the same tiles
+ * skip the look-back and append their kept values to a per-tile slot of the
+ * scratch arena; a copy kernel then moves them to their final place (staged
+ * two-pass filter, see docs/cuda.md). A HistoPyramid would read the kept
+ * elements a second time. Also seed 002's reference method (Horn, GPU Gems 2
+ * ch. 36) for comparison. */
 #include "cuda/cuda_internal.h"
 
 #define FLT_THREADS 256
 #define FLT_ROUNDS 8 /* float4 per thread: 8192-element tiles */
 #define FLT_PACKS (FLT_ROUNDS / 4)
 #define FLT_TILE (FLT_THREADS * FLT_ROUNDS * 4)
+/* Sampling: FLT_SAMPLE_BLOCKS blocks each read 4 * FLT_THREADS consecutive
+ * elements at evenly spread places; staging is chosen when at most
+ * FLT_STAGE_PERCENT of the sample passes (measured break-even, RESULTS). */
+#define FLT_SAMPLE_BLOCKS 64
+#define FLT_SAMPLES (FLT_SAMPLE_BLOCKS * FLT_THREADS * 4)
+#ifndef FLT_STAGE_PERCENT
+#define FLT_STAGE_PERCENT 20
+#endif
+/* Inputs below this many elements always take the single pass: there the
+ * sample and copy launches cost more than the look-back (measured: 2^22
+ * and 2^24 at 10% kept were 1.4x / 1.1x slower with them). */
+#define FLT_STAGE_MIN_N ((size_t)1 << 26)
+/* Modes of one call: look-back only; staged (forced); decided by the sample. */
+enum { FLT_DENSE = 0, FLT_STAGED = 1, FLT_AUTO = 2 };
 
 static __device__ __forceinline__ unsigned flt_pass(int cmp, float x, float t)
 {
@@ -19,24 +37,54 @@ static __device__ __forceinline__ unsigned flt_pass(int cmp, float x, float t)
     return r ? 1u : 0u;
 }
 
+/* Counts the passing elements of block b's sample slice into sample[b]. */
+__global__ void __launch_bounds__(FLT_THREADS)
+    filter_sample(const float *__restrict__ in, size_t n, int cmp, float thr, unsigned *sample)
+{
+    const size_t base = (size_t)blockIdx.x * (n / FLT_SAMPLE_BLOCKS) + 4 * (size_t)threadIdx.x;
+    unsigned c = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        c += __syncthreads_count(base + k < n && flt_pass(cmp, in[base + k], thr));
+    if (threadIdx.x == 0) sample[blockIdx.x] = c;
+}
+
+/* The sample counts a lane of warp 0 loads (early, to hide the latency). */
+static __device__ __forceinline__ unsigned flt_sample_load(int mode, const unsigned *sample)
+{
+    const unsigned lane = threadIdx.x & 31;
+    return mode == FLT_AUTO ? sample[lane] + sample[lane + 32] : 0;
+}
+
+/* Called by one whole warp with flt_sample_load's value: whether this call
+ * stages (the same answer in every block and in the copy kernel). */
+static __device__ __forceinline__ bool flt_staged(int mode, unsigned c)
+{
+    if (mode != FLT_AUTO) return mode == FLT_STAGED;
+    for (int off = 16; off; off >>= 1) c += __shfl_xor_sync(0xffffffffu, c, off);
+    return (unsigned long long)c * 100 <= (unsigned long long)FLT_STAGE_PERCENT * FLT_SAMPLES;
+}
+
 __global__ void __launch_bounds__(FLT_THREADS)
     filter_kernel(const float *__restrict__ in, size_t n, int vec, int cmp, float thr,
                   float *__restrict__ out, size_t capacity, unsigned long long *state,
-                  unsigned *tile_counter, unsigned long long num_tiles,
-                  unsigned long long *count_out)
+                  unsigned long long num_tiles, unsigned long long *count_out, int mode,
+                  const unsigned *sample, float *staging, unsigned long long *group_sum,
+                  unsigned tiles_per_group)
 {
     __shared__ float stage[FLT_TILE];
     __shared__ unsigned warp_tot[FLT_PACKS][FLT_THREADS / 32];
     __shared__ unsigned pref[2 * 32];
-    __shared__ unsigned long long s_excl;
+    __shared__ unsigned long long s_excl, s_cap;
+    __shared__ float *s_dst;
     __shared__ unsigned s_agg;
     const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
     /* Tiles follow blockIdx: blocks are dispatched in index order, so every
      * predecessor of a resident block is resident or done (as in CUB); an
      * atomic tile counter would add a round trip before the first load. */
-    (void)tile_counter;
     const unsigned long long tile = blockIdx.x;
     const size_t base = (size_t)tile * FLT_TILE;
+    const unsigned smp = warp == 0 ? flt_sample_load(mode, sample) : 0;
     float4 v[FLT_ROUNDS];
     if (vec && base + FLT_TILE <= n) {
 #pragma unroll
@@ -98,8 +146,21 @@ __global__ void __launch_bounds__(FLT_THREADS)
         pref[2 * lane] = vi - pair;
         pref[2 * lane + 1] = vi - pair + val[0];
         unsigned agg = __shfl_sync(0xffffffffu, vi, 31);
+        const bool staged = flt_staged(mode, smp);
         if (lane == 0) {
-            pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
+            if (staged) {
+                /* No look-back: the tile's count (state words are plain
+                 * counts here) and its group's sum, for the copy kernel. */
+                state[tile] = agg;
+                if (agg) atomicAdd(group_sum + tile / tiles_per_group, (unsigned long long)agg);
+                s_dst = staging + tile * FLT_TILE;
+                s_cap = ~0ull;
+                s_excl = 0;
+            } else {
+                pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
+                s_dst = out;
+                s_cap = capacity;
+            }
             s_agg = agg;
         }
     }
@@ -113,7 +174,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
         if (m[r] & 4) stage[pos++] = v[r].z;
         if (m[r] & 8) stage[pos] = v[r].w;
     }
-    if (warp == 0) {
+    if (warp == 0 && s_dst == out) {
         unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
         if (lane == 0) {
             if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + s_agg));
@@ -122,14 +183,99 @@ __global__ void __launch_bounds__(FLT_THREADS)
         }
     }
     __syncthreads();
-    const unsigned long long start = s_excl;
+    const unsigned long long start = s_excl, cap = s_cap;
+    float *dst = s_dst;
     const unsigned cnt = s_agg;
     for (unsigned i = t; i < cnt; i += FLT_THREADS)
-        if (start + i < capacity) out[start + i] = stage[i];
+        if (start + i < cap) dst[start + i] = stage[i];
 }
 
-/* Launches the single-pass filter; the full count goes to count_d (device
- * or mapped host memory). */
+/* Staged mode, second pass: block b moves the staged values of tiles
+ * [b * tiles_per_group, ...) to their output places (first `capacity` only);
+ * its offset is the sum of the group sums before it. The last block writes
+ * the full count. */
+__global__ void __launch_bounds__(FLT_THREADS)
+    filter_copy(int mode, const unsigned *sample, const unsigned long long *counts,
+                const unsigned long long *group_sum, unsigned long long num_tiles,
+                unsigned tiles_per_group, const float *__restrict__ staging,
+                float *__restrict__ out, size_t capacity, unsigned long long *count_out)
+{
+    __shared__ unsigned long long s_part[FLT_THREADS / 32], s_off[FLT_THREADS];
+    __shared__ unsigned s_cnt[FLT_THREADS];
+    __shared__ bool s_staged;
+    const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    if (warp == 0) {
+        bool st = flt_staged(mode, flt_sample_load(mode, sample));
+        if (lane == 0) s_staged = st;
+    }
+    __syncthreads();
+    if (!s_staged) return; /* dense call: the look-back pass did it all */
+    unsigned long long p = 0;
+    for (unsigned i = t; i < blockIdx.x; i += FLT_THREADS) p += group_sum[i];
+    for (int off = 16; off; off >>= 1) p += __shfl_xor_sync(0xffffffffu, p, off);
+    if (lane == 0) s_part[warp] = p;
+    __syncthreads();
+    unsigned long long base = 0;
+    for (int w = 0; w < FLT_THREADS / 32; w++) base += s_part[w];
+    const unsigned long long first = (unsigned long long)blockIdx.x * tiles_per_group;
+    unsigned long long last = first + tiles_per_group;
+    if (last > num_tiles) last = num_tiles;
+    for (unsigned long long c0 = first; c0 < last; c0 += FLT_THREADS) {
+        /* Exclusive offsets of up to 256 tiles (block scan of counts). */
+        const unsigned c = c0 + t < last ? (unsigned)counts[c0 + t] : 0;
+        unsigned long long v = c;
+        for (int off = 1; off < 32; off <<= 1) {
+            unsigned long long y = __shfl_up_sync(0xffffffffu, v, off);
+            if ((int)lane >= off) v += y;
+        }
+        __syncthreads(); /* s_part of the previous chunk has been read */
+        if (lane == 31) s_part[warp] = v;
+        __syncthreads();
+        unsigned long long wbase = base, tot = 0;
+        for (unsigned w = 0; w < FLT_THREADS / 32; w++) {
+            if (w < warp) wbase += s_part[w];
+            tot += s_part[w];
+        }
+        s_off[t] = wbase + v - c;
+        s_cnt[t] = c;
+        __syncthreads();
+        /* One warp per tile, four loads in flight per lane. */
+        const unsigned ntiles = (unsigned)(last - c0 < FLT_THREADS ? last - c0 : FLT_THREADS);
+        for (unsigned k = warp; k < ntiles; k += FLT_THREADS / 32) {
+            const unsigned kc = s_cnt[k];
+            const unsigned long long o = s_off[k];
+            if (o >= capacity) break; /* later tiles start further on */
+            const float *src = staging + (c0 + k) * FLT_TILE;
+            for (unsigned i = lane; i < kc; i += 4 * 32) {
+                float x[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (i + u * 32 < kc) x[u] = __ldcs(src + i + u * 32);
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (i + u * 32 < kc && o + i + u * 32 < capacity) out[o + i + u * 32] = x[u];
+            }
+        }
+        base += tot;
+    }
+    if (blockIdx.x == gridDim.x - 1 && t == 0) *count_out = base;
+}
+
+/* Mode of a call: PM_CUDA_FILTER=lookback|staged forces one (tests and
+ * benchmarks); otherwise inputs of FLT_STAGE_MIN_N or more let the sample
+ * decide. */
+static int filter_mode(size_t n)
+{
+    const char *e = getenv("PM_CUDA_FILTER");
+    if (e && strcmp(e, "lookback") == 0) return FLT_DENSE;
+    if (e && strcmp(e, "staged") == 0) return FLT_STAGED;
+    return n >= FLT_STAGE_MIN_N ? FLT_AUTO : FLT_DENSE;
+}
+
+/* Launches the filter; the full count goes to count_d (device or mapped
+ * host memory). Arena: sample counts (256 B), tile states, group sums, and
+ * for staging one 8192-float slot per tile (4n bytes: any selectivity fits).
+ * When that much scratch cannot be had, the look-back pass alone runs. */
 static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                                float thr, float *out, size_t capacity, unsigned long long *count_d)
 {
@@ -137,12 +283,37 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     unsigned long long tiles = (n + FLT_TILE - 1) / FLT_TILE;
     if (tiles > UINT32_MAX)
         return pmi_error(PM_STATUS_OVERFLOW, "pm_filter_f32: %zu elements is too many", n);
-    void *arena;
-    PMI_TRY(pmi_cuda_scratch(ctx, 256 + tiles * 8, &arena));
-    PMI_CU_TRY(cudaMemsetAsync(arena, 0, 256 + tiles * 8, st->stream), "pm_filter_f32");
+    int mode = filter_mode(n);
+    /* Copy groups: about 8 blocks per SM (four loads in flight per lane). */
+    const unsigned long long want_groups = 8ull * (unsigned)st->num_sms;
+    const unsigned tpg = (unsigned)((tiles + want_groups - 1) / want_groups);
+    const unsigned long long groups = (tiles + tpg - 1) / tpg;
+    const size_t head = pmi_align256(256 + tiles * 8 + groups * 8);
+    void *arena = NULL;
+    if (mode != FLT_DENSE) {
+        size_t bytes;
+        if (!pmi_mul_size(tiles, (size_t)FLT_TILE * 4, &bytes) || bytes > SIZE_MAX - head ||
+            pmi_cuda_scratch(ctx, head + bytes, &arena) != PM_STATUS_OK)
+            mode = FLT_DENSE;
+    }
+    if (mode == FLT_DENSE) PMI_TRY(pmi_cuda_scratch(ctx, head, &arena));
+    unsigned *sample = (unsigned *)arena;
+    unsigned long long *state = (unsigned long long *)((char *)arena + 256),
+                       *group_sum = state + tiles;
+    float *staging = (float *)((char *)arena + head);
+    PMI_CU_TRY(cudaMemsetAsync(state, 0, tiles * 8 + groups * 8, st->stream), "pm_filter_f32");
+    if (mode == FLT_AUTO) {
+        filter_sample<<<FLT_SAMPLE_BLOCKS, FLT_THREADS, 0, st->stream>>>(in, n, (int)cmp, thr,
+                                                                         sample);
+        PMI_TRY(pmi_cuda_launched("pm_filter_f32"));
+    }
     filter_kernel<<<(unsigned)tiles, FLT_THREADS, 0, st->stream>>>(
-        in, n, ((uintptr_t)in & 15) == 0, (int)cmp, thr, out, capacity,
-        (unsigned long long *)((char *)arena + 256), (unsigned *)arena, tiles, count_d);
+        in, n, ((uintptr_t)in & 15) == 0, (int)cmp, thr, out, capacity, state, tiles, count_d,
+        mode, sample, staging, group_sum, tpg);
+    PMI_TRY(pmi_cuda_launched("pm_filter_f32"));
+    if (mode == FLT_DENSE) return PM_STATUS_OK;
+    filter_copy<<<(unsigned)groups, FLT_THREADS, 0, st->stream>>>(
+        mode, sample, state, group_sum, tiles, tpg, staging, out, capacity, count_d);
     return pmi_cuda_launched("pm_filter_f32");
 }
 
