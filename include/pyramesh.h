@@ -181,6 +181,8 @@ PM_API pm_status pm_expand_async(pm_context *ctx, const uint32_t *counts, size_t
  * and traverse many times. The pyramid lives in context memory and owns a
  * copy of nothing but its levels: counts may be freed after build. */
 typedef struct pm_histopyramid pm_histopyramid;
+/* Returns PM_STATUS_OVERFLOW if the sum of the counts exceeds 2^64 - 1, or
+ * where a backend's level width cannot hold a partial sum (docs/cuda.md). */
 PM_API pm_status pm_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
                                        pm_histopyramid **out);
 /* Total number of outputs (host, 64-bit). */
@@ -204,8 +206,11 @@ PM_API void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
  * value including NaN payloads, infinities, denormals and -0. */
 PM_API void pm_pack_f32_rgba8(const float *in, size_t n, uint8_t *out_rgba);
 PM_API void pm_unpack_rgba8_f32(const uint8_t *in_rgba, size_t n, float *out);
-/* Fixed-point v in [0,1) <-> RGBA8 with weights 1, 255, 255^2, 255^3 (seed
- * 000's count readback). Values outside [0,1) are clamped first. */
+/* Fixed-point v in [0,1] <-> RGBA8 (seed 000's count readback): N =
+ * round(v * 255^4), ties up, stored as base-255 digits with r most
+ * significant (every byte 0..254). NaN and values <= 0 encode as 0, values
+ * >= 1 as the largest code, which decodes to 1.0f, so decoded values lie in
+ * [0, 1]. */
 PM_API void pm_pack_unorm_rgba8(const float *in, size_t n, uint8_t *out_rgba);
 PM_API void pm_unpack_unorm_rgba8(const uint8_t *in_rgba, size_t n, float *out);
 
@@ -300,7 +305,11 @@ typedef struct pm_mesh {
 } pm_mesh;
 
 /* Extracts the iso surface of `volume` at `iso` (marching cubes, seed 003):
- * a corner is inside when its value is below iso. Output order is the cell
+ * a corner is inside when its value is below iso (or above iso with
+ * options->inside_above); values equal to iso and NaN are outside (see
+ * docs/isosurface.md). Normals come from the field gradient; where it
+ * vanishes, a vertex takes the direction of its edge from the inside end to
+ * the outside end. Output order is the cell
  * linear index, then triangle order in the case table, so every backend
  * produces the same mesh. Indexed meshes of closed surfaces are watertight
  * and consistently oriented. The volume data is in context memory. The mesh
