@@ -181,7 +181,7 @@ static void hostile(const char *name, int strict, size_t tail)
     snprintf(cut, sizeof cut, "cut_%s", name);
     const char *cp = path_in(cut);
     int bad = 0;
-    size_t step = n > 300 ? n / 300 : 1; /* every byte near the end below */
+    size_t step = n > 150 ? n / 150 : 1; /* every byte near the end below */
     for (size_t k = 0; k < n; k = k + step < n - 40 || k + 1 >= n ? k + step : k + 1) {
         write_file(cp, b, k);
         pm_mesh m;
@@ -236,7 +236,7 @@ static void round_trips(void)
                      * from the other formats indexed 0, 1, 2, ... */
                     same_mesh(what, &got, &m, normals && f != 3, f == 3);
                     pm_mesh_free(NULL, &got);
-                    if (k == 3 && !soup) {
+                    if (k == 3 && !soup && normals) {
                         /* Binary PLY and STL: every cut fails. ASCII PLY: a cut in the
                          * last number cannot be seen. OBJ and VTK: cuts between
                          * lines or blocks are valid smaller files; cuts inside
