@@ -48,13 +48,20 @@ static uint32_t coord_bits(float f)
     return u;
 }
 
+/* MurmurHash3's 64-bit finaliser: every input bit reaches the high bits. */
+static uint64_t fmix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 33;
+    return h;
+}
+
 static uint64_t hash3(const uint32_t k[3])
 {
-    uint64_t h = k[0] * 0x9E3779B97F4A7C15ull;
-    h ^= (h >> 29) ^ (k[1] * 0xC2B2AE3D27D4EB4Full);
-    h ^= (h >> 31) ^ (k[2] * 0x165667B19E3779F9ull);
-    h ^= h >> 32;
-    return h * 0x94D049BB133111EBull;
+    return fmix64(((uint64_t)k[0] << 32 | k[1]) ^ fmix64(k[2] + 0x9E3779B97F4A7C15ull));
 }
 
 /* Maps every vertex of an n-vertex soup to the id of the first vertex at
@@ -62,7 +69,11 @@ static uint64_t hash3(const uint32_t k[3])
 static pm_status weld(const float *pos, size_t n, uint32_t *id, size_t *unique)
 {
     size_t cap = 1024;
-    while (cap < 2 * n) cap *= 2;
+    int bits = 10;
+    while (cap < 2 * n) {
+        cap *= 2;
+        bits++;
+    }
     uint32_t *slot = calloc(cap, sizeof *slot); /* 1 + unique id; 0 = empty */
     uint32_t *first = malloc((n ? n : 1) * sizeof *first);
     if (!slot || !first) {
@@ -75,7 +86,7 @@ static pm_status weld(const float *pos, size_t n, uint32_t *id, size_t *unique)
     for (size_t i = 0; i < n; i++) {
         uint32_t k[3] = {coord_bits(pos[3 * i]), coord_bits(pos[3 * i + 1]),
                          coord_bits(pos[3 * i + 2])};
-        size_t h = (size_t)hash3(k) & (cap - 1);
+        size_t h = (size_t)(hash3(k) >> (64 - bits)); /* the best-mixed bits */
         for (;;) {
             uint32_t s = slot[h];
             if (s == 0) {
