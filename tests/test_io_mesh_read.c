@@ -385,6 +385,18 @@ static void variants(void)
                     "NORMALS n float\n0 0 1 0 0 1 0 0 1 0 0 1 1 0 0\nCELL_DATA 4\n"
                     "SCALARS c int\n1 2 3 4\n"),
                 5, vtk_tris, 4, quad_pos, vtk_n);
+    /* Regression (found by fuzz_mesh_vtk): a line holding only "\r" (after
+     * the CRLF is stripped) splits into no words; the keyword was read from
+     * an uninitialised pointer. Same for ASCII STL. */
+    expect_mesh("cr.vtk",
+                TXT("# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\n\r\r\nPOINTS 5 "
+                    "float\n0 0 0 1 0 0 1 1 0 0 1 0 0.5 0.5 1\n\r\r\nPOLYGONS 1 5\n4 0 1 2 3\n"
+                    "POINT_DATA 5\n\r\r\nSCALARS s float\n1 2 3 4 5\n"),
+                5, quad_tris, 2, quad_pos, NULL);
+    expect_mesh("cr.stl",
+                TXT("solid a\n\r\r\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\n"
+                    "vertex 1 1 0\nendloop\nendfacet\nendsolid a\n"),
+                3, NULL, 1, quad_pos, NULL);
     /* VTK 5.1 OFFSETS/CONNECTIVITY, ASCII. */
     expect_mesh("v5.vtk",
                 TXT("# vtk DataFile Version 5.1\nt\nASCII\nDATASET POLYDATA\nPOINTS 5 float\n"

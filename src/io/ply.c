@@ -623,7 +623,12 @@ static pm_status mesh_faces(pmi_reader *r, const ply_header *h, const ply_elemen
                 }
                 count = (uint64_t)c;
                 if (count * (uint64_t)p->type->size > pmi_reader_remaining(r)) {
-                    s = pmi_read_bytes(r, v, (size_t)pmi_reader_remaining(r) + 1, "element face");
+                    s = pmi_error(PM_STATUS_PARSE_ERROR,
+                                  "%s: byte %llu: face %llu (0-based): unexpected end of file in "
+                                  "a list of %llu indices (%llu bytes left)",
+                                  r->path, (unsigned long long)pmi_reader_tell(r),
+                                  (unsigned long long)f, (unsigned long long)count,
+                                  (unsigned long long)pmi_reader_remaining(r));
                     break;
                 }
                 for (uint64_t i = 0; i < count && s == PM_STATUS_OK; i++) {

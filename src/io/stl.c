@@ -103,6 +103,7 @@ static pm_status read_ascii(pmi_reader *r, pmi_mesh_builder *b)
         if (s != PM_STATUS_OK) return s;
         if (eof) break;
         int n = pmi_split(line, w, 5);
+        if (n == 0) continue; /* only "\r" or control blanks */
         if (pmi_streq(w[0], "vertex")) {
             float p[3];
             if (!in_loop || n != 4 || !pmi_parse_float(w[1], &p[0]) ||

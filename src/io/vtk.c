@@ -286,7 +286,8 @@ pm_status pmi_vtk_read_volume(const char *path, size_t max_memory_bytes, pm_volu
                           path, (unsigned long long)r->line);
             goto done;
         }
-        nw = pmi_split(line, w, 6);
+        /* A line of only "\r" or control blanks has no words. */
+        if ((nw = pmi_split(line, w, 6)) == 0) continue;
         if (pmi_streq(w[0], "DIMENSIONS")) {
             for (int a = 0; a < 3; a++)
                 if (nw != 4 || !pmi_parse_i64(w[a + 1], &dims[a]) || dims[a] < 2) {
@@ -483,7 +484,7 @@ pm_status pmi_vtk_read_points(const char *path, size_t max_memory_bytes, pm_poin
                           path, (unsigned long long)r->line);
             goto done;
         }
-        nw = pmi_split(line, w, 6);
+        if ((nw = pmi_split(line, w, 6)) == 0) continue; /* only "\r" or control blanks */
         if (pmi_streq(w[0], "FIELD")) {
             if ((s = skip_field(&f, w, nw)) != PM_STATUS_OK) goto done;
         } else if (pmi_streq(w[0], "DIMENSIONS") && pmi_streq(f.dataset, "STRUCTURED_GRID")) {
@@ -705,8 +706,10 @@ static pm_status read_attributes(vtk_file *f, pmi_mesh_builder *b, int point_dat
         size_t len;
         pm_status s = pmi_read_nonblank_line(r, &line, &len, eof);
         if (s != PM_STATUS_OK || *eof) return s;
-        *nw = pmi_split(line, w, 6);
-        const char *k = w[0];
+        if ((*nw = pmi_split(line, w, 6)) == 0) continue; /* only "\r" or control blanks */
+        /* w points into the reader's buffer, which the reads below reuse. */
+        char k[32];
+        snprintf(k, sizeof k, "%s", w[0]);
         if (pmi_streq(k, "POINT_DATA") || pmi_streq(k, "CELL_DATA")) return PM_STATUS_OK;
         uint64_t count = 0, nc = 1;
         int size = 4;
@@ -796,7 +799,7 @@ pm_status pmi_vtk_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *
         if (!have_line) {
             if ((s = pmi_read_nonblank_line(r, &line, &len, &eof)) != PM_STATUS_OK) goto done;
             if (eof) break;
-            nw = pmi_split(line, w, 6);
+            if ((nw = pmi_split(line, w, 6)) == 0) continue; /* only "\r" or control blanks */
         }
         have_line = 0;
         const char *k = w[0];
