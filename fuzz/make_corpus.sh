@@ -31,4 +31,15 @@ put("fuzz_points_vtk", "ug_binary.vtk", b"# vtk DataFile Version 4.2\npts\nBINAR
 opts = struct.pack("<HHIBBHBB2x", 5, 4, 3, 3, 0, 0, 16, 0)
 put("fuzz_volume_raw", "f32.bin", opts + raw)
 put("fuzz_volume_raw", "u16be.bin", struct.pack("<HHIBBHBB2x", 3, 3, 3, 1, 1, 4, 0, 0) + b"\0" * 4 + struct.pack(">27H", *range(27)))
+tri = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0.5, 0.5, 1)]
+faces = [(0, 1, 2, 3), (0, 1, 4), (1, 2, 4)]
+put("fuzz_mesh_ply", "ascii.ply", "ply\nformat ascii 1.0\nelement vertex 5\nproperty float x\nproperty float y\nproperty float z\nelement face 3\nproperty list uchar int vertex_indices\nend_header\n" + "".join("%g %g %g\n" % p for p in tri) + "".join("%d %s\n" % (len(f), " ".join(map(str, f))) for f in faces))
+put("fuzz_mesh_ply", "le.ply", b"ply\nformat binary_little_endian 1.0\nelement vertex 5\nproperty float x\nproperty float y\nproperty float z\nproperty float nx\nproperty float ny\nproperty float nz\nelement face 3\nproperty list uchar int vertex_indices\nend_header\n" + b"".join(struct.pack("<6f", *p, 0, 0, 1) for p in tri) + b"".join(struct.pack("<B%di" % len(f), len(f), *f) for f in faces))
+put("fuzz_mesh_ply", "be16.ply", b"ply\nformat binary_big_endian 1.0\nelement vertex 5\nproperty double x\nproperty double y\nproperty double z\nelement face 3\nproperty uchar flag\nproperty list ushort ushort vertex_indices\nend_header\n" + b"".join(struct.pack(">3d", *p) for p in tri) + b"".join(struct.pack(">BH%dH" % len(f), 7, len(f), *f) for f in faces))
+put("fuzz_mesh_obj", "quads.obj", "# o\n" + "".join("v %g %g %g\n" % p for p in tri) + "vt 0 0\nvn 0 0 1\nf 1/1/1 2/1/1 3/1/1 4/1/1\nf -5//1 -4//1 -1//1\nf 2 3 5\n")
+put("fuzz_mesh_obj", "vn.obj", "".join("v %g %g %g\n" % p for p in tri) + "".join("vn 0 0 1\n" for p in tri) + "f 1//1 2//2 5//5\nf 2//2 3//3 5//5\n")
+put("fuzz_mesh_stl", "ascii.stl", "solid s\n" + "".join("facet normal 0 0 1\nouter loop\n" + "".join("vertex %g %g %g\n" % tri[i] for i in f) + "endloop\nendfacet\n" for f in faces) + "endsolid s\n")
+put("fuzz_mesh_stl", "binary.stl", b"pyramesh".ljust(80, b"\0") + struct.pack("<I", 2) + b"".join(struct.pack("<12fH", 0, 0, 1, *tri[f[0]], *tri[f[1]], *tri[f[2]], 0) for f in faces[1:]))
+put("fuzz_mesh_vtk", "ascii.vtk", "# vtk DataFile Version 3.0\nm\nASCII\nDATASET POLYDATA\nPOINTS 5 float\n" + " ".join("%g %g %g" % p for p in tri) + "\nPOLYGONS 2 9\n4 0 1 2 3\n3 0 1 4\nTRIANGLE_STRIPS 1 5\n4 0 1 4 2\nPOINT_DATA 5\nSCALARS s float 1\nLOOKUP_TABLE default\n1 2 3 4 5\nNORMALS n float\n" + " ".join("0 0 1" for p in tri) + "\n")
+put("fuzz_mesh_vtk", "v5.vtk", b"# vtk DataFile Version 5.1\nm\nBINARY\nDATASET POLYDATA\nPOINTS 5 float\n" + b"".join(struct.pack(">3f", *p) for p in tri) + b"\nPOLYGONS 3 7\nOFFSETS vtktypeint64\n" + struct.pack(">3q", 0, 4, 7) + b"\nCONNECTIVITY vtktypeint64\n" + struct.pack(">7q", 0, 1, 2, 3, 0, 1, 4) + b"\n")
 PY

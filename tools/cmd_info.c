@@ -1,6 +1,8 @@
 /* pyramesh info: describes a volume (dims, type, spacing, origin, value
- * range, memory) or a point set (count, bounding box). The kind comes from
- * the extension; a .vtk file is tried as a volume first, then as points. */
+ * range, memory), a triangle mesh (counts, bounds, topology, area, volume)
+ * or a point set (count, bounding box). The kind comes from the extension
+ * and the content: a .ply or .vtk file with faces is a mesh, one with only
+ * vertices a point set; a .vtk file is tried as a volume first. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -16,17 +18,31 @@ static const char help[] =
     "usage: pyramesh info FILE [options]\n"
     "\n"
     "Describes a volume (.nrrd, .nhdr, .vtk STRUCTURED_POINTS, raw with --raw-dims):\n"
-    "dims, sample type, spacing, origin, value range, memory; or a point set\n"
-    "(.ply, .xyz, .vtk POLYDATA/UNSTRUCTURED_GRID): count and bounding box.\n"
+    "dims, sample type, spacing, origin, value range, memory; a triangle mesh\n"
+    "(.obj, .stl, .ply with faces, .vtk POLYDATA with polygons): counts, bounding\n"
+    "box, closed / manifold / oriented, components, Euler characteristic, genus,\n"
+    "surface area, enclosed volume; or a point set (.ply, .xyz, .vtk\n"
+    "POLYDATA/UNSTRUCTURED_GRID without polygons): count and bounding box.\n"
     "\n"
     "options:\n"
+    "  --json                   print the mesh description as JSON (meshes only)\n"
     "  --raw-dims NX,NY,NZ --raw-type T [--raw-spacing SX,SY,SZ]\n"
     "      [--raw-endian little|big] [--raw-offset BYTES]   read FILE as a raw volume\n"
     "  --max-memory SIZE        refuse files needing more than SIZE (e.g. 512M, 8G)\n";
 
-enum { I_HELP = 1, I_MAXMEM, I_RAW_DIMS, I_RAW_TYPE, I_RAW_SPACING, I_RAW_ENDIAN, I_RAW_OFFSET };
+enum {
+    I_HELP = 1,
+    I_MAXMEM,
+    I_RAW_DIMS,
+    I_RAW_TYPE,
+    I_RAW_SPACING,
+    I_RAW_ENDIAN,
+    I_RAW_OFFSET,
+    I_JSON
+};
 static const cli_option options[] = {
     {"help", 'h', 0, I_HELP},
+    {"json", 0, 0, I_JSON},
     {"max-memory", 0, 1, I_MAXMEM},
     {"raw-dims", 0, 1, I_RAW_DIMS},
     {"raw-type", 0, 1, I_RAW_TYPE},
@@ -133,6 +149,118 @@ static void print_points(const char *path, const pm_points *p)
     printf("\n");
 }
 
+/* Genus of a closed, manifold, oriented mesh: each component contributes
+ * (2 - chi_i) / 2, and the chi_i sum to chi, so g = (2 c - chi) / 2.
+ * -1 when it does not apply. */
+static long long genus(const pm_mesh_report *r)
+{
+    if (!r->closed || !r->manifold || !r->oriented) return -1;
+    long long twice = 2 * (long long)r->components - r->euler;
+    return twice >= 0 && twice % 2 == 0 ? twice / 2 : -1;
+}
+
+static const char *yes_no(int b) { return b ? "yes" : "no"; }
+
+static void print_mesh(const char *path, const pm_mesh *m, const pm_mesh_report *r)
+{
+    printf("mesh %s\n", path);
+    printf("  vertices     %zu in the file%s, %zu used%s\n", m->num_vertices,
+           m->indices ? "" : " (a soup)", r->num_vertices, m->indices ? "" : " after welding");
+    printf("  triangles    %zu (%zu degenerate)\n", r->num_triangles, r->degenerate_triangles);
+    printf("  edges        %zu (%zu boundary, %zu non-manifold, %zu misoriented)\n",
+           r->num_edges, r->boundary_edges, r->nonmanifold_edges, r->misoriented_edges);
+    printf("  normals      %s\n", m->normals ? "per vertex" : "none");
+    printf("  bounds min   %.9g, %.9g, %.9g\n", r->bbox_min[0], r->bbox_min[1], r->bbox_min[2]);
+    printf("  bounds max   %.9g, %.9g, %.9g\n", r->bbox_max[0], r->bbox_max[1], r->bbox_max[2]);
+    printf("  extent       %g x %g x %g\n", r->bbox_max[0] - r->bbox_min[0],
+           r->bbox_max[1] - r->bbox_min[1], r->bbox_max[2] - r->bbox_min[2]);
+    printf("  closed       %s\n", yes_no(r->closed));
+    printf("  manifold     %s", yes_no(r->manifold));
+    if (!r->manifold) printf(" (%zu non-manifold vertices)", r->nonmanifold_vertices);
+    printf("\n  oriented     %s\n", yes_no(r->oriented));
+    printf("  components   %zu\n", r->components);
+    printf("  euler        %lld\n", r->euler);
+    long long g = genus(r);
+    if (g >= 0) printf("  genus        %lld\n", g);
+    printf("  area         %.9g\n", r->area);
+    if (r->closed)
+        printf("  volume       %.9g%s\n", r->volume,
+               r->oriented ? "" : " (not oriented: meaningless)");
+}
+
+static void print_mesh_json(const char *path, const pm_mesh *m, const pm_mesh_report *r)
+{
+    cli_buf b = {0};
+    cli_buf_printf(&b, "{\n  \"kind\": \"mesh\",\n  \"file\": ");
+    cli_buf_json_string(&b, path);
+    cli_buf_printf(&b,
+                   ",\n  \"file_vertices\": %zu,\n  \"soup\": %s,\n  \"vertices\": %zu,\n"
+                   "  \"triangles\": %zu,\n  \"degenerate_triangles\": %zu,\n  \"edges\": %zu,\n"
+                   "  \"boundary_edges\": %zu,\n  \"nonmanifold_edges\": %zu,\n"
+                   "  \"misoriented_edges\": %zu,\n  \"nonmanifold_vertices\": %zu,\n"
+                   "  \"normals\": %s,\n",
+                   m->num_vertices, m->indices ? "false" : "true", r->num_vertices,
+                   r->num_triangles, r->degenerate_triangles, r->num_edges, r->boundary_edges,
+                   r->nonmanifold_edges, r->misoriented_edges, r->nonmanifold_vertices,
+                   m->normals ? "true" : "false");
+    cli_buf_printf(&b,
+                   "  \"bbox_min\": [%.9g, %.9g, %.9g],\n  \"bbox_max\": [%.9g, %.9g, %.9g],\n",
+                   r->bbox_min[0], r->bbox_min[1], r->bbox_min[2], r->bbox_max[0],
+                   r->bbox_max[1], r->bbox_max[2]);
+    long long g = genus(r);
+    cli_buf_printf(&b,
+                   "  \"closed\": %s,\n  \"manifold\": %s,\n  \"oriented\": %s,\n"
+                   "  \"components\": %zu,\n  \"euler\": %lld,\n",
+                   r->closed ? "true" : "false", r->manifold ? "true" : "false",
+                   r->oriented ? "true" : "false", r->components, r->euler);
+    if (g >= 0)
+        cli_buf_printf(&b, "  \"genus\": %lld,\n", g);
+    else
+        cli_buf_printf(&b, "  \"genus\": null,\n");
+    cli_buf_printf(&b, "  \"area\": %.17g,\n", r->area);
+    if (r->closed)
+        cli_buf_printf(&b, "  \"volume\": %.17g\n}\n", r->volume);
+    else
+        cli_buf_printf(&b, "  \"volume\": null\n}\n");
+    if (b.failed)
+        cli_error("out of memory formatting the JSON");
+    else
+        fputs(b.data, stdout);
+    cli_buf_free(&b);
+}
+
+/* Reads and describes a mesh; returns CLI_OK / CLI_FAIL, or -1 when the
+ * file holds no faces (the caller then tries it as points). */
+static int describe_mesh(const char *path, uint64_t max_memory, int json, int allow_points)
+{
+    pm_mesh m;
+    pm_status s = pm_mesh_read(path, (size_t)max_memory, &m);
+    if (s != PM_STATUS_OK) {
+        if (allow_points) return -1;
+        cli_error_status(s, path);
+        return CLI_FAIL;
+    }
+    if (m.num_triangles == 0) {
+        pm_mesh_free(NULL, &m);
+        if (allow_points) return -1;
+        cli_error("'%s': the mesh has no faces", path);
+        return CLI_FAIL;
+    }
+    pm_mesh_report r;
+    s = pm_mesh_analyze(&m, &r);
+    if (s != PM_STATUS_OK) {
+        cli_error_status(s, path);
+        pm_mesh_free(NULL, &m);
+        return CLI_FAIL;
+    }
+    if (json)
+        print_mesh_json(path, &m, &r);
+    else
+        print_mesh(path, &m, &r);
+    pm_mesh_free(NULL, &m);
+    return CLI_OK;
+}
+
 int cmd_info(int argc, char **argv)
 {
     const char *cmd = "info";
@@ -140,7 +268,7 @@ int cmd_info(int argc, char **argv)
     pm_raw_options raw;
     memset(&raw, 0, sizeof raw);
     raw.struct_size = sizeof raw;
-    int have_dims = 0, have_type = 0, have_other = 0;
+    int have_dims = 0, have_type = 0, have_other = 0, json = 0;
     uint64_t max_memory = 0;
     cli_args a;
     cli_args_init(&a, cmd, argc, argv);
@@ -155,6 +283,8 @@ int cmd_info(int argc, char **argv)
         if (id == CLI_ARG_POSITIONAL) {
             if (path) return cli_usage_error(cmd, "more than one file ('%s', '%s')", path, v);
             path = v;
+        } else if (id == I_JSON) {
+            json = 1;
         } else if (id == I_MAXMEM) {
             if (!cli_parse_size(cmd, a.name, v, &max_memory)) return CLI_USAGE;
             if (max_memory > (uint64_t)SIZE_MAX) max_memory = SIZE_MAX;
@@ -174,17 +304,21 @@ int cmd_info(int argc, char **argv)
     int is_volume = have_dims || !strcmp(ext, "nrrd") || !strcmp(ext, "nhdr");
     int is_points = !have_dims && (!strcmp(ext, "ply") || !strcmp(ext, "xyz"));
     int is_vtk = !have_dims && !strcmp(ext, "vtk");
+    int is_mesh = !have_dims && (!strcmp(ext, "obj") || !strcmp(ext, "stl"));
+    if (is_mesh) return describe_mesh(path, max_memory, json, 0);
     if (!is_volume && !is_points && !is_vtk) {
-        if (!strcmp(ext, "obj") || !strcmp(ext, "stl"))
-            cli_error("'%s': info reads volumes and point sets; .%s meshes are not read", path,
-                      ext);
-        else
-            cli_error("'%s': unknown file type '.%s' (volumes: .nrrd .nhdr .vtk or --raw-dims; "
-                      "points: .ply .xyz .vtk)",
-                      path, ext);
+        cli_error("'%s': unknown file type '.%s' (volumes: .nrrd .nhdr .vtk or --raw-dims; "
+                  "meshes: .ply .obj .stl .vtk; points: .ply .xyz .vtk)",
+                  path, ext);
         return CLI_FAIL;
     }
-
+    if (!strcmp(ext, "ply")) {
+        /* A .ply with faces is a mesh; one with only vertices, points. A
+         * file the mesh reader refuses goes to the point reader, whose
+         * message is the one shown. */
+        int rc = describe_mesh(path, max_memory, json, 1);
+        if (rc >= 0) return rc;
+    }
     char volume_msg[1024] = "";
     pm_status s;
     if (is_volume || is_vtk) {
@@ -192,6 +326,11 @@ int cmd_info(int argc, char **argv)
         memset(&vol, 0, sizeof vol);
         s = pm_volume_read(path, have_dims ? &raw : NULL, (size_t)max_memory, &vol);
         if (s == PM_STATUS_OK) {
+            if (json) {
+                pm_volume_free(&vol);
+                cli_error("'%s': --json describes meshes only; this is a volume", path);
+                return CLI_FAIL;
+            }
             print_volume(path, &vol);
             pm_volume_free(&vol);
             return CLI_OK;
@@ -201,6 +340,8 @@ int cmd_info(int argc, char **argv)
             return CLI_FAIL;
         }
         snprintf(volume_msg, sizeof volume_msg, "%s (%s)", pm_last_error(), pm_status_string(s));
+        int rc = describe_mesh(path, max_memory, json, 1);
+        if (rc >= 0) return rc;
     }
     pm_points pts;
     memset(&pts, 0, sizeof pts);
@@ -213,6 +354,11 @@ int cmd_info(int argc, char **argv)
         } else {
             cli_error_status(s, path);
         }
+        return CLI_FAIL;
+    }
+    if (json) {
+        pm_points_free(&pts);
+        cli_error("'%s': --json describes meshes only; this is a point set", path);
         return CLI_FAIL;
     }
     print_points(path, &pts);

@@ -30,6 +30,10 @@ static const char help[] =
     "  --stats FILE.json        write counts and timings as JSON\n"
     "  -q, --quiet              print nothing on success\n"
     "  --max-memory SIZE        refuse volumes larger than SIZE (e.g. 512M, 8G)\n"
+    "  --debug-dir DIR          write debug PNGs there (created if missing): the\n"
+    "                           middle z slice's cells coloured by triangle count\n"
+    "                           and the HistoPyramid levels over them (a sequence\n"
+    "                           overwrites them with each frame)\n"
     "  --raw-dims NX,NY,NZ      read VOLUME as raw samples (x fastest)\n"
     "  --raw-type T             u8|u16|i16|f32|f64 (required with --raw-dims)\n"
     "  --raw-spacing SX,SY,SZ   sample spacing (default 1,1,1)\n"
@@ -42,7 +46,15 @@ static const char help[] =
     "needs '{}' too and gets the same digits. Exit status: 0 success, 1 error,\n"
     "2 usage error, 130 interrupted.\n";
 
-enum { OPT_ISO = 1, OPT_RAW_DIMS, OPT_RAW_TYPE, OPT_RAW_SPACING, OPT_RAW_ENDIAN, OPT_RAW_OFFSET };
+enum {
+    OPT_ISO = 1,
+    OPT_RAW_DIMS,
+    OPT_RAW_TYPE,
+    OPT_RAW_SPACING,
+    OPT_RAW_ENDIAN,
+    OPT_RAW_OFFSET,
+    OPT_DEBUG_DIR
+};
 
 static const cli_option options[] = {
     CLI_COMMON_OPTIONS,
@@ -52,6 +64,7 @@ static const cli_option options[] = {
     {"raw-spacing", 0, 1, OPT_RAW_SPACING},
     {"raw-endian", 0, 1, OPT_RAW_ENDIAN},
     {"raw-offset", 0, 1, OPT_RAW_OFFSET},
+    {"debug-dir", 0, 1, OPT_DEBUG_DIR},
     {NULL, 0, 0, 0},
 };
 
@@ -61,6 +74,7 @@ typedef struct iso_job {
     int have_raw;
     pm_raw_options raw;
     pm_context *ctx;
+    const char *debug_dir; /* --debug-dir, or NULL */
 } iso_job;
 
 /* Parses the --raw-* options shared with `info`; returns 1 handled, 0 not
@@ -219,6 +233,17 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
         return fail(p, s, f->output);
     }
 
+    if (job->debug_dir) {
+        /* On the host volume, after the mesh: not part of any timing. */
+        cli_progress_stage(p, "debug images");
+        s = pm_debug_images(&vol, job->iso, 0, job->debug_dir);
+        if (s != PM_STATUS_OK) {
+            pm_mesh_free(job->ctx, &mesh);
+            pm_volume_free(&vol);
+            return fail(p, s, job->debug_dir);
+        }
+    }
+
     r->command = "isosurface";
     r->input = f->input;
     r->output = f->output;
@@ -270,6 +295,11 @@ int cmd_isosurface(int argc, char **argv)
         if (id == OPT_ISO) {
             if (!cli_parse_double(cmd, a.name, v, &job.iso)) return CLI_USAGE;
             have_iso = 1;
+            continue;
+        }
+        if (id == OPT_DEBUG_DIR) {
+            if (!*v) return cli_usage_error(cmd, "--debug-dir needs a directory");
+            job.debug_dir = v;
             continue;
         }
         int h = cli_common_option(cmd, &a, id, v, &job.c);

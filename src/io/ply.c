@@ -1,13 +1,13 @@
 /* PLY (Turk, 1994; the Stanford polygon format as read by MeshLab, Open3D
- * and splashsurf): mesh writer (binary little-endian or ASCII) and point
- * reader (ASCII, binary little- and big-endian; every other element and
- * property, lists included, is skipped by its declared types). */
+ * and splashsurf): mesh writer (binary little-endian or ASCII), point and
+ * mesh readers (ASCII, binary little- and big-endian; every other element
+ * and property, lists included, is skipped by its declared types). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/io.h"
+#include "io/mesh_read.h"
 
 /* ------------------------------------------------------------------------ */
 /* Writer                                                                    */
@@ -263,22 +263,22 @@ static double decode(const unsigned char *p, const ply_type *t, int swap)
 /* Reads (or skips) one binary record of element e; when xyz is non-NULL
  * the properties listed in which[] (index of x, y, z) are stored. */
 static pm_status binary_record(pmi_reader *r, const ply_header *h, const ply_element *e, int swap,
-                               const size_t which[3], float *xyz, uint64_t rec)
+                               const size_t *which, int nwhich, float *xyz, uint64_t rec)
 {
     for (size_t k = 0; k < e->num_props; k++) {
         const ply_prop *p = &h->props[e->first_prop + k];
         unsigned char b[8];
         pm_status s;
         if (!p->count_type) {
-            if ((s = pmi_read_bytes(r, b, (size_t)p->type->size, e->name)) != PM_STATUS_OK)
+            if ((s = pmi_read_small(r, b, (size_t)p->type->size, e->name)) != PM_STATUS_OK)
                 return s;
             if (xyz)
-                for (int a = 0; a < 3; a++)
+                for (int a = 0; a < nwhich; a++)
                     if (which[a] == k) xyz[a] = (float)decode(b, p->type, swap);
             continue;
         }
         uint64_t at = pmi_reader_tell(r);
-        if ((s = pmi_read_bytes(r, b, (size_t)p->count_type->size, e->name)) != PM_STATUS_OK)
+        if ((s = pmi_read_small(r, b, (size_t)p->count_type->size, e->name)) != PM_STATUS_OK)
             return s;
         double c = decode(b, p->count_type, swap);
         if (c < 0)
@@ -292,7 +292,7 @@ static pm_status binary_record(pmi_reader *r, const ply_header *h, const ply_ele
 }
 
 static pm_status ascii_record(pmi_reader *r, const ply_header *h, const ply_element *e,
-                              const size_t which[3], float *xyz, uint64_t rec)
+                              const size_t *which, int nwhich, float *xyz, uint64_t rec)
 {
     char tok[256];
     for (size_t k = 0; k < e->num_props; k++) {
@@ -301,7 +301,7 @@ static pm_status ascii_record(pmi_reader *r, const ply_header *h, const ply_elem
         if (s != PM_STATUS_OK) return s;
         if (!p->count_type) {
             if (!xyz) continue;
-            for (int a = 0; a < 3; a++) {
+            for (int a = 0; a < nwhich; a++) {
                 if (which[a] != k) continue;
                 double d;
                 float f;
@@ -351,8 +351,8 @@ static pm_status skip_element(pmi_reader *r, const ply_header *h, const ply_elem
         return pmi_skip_bytes(r, total, e->name);
     }
     for (uint64_t i = 0; i < e->count; i++) {
-        pm_status s = h->format == 0 ? ascii_record(r, h, e, NULL, NULL, i)
-                                     : binary_record(r, h, e, swap, NULL, NULL, i);
+        pm_status s = h->format == 0 ? ascii_record(r, h, e, NULL, 0, NULL, i)
+                                     : binary_record(r, h, e, swap, NULL, 0, NULL, i);
         if (s != PM_STATUS_OK) return s;
     }
     return PM_STATUS_OK;
@@ -398,8 +398,8 @@ static pm_status read_vertices(pmi_reader *r, const ply_header *h, const ply_ele
         free(buf);
     } else {
         for (size_t i = 0; i < n && s == PM_STATUS_OK; i++)
-            s = h->format == 0 ? ascii_record(r, h, e, which, xyz + 3 * i, i)
-                               : binary_record(r, h, e, swap, which, xyz + 3 * i, i);
+            s = h->format == 0 ? ascii_record(r, h, e, which, 3, xyz + 3 * i, i)
+                               : binary_record(r, h, e, swap, which, 3, xyz + 3 * i, i);
     }
     if (s == PM_STATUS_OK) s = pmi_points_check_finite(r->path, xyz, n);
     if (s != PM_STATUS_OK) {
@@ -450,6 +450,283 @@ pm_status pmi_ply_read_points(const char *path, size_t max_memory_bytes, pm_poin
         s = skip_element(&r, h, e, swap);
     if (s == PM_STATUS_OK) s = read_vertices(&r, h, v, which, max_memory_bytes, out);
 done:
+    if (h) free(h->props);
+    free(h);
+    pmi_reader_close(&r);
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mesh reader                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Index of the scalar property `name` of element e, or SIZE_MAX. */
+static size_t find_scalar(const ply_header *h, const ply_element *e, const char *name)
+{
+    for (size_t k = 0; k < e->num_props; k++)
+        if (!h->props[e->first_prop + k].count_type &&
+            strcmp(h->props[e->first_prop + k].name, name) == 0)
+            return k;
+    return SIZE_MAX;
+}
+
+/* Smallest number of file bytes one record of e can occupy. */
+static uint64_t record_min(const ply_header *h, const ply_element *e)
+{
+    uint64_t m = 0;
+    for (size_t k = 0; k < e->num_props; k++) {
+        const ply_prop *p = &h->props[e->first_prop + k];
+        m += h->format == 0 ? 2 : (uint64_t)(p->count_type ? p->count_type : p->type)->size;
+    }
+    return m;
+}
+
+static pm_status mesh_vertices(pmi_reader *r, const ply_header *h, const ply_element *e,
+                               pmi_mesh_builder *b)
+{
+    const int swap = h->format != 0 && (h->format == 2) != pmi_host_big_endian();
+    size_t which[6];
+    static const char *names[6] = {"x", "y", "z", "nx", "ny", "nz"};
+    for (int a = 0; a < 6; a++)
+        which[a] = find_scalar(h, e, names[a]);
+    const int nw = which[3] != SIZE_MAX && which[4] != SIZE_MAX && which[5] != SIZE_MAX ? 6 : 3;
+    if (e->count > (uint64_t)UINT32_MAX + 1)
+        return pmi_error(PM_STATUS_OVERFLOW,
+                         "%s: element vertex: %llu vertices exceed the mesh's 32-bit indices",
+                         r->path, (unsigned long long)e->count);
+    pm_status s = pmi_mb_vertices_exact(b, e->count, record_min(h, e),
+                                        pmi_reader_remaining(r) + (h->format == 0), nw == 6,
+                                        "element vertex");
+    if (s != PM_STATUS_OK) return s;
+    int has_list = 0;
+    size_t rec = 0, offs[6] = {0};
+    for (size_t k = 0; k < e->num_props; k++) {
+        const ply_prop *p = &h->props[e->first_prop + k];
+        has_list |= p->count_type != NULL;
+        for (int a = 0; a < nw; a++)
+            if (which[a] == k) offs[a] = rec;
+        rec += (size_t)p->type->size;
+    }
+    const size_t n = b->num_vertices;
+    if (h->format != 0 && !has_list) {
+        /* Fixed-size records: blocks of them at once. */
+        size_t block = (1u << 20) / rec + 1;
+        unsigned char *buf = malloc(block * rec);
+        if (!buf) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", r->path);
+        for (size_t i = 0; i < n && s == PM_STATUS_OK; i += block) {
+            size_t k = n - i < block ? n - i : block;
+            if ((s = pmi_read_bytes(r, buf, k * rec, "element vertex")) != PM_STATUS_OK) break;
+            for (size_t j = 0; j < k; j++)
+                for (int a = 0; a < nw; a++) {
+                    float v = (float)decode(buf + j * rec + offs[a],
+                                            h->props[e->first_prop + which[a]].type, swap);
+                    if (a < 3)
+                        b->positions[3 * (i + j) + (size_t)a] = v;
+                    else
+                        b->normals[3 * (i + j) + (size_t)a - 3] = v;
+                }
+        }
+        free(buf);
+        return s;
+    }
+    for (size_t i = 0; i < n && s == PM_STATUS_OK; i++) {
+        float v[6];
+        s = h->format == 0 ? ascii_record(r, h, e, which, nw, v, i)
+                           : binary_record(r, h, e, swap, which, nw, v, i);
+        memcpy(b->positions + 3 * i, v, 3 * sizeof(float));
+        if (nw == 6) memcpy(b->normals + 3 * i, v + 3, 3 * sizeof(float));
+    }
+    return s;
+}
+
+/* One vertex index of a face list, from a decoded value. */
+static pm_status face_index(pmi_reader *r, pmi_mesh_builder *b, double d)
+{
+    if (!(d >= 0) || d != floor(d))
+        return pmi_error(PM_STATUS_PARSE_ERROR,
+                         "%s: byte %llu: face %llu (0-based): vertex index %g is not a "
+                         "non-negative integer",
+                         r->path, (unsigned long long)pmi_reader_tell(r),
+                         (unsigned long long)b->face, d);
+    return pmi_mb_poly_corner(b, d > (double)UINT64_MAX / 2 ? UINT64_MAX : (uint64_t)d, "face");
+}
+
+static pm_status mesh_faces(pmi_reader *r, const ply_header *h, const ply_element *e,
+                            size_t list, pmi_mesh_builder *b)
+{
+    const int swap = h->format != 0 && (h->format == 2) != pmi_host_big_endian();
+    uint64_t fmin = record_min(h, e), avail = pmi_reader_remaining(r) + (h->format == 0), need;
+    if (__builtin_mul_overflow(e->count, fmin, &need) || need > avail)
+        return pmi_error(PM_STATUS_PARSE_ERROR,
+                         "%s: element face: %llu faces need at least %llu bytes each, but only "
+                         "%llu bytes follow in the file",
+                         r->path, (unsigned long long)e->count, (unsigned long long)fmin,
+                         (unsigned long long)avail);
+    /* Most files hold triangles: reserve one triangle per face, as far as
+     * the bytes left could hold triangle records. */
+    const ply_prop *lp = &h->props[e->first_prop + list];
+    uint64_t tri_min = fmin + (h->format == 0 ? 6 : 3 * (uint64_t)lp->type->size);
+    uint64_t reserve = e->count < avail / tri_min ? e->count : avail / tri_min;
+    pm_status s = pmi_mb_reserve_triangles(b, (size_t)reserve, "element face");
+    char tok[256];
+    for (uint64_t f = 0; f < e->count && s == PM_STATUS_OK; f++) {
+        for (size_t k = 0; k < e->num_props && s == PM_STATUS_OK; k++) {
+            const ply_prop *p = &h->props[e->first_prop + k];
+            if (k != list) {
+                /* Another property of the face: skipped by its type. */
+                if (h->format == 0) {
+                    ply_element one = {"face", 1, e->first_prop + k, 1};
+                    s = ascii_record(r, h, &one, NULL, 0, NULL, f);
+                } else {
+                    ply_element one = {"face", 1, e->first_prop + k, 1};
+                    s = binary_record(r, h, &one, swap, NULL, 0, NULL, f);
+                }
+                continue;
+            }
+            uint64_t count;
+            pmi_mb_poly_begin(b, f, 0);
+            if (h->format == 0) {
+                if ((s = pmi_read_token(r, tok, sizeof tok, "element face")) != PM_STATUS_OK) break;
+                if (!pmi_parse_u64(tok, &count)) {
+                    s = pmi_error(PM_STATUS_PARSE_ERROR,
+                                  "%s: line %llu: face %llu (0-based): expected a list length, "
+                                  "got '%.40s'",
+                                  r->path, (unsigned long long)r->line, (unsigned long long)f, tok);
+                    break;
+                }
+                for (uint64_t i = 0; i < count && s == PM_STATUS_OK; i++) {
+                    if ((s = pmi_read_token(r, tok, sizeof tok, "element face")) != PM_STATUS_OK)
+                        break;
+                    double d;
+                    if (!pmi_parse_double(tok, &d)) {
+                        s = pmi_error(PM_STATUS_PARSE_ERROR,
+                                      "%s: line %llu: face %llu (0-based): expected a vertex "
+                                      "index, got '%.40s'",
+                                      r->path, (unsigned long long)r->line, (unsigned long long)f,
+                                      tok);
+                        break;
+                    }
+                    s = face_index(r, b, d);
+                }
+            } else {
+                unsigned char v[8];
+                if ((s = pmi_read_small(r, v, (size_t)p->count_type->size, "element face")) !=
+                    PM_STATUS_OK)
+                    break;
+                double c = decode(v, p->count_type, swap);
+                if (c < 0) {
+                    s = pmi_error(PM_STATUS_PARSE_ERROR,
+                                  "%s: byte %llu: face %llu (0-based): negative list length %.0f",
+                                  r->path, (unsigned long long)pmi_reader_tell(r),
+                                  (unsigned long long)f, c);
+                    break;
+                }
+                count = (uint64_t)c;
+                if (count * (uint64_t)p->type->size > pmi_reader_remaining(r)) {
+                    s = pmi_error(PM_STATUS_PARSE_ERROR,
+                                  "%s: byte %llu: face %llu (0-based): unexpected end of file in "
+                                  "a list of %llu indices (%llu bytes left)",
+                                  r->path, (unsigned long long)pmi_reader_tell(r),
+                                  (unsigned long long)f, (unsigned long long)count,
+                                  (unsigned long long)pmi_reader_remaining(r));
+                    break;
+                }
+                for (uint64_t i = 0; i < count && s == PM_STATUS_OK; i++) {
+                    if ((s = pmi_read_small(r, v, (size_t)p->type->size, "element face")) !=
+                        PM_STATUS_OK)
+                        break;
+                    s = face_index(r, b, decode(v, p->type, swap));
+                }
+            }
+        }
+    }
+    return s;
+}
+
+pm_status pmi_ply_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *out)
+{
+    pmi_reader r;
+    pmi_mesh_builder b;
+    pmi_mb_init(&b, path, max_memory_bytes);
+    pm_status s = pmi_reader_open(&r, path);
+    if (s != PM_STATUS_OK) return s;
+    ply_header *h = calloc(1, sizeof *h);
+    if (h) h->props = calloc(PLY_MAX_PROPS, sizeof *h->props);
+    if (!h || !h->props) {
+        s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
+        goto done;
+    }
+    if ((s = parse_header(&r, h)) != PM_STATUS_OK) goto done;
+    const ply_element *v = NULL, *fe = NULL;
+    size_t list = SIZE_MAX;
+    for (size_t i = 0; i < h->num_elements; i++) {
+        if (!v && strcmp(h->elements[i].name, "vertex") == 0) v = &h->elements[i];
+        if (!fe && strcmp(h->elements[i].name, "face") == 0) fe = &h->elements[i];
+    }
+    if (!v) {
+        s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: header: no 'element vertex', expected one", path);
+        goto done;
+    }
+    for (int a = 0; a < 3; a++)
+        if (find_scalar(h, v, (const char *[]){"x", "y", "z"}[a]) == SIZE_MAX) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: header: element vertex has no scalar property '%c', expected x, y "
+                          "and z",
+                          path, "xyz"[a]);
+            goto done;
+        }
+    if (fe) {
+        /* vertex_indices (the standard name) or vertex_index (older files);
+         * failing both, the face's only list. */
+        size_t lists = 0, any = SIZE_MAX;
+        for (size_t k = 0; k < fe->num_props; k++) {
+            const ply_prop *p = &h->props[fe->first_prop + k];
+            if (!p->count_type) continue;
+            lists++;
+            any = k;
+            if (strcmp(p->name, "vertex_indices") == 0 || strcmp(p->name, "vertex_index") == 0)
+                list = k;
+        }
+        if (list == SIZE_MAX && lists == 1) list = any;
+        if (list == SIZE_MAX) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: header: element face has no list property 'vertex_indices'", path);
+            goto done;
+        }
+        if (h->props[fe->first_prop + list].type->is_float) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: header: face list '%s' has a floating-point item type, expected "
+                          "an integer type",
+                          path, h->props[fe->first_prop + list].name);
+            goto done;
+        }
+    }
+    const int swap = h->format != 0 && (h->format == 2) != pmi_host_big_endian();
+    /* Elements are read in file order: the faces' indices are checked
+     * against the vertex count, so the vertices must come first. */
+    int have_vertices = 0;
+    for (const ply_element *e = h->elements; e < h->elements + h->num_elements; e++) {
+        if (e == v) {
+            s = mesh_vertices(&r, h, e, &b);
+            have_vertices = 1;
+        } else if (e == fe) {
+            if (!have_vertices) {
+                s = pmi_error(PM_STATUS_PARSE_ERROR,
+                              "%s: header: element face comes before element vertex, expected "
+                              "the vertices first",
+                              path);
+                break;
+            }
+            s = mesh_faces(&r, h, e, list, &b);
+            break; /* what follows the faces is not needed */
+        } else {
+            s = skip_element(&r, h, e, swap);
+        }
+        if (s != PM_STATUS_OK) break;
+    }
+    if (s == PM_STATUS_OK) s = pmi_mb_finish(&b, out);
+done:
+    pmi_mb_free(&b);
     if (h) free(h->props);
     free(h);
     pmi_reader_close(&r);
