@@ -436,7 +436,7 @@ PM_API pm_status pm_mesh_read(const char *path, size_t max_memory_bytes, pm_mesh
 /* Topology and geometry of a host-memory mesh (soups are welded by exact
  * position first). */
 typedef struct pm_mesh_report {
-    size_t num_vertices;        /* after welding */
+    size_t num_vertices;        /* after welding; used by non-degenerate triangles */
     size_t num_triangles;
     size_t num_edges;           /* undirected */
     size_t boundary_edges;      /* used by one triangle */
@@ -453,6 +453,9 @@ typedef struct pm_mesh_report {
     double area;
     double volume;              /* signed (divergence theorem); meaningful when closed */
 } pm_mesh_report;
+/* Triangles with a repeated vertex count as degenerate and are left out of
+ * V, E, F, the components and the vertex fans; the bbox covers every vertex
+ * of the mesh. */
 PM_API pm_status pm_mesh_analyze(const pm_mesh *mesh, pm_mesh_report *report);
 
 /* Debug images (seeds 000 and 003): writes PNGs into directory `dir`:

@@ -173,6 +173,13 @@ pm_status pmi_read_bytes(pmi_reader *r, void *dst, size_t n, const char *what)
         return PM_STATUS_OK;
     }
     if ((uint64_t)n > pmi_reader_remaining(r)) return short_read(r, n, what);
+    /* Small reads refill the buffer: one read() per buffer, not per value. */
+    if (n < r->cap && pmi_reader_peek(r, n) >= n) {
+        memcpy(dst, r->buf + r->pos, n);
+        r->pos += n;
+        return PM_STATUS_OK;
+    }
+    avail = r->len - r->pos;
     memcpy(dst, r->buf + r->pos, avail);
     r->pos += avail;
     size_t rest = n - avail;
