@@ -618,6 +618,55 @@ static void test_golden(void)
                sizeof cases / sizeof cases[0]);
 }
 
+/* The vectorised field against the scalar reference loops (sph.c), byte
+ * for byte, on random particle sets, cell sizes, smoothing lengths,
+ * offsets and thread counts (the seed is printed on failure). */
+static void test_vs_reference(void)
+{
+    const int rounds = 10;
+    for (int round = 0; round < rounds; round++) {
+        double r = 0.01 + 0.09 * pmt_uniform(), c = 0.25 + 2.75 * pmt_uniform();
+        double l = 1.0 + 1.5 * pmt_uniform(), off = 200.0 * pmt_uniform() - 100.0;
+        double hs = 2.0 * l / c; /* h in lattice spacings */
+        /* About 2e7 kernel evaluations for the scalar reference. */
+        size_t budget = (size_t)(2e7 / pow(2.0 * hs + 1.0, 3.0)) + 1, g = 1;
+        while ((g + 1) * (g + 1) * (g + 1) * 5 / 4 < budget && g < 14) g++;
+        size_t n = g * g * g + g * g / 4 + 1;
+        float *xyz = malloc(n * 3 * sizeof *xyz);
+        for (size_t q = 0; q < n; q++)
+            for (int a = 0; a < 3; a++) {
+                size_t ijk[3] = {q % g, (q / g) % g, q / (g * g) % g};
+                double x = q < g * g * g ? 2 * r * ijk[a] + 0.4 * r * (pmt_uniform() - 0.5)
+                                         : (2 * r * g + 4 * r) * pmt_uniform() - 2 * r;
+                xyz[3 * q + a] = (float)(off + x);
+            }
+        if (n > 3) memcpy(xyz + 3 * (n - 1), xyz + 3, 12); /* a duplicate */
+        int threads = 1 + (int)(pmt_rand() % 3);
+        pm_context *ctx;
+        pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, threads, NULL};
+        PMT_OK(pm_context_create(&d, &ctx));
+        pm_field_params p = resolved(r);
+        p.cube_size = c;
+        p.smoothing_length = l;
+        pm_field fa, fb;
+        PMT_OK(pm_field_compute(ctx, xyz, n, &p, &fa));
+        PMT_OK(pmi_cpu_field_compute_reference(ctx, xyz, n, &p, &fb));
+        size_t np = fa.volume.nx * fa.volume.ny * fa.volume.nz, diff = 0;
+        PMT_CHECK(fb.volume.nx * fb.volume.ny * fb.volume.nz == np, "grids differ");
+        const float *a = fa.volume.data, *b = fb.volume.data;
+        for (size_t i = 0; i < np; i++) diff += memcmp(a + i, b + i, 4) != 0;
+        PMT_CHECK(diff == 0,
+                  "round %d (n %zu, r %g, c %g, l %g, offset %g, %d threads): %zu of %zu values "
+                  "differ from the scalar reference",
+                  round, n, r, c, l, off, threads, diff, np);
+        pm_field_free(ctx, &fa);
+        pm_field_free(ctx, &fb);
+        pm_context_destroy(ctx);
+        free(xyz);
+    }
+    printf("reference: %d random fields bit-identical to the scalar loops\n", rounds);
+}
+
 static int compare_with_cpu(pm_context *ctx)
 {
     pm_context *cpu;
@@ -674,6 +723,7 @@ int main(int argc, char **argv)
         return pmt_finish("test_density cuda");
     }
     test_golden();
+    test_vs_reference();
     test_brute_force(ctx, 1, 0.1, 1.0);
     test_brute_force(ctx, 2, 0.1, 0.3);
     test_brute_force(ctx, 250, 0.05, 0.6);

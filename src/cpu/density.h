@@ -46,10 +46,13 @@ typedef struct pmi_cell_list {
 /* Lattice points accumulated at once per thread (doubles): a whole cell
  * block for every sane -l/-c ratio, z-slabs of a block beyond that. */
 #define PMI_ACC_CAP ((size_t)1 << 18)
-/* SPH field superblocks: whole neighbour cells, about PMI_SB_X x PMI_SB_YZ
- * x PMI_SB_YZ lattice points (at least one cell), z-sliced into slabs when
- * a single cell exceeds PMI_ACC_CAP points. */
-#define PMI_SB_X 32
+/* SPH field superblocks: the field is accumulated per box of whole
+ * neighbour cells, about PMI_SB_X x PMI_SB_YZ x PMI_SB_YZ lattice points (at
+ * least one cell; 128 KB of doubles, cache-resident), z-sliced into slabs
+ * when a single cell exceeds PMI_ACC_CAP points. With -c 1.5 (cells of 3
+ * points) a particle is then visited by ~2 boxes instead of 27 cells, and
+ * long boxes in x split fewer of a particle's rows. */
+#define PMI_SB_X 64
 #define PMI_SB_YZ 16
 
 /* Cells per superblock edge (sbc), its lattice points per axis at most
@@ -133,6 +136,11 @@ pm_status pmi_sph_field_reference(pm_context *ctx, const pmi_field_layout *lay,
  * [1 2 1]/4 passes along x, y and z (zero outside the grid). */
 pm_status pmi_blur_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                          double r, int steps, float *out);
+
+/* For tests: pm_field_compute on the CPU (p resolved) with the scalar
+ * reference loops of sph.c; the result must be bit-identical. */
+pm_status pmi_cpu_field_compute_reference(pm_context *ctx, const float *xyz, size_t n,
+                                          const pm_field_params *p, pm_field *out);
 
 /* For tests: the SPH densities rho_j in input order (method sph, no aabb;
  * p resolved as pm_field_compute resolves it). */

@@ -30,13 +30,6 @@ typedef double v4d __attribute__((vector_size(32)));
 typedef long long v4l __attribute__((vector_size(32)));
 #define ALWAYS static inline __attribute__((always_inline))
 
-/* Superblocks: the field is accumulated per box of about 32 x 16 x 16
- * lattice points (whole neighbour cells; 64 KB of doubles, cache-resident),
- * so that at small h/s (-c 1.5: cells of 3 points) a particle is visited
- * by ~3 boxes instead of 27 cells. */
-#define SB_X 32
-#define SB_YZ 16
-
 typedef struct sph_k {
     double h, h2, inv_h, sigma, sigma2, s;
 } sph_k;
@@ -293,6 +286,7 @@ ALWAYS void field_superblock(const field_job *J, size_t sb, double *acc, double 
                                     if (t0 > (double)rb || t1 < (double)ra) continue;
                                     if (t0 > (double)ra) ra = (size_t)t0;
                                     if (t1 < (double)rb) rb = (size_t)t1;
+                                    if (ra > rb) continue;
                                 }
                                 double *row = acc + ((z - ks) * nj + (j - p0[1])) * ni;
                                 field_row(row, lx, ra - p0[0], rb - p0[0], px, dyz, v, k);
