@@ -269,25 +269,33 @@ ALWAYS void field_superblock(const field_job *J, size_t sb, double *acc, double 
                         for (size_t z = ka; z <= kb; z++) {
                             double ddz = pz - lz[z - p0[2]], dz2 = ddz * ddz;
                             if (dz2 >= h2) continue;
-                            for (size_t j = ja; j <= jb; j++) {
+                            size_t ra = ia, rb = ib, ya_ = ja, yb_ = jb;
+                            if (J->chord) {
+                                /* This plane's points with d2 < h2 lie
+                                 * within its chord +-half in x (dyz >= dz2
+                                 * for every row, also rounded). The 1e-3
+                                 * (lattice units) covers the rounding,
+                                 * far below it while chord is set
+                                 * (pmi_sph_field). A superset only: d2 <
+                                 * h2 still decides per lane. */
+                                double half = pmi_sqrt(h2 - dz2);
+                                double t0 = ceil((px - half) * inv_s - (double)lay->lo[0] - 1e-3);
+                                double t1 = floor((px + half) * inv_s - (double)lay->lo[0] + 1e-3);
+                                if (t0 > (double)rb || t1 < (double)ra) continue;
+                                if (t0 > (double)ra) ra = (size_t)t0;
+                                if (t1 < (double)rb) rb = (size_t)t1;
+                                if (ra > rb) continue;
+                                /* The same for the rows (y). */
+                                t0 = ceil((py - half) * inv_s - (double)lay->lo[1] - 1e-3);
+                                t1 = floor((py + half) * inv_s - (double)lay->lo[1] + 1e-3);
+                                if (t0 > (double)jb || t1 < (double)ja) continue;
+                                if (t0 > (double)ja) ya_ = (size_t)t0;
+                                if (t1 < (double)jb) yb_ = (size_t)t1;
+                                if (ya_ > yb_) continue;
+                            }
+                            for (size_t j = ya_; j <= yb_; j++) {
                                 double ddy = py - ly[j - p0[1]], dyz = ddy * ddy + dz2;
                                 if (dyz >= h2) continue;
-                                size_t ra = ia, rb = ib;
-                                if (J->chord) {
-                                    /* Points with d2 < h2 lie within the
-                                     * chord +-half; the 1e-3 (lattice
-                                     * units) covers the rounding of both
-                                     * sides, far below it while chord is
-                                     * set (field_job). A superset only:
-                                     * d2 < h2 still decides per lane. */
-                                    double half = pmi_sqrt(h2 - dyz);
-                                    double t0 = ceil((px - half) * inv_s - (double)lay->lo[0] - 1e-3);
-                                    double t1 = floor((px + half) * inv_s - (double)lay->lo[0] + 1e-3);
-                                    if (t0 > (double)rb || t1 < (double)ra) continue;
-                                    if (t0 > (double)ra) ra = (size_t)t0;
-                                    if (t1 < (double)rb) rb = (size_t)t1;
-                                    if (ra > rb) continue;
-                                }
                                 double *row = acc + ((z - ks) * nj + (j - p0[1])) * ni;
                                 field_row(row, lx, ra - p0[0], rb - p0[0], px, dyz, v, k);
                             }
@@ -332,11 +340,15 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
     size_t pts[3];
     pmi_sph_superblock(lay->block, J.sbc, pts, &J.slab);
     for (int a = 0; a < 3; a++) J.nsb[a] = (lay->cdims[a] + J.sbc[a] - 1) / J.sbc[a];
-    /* Chord ranges need the rounding of coordinates (|global index| * 2^-52
+    /* Chord ranges: one sqrt per plane of a particle's box, worth it when
+     * the box is at least 9 points wide (h/s >= 4; at -c 1.5 it is not).
+     * They need the rounding of coordinates (|global index| * 2^-52
      * lattice units) and of the distance test ((h/s) * 2^-26) far below
      * their 1e-3 margin. */
     double gmax = fmax(fabs((double)lay->lo[0]), fabs((double)lay->lo[0] + (double)lay->dims[0]));
-    J.chord = gmax < 68719476736.0 /* 2^36 */ && h / s < 1e4;
+    for (int a = 1; a < 3; a++)
+        gmax = fmax(gmax, fmax(fabs((double)lay->lo[a]), fabs((double)lay->lo[a] + (double)lay->dims[a])));
+    J.chord = gmax < 68719476736.0 /* 2^36 */ && h / s >= 4.0 && h / s < 1e4;
     const size_t nsb = J.nsb[0] * J.nsb[1] * J.nsb[2];
     const size_t acc_n = pts[0] * pts[1] * J.slab + VW, lxyz_n = pts[0] + VW + pts[1] + pts[2];
     void (*fn)(const field_job *, size_t, double *, double *) = field_superblock_base;
