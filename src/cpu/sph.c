@@ -144,8 +144,9 @@ static int use_avx2(void)
 pm_status pmi_sph_volumes(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                           double h, double mass, double *vol)
 {
-    const sph_k k = {h, h * h, 1.0 / h, 8.0 / (PMI_PI * h * h * h), 2.0 * (8.0 / (PMI_PI * h * h * h)),
-                     lay->spacing};
+    const sph_k k = {
+        h,           h * h, 1.0 / h, 8.0 / (PMI_PI * h * h * h), 2.0 * (8.0 / (PMI_PI * h * h * h)),
+        lay->spacing};
     void (*fn)(const pmi_field_layout *, const pmi_cell_list *, size_t, const sph_k *, double,
                double *) = volumes_cell_base;
 #ifdef PMI_SPH_AVX2
@@ -168,10 +169,10 @@ typedef struct field_job {
     const double *vol;
     float *out;
     sph_k k;
-    size_t sbc[3];  /* neighbour cells per superblock edge */
-    size_t nsb[3];  /* superblocks per axis */
-    size_t slab;    /* lattice points per z slab of a superblock */
-    int chord;      /* x ranges may be narrowed to the sphere's chord */
+    size_t sbc[3]; /* neighbour cells per superblock edge */
+    size_t nsb[3]; /* superblocks per axis */
+    size_t slab;   /* lattice points per z slab of a superblock */
+    int chord;     /* x ranges may be narrowed to the sphere's chord */
 } field_job;
 
 /* row[i] += v * W(|(px, ., .) - (lx[i], ., .)|) for i in [ia, ib], dyz the
@@ -218,9 +219,12 @@ ALWAYS void field_superblock(const field_job *J, size_t sb, double *acc, double 
     }
     const size_t ni = p1[0] - p0[0], nj = p1[1] - p0[1];
     double *lx = lxyz, *ly = lx + ni + VW, *lz = ly + nj;
-    for (size_t i = 0; i < ni; i++) lx[i] = pmi_lattice_coord(lay->lo[0] + (int64_t)(p0[0] + i), s);
-    for (size_t i = ni; i < ni + VW; i++) lx[i] = lx[ni - 1]; /* finite padding */
-    for (size_t j = 0; j < nj; j++) ly[j] = pmi_lattice_coord(lay->lo[1] + (int64_t)(p0[1] + j), s);
+    for (size_t i = 0; i < ni; i++)
+        lx[i] = pmi_lattice_coord(lay->lo[0] + (int64_t)(p0[0] + i), s);
+    for (size_t i = ni; i < ni + VW; i++)
+        lx[i] = lx[ni - 1]; /* finite padding */
+    for (size_t j = 0; j < nj; j++)
+        ly[j] = pmi_lattice_coord(lay->lo[1] + (int64_t)(p0[1] + j), s);
     for (size_t z = p0[2]; z < p1[2]; z++)
         lz[z - p0[2]] = pmi_lattice_coord(lay->lo[2] + (int64_t)z, s);
 
@@ -308,7 +312,8 @@ ALWAYS void field_superblock(const field_job *J, size_t sb, double *acc, double 
             for (size_t j = p0[1]; j < p1[1]; j++) {
                 float *o = J->out + (z * ny + j) * nx + p0[0];
                 const double *a = acc + ((z - ks) * nj + (j - p0[1])) * ni;
-                for (size_t i = 0; i < ni; i++) o[i] = (float)a[i];
+                for (size_t i = 0; i < ni; i++)
+                    o[i] = (float)a[i];
             }
     }
 }
@@ -335,11 +340,12 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
     J.vol = vol;
     J.out = out;
     const double s = lay->spacing;
-    J.k = (sph_k){h, h * h, 1.0 / h, 8.0 / (PMI_PI * h * h * h),
-                  2.0 * (8.0 / (PMI_PI * h * h * h)), s};
+    J.k = (sph_k){h, h * h, 1.0 / h, 8.0 / (PMI_PI * h * h * h), 2.0 * (8.0 / (PMI_PI * h * h * h)),
+                  s};
     size_t pts[3];
     pmi_sph_superblock(lay->block, J.sbc, pts, &J.slab);
-    for (int a = 0; a < 3; a++) J.nsb[a] = (lay->cdims[a] + J.sbc[a] - 1) / J.sbc[a];
+    for (int a = 0; a < 3; a++)
+        J.nsb[a] = (lay->cdims[a] + J.sbc[a] - 1) / J.sbc[a];
     /* Chord ranges: one sqrt per plane of a particle's box, worth it when
      * the box is at least 9 points wide (h/s >= 4; at -c 1.5 it is not).
      * They need the rounding of coordinates (|global index| * 2^-52
@@ -347,7 +353,8 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
      * their 1e-3 margin. */
     double gmax = fmax(fabs((double)lay->lo[0]), fabs((double)lay->lo[0] + (double)lay->dims[0]));
     for (int a = 1; a < 3; a++)
-        gmax = fmax(gmax, fmax(fabs((double)lay->lo[a]), fabs((double)lay->lo[a] + (double)lay->dims[a])));
+        gmax = fmax(
+            gmax, fmax(fabs((double)lay->lo[a]), fabs((double)lay->lo[a] + (double)lay->dims[a])));
     J.chord = gmax < 68719476736.0 /* 2^36 */ && h / s >= 4.0 && h / s < 1e4;
     const size_t nsb = J.nsb[0] * J.nsb[1] * J.nsb[2];
     const size_t acc_n = pts[0] * pts[1] * J.slab + VW, lxyz_n = pts[0] + VW + pts[1] + pts[2];
@@ -382,8 +389,8 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
  * definition the vectorised code above must match bit for bit; used by
  * test_density. ---- */
 
-pm_status pmi_sph_volumes_reference(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
-                                    double h, double mass, double *vol)
+pm_status pmi_sph_volumes_reference(pm_context *ctx, const pmi_field_layout *lay,
+                                    const pmi_cell_list *cells, double h, double mass, double *vol)
 {
     const double h2 = h * h, inv_h = 1.0 / h;
     const double sigma = 8.0 / (PMI_PI * h * h * h), sigma2 = 2.0 * sigma;
@@ -425,8 +432,9 @@ pm_status pmi_sph_volumes_reference(pm_context *ctx, const pmi_field_layout *lay
     return PM_STATUS_OK;
 }
 
-pm_status pmi_sph_field_reference(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
-                                  double h, const double *vol, float *out)
+pm_status pmi_sph_field_reference(pm_context *ctx, const pmi_field_layout *lay,
+                                  const pmi_cell_list *cells, double h, const double *vol,
+                                  float *out)
 {
     const double h2 = h * h, inv_h = 1.0 / h, s = lay->spacing;
     const double sigma = 8.0 / (PMI_PI * h * h * h), sigma2 = 2.0 * sigma;
@@ -456,8 +464,10 @@ pm_status pmi_sph_field_reference(pm_context *ctx, const pmi_field_layout *lay, 
             size_t k1 = k0 + B < nz ? k0 + B : nz;
             size_t ni = i1 - i0, nj = j1 - j0;
             double *lx = lc3, *ly = lc3 + B, *lz = lc3 + 2 * B;
-            for (size_t i = 0; i < ni; i++) lx[i] = pmi_lattice_coord(lay->lo[0] + (int64_t)(i0 + i), s);
-            for (size_t j = 0; j < nj; j++) ly[j] = pmi_lattice_coord(lay->lo[1] + (int64_t)(j0 + j), s);
+            for (size_t i = 0; i < ni; i++)
+                lx[i] = pmi_lattice_coord(lay->lo[0] + (int64_t)(i0 + i), s);
+            for (size_t j = 0; j < nj; j++)
+                ly[j] = pmi_lattice_coord(lay->lo[1] + (int64_t)(j0 + j), s);
             for (size_t k = 0; k < k1 - k0; k++)
                 lz[k] = pmi_lattice_coord(lay->lo[2] + (int64_t)(k0 + k), s);
 
@@ -522,7 +532,8 @@ pm_status pmi_sph_field_reference(pm_context *ctx, const pmi_field_layout *lay, 
                     for (size_t j = j0; j < j1; j++) {
                         float *o = out + (k * ny + j) * nx + i0;
                         const double *a = acc + ((k - ks) * nj + (j - j0)) * ni;
-                        for (size_t i = 0; i < ni; i++) o[i] = (float)a[i];
+                        for (size_t i = 0; i < ni; i++)
+                            o[i] = (float)a[i];
                     }
             }
         }
