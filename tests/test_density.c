@@ -496,6 +496,177 @@ static void test_ball_surface(pm_context *ctx, pm_field_method method)
 }
 
 /* cuda mode: the CUDA field against the CPU field (1e-6 relative). */
+/* Bit-exactness fingerprints: FNV-1a 64 over the f32 field bytes and the
+ * grid (dims, origin) of fixed, self-generated particle sets, and over the
+ * SPH densities, for several c / l ratios (cell edges of 1 to 80 lattice
+ * points, the slab path included), offset coordinates, an aabb and
+ * duplicates. The expected values were recorded from the first (scalar)
+ * implementation at commit 836ebed, before the field and density loops were
+ * vectorised and re-blocked: any change of a single output bit fails here.
+ * The CUDA port must give the same bytes. PM_TEST_PRINT_GOLDEN=1 prints
+ * the values instead of checking them. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t golden_state;
+static double golden_uniform(void)
+{
+    golden_state ^= golden_state << 13;
+    golden_state ^= golden_state >> 7;
+    golden_state ^= golden_state << 17;
+    return (double)(golden_state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* A jittered block of g^3 particles at spacing 2r plus `loose` random ones
+ * around it, shifted by `off`. */
+static float *golden_scene(size_t g, size_t loose, double r, double off, size_t *n)
+{
+    golden_state = 0x243F6A8885A308D3ULL ^ (g * 131 + loose);
+    *n = g * g * g + loose;
+    float *xyz = malloc(*n * 3 * sizeof *xyz);
+    size_t q = 0;
+    for (size_t k = 0; k < g; k++)
+        for (size_t j = 0; j < g; j++)
+            for (size_t i = 0; i < g; i++, q++) {
+                size_t ijk[3] = {i, j, k};
+                for (int a = 0; a < 3; a++)
+                    xyz[3 * q + a] =
+                        (float)(off + 2 * r * ijk[a] + 0.3 * r * (golden_uniform() - 0.5));
+            }
+    for (; q < *n; q++)
+        for (int a = 0; a < 3; a++)
+            xyz[3 * q + a] = (float)(off + (2 * r * g + 6 * r) * golden_uniform() - 3 * r);
+    return xyz;
+}
+
+static void test_golden(void)
+{
+    struct {
+        size_t g, loose;
+        double r, off, c, l;
+        int threads, aabb, dup;
+        uint64_t field, rho;
+    } cases[] = {
+        /* g, loose, r, offset, c, l, threads, aabb, dup, field hash, rho hash */
+        {12, 300, 0.05, 0.0, 0.5, 2.0, 2, 0, 0, 0xbb334bf91d6a76ddULL, 0x070dc4a125db82f3ULL},
+        {12, 300, 0.05, 0.0, 0.5, 2.0, 1, 0, 0, 0xbb334bf91d6a76ddULL, 0x070dc4a125db82f3ULL},
+        {14, 400, 0.05, -3.7, 1.5, 2.0, 2, 0, 0, 0x899b107b387fcf4bULL, 0x660290055d5e73c9ULL},
+        {10, 200, 0.05, 0.0, 1.0, 2.0, 2, 0, 0, 0x76dbdbb814126994ULL, 0x505e51546e703610ULL},  /* h/s = 4 exactly */
+        {10, 200, 0.05, 0.0, 0.3, 1.5, 2, 0, 0, 0x5ecf7a33447a9efdULL, 0xdb123c73b8c48ce7ULL},  /* B = 10 */
+        {10, 200, 0.05, 0.0, 2.5, 2.0, 2, 0, 0, 0x38ce408190c35d88ULL, 0xa869c5513c896988ULL},  /* B = 2 */
+        {10, 200, 0.05, 0.0, 5.0, 2.0, 2, 0, 0, 0x021b4a76cdf77970ULL, 0xa869c5513c896988ULL},  /* B = 1 */
+        {10, 100, 0.05, 1000.25, 0.5, 2.0, 2, 0, 0, 0x32a05398a11ac1bcULL, 0xecaad158f0fb9796ULL},
+        {2, 0, 0.05, 0.0, 0.05, 2.0, 2, 0, 0, 0x347d5815c8340852ULL, 0x85a31a90694f4df9ULL},    /* B = 80: slabs */
+        {3, 20, 0.05, -0.5, 0.1, 1.2, 2, 0, 0, 0x392d1a4681069043ULL, 0xdfd0444a491eafcbULL},   /* B = 24 */
+        {12, 300, 0.05, 0.0, 0.5, 2.0, 2, 1, 0, 0x8e27048e421eac0aULL, 0x0000000000000000ULL},
+        {8, 50, 0.05, 0.0, 0.7, 2.0, 3, 0, 1, 0xe935835172fc0a24ULL, 0xca6b5113f81f35baULL},
+    };
+    const int print = getenv("PM_TEST_PRINT_GOLDEN") != NULL;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        size_t n;
+        float *xyz = golden_scene(cases[ci].g, cases[ci].loose, cases[ci].r, cases[ci].off, &n);
+        if (cases[ci].dup) /* every 7th particle repeats the one before it */
+            for (size_t q = 7; q < n; q += 7) memcpy(xyz + 3 * q, xyz + 3 * (q - 1), 12);
+        pm_context *c;
+        pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, cases[ci].threads, NULL};
+        PMT_OK(pm_context_create(&d, &c));
+        pm_field_params p = resolved(cases[ci].r);
+        p.cube_size = cases[ci].c;
+        p.smoothing_length = cases[ci].l;
+        if (cases[ci].aabb) {
+            p.use_aabb = 1;
+            for (int a = 0; a < 3; a++) {
+                p.aabb_min[a] = cases[ci].off + 0.2;
+                p.aabb_max[a] = cases[ci].off + 0.9;
+            }
+        }
+        pm_field f;
+        PMT_OK(pm_field_compute(c, xyz, n, &p, &f));
+        size_t np = f.volume.nx * f.volume.ny * f.volume.nz;
+        uint64_t hf = fnv(0xcbf29ce484222325ULL, f.volume.data, np * 4);
+        size_t dims[3] = {f.volume.nx, f.volume.ny, f.volume.nz};
+        hf = fnv(hf, dims, sizeof dims);
+        hf = fnv(hf, f.volume.origin, sizeof f.volume.origin);
+        uint64_t hr = 0;
+        if (!cases[ci].aabb) {
+            double *rho = malloc(n * sizeof *rho);
+            PMT_OK(pmi_cpu_particle_densities(c, xyz, n, &p, rho));
+            hr = fnv(0xcbf29ce484222325ULL, rho, n * sizeof *rho);
+            free(rho);
+        }
+        if (print)
+            printf("        {%zu, %zu, %g, %g, %g, %g, %d, %d, %d, 0x%016" PRIx64 "ULL, 0x%016" PRIx64
+                   "ULL}, /* %zu x %zu x %zu */\n",
+                   cases[ci].g, cases[ci].loose, cases[ci].r, cases[ci].off, cases[ci].c,
+                   cases[ci].l, cases[ci].threads, cases[ci].aabb, cases[ci].dup, hf, hr, dims[0],
+                   dims[1], dims[2]);
+        else
+            PMT_CHECK(hf == cases[ci].field && hr == cases[ci].rho,
+                      "case %zu (c %g, l %g): field hash %016" PRIx64 " rho hash %016" PRIx64
+                      ", recorded %016" PRIx64 " %016" PRIx64,
+                      ci, cases[ci].c, cases[ci].l, hf, hr, cases[ci].field, cases[ci].rho);
+        pm_field_free(c, &f);
+        pm_context_destroy(c);
+        free(xyz);
+    }
+    if (!print)
+        printf("golden: %zu fields and densities bit-identical to the recorded scalar ones\n",
+               sizeof cases / sizeof cases[0]);
+}
+
+/* The vectorised field against the scalar reference loops (sph.c), byte
+ * for byte, on random particle sets, cell sizes, smoothing lengths,
+ * offsets and thread counts (the seed is printed on failure). */
+static void test_vs_reference(void)
+{
+    const int rounds = 10;
+    for (int round = 0; round < rounds; round++) {
+        double r = 0.01 + 0.09 * pmt_uniform(), c = 0.25 + 2.75 * pmt_uniform();
+        double l = 1.0 + 1.5 * pmt_uniform(), off = 200.0 * pmt_uniform() - 100.0;
+        double hs = 2.0 * l / c; /* h in lattice spacings */
+        /* About 2e7 kernel evaluations for the scalar reference. */
+        size_t budget = (size_t)(2e7 / pow(2.0 * hs + 1.0, 3.0)) + 1, g = 1;
+        while ((g + 1) * (g + 1) * (g + 1) * 5 / 4 < budget && g < 14) g++;
+        size_t n = g * g * g + g * g / 4 + 1;
+        float *xyz = malloc(n * 3 * sizeof *xyz);
+        for (size_t q = 0; q < n; q++)
+            for (int a = 0; a < 3; a++) {
+                size_t ijk[3] = {q % g, (q / g) % g, q / (g * g) % g};
+                double x = q < g * g * g ? 2 * r * ijk[a] + 0.4 * r * (pmt_uniform() - 0.5)
+                                         : (2 * r * g + 4 * r) * pmt_uniform() - 2 * r;
+                xyz[3 * q + a] = (float)(off + x);
+            }
+        if (n > 3) memcpy(xyz + 3 * (n - 1), xyz + 3, 12); /* a duplicate */
+        int threads = 1 + (int)(pmt_rand() % 3);
+        pm_context *ctx;
+        pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, threads, NULL};
+        PMT_OK(pm_context_create(&d, &ctx));
+        pm_field_params p = resolved(r);
+        p.cube_size = c;
+        p.smoothing_length = l;
+        pm_field fa, fb;
+        PMT_OK(pm_field_compute(ctx, xyz, n, &p, &fa));
+        PMT_OK(pmi_cpu_field_compute_reference(ctx, xyz, n, &p, &fb));
+        size_t np = fa.volume.nx * fa.volume.ny * fa.volume.nz, diff = 0;
+        PMT_CHECK(fb.volume.nx * fb.volume.ny * fb.volume.nz == np, "grids differ");
+        const float *a = fa.volume.data, *b = fb.volume.data;
+        for (size_t i = 0; i < np; i++) diff += memcmp(a + i, b + i, 4) != 0;
+        PMT_CHECK(diff == 0,
+                  "round %d (n %zu, r %g, c %g, l %g, offset %g, %d threads): %zu of %zu values "
+                  "differ from the scalar reference",
+                  round, n, r, c, l, off, threads, diff, np);
+        pm_field_free(ctx, &fa);
+        pm_field_free(ctx, &fb);
+        pm_context_destroy(ctx);
+        free(xyz);
+    }
+    printf("reference: %d random fields bit-identical to the scalar loops\n", rounds);
+}
+
 static int compare_with_cpu(pm_context *ctx)
 {
     pm_context *cpu;
@@ -551,6 +722,8 @@ int main(int argc, char **argv)
         if (!ran) return PMT_SKIP;
         return pmt_finish("test_density cuda");
     }
+    test_golden();
+    test_vs_reference();
     test_brute_force(ctx, 1, 0.1, 1.0);
     test_brute_force(ctx, 2, 0.1, 0.3);
     test_brute_force(ctx, 250, 0.05, 0.6);

@@ -124,10 +124,19 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
     const double T = ctx->num_threads;
     /* Per particle: cell id 8, slot 4, sorted xyz 12, volume 8 (SPH), a
      * filtered copy 12 when the aabb drops some. Per cell: count and start.
-     * Per thread: the gather buffers (SPH: a block of doubles, capped; blur:
-     * a slice of doubles and a line of floats). */
+     * Per thread: the gather buffers (SPH: a superblock of doubles, capped;
+     * blur: a slice of doubles and a line of floats). */
     double per_particle = 24.0 + (sph ? 8.0 : 0.0) + (kept < n ? 12.0 : 0.0);
-    double per_thread = 8.0 * fmin(B * B * B, (double)PMI_ACC_CAP + B * B) + 24.0 * B;
+    double per_thread = 8.0 * fmin(B * B * B, (double)PMI_ACC_CAP + B * B) + 24.0 * B + 64.0;
+    if (sph && B <= PMI_SB_X) {
+        /* The superblock buffers (sph.c): a box of doubles and its
+         * coordinates, 4 doubles of padding each (larger cells: one cell
+         * per box, as above plus the padding, below 24 B). */
+        size_t sbc[3], pts[3], slab;
+        pmi_sph_superblock((size_t)B, sbc, pts, &slab);
+        per_thread = 8.0 * ((double)pts[0] * (double)pts[1] * (double)slab + 4.0) +
+                     8.0 * ((double)pts[0] + (double)pts[1] + (double)pts[2] + 4.0);
+    }
     pmi_field_layout lay;
     pm_status st = layout(bmin, bmax, s, margin, cell_reach, 8.0,
                           per_particle * (double)kept + T * per_thread + 4.0, p->max_memory_bytes,
@@ -172,8 +181,8 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
     return PM_STATUS_OK;
 }
 
-pm_status pmi_cpu_field_compute(pm_context *ctx, const float *xyz, size_t n,
-                                const pm_field_params *p, pm_field *out)
+static pm_status field_compute(pm_context *ctx, const float *xyz, size_t n,
+                               const pm_field_params *p, int reference, pm_field *out)
 {
     double t0 = pmi_now_ms();
     pmi_field_layout lay;
@@ -195,9 +204,12 @@ pm_status pmi_cpu_field_compute(pm_context *ctx, const float *xyz, size_t n,
     double t2 = t1;
     if (st == PM_STATUS_OK && sph) {
         const double d = 2.0 * r, mass = p->rest_density * (d * d * d);
-        st = pmi_sph_volumes(ctx, &lay, &cells, h, mass, vol);
+        st = (reference ? pmi_sph_volumes_reference : pmi_sph_volumes)(ctx, &lay, &cells, h, mass,
+                                                                       vol);
         t2 = pmi_now_ms();
-        if (st == PM_STATUS_OK) st = pmi_sph_field(ctx, &lay, &cells, h, vol, data);
+        if (st == PM_STATUS_OK)
+            st = (reference ? pmi_sph_field_reference : pmi_sph_field)(ctx, &lay, &cells, h, vol,
+                                                                       data);
     } else if (st == PM_STATUS_OK) {
         st = pmi_blur_field(ctx, &lay, &cells, r, steps, data);
     }
@@ -229,6 +241,18 @@ pm_status pmi_cpu_field_compute(pm_context *ctx, const float *xyz, size_t n,
     out->timings.density_ms = t2 - t1;
     out->timings.field_ms = t3 - t2;
     return PM_STATUS_OK;
+}
+
+pm_status pmi_cpu_field_compute(pm_context *ctx, const float *xyz, size_t n,
+                                const pm_field_params *p, pm_field *out)
+{
+    return field_compute(ctx, xyz, n, p, 0, out);
+}
+
+pm_status pmi_cpu_field_compute_reference(pm_context *ctx, const float *xyz, size_t n,
+                                          const pm_field_params *p, pm_field *out)
+{
+    return field_compute(ctx, xyz, n, p, 1, out);
 }
 
 pm_status pmi_cpu_particle_densities(pm_context *ctx, const float *xyz, size_t n,

@@ -46,6 +46,27 @@ typedef struct pmi_cell_list {
 /* Lattice points accumulated at once per thread (doubles): a whole cell
  * block for every sane -l/-c ratio, z-slabs of a block beyond that. */
 #define PMI_ACC_CAP ((size_t)1 << 18)
+/* SPH field superblocks: the field is accumulated per box of whole
+ * neighbour cells, about PMI_SB_X x PMI_SB_YZ x PMI_SB_YZ lattice points (at
+ * least one cell; 128 KB of doubles, cache-resident), z-sliced into slabs
+ * when a single cell exceeds PMI_ACC_CAP points. With -c 1.5 (cells of 3
+ * points) a particle is then visited by ~2 boxes instead of 27 cells, and
+ * long boxes in x split fewer of a particle's rows. */
+#define PMI_SB_X 64
+#define PMI_SB_YZ 16
+
+/* Cells per superblock edge (sbc), its lattice points per axis at most
+ * (pts, z before slicing) and the slab depth, for cells of B points. */
+static inline void pmi_sph_superblock(size_t B, size_t sbc[3], size_t pts[3], size_t *slab)
+{
+    sbc[0] = PMI_SB_X / B ? PMI_SB_X / B : 1;
+    sbc[1] = sbc[2] = PMI_SB_YZ / B ? PMI_SB_YZ / B : 1;
+    for (int a = 0; a < 3; a++) pts[a] = sbc[a] * B;
+    size_t plane = pts[0] * pts[1];
+    *slab = pts[2];
+    if (plane * pts[2] > PMI_ACC_CAP) *slab = PMI_ACC_CAP / plane ? PMI_ACC_CAP / plane : 1;
+}
+
 /* Blur cells hold at least this many lattice points per edge: its reach
  * (r + s/2) is only 2.5 points at -c 0.5, and tiny blocks cost more in
  * per-block overhead than they save. */
@@ -103,11 +124,23 @@ pm_status pmi_sph_volumes(pm_context *ctx, const pmi_field_layout *lay, const pm
                           double h, double mass, double *vol);
 pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                         double h, const double *vol, float *out);
+/* The same two, one scalar term at a time (the original loops): the
+ * reference the vectorised versions match bit for bit (test_density). */
+pm_status pmi_sph_volumes_reference(pm_context *ctx, const pmi_field_layout *lay,
+                                    const pmi_cell_list *cells, double h, double mass, double *vol);
+pm_status pmi_sph_field_reference(pm_context *ctx, const pmi_field_layout *lay,
+                                  const pmi_cell_list *cells, double h, const double *vol,
+                                  float *out);
 
 /* Blur: box splat of each particle's cube (edge 2r) then `steps` binomial
  * [1 2 1]/4 passes along x, y and z (zero outside the grid). */
 pm_status pmi_blur_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                          double r, int steps, float *out);
+
+/* For tests: pm_field_compute on the CPU (p resolved) with the scalar
+ * reference loops of sph.c; the result must be bit-identical. */
+pm_status pmi_cpu_field_compute_reference(pm_context *ctx, const float *xyz, size_t n,
+                                          const pm_field_params *p, pm_field *out);
 
 /* For tests: the SPH densities rho_j in input order (method sph, no aabb;
  * p resolved as pm_field_compute resolves it). */
