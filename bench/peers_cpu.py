@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """CPU peers on the cayley field (ANCHORS.md), beside bench_cpu_isosurface in
-the same run: VTK's vtkFlyingEdges3D (normals on) with 1 and 2 threads and
-vtkMarchingCubes (serial), median of R runs each, then pyramesh's table.
-Needs Debian's python3-vtk9 (run with /usr/bin/python3).
+the same run: VTK's vtkFlyingEdges3D (normals on) with 1 and 2 threads,
+vtkMarchingCubes (serial) and scikit-image's marching_cubes (lorensen,
+serial), median of R runs each, then pyramesh's table and the ratios.
+Needs Debian's python3-vtk9 and python3-skimage (run with /usr/bin/python3).
 
 usage: /usr/bin/python3 bench/peers_cpu.py BUILD/bench/bench_cpu_isosurface [N ...]
 env: PM_BENCH_REPS (default 7)."""
@@ -11,6 +12,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import numpy
+from skimage.measure import marching_cubes as skimage_mc
 
 from vtkmodules.vtkCommonCore import vtkSMPTools, vtkVersion
 from vtkmodules.vtkFiltersCore import vtkFlyingEdges3D
@@ -74,6 +78,7 @@ def main():
     print("VTK %s, SMP backend %s" % (vtkVersion.GetVTKVersion(), vtkSMPTools.GetBackend()))
     print("| N | peer | threads | median ms | min ms | points | triangles |")
     print("|---|---|---|---|---|---|---|")
+    peers = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             path = os.path.join(tmp, "cayley%d.raw" % n)
@@ -82,14 +87,47 @@ def main():
             for threads in (1, 2):
                 vtkSMPTools.Initialize(threads)
                 med, mn, npts, ntri = time_filter(flying_edges, image, reps)
+                peers[(n, "vtkFlyingEdges3D", threads)] = med
                 print("| %d | vtkFlyingEdges3D normals | %d | %.2f | %.2f | %d | %d |"
                       % (n, threads, med, mn, npts, ntri), flush=True)
             med, mn, npts, ntri = time_filter(marching_cubes, image, max(1, reps // 2))
             print("| %d | vtkMarchingCubes normals | 1 | %.2f | %.2f | %d | %d |"
                   % (n, med, mn, npts, ntri), flush=True)
+            vol = numpy.fromfile(path, dtype="<f4").reshape(n, n, n)
+            times = []
+            for rep in range(max(2, reps // 2) + 1):
+                t0 = time.perf_counter()
+                verts, faces, _, _ = skimage_mc(vol, 0.0, method="lorensen")
+                t1 = time.perf_counter()
+                if rep:
+                    times.append((t1 - t0) * 1e3)
+            times.sort()
+            peers[(n, "skimage", 1)] = times[len(times) // 2]
+            print("| %d | skimage marching_cubes lorensen | 1 | %.2f | %.2f | %d | %d |"
+                  % (n, times[len(times) // 2], times[0], len(verts), len(faces)), flush=True)
     print()
     sys.stdout.flush()
-    subprocess.run([bench] + [str(n) for n in sizes], check=True)
+    out = subprocess.run([bench] + [str(n) for n in sizes], check=True,
+                         capture_output=True, text=True).stdout
+    print(out)
+    ours = {}
+    for line in out.splitlines():
+        f = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(f) >= 5 and f[0].isdigit():
+            ours[(int(f[0]), f[1], f[2], int(f[3]))] = float(f[4])
+    print("| N | pyramesh config | threads | pyramesh ms | peer | peer ms | speedup |")
+    print("|---|---|---|---|---|---|---|")
+    for n in sizes:
+        for mode in ("indexed", "soup"):
+            for threads in (1, 2):
+                key = (n, mode, "central", threads)
+                if key not in ours:
+                    continue
+                for peer, pt in (("vtkFlyingEdges3D", threads), ("skimage", 1)):
+                    if (n, peer, pt) in peers:
+                        pm, pp = ours[key], peers[(n, peer, pt)]
+                        print("| %d | %s central normals | %d | %.2f | %s (%d thr) | %.2f | %.2fx |"
+                              % (n, mode, threads, pm, peer, pt, pp, pp / pm))
     return 0
 
 
