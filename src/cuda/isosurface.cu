@@ -214,6 +214,13 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
     return PM_STATUS_OK;
 }
 
+/* Stage timing for bench/bench_cuda_isosurface.cu: when pmi_mc_profile is
+ * set, CUDA events bracket pass 1 and pass 2 of each call (milliseconds). */
+extern "C" {
+int pmi_mc_profile;
+double pmi_mc_stage_ms[2];
+}
+
 extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
                                          const pm_isosurface_options *opt, pm_mesh *mesh)
 {
@@ -230,7 +237,8 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     v.rs = (long long)vol->row_stride;
     v.ss = (long long)vol->slice_stride;
     v.iso = iso;
-    v.above = opt->inside_above != 0;
+    v.sg = opt->inside_above ? -1.0 : 1.0;
+    v.siso = v.sg * iso;
     for (int a = 0; a < 3; a++) {
         v.org[a] = vol->origin[a];
         v.sp[a] = vol->spacing[a];
@@ -247,6 +255,9 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     if (rec_cap > npoints) rec_cap = npoints;
     unsigned long long tot[4];
     mc_records rec;
+    cudaEvent_t ev[4] = {NULL, NULL, NULL, NULL};
+    if (pmi_mc_profile)
+        for (int e = 0; e < 4; e++) cudaEventCreate(&ev[e]);
     for (;;) {
         size_t state_b = pmi_align256((size_t)tl.ntiles * 3 * sizeof(unsigned long long));
         size_t head_b = 256 + state_b;
@@ -264,8 +275,10 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         rec.cross = (unsigned long long *)q;
         q += pmi_align256(rec_cap * 8);
         rec.info = (uint16_t *)q;
+        if (ev[0]) cudaEventRecord(ev[0], s);
         PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
         PMI_TRY(mc_classify(ctx, v, tl, indexed, vol->type, ticket, state, rec, rec_cap, totals));
+        if (ev[1]) cudaEventRecord(ev[1], s);
         PMI_CU_TRY(cudaMemcpyAsync(tot, totals, sizeof tot, cudaMemcpyDeviceToHost, s),
                    "pm_isosurface: reading counts");
         PMI_TRY(pmi_cuda_wait(ctx, "pm_isosurface: classification"));
@@ -291,14 +304,20 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     float *hpos = NULL, *hnrm = NULL;
     uint32_t *hidx = NULL;
     if (opt->positions) {
-        if (nv > opt->vertex_capacity) {
-            nv_w = opt->vertex_capacity;
-            result = PM_STATUS_TRUNCATED;
+        /* The CPU's rule: write what fits; soup writes whole triangles. */
+        nv_w = nv < opt->vertex_capacity ? nv : opt->vertex_capacity;
+        unsigned long long tl_ = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
+        if (indexed) {
+            nt_w = tl_;
+        } else {
+            if (tl_ > nv_w / 3) tl_ = nv_w / 3;
+            nv_w = 3 * tl_;
         }
-        if (indexed && ntri > opt->triangle_capacity) {
-            nt_w = opt->triangle_capacity;
-            result = PM_STATUS_TRUNCATED;
-        }
+        if (nv > opt->vertex_capacity || ntri > opt->triangle_capacity)
+            result = pmi_error(PM_STATUS_TRUNCATED,
+                               "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
+                               "%zu / %zu",
+                               nv, ntri, opt->vertex_capacity, opt->triangle_capacity);
         hpos = opt->positions;
         hnrm = want_n ? opt->normals_out : NULL;
         hidx = indexed ? opt->indices : NULL;
@@ -307,10 +326,6 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         mesh->indices = hidx;
         mesh->in_context_memory = to_ctx;
         if (!hidx) nt_w = 0;
-        if (result == PM_STATUS_TRUNCATED)
-            pmi_error(PM_STATUS_TRUNCATED,
-                      "pm_isosurface: %llu vertices and %llu triangles exceed the capacity (%zu, %zu)",
-                      nv, ntri, opt->vertex_capacity, opt->triangle_capacity);
     } else if (to_ctx) {
         void *p = NULL;
         MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)nv * 3 * sizeof(float), &p));
@@ -352,11 +367,13 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         o.nrm = hnrm ? o.tmp + (size_t)nv_w * 3 : NULL;
         o.idx = (uint32_t *)(o.tmp + (size_t)nv_w * 3 * (hnrm ? 2 : 1));
     }
+    if (ev[2]) cudaEventRecord(ev[2], s);
     if (nv_w) mc_launch_expand(s, vol->type, opt->normals, indexed, v, rec, nrec, nv_w, o.pos, o.nrm);
     pm_status ls = pmi_cuda_launched("pm_isosurface: vertices");
     if (ls == PM_STATUS_OK && nt_w && o.idx)
         mc_triangle_kernel<<<mc_blocks(nt_w), MC_THREADS, 0, s>>>(v, rec, nrec, nt_w, o.idx);
     if (ls == PM_STATUS_OK) ls = pmi_cuda_launched("pm_isosurface: triangles");
+    if (ev[3]) cudaEventRecord(ev[3], s);
     if (ls == PM_STATUS_OK && !to_ctx) {
         cudaError_t e = cudaMemcpyAsync(hpos, o.pos, (size_t)nv_w * 3 * sizeof(float), cudaMemcpyDeviceToHost, s);
         if (e == cudaSuccess && hnrm)
@@ -369,6 +386,15 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
      * reuse: wait here (the caller gets a finished mesh either way). */
     pm_status ws = pmi_cuda_wait(ctx, "pm_isosurface: expansion");
     if (o.tmp) cudaFree(o.tmp);
+    if (ev[0]) {
+        float a = 0, b = 0;
+        cudaEventElapsedTime(&a, ev[0], ev[1]);
+        cudaEventElapsedTime(&b, ev[2], ev[3]);
+        pmi_mc_stage_ms[0] = a;
+        pmi_mc_stage_ms[1] = b;
+        for (int e = 0; e < 4; e++) cudaEventDestroy(ev[e]);
+        cudaGetLastError();
+    }
     if (ls == PM_STATUS_OK) ls = ws;
     if (ls != PM_STATUS_OK) {
         mc_mesh_release(ctx, mesh);

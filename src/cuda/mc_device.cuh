@@ -6,6 +6,7 @@
 #ifndef PM_CUDA_MC_DEVICE_CUH
 #define PM_CUDA_MC_DEVICE_CUH
 
+#include <float.h>
 #include <stdint.h>
 
 #include "pyramesh.h"
@@ -15,8 +16,7 @@ typedef struct mcd_volume {
     const void *data;
     long long nx, ny, nz;
     long long rs, ss;
-    double iso;
-    int above; /* options->inside_above */
+    double iso, sg, siso; /* sg = -1 when inside is above iso; siso = sg * iso */
     double org[3], sp[3];
 } mcd_volume;
 
@@ -53,85 +53,105 @@ template <typename T> static __device__ __forceinline__ double mcd_load(const mc
     return (double)__ldg((const T *)v.data + (i + j * v.rs + k * v.ss));
 }
 
+/* Inside test, in double, exactly as the CPU: sg = +1 makes value < iso
+ * inside, sg = -1 makes value > iso inside (-v < -iso). NaN is never inside. */
 static __device__ __forceinline__ int mcd_inside(const mcd_volume &v, double x)
 {
-    return v.above ? (x > v.iso) : (x < v.iso);
+    return v.sg * x < v.siso;
 }
 
-/* Gradient at lattice point (i,j,k) in world units, by the mode's rule. */
+/* Gradient at lattice point (i,j,k) per unit length, as the CPU's
+ * gradient(): (v[ip] - v[im]) / ((ip - im) * h) for forward and central;
+ * Sobel sums w * (v[ip] - v[im]) over the clamped 3x3 cross-section, outer
+ * loop over the higher cross axis, and divides by 16 * (ip - im) * h. */
 template <typename T, int MODE>
-static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long long i, long long j, long long k, double g[3])
+static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long long i, long long j, long long k,
+                                                    double g[3])
 {
-    const long long n[3] = {v.nx, v.ny, v.nz};
-    const long long p[3] = {i, j, k};
-    if constexpr (MODE == PM_NORMALS_SOBEL) {
-        /* 3x3x3 Sobel: derivative [-1 0 1] along the axis, smoothing
-         * [1 2 1] across it, indices clamped to the volume. */
-        double s[3] = {0.0, 0.0, 0.0};
-        long long c[3][3];
-        for (int a = 0; a < 3; a++)
-            for (int d = 0; d < 3; d++) {
-                long long q = p[a] + d - 1;
-                c[a][d] = q < 0 ? 0 : (q > n[a] - 1 ? n[a] - 1 : q);
-            }
-        const double w[3] = {1.0, 2.0, 1.0};
-        for (int dz = 0; dz < 3; dz++)
-            for (int dy = 0; dy < 3; dy++)
-                for (int dx = 0; dx < 3; dx++) {
-                    double val = mcd_load<T>(v, c[0][dx], c[1][dy], c[2][dz]);
-                    s[0] += (double)(dx - 1) * w[dy] * w[dz] * val;
-                    s[1] += (double)(dy - 1) * w[dx] * w[dz] * val;
-                    s[2] += (double)(dz - 1) * w[dx] * w[dy] * val;
-                }
-        for (int a = 0; a < 3; a++) g[a] = s[a] / (32.0 * v.sp[a]);
-    } else {
+    const long long p[3] = {i, j, k}, n[3] = {v.nx, v.ny, v.nz};
+#pragma unroll
     for (int a = 0; a < 3; a++) {
-        long long lo = p[a], hi = p[a];
-        double den = v.sp[a];
-        if (MODE == PM_NORMALS_FORWARD) {
-            if (p[a] < n[a] - 1) hi = p[a] + 1;
-            else lo = p[a] - 1;
+        long long ip, im;
+        if constexpr (MODE == PM_NORMALS_FORWARD) {
+            ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
+            im = p[a] + 1 < n[a] ? p[a] : p[a] - 1;
         } else {
-            if (p[a] > 0) lo = p[a] - 1;
-            if (p[a] < n[a] - 1) hi = p[a] + 1;
-            if (hi - lo == 2) den = 2.0 * v.sp[a];
+            ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
+            im = p[a] > 0 ? p[a] - 1 : 0;
         }
-        long long qh[3] = {i, j, k}, ql[3] = {i, j, k};
-        qh[a] = hi;
-        ql[a] = lo;
-        g[a] = (mcd_load<T>(v, qh[0], qh[1], qh[2]) - mcd_load<T>(v, ql[0], ql[1], ql[2])) / den;
-    }
+        if constexpr (MODE != PM_NORMALS_SOBEL) {
+            long long qp[3] = {i, j, k}, qm[3] = {i, j, k};
+            qp[a] = ip;
+            qm[a] = im;
+            double d = mcd_load<T>(v, qp[0], qp[1], qp[2]) - mcd_load<T>(v, qm[0], qm[1], qm[2]);
+            g[a] = d / ((double)(ip - im) * v.sp[a]);
+        } else {
+            const int b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
+            double s = 0.0;
+#pragma unroll
+            for (int dc = -1; dc <= 1; dc++) {
+                long long qc = p[c];
+                if (dc < 0 && qc > 0) qc--;
+                if (dc > 0 && qc + 1 < n[c]) qc++;
+#pragma unroll
+                for (int db = -1; db <= 1; db++) {
+                    long long qb = p[b];
+                    if (db < 0 && qb > 0) qb--;
+                    if (db > 0 && qb + 1 < n[b]) qb++;
+                    long long qp[3], qm[3];
+                    qp[a] = ip;
+                    qm[a] = im;
+                    qp[b] = qm[b] = qb;
+                    qp[c] = qm[c] = qc;
+                    double w = (double)((2 - (db < 0 ? -db : db)) * (2 - (dc < 0 ? -dc : dc)));
+                    double d = mcd_load<T>(v, qp[0], qp[1], qp[2]) - mcd_load<T>(v, qm[0], qm[1], qm[2]);
+                    s = s + w * d;
+                }
+            }
+            g[a] = s / ((16.0 * (double)(ip - im)) * v.sp[a]);
+        }
     }
 }
 
-/* Position and normal of the crossing on the edge from lattice point lo
- * along `axis` (lo is the lower end). */
+/* Position and normal of the crossing on the lattice edge from (i,j,k)
+ * along `axis` (the lower end), as the CPU's vertex(). */
 template <typename T, int MODE>
 static __device__ __forceinline__ void mcd_vertex(const mcd_volume &v, long long i, long long j, long long k, int axis,
                                                   float pos[3], float nrm[3])
 {
-    long long hi[3] = {i, j, k};
-    hi[axis] += 1;
-    double vlo = mcd_load<T>(v, i, j, k);
-    double vhi = mcd_load<T>(v, hi[0], hi[1], hi[2]);
+    const long long i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
+    const double vlo = mcd_load<T>(v, i, j, k), vhi = mcd_load<T>(v, i1, j1, k1);
     double t = (v.iso - vlo) / (vhi - vlo);
-    const long long lo[3] = {i, j, k};
-    for (int a = 0; a < 3; a++)
-        pos[a] = (float)(v.org[a] + v.sp[a] * ((double)lo[a] + (a == axis ? t : 0.0)));
-    if constexpr (MODE == PM_NORMALS_NONE) return;
-    double g0[3], g1[3], n[3];
-    mcd_gradient<T, MODE>(v, i, j, k, g0);
-    mcd_gradient<T, MODE>(v, hi[0], hi[1], hi[2], g1);
-    for (int a = 0; a < 3; a++) n[a] = (1.0 - t) * g0[a] + t * g1[a];
-    if (v.above)
-        for (int a = 0; a < 3; a++) n[a] = -n[a];
-    double len2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
-    if (len2 > 0.0 && isfinite(len2)) {
-        double inv = 1.0 / sqrt(len2);
-        for (int a = 0; a < 3; a++) nrm[a] = (float)(n[a] * inv);
-    } else {
+    /* Only non-finite samples can leave [0, 1] (or give NaN). */
+    if (!(t >= 0.0 && t <= 1.0)) t = 0.5;
+    double q[3] = {(double)i, (double)j, (double)k};
+    q[axis] = q[axis] + t;
+#pragma unroll
+    for (int c = 0; c < 3; c++) pos[c] = (float)(v.org[c] + v.sp[c] * q[c]);
+    if constexpr (MODE != PM_NORMALS_NONE) {
+        double g0[3], g1[3], n[3];
+        mcd_gradient<T, MODE>(v, i, j, k, g0);
+        mcd_gradient<T, MODE>(v, i1, j1, k1, g1);
+#pragma unroll
+        for (int c = 0; c < 3; c++) n[c] = (1.0 - t) * g0[c] + t * g1[c];
+#pragma unroll
+        for (int c = 0; c < 3; c++) n[c] = v.sg * n[c];
+        double l2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+        if (l2 > 0.0 && l2 <= DBL_MAX) {
+            double inv = 1.0 / sqrt(l2);
+            double m0 = n[0] * inv, m1 = n[1] * inv, m2 = n[2] * inv;
+            if (m0 - m0 == 0.0 && m1 - m1 == 0.0 && m2 - m2 == 0.0) {
+                nrm[0] = (float)m0;
+                nrm[1] = (float)m1;
+                nrm[2] = (float)m2;
+                return;
+            }
+        }
+        /* Vanishing or non-finite gradient: the edge direction from its
+         * inside end to its outside end. */
         float s = mcd_inside(v, vlo) ? 1.0f : -1.0f;
-        for (int a = 0; a < 3; a++) nrm[a] = a == axis ? s : 0.0f;
+        nrm[0] = nrm[1] = nrm[2] = 0.0f;
+        nrm[axis] = s;
     }
 }
 
