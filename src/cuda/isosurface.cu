@@ -27,6 +27,34 @@ static __device__ __forceinline__ long long mc_last_le(const unsigned long long 
     return lo;
 }
 
+/* The block's outputs start at key `first` of the sorted prefixes `pref`:
+ * thread 0 finds the first record, the block loads the next MC_WIN
+ * prefixes into shared memory, and each thread searches there (falling
+ * back to global memory past the window). Call from every thread. */
+#define MC_WIN 512
+static __device__ __forceinline__ long long mc_find(const unsigned long long *pref, long long nrec,
+                                                   unsigned long long first, unsigned long long key,
+                                                   unsigned long long *s_pref, long long *s_r0)
+{
+    if (threadIdx.x == 0) *s_r0 = mc_last_le(pref, 0, nrec - 1, first);
+    __syncthreads();
+    const long long r0 = *s_r0;
+    const int nwin = (int)min((long long)MC_WIN, nrec - r0);
+    for (int w = threadIdx.x; w < nwin; w += blockDim.x) s_pref[w] = __ldg(pref + r0 + w);
+    __syncthreads();
+    if (key >= s_pref[nwin - 1]) {
+        if (nwin < MC_WIN) return r0 + nwin - 1;
+        return mc_last_le(pref, r0 + nwin - 1, nrec - 1, key);
+    }
+    int lo = 0, hi = nwin - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) >> 1;
+        if (s_pref[mid] <= key) lo = mid;
+        else hi = mid - 1;
+    }
+    return r0 + lo;
+}
+
 static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigned long long p, long long *i,
                                                     long long *j, long long *k)
 {
@@ -55,10 +83,12 @@ template <typename T, int MODE>
 __global__ void __launch_bounds__(MC_THREADS)
 mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, float *pos, float *nrm)
 {
-    for (unsigned long long o = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; o < nout;
-         o += (unsigned long long)gridDim.x * blockDim.x) {
-        unsigned long long q = o / 3;
-        long long r = mc_last_le(rec.tri, 0, nrec - 1, q);
+    __shared__ unsigned long long s_pref[MC_WIN];
+    __shared__ long long s_r0;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
+    const unsigned long long q = (o < nout ? o : nout - 1) / 3;
+    const long long r = mc_find(rec.tri, nrec, first / 3, q, s_pref, &s_r0);
+    if (o < nout) {
         int l = (int)(o - 3 * __ldg(rec.tri + r));
         unsigned cs = __ldg(rec.info + r) & 255u;
         int e = mcd_tri_table[cs][l];
@@ -78,9 +108,11 @@ template <typename T, int MODE>
 __global__ void __launch_bounds__(MC_THREADS)
 mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, float *pos, float *nrm)
 {
-    for (unsigned long long o = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; o < nout;
-         o += (unsigned long long)gridDim.x * blockDim.x) {
-        long long r = mc_last_le(rec.cross, 0, nrec - 1, o);
+    __shared__ unsigned long long s_pref[MC_WIN];
+    __shared__ long long s_r0;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
+    const long long r = mc_find(rec.cross, nrec, first, o < nout ? o : nout - 1, s_pref, &s_r0);
+    if (o < nout) {
         int rank = (int)(o - __ldg(rec.cross + r));
         unsigned bits = __ldg(rec.info + r) >> 8 & 7u;
         int axis = 0;
@@ -103,9 +135,11 @@ mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long lon
 __global__ void __launch_bounds__(MC_THREADS)
 mc_triangle_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, uint32_t *idx)
 {
-    for (unsigned long long q = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; q < nout;
-         q += (unsigned long long)gridDim.x * blockDim.x) {
-        long long r = mc_last_le(rec.tri, 0, nrec - 1, q);
+    __shared__ unsigned long long s_pref[MC_WIN];
+    __shared__ long long s_r0;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, q = first + threadIdx.x;
+    const long long r = mc_find(rec.tri, nrec, first, q < nout ? q : nout - 1, s_pref, &s_r0);
+    if (q < nout) {
         int l = (int)(q - __ldg(rec.tri + r));
         unsigned cs = __ldg(rec.info + r) & 255u;
         unsigned long long p = __ldg(rec.point + r);
@@ -129,10 +163,11 @@ mc_triangle_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long l
     }
 }
 
+/* One thread per output (n <= 2^32 * 3 keeps the grid below 2^31). */
 static unsigned mc_blocks(unsigned long long n)
 {
     unsigned long long b = (n + MC_THREADS - 1) / MC_THREADS;
-    return (unsigned)(b < 1 ? 1 : (b > 1048576ull ? 1048576ull : b));
+    return (unsigned)(b < 1 ? 1 : b);
 }
 
 template <typename T, int MODE>

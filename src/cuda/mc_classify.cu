@@ -47,18 +47,64 @@ static __device__ unsigned long long mc_lookback(unsigned long long *state, long
  * a tile has at most MC_TILE points, so no field overflows. */
 #define MC_F(x, f) (((x) >> (21 * (f))) & 0x1fffffull)
 
-template <typename T>
-__global__ void __launch_bounds__(MC_THREADS)
+/* Inside bits of the `cnt` (<= 4) samples p[0..cnt-1]; VEC: p is aligned
+ * to 4 samples, so a full group is one vector load. */
+template <typename T> struct mc_vec;
+template <> struct mc_vec<uint8_t> { typedef uchar4 type; };
+template <> struct mc_vec<uint16_t> { typedef ushort4 type; };
+template <> struct mc_vec<int16_t> { typedef short4 type; };
+template <> struct mc_vec<float> { typedef float4 type; };
+
+template <typename T, int VEC>
+static __device__ __forceinline__ unsigned mc_in5(const mcd_volume &v, const T *p, int cnt)
+{
+    /* Inside bits of the cnt (<= 5) samples p[0..cnt-1]: the thread's 4
+     * points and the first point of the next group. VEC: p is aligned to 4
+     * samples, so the first four are one vector load. */
+    if constexpr (VEC && sizeof(T) <= 4) {
+        if (cnt >= 4) {
+            typename mc_vec<T>::type w = __ldg((const typename mc_vec<T>::type *)p);
+            unsigned m = (unsigned)mcd_inside(v, (double)w.x) | (unsigned)mcd_inside(v, (double)w.y) << 1 |
+                         (unsigned)mcd_inside(v, (double)w.z) << 2 | (unsigned)mcd_inside(v, (double)w.w) << 3;
+            if (cnt == 5) m |= (unsigned)mcd_inside(v, (double)__ldg(p + 4)) << 4;
+            return m;
+        }
+    }
+    if constexpr (VEC && sizeof(T) == 8) {
+        if (cnt >= 4) {
+            double2 w0 = __ldg((const double2 *)p), w1 = __ldg((const double2 *)p + 1);
+            unsigned m = (unsigned)mcd_inside(v, w0.x) | (unsigned)mcd_inside(v, w0.y) << 1 |
+                         (unsigned)mcd_inside(v, w1.x) << 2 | (unsigned)mcd_inside(v, w1.y) << 3;
+            if (cnt == 5) m |= (unsigned)mcd_inside(v, (double)__ldg(p + 4)) << 4;
+            return m;
+        }
+    }
+    unsigned m = 0;
+#pragma unroll
+    for (int q = 0; q < 5; q++)
+        if (q < cnt) m |= (unsigned)mcd_inside(v, (double)__ldg(p + q)) << q;
+    return m;
+}
+
+#define MC_BATCH 4 /* rows loaded together, for memory-level parallelism */
+#ifndef MC_MINB
+#define MC_MINB 3 /* blocks per SM the register budget is cut for */
+#endif
+
+template <typename T, int VEC>
+__global__ void __launch_bounds__(MC_THREADS, MC_MINB)
 mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket,
                    unsigned long long *state, mc_records rec, unsigned long long rec_cap,
                    unsigned long long *totals)
 {
-    __shared__ uint16_t info[MC_TILE];
+    __shared__ __align__(16) uint16_t info[MC_TILE];
+    __shared__ uint8_t s_nt[256];
     __shared__ unsigned long long warp_sum[MC_THREADS / 32];
     __shared__ unsigned long long base[3];
     __shared__ long long s_tile;
     __shared__ unsigned int s_cells;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    s_nt[t] = mcd_tri_count[t];
     if (t == 0) {
         s_tile = atomicAdd(ticket, 1u);
         s_cells = 0;
@@ -73,65 +119,84 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket
     const int rows = (int)min((long long)tl.rows, v.ny - j0);
     const long long i0 = chunk * tl.width;
     const int width = (int)min((long long)tl.width, v.nx - i0);
-    const int wpad = (width + 31) & ~31;
-    const int groups = wpad >= MC_THREADS ? 1 : MC_THREADS / wpad;
     const int kz = k + 1 < v.nz;
+    const T *d = (const T *)v.data;
     unsigned int cells = 0;
 
-    /* Classify: thread = column x of row group g. */
-    const int g = wpad >= MC_THREADS ? 0 : t / wpad;
+    /* Classify: a thread takes 4 consecutive points of a row and marches
+     * its row group along y; row groups split the band when a row needs
+     * fewer than MC_THREADS threads. */
+    const int nchunk = (width + 3) >> 2;
+    const int lanes = (nchunk + 31) & ~31;
+    const int groups = lanes >= MC_THREADS ? 1 : MC_THREADS / lanes;
+    const int g = lanes >= MC_THREADS ? 0 : t / lanes;
     if (g < groups) {
         const int r_begin = rows * g / groups, r_end = rows * (g + 1) / groups;
-        const int step = wpad >= MC_THREADS ? MC_THREADS : wpad;
-        for (int xb = wpad >= MC_THREADS ? 0 : 0; xb < wpad; xb += step) {
-            const int x = xb + (wpad >= MC_THREADS ? t : t - g * wpad);
+        const int cstep = lanes >= MC_THREADS ? MC_THREADS : lanes;
+        for (int cb = 0; cb < lanes; cb += cstep) {
+            const int c = cb + (lanes >= MC_THREADS ? t : t - g * lanes);
+            const int x = 4 * c;
+            const int cnt = max(0, min(4, width - x));
             const long long i = i0 + x;
-            const int valid = x < width;
-            const int xr = i + 1 < v.nx;
-            const int own_right = valid && xr && (lane == 31 || x + 1 >= width);
-            unsigned cur = 0, cur_r = 0;
-            for (int r = r_begin; r < r_end; r++) {
-                const long long j = j0 + r;
-                if (r == r_begin) {
-                    unsigned b = 0, br = 0;
-                    if (valid) {
-                        b = mcd_inside(v, mcd_load<T>(v, i, j, k));
-                        if (kz) b |= mcd_inside(v, mcd_load<T>(v, i, j, k + 1)) << 1;
+            /* Samples x .. x+4 of the row (x + 4 is the next thread's
+             * first: an L1 hit), fewer at the end of the row. */
+            const int cnt5 = cnt ? (int)min(5ll, v.nx - i) : 0;
+            const T *col = d + i + k * v.ss;
+            unsigned e0 = 0, e1 = 0;
+            {
+                const long long j = j0 + r_begin;
+                e0 = mc_in5<T, VEC>(v, col + j * v.rs, cnt5);
+                if (kz) e1 = mc_in5<T, VEC>(v, col + j * v.rs + v.ss, cnt5);
+            }
+            for (int rb = r_begin; rb < r_end; rb += MC_BATCH) {
+                unsigned m0[MC_BATCH], m1[MC_BATCH];
+#pragma unroll
+                for (int b = 0; b < MC_BATCH; b++) {
+                    const long long jn = j0 + rb + b + 1;
+                    const int ok = rb + b < r_end && jn < v.ny;
+                    m0[b] = ok ? mc_in5<T, VEC>(v, col + jn * v.rs, cnt5) : 0u;
+                    m1[b] = ok && kz ? mc_in5<T, VEC>(v, col + jn * v.rs + v.ss, cnt5) : 0u;
+                }
+#pragma unroll
+                for (int b = 0; b < MC_BATCH; b++) {
+                    const unsigned n0 = m0[b], n1 = m1[b];
+                    const int row = rb + b;
+                    if (row < r_end) {
+                        const int jy = j0 + row + 1 < v.ny;
+#pragma unroll
+                        for (int q = 0; q < 4; q++) {
+                            if (q < cnt) {
+                                const int xr = i + q + 1 < v.nx;
+                                const int cell = xr && jy && kz;
+                                unsigned cs = (e0 >> q & 1) | (e0 >> (q + 1) & 1) << 1 |
+                                              (n0 >> (q + 1) & 1) << 2 | (n0 >> q & 1) << 3 |
+                                              (e1 >> q & 1) << 4 | (e1 >> (q + 1) & 1) << 5 |
+                                              (n1 >> (q + 1) & 1) << 6 | (n1 >> q & 1) << 7;
+                                cs = cell ? cs : 0u;
+#ifdef MC_DEBUG_CHECK
+                                if (cell) {
+                                    const long long ii = i + q, jj = j0 + row;
+                                    unsigned ref = 0;
+                                    for (int cc = 0; cc < 8; cc++)
+                                        ref |= (unsigned)mcd_inside(v, mcd_load<T>(v, ii + mcd_corner[cc][0], jj + mcd_corner[cc][1], k + mcd_corner[cc][2])) << cc;
+                                    if (ref != cs)
+                                        printf("MISMATCH tile %lld t %d c %d q %d row %d (i %lld j %lld k %lld) cs %x ref %x e0 %x e1 %x n0 %x n1 %x cnt %d hr %d VEC %d\n",
+                                               tile, t, c, q, row, ii, jj, k, cs, ref, e0, e1, n0, n1, cnt, cnt5, VEC);
+                                }
+#endif
+                                unsigned nt = s_nt[cs];
+                                unsigned cross = (xr && ((e0 ^ (e0 >> 1)) >> q & 1)) |
+                                                 (jy && ((e0 ^ n0) >> q & 1)) << 1 |
+                                                 (kz && ((e0 ^ e1) >> q & 1)) << 2;
+                                unsigned act = indexed ? (nt || cross) : nt > 0;
+                                cells += nt > 0;
+                                info[row * width + x + q] = (uint16_t)(cs | cross << 8 | nt << 11 | act << 14);
+                            }
+                        }
                     }
-                    if (own_right) {
-                        br = mcd_inside(v, mcd_load<T>(v, i + 1, j, k));
-                        if (kz) br |= mcd_inside(v, mcd_load<T>(v, i + 1, j, k + 1)) << 1;
-                    }
-                    unsigned sh = __shfl_down_sync(0xffffffffu, b, 1);
-                    cur = b;
-                    cur_r = own_right ? br : sh;
+                    e0 = n0;
+                    e1 = n1;
                 }
-                const int jy = j + 1 < v.ny;
-                unsigned nx_ = 0, nxr = 0;
-                if (valid && jy) {
-                    nx_ = mcd_inside(v, mcd_load<T>(v, i, j + 1, k));
-                    if (kz) nx_ |= mcd_inside(v, mcd_load<T>(v, i, j + 1, k + 1)) << 1;
-                }
-                if (own_right && jy) {
-                    nxr = mcd_inside(v, mcd_load<T>(v, i + 1, j + 1, k));
-                    if (kz) nxr |= mcd_inside(v, mcd_load<T>(v, i + 1, j + 1, k + 1)) << 1;
-                }
-                unsigned sh = __shfl_down_sync(0xffffffffu, nx_, 1);
-                if (!own_right) nxr = sh;
-                if (valid) {
-                    const int cell = xr && jy && kz;
-                    unsigned cs = (cur & 1) | (cur_r & 1) << 1 | (nxr & 1) << 2 | (nx_ & 1) << 3 |
-                                  (cur >> 1) << 4 | (cur_r >> 1) << 5 | (nxr >> 1) << 6 |
-                                  (nx_ >> 1) << 7;
-                    unsigned nt = cell ? mcd_tri_count[cs] : 0u;
-                    unsigned cross = (xr && ((cur ^ cur_r) & 1)) | (jy && ((cur ^ nx_) & 1)) << 1 |
-                                     (kz && ((cur ^ (cur >> 1)) & 1)) << 2;
-                    unsigned act = indexed ? (nt || cross) : nt > 0;
-                    cells += nt > 0;
-                    info[r * width + x] = (uint16_t)((cell ? cs : 0u) | cross << 8 | nt << 11 | act << 14);
-                }
-                cur = nx_;
-                cur_r = nxr;
             }
         }
     }
@@ -144,12 +209,17 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket
     const int npts = rows * width;
     const int p0 = t * MC_PPT;
     unsigned long long mine = 0;
-    for (int m = 0; m < MC_PPT; m++) {
-        int p = p0 + m;
-        if (p < npts) {
-            unsigned w = info[p];
-            mine += (unsigned long long)(w >> 14 & 1) | (unsigned long long)(w >> 11 & 7) << 21 |
-                    (unsigned long long)__popc(w >> 8 & 7) << 42;
+#pragma unroll
+    for (int m8 = 0; m8 < MC_PPT; m8 += 8) {
+        uint4 w4 = *(const uint4 *)(info + p0 + m8);
+        const unsigned ww[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+        for (int h = 0; h < 8; h++) {
+            if (p0 + m8 + h < npts) {
+                unsigned w = (ww[h >> 1] >> (16 * (h & 1))) & 0xffffu;
+                mine += (unsigned long long)(w >> 14 & 1) | (unsigned long long)(w >> 11 & 7) << 21 |
+                        (unsigned long long)__popc(w >> 8 & 7) << 42;
+            }
         }
     }
     unsigned long long incl = mine;
@@ -166,28 +236,28 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket
     }
     unsigned long long excl = before + incl - mine;
 
-    /* Chain to the previous tiles. */
-    if (warp == 0) {
-        unsigned long long a[3] = {MC_F(agg, 0), MC_F(agg, 1), MC_F(agg, 2)};
-        unsigned long long *st[3] = {state, state + tl.ntiles, state + 2 * tl.ntiles};
+    /* Chain to the previous tiles: warp q looks back for quantity q. */
+    if (warp < 3) {
+        unsigned long long a = MC_F(agg, warp);
+        unsigned long long *st = state + warp * tl.ntiles;
+        unsigned long long b = 0;
+#ifdef MC_NO_LOOKBACK
+        if (1) { /* timing experiment only: wrong prefixes */
+#else
         if (tile == 0) {
-            if (lane < 3) {
-                __threadfence();
-                *(volatile unsigned long long *)(st[lane] + 0) = MC_FLAG_P | a[lane];
-                base[lane] = 0;
-            }
+#endif
+            if (lane == 0) *(volatile unsigned long long *)st = MC_FLAG_P | a;
         } else {
-            if (lane < 3) *(volatile unsigned long long *)(st[lane] + tile) = MC_FLAG_A | a[lane];
-            unsigned long long b[3];
-            for (int q = 0; q < 3; q++) b[q] = mc_lookback(st[q], tile);
-            if (lane < 3) {
-                *(volatile unsigned long long *)(st[lane] + tile) = MC_FLAG_P | (b[lane] + a[lane]);
-                base[lane] = b[lane];
-            }
+            if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_A | a;
+            b = mc_lookback(st, tile);
+            if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_P | (b + a);
         }
-        if (tile == tl.ntiles - 1 && lane < 3) totals[lane] = base[lane] + a[lane];
-        if (lane == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
+        if (lane == 0) {
+            base[warp] = b;
+            if (tile == tl.ntiles - 1) totals[warp] = b + a;
+        }
     }
+    if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
     __syncthreads();
 
     /* Records of the active points. */
@@ -230,6 +300,10 @@ mc_tiling mc_make_tiling(const pm_volume *vol)
     return tl;
 }
 
+#define MC_LAUNCH(T)                                                                           \
+    (vec ? mc_classify_kernel<T, 1><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals) \
+         : mc_classify_kernel<T, 0><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals))
+
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
                       pm_sample_type type, unsigned int *ticket, unsigned long long *state,
                       mc_records rec, unsigned long long rec_cap, unsigned long long *totals)
@@ -237,22 +311,15 @@ pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl,
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     dim3 grid((unsigned)tl.ntiles);
+    /* Vector loads when every group of 4 samples starts aligned. */
+    size_t es = pm_sample_size(type);
+    int vec = ((uintptr_t)v.data % (4 * es)) == 0 && v.rs % 4 == 0 && v.ss % 4 == 0;
     switch (type) {
-    case PM_SAMPLE_U8:
-        mc_classify_kernel<uint8_t><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals);
-        break;
-    case PM_SAMPLE_U16:
-        mc_classify_kernel<uint16_t><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals);
-        break;
-    case PM_SAMPLE_I16:
-        mc_classify_kernel<int16_t><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals);
-        break;
-    case PM_SAMPLE_F32:
-        mc_classify_kernel<float><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals);
-        break;
-    case PM_SAMPLE_F64:
-        mc_classify_kernel<double><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals);
-        break;
+    case PM_SAMPLE_U8: MC_LAUNCH(uint8_t); break;
+    case PM_SAMPLE_U16: MC_LAUNCH(uint16_t); break;
+    case PM_SAMPLE_I16: MC_LAUNCH(int16_t); break;
+    case PM_SAMPLE_F32: MC_LAUNCH(float); break;
+    case PM_SAMPLE_F64: MC_LAUNCH(double); break;
     }
     return pmi_cuda_launched("pm_isosurface: classification");
 }

@@ -12,7 +12,7 @@ extern "C" {
 #include "cuda/mc_device.cuh"
 
 #define MC_THREADS 256
-#define MC_TILE 4096 /* lattice points per classification tile */
+#define MC_TILE 8192 /* lattice points per classification tile */
 #define MC_PPT (MC_TILE / MC_THREADS)
 
 /* Tiles of whole rows: `rows` rows of `width` points in one slice when a
