@@ -181,6 +181,8 @@ PM_API pm_status pm_expand_async(pm_context *ctx, const uint32_t *counts, size_t
  * and traverse many times. The pyramid lives in context memory and owns a
  * copy of nothing but its levels: counts may be freed after build. */
 typedef struct pm_histopyramid pm_histopyramid;
+/* Returns PM_STATUS_OVERFLOW if the sum of the counts exceeds 2^64 - 1, or
+ * where a backend's level width cannot hold a partial sum (docs/cuda.md). */
 PM_API pm_status pm_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
                                        pm_histopyramid **out);
 /* Total number of outputs (host, 64-bit). */
@@ -204,8 +206,11 @@ PM_API void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
  * value including NaN payloads, infinities, denormals and -0. */
 PM_API void pm_pack_f32_rgba8(const float *in, size_t n, uint8_t *out_rgba);
 PM_API void pm_unpack_rgba8_f32(const uint8_t *in_rgba, size_t n, float *out);
-/* Fixed-point v in [0,1) <-> RGBA8 with weights 1, 255, 255^2, 255^3 (seed
- * 000's count readback). Values outside [0,1) are clamped first. */
+/* Fixed-point v in [0,1] <-> RGBA8 (seed 000's count readback): N =
+ * round(v * 255^4), ties up, stored as base-255 digits with r most
+ * significant (every byte 0..254). NaN and values <= 0 encode as 0, values
+ * >= 1 as the largest code, which decodes to 1.0f, so decoded values lie in
+ * [0, 1]. */
 PM_API void pm_pack_unorm_rgba8(const float *in, size_t n, uint8_t *out_rgba);
 PM_API void pm_unpack_unorm_rgba8(const uint8_t *in_rgba, size_t n, float *out);
 
@@ -300,7 +305,11 @@ typedef struct pm_mesh {
 } pm_mesh;
 
 /* Extracts the iso surface of `volume` at `iso` (marching cubes, seed 003):
- * a corner is inside when its value is below iso. Output order is the cell
+ * a corner is inside when its value is below iso (or above iso with
+ * options->inside_above); values equal to iso and NaN are outside (see
+ * docs/isosurface.md). Normals come from the field gradient; where it
+ * vanishes, a vertex takes the direction of its edge from the inside end to
+ * the outside end. Output order is the cell
  * linear index, then triangle order in the case table, so every backend
  * produces the same mesh. Indexed meshes of closed surfaces are watertight
  * and consistently oriented. The volume data is in context memory. The mesh
@@ -349,8 +358,11 @@ typedef struct pm_field {
 } pm_field;
 
 /* Computes the density field of n points (xyz in context memory, 3 floats
- * each). The grid covers the points' bounding box plus the kernel support
- * (or the aabb); its memory is computed first and PM_STATUS_OUT_OF_MEMORY
+ * each). The grid covers the bounding box of the points kept (those inside
+ * the aabb when use_aabb is set) plus the kernel support, on a global
+ * lattice of spacing cube_size*radius (docs/reconstruct.md). n == 0 and
+ * non-finite coordinates are PM_STATUS_INVALID_ARGUMENT. Its memory is
+ * computed first and PM_STATUS_OUT_OF_MEMORY
  * is returned, with the figure in pm_last_error(), when it exceeds
  * max_memory_bytes. */
 PM_API pm_status pm_field_compute(pm_context *ctx, const float *xyz, size_t n,
@@ -387,9 +399,9 @@ typedef enum pm_points_format {
     PM_POINTS_VTK
 } pm_points_format;
 
-/* Reads points into host memory. A .xyz file is binary (native f32
- * triplets, as splashsurf reads it) unless its first bytes are text (see
- * the docs for the exact rule). NaN/Inf coordinates are a PARSE_ERROR
+/* Reads points into host memory. A .xyz file is binary (little-endian
+ * float32 triplets, as splashsurf reads it) unless its first 4096 bytes are
+ * text (docs/formats.md gives the exact rule). NaN/Inf coordinates are a PARSE_ERROR
  * naming the point index. */
 PM_API pm_status pm_points_read(const char *path, pm_points_format format,
                                 size_t max_memory_bytes, pm_points *out);
@@ -413,6 +425,43 @@ typedef struct pm_write_options {
  * same directory and renamed, so a failure never leaves a partial file. */
 PM_API pm_status pm_mesh_write(const char *path, const pm_mesh *mesh,
                                const pm_write_options *options);
+
+/* Reads a triangle mesh into host memory: PLY (ascii/binary, faces as
+ * lists; polygons are fan-triangulated), OBJ (v/vn/f, negative indices),
+ * STL (binary and ASCII; read as a soup, indices NULL) and VTK legacy
+ * POLYDATA (POLYGONS/TRIANGLE_STRIPS). Normals are read when the file has
+ * per-vertex normals. Free with pm_mesh_free(NULL, mesh). */
+PM_API pm_status pm_mesh_read(const char *path, size_t max_memory_bytes, pm_mesh *out);
+
+/* Topology and geometry of a host-memory mesh (soups are welded by exact
+ * position first). */
+typedef struct pm_mesh_report {
+    size_t num_vertices;        /* after welding */
+    size_t num_triangles;
+    size_t num_edges;           /* undirected */
+    size_t boundary_edges;      /* used by one triangle */
+    size_t nonmanifold_edges;   /* used by three or more triangles */
+    size_t misoriented_edges;   /* used twice in the same direction */
+    size_t nonmanifold_vertices;/* whose triangle fan is not one disc/half-disc */
+    size_t degenerate_triangles;/* repeated vertex or zero area */
+    size_t components;          /* connected through shared vertices */
+    int closed;                 /* no boundary and no non-manifold edge */
+    int manifold;               /* no non-manifold edge or vertex */
+    int oriented;               /* no misoriented edge */
+    long long euler;            /* V - E + F */
+    double bbox_min[3], bbox_max[3];
+    double area;
+    double volume;              /* signed (divergence theorem); meaningful when closed */
+} pm_mesh_report;
+PM_API pm_status pm_mesh_analyze(const pm_mesh *mesh, pm_mesh_report *report);
+
+/* Debug images (seeds 000 and 003): writes PNGs into directory `dir`:
+ * active_cells.png, the middle z slice's cells coloured by triangles per
+ * cell (blue 1, green 2, red 3, aqua 4, purple 5), and hp_level_<L>.png,
+ * the levels of a 2x2 HistoPyramid built over that slice's triangle counts.
+ * The volume is in host memory. */
+PM_API pm_status pm_debug_images(const pm_volume *volume, double iso, int inside_above,
+                                 const char *dir);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,134 @@
+/* Shared pieces of the CPU density fields (pm_field_compute): the lattice
+ * and neighbour-cell layout, the counting-sort cell list (neighbours.c),
+ * the SPH sums (sph.c) and the blur method (blur.c). Internal header; the
+ * exact arithmetic and summation order are documented in docs/reconstruct.md
+ * because the CUDA backend must reproduce them. */
+#ifndef PM_CPU_DENSITY_H
+#define PM_CPU_DENSITY_H
+
+#include <stddef.h>
+#include <math.h>
+#include <stdint.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "core/backend.h"
+
+/* The output lattice and the neighbour cells laid over it. Lattice point
+ * (i,j,k) is at ((i0+i)*s, (j0+j)*s, (k0+k)*s) with the global integer
+ * offsets lo[] (so lattices of different frames line up). Neighbour cell
+ * (cx,cy,cz) holds the lattice points with i in [cx*block, cx*block+block)
+ * etc. and has edge block*s >= reach, so a particle affects only lattice
+ * points of its own cell and the 26 around it. */
+typedef struct pmi_field_layout {
+    double spacing;   /* s = c*r */
+    int64_t lo[3];    /* global lattice index of point 0 on each axis */
+    size_t dims[3];   /* lattice points per axis */
+    size_t points;    /* dims[0]*dims[1]*dims[2] */
+    size_t block;     /* lattice points per cell edge */
+    size_t cdims[3];  /* cells per axis = ceil(dims/block) */
+    size_t ncells;
+    double reach;     /* a particle affects points closer than this (per axis for blur) */
+} pmi_field_layout;
+
+/* Particles sorted by cell (counting sort, stable: particle order inside
+ * a cell). Cell c holds sorted slots start[c] .. start[c+1]-1. */
+typedef struct pmi_cell_list {
+    size_t n;
+    uint32_t *start; /* ncells + 1 */
+    uint32_t *order; /* sorted slot -> input index */
+    float *xyz;      /* positions in sorted order, 3 per slot */
+} pmi_cell_list;
+
+#define PMI_PI 3.14159265358979323846
+
+/* Lattice points accumulated at once per thread (doubles): a whole cell
+ * block for every sane -l/-c ratio, z-slabs of a block beyond that. */
+#define PMI_ACC_CAP ((size_t)1 << 18)
+/* Blur cells hold at least this many lattice points per edge: its reach
+ * (r + s/2) is only 2.5 points at -c 0.5, and tiny blocks cost more in
+ * per-block overhead than they save. */
+#define PMI_BLUR_MIN_BLOCK 6
+
+/* IEEE square root (correctly rounded, as CUDA's sqrt) of d2 >= 0. The
+ * SSE2 form skips the errno check libm's sqrt carries without
+ * -fno-math-errno, which costs a compare and branch in the hottest loop. */
+static inline double pmi_sqrt(double d2)
+{
+#if defined(__SSE2__)
+    return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(d2)));
+#else
+    return sqrt(d2);
+#endif
+}
+
+/* Lattice coordinate of global index g on one axis. */
+static inline double pmi_lattice_coord(int64_t g, double s) { return (double)g * s; }
+
+/* The range of sorted slots of the (up to) three cells x-1..x+1 in one
+ * row of cells: cells along x are adjacent in linear order, so the three
+ * cells are one contiguous run of slots, already in the documented order
+ * (cell x ascending, then particle order). */
+static inline void pmi_row_range(const pmi_field_layout *lay, const pmi_cell_list *cells, size_t cx,
+                      size_t rowbase, uint32_t *b, uint32_t *e)
+{
+    size_t x0 = cx > 0 ? cx - 1 : 0;
+    size_t x1 = cx + 1 < lay->cdims[0] ? cx + 1 : lay->cdims[0] - 1;
+    *b = cells->start[rowbase + x0];
+    *e = cells->start[rowbase + x1 + 1];
+}
+
+/* Global lattice index range [lo, hi] that can hold points within `reach`
+ * of coordinate p, as local indices clipped to [a, b); returns 0 if empty.
+ * The range is a superset; the distance test decides. */
+static inline int pmi_index_range(double p, double reach, double s, int64_t lo, size_t a, size_t b,
+                       size_t *ra, size_t *rb)
+{
+    double g0 = floor((p - reach) / s) - (double)lo, g1 = ceil((p + reach) / s) - (double)lo;
+    if (g1 < (double)a || g0 >= (double)b) return 0;
+    *ra = g0 > (double)a ? (size_t)g0 : a;
+    *rb = g1 < (double)(b - 1) ? (size_t)g1 : b - 1;
+    return *ra <= *rb;
+}
+
+/* Builds the cell list of n points (host memory). */
+pm_status pmi_cells_build(pm_context *ctx, const pmi_field_layout *lay, const float *xyz, size_t n,
+                          pmi_cell_list *cells);
+void pmi_cells_free(pmi_cell_list *cells);
+
+/* SPH (splashsurf's definitions): per-particle volume m / rho_j in sorted
+ * order (vol, n doubles), then the colour field into out (lay->points f32). */
+pm_status pmi_sph_volumes(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
+                          double h, double mass, double *vol);
+pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
+                        double h, const double *vol, float *out);
+
+/* Blur: box splat of each particle's cube (edge 2r) then `steps` binomial
+ * [1 2 1]/4 passes along x, y and z (zero outside the grid). */
+pm_status pmi_blur_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
+                         double r, int steps, float *out);
+
+/* For tests: the SPH densities rho_j in input order (method sph, no aabb;
+ * p resolved as pm_field_compute resolves it). */
+pm_status pmi_cpu_particle_densities(pm_context *ctx, const float *xyz, size_t n,
+                                     const pm_field_params *p, double *rho);
+
+/* The cubic spline kernel of splashsurf (CubicSplineKernel in
+ * splashsurf_lib/src/kernel.rs) with compact support radius h:
+ * sigma = 8 / (pi h^3), q = d / h,
+ * W = sigma (6q^3 - 6q^2 + 1) for q <= 1/2, 2 sigma (1-q)^3 for q <= 1, 0
+ * beyond. Written as 6q^2 (q - 1) + 1 and (1-q)^3 with the operations in
+ * this exact order; sigma2 = 2 sigma. */
+static inline double pmi_cubic_spline(double q, double sigma, double sigma2)
+{
+    if (q <= 0.5) {
+        double q2 = q * q;
+        return sigma * ((6.0 * q2) * (q - 1.0) + 1.0);
+    }
+    double v = 1.0 - q;
+    if (v <= 0.0) return 0.0;
+    return sigma2 * ((v * v) * v);
+}
+
+#endif

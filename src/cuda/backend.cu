@@ -1,0 +1,211 @@
+/* The CUDA backend table: context set-up (device index, the caller's stream
+ * or an own one), device memory, a scratch arena reused across calls, and a
+ * few mapped pinned host words that kernels write host results into. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.h"
+
+pm_status pmi_cuda_status(cudaError_t e, const char *what)
+{
+    cudaGetLastError(); /* clear non-sticky errors so the next call starts clean */
+    if (e == cudaErrorMemoryAllocation)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: out of device memory (%s)", what,
+                         cudaGetErrorString(e));
+    return pmi_error(PM_STATUS_DEVICE_ERROR, "%s: CUDA error %d: %s", what, (int)e,
+                     cudaGetErrorString(e));
+}
+
+pm_status pmi_cuda_begin(pm_context *ctx)
+{
+    PMI_CU_TRY(cudaSetDevice(pmi_cuda(ctx)->device), "cudaSetDevice");
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_cuda_launched(const char *what)
+{
+    PMI_CU_TRY(cudaGetLastError(), what);
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_cuda_wait(pm_context *ctx, const char *what)
+{
+    PMI_CU_TRY(cudaStreamSynchronize(pmi_cuda(ctx)->stream), what);
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_cuda_scratch(pm_context *ctx, size_t bytes, void **out)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    if (bytes > st->arena_bytes) {
+        /* Grow to at least 1 MiB and by at least half, so a series of slowly
+         * growing calls does not reallocate every time. */
+        size_t want = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes;
+        if (want < st->arena_bytes + st->arena_bytes / 2) want = st->arena_bytes + st->arena_bytes / 2;
+        if (st->arena) cudaFree(st->arena); /* waits for queued work using it */
+        st->arena = NULL;
+        st->arena_bytes = 0;
+        cudaError_t e = cudaMalloc(&st->arena, want);
+        if (e != cudaSuccess && want > bytes) {
+            cudaGetLastError();
+            want = bytes;
+            e = cudaMalloc(&st->arena, want);
+        }
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            st->arena = NULL;
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                             "CUDA scratch: cannot allocate %zu bytes of device memory", bytes);
+        }
+        st->arena_bytes = want;
+    }
+    *out = st->arena;
+    return PM_STATUS_OK;
+}
+
+static void cuda_shutdown(pm_context *ctx)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    if (!st) return;
+    cudaSetDevice(st->device);
+    if (st->stream) cudaStreamSynchronize(st->stream);
+    if (st->arena) cudaFree(st->arena);
+    if (st->ticket_d) cudaFree(st->ticket_d);
+    if (st->host) cudaFreeHost(st->host);
+    if (st->own_stream && st->stream) cudaStreamDestroy(st->stream);
+    cudaGetLastError();
+    free(st);
+    ctx->backend_state = NULL;
+}
+
+static pm_status cuda_init(pm_context *ctx)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    cudaGetLastError();
+    if (ctx->cuda_device >= count)
+        return pmi_error(PM_STATUS_UNSUPPORTED, "CUDA device %d requested but %d present",
+                         ctx->cuda_device, count);
+    pmi_cuda_state *st = (pmi_cuda_state *)calloc(1, sizeof *st);
+    if (!st) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "CUDA context: out of host memory");
+    ctx->backend_state = st;
+    st->device = ctx->cuda_device;
+    pm_status s = PM_STATUS_OK;
+    cudaDeviceProp prop;
+    cudaError_t e = cudaSetDevice(st->device);
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, st->device);
+    if (e != cudaSuccess) {
+        s = pmi_cuda_status(e, "CUDA context: device set-up");
+        goto fail;
+    }
+    st->num_sms = prop.multiProcessorCount;
+    snprintf(ctx->device_name, sizeof ctx->device_name, "cuda:%d %.100s", st->device, prop.name);
+    if (ctx->cuda_stream) {
+        st->stream = (cudaStream_t)ctx->cuda_stream;
+    } else {
+        e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking);
+        if (e != cudaSuccess) {
+            s = pmi_cuda_status(e, "CUDA context: stream creation");
+            goto fail;
+        }
+        st->own_stream = 1;
+    }
+    e = cudaHostAlloc((void **)&st->host, PMI_HOST_SLOTS * sizeof(unsigned long long),
+                      cudaHostAllocMapped);
+    if (e == cudaSuccess) e = cudaHostGetDevicePointer((void **)&st->host_d, st->host, 0);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&st->ticket_d, 256);
+    if (e == cudaSuccess) e = cudaMemset(st->ticket_d, 0, 256);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        s = pmi_cuda_status(e, "CUDA context: pinned/ticket memory");
+        goto fail;
+    }
+    return PM_STATUS_OK;
+fail:
+    cuda_shutdown(ctx);
+    return s;
+}
+
+static pm_status cuda_synchronize(pm_context *ctx)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    return pmi_cuda_wait(ctx, "pm_context_synchronize");
+}
+
+static pm_status cuda_alloc(pm_context *ctx, size_t bytes, void **out)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return pmi_error(e == cudaErrorMemoryAllocation ? PM_STATUS_OUT_OF_MEMORY
+                                                        : PM_STATUS_DEVICE_ERROR,
+                         "pm_alloc: cannot allocate %zu bytes of device memory (%s)", bytes,
+                         cudaGetErrorString(e));
+    }
+    *out = p;
+    return PM_STATUS_OK;
+}
+
+static void cuda_free(pm_context *ctx, void *p)
+{
+    if (cudaSetDevice(pmi_cuda(ctx)->device) == cudaSuccess) cudaFree(p);
+    cudaGetLastError();
+}
+
+static pm_status cuda_copy(pm_context *ctx, void *dst, const void *src, size_t bytes,
+                           cudaMemcpyKind kind, const char *what)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    PMI_CU_TRY(cudaMemcpyAsync(dst, src, bytes, kind, pmi_cuda(ctx)->stream), what);
+    return pmi_cuda_wait(ctx, what);
+}
+
+static pm_status cuda_upload(pm_context *ctx, void *dst, const void *src_host, size_t bytes)
+{
+    return cuda_copy(ctx, dst, src_host, bytes, cudaMemcpyHostToDevice, "pm_upload");
+}
+
+static pm_status cuda_download(pm_context *ctx, void *dst_host, const void *src, size_t bytes)
+{
+    return cuda_copy(ctx, dst_host, src, bytes, cudaMemcpyDeviceToHost, "pm_download");
+}
+
+static const pmi_backend cuda_backend = {
+    /* .name = */ "cuda",
+    /* .init = */ cuda_init,
+    /* .shutdown = */ cuda_shutdown,
+    /* .synchronize = */ cuda_synchronize,
+    /* .alloc = */ cuda_alloc,
+    /* .free = */ cuda_free,
+    /* .upload = */ cuda_upload,
+    /* .download = */ cuda_download,
+    /* .reduce_f32 = */ pmi_cuda_reduce_f32,
+    /* .reduce_image_f32 = */ pmi_cuda_reduce_image_f32,
+    /* .scan_exclusive_u32 = */ pmi_cuda_scan_exclusive_u32,
+    /* .filter_f32 = */ pmi_cuda_filter_f32,
+    /* .filter_horn_f32 = */ pmi_cuda_filter_horn_f32,
+    /* .compact = */ pmi_cuda_compact,
+    /* .expand = */ pmi_cuda_expand,
+    /* .filter_f32_async = */ pmi_cuda_filter_f32_async,
+    /* .compact_async = */ pmi_cuda_compact_async,
+    /* .expand_async = */ pmi_cuda_expand_async,
+    /* .histopyramid_build = */ pmi_cuda_histopyramid_build,
+    /* .histopyramid_total = */ pmi_cuda_histopyramid_total,
+    /* .histopyramid_traverse = */ pmi_cuda_histopyramid_traverse,
+    /* .histopyramid_destroy = */ pmi_cuda_histopyramid_destroy,
+    /* .isosurface = */ NULL,
+    /* .field_compute = */ NULL,
+};
+
+extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }
+
+extern "C" int pmi_cuda_device_count(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    cudaGetLastError();
+    return count;
+}

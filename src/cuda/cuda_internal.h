@@ -1,0 +1,146 @@
+/* Internals of the CUDA backend: the per-context state (device, stream,
+ * scratch arena, mapped host words for results), error conversion, and the
+ * decoupled look-back tile states of the single-pass scans (Merrill and
+ * Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back", 2016).
+ * Only src/cuda/ includes this header (and CUDA's headers). */
+#ifndef PM_CUDA_INTERNAL_H
+#define PM_CUDA_INTERNAL_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+
+extern "C" {
+#include "core/backend.h"
+#include "core/util.h"
+}
+
+/* Slots of the mapped, pinned host block that kernels write results into,
+ * so a primitive that must return a host value waits for one stream
+ * synchronisation and no extra copy. */
+enum { PMI_HOST_RESULT = 0, PMI_HOST_FLAG = 1, PMI_HOST_SLOTS = 8 };
+
+typedef struct pmi_cuda_state {
+    int device;
+    int num_sms;
+    cudaStream_t stream;
+    int own_stream;
+    void *arena;          /* scratch reused across calls (stream-ordered) */
+    size_t arena_bytes;
+    unsigned long long *host;   /* mapped pinned words (PMI_HOST_SLOTS) */
+    unsigned long long *host_d; /* the same words as a device pointer */
+    unsigned int *ticket_d;     /* zeroed once; last-block reductions reset it */
+} pmi_cuda_state;
+
+static inline pmi_cuda_state *pmi_cuda(pm_context *ctx) { return (pmi_cuda_state *)ctx->backend_state; }
+
+/* Converts a CUDA error into a status with a message naming the step. */
+pm_status pmi_cuda_status(cudaError_t e, const char *what);
+/* Makes the context's device current (cheap) and clears stale launch errors. */
+pm_status pmi_cuda_begin(pm_context *ctx);
+/* Scratch memory of at least `bytes`, valid until the next call on ctx. Work
+ * already queued on the stream may still use the old arena: growing it frees
+ * the old one with cudaFree, which waits for the device first. */
+pm_status pmi_cuda_scratch(pm_context *ctx, size_t bytes, void **out);
+/* Checks the launch just made. */
+pm_status pmi_cuda_launched(const char *what);
+/* Waits, then reads the full count kernels left in the mapped host word:
+ * TRUNCATED when it exceeds capacity. */
+pm_status pmi_cuda_host_count(pm_context *ctx, size_t capacity, size_t *count, const char *fn);
+/* Waits for the stream (used only where a host value is required). */
+pm_status pmi_cuda_wait(pm_context *ctx, const char *what);
+
+static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+#define PMI_CU_TRY(expr, what)                                                                 \
+    do {                                                                                       \
+        cudaError_t e_ = (expr);                                                               \
+        if (e_ != cudaSuccess) return pmi_cuda_status(e_, what);                               \
+    } while (0)
+#define PMI_TRY(expr)                                                                          \
+    do {                                                                                       \
+        pm_status s_ = (expr);                                                                 \
+        if (s_ != PM_STATUS_OK) return s_;                                                     \
+    } while (0)
+
+/* ---- decoupled look-back -------------------------------------------------
+ * A tile's state is one 64-bit word: 2 flag bits and a 62-bit value, written
+ * and read whole, so a reader never sees a flag without its value. */
+#define PMI_FLAG_A (1ull << 62) /* aggregate of this tile only */
+#define PMI_FLAG_P (2ull << 62) /* inclusive prefix through this tile */
+#define PMI_VALUE_MASK ((1ull << 62) - 1)
+
+static __device__ __forceinline__ void pmi_tile_publish(unsigned long long *state,
+                                                        unsigned long long word)
+{
+    *(volatile unsigned long long *)state = word;
+}
+
+/* Called by all 32 lanes of one warp of tile `tile` (> 0): the exclusive
+ * prefix of the tile, looking back 32 predecessors at a time. */
+static __device__ __forceinline__ unsigned long long pmi_lookback(unsigned long long *state,
+                                                                  unsigned long long tile)
+{
+    const unsigned lane = threadIdx.x & 31;
+    unsigned long long excl = 0;
+    long long end = (long long)tile - 1;
+    for (;;) {
+        long long idx = end - (long long)lane;
+        unsigned long long s;
+        for (;;) {
+            s = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P;
+            if (!__any_sync(0xffffffffu, (s >> 62) == 0)) break;
+            /* Back off: a tight spin of hundreds of warps steals L2
+             * bandwidth from the tiles that are still loading. */
+            __nanosleep(64);
+        }
+        unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
+        unsigned long long v = s & PMI_VALUE_MASK;
+        if (pmask && (int)lane > __ffs(pmask) - 1) v = 0;
+        for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+        excl += v;
+        if (pmask) break;
+        end -= 32;
+    }
+    return excl;
+}
+
+/* Entry points of the algorithm files (C linkage for the table). */
+extern "C" {
+pm_status pmi_cuda_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+                              double *result);
+pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
+                                    size_t width, size_t height, size_t row_stride,
+                                    double *result);
+pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out,
+                                      size_t n, uint64_t *total);
+pm_status pmi_cuda_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                              float threshold, float *out, size_t capacity, size_t *count);
+pm_status pmi_cuda_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                                    float threshold, float *out, size_t capacity,
+                                    uint64_t *count_ctx);
+pm_status pmi_cuda_filter_horn_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                                   float threshold, float *out, size_t capacity, size_t *count);
+pm_status pmi_cuda_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
+                           size_t capacity, size_t *count);
+pm_status pmi_cuda_compact_async(pm_context *ctx, const uint8_t *flags, size_t n,
+                                 uint64_t *out_index, size_t capacity, uint64_t *count_ctx);
+pm_status pmi_cuda_expand(pm_context *ctx, const uint32_t *counts, size_t n,
+                          uint64_t *out_source, uint32_t *out_local, size_t capacity,
+                          size_t *count);
+pm_status pmi_cuda_expand_async(pm_context *ctx, const uint32_t *counts, size_t n,
+                                uint64_t *out_source, uint32_t *out_local, size_t capacity,
+                                uint64_t *count_ctx);
+pm_status pmi_cuda_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
+                                      pm_histopyramid **out);
+pm_status pmi_cuda_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
+                                      uint64_t *total);
+pm_status pmi_cuda_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
+                                         uint64_t first_key, size_t num_keys,
+                                         uint64_t *out_source, uint32_t *out_local);
+void pmi_cuda_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
+}
+
+#endif

@@ -1,0 +1,243 @@
+/* Order-preserving filter of floats in a single pass over the input
+ * (decoupled look-back, Merrill and Garland 2016): each 8192-element tile is
+ * read once with 16-byte loads, ranked with packed warp scans, staged in
+ * shared memory in output order and written contiguously. A HistoPyramid
+ * would read the kept elements a second time (see docs/cuda.md). Also seed
+ * 002's reference method (Horn, GPU Gems 2 ch. 36) for comparison. */
+#include "cuda/cuda_internal.h"
+
+#define FLT_THREADS 256
+#define FLT_ROUNDS 8 /* float4 per thread: 8192-element tiles */
+#define FLT_PACKS (FLT_ROUNDS / 4)
+#define FLT_TILE (FLT_THREADS * FLT_ROUNDS * 4)
+
+static __device__ __forceinline__ unsigned flt_pass(int cmp, float x, float t)
+{
+    /* NaN compares false everywhere, so it never passes. */
+    bool r = cmp == PM_LESS ? x < t : cmp == PM_LESS_EQUAL ? x <= t : cmp == PM_GREATER ? x > t
+                                                                                         : x >= t;
+    return r ? 1u : 0u;
+}
+
+__global__ void __launch_bounds__(FLT_THREADS)
+    filter_kernel(const float *__restrict__ in, size_t n, int vec, int cmp, float thr,
+                  float *__restrict__ out, size_t capacity, unsigned long long *state,
+                  unsigned *tile_counter, unsigned long long num_tiles,
+                  unsigned long long *count_out)
+{
+    __shared__ float stage[FLT_TILE];
+    __shared__ unsigned warp_tot[FLT_PACKS][FLT_THREADS / 32];
+    __shared__ unsigned pref[2 * 32];
+    __shared__ unsigned long long s_excl;
+    __shared__ unsigned s_agg;
+    const unsigned t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    /* Tiles follow blockIdx: blocks are dispatched in index order, so every
+     * predecessor of a resident block is resident or done (as in CUB); an
+     * atomic tile counter would add a round trip before the first load. */
+    (void)tile_counter;
+    const unsigned long long tile = blockIdx.x;
+    const size_t base = (size_t)tile * FLT_TILE;
+    float4 v[FLT_ROUNDS];
+    if (vec && base + FLT_TILE <= n) {
+#pragma unroll
+        for (int r = 0; r < FLT_ROUNDS; r++)
+            v[r] = __ldcs((const float4 *)(in + base) + r * FLT_THREADS + t);
+    } else {
+        const float nan = __int_as_float(0x7fc00000);
+#pragma unroll
+        for (int r = 0; r < FLT_ROUNDS; r++) {
+            size_t e = base + 4 * ((size_t)r * FLT_THREADS + t);
+            v[r].x = e < n ? in[e] : nan;
+            v[r].y = e + 1 < n ? in[e + 1] : nan;
+            v[r].z = e + 2 < n ? in[e + 2] : nan;
+            v[r].w = e + 3 < n ? in[e + 3] : nan;
+        }
+    }
+    /* Keep masks, and the per-round counts packed one byte each (four
+     * rounds per word): a warp's round total is at most 128, so one scan
+     * ranks four rounds at once. */
+    unsigned m[FLT_ROUNDS], packed[FLT_PACKS], incl[FLT_PACKS];
+#pragma unroll
+    for (int q = 0; q < FLT_PACKS; q++) packed[q] = 0;
+#pragma unroll
+    for (int r = 0; r < FLT_ROUNDS; r++) {
+        m[r] = flt_pass(cmp, v[r].x, thr) | flt_pass(cmp, v[r].y, thr) << 1 |
+               flt_pass(cmp, v[r].z, thr) << 2 | flt_pass(cmp, v[r].w, thr) << 3;
+        packed[r / 4] |= (unsigned)__popc(m[r]) << (8 * (r % 4));
+    }
+#pragma unroll
+    for (int q = 0; q < FLT_PACKS; q++) incl[q] = packed[q];
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+#pragma unroll
+        for (int q = 0; q < FLT_PACKS; q++) {
+            unsigned y = __shfl_up_sync(0xffffffffu, incl[q], off);
+            if ((int)lane >= off) incl[q] += y;
+        }
+    }
+    if (lane == 31)
+#pragma unroll
+        for (int q = 0; q < FLT_PACKS; q++) warp_tot[q][warp] = incl[q];
+    __syncthreads();
+    if (warp == 0) {
+        /* Output order is round-major, then warp: entry 8 round + warp. Each
+         * lane takes two consecutive entries (64 of them). */
+        unsigned val[2], pair = 0;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            unsigned e = 2 * lane + k, r = e >> 3, w = e & 7;
+            val[k] = (warp_tot[r / 4][w] >> (8 * (r % 4))) & 0xffu;
+            pair += val[k];
+        }
+        unsigned vi = pair;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            unsigned y = __shfl_up_sync(0xffffffffu, vi, off);
+            if ((int)lane >= off) vi += y;
+        }
+        pref[2 * lane] = vi - pair;
+        pref[2 * lane + 1] = vi - pair + val[0];
+        unsigned agg = __shfl_sync(0xffffffffu, vi, 31);
+        if (lane == 0) {
+            pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
+            s_agg = agg;
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < FLT_ROUNDS; r++) {
+        unsigned wex = incl[r / 4] - packed[r / 4];
+        unsigned pos = pref[8 * r + warp] + ((wex >> (8 * (r % 4))) & 0xffu);
+        if (m[r] & 1) stage[pos++] = v[r].x;
+        if (m[r] & 2) stage[pos++] = v[r].y;
+        if (m[r] & 4) stage[pos++] = v[r].z;
+        if (m[r] & 8) stage[pos] = v[r].w;
+    }
+    if (warp == 0) {
+        unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
+        if (lane == 0) {
+            if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + s_agg));
+            s_excl = excl;
+            if (tile == num_tiles - 1) *count_out = excl + s_agg;
+        }
+    }
+    __syncthreads();
+    const unsigned long long start = s_excl;
+    const unsigned cnt = s_agg;
+    for (unsigned i = t; i < cnt; i += FLT_THREADS)
+        if (start + i < capacity) out[start + i] = stage[i];
+}
+
+/* Launches the single-pass filter; the full count goes to count_d (device
+ * or mapped host memory). */
+static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                               float thr, float *out, size_t capacity, unsigned long long *count_d)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    unsigned long long tiles = (n + FLT_TILE - 1) / FLT_TILE;
+    if (tiles > UINT32_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_filter_f32: %zu elements is too many", n);
+    void *arena;
+    PMI_TRY(pmi_cuda_scratch(ctx, 256 + tiles * 8, &arena));
+    PMI_CU_TRY(cudaMemsetAsync(arena, 0, 256 + tiles * 8, st->stream), "pm_filter_f32");
+    filter_kernel<<<(unsigned)tiles, FLT_THREADS, 0, st->stream>>>(
+        in, n, ((uintptr_t)in & 15) == 0, (int)cmp, thr, out, capacity,
+        (unsigned long long *)((char *)arena + 256), (unsigned *)arena, tiles, count_d);
+    return pmi_cuda_launched("pm_filter_f32");
+}
+
+/* Reads the count the kernel left in the mapped host word. */
+pm_status pmi_cuda_host_count(pm_context *ctx, size_t capacity, size_t *count, const char *fn)
+{
+    PMI_TRY(pmi_cuda_wait(ctx, fn));
+    unsigned long long c = pmi_cuda(ctx)->host[PMI_HOST_RESULT];
+    *count = (size_t)c;
+    if (c > capacity)
+        return pmi_error(PM_STATUS_TRUNCATED, "%s: %llu outputs, capacity %zu", fn, c, capacity);
+    return PM_STATUS_OK;
+}
+
+extern "C" pm_status pmi_cuda_filter_f32(pm_context *ctx, const float *in, size_t n,
+                                         pm_compare cmp, float threshold, float *out,
+                                         size_t capacity, size_t *count)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    PMI_TRY(filter_launch(ctx, in, n, cmp, threshold, out, capacity,
+                          &pmi_cuda(ctx)->host_d[PMI_HOST_RESULT]));
+    return pmi_cuda_host_count(ctx, capacity, count, "pm_filter_f32");
+}
+
+extern "C" pm_status pmi_cuda_filter_f32_async(pm_context *ctx, const float *in, size_t n,
+                                               pm_compare cmp, float threshold, float *out,
+                                               size_t capacity, uint64_t *count_ctx)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    if (n == 0) {
+        PMI_CU_TRY(cudaMemsetAsync(count_ctx, 0, sizeof *count_ctx, pmi_cuda(ctx)->stream),
+                   "pm_filter_f32_async");
+        return PM_STATUS_OK;
+    }
+    return filter_launch(ctx, in, n, cmp, threshold, out, capacity,
+                         (unsigned long long *)count_ctx);
+}
+
+/* ---- Horn's method: Hillis-Steele scan, then binary search per output ---- */
+
+__global__ void horn_flags(const float *in, size_t n, int cmp, float thr, unsigned long long *s)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) s[i] = flt_pass(cmp, in[i], thr);
+}
+
+/* One Hillis-Steele step: dst[i] = src[i] + src[i - d] (inclusive scan after
+ * log2(n) steps; O(n log n) work, as in the seed). */
+__global__ void horn_step(const unsigned long long *src, unsigned long long *dst, size_t n,
+                          size_t d)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i] + (i >= d ? src[i - d] : 0);
+}
+
+/* Output k is the first i whose inclusive count exceeds k. */
+__global__ void horn_gather(const float *in, const unsigned long long *incl, size_t n,
+                            float *out, size_t capacity, unsigned long long *count_out)
+{
+    unsigned long long total = incl[n - 1];
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k == 0) *count_out = total;
+    if (k >= total || k >= capacity) return;
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (incl[mid] > k) hi = mid;
+        else lo = mid + 1;
+    }
+    out[k] = in[lo];
+}
+
+extern "C" pm_status pmi_cuda_filter_horn_f32(pm_context *ctx, const float *in, size_t n,
+                                              pm_compare cmp, float threshold, float *out,
+                                              size_t capacity, size_t *count)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    size_t bytes;
+    if (!pmi_mul_size(n, 16, &bytes))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_filter_horn_f32: %zu elements overflow", n);
+    void *arena;
+    PMI_TRY(pmi_cuda_scratch(ctx, bytes, &arena));
+    unsigned long long *a = (unsigned long long *)arena, *b = a + n;
+    const unsigned blocks = (unsigned)((n + 255) / 256);
+    horn_flags<<<blocks, 256, 0, st->stream>>>(in, n, (int)cmp, threshold, a);
+    for (size_t d = 1; d < n; d <<= 1) {
+        horn_step<<<blocks, 256, 0, st->stream>>>(a, b, n, d);
+        unsigned long long *tmp = a;
+        a = b;
+        b = tmp;
+    }
+    size_t outs = n < capacity ? n : capacity;
+    horn_gather<<<(unsigned)((outs + 255) / 256 + 1), 256, 0, st->stream>>>(
+        in, a, n, out, capacity, &st->host_d[PMI_HOST_RESULT]);
+    PMI_TRY(pmi_cuda_launched("pm_filter_horn_f32"));
+    return pmi_cuda_host_count(ctx, capacity, count, "pm_filter_horn_f32");
+}

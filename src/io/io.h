@@ -1,0 +1,135 @@
+/* Shared internals of the file readers and writers: a bounded buffered
+ * reader that knows its line and byte position, a text tokenizer, number
+ * parsing, endian swaps, checked allocation of volumes and points, and the
+ * atomic writer (temporary file in the same directory, then rename). */
+#ifndef PM_IO_IO_H
+#define PM_IO_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/util.h"
+
+/* The reader's buffer; also the longest line or token it accepts. */
+#define PMI_READ_BUFFER (1u << 20)
+
+typedef struct pmi_reader {
+    int fd;
+    const char *path;    /* as the caller gave it, for messages */
+    uint64_t size;       /* file size in bytes */
+    unsigned char *buf;  /* cap + 1 bytes (room for a NUL) */
+    size_t cap;          /* min(PMI_READ_BUFFER, file size): small files, small buffers */
+    size_t pos, len;     /* unread bytes are buf[pos..len) */
+    uint64_t buf_offset; /* file offset of buf[0] */
+    uint64_t line;       /* number of the last line or token's line (1-based) */
+    uint64_t next_line;  /* line of the next unread byte */
+} pmi_reader;
+
+/* Opens a regular file for reading. Directories, missing and unreadable
+ * files are PM_STATUS_IO_ERROR naming the path. */
+pm_status pmi_reader_open(pmi_reader *r, const char *path);
+void pmi_reader_close(pmi_reader *r);
+/* Byte offset of the next unread byte, and how many bytes follow it. */
+uint64_t pmi_reader_tell(const pmi_reader *r);
+uint64_t pmi_reader_remaining(const pmi_reader *r);
+/* Makes up to `want` bytes available at buf + pos without consuming them;
+ * returns how many are (fewer only at the end of the file or on error). */
+size_t pmi_reader_peek(pmi_reader *r, size_t want);
+/* The next line without its "\n" or "\r\n", NUL-terminated, valid until the
+ * next call. *eof is set (and OK returned) when no bytes are left. */
+pm_status pmi_read_line(pmi_reader *r, char **line, size_t *len, int *eof);
+/* The next line that is not empty or all blanks (same contract). */
+pm_status pmi_read_nonblank_line(pmi_reader *r, char **line, size_t *len, int *eof);
+/* Exactly n bytes into dst; a short file is a PARSE_ERROR naming `what`. */
+pm_status pmi_read_bytes(pmi_reader *r, void *dst, size_t n, const char *what);
+pm_status pmi_skip_bytes(pmi_reader *r, uint64_t n, const char *what);
+/* The next whitespace-separated token, NUL-terminated in tok (cap bytes).
+ * At the end of the file a PARSE_ERROR naming `what` is returned. */
+pm_status pmi_read_token(pmi_reader *r, char *tok, size_t cap, const char *what);
+
+/* Number parsing of a whole NUL-terminated string: 1 on success. */
+int pmi_parse_double(const char *s, double *v);
+int pmi_parse_float(const char *s, float *v);
+int pmi_parse_i64(const char *s, int64_t *v);
+int pmi_parse_u64(const char *s, uint64_t *v);
+/* Case-insensitive comparisons of ASCII strings. */
+int pmi_streq(const char *a, const char *b);
+int pmi_starts_with(const char *s, const char *prefix);
+/* The extension of a path's file name, without the dot ("" if none). */
+const char *pmi_extension(const char *path);
+/* Splits s in place into whitespace-separated words; returns the count
+ * (at most max; further words stay in the last one's tail untouched). */
+int pmi_split(char *s, char **words, int max);
+
+int pmi_host_big_endian(void);
+/* Reverses the bytes of each of n elements of elem_size bytes. */
+void pmi_swap_bytes(void *data, size_t n, size_t elem_size);
+
+/* Checks a volume's dims (each >= 2), its byte count (checked product,
+ * at most `available` bytes when that is not UINT64_MAX, at most
+ * max_memory_bytes when non-zero), then allocates it. `where` names the
+ * header field for messages. */
+pm_status pmi_volume_alloc(const char *path, const char *where, size_t nx, size_t ny, size_t nz,
+                           pm_sample_type type, size_t max_memory_bytes, uint64_t available,
+                           void **data, size_t *bytes);
+/* The same for n points of 3 floats; min_bytes_each is the smallest number
+ * of file bytes one point can occupy (0: no file-size check). */
+pm_status pmi_points_alloc(const char *path, const char *where, uint64_t n, uint64_t min_bytes_each,
+                           uint64_t available, size_t max_memory_bytes, float **xyz);
+/* PARSE_ERROR naming the first point with a NaN or infinite coordinate. */
+pm_status pmi_points_check_finite(const char *path, const float *xyz, size_t n);
+
+/* The atomic writer. Errors are sticky: after the first failure every call
+ * does nothing and commit returns the failure (message already recorded). */
+typedef struct pmi_writer {
+    int fd;
+    const char *path;
+    char *tmp_path;
+    unsigned char *buf;
+    size_t len;
+    pm_status status;
+} pmi_writer;
+
+pm_status pmi_writer_open(pmi_writer *w, const char *path);
+void pmi_writer_put(pmi_writer *w, const void *data, size_t n);
+/* A pointer to n (<= 64 KiB) free bytes in the staging buffer; the caller
+ * fills them and calls pmi_writer_advance(w, used). NULL after a failure. */
+unsigned char *pmi_writer_reserve(pmi_writer *w, size_t n);
+void pmi_writer_advance(pmi_writer *w, size_t used);
+void pmi_writer_printf(pmi_writer *w, const char *fmt, ...) PMI_PRINTF(2, 3);
+void pmi_writer_f32(pmi_writer *w, float v, int big_endian);
+void pmi_writer_i32(pmi_writer *w, int32_t v, int big_endian);
+/* Flushes, closes and renames over path; on any failure removes the
+ * temporary file and leaves path untouched. */
+pm_status pmi_writer_commit(pmi_writer *w);
+void pmi_writer_abort(pmi_writer *w);
+
+/* n whitespace-separated ASCII samples of type t into dst (vtk.c; NRRD's
+ * ascii encoding uses it too). Out-of-range integers are errors. */
+pm_status pmi_read_ascii_samples(pmi_reader *r, pm_sample_type t, void *dst, size_t n);
+
+/* Per-format entry points (one file each). */
+pm_status pmi_ply_write(const char *path, const pm_mesh *mesh, int ascii);
+pm_status pmi_obj_write(const char *path, const pm_mesh *mesh);
+pm_status pmi_stl_write(const char *path, const pm_mesh *mesh);
+pm_status pmi_vtk_write(const char *path, const pm_mesh *mesh);
+pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *out);
+pm_status pmi_vtk_read_volume(const char *path, size_t max_memory_bytes, pm_volume *out);
+pm_status pmi_raw_read(const char *path, const pm_raw_options *raw, size_t max_memory_bytes,
+                       pm_volume *out);
+pm_status pmi_ply_read_points(const char *path, size_t max_memory_bytes, pm_points *out);
+pm_status pmi_vtk_read_points(const char *path, size_t max_memory_bytes, pm_points *out);
+pm_status pmi_xyz_read(const char *path, pm_points_format format, size_t max_memory_bytes,
+                       pm_points *out);
+
+/* Vertex index of corner c of triangle t (soup meshes: 3t + c). */
+static inline uint64_t pmi_mesh_index(const pm_mesh *m, size_t t, int c)
+{
+    return m->indices ? m->indices[3 * t + (size_t)c] : (uint64_t)(3 * t + (size_t)c);
+}
+/* Checks that a mesh can be written: host memory, arrays present, indices
+ * in range (soups: 3 vertices per triangle). max_index is the largest
+ * vertex index the format can store. */
+pm_status pmi_mesh_check(const char *path, const pm_mesh *m, uint64_t max_index);
+
+#endif

@@ -1,0 +1,457 @@
+/* PLY (Turk, 1994; the Stanford polygon format as read by MeshLab, Open3D
+ * and splashsurf): mesh writer (binary little-endian or ASCII) and point
+ * reader (ASCII, binary little- and big-endian; every other element and
+ * property, lists included, is skipped by its declared types). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/io.h"
+
+/* ------------------------------------------------------------------------ */
+/* Writer                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void put_f32le(unsigned char *p, float v)
+{
+    memcpy(p, &v, 4);
+    if (pmi_host_big_endian()) pmi_swap_bytes(p, 1, 4);
+}
+
+static void put_i32le(unsigned char *p, int32_t v)
+{
+    memcpy(p, &v, 4);
+    if (pmi_host_big_endian()) pmi_swap_bytes(p, 1, 4);
+}
+
+pm_status pmi_ply_write(const char *path, const pm_mesh *m, int ascii)
+{
+    /* Face indices are declared "int" (signed 32-bit), as most readers
+     * expect. */
+    pm_status s = pmi_mesh_check(path, m, INT32_MAX);
+    if (s != PM_STATUS_OK) return s;
+    pmi_writer w;
+    if ((s = pmi_writer_open(&w, path)) != PM_STATUS_OK) return s;
+    const int has_n = m->normals != NULL;
+    pmi_writer_printf(&w, "ply\nformat %s 1.0\ncomment pyramesh %s\nelement vertex %zu\n",
+                      ascii ? "ascii" : "binary_little_endian", PM_VERSION_STRING, m->num_vertices);
+    pmi_writer_printf(&w, "property float x\nproperty float y\nproperty float z\n");
+    if (has_n) pmi_writer_printf(&w, "property float nx\nproperty float ny\nproperty float nz\n");
+    pmi_writer_printf(&w, "element face %zu\nproperty list uchar int vertex_indices\nend_header\n",
+                      m->num_triangles);
+    for (size_t i = 0; i < m->num_vertices; i++) {
+        const float *p = m->positions + 3 * i;
+        const float *n = has_n ? m->normals + 3 * i : NULL;
+        if (ascii) {
+            if (n)
+                pmi_writer_printf(&w, "%.9g %.9g %.9g %.9g %.9g %.9g\n", p[0], p[1], p[2], n[0],
+                                  n[1], n[2]);
+            else
+                pmi_writer_printf(&w, "%.9g %.9g %.9g\n", p[0], p[1], p[2]);
+            continue;
+        }
+        unsigned char *b = pmi_writer_reserve(&w, 24);
+        if (!b) break;
+        for (int a = 0; a < 3; a++)
+            put_f32le(b + 4 * a, p[a]);
+        if (n)
+            for (int a = 0; a < 3; a++)
+                put_f32le(b + 12 + 4 * a, n[a]);
+        pmi_writer_advance(&w, has_n ? 24 : 12);
+    }
+    for (size_t t = 0; t < m->num_triangles && w.status == PM_STATUS_OK; t++) {
+        uint64_t a = pmi_mesh_index(m, t, 0), b = pmi_mesh_index(m, t, 1),
+                 c = pmi_mesh_index(m, t, 2);
+        if (ascii) {
+            pmi_writer_printf(&w, "3 %llu %llu %llu\n", (unsigned long long)a,
+                              (unsigned long long)b, (unsigned long long)c);
+            continue;
+        }
+        unsigned char *p = pmi_writer_reserve(&w, 13);
+        if (!p) break;
+        p[0] = 3;
+        put_i32le(p + 1, (int32_t)a);
+        put_i32le(p + 5, (int32_t)b);
+        put_i32le(p + 9, (int32_t)c);
+        pmi_writer_advance(&w, 13);
+    }
+    return pmi_writer_commit(&w);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Point reader                                                              */
+/* ------------------------------------------------------------------------ */
+
+enum { PLY_MAX_ELEMENTS = 64, PLY_MAX_PROPS = 1024, PLY_NAME = 64 };
+
+typedef struct ply_type {
+    const char *name;
+    int size;
+    int is_float, is_signed;
+} ply_type;
+
+static const ply_type ply_types[] = {
+    {"char", 1, 0, 1},  {"int8", 1, 0, 1},    {"uchar", 1, 0, 0},  {"uint8", 1, 0, 0},
+    {"short", 2, 0, 1}, {"int16", 2, 0, 1},   {"ushort", 2, 0, 0}, {"uint16", 2, 0, 0},
+    {"int", 4, 0, 1},   {"int32", 4, 0, 1},   {"uint", 4, 0, 0},   {"uint32", 4, 0, 0},
+    {"float", 4, 1, 1}, {"float32", 4, 1, 1}, {"double", 8, 1, 1}, {"float64", 8, 1, 1},
+};
+
+typedef struct ply_prop {
+    char name[PLY_NAME];
+    const ply_type *type;       /* scalar type, or the list's item type */
+    const ply_type *count_type; /* non-NULL for a list */
+} ply_prop;
+
+typedef struct ply_element {
+    char name[PLY_NAME];
+    uint64_t count;
+    size_t first_prop, num_props;
+} ply_element;
+
+typedef struct ply_header {
+    int format; /* 0 ascii, 1 binary little-endian, 2 binary big-endian */
+    ply_element elements[PLY_MAX_ELEMENTS];
+    size_t num_elements;
+    ply_prop *props; /* PLY_MAX_PROPS */
+    size_t num_props;
+} ply_header;
+
+static const ply_type *find_type(const char *name)
+{
+    for (size_t i = 0; i < sizeof ply_types / sizeof ply_types[0]; i++)
+        if (strcmp(name, ply_types[i].name) == 0) return &ply_types[i];
+    return NULL;
+}
+
+static pm_status bad_type(pmi_reader *r, const char *t)
+{
+    return pmi_error(PM_STATUS_PARSE_ERROR,
+                     "%s: line %llu: unknown property type '%s', expected char, uchar, short, "
+                     "ushort, int, uint, float, double (or int8 ... float64)",
+                     r->path, (unsigned long long)r->line, t);
+}
+
+static pm_status parse_header(pmi_reader *r, ply_header *h)
+{
+    char *line, *w[8];
+    size_t len;
+    int eof, have_format = 0;
+    pm_status s = pmi_read_line(r, &line, &len, &eof);
+    if (s != PM_STATUS_OK) return s;
+    if (eof)
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: empty file, expected a PLY header", r->path);
+    if (strcmp(line, "ply") != 0)
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line 1: expected the magic 'ply', got '%.40s'",
+                         r->path, line);
+    for (;;) {
+        if ((s = pmi_read_line(r, &line, &len, &eof)) != PM_STATUS_OK) return s;
+        if (eof)
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: line %llu: end of file inside the header, expected 'end_header'",
+                             r->path, (unsigned long long)r->line);
+        char copy[256];
+        snprintf(copy, sizeof copy, "%s", line);
+        int n = pmi_split(line, w, 8);
+        if (n == 0 || strcmp(w[0], "comment") == 0 || strcmp(w[0], "obj_info") == 0) continue;
+        if (strcmp(w[0], "end_header") == 0) break;
+        if (strcmp(w[0], "format") == 0) {
+            if (n < 3 || strcmp(w[2], "1.0") != 0)
+                return pmi_error(PM_STATUS_PARSE_ERROR,
+                                 "%s: line %llu: expected 'format <type> 1.0', got '%s'", r->path,
+                                 (unsigned long long)r->line, copy);
+            if (strcmp(w[1], "ascii") == 0)
+                h->format = 0;
+            else if (strcmp(w[1], "binary_little_endian") == 0)
+                h->format = 1;
+            else if (strcmp(w[1], "binary_big_endian") == 0)
+                h->format = 2;
+            else
+                return pmi_error(PM_STATUS_PARSE_ERROR,
+                                 "%s: line %llu: unknown format '%s', expected ascii, "
+                                 "binary_little_endian or binary_big_endian",
+                                 r->path, (unsigned long long)r->line, w[1]);
+            have_format = 1;
+        } else if (strcmp(w[0], "element") == 0) {
+            uint64_t count;
+            if (n != 3 || !pmi_parse_u64(w[2], &count))
+                return pmi_error(PM_STATUS_PARSE_ERROR,
+                                 "%s: line %llu: expected 'element <name> <count>' with a "
+                                 "non-negative count, got '%s'",
+                                 r->path, (unsigned long long)r->line, copy);
+            if (h->num_elements == PLY_MAX_ELEMENTS)
+                return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: more than %d elements",
+                                 r->path, (unsigned long long)r->line, PLY_MAX_ELEMENTS);
+            ply_element *e = &h->elements[h->num_elements++];
+            snprintf(e->name, PLY_NAME, "%s", w[1]);
+            e->count = count;
+            e->first_prop = h->num_props;
+            e->num_props = 0;
+        } else if (strcmp(w[0], "property") == 0) {
+            if (h->num_elements == 0)
+                return pmi_error(PM_STATUS_PARSE_ERROR,
+                                 "%s: line %llu: 'property' before any 'element'", r->path,
+                                 (unsigned long long)r->line);
+            if (h->num_props == PLY_MAX_PROPS)
+                return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: more than %d properties",
+                                 r->path, (unsigned long long)r->line, PLY_MAX_PROPS);
+            ply_prop *p = &h->props[h->num_props];
+            memset(p, 0, sizeof *p);
+            if (n == 5 && strcmp(w[1], "list") == 0) {
+                if (!(p->count_type = find_type(w[2]))) return bad_type(r, w[2]);
+                if (!(p->type = find_type(w[3]))) return bad_type(r, w[3]);
+                if (p->count_type->is_float)
+                    return pmi_error(PM_STATUS_PARSE_ERROR,
+                                     "%s: line %llu: list count type '%s' must be an integer type",
+                                     r->path, (unsigned long long)r->line, w[2]);
+                snprintf(p->name, PLY_NAME, "%s", w[4]);
+            } else if (n == 3) {
+                if (!(p->type = find_type(w[1]))) return bad_type(r, w[1]);
+                snprintf(p->name, PLY_NAME, "%s", w[2]);
+            } else {
+                return pmi_error(PM_STATUS_PARSE_ERROR,
+                                 "%s: line %llu: expected 'property <type> <name>' or 'property "
+                                 "list <count type> <item type> <name>', got '%s'",
+                                 r->path, (unsigned long long)r->line, copy);
+            }
+            h->num_props++;
+            h->elements[h->num_elements - 1].num_props++;
+        } else {
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: line %llu: unknown header keyword '%.40s', expected format, "
+                             "element, property, comment or end_header",
+                             r->path, (unsigned long long)r->line, w[0]);
+        }
+    }
+    if (!have_format)
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: header has no 'format' line", r->path);
+    return PM_STATUS_OK;
+}
+
+/* One binary value as a double (counts and coordinates). */
+static double decode(const unsigned char *p, const ply_type *t, int swap)
+{
+    unsigned char b[8];
+    memcpy(b, p, (size_t)t->size);
+    if (swap) pmi_swap_bytes(b, 1, (size_t)t->size);
+    if (t->is_float) {
+        if (t->size == 4) {
+            float f;
+            memcpy(&f, b, 4);
+            return f;
+        }
+        double d;
+        memcpy(&d, b, 8);
+        return d;
+    }
+    switch (t->size) {
+    case 1: return t->is_signed ? (double)(int8_t)b[0] : (double)b[0];
+    case 2: {
+        uint16_t u;
+        memcpy(&u, b, 2);
+        return t->is_signed ? (double)(int16_t)u : (double)u;
+    }
+    default: {
+        uint32_t u;
+        memcpy(&u, b, 4);
+        return t->is_signed ? (double)(int32_t)u : (double)u;
+    }
+    }
+}
+
+/* Reads (or skips) one binary record of element e; when xyz is non-NULL
+ * the properties listed in which[] (index of x, y, z) are stored. */
+static pm_status binary_record(pmi_reader *r, const ply_header *h, const ply_element *e, int swap,
+                               const size_t which[3], float *xyz, uint64_t rec)
+{
+    for (size_t k = 0; k < e->num_props; k++) {
+        const ply_prop *p = &h->props[e->first_prop + k];
+        unsigned char b[8];
+        pm_status s;
+        if (!p->count_type) {
+            if ((s = pmi_read_bytes(r, b, (size_t)p->type->size, e->name)) != PM_STATUS_OK)
+                return s;
+            if (xyz)
+                for (int a = 0; a < 3; a++)
+                    if (which[a] == k) xyz[a] = (float)decode(b, p->type, swap);
+            continue;
+        }
+        uint64_t at = pmi_reader_tell(r);
+        if ((s = pmi_read_bytes(r, b, (size_t)p->count_type->size, e->name)) != PM_STATUS_OK)
+            return s;
+        double c = decode(b, p->count_type, swap);
+        if (c < 0)
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: byte %llu: %s %llu: list '%s' has negative length %.0f", r->path,
+                             (unsigned long long)at, e->name, (unsigned long long)rec, p->name, c);
+        if ((s = pmi_skip_bytes(r, (uint64_t)c * (uint64_t)p->type->size, e->name)) != PM_STATUS_OK)
+            return s;
+    }
+    return PM_STATUS_OK;
+}
+
+static pm_status ascii_record(pmi_reader *r, const ply_header *h, const ply_element *e,
+                              const size_t which[3], float *xyz, uint64_t rec)
+{
+    char tok[256];
+    for (size_t k = 0; k < e->num_props; k++) {
+        const ply_prop *p = &h->props[e->first_prop + k];
+        pm_status s = pmi_read_token(r, tok, sizeof tok, e->name);
+        if (s != PM_STATUS_OK) return s;
+        if (!p->count_type) {
+            if (!xyz) continue;
+            for (int a = 0; a < 3; a++) {
+                if (which[a] != k) continue;
+                double d;
+                float f;
+                int ok = p->type->is_float && p->type->size == 4 ? pmi_parse_float(tok, &f)
+                                                                 : pmi_parse_double(tok, &d);
+                if (!ok)
+                    return pmi_error(PM_STATUS_PARSE_ERROR,
+                                     "%s: line %llu: vertex %llu: expected a number for '%s', "
+                                     "got '%s'",
+                                     r->path, (unsigned long long)r->line, (unsigned long long)rec,
+                                     p->name, tok);
+                xyz[a] = p->type->is_float && p->type->size == 4 ? f : (float)d;
+            }
+            continue;
+        }
+        uint64_t c;
+        if (!pmi_parse_u64(tok, &c))
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: line %llu: %s %llu: expected a list length for '%s', got '%s'",
+                             r->path, (unsigned long long)r->line, e->name, (unsigned long long)rec,
+                             p->name, tok);
+        for (uint64_t i = 0; i < c; i++)
+            if ((s = pmi_read_token(r, tok, sizeof tok, p->name)) != PM_STATUS_OK) return s;
+    }
+    return PM_STATUS_OK;
+}
+
+/* Skips a whole element that comes before the vertices. */
+static pm_status skip_element(pmi_reader *r, const ply_header *h, const ply_element *e, int swap)
+{
+    uint64_t fixed = 0;
+    int has_list = 0;
+    for (size_t k = 0; k < e->num_props; k++) {
+        const ply_prop *p = &h->props[e->first_prop + k];
+        has_list |= p->count_type != NULL;
+        fixed += (uint64_t)p->type->size;
+    }
+    /* An element without properties occupies no bytes, whatever its count
+     * (and must not cost a loop over that count). */
+    if (e->num_props == 0) return PM_STATUS_OK;
+    if (h->format != 0 && !has_list) {
+        uint64_t total;
+        if (__builtin_mul_overflow(fixed, e->count, &total))
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: element '%s': %llu records of %llu bytes overflow", r->path,
+                             e->name, (unsigned long long)e->count, (unsigned long long)fixed);
+        return pmi_skip_bytes(r, total, e->name);
+    }
+    for (uint64_t i = 0; i < e->count; i++) {
+        pm_status s = h->format == 0 ? ascii_record(r, h, e, NULL, NULL, i)
+                                     : binary_record(r, h, e, swap, NULL, NULL, i);
+        if (s != PM_STATUS_OK) return s;
+    }
+    return PM_STATUS_OK;
+}
+
+static pm_status read_vertices(pmi_reader *r, const ply_header *h, const ply_element *e,
+                               const size_t which[3], size_t max_memory_bytes, pm_points *out)
+{
+    const int swap = h->format != 0 && (h->format == 2) != pmi_host_big_endian();
+    uint64_t rec_min = 0;
+    int has_list = 0;
+    for (size_t k = 0; k < e->num_props; k++) {
+        const ply_prop *p = &h->props[e->first_prop + k];
+        has_list |= p->count_type != NULL;
+        /* ASCII: at least one digit and one separator per value. */
+        rec_min += h->format == 0 ? 2 : (uint64_t)(p->count_type ? p->count_type : p->type)->size;
+    }
+    float *xyz;
+    pm_status s =
+        pmi_points_alloc(r->path, "element vertex", e->count, rec_min,
+                         pmi_reader_remaining(r) + (h->format == 0), max_memory_bytes, &xyz);
+    if (s != PM_STATUS_OK) return s;
+    size_t n = (size_t)e->count;
+    if (h->format != 0 && !has_list) {
+        /* Fixed-size records: read blocks of them at once. */
+        size_t offs[3];
+        for (int a = 0; a < 3; a++) {
+            offs[a] = 0;
+            for (size_t k = 0; k < which[a]; k++)
+                offs[a] += (size_t)h->props[e->first_prop + k].type->size;
+        }
+        size_t rec = (size_t)rec_min, block = (1u << 20) / rec + 1;
+        unsigned char *buf = malloc(block * rec);
+        if (!buf) s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", r->path);
+        for (size_t i = 0; i < n && s == PM_STATUS_OK; i += block) {
+            size_t k = n - i < block ? n - i : block;
+            if ((s = pmi_read_bytes(r, buf, k * rec, "element vertex")) != PM_STATUS_OK) break;
+            for (size_t j = 0; j < k; j++)
+                for (int a = 0; a < 3; a++)
+                    xyz[3 * (i + j) + (size_t)a] = (float)decode(
+                        buf + j * rec + offs[a], h->props[e->first_prop + which[a]].type, swap);
+        }
+        free(buf);
+    } else {
+        for (size_t i = 0; i < n && s == PM_STATUS_OK; i++)
+            s = h->format == 0 ? ascii_record(r, h, e, which, xyz + 3 * i, i)
+                               : binary_record(r, h, e, swap, which, xyz + 3 * i, i);
+    }
+    if (s == PM_STATUS_OK) s = pmi_points_check_finite(r->path, xyz, n);
+    if (s != PM_STATUS_OK) {
+        free(xyz);
+        return s;
+    }
+    out->count = n;
+    out->xyz = xyz;
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_ply_read_points(const char *path, size_t max_memory_bytes, pm_points *out)
+{
+    pmi_reader r;
+    pm_status s = pmi_reader_open(&r, path);
+    if (s != PM_STATUS_OK) return s;
+    ply_header *h = calloc(1, sizeof *h);
+    if (h) h->props = calloc(PLY_MAX_PROPS, sizeof *h->props);
+    if (!h || !h->props) {
+        s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
+        goto done;
+    }
+    if ((s = parse_header(&r, h)) != PM_STATUS_OK) goto done;
+    const ply_element *v = NULL;
+    for (size_t i = 0; i < h->num_elements && !v; i++)
+        if (strcmp(h->elements[i].name, "vertex") == 0) v = &h->elements[i];
+    if (!v) {
+        s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: header: no 'element vertex', expected one", path);
+        goto done;
+    }
+    size_t which[3];
+    for (int a = 0; a < 3; a++) {
+        const char name[2] = {"xyz"[a], '\0'};
+        which[a] = SIZE_MAX;
+        for (size_t k = 0; k < v->num_props; k++)
+            if (strcmp(h->props[v->first_prop + k].name, name) == 0) which[a] = k;
+        if (which[a] == SIZE_MAX || h->props[v->first_prop + which[a]].count_type) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: header: element vertex has no scalar property '%s', expected x, "
+                          "y and z",
+                          path, name);
+            goto done;
+        }
+    }
+    const int swap = h->format != 0 && (h->format == 2) != pmi_host_big_endian();
+    /* Elements before the vertices are skipped; those after are not read. */
+    for (const ply_element *e = h->elements; e < v && s == PM_STATUS_OK; e++)
+        s = skip_element(&r, h, e, swap);
+    if (s == PM_STATUS_OK) s = read_vertices(&r, h, v, which, max_memory_bytes, out);
+done:
+    if (h) free(h->props);
+    free(h);
+    pmi_reader_close(&r);
+    return s;
+}

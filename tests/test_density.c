@@ -1,0 +1,568 @@
+/* Density fields (pm_field_compute): the SPH colour field against a
+ * brute-force O(n * grid) reference, analytic cases (one particle, packed
+ * lattices, coincident and duplicate particles), thread-count independence,
+ * the aabb filter, the memory limit, bad input, the blur method, and (when
+ * pm_isosurface is real) a closed manifold surface of a ball. In cuda mode
+ * the CUDA field is compared with the CPU one. */
+#include <math.h>
+
+#include "test_common.h"
+#include "cpu/density.h"
+
+#define PI 3.14159265358979323846
+
+static pm_field_params params(double r)
+{
+    pm_field_params p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.radius = r;
+    return p;
+}
+
+/* The same defaults pm_field_compute resolves, for the internal call. */
+static pm_field_params resolved(double r)
+{
+    pm_field_params p = params(r);
+    p.smoothing_length = 2.0;
+    p.cube_size = 0.5;
+    p.iso = 0.6;
+    p.rest_density = 1000.0;
+    p.blur_steps = 2;
+    p.max_memory_bytes = (size_t)1 << 32;
+    return p;
+}
+
+/* splashsurf's cubic spline written straight from the textbook form. */
+static double ref_kernel(double d, double h)
+{
+    double q = d / h, sigma = 8.0 / (PI * h * h * h);
+    if (q <= 0.5) return sigma * (6.0 * q * q * q - 6.0 * q * q + 1.0);
+    if (q <= 1.0) return sigma * 2.0 * (1.0 - q) * (1.0 - q) * (1.0 - q);
+    return 0.0;
+}
+
+static double dist(const float *a, const double b[3])
+{
+    double x = a[0] - b[0], y = a[1] - b[1], z = a[2] - b[2];
+    return sqrt(x * x + y * y + z * z);
+}
+
+static float *field_host(pm_context *ctx, const pm_field *f)
+{
+    return pmt_to_host(ctx, f->volume.data, f->volume.nx * f->volume.ny * f->volume.nz * 4);
+}
+
+static float *upload(pm_context *ctx, const float *xyz, size_t n)
+{
+    return pmt_to_ctx(ctx, xyz, n * 3 * sizeof(float));
+}
+
+static float sample(const pm_field *f, const float *v, size_t i, size_t j, size_t k)
+{
+    return v[(k * f->volume.ny + j) * f->volume.nx + i];
+}
+
+/* Index of the lattice point at world coordinate x on axis a (rounded). */
+static size_t lattice_index(const pm_field *f, int a, double x)
+{
+    return (size_t)llround((x - f->volume.origin[a]) / f->volume.spacing[a]);
+}
+
+/* Brute-force reference: rho for every particle, phi at every lattice
+ * point, compared with the fast path to 1e-6 relative (the fast path sums
+ * in another order and stores f32). */
+static void test_brute_force(pm_context *ctx, size_t n, double r, double box)
+{
+    float *xyz = malloc(n * 3 * sizeof *xyz);
+    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)(box * pmt_uniform() - 0.3 * box);
+    pm_field_params p = params(r);
+    pm_field f;
+    float *d = upload(ctx, xyz, n);
+    PMT_OK(pm_field_compute(ctx, d, n, &p, &f));
+    float *v = field_host(ctx, &f);
+    double h = 4.0 * r, m = 1000.0 * (2 * r) * (2 * r) * (2 * r);
+    double *rho = malloc(n * sizeof *rho), *rho_fast = malloc(n * sizeof *rho_fast);
+    for (size_t j = 0; j < n; j++) {
+        double x[3] = {xyz[3 * j], xyz[3 * j + 1], xyz[3 * j + 2]}, sum = 0;
+        for (size_t k = 0; k < n; k++) sum += ref_kernel(dist(xyz + 3 * k, x), h);
+        rho[j] = m * sum;
+    }
+    pm_field_params rp = resolved(r);
+    PMT_OK(pmi_cpu_particle_densities(ctx, xyz, n, &rp, rho_fast));
+    size_t bad = 0;
+    for (size_t j = 0; j < n; j++)
+        if (!(fabs(rho_fast[j] - rho[j]) <= 1e-9 * rho[j])) bad++;
+    PMT_CHECK(bad == 0, "%zu of %zu densities differ from the reference", bad, n);
+
+    double vmax = 0, worst = 0;
+    size_t nonzero = 0, nbad = 0;
+    for (size_t k = 0; k < f.volume.nz; k++)
+        for (size_t j = 0; j < f.volume.ny; j++)
+            for (size_t i = 0; i < f.volume.nx; i++) {
+                double x[3] = {f.volume.origin[0] + i * f.volume.spacing[0],
+                               f.volume.origin[1] + j * f.volume.spacing[1],
+                               f.volume.origin[2] + k * f.volume.spacing[2]};
+                double phi = 0;
+                for (size_t q = 0; q < n; q++) phi += m / rho[q] * ref_kernel(dist(xyz + 3 * q, x), h);
+                double got = sample(&f, v, i, j, k), err = fabs(got - phi);
+                if (phi > vmax) vmax = phi;
+                if (phi > 0) nonzero++;
+                /* 1e-6 relative, with a floor for terms at the very edge of
+                 * the support where d == h is decided by the last bit. */
+                if (!(err <= 1e-6 * phi + 1e-12)) {
+                    if (nbad++ < 5)
+                        fprintf(stderr, "  phi(%zu,%zu,%zu) = %.9g, reference %.9g\n", i, j, k,
+                                got, phi);
+                }
+                if (phi > 0 && err / phi > worst) worst = err / phi;
+            }
+    PMT_CHECK(nbad == 0, "%zu lattice points differ from the brute-force field", nbad);
+    PMT_CHECK(nonzero > 0 && vmax > 0.1, "field is empty (max %g)", vmax);
+    /* The lattice must cover every point within h of a particle, plus one. */
+    for (size_t q = 0; q < n; q++)
+        for (int a = 0; a < 3; a++) {
+            double lo = f.volume.origin[a], hi = lo + (double)((&f.volume.nx)[a] - 1) * f.volume.spacing[a];
+            PMT_CHECK(xyz[3 * q + a] - h > lo && xyz[3 * q + a] + h < hi, "grid misses particle %zu", q);
+        }
+    printf("brute force: %zu particles, grid %zu x %zu x %zu, %zu non-zero points, worst relative "
+           "error %.3g\n",
+           n, f.volume.nx, f.volume.ny, f.volume.nz, nonzero, worst);
+    pm_field_free(ctx, &f);
+    pm_free(ctx, d);
+    free(v);
+    free(xyz);
+    free(rho);
+    free(rho_fast);
+}
+
+/* One particle on a lattice point: rho = m W(0), so phi there is
+ * (m / (m W(0))) W(0) = 1, and the field integrates to m / rho = 1 / W(0). */
+static void test_single(pm_context *ctx)
+{
+    double r = 0.5, h = 2.0, s = 0.25;
+    float xyz[3] = {1.0f, 2.0f, -3.0f};
+    pm_field_params p = params(r);
+    pm_field f;
+    float *d = upload(ctx, xyz, 1);
+    PMT_OK(pm_field_compute(ctx, d, 1, &p, &f));
+    float *v = field_host(ctx, &f);
+    size_t i = lattice_index(&f, 0, 1.0), j = lattice_index(&f, 1, 2.0), k = lattice_index(&f, 2, -3.0);
+    double peak = sample(&f, v, i, j, k), sum = 0, vmax = 0;
+    size_t np = f.volume.nx * f.volume.ny * f.volume.nz;
+    for (size_t q = 0; q < np; q++) {
+        sum += v[q];
+        if (v[q] > vmax) vmax = v[q];
+    }
+    double w0 = 8.0 / (PI * h * h * h);
+    PMT_CHECK(fabs(peak - 1.0) < 1e-6 && vmax == peak, "peak %.9g, max %.9g", peak, vmax);
+    PMT_CHECK(fabs(sum * s * s * s * w0 - 1.0) < 0.01, "integral %g, expected 1/W(0) = %g",
+              sum * s * s * s, 1.0 / w0);
+    PMT_CHECK(f.particles_used == 1 && f.particles_dropped == 0 && f.inside_above == 1 &&
+                  f.iso == 0.6 && f.volume.type == PM_SAMPLE_F32 && f.volume.spacing[0] == s,
+              "metadata");
+    double rho;
+    pm_field_params rp = resolved(r);
+    PMT_OK(pmi_cpu_particle_densities(ctx, xyz, 1, &rp, &rho));
+    double m = 1000.0 * 1.0;
+    PMT_CHECK(fabs(rho - m * w0) <= 1e-12 * rho, "rho %.12g, m W(0) = %.12g", rho, m * w0);
+    printf("single particle: rho %.6g = m W(0), phi at the particle %.9g, integral * W(0) %.5f\n",
+           rho, peak, sum * s * s * s * w0);
+    pm_field_free(ctx, &f);
+    pm_free(ctx, d);
+    free(v);
+}
+
+/* Particles on a lattice of spacing 2r (one per (2r)^3): interior rho near
+ * rest density, interior phi near 1, for sph and blur. */
+static float *block_lattice(size_t g, double r, size_t *n)
+{
+    *n = g * g * g;
+    float *xyz = malloc(*n * 3 * sizeof *xyz);
+    size_t q = 0;
+    for (size_t k = 0; k < g; k++)
+        for (size_t j = 0; j < g; j++)
+            for (size_t i = 0; i < g; i++, q++) {
+                xyz[3 * q] = (float)(2 * r * i + r);
+                xyz[3 * q + 1] = (float)(2 * r * j + r);
+                xyz[3 * q + 2] = (float)(2 * r * k + r);
+            }
+    return xyz;
+}
+
+static void interior_range(pm_context *ctx, const pm_field *f, double lo, double hi, double *vmin,
+                           double *vmax)
+{
+    float *v = field_host(ctx, f);
+    *vmin = INFINITY;
+    *vmax = -INFINITY;
+    for (size_t k = lattice_index(f, 2, lo); k <= lattice_index(f, 2, hi); k++)
+        for (size_t j = lattice_index(f, 1, lo); j <= lattice_index(f, 1, hi); j++)
+            for (size_t i = lattice_index(f, 0, lo); i <= lattice_index(f, 0, hi); i++) {
+                double x = sample(f, v, i, j, k);
+                if (x < *vmin) *vmin = x;
+                if (x > *vmax) *vmax = x;
+            }
+    free(v);
+}
+
+static void test_packed(pm_context *ctx)
+{
+    double r = 0.25;
+    size_t g = 12, n;
+    float *xyz = block_lattice(g, r, &n);
+    pm_field_params rp = resolved(r);
+    double *rho = malloc(n * sizeof *rho);
+    PMT_OK(pmi_cpu_particle_densities(ctx, xyz, n, &rp, rho));
+    size_t centre = ((g / 2) * g + g / 2) * g + g / 2;
+    printf("packed lattice: interior rho %.2f (rest density 1000)\n", rho[centre]);
+    PMT_CHECK(fabs(rho[centre] - 1000.0) < 50.0, "interior rho %g", rho[centre]);
+
+    float *d = upload(ctx, xyz, n);
+    pm_field f;
+    pm_field_params p = params(r);
+    PMT_OK(pm_field_compute(ctx, d, n, &p, &f));
+    double lo = 2 * r * 4, hi = 2 * r * (g - 4), vmin, vmax;
+    interior_range(ctx, &f, lo, hi, &vmin, &vmax);
+    printf("packed lattice: interior phi in [%.4f, %.4f]\n", vmin, vmax);
+    PMT_CHECK(vmin > 0.97 && vmax < 1.03, "interior phi in [%g, %g]", vmin, vmax);
+    pm_field_free(ctx, &f);
+
+    /* Blur: the particles' cubes tile space, so the interior is exactly 1
+     * up to rounding, also after blurring. */
+    p.method = PM_FIELD_BLUR;
+    PMT_OK(pm_field_compute(ctx, d, n, &p, &f));
+    interior_range(ctx, &f, lo, hi, &vmin, &vmax);
+    printf("blur, packed lattice: interior in [%.6f, %.6f]\n", vmin, vmax);
+    PMT_CHECK(vmin > 0.999 && vmax < 1.001, "blur interior in [%g, %g]", vmin, vmax);
+    PMT_CHECK(f.iso == 0.6 && f.inside_above == 1, "blur metadata");
+    /* Far outside the block the blurred field is zero; at the border
+     * lattice points too (the margin covers splat and blur). */
+    float *v = field_host(ctx, &f);
+    double border = 0;
+    for (size_t j = 0; j < f.volume.ny; j++)
+        for (size_t i = 0; i < f.volume.nx; i++) border = fmax(border, sample(&f, v, i, j, 0));
+    PMT_CHECK(border == 0, "blur border holds %g", border);
+    free(v);
+    pm_field_free(ctx, &f);
+    pm_free(ctx, d);
+    free(xyz);
+    free(rho);
+}
+
+/* Random clustered particles with the given thread count. */
+static void field_with_threads(int threads, const float *xyz, size_t n, pm_field_method method,
+                               float **out, size_t *count)
+{
+    pm_context *c;
+    pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, threads, NULL};
+    PMT_OK(pm_context_create(&d, &c));
+    pm_field_params p = params(0.05);
+    p.method = method;
+    pm_field f;
+    PMT_OK(pm_field_compute(c, xyz, n, &p, &f));
+    *count = f.volume.nx * f.volume.ny * f.volume.nz;
+    *out = field_host(c, &f);
+    pm_field_free(c, &f);
+    pm_context_destroy(c);
+}
+
+static void test_threads(void)
+{
+    size_t n = 10000;
+    float *xyz = malloc(n * 3 * sizeof *xyz);
+    for (size_t i = 0; i < n; i++) { /* a ball, denser in the middle */
+        double u = pmt_uniform(), a = 2 * PI * pmt_uniform(), z = 2 * pmt_uniform() - 1;
+        double rr = 2.0 * cbrt(u) * u, s = sqrt(1 - z * z);
+        xyz[3 * i] = (float)(rr * s * cos(a));
+        xyz[3 * i + 1] = (float)(rr * s * sin(a));
+        xyz[3 * i + 2] = (float)(rr * z);
+    }
+    for (int m = 0; m < 2; m++) {
+        float *a, *b, *c;
+        size_t na, nb, nc;
+        field_with_threads(1, xyz, n, (pm_field_method)m, &a, &na);
+        field_with_threads(2, xyz, n, (pm_field_method)m, &b, &nb);
+        field_with_threads(3, xyz, n, (pm_field_method)m, &c, &nc);
+        PMT_CHECK(na == nb && na == nc && memcmp(a, b, na * 4) == 0 && memcmp(a, c, na * 4) == 0,
+                  "%s field depends on the thread count", m ? "blur" : "sph");
+        free(a);
+        free(b);
+        free(c);
+    }
+    printf("threads: sph and blur fields bit-identical with 1, 2 and 3 threads\n");
+    free(xyz);
+}
+
+/* aabb: the dropped particles are counted and the field equals the field
+ * of the kept particles alone (same global lattice, same extents). */
+static void test_aabb(pm_context *ctx)
+{
+    size_t n = 3000, inside = 0;
+    float *xyz = malloc(n * 3 * sizeof *xyz), *kept = malloc(n * 3 * sizeof *kept);
+    for (size_t i = 0; i < n; i++) {
+        for (int a = 0; a < 3; a++) xyz[3 * i + a] = (float)(2.0 * pmt_uniform() - 1.0);
+        if (xyz[3 * i] <= 0.25f) memcpy(kept + 3 * inside++, xyz + 3 * i, 12);
+    }
+    pm_field_params p = params(0.04);
+    p.use_aabb = 1;
+    for (int a = 0; a < 3; a++) {
+        p.aabb_min[a] = -2;
+        p.aabb_max[a] = 2;
+    }
+    p.aabb_max[0] = 0.25;
+    float *d = upload(ctx, xyz, n), *dk = upload(ctx, kept, inside);
+    pm_field f, g;
+    PMT_OK(pm_field_compute(ctx, d, n, &p, &f));
+    pm_field_params q = params(0.04);
+    PMT_OK(pm_field_compute(ctx, dk, inside, &q, &g));
+    PMT_CHECK(f.particles_used == inside && f.particles_dropped == n - inside,
+              "used %zu dropped %zu, expected %zu and %zu", f.particles_used, f.particles_dropped,
+              inside, n - inside);
+    size_t np = f.volume.nx * f.volume.ny * f.volume.nz;
+    int same = f.volume.nx == g.volume.nx && f.volume.ny == g.volume.ny &&
+               f.volume.nz == g.volume.nz && f.volume.origin[0] == g.volume.origin[0];
+    float *a = field_host(ctx, &f), *b = same ? field_host(ctx, &g) : NULL;
+    PMT_CHECK(same && memcmp(a, b, np * 4) == 0, "aabb field differs from the kept particles'");
+    printf("aabb: %zu used, %zu dropped\n", f.particles_used, f.particles_dropped);
+    /* Nothing inside: a clear error. */
+    p.aabb_min[0] = 5;
+    p.aabb_max[0] = 6;
+    pm_field e;
+    PMT_CHECK(pm_field_compute(ctx, d, n, &p, &e) == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), "outside the aabb"),
+              "all dropped: %s", pm_last_error());
+    pm_field_free(ctx, &f);
+    pm_field_free(ctx, &g);
+    pm_free(ctx, d);
+    pm_free(ctx, dk);
+    free(a);
+    free(b);
+    free(xyz);
+    free(kept);
+}
+
+static void test_memory_limit(pm_context *ctx)
+{
+    /* Two particles 1e9 radii apart: the grid would need ~1e20 GB. */
+    float xyz[6] = {0, 0, 0, 1e9f * 0.01f, 1e9f * 0.01f, 1e9f * 0.01f};
+    float *d = upload(ctx, xyz, 2);
+    pm_field_params p = params(0.01);
+    pm_field f;
+    pm_status s = pm_field_compute(ctx, d, 2, &p, &f);
+    PMT_CHECK(s == PM_STATUS_OUT_OF_MEMORY && strstr(pm_last_error(), "needs") &&
+                  strstr(pm_last_error(), "GB"),
+              "spread particles: %s: %s", pm_status_string(s), pm_last_error());
+    PMT_CHECK(f.volume.data == NULL, "output set on failure");
+    printf("memory limit: \"%s\"\n", pm_last_error());
+    /* A moderate grid (about 60^3 points = 0.9 MB) under a 0.5 MB limit;
+     * fits under a 64 MB limit. */
+    xyz[3] = xyz[4] = xyz[5] = 0.25f;
+    pm_upload(ctx, d, xyz, sizeof xyz);
+    p.max_memory_bytes = 500000;
+    s = pm_field_compute(ctx, d, 2, &p, &f);
+    PMT_CHECK(s == PM_STATUS_OUT_OF_MEMORY && strstr(pm_last_error(), "0.0005 GB"),
+              "small limit: %s: %s", pm_status_string(s), pm_last_error());
+    p.max_memory_bytes = 64u << 20;
+    PMT_OK(pm_field_compute(ctx, d, 2, &p, &f));
+    pm_field_free(ctx, &f);
+    pm_free(ctx, d);
+}
+
+/* Coincident particles: k at one point have rho = k m W(0) each, so the
+ * field at the point is k (m / (k m W(0))) W(0) = 1. Duplicating every
+ * particle of a random set leaves the field unchanged (rho doubles, each
+ * term halves, each term appears twice). */
+static void test_coincident_and_duplicates(pm_context *ctx)
+{
+    size_t k = 1000;
+    float *xyz = malloc(k * 3 * sizeof *xyz);
+    for (size_t i = 0; i < k; i++) xyz[3 * i] = 0.5f, xyz[3 * i + 1] = -0.25f, xyz[3 * i + 2] = 0;
+    float *d = upload(ctx, xyz, k);
+    pm_field_params p = params(0.5);
+    pm_field f;
+    PMT_OK(pm_field_compute(ctx, d, k, &p, &f));
+    float *v = field_host(ctx, &f);
+    double at = sample(&f, v, lattice_index(&f, 0, 0.5), lattice_index(&f, 1, -0.25),
+                       lattice_index(&f, 2, 0));
+    PMT_CHECK(fabs(at - 1.0) < 1e-5, "%zu coincident particles: phi %.9g", k, at);
+    pm_field_free(ctx, &f);
+    pm_free(ctx, d);
+    free(v);
+    free(xyz);
+
+    size_t n = 500;
+    xyz = malloc(2 * n * 3 * sizeof *xyz);
+    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)pmt_uniform();
+    memcpy(xyz + 3 * n, xyz, n * 3 * sizeof *xyz);
+    d = upload(ctx, xyz, 2 * n);
+    pm_field g;
+    p = params(0.03);
+    PMT_OK(pm_field_compute(ctx, d, n, &p, &f));
+    PMT_OK(pm_field_compute(ctx, d, 2 * n, &p, &g));
+    float *a = field_host(ctx, &f), *b = field_host(ctx, &g);
+    size_t np = f.volume.nx * f.volume.ny * f.volume.nz, bad = 0;
+    for (size_t i = 0; i < np; i++)
+        if (!(fabs(a[i] - b[i]) <= 1e-5 * fabs(a[i]) + 1e-9)) bad++;
+    PMT_CHECK(g.volume.nx * g.volume.ny * g.volume.nz == np && bad == 0,
+              "duplicated particles change %zu field values", bad);
+    pm_field_free(ctx, &f);
+    pm_field_free(ctx, &g);
+    pm_free(ctx, d);
+    free(a);
+    free(b);
+    free(xyz);
+}
+
+static void test_bad_input(pm_context *ctx)
+{
+    pm_field_params p = params(0.1);
+    pm_field f;
+    float xyz[6] = {0, 0, 0, 1, NAN, 0};
+    float *d = upload(ctx, xyz, 2);
+    PMT_CHECK(pm_field_compute(ctx, d, 0, &p, &f) == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), "no particles"),
+              "n = 0: %s", pm_last_error());
+    PMT_CHECK(pm_field_compute(ctx, d, 2, &p, &f) == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), "particle 1 "),
+              "NaN: %s", pm_last_error());
+    PMT_CHECK(f.volume.data == NULL, "output set on failure");
+    pm_free(ctx, d);
+}
+
+/* A jittered ball, extracted: closed and manifold (every undirected edge
+ * in exactly two triangles). Needs a real pm_isosurface. */
+static int cmp_edge(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return (*x > *y) - (*x < *y);
+}
+
+static void test_ball_surface(pm_context *ctx, pm_field_method method)
+{
+    double r = 0.05, R = 0.5;
+    size_t n = 0, cap = 40000;
+    float *xyz = malloc(cap * 3 * sizeof *xyz);
+    int g = (int)(R / (2 * r)) + 1;
+    for (int k = -g; k <= g; k++)
+        for (int j = -g; j <= g; j++)
+            for (int i = -g; i <= g; i++) {
+                double x = 2 * r * i + 0.3 * r * (pmt_uniform() - 0.5);
+                double y = 2 * r * j + 0.3 * r * (pmt_uniform() - 0.5);
+                double z = 2 * r * k + 0.3 * r * (pmt_uniform() - 0.5);
+                if (x * x + y * y + z * z > R * R || n == cap) continue;
+                xyz[3 * n] = (float)x, xyz[3 * n + 1] = (float)y, xyz[3 * n + 2] = (float)z, n++;
+            }
+    float *d = upload(ctx, xyz, n);
+    pm_field_params p = params(r);
+    p.method = method;
+    pm_field f;
+    PMT_OK(pm_field_compute(ctx, d, n, &p, &f));
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.inside_above = f.inside_above;
+    pm_mesh mesh;
+    pm_status s = pm_isosurface(ctx, &f.volume, f.iso, &o, &mesh);
+    if (s == PM_STATUS_UNSUPPORTED) {
+        printf("ball surface: pm_isosurface not available yet (%s); not checked\n",
+               pm_last_error());
+    } else {
+        PMT_CHECK(s == PM_STATUS_OK, "pm_isosurface: %s", pm_last_error());
+        size_t t = mesh.num_triangles, bad = 0;
+        uint64_t *e = malloc((3 * t + 1) * sizeof *e);
+        for (size_t q = 0; s == PM_STATUS_OK && q < t; q++)
+            for (int c = 0; c < 3; c++) {
+                uint64_t a = mesh.indices[3 * q + c], b = mesh.indices[3 * q + (c + 1) % 3];
+                e[3 * q + c] = a < b ? (a << 32) | b : (b << 32) | a;
+            }
+        qsort(e, 3 * t, sizeof *e, cmp_edge);
+        for (size_t q = 0; q < 3 * t;) {
+            size_t z = q;
+            while (z < 3 * t && e[z] == e[q]) z++;
+            if (z - q != 2) bad++;
+            q = z;
+        }
+        PMT_CHECK(t > 100 && bad == 0, "%s ball: %zu triangles, %zu edges not shared by two",
+                  method ? "blur" : "sph", t, bad);
+        printf("%s ball: %zu particles, %zu triangles, closed and manifold\n",
+               method ? "blur" : "sph", n, t);
+        free(e);
+        pm_mesh_free(ctx, &mesh);
+    }
+    pm_field_free(ctx, &f);
+    pm_free(ctx, d);
+    free(xyz);
+}
+
+/* cuda mode: the CUDA field against the CPU field (1e-6 relative). */
+static int compare_with_cpu(pm_context *ctx)
+{
+    pm_context *cpu;
+    pm_context_desc dc = {sizeof dc, PM_DEVICE_CPU, 0, 0, NULL};
+    PMT_OK(pm_context_create(&dc, &cpu));
+    size_t n = 20000;
+    float *xyz = malloc(n * 3 * sizeof *xyz);
+    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)pmt_uniform();
+    float *d = upload(ctx, xyz, n);
+    for (int m = 0; m < 2; m++) {
+        pm_field_params p = params(0.01);
+        p.method = (pm_field_method)m;
+        pm_field fc, fg;
+        pm_status s = pm_field_compute(ctx, d, n, &p, &fg);
+        if (s == PM_STATUS_UNSUPPORTED) {
+            printf("note: pm_field_compute is not implemented on the CUDA backend yet (%s)\n",
+                   pm_last_error());
+            pm_free(ctx, d);
+            free(xyz);
+            pm_context_destroy(cpu);
+            return 0;
+        }
+        PMT_OK(s);
+        PMT_OK(pm_field_compute(cpu, xyz, n, &p, &fc));
+        size_t np = fc.volume.nx * fc.volume.ny * fc.volume.nz, bad = 0;
+        PMT_CHECK(fg.volume.nx == fc.volume.nx && fg.volume.ny == fc.volume.ny &&
+                      fg.volume.nz == fc.volume.nz && fg.volume.origin[2] == fc.volume.origin[2],
+                  "grids differ");
+        float *a = field_host(cpu, &fc), *b = field_host(ctx, &fg);
+        for (size_t i = 0; i < np; i++)
+            if (!(fabs(a[i] - b[i]) <= 1e-6 * fabs(a[i]) + 1e-12)) bad++;
+        PMT_CHECK(bad == 0, "%s: %zu of %zu values differ from the CPU", m ? "blur" : "sph", bad,
+                  np);
+        free(a);
+        free(b);
+        pm_field_free(cpu, &fc);
+        pm_field_free(ctx, &fg);
+    }
+    pm_free(ctx, d);
+    free(xyz);
+    pm_context_destroy(cpu);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    pm_context *ctx;
+    pm_device dev;
+    if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
+    if (dev == PM_DEVICE_CUDA) {
+        int ran = compare_with_cpu(ctx);
+        pm_context_destroy(ctx);
+        if (!ran) return PMT_SKIP;
+        return pmt_finish("test_density cuda");
+    }
+    test_brute_force(ctx, 1, 0.1, 1.0);
+    test_brute_force(ctx, 2, 0.1, 0.3);
+    test_brute_force(ctx, 250, 0.05, 0.6);
+    test_single(ctx);
+    test_packed(ctx);
+    test_threads();
+    test_aabb(ctx);
+    test_memory_limit(ctx);
+    test_coincident_and_duplicates(ctx);
+    test_bad_input(ctx);
+    test_ball_surface(ctx, PM_FIELD_SPH);
+    test_ball_surface(ctx, PM_FIELD_BLUR);
+    pm_context_destroy(ctx);
+    return pmt_finish("test_density");
+}

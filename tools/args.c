@@ -1,0 +1,249 @@
+/* Option parsing for the pyramesh CLI. Numbers go through strtod/strtoll
+ * and must be consumed whole, so "--iso abc" or "-r 1x" is a usage error
+ * that names the option, never a silent zero. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "args.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_args_init(cli_args *a, const char *cmd, int argc, char **argv)
+{
+    memset(a, 0, sizeof *a);
+    a->argc = argc;
+    a->argv = argv;
+    a->i = 1; /* argv[0] is the command name */
+    a->cmd = cmd;
+}
+
+static void set_name(cli_args *a, const char *prefix, const char *name, size_t len)
+{
+    if (len > sizeof a->name_buf - 4) len = sizeof a->name_buf - 4;
+    snprintf(a->name_buf, sizeof a->name_buf, "%s%.*s", prefix, (int)len, name);
+    a->name = a->name_buf;
+}
+
+int cli_args_next(cli_args *a, const cli_option *opts, const char **value)
+{
+    *value = NULL;
+    if (a->i >= a->argc) return CLI_ARG_END;
+    char *arg = a->argv[a->i++];
+    if (a->only_positional || arg[0] != '-' || arg[1] == '\0') {
+        *value = arg;
+        return CLI_ARG_POSITIONAL;
+    }
+    if (strcmp(arg, "--") == 0) {
+        a->only_positional = 1;
+        return cli_args_next(a, opts, value);
+    }
+    const cli_option *o = NULL;
+    const char *inline_value = NULL;
+    if (arg[1] == '-') {
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        set_name(a, "--", name, len);
+        for (const cli_option *p = opts; p->id; p++)
+            if (p->long_name && strlen(p->long_name) == len &&
+                strncmp(p->long_name, name, len) == 0)
+                o = p;
+        if (!o) {
+            cli_usage_error(a->cmd, "unknown option '%s'", a->name);
+            return CLI_ARG_BAD;
+        }
+        if (eq) inline_value = eq + 1;
+    } else {
+        set_name(a, "-", arg + 1, 1);
+        for (const cli_option *p = opts; p->id; p++)
+            if (p->short_name && p->short_name == arg[1]) o = p;
+        if (!o) {
+            cli_usage_error(a->cmd, "unknown option '%s'", a->name);
+            return CLI_ARG_BAD;
+        }
+        if (arg[2]) {
+            if (!o->has_arg) {
+                cli_usage_error(a->cmd, "option '%s' takes no value (got '%s')", a->name, arg);
+                return CLI_ARG_BAD;
+            }
+            inline_value = arg + 2;
+        }
+    }
+    if (!o->has_arg) {
+        if (inline_value) {
+            cli_usage_error(a->cmd, "option '%s' takes no value", a->name);
+            return CLI_ARG_BAD;
+        }
+        return o->id;
+    }
+    if (inline_value) {
+        *value = inline_value;
+    } else {
+        /* The value may start with '-' (a negative iso value). */
+        if (a->i >= a->argc) {
+            cli_usage_error(a->cmd, "option '%s' needs a value", a->name);
+            return CLI_ARG_BAD;
+        }
+        *value = a->argv[a->i++];
+    }
+    return o->id;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || isspace((unsigned char)s[0]) || !isfinite(v) ||
+        errno == ERANGE) {
+        cli_usage_error(cmd, "%s expects a finite number, got '%s'", opt, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int cli_parse_positive(const char *cmd, const char *opt, const char *s, double *out)
+{
+    if (!cli_parse_double(cmd, opt, s, out)) return 0;
+    if (!(*out > 0)) {
+        cli_usage_error(cmd, "%s must be positive, got '%s'", opt, s);
+        return 0;
+    }
+    return 1;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *s, long long min, long long max,
+                  long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end != '\0' || isspace((unsigned char)s[0]) || errno == ERANGE) {
+        cli_usage_error(cmd, "%s expects an integer, got '%s'", opt, s);
+        return 0;
+    }
+    if (v < min || v > max) {
+        cli_usage_error(cmd, "%s must be between %lld and %lld, got '%s'", opt, min, max, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Splits "a,b,c" into exactly three fields. */
+static int split3(const char *s, char parts[3][64])
+{
+    const char *p = s;
+    for (int k = 0; k < 3; k++) {
+        const char *c = strchr(p, ',');
+        if ((k < 2) != (c != NULL)) return 0;
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == 0 || len >= 64) return 0;
+        memcpy(parts[k], p, len);
+        parts[k][len] = '\0';
+        p = c ? c + 1 : p + len;
+    }
+    return 1;
+}
+
+int cli_parse_triple(const char *cmd, const char *opt, const char *s, double out[3])
+{
+    char parts[3][64];
+    char *end;
+    if (split3(s, parts)) {
+        int ok = 1;
+        for (int k = 0; k < 3 && ok; k++) {
+            errno = 0;
+            out[k] = strtod(parts[k], &end);
+            ok = end != parts[k] && *end == '\0' && isfinite(out[k]) && errno != ERANGE &&
+                 !isspace((unsigned char)parts[k][0]);
+        }
+        if (ok) return 1;
+    }
+    cli_usage_error(cmd, "%s expects three numbers X,Y,Z, got '%s'", opt, s);
+    return 0;
+}
+
+int cli_parse_dims(const char *cmd, const char *opt, const char *s, size_t out[3])
+{
+    char parts[3][64];
+    char *end;
+    if (split3(s, parts)) {
+        int ok = 1;
+        for (int k = 0; k < 3 && ok; k++) {
+            errno = 0;
+            unsigned long long v = strtoull(parts[k], &end, 10);
+            ok = end != parts[k] && *end == '\0' && errno != ERANGE &&
+                 isdigit((unsigned char)parts[k][0]) && v >= 1 && v <= SIZE_MAX;
+            out[k] = (size_t)v;
+        }
+        if (ok) return 1;
+    }
+    cli_usage_error(cmd, "%s expects three positive integers NX,NY,NZ, got '%s'", opt, s);
+    return 0;
+}
+
+int cli_parse_size(const char *cmd, const char *opt, const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || isspace((unsigned char)s[0]) || !isfinite(v) || v < 0 || errno == ERANGE)
+        goto bad;
+    double mult = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K':
+        mult = 1024.0;
+        end++;
+        break;
+    case 'M':
+        mult = 1024.0 * 1024;
+        end++;
+        break;
+    case 'G':
+        mult = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 'T':
+        mult = 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
+    default: break;
+    }
+    if (mult > 1 && (*end == 'i' || *end == 'I')) end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end != '\0') goto bad;
+    double bytes = floor(v * mult);
+    /* 2^64 is exactly representable; anything at or above it does not fit. */
+    if (!(bytes < 18446744073709551616.0)) goto bad;
+    *out = (uint64_t)bytes;
+    return 1;
+bad:
+    cli_usage_error(cmd, "%s expects a size such as 4096, 512M or 8G, got '%s'", opt, s);
+    return 0;
+}
+
+int cli_parse_choice(const char *cmd, const char *opt, const char *s, const char *const *words,
+                     int *out)
+{
+    for (int k = 0; words[k]; k++)
+        if (strcmp(s, words[k]) == 0) {
+            *out = k;
+            return 1;
+        }
+    char list[256] = "";
+    for (int k = 0; words[k]; k++) {
+        if (k) strncat(list, "|", sizeof list - strlen(list) - 1);
+        strncat(list, words[k], sizeof list - strlen(list) - 1);
+    }
+    cli_usage_error(cmd, "%s expects one of %s, got '%s'", opt, list, s);
+    return 0;
+}

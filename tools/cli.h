@@ -1,0 +1,182 @@
+/* Shared declarations of the pyramesh command-line tool. The CLI only parses
+ * arguments, calls the public API (include/pyramesh.h) and prints; it never
+ * reaches into the library's internals. */
+#ifndef PM_CLI_H
+#define PM_CLI_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pyramesh.h"
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* Exit statuses: 0 success, 1 input or runtime error, 2 usage error,
+ * 130 interrupted by SIGINT (128 + signal number, as shells report it). */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 };
+
+/* ---- main.c: errors, signals, clock ---------------------------------- */
+
+/* Prints "pyramesh: error: <message>" on stderr. */
+void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* Prints the error of a failed library call: the library's own message
+ * (which names the file where one is involved), prefixed by `what` when
+ * the message does not already mention it, and the status name. */
+void cli_error_status(pm_status s, const char *what);
+/* Prints "pyramesh <cmd>: <message>", the command's usage line and a hint
+ * to --help, on stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* The one-line synopsis of a command (for usage errors). */
+const char *cli_synopsis(const char *cmd);
+
+/* Set by the SIGINT handler; checked between stages and frames. */
+extern volatile sig_atomic_t cli_interrupted;
+/* A temporary file the CLI itself is writing (NULL when none): removed when
+ * the run is interrupted. */
+void cli_set_temp_file(const char *path);
+/* When interrupted: removes the temp file, prints "pyramesh: interrupted"
+ * and returns 1 (the caller then exits 130). Returns 0 otherwise. */
+int cli_check_interrupt(void);
+
+/* Monotonic wall clock in milliseconds. */
+double cli_now_ms(void);
+
+/* ---- shared pieces of isosurface/reconstruct ------------------------- */
+
+/* Options both mesh-producing commands take. */
+typedef struct cli_common {
+    const char *output;     /* -o */
+    const char *stats_path; /* --stats */
+    pm_normals normals;
+    int soup, ascii, quiet;
+    pm_device device;
+    int threads;
+    uint64_t max_memory; /* 0 = library default */
+    int have_start, have_end;
+    long long start, end; /* -s/-e frame numbers, inclusive */
+} cli_common;
+
+/* Checks that `path` exists, is a regular file and is readable; prints the
+ * error and returns 0 when not. */
+int cli_check_input(const char *path);
+/* Checks that the directory `path` would be written into exists and is
+ * writable, before any work is done; prints the error and returns 0. */
+int cli_check_output_dir(const char *path);
+/* Whether the extension of `path` names a mesh format we write. */
+int cli_mesh_extension_ok(const char *path);
+/* Lower-case extension of `path` without the dot ("" when none), in buf. */
+const char *cli_extension(const char *path, char *buf, size_t size);
+
+/* Creates the context the options ask for; prints the error on failure. */
+int cli_context_create(const cli_common *c, pm_context **out);
+
+/* ---- stats.c: JSON ---------------------------------------------------- */
+
+/* A growing string buffer (for the --stats JSON). */
+typedef struct cli_buf {
+    char *data;
+    size_t len, cap;
+    int failed; /* an allocation failed: the content is incomplete */
+} cli_buf;
+void cli_buf_printf(cli_buf *b, const char *fmt, ...) CLI_PRINTF(2, 3);
+void cli_buf_json_string(cli_buf *b, const char *s);
+void cli_buf_free(cli_buf *b);
+/* Writes `content` to `path` atomically (temporary file in the same
+ * directory, then rename); prints the error and returns 0 on failure. */
+int cli_write_file_atomic(const char *path, const char *content, size_t len);
+
+/* What one run of isosurface or reconstruct produced, for the summary and
+ * the JSON. Fields that do not apply stay zero / NULL. */
+typedef struct cli_result {
+    const char *command; /* "isosurface" or "reconstruct" */
+    const char *input, *output;
+    const char *device; /* a static string */
+    char device_name[128]; /* a copy: the context may be gone when it is printed */
+    /* volume / grid */
+    size_t nx, ny, nz;
+    const char *sample_type;
+    double spacing[3];
+    double iso;
+    uint64_t cells, active_cells;
+    /* points */
+    int have_points;
+    size_t particles_read, particles_used, particles_dropped;
+    /* mesh */
+    size_t vertices, triangles;
+    int soup;
+    pm_normals normals;
+    /* timings in ms */
+    pm_timings t;
+    double upload_ms, total_ms;
+} cli_result;
+
+/* The one-screen summary on stdout. */
+void cli_print_summary(const cli_result *r);
+/* One line per frame of a sequence. */
+void cli_print_frame_line(const char *frame, const cli_result *r);
+/* Appends the JSON object of one run to b. */
+void cli_result_json(cli_buf *b, const cli_result *r, int indent);
+/* Name of a normals mode for output ("central", ...). */
+const char *cli_normals_string(pm_normals n);
+
+/* ---- progress.c ----------------------------------------------------------- */
+
+/* A \r-updated status line on stderr, shown only when stderr is a terminal
+ * and --quiet is not given. */
+typedef struct cli_progress {
+    int enabled;
+    int shown; /* a line is on the screen */
+    double t0;
+    size_t total, done, failed;
+    const char *frame; /* the frame being worked on, or NULL */
+} cli_progress;
+void cli_progress_init(cli_progress *p, int quiet, size_t total_frames);
+/* Shows the current stage ("reading", "density", ...). */
+void cli_progress_stage(cli_progress *p, const char *stage);
+/* Records a finished frame. */
+void cli_progress_frame_done(cli_progress *p, int failed);
+/* Removes the line so that other output starts on a clean line. */
+void cli_progress_clear(cli_progress *p);
+
+/* ---- sequence.c ----------------------------------------------------------- */
+
+/* One frame of a run: input and output names (substituted), the frame's
+ * digits as they appear in the input name (NULL for a single run). */
+typedef struct cli_frame {
+    char *input, *output, *stats, *digits;
+    long long number;
+} cli_frame;
+
+/* Processes one frame; returns CLI_OK, CLI_FAIL or CLI_INTERRUPTED. */
+typedef int (*cli_frame_fn)(void *user, const cli_frame *frame, cli_progress *progress,
+                            cli_result *result);
+
+/* Runs fn over the input (a single file, or every frame matched by a `{}`
+ * pattern), reports progress, writes --stats, and returns the exit status. */
+int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_frame_fn fn,
+                   void *user);
+
+/* ---- commands ------------------------------------------------------------- */
+int cmd_isosurface(int argc, char **argv);
+int cmd_reconstruct(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* The reconstruction of points already in host memory, shared by
+ * reconstruct and demo. `xyz` holds n points. */
+typedef struct cli_reconstruct_opts {
+    pm_field_params field;
+    pm_isosurface_options iso;
+    pm_write_options write;
+} cli_reconstruct_opts;
+int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
+                           const cli_reconstruct_opts *o, const char *output,
+                           cli_progress *progress, cli_result *r);
+
+#endif

@@ -1,0 +1,291 @@
+/* pyramesh isosurface: volume file -> marching cubes (pm_isosurface) -> mesh
+ * file. Reads on the host, uploads to the device when the context is CUDA,
+ * extracts into host memory and writes; each stage is timed. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+
+static const char help[] =
+    "usage: pyramesh isosurface VOLUME -o MESH --iso V [options]\n"
+    "\n"
+    "Extracts the surface where the volume crosses V (marching cubes over a\n"
+    "HistoPyramid). A sample is inside when it is below V. VOLUME is NRRD\n"
+    "(.nrrd/.nhdr), VTK legacy STRUCTURED_POINTS (.vtk), or raw with --raw-dims.\n"
+    "MESH: .ply (binary; --ascii for text), .obj, .stl or .vtk.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output MESH        output file (required)\n"
+    "  --iso V                  iso value (required)\n"
+    "  --normals MODE           none|forward|central|sobel (default central)\n"
+    "  --soup                   3 vertices per triangle instead of an indexed mesh\n"
+    "  --ascii                  ASCII PLY\n"
+    "  --device D               auto|cpu|cuda (default auto: CUDA when a GPU is usable)\n"
+    "  --threads N              CPU threads (default: all cores)\n"
+    "  --stats FILE.json        write counts and timings as JSON\n"
+    "  -q, --quiet              print nothing on success\n"
+    "  --max-memory SIZE        refuse volumes larger than SIZE (e.g. 512M, 8G)\n"
+    "  --raw-dims NX,NY,NZ      read VOLUME as raw samples (x fastest)\n"
+    "  --raw-type T             u8|u16|i16|f32|f64 (required with --raw-dims)\n"
+    "  --raw-spacing SX,SY,SZ   sample spacing (default 1,1,1)\n"
+    "  --raw-endian E           little|big (default little)\n"
+    "  --raw-offset BYTES       bytes to skip at the start (a header)\n"
+    "  -s, --start N / -e, --end N\n"
+    "                           frame range when VOLUME holds '{}' (frames/ct_{}.nrrd)\n"
+    "\n"
+    "Sequences: an input holding '{}' matches any run of digits there; the output\n"
+    "needs '{}' too and gets the same digits. Exit status: 0 success, 1 error,\n"
+    "2 usage error, 130 interrupted.\n";
+
+enum { OPT_ISO = 1, OPT_RAW_DIMS, OPT_RAW_TYPE, OPT_RAW_SPACING, OPT_RAW_ENDIAN, OPT_RAW_OFFSET };
+
+static const cli_option options[] = {
+    CLI_COMMON_OPTIONS,
+    {"iso", 0, 1, OPT_ISO},
+    {"raw-dims", 0, 1, OPT_RAW_DIMS},
+    {"raw-type", 0, 1, OPT_RAW_TYPE},
+    {"raw-spacing", 0, 1, OPT_RAW_SPACING},
+    {"raw-endian", 0, 1, OPT_RAW_ENDIAN},
+    {"raw-offset", 0, 1, OPT_RAW_OFFSET},
+    {NULL, 0, 0, 0},
+};
+
+typedef struct iso_job {
+    cli_common c;
+    double iso;
+    int have_raw;
+    pm_raw_options raw;
+    pm_context *ctx;
+} iso_job;
+
+/* Parses the --raw-* options shared with `info`; returns 1 handled, 0 not
+ * a raw option, -1 usage error. */
+static int raw_option(const char *cmd, const cli_args *a, int id, const char *v,
+                      pm_raw_options *raw, int *have_dims, int *have_type, int *have_other)
+{
+    static const char *const types[] = {"u8", "u16", "i16", "f32", "f64", NULL};
+    static const pm_sample_type types_enum[] = {PM_SAMPLE_U8, PM_SAMPLE_U16, PM_SAMPLE_I16,
+                                                PM_SAMPLE_F32, PM_SAMPLE_F64};
+    static const char *const endians[] = {"little", "big", NULL};
+    int k;
+    uint64_t off;
+    switch (id) {
+    case OPT_RAW_DIMS: {
+        size_t dims[3];
+        if (!cli_parse_dims(cmd, a->name, v, dims)) return -1;
+        raw->nx = dims[0];
+        raw->ny = dims[1];
+        raw->nz = dims[2];
+        *have_dims = 1;
+        return 1;
+    }
+    case OPT_RAW_TYPE:
+        if (!cli_parse_choice(cmd, a->name, v, types, &k)) return -1;
+        raw->type = types_enum[k];
+        *have_type = 1;
+        return 1;
+    case OPT_RAW_SPACING:
+        if (!cli_parse_triple(cmd, a->name, v, raw->spacing)) return -1;
+        for (k = 0; k < 3; k++)
+            if (!(raw->spacing[k] > 0))
+                return cli_usage_error(cmd, "%s must be positive, got '%s'", a->name, v), -1;
+        *have_other = 1;
+        return 1;
+    case OPT_RAW_ENDIAN:
+        if (!cli_parse_choice(cmd, a->name, v, endians, &k)) return -1;
+        raw->big_endian = k;
+        *have_other = 1;
+        return 1;
+    case OPT_RAW_OFFSET:
+        if (!cli_parse_size(cmd, a->name, v, &off)) return -1;
+        raw->offset_bytes = off;
+        *have_other = 1;
+        return 1;
+    default: return 0;
+    }
+}
+
+/* The raw-volume options as `info` uses them: same table entries. */
+int cli_raw_option(const char *cmd, const cli_args *a, const char *long_name, const char *v,
+                   pm_raw_options *raw, int *have_dims, int *have_type, int *have_other)
+{
+    for (const cli_option *o = options; o->id; o++)
+        if (o->long_name && strcmp(o->long_name, long_name) == 0 && o->id >= OPT_RAW_DIMS &&
+            o->id <= OPT_RAW_OFFSET)
+            return raw_option(cmd, a, o->id, v, raw, have_dims, have_type, have_other);
+    return 0;
+}
+
+/* Bytes spanned by a volume's samples, with its strides. */
+static int volume_bytes(const pm_volume *v, size_t *out)
+{
+    size_t row = v->row_stride ? v->row_stride : v->nx;
+    size_t slice = v->slice_stride;
+    if (!slice && __builtin_mul_overflow(row, v->ny, &slice)) return 0;
+    size_t span, last;
+    if (__builtin_mul_overflow(v->nz - 1, slice, &span)) return 0;
+    if (__builtin_mul_overflow(v->ny - 1, row, &last)) return 0;
+    if (__builtin_add_overflow(span, last, &span)) return 0;
+    if (__builtin_add_overflow(span, v->nx, &span)) return 0;
+    return !__builtin_mul_overflow(span, pm_sample_size(v->type), out);
+}
+
+static int fail(cli_progress *p, pm_status s, const char *what)
+{
+    cli_progress_clear(p);
+    cli_error_status(s, what);
+    return CLI_FAIL;
+}
+
+static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result *r)
+{
+    iso_job *job = user;
+    const cli_common *c = &job->c;
+    if (!cli_check_input(f->input) || !cli_check_output_dir(f->output)) return CLI_FAIL;
+    double t_start = cli_now_ms();
+
+    cli_progress_stage(p, "reading");
+    pm_volume vol;
+    memset(&vol, 0, sizeof vol);
+    double t0 = cli_now_ms();
+    pm_status s =
+        pm_volume_read(f->input, job->have_raw ? &job->raw : NULL, (size_t)c->max_memory, &vol);
+    if (s != PM_STATUS_OK) return fail(p, s, f->input);
+    r->t.read_ms = cli_now_ms() - t0;
+    if (cli_interrupted) {
+        pm_volume_free(&vol);
+        return CLI_INTERRUPTED;
+    }
+
+    /* Extract: upload (CUDA only) plus all of pm_isosurface; no file I/O. */
+    cli_progress_stage(p, "extracting");
+    pm_mesh mesh;
+    memset(&mesh, 0, sizeof mesh);
+    pm_isosurface_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.struct_size = sizeof opt;
+    opt.normals = c->normals;
+    opt.mode = c->soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
+    t0 = cli_now_ms();
+    pm_volume in = vol;
+    void *dev = NULL;
+    if (pm_context_device(job->ctx) == PM_DEVICE_CUDA) {
+        size_t bytes;
+        if (!volume_bytes(&vol, &bytes)) {
+            pm_volume_free(&vol);
+            cli_progress_clear(p);
+            cli_error("%s: volume size overflows", f->input);
+            return CLI_FAIL;
+        }
+        s = pm_alloc(job->ctx, bytes, &dev);
+        if (s == PM_STATUS_OK) s = pm_upload(job->ctx, dev, vol.data, bytes);
+        if (s != PM_STATUS_OK) {
+            pm_free(job->ctx, dev);
+            pm_volume_free(&vol);
+            return fail(p, s, "uploading the volume");
+        }
+        in.data = dev;
+    }
+    s = pm_isosurface(job->ctx, &in, job->iso, &opt, &mesh);
+    r->t.extract_ms = cli_now_ms() - t0;
+    pm_free(job->ctx, dev);
+    if (s != PM_STATUS_OK) {
+        pm_mesh_free(job->ctx, &mesh);
+        pm_volume_free(&vol);
+        return fail(p, s, f->input);
+    }
+    if (cli_interrupted) {
+        pm_mesh_free(job->ctx, &mesh);
+        pm_volume_free(&vol);
+        return CLI_INTERRUPTED;
+    }
+
+    cli_progress_stage(p, "writing");
+    pm_write_options wopt;
+    memset(&wopt, 0, sizeof wopt);
+    wopt.struct_size = sizeof wopt;
+    wopt.ascii = c->ascii;
+    t0 = cli_now_ms();
+    s = pm_mesh_write(f->output, &mesh, &wopt);
+    r->t.write_ms = cli_now_ms() - t0;
+    if (s != PM_STATUS_OK) {
+        pm_mesh_free(job->ctx, &mesh);
+        pm_volume_free(&vol);
+        return fail(p, s, f->output);
+    }
+
+    r->command = "isosurface";
+    r->input = f->input;
+    r->output = f->output;
+    r->device = pm_device_string(pm_context_device(job->ctx));
+    snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(job->ctx));
+    r->nx = vol.nx;
+    r->ny = vol.ny;
+    r->nz = vol.nz;
+    r->sample_type = pm_sample_type_string(vol.type);
+    for (int k = 0; k < 3; k++)
+        r->spacing[k] = vol.spacing[k] != 0 ? vol.spacing[k] : 1.0;
+    r->iso = job->iso;
+    r->cells = (uint64_t)(vol.nx - 1) * (uint64_t)(vol.ny - 1) * (uint64_t)(vol.nz - 1);
+    r->active_cells = mesh.active_cells;
+    r->vertices = mesh.num_vertices;
+    r->triangles = mesh.num_triangles;
+    r->soup = c->soup;
+    r->normals = c->normals;
+    r->total_ms = cli_now_ms() - t_start;
+    pm_mesh_free(job->ctx, &mesh);
+    pm_volume_free(&vol);
+    return CLI_OK;
+}
+
+int cmd_isosurface(int argc, char **argv)
+{
+    const char *cmd = "isosurface";
+    iso_job job;
+    memset(&job, 0, sizeof job);
+    job.c.normals = PM_NORMALS_CENTRAL;
+    job.raw.struct_size = sizeof job.raw;
+    int have_iso = 0, have_dims = 0, have_type = 0, have_other = 0;
+    const char *input = NULL;
+    cli_args a;
+    cli_args_init(&a, cmd, argc, argv);
+    const char *v;
+    int id;
+    while ((id = cli_args_next(&a, options, &v)) != CLI_ARG_END) {
+        if (id == CLI_ARG_BAD) return CLI_USAGE;
+        if (id == OPT_HELP) {
+            fputs(help, stdout);
+            return CLI_OK;
+        }
+        if (id == CLI_ARG_POSITIONAL) {
+            if (input) return cli_usage_error(cmd, "more than one input ('%s', '%s')", input, v);
+            input = v;
+            continue;
+        }
+        if (id == OPT_ISO) {
+            if (!cli_parse_double(cmd, a.name, v, &job.iso)) return CLI_USAGE;
+            have_iso = 1;
+            continue;
+        }
+        int h = cli_common_option(cmd, &a, id, v, &job.c);
+        if (h == 0) h = raw_option(cmd, &a, id, v, &job.raw, &have_dims, &have_type, &have_other);
+        if (h < 0) return CLI_USAGE;
+    }
+    if (!input) return cli_usage_error(cmd, "missing the input VOLUME");
+    if (!have_iso) return cli_usage_error(cmd, "missing --iso V");
+    if (!cli_common_finish(cmd, &job.c)) return CLI_USAGE;
+    if (have_dims != have_type || (have_other && !have_dims))
+        return cli_usage_error(cmd, "raw volumes need both --raw-dims and --raw-type");
+    job.have_raw = have_dims;
+
+    if (!cli_context_create(&job.c, &job.ctx)) return CLI_FAIL;
+    int rc = cli_run_frames(cmd, input, &job.c, iso_frame, &job);
+    pm_context_destroy(job.ctx);
+    if (rc == CLI_INTERRUPTED || cli_check_interrupt()) return CLI_INTERRUPTED;
+    return rc;
+}

@@ -1,0 +1,278 @@
+/* pyramesh: the command-line tool. Dispatches to the subcommands, and holds
+ * what they share: error printing, exit statuses, the SIGINT flag and the
+ * checks done before any work (input readable, output directory writable). */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *synopsis;
+    const char *what;
+} commands[] = {
+    {"isosurface", cmd_isosurface, "pyramesh isosurface VOLUME -o MESH --iso V [options]",
+     "extract the iso surface of a volume (NRRD, VTK, raw)"},
+    {"reconstruct", cmd_reconstruct, "pyramesh reconstruct POINTS -o MESH -r RADIUS [options]",
+     "reconstruct the surface of particles / a point cloud (SPH or blur)"},
+    {"info", cmd_info, "pyramesh info FILE [--raw-* options]", "describe a volume or point file"},
+    {"demo", cmd_demo, "pyramesh demo [-o demo.ply] [--particles N] [--device D] [--quiet]",
+     "reconstruct a synthetic dam-break scene (no input needed)"},
+};
+#define NUM_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void print_main_help(FILE *f)
+{
+    fprintf(f, "pyramesh %s: volumes and point clouds to triangle meshes (CPU and CUDA)\n\n",
+            PM_VERSION_STRING);
+    fprintf(f, "usage: pyramesh <command> [options]\n       pyramesh --help | --version\n\n");
+    fprintf(f, "commands:\n");
+    for (size_t k = 0; k < NUM_COMMANDS; k++)
+        fprintf(f, "  %-12s %s\n", commands[k].name, commands[k].what);
+    fprintf(f, "\nRun 'pyramesh <command> --help' for a command's options.\n"
+               "Exit status: 0 success, 1 input or runtime error, 2 usage error, "
+               "130 interrupted.\n");
+}
+
+const char *cli_synopsis(const char *cmd)
+{
+    for (size_t k = 0; k < NUM_COMMANDS; k++)
+        if (cmd && strcmp(cmd, commands[k].name) == 0) return commands[k].synopsis;
+    return "pyramesh <command> [options]";
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("pyramesh: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void cli_error_status(pm_status s, const char *what)
+{
+    const char *msg = pm_last_error();
+    const char *name = pm_status_string(s);
+    if (!msg || !*msg) msg = name;
+    int mentions = what && *what && strstr(msg, what) != NULL;
+    /* The status name adds nothing when the message already carries it. */
+    int has_name = strstr(msg, name) != NULL;
+    fprintf(stderr, "pyramesh: error: %s%s%s%s%s%s\n", what && !mentions ? what : "",
+            what && !mentions ? ": " : "", msg, has_name ? "" : " (", has_name ? "" : name,
+            has_name ? "" : ")");
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "pyramesh%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: %s\nTry 'pyramesh %s%s--help' for more information.\n",
+            cli_synopsis(cmd), cmd ? cmd : "", cmd ? " " : "");
+    return CLI_USAGE;
+}
+
+/* ---- SIGINT -------------------------------------------------------------- */
+
+volatile sig_atomic_t cli_interrupted = 0;
+static char *temp_file = NULL;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    cli_interrupted = 1;
+}
+
+static void install_sigint(void)
+{
+    struct sigaction old;
+    /* A SIGINT the caller chose to ignore (nohup, a background job of a
+     * script) stays ignored. */
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    /* SA_RESTART: the library's reads and writes carry on undisturbed; we
+     * stop at the next stage boundary. SA_RESETHAND: a second Ctrl-C kills
+     * the process at once for a user who does not want to wait. */
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigaction(SIGINT, &sa, NULL);
+}
+
+void cli_set_temp_file(const char *path)
+{
+    free(temp_file);
+    temp_file = NULL;
+    if (path) {
+        size_t n = strlen(path) + 1;
+        temp_file = malloc(n);
+        if (temp_file) memcpy(temp_file, path, n);
+    }
+}
+
+int cli_check_interrupt(void)
+{
+    static int reported = 0;
+    if (!cli_interrupted) return 0;
+    if (temp_file) {
+        unlink(temp_file);
+        cli_set_temp_file(NULL);
+    }
+    if (!reported) {
+        fflush(stdout);
+        fputs("pyramesh: interrupted\n", stderr);
+        reported = 1;
+    }
+    return 1;
+}
+
+double cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- checks shared by the commands --------------------------------------- */
+
+int cli_check_input(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        cli_error("cannot open '%s': %s", path, strerror(errno));
+        return 0;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        cli_error("'%s' is a directory, not a file", path);
+        return 0;
+    }
+    if (access(path, R_OK) != 0) {
+        cli_error("cannot read '%s': %s", path, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+int cli_check_output_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash) {
+        strcpy(dir, ".");
+    } else {
+        size_t len = (size_t)(slash - path);
+        if (len == 0) len = 1; /* "/file" */
+        if (len >= sizeof dir) {
+            cli_error("output path '%s' is too long", path);
+            return 0;
+        }
+        memcpy(dir, path, len);
+        dir[len] = '\0';
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        cli_error("cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        cli_error("cannot write '%s': '%s' is not a directory", path, dir);
+        return 0;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        cli_error("cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
+        return 0;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error("cannot write '%s': it is a directory", path);
+        return 0;
+    }
+    return 1;
+}
+
+const char *cli_extension(const char *path, char *buf, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t k = 0;
+    if (dot && size)
+        for (dot++; *dot && k + 1 < size; dot++)
+            buf[k++] = (char)tolower((unsigned char)*dot);
+    if (size) buf[k] = '\0';
+    return buf;
+}
+
+int cli_mesh_extension_ok(const char *path)
+{
+    char ext[16];
+    cli_extension(path, ext, sizeof ext);
+    return strcmp(ext, "ply") == 0 || strcmp(ext, "obj") == 0 || strcmp(ext, "stl") == 0 ||
+           strcmp(ext, "vtk") == 0;
+}
+
+int cli_context_create(const cli_common *c, pm_context **out)
+{
+    pm_context_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.struct_size = sizeof desc;
+    desc.device = c->device;
+    desc.num_threads = c->threads;
+    pm_status s = pm_context_create(&desc, out);
+    if (s != PM_STATUS_OK) {
+        cli_error_status(s, c->device == PM_DEVICE_CUDA ? "--device cuda" : "creating a context");
+        return 0;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    install_sigint();
+    if (argc < 2) {
+        fprintf(stderr, "pyramesh: missing command\n");
+        print_main_help(stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        if (argc >= 3 && strcmp(cmd, "help") == 0) {
+            char *sub[] = {argv[2], "--help", NULL};
+            for (size_t k = 0; k < NUM_COMMANDS; k++)
+                if (strcmp(argv[2], commands[k].name) == 0) return commands[k].fn(2, sub);
+        }
+        print_main_help(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("pyramesh %s (CUDA backend: %s)\n", PM_VERSION_STRING,
+               pm_cuda_available() ? "available" : "not available");
+        return CLI_OK;
+    }
+    for (size_t k = 0; k < NUM_COMMANDS; k++)
+        if (strcmp(cmd, commands[k].name) == 0) {
+            fflush(stdout);
+            int rc = commands[k].fn(argc - 1, argv + 1);
+            fflush(stdout);
+            return rc;
+        }
+    fprintf(stderr, "pyramesh: unknown command '%s'\n", cmd);
+    fprintf(stderr, "usage: pyramesh <command> [options]  (commands: isosurface, reconstruct, "
+                    "info, demo)\nTry 'pyramesh --help' for more information.\n");
+    return CLI_USAGE;
+}
