@@ -274,6 +274,12 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     v.iso = iso;
     v.sg = opt->inside_above ? -1.0 : 1.0;
     v.siso = v.sg * iso;
+    {
+        float f = (float)iso;
+        if (v.sg > 0 && (double)f < iso) f = nextafterf(f, INFINITY);
+        if (v.sg < 0 && (double)f > iso) f = nextafterf(f, -INFINITY);
+        v.fthr = f;
+    }
     for (int a = 0; a < 3; a++) {
         v.org[a] = vol->origin[a];
         v.sp[a] = vol->spacing[a];

@@ -64,29 +64,29 @@ static __device__ __forceinline__ unsigned mc_in5(const mcd_volume &v, const T *
     if constexpr (VEC && sizeof(T) <= 4) {
         if (cnt >= 4) {
             typename mc_vec<T>::type w = __ldg((const typename mc_vec<T>::type *)p);
-            unsigned m = (unsigned)mcd_inside(v, (double)w.x) | (unsigned)mcd_inside(v, (double)w.y) << 1 |
-                         (unsigned)mcd_inside(v, (double)w.z) << 2 | (unsigned)mcd_inside(v, (double)w.w) << 3;
-            if (cnt == 5) m |= (unsigned)mcd_inside(v, (double)__ldg(p + 4)) << 4;
+            unsigned m = mcd_inside_t<T>(v, w.x) | mcd_inside_t<T>(v, w.y) << 1 | mcd_inside_t<T>(v, w.z) << 2 |
+                         mcd_inside_t<T>(v, w.w) << 3;
+            if (cnt == 5) m |= mcd_inside_t<T>(v, __ldg(p + 4)) << 4;
             return m;
         }
     }
     if constexpr (VEC && sizeof(T) == 8) {
         if (cnt >= 4) {
             double2 w0 = __ldg((const double2 *)p), w1 = __ldg((const double2 *)p + 1);
-            unsigned m = (unsigned)mcd_inside(v, w0.x) | (unsigned)mcd_inside(v, w0.y) << 1 |
-                         (unsigned)mcd_inside(v, w1.x) << 2 | (unsigned)mcd_inside(v, w1.y) << 3;
-            if (cnt == 5) m |= (unsigned)mcd_inside(v, (double)__ldg(p + 4)) << 4;
+            unsigned m = mcd_inside_t<T>(v, w0.x) | mcd_inside_t<T>(v, w0.y) << 1 | mcd_inside_t<T>(v, w1.x) << 2 |
+                         mcd_inside_t<T>(v, w1.y) << 3;
+            if (cnt == 5) m |= mcd_inside_t<T>(v, __ldg(p + 4)) << 4;
             return m;
         }
     }
     unsigned m = 0;
 #pragma unroll
     for (int q = 0; q < 5; q++)
-        if (q < cnt) m |= (unsigned)mcd_inside(v, (double)__ldg(p + q)) << q;
+        if (q < cnt) m |= mcd_inside_t<T>(v, __ldg(p + q)) << q;
     return m;
 }
 
-#define MC_BATCH 4 /* rows loaded together, for memory-level parallelism */
+#define MC_BATCH 8 /* rows loaded together, for memory-level parallelism */
 #ifndef MC_MINB
 #define MC_MINB 3 /* blocks per SM the register budget is cut for */
 #endif
@@ -161,7 +161,14 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket
                 for (int b = 0; b < MC_BATCH; b++) {
                     const unsigned n0 = m0[b], n1 = m1[b];
                     const int row = rb + b;
-                    if (row < r_end) {
+                    /* Fast path: the 2 x 2 rows x 5 columns around the 4
+                     * points agree, so no cell is active and no edge crosses. */
+                    const unsigned full = (1u << cnt5) - 1u;
+                    if (row < r_end && e0 == n0 && e0 == e1 && e0 == n1 && (e0 == 0u || e0 == full)) {
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            if (q < cnt) info[row * width + x + q] = 0;
+                    } else if (row < r_end) {
                         const int jy = j0 + row + 1 < v.ny;
 #pragma unroll
                         for (int q = 0; q < 4; q++) {
@@ -263,7 +270,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket
     /* Records of the active points. */
     unsigned long long rb = base[0] + MC_F(excl, 0), tb = base[1] + MC_F(excl, 1),
                        cb = base[2] + MC_F(excl, 2);
-    for (int m = 0; m < MC_PPT; m++) {
+    for (int m = 0; m < (MC_F(mine, 0) ? MC_PPT : 0); m++) {
         int p = p0 + m;
         if (p >= npts) break;
         unsigned w = info[p];

@@ -17,6 +17,10 @@ typedef struct mcd_volume {
     long long nx, ny, nz;
     long long rs, ss;
     double iso, sg, siso; /* sg = -1 when inside is above iso; siso = sg * iso */
+    /* The same test in float for samples that are exact floats (all but
+     * f64): sg > 0: x < fthr (the smallest float >= iso); sg < 0: x > fthr
+     * (the largest float <= iso). Exactly equivalent, NaN never inside. */
+    float fthr;
     double org[3], sp[3];
 } mcd_volume;
 
@@ -64,6 +68,12 @@ static __device__ __forceinline__ int mcd_inside(const mcd_volume &v, double x)
  * gradient(): (v[ip] - v[im]) / ((ip - im) * h) for forward and central;
  * Sobel sums w * (v[ip] - v[im]) over the clamped 3x3 cross-section, outer
  * loop over the higher cross axis, and divides by 16 * (ip - im) * h. */
+template <typename T> static __device__ __forceinline__ unsigned mcd_inside_t(const mcd_volume &v, T x)
+{
+    if constexpr (sizeof(T) == 8) return (unsigned)mcd_inside(v, (double)x);
+    else return v.sg > 0 ? (float)x < v.fthr : (float)x > v.fthr;
+}
+
 template <typename T, int MODE>
 static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long long i, long long j, long long k,
                                                     double g[3])
