@@ -99,7 +99,7 @@ static double copy_gbs(size_t bytes, cudaStream_t s)
     return 2.0 * (double)bytes / (median(t) * 1e6);
 }
 
-static void compare_cpu(pm_context *gpu, const pm_volume *dv, size_t bytes, int mode)
+static void compare_cpu(pm_context *gpu, const pm_volume *dv, double iso, size_t bytes, int mode)
 {
     pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
     pm_context *cpu;
@@ -113,8 +113,8 @@ static void compare_cpu(pm_context *gpu, const pm_volume *dv, size_t bytes, int 
     o.mode = (pm_mesh_mode)mode;
     o.normals = PM_NORMALS_CENTRAL;
     pm_mesh a, b;
-    PK(pm_isosurface(cpu, &hv, 0.0, &o, &a));
-    PK(pm_isosurface(gpu, dv, 0.0, &o, &b));
+    PK(pm_isosurface(cpu, &hv, iso, &o, &a));
+    PK(pm_isosurface(gpu, dv, iso, &o, &b));
     int same = a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles &&
                !memcmp(a.positions, b.positions, 12 * a.num_vertices) &&
                !memcmp(a.normals, b.normals, 12 * a.num_vertices) &&
@@ -151,7 +151,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     CK(cudaStreamSynchronize(s));
     double iso = type == PM_SAMPLE_F32 ? 0.0 : (type == PM_SAMPLE_U16 ? 27.0 * 65535.0 / 44.0 : 27.0 * 255.0 / 44.0);
     pm_volume v = {vol, type, (size_t)n, (size_t)n, (size_t)n, 0, 0, {0, 0, 0}, {0, 0, 0}};
-    if (n <= check_n) compare_cpu(ctx, &v, bytes, mode);
+    if (n <= check_n) compare_cpu(ctx, &v, iso, bytes, mode);
 
     pm_isosurface_options o;
     memset(&o, 0, sizeof o);
