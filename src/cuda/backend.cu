@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda/cuda_internal.h"
+#include "cuda/cuda_mc.h"
 
 pm_status pmi_cuda_status(cudaError_t e, const char *what)
 {
@@ -196,8 +197,8 @@ static const pmi_backend cuda_backend = {
     /* .histopyramid_total = */ pmi_cuda_histopyramid_total,
     /* .histopyramid_traverse = */ pmi_cuda_histopyramid_traverse,
     /* .histopyramid_destroy = */ pmi_cuda_histopyramid_destroy,
-    /* .isosurface = */ NULL,
-    /* .field_compute = */ NULL,
+    /* .isosurface = */ pmi_cuda_isosurface,
+    /* .field_compute = */ pmi_cuda_field_compute,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

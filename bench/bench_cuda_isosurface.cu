@@ -1,0 +1,242 @@
+/* GPU marching cubes benchmark: the cayley field of ANCHORS.md (the HP5
+ * test field) at N = 128..1024, iso 0, central normals, positions and
+ * normals written to caller buffers in device memory. Per size and mode:
+ * median of 30 extractions timed with CUDA events on the context's stream
+ * (the whole pm_isosurface call, the count read-back included), the two
+ * passes, the floor (read the field once + write the mesh once at the
+ * device-copy bandwidth measured in this run), and the ratio to HP5's
+ * figures as published in our ANCHORS.md (not run here). N = 128 is checked
+ * byte for byte against the CPU backend. Usage: bench_cuda_isosurface [maxN] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "pyramesh.h"
+
+extern "C" {
+extern int pmi_mc_profile;
+extern double pmi_mc_stage_ms[2];
+}
+
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));        \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+#define PK(x)                                                                                  \
+    do {                                                                                       \
+        pm_status s_ = (x);                                                                    \
+        if (s_ != PM_STATUS_OK) {                                                              \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, pm_status_string(s_),       \
+                    pm_last_error());                                                          \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+/* The field in double, rounded once to the sample type (u8/u16: the range
+ * [-27, 17] of the cayley cubic mapped linearly onto the type's range). */
+template <typename T>
+__global__ void cayley_kernel(T *out, long long n, double scale, double offset)
+{
+    long long total = n * n * n;
+    for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < total;
+         p += (long long)gridDim.x * blockDim.x) {
+        long long i = p % n, j = (p / n) % n, k = p / (n * n);
+        double x = 2.0 * (double)i / (double)(n - 1) - 1.0, y = 2.0 * (double)j / (double)(n - 1) - 1.0,
+               z = 2.0 * (double)k / (double)(n - 1) - 1.0;
+        double v = 1.0 - 16.0 * x * y * z - 4.0 * (x * x + y * y + z * z);
+        out[p] = (T)(scale == 0.0 ? v : rint((v + offset) * scale));
+    }
+}
+
+static const int hp5_n[] = {128, 256, 384, 512, 640, 768};
+static const double hp5_soup[] = {0.047, 0.100, 0.208, 0.392, 0.682, 1.080};
+static const double hp5_idx[] = {0.067, 0.113, 0.240, 0.464, 0.794, 1.269};
+
+static double hp5(int n, int indexed)
+{
+    for (int q = 0; q < 6; q++)
+        if (hp5_n[q] == n) return indexed ? hp5_idx[q] : hp5_soup[q];
+    return 0;
+}
+
+static double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+/* Median D2D copy time of `bytes` (read + write = 2 * bytes of traffic). */
+static double copy_gbs(size_t bytes, cudaStream_t s)
+{
+    void *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMemset(a, 1, bytes));
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<double> t;
+    for (int r = 0; r < 12; r++) {
+        cudaEventRecord(e0, s);
+        cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
+        cudaEventRecord(e1, s);
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (r >= 2) t.push_back(ms);
+    }
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * (double)bytes / (median(t) * 1e6);
+}
+
+static void compare_cpu(pm_context *gpu, const pm_volume *dv, double iso, size_t bytes, int mode)
+{
+    pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
+    pm_context *cpu;
+    PK(pm_context_create(&d, &cpu));
+    pm_volume hv = *dv;
+    void *h = malloc(bytes);
+    PK(pm_download(gpu, h, dv->data, bytes));
+    hv.data = h;
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.mode = (pm_mesh_mode)mode;
+    o.normals = PM_NORMALS_CENTRAL;
+    pm_mesh a, b;
+    PK(pm_isosurface(cpu, &hv, iso, &o, &a));
+    PK(pm_isosurface(gpu, dv, iso, &o, &b));
+    int same = a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles &&
+               !memcmp(a.positions, b.positions, 12 * a.num_vertices) &&
+               !memcmp(a.normals, b.normals, 12 * a.num_vertices) &&
+               (!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles));
+    if (!same && a.num_triangles && b.num_triangles) {
+        size_t nv = a.num_vertices < b.num_vertices ? a.num_vertices : b.num_vertices, f = 0;
+        while (f < nv && !memcmp(a.positions + 3 * f, b.positions + 3 * f, 12)) f++;
+        if (f < nv)
+            printf("first differing vertex %zu: cpu (%g %g %g) gpu (%g %g %g)\n", f, a.positions[3 * f],
+                   a.positions[3 * f + 1], a.positions[3 * f + 2], b.positions[3 * f], b.positions[3 * f + 1],
+                   b.positions[3 * f + 2]);
+        printf("cpu %zu/%zu gpu %zu/%zu active %llu/%llu\n", a.num_vertices, a.num_triangles, b.num_vertices,
+               b.num_triangles, (unsigned long long)a.active_cells, (unsigned long long)b.active_cells);
+    }
+    printf("check N=%zu %s %s: GPU mesh %s the CPU mesh (%zu vertices, %zu triangles)\n", dv->nx,
+           pm_sample_type_string(dv->type), mode ? "soup" : "indexed",
+           same ? "is byte-identical to" : "DIFFERS from", b.num_vertices, b.num_triangles);
+    pm_mesh_free(cpu, &a);
+    pm_mesh_free(gpu, &b);
+    pm_context_destroy(cpu);
+    free(h);
+}
+
+static int check_n = 128;
+
+static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int mode, double gbs)
+{
+    size_t es = pm_sample_size(type), cells = (size_t)n * n * n, bytes = es * cells;
+    void *vol;
+    CK(cudaMalloc(&vol, bytes));
+    if (type == PM_SAMPLE_F32) cayley_kernel<float><<<4096, 256, 0, s>>>((float *)vol, n, 0.0, 0.0);
+    else if (type == PM_SAMPLE_U16) cayley_kernel<uint16_t><<<4096, 256, 0, s>>>((uint16_t *)vol, n, 65535.0 / 44.0, 27.0);
+    else cayley_kernel<uint8_t><<<4096, 256, 0, s>>>((uint8_t *)vol, n, 255.0 / 44.0, 27.0);
+    CK(cudaStreamSynchronize(s));
+    double iso = type == PM_SAMPLE_F32 ? 0.0 : (type == PM_SAMPLE_U16 ? 27.0 * 65535.0 / 44.0 : 27.0 * 255.0 / 44.0);
+    pm_volume v = {vol, type, (size_t)n, (size_t)n, (size_t)n, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    if (n <= check_n) compare_cpu(ctx, &v, iso, bytes, mode);
+
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.mode = (pm_mesh_mode)mode;
+    o.normals = PM_NORMALS_CENTRAL;
+    o.output_in_context_memory = 1;
+    pm_mesh m;
+    PK(pm_isosurface(ctx, &v, iso, &o, &m));
+    size_t nv = m.num_vertices, nt = m.num_triangles;
+    pm_mesh_free(ctx, &m);
+    float *pos, *nrm;
+    uint32_t *idx = NULL;
+    CK(cudaMalloc(&pos, 12 * nv + 16));
+    CK(cudaMalloc(&nrm, 12 * nv + 16));
+    if (mode == PM_MESH_INDEXED) CK(cudaMalloc(&idx, 12 * nt + 16));
+    o.positions = pos;
+    o.normals_out = nrm;
+    o.indices = idx;
+    o.vertex_capacity = nv;
+    o.triangle_capacity = nt;
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<double> tt, t1, t2;
+    pmi_mc_profile = 0;
+    for (int r = 0; r < 33; r++) {
+        cudaEventRecord(e0, s);
+        PK(pm_isosurface(ctx, &v, iso, &o, &m));
+        cudaEventRecord(e1, s);
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (r >= 3) tt.push_back(ms);
+    }
+    pmi_mc_profile = 1;
+    for (int r = 0; r < 11; r++) {
+        PK(pm_isosurface(ctx, &v, iso, &o, &m));
+        if (r >= 1) {
+            t1.push_back(pmi_mc_stage_ms[0]);
+            t2.push_back(pmi_mc_stage_ms[1]);
+        }
+    }
+    pmi_mc_profile = 0;
+    double out_b = 24.0 * nv + (mode == PM_MESH_INDEXED ? 12.0 * nt : 0.0);
+    double floor_ms = ((double)bytes + out_b) / (gbs * 1e6);
+    double med = median(tt), h = type == PM_SAMPLE_F32 ? hp5(n, mode == PM_MESH_INDEXED) : 0;
+    char hs[32] = "-";
+    if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
+    printf("| %4d | %-7s | %-3s | %10zu | %10zu | %8.3f | %7.3f | %7.3f | %7.3f | %5.2fx | %-15s |\n", n,
+           mode ? "soup" : "indexed", pm_sample_type_string(type), nv, nt, med, median(t1), median(t2),
+           floor_ms, med / floor_ms, hs);
+    fflush(stdout);
+    cudaFree(pos);
+    cudaFree(nrm);
+    cudaFree(idx);
+    cudaFree(vol);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+}
+
+int main(int argc, char **argv)
+{
+    int maxn = argc > 1 ? atoi(argv[1]) : 1024;
+    if (argc > 2) check_n = atoi(argv[2]);
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    pm_context_desc d = {sizeof d, PM_DEVICE_CUDA, 0, 0, (void *)s};
+    pm_context *ctx;
+    PK(pm_context_create(&d, &ctx));
+    double gbs = copy_gbs((size_t)1 << 30, s);
+    printf("device %s; device-to-device copy of 1 GiB: %.0f GB/s (read + write)\n",
+           pm_context_device_name(ctx), gbs);
+    printf("| N | mode | type | vertices | triangles | median ms | pass 1 ms | pass 2 ms | floor ms | / floor | HP5 ms (published, ANCHORS.md) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    const int ns[] = {128, 256, 384, 512, 640, 768, 1024};
+    for (int q = 0; q < 7; q++) {
+        if (ns[q] > maxn) break;
+        for (int mode = 1; mode >= 0; mode--) run(ctx, s, ns[q], PM_SAMPLE_F32, mode, gbs);
+        if (ns[q] == 512)
+            for (int mode = 1; mode >= 0; mode--) {
+                run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs);
+                run(ctx, s, 512, PM_SAMPLE_U8, mode, gbs);
+            }
+    }
+    pm_context_destroy(ctx);
+    cudaStreamDestroy(s);
+    return 0;
+}

@@ -1,0 +1,22 @@
+/* Entry points of the CUDA marching cubes (src/cuda/isosurface.cu) and the
+ * CUDA density fields (src/cuda/density.cu), with C linkage for the backend
+ * table in src/cuda/backend.cu. Arguments are checked and resolved by
+ * src/core/mesh.c; these trust them. Internal header. */
+#ifndef PM_CUDA_MC_H
+#define PM_CUDA_MC_H
+
+#include "core/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
+                              const pm_isosurface_options *options, pm_mesh *mesh);
+pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, size_t n,
+                                 const pm_field_params *params, pm_field *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

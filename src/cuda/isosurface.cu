@@ -1,0 +1,445 @@
+/* CUDA marching cubes (seed 003 on the GPU), pass 2 and the host side.
+ * Pass 1 (mc_classify.cu) reads the volume once and leaves the active
+ * lattice points compacted, in lattice order, with exact prefixes of their
+ * triangles and owned-edge crossings. Pass 2 expands them: one thread per
+ * output element finds its record by a search over those prefixes (the
+ * traversal of a HistoPyramid whose levels are the sorted prefixes), reads
+ * the few samples around its edge and writes position and normal, so the
+ * writes are coalesced and the reads stay in L1/L2. Output order and
+ * arithmetic are the CPU backend's (src/cpu/isosurface.c), bit for bit. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_mc.h"
+#include "cuda/mc_internal.cuh"
+
+MCD_TABLES_UPLOAD
+
+/* Last r in [lo, hi] with a[r] <= key (a[lo] <= key holds). */
+static __device__ __forceinline__ long long mc_last_le(const unsigned long long *a, long long lo, long long hi,
+                                                       unsigned long long key)
+{
+    while (lo < hi) {
+        long long mid = (lo + hi + 1) >> 1;
+        if (__ldg(a + mid) <= key) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The block's outputs start at key `first` of the sorted prefixes `pref`:
+ * thread 0 finds the first record, the block loads the next MC_WIN
+ * prefixes into shared memory, and each thread searches there (falling
+ * back to global memory past the window). Call from every thread. */
+#define MC_WIN 512
+static __device__ __forceinline__ long long mc_find(const unsigned long long *pref, long long nrec,
+                                                   unsigned long long first, unsigned long long key,
+                                                   unsigned long long *s_pref, long long *s_r0)
+{
+    if (threadIdx.x == 0) *s_r0 = mc_last_le(pref, 0, nrec - 1, first);
+    __syncthreads();
+    const long long r0 = *s_r0;
+    const int nwin = (int)min((long long)MC_WIN, nrec - r0);
+    for (int w = threadIdx.x; w < nwin; w += blockDim.x) s_pref[w] = __ldg(pref + r0 + w);
+    __syncthreads();
+    if (key >= s_pref[nwin - 1]) {
+        if (nwin < MC_WIN) return r0 + nwin - 1;
+        return mc_last_le(pref, r0 + nwin - 1, nrec - 1, key);
+    }
+    int lo = 0, hi = nwin - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) >> 1;
+        if (s_pref[mid] <= key) lo = mid;
+        else hi = mid - 1;
+    }
+    return r0 + lo;
+}
+
+static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigned long long p, long long *i,
+                                                    long long *j, long long *k)
+{
+    unsigned long long row = p / (unsigned long long)v.nx;
+    *i = (long long)(p - row * (unsigned long long)v.nx);
+    *k = (long long)(row / (unsigned long long)v.ny);
+    *j = (long long)(row - (unsigned long long)*k * (unsigned long long)v.ny);
+}
+
+static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned long long o, const float p[3],
+                                                const float n[3])
+{
+    pos[3 * o] = p[0];
+    pos[3 * o + 1] = p[1];
+    pos[3 * o + 2] = p[2];
+    if (nrm) {
+        nrm[3 * o] = n[0];
+        nrm[3 * o + 1] = n[1];
+        nrm[3 * o + 2] = n[2];
+    }
+}
+
+/* Soup: output vertex o is vertex o % 3 of triangle o / 3, in the order
+ * of the cells and of the case table. */
+template <typename T, int MODE>
+__global__ void __launch_bounds__(MC_THREADS)
+mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, float *pos, float *nrm)
+{
+    __shared__ unsigned long long s_pref[MC_WIN];
+    __shared__ long long s_r0;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
+    const unsigned long long q = (o < nout ? o : nout - 1) / 3;
+    const long long r = mc_find(rec.tri, nrec, first / 3, q, s_pref, &s_r0);
+    if (o < nout) {
+        int l = (int)(o - 3 * __ldg(rec.tri + r));
+        unsigned cs = __ldg(rec.info + r) & 255u;
+        int e = mcd_tri_table[cs][l];
+        long long i, j, k;
+        mc_point_ijk(v, __ldg(rec.point + r), &i, &j, &k);
+        int c = mcd_edge_corner[e][0];
+        float p[3], n[3];
+        mcd_vertex<T, MODE>(v, i + mcd_corner[c][0], j + mcd_corner[c][1], k + mcd_corner[c][2],
+                            mcd_edge_axis[e], p, n);
+        mc_store(pos, nrm, o, p, n);
+    }
+}
+
+/* Indexed vertices: crossing o is the (o - prefix)-th set bit (x, y, z)
+ * of the owned edges of its lattice point. */
+template <typename T, int MODE>
+__global__ void __launch_bounds__(MC_THREADS)
+mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, float *pos, float *nrm)
+{
+    __shared__ unsigned long long s_pref[MC_WIN];
+    __shared__ long long s_r0;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
+    const long long r = mc_find(rec.cross, nrec, first, o < nout ? o : nout - 1, s_pref, &s_r0);
+    if (o < nout) {
+        int rank = (int)(o - __ldg(rec.cross + r));
+        unsigned bits = __ldg(rec.info + r) >> 8 & 7u;
+        int axis = 0;
+        for (; axis < 3; axis++)
+            if (bits >> axis & 1) {
+                if (rank == 0) break;
+                rank--;
+            }
+        long long i, j, k;
+        mc_point_ijk(v, __ldg(rec.point + r), &i, &j, &k);
+        float p[3], n[3];
+        mcd_vertex<T, MODE>(v, i, j, k, axis, p, n);
+        mc_store(pos, nrm, o, p, n);
+    }
+}
+
+/* Indexed triangles: each edge's vertex is the crossing prefix of the
+ * lattice point that owns it plus its rank among that point's crossings;
+ * the owner is at most nx*ny + nx + 1 points (so records) further on. */
+__global__ void __launch_bounds__(MC_THREADS)
+mc_triangle_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, uint32_t *idx)
+{
+    __shared__ unsigned long long s_pref[MC_WIN];
+    __shared__ long long s_r0;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, q = first + threadIdx.x;
+    const long long r = mc_find(rec.tri, nrec, first, q < nout ? q : nout - 1, s_pref, &s_r0);
+    if (q < nout) {
+        int l = (int)(q - __ldg(rec.tri + r));
+        unsigned cs = __ldg(rec.info + r) & 255u;
+        unsigned long long p = __ldg(rec.point + r);
+        for (int m = 0; m < 3; m++) {
+            int e = mcd_tri_table[cs][3 * l + m];
+            int c = mcd_edge_corner[e][0];
+            unsigned long long owner = p + mcd_corner[c][0] +
+                                       (unsigned long long)v.nx * (mcd_corner[c][1] +
+                                                                   (unsigned long long)v.ny * mcd_corner[c][2]);
+            long long lo = r, hi = r + (long long)(owner - p);
+            if (hi > nrec - 1) hi = nrec - 1;
+            while (lo < hi) { /* first record with point >= owner */
+                long long mid = (lo + hi) >> 1;
+                if (__ldg(rec.point + mid) < owner) lo = mid + 1;
+                else hi = mid;
+            }
+            unsigned bits = __ldg(rec.info + lo) >> 8 & 7u;
+            int axis = mcd_edge_axis[e];
+            idx[3 * q + m] = (uint32_t)(__ldg(rec.cross + lo) + __popc(bits & ((1u << axis) - 1u)));
+        }
+    }
+}
+
+/* One thread per output (n <= 2^32 * 3 keeps the grid below 2^31). */
+static unsigned mc_blocks(unsigned long long n)
+{
+    unsigned long long b = (n + MC_THREADS - 1) / MC_THREADS;
+    return (unsigned)(b < 1 ? 1 : b);
+}
+
+template <typename T, int MODE>
+static void mc_launch_vertices(cudaStream_t s, int indexed, const mcd_volume &v, mc_records rec, long long nrec,
+                               unsigned long long n, float *pos, float *nrm)
+{
+    if (indexed) mc_vertex_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, n, pos, nrm);
+    else mc_soup_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, n, pos, nrm);
+}
+
+template <typename T>
+static void mc_launch_mode(cudaStream_t s, pm_normals mode, int indexed, const mcd_volume &v, mc_records rec,
+                           long long nrec, unsigned long long n, float *pos, float *nrm)
+{
+    switch (mode) {
+    case PM_NORMALS_FORWARD: mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, indexed, v, rec, nrec, n, pos, nrm); break;
+    case PM_NORMALS_SOBEL: mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, indexed, v, rec, nrec, n, pos, nrm); break;
+    case PM_NORMALS_NONE: mc_launch_vertices<T, PM_NORMALS_NONE>(s, indexed, v, rec, nrec, n, pos, NULL); break;
+    default: mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, indexed, v, rec, nrec, n, pos, nrm); break;
+    }
+}
+
+static void mc_launch_expand(cudaStream_t s, pm_sample_type type, pm_normals mode, int indexed,
+                             const mcd_volume &v, mc_records rec, long long nrec, unsigned long long n,
+                             float *pos, float *nrm)
+{
+    switch (type) {
+    case PM_SAMPLE_U8: mc_launch_mode<uint8_t>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
+    case PM_SAMPLE_U16: mc_launch_mode<uint16_t>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
+    case PM_SAMPLE_I16: mc_launch_mode<int16_t>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
+    case PM_SAMPLE_F32: mc_launch_mode<float>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
+    case PM_SAMPLE_F64: mc_launch_mode<double>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
+    }
+}
+
+/* Device buffers the expansion writes to, and where they go afterwards. */
+typedef struct mc_out {
+    float *pos, *nrm;
+    uint32_t *idx;
+    float *tmp; /* device staging for host outputs (one block) */
+} mc_out;
+
+/* Frees what this call allocated for the mesh (on failure). */
+static void mc_mesh_release(pm_context *ctx, pm_mesh *mesh)
+{
+    if (mesh->owns_arrays) {
+        if (mesh->in_context_memory) {
+            ctx->backend->free(ctx, mesh->positions);
+            ctx->backend->free(ctx, mesh->normals);
+            ctx->backend->free(ctx, mesh->indices);
+        } else {
+            free(mesh->positions);
+            free(mesh->normals);
+            free(mesh->indices);
+        }
+    }
+    memset(mesh, 0, sizeof *mesh);
+}
+
+#define MC_TRY_MESH(expr)                                                                      \
+    do {                                                                                       \
+        pm_status s_ = (expr);                                                                 \
+        if (s_ != PM_STATUS_OK) {                                                              \
+            mc_mesh_release(ctx, mesh);                                                        \
+            return s_;                                                                         \
+        }                                                                                      \
+    } while (0)
+
+static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
+{
+    cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        *p = NULL;
+        return pmi_error(e == cudaErrorMemoryAllocation ? PM_STATUS_OUT_OF_MEMORY : PM_STATUS_DEVICE_ERROR,
+                         "pm_isosurface: cannot allocate %zu bytes of device memory for %s (%s)", bytes,
+                         what, cudaGetErrorString(e));
+    }
+    return PM_STATUS_OK;
+}
+
+/* Stage timing for bench/bench_cuda_isosurface.cu: when pmi_mc_profile is
+ * set, CUDA events bracket pass 1 and pass 2 of each call (milliseconds). */
+extern "C" {
+int pmi_mc_profile;
+double pmi_mc_stage_ms[2];
+}
+
+extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
+                                         const pm_isosurface_options *opt, pm_mesh *mesh)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    cudaStream_t s = st->stream;
+    PMI_TRY(mcd_tables_upload(st->device));
+
+    mcd_volume v;
+    v.data = vol->data;
+    v.nx = (long long)vol->nx;
+    v.ny = (long long)vol->ny;
+    v.nz = (long long)vol->nz;
+    v.rs = (long long)vol->row_stride;
+    v.ss = (long long)vol->slice_stride;
+    v.iso = iso;
+    v.sg = opt->inside_above ? -1.0 : 1.0;
+    v.siso = v.sg * iso;
+    {
+        float f = (float)iso;
+        if (v.sg > 0 && (double)f < iso) f = nextafterf(f, INFINITY);
+        if (v.sg < 0 && (double)f > iso) f = nextafterf(f, -INFINITY);
+        v.fthr = f;
+    }
+    for (int a = 0; a < 3; a++) {
+        v.org[a] = vol->origin[a];
+        v.sp[a] = vol->spacing[a];
+    }
+    const int indexed = opt->mode == PM_MESH_INDEXED;
+    const mc_tiling tl = mc_make_tiling(vol);
+    size_t npoints;
+    if (!pmi_mul3_size(vol->nx, vol->ny, vol->nz, &npoints))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: lattice size overflows");
+
+    /* Pass 1. The records' room is a guess (surfaces cross few cells); a
+     * volume with more active points runs pass 1 again with the exact room. */
+    size_t rec_cap = npoints / 64 + ((size_t)1 << 20);
+    if (rec_cap > npoints) rec_cap = npoints;
+    unsigned long long tot[4];
+    mc_records rec;
+    cudaEvent_t ev[4] = {NULL, NULL, NULL, NULL};
+    if (pmi_mc_profile)
+        for (int e = 0; e < 4; e++) cudaEventCreate(&ev[e]);
+    for (;;) {
+        size_t state_b = pmi_align256((size_t)tl.ntiles * 3 * sizeof(unsigned long long));
+        size_t head_b = 256 + state_b;
+        size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2);
+        char *base = NULL;
+        PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
+        unsigned int *ticket = (unsigned int *)base;
+        unsigned long long *totals = (unsigned long long *)(base + 64);
+        unsigned long long *state = (unsigned long long *)(base + 256);
+        char *q = base + head_b;
+        rec.point = (unsigned long long *)q;
+        q += pmi_align256(rec_cap * 8);
+        rec.tri = (unsigned long long *)q;
+        q += pmi_align256(rec_cap * 8);
+        rec.cross = (unsigned long long *)q;
+        q += pmi_align256(rec_cap * 8);
+        rec.info = (uint16_t *)q;
+        if (ev[0]) cudaEventRecord(ev[0], s);
+        PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
+        PMI_TRY(mc_classify(ctx, v, tl, indexed, vol->type, ticket, state, rec, rec_cap, totals));
+        if (ev[1]) cudaEventRecord(ev[1], s);
+        PMI_CU_TRY(cudaMemcpyAsync(tot, totals, sizeof tot, cudaMemcpyDeviceToHost, s),
+                   "pm_isosurface: reading counts");
+        PMI_TRY(pmi_cuda_wait(ctx, "pm_isosurface: classification"));
+        if (tot[0] <= rec_cap) break;
+        rec_cap = (size_t)tot[0];
+    }
+    const long long nrec = (long long)tot[0];
+    const unsigned long long ntri = tot[1], ncross = tot[2];
+    if (indexed && ncross > UINT32_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW,
+                         "pm_isosurface: %llu vertices do not fit the 32-bit indices of an indexed mesh",
+                         ncross);
+    const unsigned long long nv = indexed ? ncross : 3 * ntri;
+    mesh->num_vertices = (size_t)nv;
+    mesh->num_triangles = (size_t)ntri;
+    mesh->active_cells = tot[3];
+    const int want_n = opt->normals != PM_NORMALS_NONE;
+    const int to_ctx = opt->output_in_context_memory != 0;
+
+    /* Where the output goes and how much of it. */
+    unsigned long long nv_w = nv, nt_w = indexed ? ntri : 0;
+    pm_status result = PM_STATUS_OK;
+    float *hpos = NULL, *hnrm = NULL;
+    uint32_t *hidx = NULL;
+    if (opt->positions) {
+        /* The CPU's rule: write what fits; soup writes whole triangles. */
+        nv_w = nv < opt->vertex_capacity ? nv : opt->vertex_capacity;
+        unsigned long long tl_ = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
+        if (indexed) {
+            nt_w = tl_;
+        } else {
+            if (tl_ > nv_w / 3) tl_ = nv_w / 3;
+            nv_w = 3 * tl_;
+        }
+        if (nv > opt->vertex_capacity || ntri > opt->triangle_capacity)
+            result = pmi_error(PM_STATUS_TRUNCATED,
+                               "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
+                               "%zu / %zu",
+                               nv, ntri, opt->vertex_capacity, opt->triangle_capacity);
+        hpos = opt->positions;
+        hnrm = want_n ? opt->normals_out : NULL;
+        hidx = indexed ? opt->indices : NULL;
+        mesh->positions = hpos;
+        mesh->normals = hnrm;
+        mesh->indices = hidx;
+        mesh->in_context_memory = to_ctx;
+        if (!hidx) nt_w = 0;
+    } else if (to_ctx) {
+        void *p = NULL;
+        MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)nv * 3 * sizeof(float), &p));
+        hpos = (float *)p;
+        mesh->positions = hpos;
+        mesh->in_context_memory = 1;
+        mesh->owns_arrays = 1;
+        if (want_n) {
+            MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)nv * 3 * sizeof(float), &p));
+            hnrm = (float *)p;
+            mesh->normals = hnrm;
+        }
+        if (indexed) {
+            MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)ntri * 3 * sizeof(uint32_t), &p));
+            hidx = (uint32_t *)p;
+            mesh->indices = hidx;
+        }
+    } else {
+        mesh->owns_arrays = 1;
+        hpos = (float *)malloc(nv ? (size_t)nv * 3 * sizeof(float) : 1);
+        mesh->positions = hpos;
+        if (want_n) mesh->normals = hnrm = (float *)malloc(nv ? (size_t)nv * 3 * sizeof(float) : 1);
+        if (indexed) mesh->indices = hidx = (uint32_t *)malloc(ntri ? (size_t)ntri * 3 * sizeof(uint32_t) : 1);
+        if (!hpos || (want_n && !hnrm) || (indexed && !hidx))
+            MC_TRY_MESH(pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: out of host memory for %llu vertices",
+                                  nv));
+    }
+
+    /* Device targets: the final arrays, or staging for host outputs. */
+    mc_out o = {NULL, NULL, NULL, NULL};
+    if (to_ctx) {
+        o.pos = hpos;
+        o.nrm = hnrm;
+        o.idx = hidx;
+    } else {
+        size_t vb = (size_t)nv_w * 3 * sizeof(float), ib = (size_t)nt_w * 3 * sizeof(uint32_t);
+        MC_TRY_MESH(mc_device_alloc((void **)&o.tmp, vb + (hnrm ? vb : 0) + ib, "the mesh"));
+        o.pos = o.tmp;
+        o.nrm = hnrm ? o.tmp + (size_t)nv_w * 3 : NULL;
+        o.idx = (uint32_t *)(o.tmp + (size_t)nv_w * 3 * (hnrm ? 2 : 1));
+    }
+    if (ev[2]) cudaEventRecord(ev[2], s);
+    if (nv_w) mc_launch_expand(s, vol->type, opt->normals, indexed, v, rec, nrec, nv_w, o.pos, o.nrm);
+    pm_status ls = pmi_cuda_launched("pm_isosurface: vertices");
+    if (ls == PM_STATUS_OK && nt_w && o.idx)
+        mc_triangle_kernel<<<mc_blocks(nt_w), MC_THREADS, 0, s>>>(v, rec, nrec, nt_w, o.idx);
+    if (ls == PM_STATUS_OK) ls = pmi_cuda_launched("pm_isosurface: triangles");
+    if (ev[3]) cudaEventRecord(ev[3], s);
+    if (ls == PM_STATUS_OK && !to_ctx) {
+        cudaError_t e = cudaMemcpyAsync(hpos, o.pos, (size_t)nv_w * 3 * sizeof(float), cudaMemcpyDeviceToHost, s);
+        if (e == cudaSuccess && hnrm)
+            e = cudaMemcpyAsync(hnrm, o.nrm, (size_t)nv_w * 3 * sizeof(float), cudaMemcpyDeviceToHost, s);
+        if (e == cudaSuccess && nt_w && hidx)
+            e = cudaMemcpyAsync(hidx, o.idx, (size_t)nt_w * 3 * sizeof(uint32_t), cudaMemcpyDeviceToHost, s);
+        if (e != cudaSuccess) ls = pmi_cuda_status(e, "pm_isosurface: copying the mesh to the host");
+    }
+    /* The records live in the scratch arena, which the next call may
+     * reuse: wait here (the caller gets a finished mesh either way). */
+    pm_status ws = pmi_cuda_wait(ctx, "pm_isosurface: expansion");
+    if (o.tmp) cudaFree(o.tmp);
+    if (ev[0]) {
+        float a = 0, b = 0;
+        cudaEventElapsedTime(&a, ev[0], ev[1]);
+        cudaEventElapsedTime(&b, ev[2], ev[3]);
+        pmi_mc_stage_ms[0] = a;
+        pmi_mc_stage_ms[1] = b;
+        for (int e = 0; e < 4; e++) cudaEventDestroy(ev[e]);
+        cudaGetLastError();
+    }
+    if (ls == PM_STATUS_OK) ls = ws;
+    if (ls != PM_STATUS_OK) {
+        mc_mesh_release(ctx, mesh);
+        return ls;
+    }
+    return result;
+}

@@ -1,0 +1,257 @@
+/* CUDA-specific contracts of pm_isosurface (the CPU/CUDA byte comparison of
+ * every mode lives in test_isosurface.c): caller buffers in context memory
+ * with a capacity (prefix written, nothing past it, TRUNCATED with full
+ * counts), every sample type against the CPU backend, a device allocation
+ * refused as PM_STATUS_OUT_OF_MEMORY with the amount, and a volume of more than
+ * 2^32 cells (skipped when the GPU or host lacks the memory). In `cpu` mode
+ * the capacity contract is checked on the CPU backend. */
+#include <math.h>
+
+#include "test_common.h"
+#include "test_volumes.h"
+
+static pm_context *cpu_ctx(void)
+{
+    pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
+    pm_context *c;
+    PMT_OK(pm_context_create(&d, &c));
+    return c;
+}
+
+/* Caller buffers of capacity vcap/tcap, poisoned: the first part of the full
+ * mesh is written and nothing after it. */
+static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_t vcap,
+                           size_t tcap)
+{
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.mode = (pm_mesh_mode)mode;
+    o.normals = PM_NORMALS_CENTRAL;
+    o.output_in_context_memory = 1;
+    pm_mesh full;
+    PMT_OK(pm_isosurface(ctx, dv, 0.0, &o, &full));
+    size_t nv = full.num_vertices, nt = full.num_triangles;
+    float *fp = pmt_to_host(ctx, full.positions, 12 * nv);
+    float *fn = pmt_to_host(ctx, full.normals, 12 * nv);
+    uint32_t *fi = mode == PM_MESH_INDEXED ? pmt_to_host(ctx, full.indices, 12 * nt) : NULL;
+
+    size_t vb = 12 * (vcap + 1), ib = 12 * (tcap + 1);
+    unsigned char *poison = malloc(vb > ib ? vb : ib);
+    memset(poison, 0xA5, vb > ib ? vb : ib);
+    float *bp = pmt_to_ctx(ctx, poison, vb), *bn = pmt_to_ctx(ctx, poison, vb);
+    uint32_t *bi = pmt_to_ctx(ctx, poison, ib);
+    o.positions = bp;
+    o.normals_out = bn;
+    o.indices = bi;
+    o.vertex_capacity = vcap;
+    o.triangle_capacity = tcap;
+    pm_mesh m;
+    pm_status s = pm_isosurface(ctx, dv, 0.0, &o, &m);
+    int over = nv > vcap || nt > tcap;
+    PMT_CHECK(s == (over ? PM_STATUS_TRUNCATED : PM_STATUS_OK), "%s cap %zu/%zu of %zu/%zu: %s",
+              mode ? "soup" : "indexed", vcap, tcap, nv, nt, pm_status_string(s));
+    PMT_CHECK(m.num_vertices == nv && m.num_triangles == nt && !m.owns_arrays &&
+                  m.positions == bp,
+              "capacity run must report the full counts in the caller's buffers");
+    size_t wv = nv < vcap ? nv : vcap, wt = nt < tcap ? nt : tcap;
+    if (mode == PM_MESH_SOUP) {
+        if (wt > wv / 3) wt = wv / 3;
+        wv = 3 * wt;
+    }
+    float *hp = pmt_to_host(ctx, bp, vb), *hn = pmt_to_host(ctx, bn, vb);
+    PMT_CHECK(!memcmp(hp, fp, 12 * wv) && !memcmp(hn, fn, 12 * wv),
+              "first %zu vertices differ from the full mesh", wv);
+    PMT_CHECK(!memcmp((char *)hp + 12 * wv, poison, vb - 12 * wv) &&
+                  !memcmp((char *)hn + 12 * wv, poison, vb - 12 * wv),
+              "vertices written past %zu", wv);
+    if (fi) {
+        uint32_t *hi = pmt_to_host(ctx, bi, ib);
+        PMT_CHECK(!memcmp(hi, fi, 12 * wt), "first %zu triangles differ", wt);
+        PMT_CHECK(!memcmp((char *)hi + 12 * wt, poison, ib - 12 * wt),
+                  "triangles written past %zu", wt);
+        free(hi);
+    }
+    free(hp);
+    free(hn);
+    pm_free(ctx, bp);
+    pm_free(ctx, bn);
+    pm_free(ctx, bi);
+    free(poison);
+    free(fp);
+    free(fn);
+    free(fi);
+    pm_mesh_free(ctx, &full);
+}
+
+static void test_capacity(pm_context *ctx)
+{
+    size_t n = 40;
+    float *cy = pmt_cayley_f32(n);
+    pm_volume v = {NULL, PM_SAMPLE_F32, n, n, n, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    v.data = pmt_to_ctx(ctx, cy, 4 * n * n * n);
+    for (int mode = 0; mode < 2; mode++) {
+        pm_isosurface_options o;
+        memset(&o, 0, sizeof o);
+        o.mode = (pm_mesh_mode)mode;
+        pm_mesh m;
+        PMT_OK(pm_isosurface(ctx, &v, 0.0, &o, &m));
+        size_t nv = m.num_vertices, nt = m.num_triangles;
+        pm_mesh_free(ctx, &m);
+        PMT_CHECK(nv > 100 && nt > 100, "cayley %zu: too small a mesh", n);
+        check_capacity(ctx, &v, mode, nv, nt);         /* exact: OK */
+        check_capacity(ctx, &v, mode, nv / 2, nt);     /* vertices short */
+        check_capacity(ctx, &v, mode, nv, nt / 3);     /* triangles short */
+        check_capacity(ctx, &v, mode, nv + 7, nt + 5); /* room to spare */
+        check_capacity(ctx, &v, mode, 0, 0);
+    }
+    pm_free(ctx, (void *)v.data);
+    free(cy);
+}
+
+/* The same field in every sample type: the GPU mesh equals the CPU mesh. */
+static void test_types(pm_context *gpu)
+{
+    pm_context *cpu = cpu_ctx();
+    size_t nx = 37, ny = 29, nz = 23, n = nx * ny * nz;
+    double *f = pmt_field_f64(PMT_FIELD_TORUS, nx, ny, nz, 0.6, 0.25);
+    double *src = malloc(sizeof(double) * n);
+    for (size_t p = 0; p < n; p++) src[p] = floor(100.0 * f[p] + 100.5);
+    for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F64; type++) {
+        void *h = pmt_convert(src, nx, ny, nz, (pm_sample_type)type, nx, nx * ny);
+        size_t bytes = pm_sample_size((pm_sample_type)type) * n;
+        pm_volume hv = {h, (pm_sample_type)type, nx, ny, nz, 0, 0, {0.7, 1.1, 1.3}, {1, 2, 3}};
+        pm_volume dv = hv;
+        dv.data = pmt_to_ctx(gpu, h, bytes);
+        for (int mode = 0; mode < 2; mode++) {
+            pm_isosurface_options o;
+            memset(&o, 0, sizeof o);
+            o.mode = (pm_mesh_mode)mode;
+            o.normals = PM_NORMALS_SOBEL;
+            pm_mesh a, b;
+            PMT_OK(pm_isosurface(cpu, &hv, 100.25, &o, &a));
+            PMT_OK(pm_isosurface(gpu, &dv, 100.25, &o, &b));
+            size_t vb = 12 * a.num_vertices;
+            PMT_CHECK(a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles &&
+                          a.num_triangles > 0,
+                      "%s: counts differ", pm_sample_type_string((pm_sample_type)type));
+            if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles) {
+                PMT_CHECK(!memcmp(a.positions, b.positions, vb) &&
+                              !memcmp(a.normals, b.normals, vb),
+                          "%s %d: vertices differ", pm_sample_type_string((pm_sample_type)type),
+                          mode);
+                PMT_CHECK(!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles),
+                          "%s: indices differ", pm_sample_type_string((pm_sample_type)type));
+            }
+            pm_mesh_free(cpu, &a);
+            pm_mesh_free(gpu, &b);
+        }
+        pm_free(gpu, (void *)dv.data);
+        free(h);
+    }
+    free(src);
+    free(f);
+    pm_context_destroy(cpu);
+}
+
+/* A request the device cannot hold: a clear OUT_OF_MEMORY naming the bytes,
+ * nothing launched, and the context still works afterwards. The volume
+ * claims 16384^3 f32 samples over a small buffer: the scratch for its
+ * tile states and records (about 1.8 TB) is asked for, and refused, before
+ * any sample is read. (Exhausting the real device memory instead would
+ * break the other GPU tests that ctest -j runs at the same time.) */
+static void test_oom(pm_context *gpu)
+{
+    size_t n = 96;
+    float *cy = pmt_cayley_f32(n);
+    pm_volume v = {NULL, PM_SAMPLE_F32, n, n, n, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    v.data = pmt_to_ctx(gpu, cy, 4 * n * n * n);
+    pm_volume huge = v;
+    huge.nx = huge.ny = huge.nz = 16384;
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.output_in_context_memory = 1;
+    pm_mesh m;
+    for (int mode = 0; mode < 2; mode++) {
+        o.mode = (pm_mesh_mode)mode;
+        pm_status s = pm_isosurface(gpu, &huge, 0.0, &o, &m);
+        PMT_CHECK(s == PM_STATUS_OUT_OF_MEMORY, "16384^3: got %s", pm_status_string(s));
+        PMT_CHECK(strstr(pm_last_error(), "bytes") != NULL, "message without the amount: %s",
+                  pm_last_error());
+        PMT_CHECK(m.num_vertices == 0 && m.positions == NULL, "failed call left a mesh");
+        printf("16384^3 volume: %s: %s\n", pm_status_string(s), pm_last_error());
+        if (s == PM_STATUS_OK) pm_mesh_free(gpu, &m);
+    }
+    PMT_OK(pm_isosurface(gpu, &v, 0.0, &o, &m));
+    PMT_CHECK(m.num_triangles > 0, "no mesh after the refused request");
+    pm_mesh_free(gpu, &m);
+    pm_free(gpu, (void *)v.data);
+    free(cy);
+}
+
+/* More than 2^32 cells (u8, 4.3 GB): a ball near the far corner, so every
+ * active cell index is above 2^32; the mesh equals the CPU backend's. */
+static void test_huge(pm_context *gpu)
+{
+    size_t nx = 2049, ny = 2049, nz = 1026, n = nx * ny * nz;
+    uint8_t *h = malloc(n);
+    void *d = NULL;
+    if (!h || pm_alloc(gpu, n, &d) != PM_STATUS_OK) {
+        printf("skipped > 2^32 cells: not enough memory\n");
+        free(h);
+        return;
+    }
+    memset(h, 0, n);
+    double cx = nx - 40.0, cy = ny - 50.0, cz = nz - 30.0;
+    for (size_t k = nz - 60; k < nz; k++)
+        for (size_t j = ny - 80; j < ny; j++)
+            for (size_t i = nx - 70; i < nx; i++) {
+                double r = sqrt((i - cx) * (i - cx) + (j - cy) * (j - cy) + (k - cz) * (k - cz));
+                double val = 200.0 - 8.0 * r;
+                h[i + nx * (j + ny * k)] = (uint8_t)(val < 0 ? 0 : val);
+            }
+    PMT_OK(pm_upload(gpu, d, h, n));
+    pm_context *cpu = cpu_ctx();
+    pm_volume hv = {h, PM_SAMPLE_U8, nx, ny, nz, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    pm_volume dv = hv;
+    dv.data = d;
+    for (int mode = 0; mode < 2; mode++) {
+        pm_isosurface_options o;
+        memset(&o, 0, sizeof o);
+        o.mode = (pm_mesh_mode)mode;
+        o.inside_above = 1;
+        pm_mesh a, b;
+        PMT_OK(pm_isosurface(cpu, &hv, 100.0, &o, &a));
+        PMT_OK(pm_isosurface(gpu, &dv, 100.0, &o, &b));
+        PMT_CHECK(a.num_triangles > 1000 && a.num_vertices == b.num_vertices &&
+                      a.num_triangles == b.num_triangles,
+                  "> 2^32 cells: counts %zu/%zu vs %zu/%zu", b.num_vertices, b.num_triangles,
+                  a.num_vertices, a.num_triangles);
+        if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles)
+            PMT_CHECK(!memcmp(a.positions, b.positions, 12 * a.num_vertices) &&
+                          !memcmp(a.normals, b.normals, 12 * a.num_vertices) &&
+                          (!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles)),
+                      "> 2^32 cells: meshes differ (%s)", mode ? "soup" : "indexed");
+        printf("> 2^32 cells (%zu): %zu triangles, %s\n", (nx - 1) * (ny - 1) * (nz - 1),
+               b.num_triangles, mode ? "soup" : "indexed");
+        pm_mesh_free(cpu, &a);
+        pm_mesh_free(gpu, &b);
+    }
+    pm_context_destroy(cpu);
+    pm_free(gpu, d);
+    free(h);
+}
+
+int main(int argc, char **argv)
+{
+    pm_context *ctx;
+    pm_device dev;
+    if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
+    test_capacity(ctx);
+    if (dev == PM_DEVICE_CUDA) {
+        test_types(ctx);
+        test_oom(ctx);
+        test_huge(ctx);
+    }
+    pm_context_destroy(ctx);
+    return pmt_finish("test_cuda_isosurface");
+}
