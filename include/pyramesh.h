@@ -181,8 +181,7 @@ PM_API pm_status pm_expand_async(pm_context *ctx, const uint32_t *counts, size_t
  * and traverse many times. The pyramid lives in context memory and owns a
  * copy of nothing but its levels: counts may be freed after build. */
 typedef struct pm_histopyramid pm_histopyramid;
-/* Returns PM_STATUS_OVERFLOW if the sum of the counts exceeds 2^64 - 1, or
- * where a backend's level width cannot hold a partial sum (docs/cuda.md). */
+/* Returns PM_STATUS_OVERFLOW if the sum of the counts exceeds 2^64 - 1. */
 PM_API pm_status pm_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
                                        pm_histopyramid **out);
 /* Total number of outputs (host, 64-bit). */

@@ -1,7 +1,9 @@
 /* HistoPyramid in the HP5 layout (Dyken and Ziegler, "GPU-accelerated data
  * expansion for the marching cubes algorithm", 2010; Ziegler et al. 2006):
  * 5:1 levels whose nodes store the partial sums of their first four children
- * in one 16-byte load (the fifth child gets the rest), three levels built per
+ * in one 32-byte node (one memory sector; the fifth child gets the rest).
+ * The sums are 64-bit so any counts work, as on the CPU (a u32 node would
+ * overflow once a block of inputs sums past 2^32); three levels built per
  * launch in shared memory, a prefix-summed 64-bit apex on top, and traversal
  * with one thread per output key. For pm_expand the counts themselves are the
  * base level: level 1 reads them and nothing else does. */
@@ -12,13 +14,19 @@
 #define HP_APEX_MAX 4096     /* the apex is a single-block prefix sum */
 #define HP_MAX_LEVELS 30
 
+/* Partial sums of the first four children; 32-byte aligned so a node is
+ * one sector, read with two 16-byte loads. */
+typedef struct __align__(32) hp_node {
+    unsigned long long s1, s2, s3, s4;
+} hp_node;
+
 typedef struct hp_view {
-    const uint4 *level[HP_MAX_LEVELS]; /* level[0] is over the base */
+    const hp_node *level[HP_MAX_LEVELS]; /* level[0] is over the base */
     int num_levels;
     const unsigned long long *apex; /* exclusive prefix of the top level's totals */
     unsigned apex_n;
     const unsigned long long *total;
-    const unsigned *overflow; /* a stored node sums to 2^32 or more */
+    const unsigned *overflow; /* the 64-bit sum of the counts wrapped */
 } hp_view;
 
 struct pm_histopyramid {
@@ -53,7 +61,7 @@ static pm_status hp_make_plan(size_t n, hp_plan *p)
             m = div5(m);
             p->nodes[p->num_levels] = m;
             p->level_off[p->num_levels] = off;
-            off += pmi_align256(m * 16);
+            off += pmi_align256(m * sizeof(hp_node));
             p->num_levels++;
         }
         p->launches++;
@@ -77,7 +85,7 @@ static pm_status hp_make_plan(size_t n, hp_plan *p)
  * block reduces 625 inputs to 125, 25 and 5 nodes and writes the 5 totals. */
 __global__ void __launch_bounds__(HP_THREADS)
     hp_build(const uint32_t *__restrict__ in32, const unsigned long long *__restrict__ in64,
-             size_t m, uint4 *lvA, uint4 *lvB, uint4 *lvC, size_t nA, size_t nB, size_t nC,
+             size_t m, hp_node *lvA, hp_node *lvB, hp_node *lvC, size_t nA, size_t nB, size_t nC,
              unsigned long long *out_tot, unsigned *overflow)
 {
     __shared__ unsigned long long buf[HP_FANIN];
@@ -95,9 +103,11 @@ __global__ void __launch_bounds__(HP_THREADS)
     do {                                                                                       \
         unsigned long long s1 = src[5 * t], s2 = s1 + src[5 * t + 1], s3 = s2 + src[5 * t + 2]; \
         unsigned long long s4 = s3 + src[5 * t + 3], sum_ = s4 + src[5 * t + 4];                \
-        if (sum_ > 0xffffffffull) ovf = true;                                                  \
-        if ((idx) < (dst_count))                                                               \
-            dst_level[idx] = make_uint4((unsigned)s1, (unsigned)s2, (unsigned)s3, (unsigned)s4); \
+        if (sum_ < s4 || s4 < s3 || s3 < s2 || s2 < s1) ovf = true; /* 64-bit wrap */           \
+        if ((idx) < (dst_count)) {                                                             \
+            hp_node nd_ = {s1, s2, s3, s4};                                                    \
+            dst_level[idx] = nd_;                                                              \
+        }                                                                                      \
         tot_out = sum_;                                                                        \
     } while (0)
     if (t < 125) HP_NODE(buf, lvA, nA, (size_t)blockIdx.x * 125 + t, t1[t]);
@@ -186,17 +196,18 @@ __global__ void __launch_bounds__(256)
             if (__ldg(v.apex + mid) <= key) lo = mid;
             else hi = mid;
         }
-        unsigned local = (unsigned)(key - __ldg(v.apex + lo));
+        unsigned long long local = key - __ldg(v.apex + lo);
         unsigned long long node = lo;
         for (int l = v.num_levels - 1; l >= 0; l--) {
-            const uint4 p = __ldg(v.level[l] + node);
-            unsigned c = (local >= p.x) + (local >= p.y) + (local >= p.z) + (local >= p.w);
-            unsigned sub = c == 0 ? 0u : c == 1 ? p.x : c == 2 ? p.y : c == 3 ? p.z : p.w;
+            const ulonglong2 *q = (const ulonglong2 *)(v.level[l] + node);
+            const ulonglong2 a = __ldg(q), b = __ldg(q + 1);
+            unsigned c = (local >= a.x) + (local >= a.y) + (local >= b.x) + (local >= b.y);
+            unsigned long long sub = c == 0 ? 0ull : c == 1 ? a.x : c == 2 ? a.y : c == 3 ? b.x : b.y;
             local -= sub;
             node = node * 5 + c;
         }
         if (out_source) out_source[idx] = node;
-        if (out_local) out_local[idx] = local;
+        if (out_local) out_local[idx] = (unsigned)local;
     }
 }
 
@@ -214,8 +225,8 @@ static pm_status hp_queue_build(pm_context *ctx, const uint32_t *counts, size_t 
         unsigned long long *tot = (unsigned long long *)(mem + p->tot_off[L & 1]);
         size_t grid = (m + HP_FANIN - 1) / HP_FANIN;
         hp_build<<<(unsigned)grid, HP_THREADS, 0, s>>>(
-            L == 0 ? counts : NULL, in64, m, (uint4 *)(mem + p->level_off[3 * L]),
-            (uint4 *)(mem + p->level_off[3 * L + 1]), (uint4 *)(mem + p->level_off[3 * L + 2]),
+            L == 0 ? counts : NULL, in64, m, (hp_node *)(mem + p->level_off[3 * L]),
+            (hp_node *)(mem + p->level_off[3 * L + 1]), (hp_node *)(mem + p->level_off[3 * L + 2]),
             p->nodes[3 * L], p->nodes[3 * L + 1], p->nodes[3 * L + 2], tot, overflow);
         PMI_TRY(pmi_cuda_launched("histopyramid build"));
         in64 = tot;
@@ -226,7 +237,7 @@ static pm_status hp_queue_build(pm_context *ctx, const uint32_t *counts, size_t 
                                flag_out);
     PMI_TRY(pmi_cuda_launched("histopyramid apex"));
     memset(v, 0, sizeof *v);
-    for (int l = 0; l < p->num_levels; l++) v->level[l] = (const uint4 *)(mem + p->level_off[l]);
+    for (int l = 0; l < p->num_levels; l++) v->level[l] = (const hp_node *)(mem + p->level_off[l]);
     v->num_levels = p->num_levels;
     v->apex = (const unsigned long long *)(mem + p->apex_off);
     v->apex_n = p->apex_n;
@@ -272,8 +283,7 @@ extern "C" pm_status pmi_cuda_expand(pm_context *ctx, const uint32_t *counts, si
     PMI_TRY(pmi_cuda_wait(ctx, "pm_expand"));
     if (*(volatile unsigned *)&st->host[PMI_HOST_FLAG])
         return pmi_error(PM_STATUS_OVERFLOW,
-                         "pm_expand: a block of the pyramid below its apex sums to 2^32 or "
-                         "more (counts too large for 32-bit node sums)");
+                         "pm_expand: the sum of the counts exceeds 2^64 - 1");
     return pmi_cuda_host_count(ctx, capacity, count, "pm_expand");
 }
 
@@ -367,8 +377,7 @@ extern "C" pm_status pmi_cuda_histopyramid_traverse(pm_context *ctx, const pm_hi
                          (unsigned long long)h->total);
     if (h->overflow)
         return pmi_error(PM_STATUS_OVERFLOW,
-                         "pm_histopyramid_traverse: a block below the apex sums to 2^32 or "
-                         "more");
+                         "pm_histopyramid_traverse: the sum of the counts exceeds 2^64 - 1");
     return hp_queue_traverse(ctx, &h->view, first_key, num_keys, 0, out_source, out_local);
 }
 

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_scan.cuh>
 
 #include "cuda/density_internal.cuh"
 
@@ -246,17 +245,18 @@ pm_status dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_fi
     dn_cells_kernel<<<dn_grid_blocks((long long)n), 256, 0, st>>>(xyz, (long long)n, aabb, amin, amax, origin, edge,
                                                                    g->cd[0], g->cd[1], g->cd[2], keys, vals, counts);
     PMI_TRY(pmi_cuda_launched("pm_field_compute: cell keys"));
-    size_t tb_scan = 0, tb_sort = 0;
+    size_t tb_sort = 0;
     int end_bit = 1;
     while (end_bit < 32 && (1ull << end_bit) <= (unsigned long long)g->ncells) end_bit++;
-    cub::DeviceScan::ExclusiveSum(NULL, tb_scan, counts, start, (int)(g->ncells + 1), st);
+    /* Cell starts: the project's own look-back scan over the counts. The
+     * order inside each cell comes from a stable radix sort of (cell, index)
+     * pairs (CUB, shipped with the CUDA toolkit), so cells list their
+     * particles in input order as the CPU's counting sort does. */
+    PMI_TRY(pmi_cuda_scan_exclusive_u32(ctx, counts, start, (size_t)g->ncells + 1, NULL));
     cub::DeviceRadixSort::SortPairs(NULL, tb_sort, keys, skeys, vals, svals, (int)n, 0, end_bit, st);
     void *tmp;
-    PMI_TRY(dn_alloc(sc, tb_scan > tb_sort ? tb_scan : tb_sort, &tmp, "sort scratch"));
-    size_t tb = tb_scan > tb_sort ? tb_scan : tb_sort;
-    PMI_CU_TRY(cub::DeviceScan::ExclusiveSum(tmp, tb, counts, start, (int)(g->ncells + 1), st),
-               "pm_field_compute: cell scan");
-    tb = tb_scan > tb_sort ? tb_scan : tb_sort;
+    PMI_TRY(dn_alloc(sc, tb_sort, &tmp, "sort scratch"));
+    size_t tb = tb_sort;
     PMI_CU_TRY(cub::DeviceRadixSort::SortPairs(tmp, tb, keys, skeys, vals, svals, (int)n, 0, end_bit, st),
                "pm_field_compute: cell sort");
     dn_gather_kernel<<<dn_grid_blocks((long long)kept), 256, 0, st>>>(xyz, svals, (long long)kept, sxyz);
