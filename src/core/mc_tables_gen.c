@@ -1,8 +1,9 @@
 /* Generates the 256-case marching cubes triangle table (Lorensen and Cline
  * 1987) from first principles instead of copying a published table:
- * segments on each cube face, chained into closed polygons, fan-triangulated.
- * The rules are face-local, so neighbouring cells agree on every shared face
- * and indexed meshes of closed surfaces are watertight and manifold. */
+ * segments on each cube face, chained into closed polygons, triangulated
+ * without diagonals in the cell's high faces. The rules are face-local, so
+ * neighbouring cells agree on every shared face and indexed meshes of closed
+ * surfaces are watertight and manifold, also at ambiguous faces. */
 #include <string.h>
 
 #include "core/mc_tables.h"
@@ -50,6 +51,59 @@ static int add_segment(int ea, int eb, const int nvec[3], const int nf[3], int n
     int from = dot > 0 ? ea : eb, to = dot > 0 ? eb : ea;
     if (next[from] != -1) return -1; /* two segments leave one edge point */
     next[from] = to;
+    return 0;
+}
+
+/* Whether cube edges a and b lie on a common face of the cell's "high"
+ * side (x = 1, y = 1 or z = 1). */
+static int on_high_face(int a, int b)
+{
+    for (int axis = 0; axis < 3; axis++) {
+        int ok = 1;
+        for (int q = 0; q < 2; q++) {
+            if (pmi_mc_corner[pmi_mc_edge_corner[a][q]][axis] != 1) ok = 0;
+            if (pmi_mc_corner[pmi_mc_edge_corner[b][q]][axis] != 1) ok = 0;
+        }
+        if (ok) return 1;
+    }
+    return 0;
+}
+
+/* Triangulates the polygon v[0..n-1] (loop order) into out (3 per
+ * triangle). A diagonal joining two vertices on one cube face lies in that
+ * face, which the neighbouring cell shares; if both cells used the same
+ * in-face diagonal, four triangles would meet at it (a non-manifold edge,
+ * possible at ambiguous faces). So diagonals may lie in the cell's low
+ * faces only, never in its high faces: of two cells sharing a face, only
+ * the one for which it is the low face can use it. The first valid
+ * triangulation in a fixed search order is taken: the triangle on side
+ * v0-v1 with apex v2, v3, ..., then the two remaining parts recursively. */
+static int triangulate(const int *v, int n, int8_t *out)
+{
+    if (n < 3) return 1;
+    if (n == 3) {
+        out[0] = (int8_t)v[0];
+        out[1] = (int8_t)v[1];
+        out[2] = (int8_t)v[2];
+        return 1;
+    }
+    for (int m = 2; m < n; m++) {
+        /* New diagonals: v1-vm (unless m == 2) and vm-v0 (unless m == n-1). */
+        if (m > 2 && on_high_face(v[1], v[m])) continue;
+        if (m < n - 1 && on_high_face(v[m], v[0])) continue;
+        int8_t tmp[15];
+        tmp[0] = (int8_t)v[0];
+        tmp[1] = (int8_t)v[1];
+        tmp[2] = (int8_t)v[m];
+        int a[12], na = 0, b[12], nb = 0;
+        for (int i = 1; i <= m; i++) a[na++] = v[i];
+        for (int i = m; i < n; i++) b[nb++] = v[i];
+        b[nb++] = v[0];
+        if (!triangulate(a, na, tmp + 3)) continue;
+        if (!triangulate(b, nb, tmp + 3 + 3 * (na >= 3 ? na - 2 : 0))) continue;
+        memcpy(out, tmp, (size_t)(3 * (n - 2)));
+        return 1;
+    }
     return 0;
 }
 
@@ -129,8 +183,8 @@ static int generate_case(int cs, int8_t out[16], uint8_t *count)
         if (next[e] >= 0) indeg[next[e]]++;
     for (int e = 0; e < 12; e++)
         if ((next[e] >= 0) != (indeg[e] == 1) || indeg[e] > 1) return -1;
-    /* Polygons in order of their smallest edge; each is a fan from that
-     * edge (the apex), following the loop direction. */
+    /* Polygons in order of their smallest edge, each triangulated as below,
+     * following the loop direction (which keeps the orientation). */
     int used[12] = {0}, nt = 0;
     for (int e = 0; e < 12; e++) {
         if (next[e] < 0 || used[e]) continue;
@@ -141,14 +195,9 @@ static int generate_case(int cs, int8_t out[16], uint8_t *count)
             used[cur] = 1;
             cur = next[cur];
         } while (cur != e);
-        if (n < 3) return -1;
-        for (int i = 1; i + 1 < n; i++) {
-            if (nt >= 5) return -1;
-            out[3 * nt] = (int8_t)loop[0];
-            out[3 * nt + 1] = (int8_t)loop[i];
-            out[3 * nt + 2] = (int8_t)loop[i + 1];
-            nt++;
-        }
+        if (n < 3 || nt + n - 2 > 5) return -1;
+        if (!triangulate(loop, n, out + 3 * nt)) return -1;
+        nt += n - 2;
     }
     *count = (uint8_t)nt;
     return 0;
