@@ -145,10 +145,13 @@ static void types_and_shapes(pm_context *ctx)
     }
     pm_mesh_free(cpu, &ref);
     free(f);
-    /* One cell thick along each axis. */
-    for (int axis = 0; axis < 3; axis++) {
+    /* One cell thick along each axis, and plain noise (ambiguous faces
+     * everywhere): no edge may be shared by more than two triangles. */
+    for (int trial = 0; trial < 12; trial++) {
+        int axis = trial % 4;
         size_t d[3] = {17, 13, 11};
-        d[axis] = 2;
+        if (axis < 3) d[axis] = 2;
+        else d[0] = d[1] = d[2] = 24;
         size_t c = d[0] * d[1] * d[2];
         float *v = malloc(c * sizeof(float));
         for (size_t p = 0; p < c; p++) v[p] = (float)(pmt_uniform() - 0.5);
