@@ -40,7 +40,7 @@ fuzz:
 	sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 format:
-	clang-format -i include/*.h src/*/*.c src/*/*.h tools/*.c tests/*.c tests/*.h bench/*.c
+	clang-format -i include/*.h src/*/*.c src/*/*.h tools/*.c tools/*.h tests/*.c tests/*.h bench/*.c fuzz/*.c fuzz/*.h
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

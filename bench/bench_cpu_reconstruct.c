@@ -95,7 +95,8 @@ static uint64_t fnv(const void *p, size_t n)
 {
     const unsigned char *b = p;
     uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
     return h;
 }
 
@@ -107,7 +108,8 @@ int main(int argc, char **argv)
     int nsizes = 3;
     if (argc > 1) {
         nsizes = 0;
-        for (int i = 1; i < argc && nsizes < 8; i++) sizes[nsizes++] = (size_t)atof(argv[i]);
+        for (int i = 1; i < argc && nsizes < 8; i++)
+            sizes[nsizes++] = (size_t)atof(argv[i]);
     }
     const char *te = getenv("PM_BENCH_THREADS"), *ce = getenv("PM_BENCH_C");
     const char *me = getenv("PM_BENCH_METHOD"), *re = getenv("PM_BENCH_REPS");
@@ -144,8 +146,7 @@ int main(int argc, char **argv)
         p.radius = r;
         p.method = (pm_field_method)method;
         p.cube_size = ce ? atof(ce) : (sizes[si] >= 10000000 ? 1.5 : 0.5);
-        double tn[MAXREP], td[MAXREP], tf[MAXREP], tx[MAXREP], tt[MAXREP], cf[MAXREP],
-            cx[MAXREP];
+        double tn[MAXREP], td[MAXREP], tf[MAXREP], tx[MAXREP], tt[MAXREP], cf[MAXREP], cx[MAXREP];
         size_t tris = 0;
         uint64_t hash = 0;
         pm_field f;
@@ -161,8 +162,7 @@ int main(int argc, char **argv)
             td[rep] = f.timings.density_ms;
             tf[rep] = f.timings.field_ms;
             cf[rep] = c1 - c0;
-            if (rep == 0)
-                hash = fnv(f.volume.data, f.volume.nx * f.volume.ny * f.volume.nz * 4);
+            if (rep == 0) hash = fnv(f.volume.data, f.volume.nx * f.volume.ny * f.volume.nz * 4);
             pm_isosurface_options o;
             memset(&o, 0, sizeof o);
             o.struct_size = sizeof o;

@@ -133,8 +133,8 @@ PM_API pm_status pm_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const flo
  * = sum of all n. Returns PM_STATUS_OVERFLOW if a prefix or the total does
  * not fit 32 bits (out is then unspecified, *total still exact). out may
  * alias in. */
-PM_API pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out,
-                                       size_t n, uint64_t *total);
+PM_API pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+                                       uint64_t *total);
 
 typedef enum pm_compare { PM_LESS, PM_LESS_EQUAL, PM_GREATER, PM_GREATER_EQUAL } pm_compare;
 
@@ -185,14 +185,13 @@ typedef struct pm_histopyramid pm_histopyramid;
 PM_API pm_status pm_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
                                        pm_histopyramid **out);
 /* Total number of outputs (host, 64-bit). */
-PM_API pm_status pm_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
-                                       uint64_t *total);
+PM_API pm_status pm_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp, uint64_t *total);
 /* Traverses keys first_key .. first_key + num_keys - 1 (each must be below
  * the total: PM_STATUS_INVALID_ARGUMENT otherwise), writing for each the
  * source index and local index as pm_expand does. Either output may be NULL. */
 PM_API pm_status pm_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
-                                          uint64_t first_key, size_t num_keys,
-                                          uint64_t *out_source, uint32_t *out_local);
+                                          uint64_t first_key, size_t num_keys, uint64_t *out_source,
+                                          uint32_t *out_local);
 PM_API void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
 
 /* ------------------------------------------------------------------------ */
@@ -297,10 +296,10 @@ typedef struct pm_mesh {
     float *positions;
     float *normals;
     uint32_t *indices;
-    uint64_t active_cells;   /* cells the surface passes through */
-    int in_context_memory;   /* arrays are in context memory */
-    int owns_arrays;         /* pm_mesh_free frees the arrays */
-    pm_timings timings;      /* extract_ms filled by pm_isosurface */
+    uint64_t active_cells; /* cells the surface passes through */
+    int in_context_memory; /* arrays are in context memory */
+    int owns_arrays;       /* pm_mesh_free frees the arrays */
+    pm_timings timings;    /* extract_ms filled by pm_isosurface */
 } pm_mesh;
 
 /* Extracts the iso surface of `volume` at `iso` (marching cubes, seed 003):
@@ -348,9 +347,9 @@ typedef struct pm_field_params {
 
 /* A scalar field on a grid: an f32 volume in context memory, owned. */
 typedef struct pm_field {
-    pm_volume volume;        /* type PM_SAMPLE_F32, packed */
-    double iso;              /* the value to extract at */
-    int inside_above;        /* 1: the fluid is where the field is above iso */
+    pm_volume volume; /* type PM_SAMPLE_F32, packed */
+    double iso;       /* the value to extract at */
+    int inside_above; /* 1: the fluid is where the field is above iso */
     size_t particles_used;
     size_t particles_dropped; /* outside the aabb */
     pm_timings timings;       /* neighbours_ms, density_ms, field_ms */
@@ -402,8 +401,8 @@ typedef enum pm_points_format {
  * float32 triplets, as splashsurf reads it) unless its first 4096 bytes are
  * text (docs/formats.md gives the exact rule). NaN/Inf coordinates are a PARSE_ERROR
  * naming the point index. */
-PM_API pm_status pm_points_read(const char *path, pm_points_format format,
-                                size_t max_memory_bytes, pm_points *out);
+PM_API pm_status pm_points_read(const char *path, pm_points_format format, size_t max_memory_bytes,
+                                pm_points *out);
 PM_API void pm_points_free(pm_points *points);
 
 typedef enum pm_mesh_format {
@@ -435,22 +434,22 @@ PM_API pm_status pm_mesh_read(const char *path, size_t max_memory_bytes, pm_mesh
 /* Topology and geometry of a host-memory mesh (soups are welded by exact
  * position first). */
 typedef struct pm_mesh_report {
-    size_t num_vertices;        /* after welding; used by non-degenerate triangles */
+    size_t num_vertices; /* after welding; used by non-degenerate triangles */
     size_t num_triangles;
-    size_t num_edges;           /* undirected */
-    size_t boundary_edges;      /* used by one triangle */
-    size_t nonmanifold_edges;   /* used by three or more triangles */
-    size_t misoriented_edges;   /* used twice in the same direction */
-    size_t nonmanifold_vertices;/* whose triangle fan is not one disc/half-disc */
-    size_t degenerate_triangles;/* repeated vertex or zero area */
-    size_t components;          /* connected through shared vertices */
-    int closed;                 /* no boundary and no non-manifold edge */
-    int manifold;               /* no non-manifold edge or vertex */
-    int oriented;               /* no misoriented edge */
-    long long euler;            /* V - E + F */
+    size_t num_edges;            /* undirected */
+    size_t boundary_edges;       /* used by one triangle */
+    size_t nonmanifold_edges;    /* used by three or more triangles */
+    size_t misoriented_edges;    /* used twice in the same direction */
+    size_t nonmanifold_vertices; /* whose triangle fan is not one disc/half-disc */
+    size_t degenerate_triangles; /* repeated vertex or zero area */
+    size_t components;           /* connected through shared vertices */
+    int closed;                  /* no boundary and no non-manifold edge */
+    int manifold;                /* no non-manifold edge or vertex */
+    int oriented;                /* no misoriented edge */
+    long long euler;             /* V - E + F */
     double bbox_min[3], bbox_max[3];
     double area;
-    double volume;              /* signed (divergence theorem); meaningful when closed */
+    double volume; /* signed (divergence theorem); meaningful when closed */
 } pm_mesh_report;
 /* Triangles with a repeated vertex count as degenerate and are left out of
  * V, E, F, the components and the vertex fans; the bbox covers every vertex

@@ -19,25 +19,25 @@ static int pmt_failures;
 static uint64_t pmt_seed;
 static uint64_t pmt_state;
 
-#define PMT_CHECK(cond, ...)                                                                   \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            pmt_failures++;                                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s (seed %" PRIu64 "): ", __FILE__, __LINE__, \
-                    #cond, pmt_seed);                                                          \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-        }                                                                                      \
+#define PMT_CHECK(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            pmt_failures++;                                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s (seed %" PRIu64 "): ", __FILE__, __LINE__,    \
+                    #cond, pmt_seed);                                                              \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
     } while (0)
 
-#define PMT_OK(expr)                                                                           \
-    do {                                                                                       \
-        pm_status s_ = (expr);                                                                 \
-        if (s_ != PM_STATUS_OK) {                                                              \
-            fprintf(stderr, "%s:%d: %s returned %s: %s (seed %" PRIu64 ")\n", __FILE__,         \
-                    __LINE__, #expr, pm_status_string(s_), pm_last_error(), pmt_seed);        \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define PMT_OK(expr)                                                                               \
+    do {                                                                                           \
+        pm_status s_ = (expr);                                                                     \
+        if (s_ != PM_STATUS_OK) {                                                                  \
+            fprintf(stderr, "%s:%d: %s returned %s: %s (seed %" PRIu64 ")\n", __FILE__, __LINE__,  \
+                    #expr, pm_status_string(s_), pm_last_error(), pmt_seed);                       \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* xorshift64*: fast, reproducible. */
@@ -49,7 +49,10 @@ static inline uint64_t pmt_rand(void)
     return pmt_state * 2685821657736338717ULL;
 }
 /* Uniform in [0, 1). */
-static inline double pmt_uniform(void) { return (double)(pmt_rand() >> 11) * (1.0 / 9007199254740992.0); }
+static inline double pmt_uniform(void)
+{
+    return (double)(pmt_rand() >> 11) * (1.0 / 9007199254740992.0);
+}
 
 static inline void pmt_seed_init(void)
 {

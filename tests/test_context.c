@@ -32,7 +32,8 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         size_t n = sizes[k];
         unsigned char *h = malloc(n + 1), *back;
-        for (size_t i = 0; i < n; i++) h[i] = (unsigned char)pmt_rand();
+        for (size_t i = 0; i < n; i++)
+            h[i] = (unsigned char)pmt_rand();
         void *d = pmt_to_ctx(ctx, h, n);
         PMT_CHECK(d != NULL, "pm_alloc(%zu) gave NULL", n);
         back = pmt_to_host(ctx, d, n);

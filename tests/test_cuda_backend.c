@@ -15,8 +15,8 @@ extern int cudaStreamCreate(pmt_stream *s);
 extern int cudaStreamDestroy(pmt_stream s);
 #endif
 
-static const size_t sizes[] = {1, 2, 3, 31, 32, 33, 255, 4095, 4096, 4097, 8191, 8193, 65537,
-                               1000003, (1u << 22) + 5};
+static const size_t sizes[] = {1,    2,    3,    31,   32,    33,      255,           4095,
+                               4096, 4097, 8191, 8193, 65537, 1000003, (1u << 22) + 5};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 static float rand_float(void) { return (float)(pmt_uniform() * 2.0 - 1.0); }
@@ -27,7 +27,8 @@ static void test_reduce(pm_context *ctx)
         size_t n = sizes[si];
         for (size_t shift = 0; shift < 2; shift++) {
             float *h = malloc((n + 1) * sizeof *h);
-            for (size_t i = 0; i < n + 1; i++) h[i] = rand_float() + 1.5f; /* > 0 for geomean */
+            for (size_t i = 0; i < n + 1; i++)
+                h[i] = rand_float() + 1.5f; /* > 0 for geomean */
             float *d = pmt_to_ctx(ctx, h, (n + 1) * sizeof *h);
             const float *in = d + shift, *hin = h + shift;
             double sum = 0, abs = 0, lg = 0, mn = INFINITY, mx = -INFINITY;
@@ -40,7 +41,8 @@ static void test_reduce(pm_context *ctx)
             }
             double r;
             PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_SUM, in, n, &r));
-            PMT_CHECK(fabs(r - sum) <= 1e-12 * abs + 1e-300, "sum n=%zu: %.17g vs %.17g", n, r, sum);
+            PMT_CHECK(fabs(r - sum) <= 1e-12 * abs + 1e-300, "sum n=%zu: %.17g vs %.17g", n, r,
+                      sum);
             PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MEAN, in, n, &r));
             PMT_CHECK(fabs(r - sum / n) <= 1e-12 * abs / n, "mean n=%zu", n);
             PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MIN, in, n, &r));
@@ -93,9 +95,11 @@ static void test_scan(pm_context *ctx)
         for (int mode = 0; mode < 3; mode++) { /* aligned, shifted, in place */
             size_t shift = mode == 1;
             uint32_t *h = malloc((n + 1) * sizeof *h), *ref = malloc(n * sizeof *ref);
-            for (size_t i = 0; i < n + 1; i++) h[i] = (uint32_t)(pmt_rand() % 1000);
+            for (size_t i = 0; i < n + 1; i++)
+                h[i] = (uint32_t)(pmt_rand() % 1000);
             uint64_t acc = 0;
-            for (size_t i = 0; i < n; i++) ref[i] = (uint32_t)acc, acc += h[i + shift];
+            for (size_t i = 0; i < n; i++)
+                ref[i] = (uint32_t)acc, acc += h[i + shift];
             uint32_t *d = pmt_to_ctx(ctx, h, (n + 1) * sizeof *h), *o;
             PMT_OK(pm_alloc(ctx, (n + 1) * sizeof *o, (void **)&o));
             uint32_t *out = mode == 2 ? d : o + shift;
@@ -103,9 +107,10 @@ static void test_scan(pm_context *ctx)
             PMT_OK(pm_scan_exclusive_u32(ctx, d + shift, out, n, &total));
             uint32_t *got = pmt_to_host(ctx, out, n * sizeof *got);
             size_t bad = 0;
-            for (size_t i = 0; i < n; i++) bad += got[i] != ref[i];
-            PMT_CHECK(bad == 0 && total == acc, "scan n=%zu mode %d: %zu wrong, total %llu/%llu",
-                      n, mode, bad, (unsigned long long)total, (unsigned long long)acc);
+            for (size_t i = 0; i < n; i++)
+                bad += got[i] != ref[i];
+            PMT_CHECK(bad == 0 && total == acc, "scan n=%zu mode %d: %zu wrong, total %llu/%llu", n,
+                      mode, bad, (unsigned long long)total, (unsigned long long)acc);
             free(got);
             free(h);
             free(ref);
@@ -117,7 +122,8 @@ static void test_scan(pm_context *ctx)
     size_t n = 70000;
     uint32_t *h = malloc(n * sizeof *h);
     uint64_t acc = 0;
-    for (size_t i = 0; i < n; i++) h[i] = 0xfff00000u + (uint32_t)(pmt_rand() & 0xffff), acc += h[i];
+    for (size_t i = 0; i < n; i++)
+        h[i] = 0xfff00000u + (uint32_t)(pmt_rand() & 0xffff), acc += h[i];
     uint32_t *d = pmt_to_ctx(ctx, h, n * sizeof *h);
     uint64_t total = 0;
     pm_status s = pm_scan_exclusive_u32(ctx, d, d, n, &total);
@@ -171,8 +177,8 @@ static void test_filter(pm_context *ctx)
             if (n < 100000) {
                 PMT_OK(pm_filter_horn_f32(ctx, d + shift, n, c, thr, o, n, &got_n));
                 got = pmt_to_host(ctx, o, got_n * sizeof *got);
-                PMT_CHECK(got_n == cnt && memcmp(got, ref, cnt * sizeof *got) == 0,
-                          "horn n=%zu", n);
+                PMT_CHECK(got_n == cnt && memcmp(got, ref, cnt * sizeof *got) == 0, "horn n=%zu",
+                          n);
                 free(got);
             }
             pm_free(ctx, cd);
@@ -237,7 +243,8 @@ static void test_expand(pm_context *ctx)
         uint32_t *rl = malloc((total + 1) * sizeof *rl);
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
-            for (uint32_t j = 0; j < h[i]; j++) rs[k] = i, rl[k] = j, k++;
+            for (uint32_t j = 0; j < h[i]; j++)
+                rs[k] = i, rl[k] = j, k++;
         uint32_t *d = pmt_to_ctx(ctx, h, n * sizeof *h), *ol;
         uint64_t *os, *cd, ch = 0;
         PMT_OK(pm_alloc(ctx, (total + 1) * sizeof *os, (void **)&os));
@@ -302,14 +309,16 @@ static void test_caller_stream(void)
     size_t n = 300001;
     uint32_t *h = malloc(n * sizeof *h);
     uint64_t acc = 0;
-    for (size_t i = 0; i < n; i++) h[i] = (uint32_t)(pmt_rand() & 7), acc += h[i];
+    for (size_t i = 0; i < n; i++)
+        h[i] = (uint32_t)(pmt_rand() & 7), acc += h[i];
     uint32_t *d = pmt_to_ctx(c2, h, n * sizeof *h);
     uint64_t total = 0;
     PMT_OK(pm_scan_exclusive_u32(c2, d, d, n, &total));
     uint32_t *got = pmt_to_host(c2, d, n * sizeof *got);
     uint64_t run = 0;
     size_t bad = 0;
-    for (size_t i = 0; i < n; i++) bad += got[i] != (uint32_t)run, run += h[i];
+    for (size_t i = 0; i < n; i++)
+        bad += got[i] != (uint32_t)run, run += h[i];
     PMT_CHECK(bad == 0 && total == acc, "caller stream scan");
     free(got);
     free(h);

@@ -20,8 +20,7 @@ static pm_context *cpu_ctx(void)
 
 /* Caller buffers of capacity vcap/tcap, poisoned: the first part of the full
  * mesh is written and nothing after it. */
-static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_t vcap,
-                           size_t tcap)
+static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_t vcap, size_t tcap)
 {
     pm_isosurface_options o;
     memset(&o, 0, sizeof o);
@@ -50,8 +49,7 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
     int over = nv > vcap || nt > tcap;
     PMT_CHECK(s == (over ? PM_STATUS_TRUNCATED : PM_STATUS_OK), "%s cap %zu/%zu of %zu/%zu: %s",
               mode ? "soup" : "indexed", vcap, tcap, nv, nt, pm_status_string(s));
-    PMT_CHECK(m.num_vertices == nv && m.num_triangles == nt && !m.owns_arrays &&
-                  m.positions == bp,
+    PMT_CHECK(m.num_vertices == nv && m.num_triangles == nt && !m.owns_arrays && m.positions == bp,
               "capacity run must report the full counts in the caller's buffers");
     size_t wv = nv < vcap ? nv : vcap, wt = nt < tcap ? nt : tcap;
     if (mode == PM_MESH_SOUP) {
@@ -67,8 +65,8 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
     if (fi) {
         uint32_t *hi = pmt_to_host(ctx, bi, ib);
         PMT_CHECK(!memcmp(hi, fi, 12 * wt), "first %zu triangles differ", wt);
-        PMT_CHECK(!memcmp((char *)hi + 12 * wt, poison, ib - 12 * wt),
-                  "triangles written past %zu", wt);
+        PMT_CHECK(!memcmp((char *)hi + 12 * wt, poison, ib - 12 * wt), "triangles written past %zu",
+                  wt);
         free(hi);
     }
     free(hp);
@@ -115,7 +113,8 @@ static void test_types(pm_context *gpu)
     size_t nx = 37, ny = 29, nz = 23, n = nx * ny * nz;
     double *f = pmt_field_f64(PMT_FIELD_TORUS, nx, ny, nz, 0.6, 0.25);
     double *src = malloc(sizeof(double) * n);
-    for (size_t p = 0; p < n; p++) src[p] = floor(100.0 * f[p] + 100.5);
+    for (size_t p = 0; p < n; p++)
+        src[p] = floor(100.0 * f[p] + 100.5);
     for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F64; type++) {
         void *h = pmt_convert(src, nx, ny, nz, (pm_sample_type)type, nx, nx * ny);
         size_t bytes = pm_sample_size((pm_sample_type)type) * n;
@@ -135,10 +134,9 @@ static void test_types(pm_context *gpu)
                           a.num_triangles > 0,
                       "%s: counts differ", pm_sample_type_string((pm_sample_type)type));
             if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles) {
-                PMT_CHECK(!memcmp(a.positions, b.positions, vb) &&
-                              !memcmp(a.normals, b.normals, vb),
-                          "%s %d: vertices differ", pm_sample_type_string((pm_sample_type)type),
-                          mode);
+                PMT_CHECK(
+                    !memcmp(a.positions, b.positions, vb) && !memcmp(a.normals, b.normals, vb),
+                    "%s %d: vertices differ", pm_sample_type_string((pm_sample_type)type), mode);
                 PMT_CHECK(!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles),
                           "%s: indices differ", pm_sample_type_string((pm_sample_type)type));
             }

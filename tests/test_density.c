@@ -75,7 +75,8 @@ static size_t lattice_index(const pm_field *f, int a, double x)
 static void test_brute_force(pm_context *ctx, size_t n, double r, double box)
 {
     float *xyz = malloc(n * 3 * sizeof *xyz);
-    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)(box * pmt_uniform() - 0.3 * box);
+    for (size_t i = 0; i < 3 * n; i++)
+        xyz[i] = (float)(box * pmt_uniform() - 0.3 * box);
     pm_field_params p = params(r);
     pm_field f;
     float *d = upload(ctx, xyz, n);
@@ -85,7 +86,8 @@ static void test_brute_force(pm_context *ctx, size_t n, double r, double box)
     double *rho = malloc(n * sizeof *rho), *rho_fast = malloc(n * sizeof *rho_fast);
     for (size_t j = 0; j < n; j++) {
         double x[3] = {xyz[3 * j], xyz[3 * j + 1], xyz[3 * j + 2]}, sum = 0;
-        for (size_t k = 0; k < n; k++) sum += ref_kernel(dist(xyz + 3 * k, x), h);
+        for (size_t k = 0; k < n; k++)
+            sum += ref_kernel(dist(xyz + 3 * k, x), h);
         rho[j] = m * sum;
     }
     pm_field_params rp = resolved(r);
@@ -104,7 +106,8 @@ static void test_brute_force(pm_context *ctx, size_t n, double r, double box)
                                f.volume.origin[1] + j * f.volume.spacing[1],
                                f.volume.origin[2] + k * f.volume.spacing[2]};
                 double phi = 0;
-                for (size_t q = 0; q < n; q++) phi += m / rho[q] * ref_kernel(dist(xyz + 3 * q, x), h);
+                for (size_t q = 0; q < n; q++)
+                    phi += m / rho[q] * ref_kernel(dist(xyz + 3 * q, x), h);
                 double got = sample(&f, v, i, j, k), err = fabs(got - phi);
                 if (phi > vmax) vmax = phi;
                 if (phi > 0) nonzero++;
@@ -112,8 +115,8 @@ static void test_brute_force(pm_context *ctx, size_t n, double r, double box)
                  * the support where d == h is decided by the last bit. */
                 if (!(err <= 1e-6 * phi + 1e-12)) {
                     if (nbad++ < 5)
-                        fprintf(stderr, "  phi(%zu,%zu,%zu) = %.9g, reference %.9g\n", i, j, k,
-                                got, phi);
+                        fprintf(stderr, "  phi(%zu,%zu,%zu) = %.9g, reference %.9g\n", i, j, k, got,
+                                phi);
                 }
                 if (phi > 0 && err / phi > worst) worst = err / phi;
             }
@@ -122,8 +125,10 @@ static void test_brute_force(pm_context *ctx, size_t n, double r, double box)
     /* The lattice must cover every point within h of a particle, plus one. */
     for (size_t q = 0; q < n; q++)
         for (int a = 0; a < 3; a++) {
-            double lo = f.volume.origin[a], hi = lo + (double)((&f.volume.nx)[a] - 1) * f.volume.spacing[a];
-            PMT_CHECK(xyz[3 * q + a] - h > lo && xyz[3 * q + a] + h < hi, "grid misses particle %zu", q);
+            double lo = f.volume.origin[a],
+                   hi = lo + (double)((&f.volume.nx)[a] - 1) * f.volume.spacing[a];
+            PMT_CHECK(xyz[3 * q + a] - h > lo && xyz[3 * q + a] + h < hi,
+                      "grid misses particle %zu", q);
         }
     printf("brute force: %zu particles, grid %zu x %zu x %zu, %zu non-zero points, worst relative "
            "error %.3g\n",
@@ -147,7 +152,8 @@ static void test_single(pm_context *ctx)
     float *d = upload(ctx, xyz, 1);
     PMT_OK(pm_field_compute(ctx, d, 1, &p, &f));
     float *v = field_host(ctx, &f);
-    size_t i = lattice_index(&f, 0, 1.0), j = lattice_index(&f, 1, 2.0), k = lattice_index(&f, 2, -3.0);
+    size_t i = lattice_index(&f, 0, 1.0), j = lattice_index(&f, 1, 2.0),
+           k = lattice_index(&f, 2, -3.0);
     double peak = sample(&f, v, i, j, k), sum = 0, vmax = 0;
     size_t np = f.volume.nx * f.volume.ny * f.volume.nz;
     for (size_t q = 0; q < np; q++) {
@@ -241,7 +247,8 @@ static void test_packed(pm_context *ctx)
     float *v = field_host(ctx, &f);
     double border = 0;
     for (size_t j = 0; j < f.volume.ny; j++)
-        for (size_t i = 0; i < f.volume.nx; i++) border = fmax(border, sample(&f, v, i, j, 0));
+        for (size_t i = 0; i < f.volume.nx; i++)
+            border = fmax(border, sample(&f, v, i, j, 0));
     PMT_CHECK(border == 0, "blur border holds %g", border);
     free(v);
     pm_field_free(ctx, &f);
@@ -301,7 +308,8 @@ static void test_aabb(pm_context *ctx)
     size_t n = 3000, inside = 0;
     float *xyz = malloc(n * 3 * sizeof *xyz), *kept = malloc(n * 3 * sizeof *kept);
     for (size_t i = 0; i < n; i++) {
-        for (int a = 0; a < 3; a++) xyz[3 * i + a] = (float)(2.0 * pmt_uniform() - 1.0);
+        for (int a = 0; a < 3; a++)
+            xyz[3 * i + a] = (float)(2.0 * pmt_uniform() - 1.0);
         if (xyz[3 * i] <= 0.25f) memcpy(kept + 3 * inside++, xyz + 3 * i, 12);
     }
     pm_field_params p = params(0.04);
@@ -377,7 +385,8 @@ static void test_coincident_and_duplicates(pm_context *ctx)
 {
     size_t k = 1000;
     float *xyz = malloc(k * 3 * sizeof *xyz);
-    for (size_t i = 0; i < k; i++) xyz[3 * i] = 0.5f, xyz[3 * i + 1] = -0.25f, xyz[3 * i + 2] = 0;
+    for (size_t i = 0; i < k; i++)
+        xyz[3 * i] = 0.5f, xyz[3 * i + 1] = -0.25f, xyz[3 * i + 2] = 0;
     float *d = upload(ctx, xyz, k);
     pm_field_params p = params(0.5);
     pm_field f;
@@ -393,7 +402,8 @@ static void test_coincident_and_duplicates(pm_context *ctx)
 
     size_t n = 500;
     xyz = malloc(2 * n * 3 * sizeof *xyz);
-    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)pmt_uniform();
+    for (size_t i = 0; i < 3 * n; i++)
+        xyz[i] = (float)pmt_uniform();
     memcpy(xyz + 3 * n, xyz, n * 3 * sizeof *xyz);
     d = upload(ctx, xyz, 2 * n);
     pm_field g;
@@ -479,7 +489,8 @@ static void test_ball_surface(pm_context *ctx, pm_field_method method)
         qsort(e, 3 * t, sizeof *e, cmp_edge);
         for (size_t q = 0; q < 3 * t;) {
             size_t z = q;
-            while (z < 3 * t && e[z] == e[q]) z++;
+            while (z < 3 * t && e[z] == e[q])
+                z++;
             if (z - q != 2) bad++;
             q = z;
         }
@@ -508,7 +519,8 @@ static void test_ball_surface(pm_context *ctx, pm_field_method method)
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
     return h;
 }
 
@@ -555,13 +567,19 @@ static void test_golden(void)
         {12, 300, 0.05, 0.0, 0.5, 2.0, 2, 0, 0, 0xbb334bf91d6a76ddULL, 0x070dc4a125db82f3ULL},
         {12, 300, 0.05, 0.0, 0.5, 2.0, 1, 0, 0, 0xbb334bf91d6a76ddULL, 0x070dc4a125db82f3ULL},
         {14, 400, 0.05, -3.7, 1.5, 2.0, 2, 0, 0, 0x899b107b387fcf4bULL, 0x660290055d5e73c9ULL},
-        {10, 200, 0.05, 0.0, 1.0, 2.0, 2, 0, 0, 0x76dbdbb814126994ULL, 0x505e51546e703610ULL},  /* h/s = 4 exactly */
-        {10, 200, 0.05, 0.0, 0.3, 1.5, 2, 0, 0, 0x5ecf7a33447a9efdULL, 0xdb123c73b8c48ce7ULL},  /* B = 10 */
-        {10, 200, 0.05, 0.0, 2.5, 2.0, 2, 0, 0, 0x38ce408190c35d88ULL, 0xa869c5513c896988ULL},  /* B = 2 */
-        {10, 200, 0.05, 0.0, 5.0, 2.0, 2, 0, 0, 0x021b4a76cdf77970ULL, 0xa869c5513c896988ULL},  /* B = 1 */
+        {10, 200, 0.05, 0.0, 1.0, 2.0, 2, 0, 0, 0x76dbdbb814126994ULL,
+         0x505e51546e703610ULL}, /* h/s = 4 exactly */
+        {10, 200, 0.05, 0.0, 0.3, 1.5, 2, 0, 0, 0x5ecf7a33447a9efdULL,
+         0xdb123c73b8c48ce7ULL}, /* B = 10 */
+        {10, 200, 0.05, 0.0, 2.5, 2.0, 2, 0, 0, 0x38ce408190c35d88ULL,
+         0xa869c5513c896988ULL}, /* B = 2 */
+        {10, 200, 0.05, 0.0, 5.0, 2.0, 2, 0, 0, 0x021b4a76cdf77970ULL,
+         0xa869c5513c896988ULL}, /* B = 1 */
         {10, 100, 0.05, 1000.25, 0.5, 2.0, 2, 0, 0, 0x32a05398a11ac1bcULL, 0xecaad158f0fb9796ULL},
-        {2, 0, 0.05, 0.0, 0.05, 2.0, 2, 0, 0, 0x347d5815c8340852ULL, 0x85a31a90694f4df9ULL},    /* B = 80: slabs */
-        {3, 20, 0.05, -0.5, 0.1, 1.2, 2, 0, 0, 0x392d1a4681069043ULL, 0xdfd0444a491eafcbULL},   /* B = 24 */
+        {2, 0, 0.05, 0.0, 0.05, 2.0, 2, 0, 0, 0x347d5815c8340852ULL,
+         0x85a31a90694f4df9ULL}, /* B = 80: slabs */
+        {3, 20, 0.05, -0.5, 0.1, 1.2, 2, 0, 0, 0x392d1a4681069043ULL,
+         0xdfd0444a491eafcbULL}, /* B = 24 */
         {12, 300, 0.05, 0.0, 0.5, 2.0, 2, 1, 0, 0x8e27048e421eac0aULL, 0x0000000000000000ULL},
         {8, 50, 0.05, 0.0, 0.7, 2.0, 3, 0, 1, 0xe935835172fc0a24ULL, 0xca6b5113f81f35baULL},
     };
@@ -570,7 +588,8 @@ static void test_golden(void)
         size_t n;
         float *xyz = golden_scene(cases[ci].g, cases[ci].loose, cases[ci].r, cases[ci].off, &n);
         if (cases[ci].dup) /* every 7th particle repeats the one before it */
-            for (size_t q = 7; q < n; q += 7) memcpy(xyz + 3 * q, xyz + 3 * (q - 1), 12);
+            for (size_t q = 7; q < n; q += 7)
+                memcpy(xyz + 3 * q, xyz + 3 * (q - 1), 12);
         pm_context *c;
         pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, cases[ci].threads, NULL};
         PMT_OK(pm_context_create(&d, &c));
@@ -599,8 +618,8 @@ static void test_golden(void)
             free(rho);
         }
         if (print)
-            printf("        {%zu, %zu, %g, %g, %g, %g, %d, %d, %d, 0x%016" PRIx64 "ULL, 0x%016" PRIx64
-                   "ULL}, /* %zu x %zu x %zu */\n",
+            printf("        {%zu, %zu, %g, %g, %g, %g, %d, %d, %d, 0x%016" PRIx64
+                   "ULL, 0x%016" PRIx64 "ULL}, /* %zu x %zu x %zu */\n",
                    cases[ci].g, cases[ci].loose, cases[ci].r, cases[ci].off, cases[ci].c,
                    cases[ci].l, cases[ci].threads, cases[ci].aabb, cases[ci].dup, hf, hr, dims[0],
                    dims[1], dims[2]);
@@ -630,7 +649,8 @@ static void test_vs_reference(void)
         double hs = 2.0 * l / c; /* h in lattice spacings */
         /* About 2e7 kernel evaluations for the scalar reference. */
         size_t budget = (size_t)(2e7 / pow(2.0 * hs + 1.0, 3.0)) + 1, g = 1;
-        while ((g + 1) * (g + 1) * (g + 1) * 5 / 4 < budget && g < 14) g++;
+        while ((g + 1) * (g + 1) * (g + 1) * 5 / 4 < budget && g < 14)
+            g++;
         size_t n = g * g * g + g * g / 4 + 1;
         float *xyz = malloc(n * 3 * sizeof *xyz);
         for (size_t q = 0; q < n; q++)
@@ -654,7 +674,8 @@ static void test_vs_reference(void)
         size_t np = fa.volume.nx * fa.volume.ny * fa.volume.nz, diff = 0;
         PMT_CHECK(fb.volume.nx * fb.volume.ny * fb.volume.nz == np, "grids differ");
         const float *a = fa.volume.data, *b = fb.volume.data;
-        for (size_t i = 0; i < np; i++) diff += memcmp(a + i, b + i, 4) != 0;
+        for (size_t i = 0; i < np; i++)
+            diff += memcmp(a + i, b + i, 4) != 0;
         PMT_CHECK(diff == 0,
                   "round %d (n %zu, r %g, c %g, l %g, offset %g, %d threads): %zu of %zu values "
                   "differ from the scalar reference",
@@ -674,7 +695,8 @@ static int compare_with_cpu(pm_context *ctx)
     PMT_OK(pm_context_create(&dc, &cpu));
     size_t n = 20000;
     float *xyz = malloc(n * 3 * sizeof *xyz);
-    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)pmt_uniform();
+    for (size_t i = 0; i < 3 * n; i++)
+        xyz[i] = (float)pmt_uniform();
     float *d = upload(ctx, xyz, n);
     for (int m = 0; m < 2; m++) {
         pm_field_params p = params(0.01);

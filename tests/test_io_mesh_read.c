@@ -428,7 +428,8 @@ static void malformed(void)
         const char *name, *text, *needle;
         pm_status want;
     } cases[] = {
-        {"oob.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\nf 1 2 4\n", "face 1", PM_STATUS_PARSE_ERROR},
+        {"oob.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\nf 1 2 4\n", "face 1",
+         PM_STATUS_PARSE_ERROR},
         {"neg.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nf -1 -2 -4\n", "face 0", PM_STATUS_PARSE_ERROR},
         {"zero.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nf 0 1 2\n", "face 0", PM_STATUS_PARSE_ERROR},
         {"nan.obj", "v 0 0 0\nv 1 nan 0\nv 1 1 0\nf 1 2 3\n", "vertex 1", PM_STATUS_PARSE_ERROR},
@@ -464,13 +465,15 @@ static void malformed(void)
          "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\n"
          "property float z\nelement face 1\nproperty int flags\nend_header\n0 0 0\n1\n",
          "vertex_indices", PM_STATUS_PARSE_ERROR},
-        {"bad.stl", "not an stl file at all, but long enough to have a header of 84 bytes ......"
-                    "...........\n",
+        {"bad.stl",
+         "not an stl file at all, but long enough to have a header of 84 bytes ......"
+         "...........\n",
          "bytes", PM_STATUS_PARSE_ERROR},
         {"open.stl", "solid a\nfacet normal 0 0 0\nouter loop\nvertex 0 0 0\nvertex 1 0 0\n",
          "end of file", PM_STATUS_PARSE_ERROR},
-        {"two.stl", "solid a\nfacet normal 0 0 0\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nendloop\n"
-                    "endfacet\nendsolid\n",
+        {"two.stl",
+         "solid a\nfacet normal 0 0 0\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nendloop\n"
+         "endfacet\nendsolid\n",
          "2 vertices", PM_STATUS_PARSE_ERROR},
         {"oob.vtk",
          "# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n0 0 0 1 0 0 0 1 "
@@ -480,8 +483,7 @@ static void malformed(void)
          "# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\nPOINTS 3 float\n0 0 0 1 0 0 0 1 "
          "0\nPOLYGONS 1 5\n3 0 1 2\n\n\n\n\n",
          "declares", PM_STATUS_PARSE_ERROR},
-        {"huge.vtk",
-         "# vtk DataFile Version 3.0\nt\nBINARY\nDATASET POLYDATA\nPOINTS 3 float\n",
+        {"huge.vtk", "# vtk DataFile Version 3.0\nt\nBINARY\nDATASET POLYDATA\nPOINTS 3 float\n",
          "3 vertices", PM_STATUS_PARSE_ERROR},
         {"hugecells.vtk",
          "# vtk DataFile Version 3.0\nt\nASCII\nDATASET POLYDATA\nPOINTS 1 float\n0 0 0\n"

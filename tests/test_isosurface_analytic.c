@@ -43,8 +43,8 @@ static void analytic(pm_context *ctx, int torus)
 {
     const size_t n = 128;
     const double R = 0.55, r = 0.25, a = 0.7; /* torus radii, sphere radius */
-    double *f = pmt_field_f64(torus ? PMT_FIELD_TORUS : PMT_FIELD_SPHERE, n, n, n,
-                              torus ? R : a, r);
+    double *f =
+        pmt_field_f64(torus ? PMT_FIELD_TORUS : PMT_FIELD_SPHERE, n, n, n, torus ? R : a, r);
     float *v = pmt_convert(f, n, n, n, PM_SAMPLE_F32, 0, 0);
     double h = 2.0 / (double)(n - 1);
     pm_volume vol = {v, PM_SAMPLE_F32, n, n, n, 0, 0, {h, h, h}, {-1, -1, -1}};
@@ -62,8 +62,8 @@ static void analytic(pm_context *ctx, int torus)
     PMT_CHECK(fabs(rep.area / area - 1) < 0.01, "%s: area %.6f vs %.6f", what, rep.area, area);
     PMT_CHECK(fabs(rep.volume / volume - 1) < 0.01, "%s: volume %.6f vs %.6f", what, rep.volume,
               volume);
-    printf("%s 128^3: %zu vertices, area %.4f (%.4f), volume %.4f (%.4f)\n", what,
-           m.num_vertices, rep.area, area, rep.volume, volume);
+    printf("%s 128^3: %zu vertices, area %.4f (%.4f), volume %.4f (%.4f)\n", what, m.num_vertices,
+           rep.area, area, rep.volume, volume);
     pm_mesh_free(cpu, &m);
     free(v);
     free(f);
@@ -79,7 +79,8 @@ static void gyroid(pm_context *ctx)
         for (size_t j = 0; j < n; j++)
             for (size_t i = 0; i < n; i++) {
                 double x = pmt_unit(i, n), y = pmt_unit(j, n), z = pmt_unit(k, n), s = 2 * PI;
-                double g = sin(s * x) * cos(s * y) + sin(s * y) * cos(s * z) + sin(s * z) * cos(s * x);
+                double g =
+                    sin(s * x) * cos(s * y) + sin(s * y) * cos(s * z) + sin(s * z) * cos(s * x);
                 double b = sqrt(x * x + y * y + z * z) - 0.85;
                 v[i + n * (j + n * k)] = (float)(g > b ? g : b);
             }
@@ -132,7 +133,8 @@ static void types_and_shapes(pm_context *ctx)
             PMT_CHECK(m.num_vertices == ref.num_vertices && m.num_triangles == ref.num_triangles &&
                           memcmp(m.positions, ref.positions, 12 * m.num_vertices) == 0 &&
                           memcmp(m.indices, ref.indices, 12 * m.num_triangles) == 0,
-                      "type %s gives another mesh than u8", pm_sample_type_string((pm_sample_type)t));
+                      "type %s gives another mesh than u8",
+                      pm_sample_type_string((pm_sample_type)t));
             pm_mesh_free(cpu, &m);
         }
         /* Iso outside the value range: empty, no error. */
@@ -150,18 +152,23 @@ static void types_and_shapes(pm_context *ctx)
     for (int trial = 0; trial < 12; trial++) {
         int axis = trial % 4;
         size_t d[3] = {17, 13, 11};
-        if (axis < 3) d[axis] = 2;
-        else d[0] = d[1] = d[2] = 24;
+        if (axis < 3)
+            d[axis] = 2;
+        else
+            d[0] = d[1] = d[2] = 24;
         size_t c = d[0] * d[1] * d[2];
         float *v = malloc(c * sizeof(float));
-        for (size_t p = 0; p < c; p++) v[p] = (float)(pmt_uniform() - 0.5);
+        for (size_t p = 0; p < c; p++)
+            v[p] = (float)(pmt_uniform() - 0.5);
         pm_volume vol = {v, PM_SAMPLE_F32, d[0], d[1], d[2], 0, 0, {1, 1, 1}, {0, 0, 0}};
         pm_mesh m;
         extract(ctx, &vol, 0.0, &m);
         PMT_CHECK(m.num_triangles > 0, "one cell thick along %d: empty", axis);
         pm_mesh_report rep;
         PMT_OK(pm_mesh_analyze(&m, &rep));
-        PMT_CHECK(rep.nonmanifold_edges == 0 && rep.oriented, "thin volume along %d: %zu non-manifold, %zu misoriented edges, %zu degenerate", axis, rep.nonmanifold_edges, rep.misoriented_edges, rep.degenerate_triangles);
+        PMT_CHECK(rep.nonmanifold_edges == 0 && rep.oriented,
+                  "thin volume along %d: %zu non-manifold, %zu misoriented edges, %zu degenerate",
+                  axis, rep.nonmanifold_edges, rep.misoriented_edges, rep.degenerate_triangles);
         pm_mesh_free(cpu, &m);
         free(v);
     }

@@ -57,11 +57,13 @@ int main(int argc, char **argv)
                                        PM_NORMALS_SOBEL};
 
     /* All NaN: nothing is inside, so no triangle. */
-    for (size_t i = 0; i < cells; i++) v[i] = NAN;
+    for (size_t i = 0; i < cells; i++)
+        v[i] = NAN;
     PMT_CHECK(extract(ctx, cpu, v, n, 0.0, PM_MESH_INDEXED, PM_NORMALS_CENTRAL, "all NaN") == 0,
               "NaN volume gave triangles");
     /* Constant volume, and iso equal to every sample. */
-    for (size_t i = 0; i < cells; i++) v[i] = 3.0f;
+    for (size_t i = 0; i < cells; i++)
+        v[i] = 3.0f;
     PMT_CHECK(extract(ctx, cpu, v, n, 3.0, PM_MESH_SOUP, PM_NORMALS_SOBEL, "iso == samples") == 0,
               "constant volume gave triangles");
 
@@ -73,9 +75,12 @@ int main(int argc, char **argv)
                 double x = i - 11.5, y = j - 11.5, z = k - 11.5;
                 float s = (float)(sqrt(x * x + y * y + z * z) - 8.0);
                 uint64_t r = pmt_rand() % 100;
-                if (r < 3) s = NAN;
-                else if (r < 5) s = (r & 1) ? INFINITY : -INFINITY;
-                else if (r < 15) s = (r & 1) ? 1e-40f : -1e-40f; /* denormals */
+                if (r < 3)
+                    s = NAN;
+                else if (r < 5)
+                    s = (r & 1) ? INFINITY : -INFINITY;
+                else if (r < 15)
+                    s = (r & 1) ? 1e-40f : -1e-40f; /* denormals */
                 v[i + n * (j + n * k)] = s;
             }
     for (int m = 0; m < 4; m++) {
@@ -88,7 +93,8 @@ int main(int argc, char **argv)
     /* Particles: all at one point, duplicated, spread over 1e9 radii. */
     const size_t np = 500;
     float *p = malloc(np * 3 * sizeof(float));
-    for (size_t i = 0; i < 3 * np; i++) p[i] = 1.25f;
+    for (size_t i = 0; i < 3 * np; i++)
+        p[i] = 1.25f;
     void *pd = pmt_to_ctx(ctx, p, np * 3 * sizeof(float));
     pm_field_params fp = {0};
     fp.struct_size = sizeof fp;
@@ -111,7 +117,7 @@ int main(int argc, char **argv)
     }
     pm_free(ctx, pd);
     for (size_t i = 0; i < np; i++) {
-        p[3 * i] = (float)(i * 1e8);     /* 1e9 radii apart in x */
+        p[3 * i] = (float)(i * 1e8); /* 1e9 radii apart in x */
         p[3 * i + 1] = (float)(i % 7);
         p[3 * i + 2] = 0.0f;
     }

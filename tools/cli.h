@@ -96,7 +96,7 @@ int cli_write_file_atomic(const char *path, const char *content, size_t len);
 typedef struct cli_result {
     const char *command; /* "isosurface" or "reconstruct" */
     const char *input, *output;
-    const char *device; /* a static string */
+    const char *device;    /* a static string */
     char device_name[128]; /* a copy: the context may be gone when it is printed */
     /* volume / grid */
     size_t nx, ny, nz;

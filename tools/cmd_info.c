@@ -167,8 +167,8 @@ static void print_mesh(const char *path, const pm_mesh *m, const pm_mesh_report 
     printf("  vertices     %zu in the file%s, %zu used%s\n", m->num_vertices,
            m->indices ? "" : " (a soup)", r->num_vertices, m->indices ? "" : " after welding");
     printf("  triangles    %zu (%zu degenerate)\n", r->num_triangles, r->degenerate_triangles);
-    printf("  edges        %zu (%zu boundary, %zu non-manifold, %zu misoriented)\n",
-           r->num_edges, r->boundary_edges, r->nonmanifold_edges, r->misoriented_edges);
+    printf("  edges        %zu (%zu boundary, %zu non-manifold, %zu misoriented)\n", r->num_edges,
+           r->boundary_edges, r->nonmanifold_edges, r->misoriented_edges);
     printf("  normals      %s\n", m->normals ? "per vertex" : "none");
     printf("  bounds min   %.9g, %.9g, %.9g\n", r->bbox_min[0], r->bbox_min[1], r->bbox_min[2]);
     printf("  bounds max   %.9g, %.9g, %.9g\n", r->bbox_max[0], r->bbox_max[1], r->bbox_max[2]);
@@ -203,10 +203,9 @@ static void print_mesh_json(const char *path, const pm_mesh *m, const pm_mesh_re
                    r->num_triangles, r->degenerate_triangles, r->num_edges, r->boundary_edges,
                    r->nonmanifold_edges, r->misoriented_edges, r->nonmanifold_vertices,
                    m->normals ? "true" : "false");
-    cli_buf_printf(&b,
-                   "  \"bbox_min\": [%.9g, %.9g, %.9g],\n  \"bbox_max\": [%.9g, %.9g, %.9g],\n",
-                   r->bbox_min[0], r->bbox_min[1], r->bbox_min[2], r->bbox_max[0],
-                   r->bbox_max[1], r->bbox_max[2]);
+    cli_buf_printf(&b, "  \"bbox_min\": [%.9g, %.9g, %.9g],\n  \"bbox_max\": [%.9g, %.9g, %.9g],\n",
+                   r->bbox_min[0], r->bbox_min[1], r->bbox_min[2], r->bbox_max[0], r->bbox_max[1],
+                   r->bbox_max[2]);
     long long g = genus(r);
     cli_buf_printf(&b,
                    "  \"closed\": %s,\n  \"manifold\": %s,\n  \"oriented\": %s,\n"

@@ -149,7 +149,8 @@ void cli_print_summary(const cli_result *r)
     printf("  mesh           %s, %s normals\n", r->soup ? "triangle soup" : "indexed",
            cli_normals_string(r->normals));
     printf("  device         %s", r->device);
-    if (r->device_name[0] && strcmp(r->device_name, r->device) != 0) printf(" (%s)", r->device_name);
+    if (r->device_name[0] && strcmp(r->device_name, r->device) != 0)
+        printf(" (%s)", r->device_name);
     printf("\n  output         %s\n", r->output);
     printf("  time           ");
     int first = 1;

@@ -22,36 +22,33 @@ typedef struct pmi_backend {
     pm_status (*reduce_f32)(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
                             double *result);
     pm_status (*reduce_image_f32)(pm_context *ctx, pm_reduce_op op, const float *image,
-                                  size_t width, size_t height, size_t row_stride,
-                                  double *result);
-    pm_status (*scan_exclusive_u32)(pm_context *ctx, const uint32_t *in, uint32_t *out,
-                                    size_t n, uint64_t *total);
+                                  size_t width, size_t height, size_t row_stride, double *result);
+    pm_status (*scan_exclusive_u32)(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+                                    uint64_t *total);
     pm_status (*filter_f32)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                             float threshold, float *out, size_t capacity, size_t *count);
     pm_status (*filter_horn_f32)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                                  float threshold, float *out, size_t capacity, size_t *count);
     pm_status (*compact)(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
                          size_t capacity, size_t *count);
-    pm_status (*expand)(pm_context *ctx, const uint32_t *counts, size_t n,
-                        uint64_t *out_source, uint32_t *out_local, size_t capacity,
-                        size_t *count);
+    pm_status (*expand)(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t *out_source,
+                        uint32_t *out_local, size_t capacity, size_t *count);
     /* Optional: device-count variants (see pm_*_async). When NULL, the
      * synchronous entry is called and the count uploaded. */
     pm_status (*filter_f32_async)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                                   float threshold, float *out, size_t capacity,
                                   uint64_t *count_ctx);
-    pm_status (*compact_async)(pm_context *ctx, const uint8_t *flags, size_t n,
-                               uint64_t *out_index, size_t capacity, uint64_t *count_ctx);
+    pm_status (*compact_async)(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
+                               size_t capacity, uint64_t *count_ctx);
     pm_status (*expand_async)(pm_context *ctx, const uint32_t *counts, size_t n,
                               uint64_t *out_source, uint32_t *out_local, size_t capacity,
                               uint64_t *count_ctx);
     pm_status (*histopyramid_build)(pm_context *ctx, const uint32_t *counts, size_t n,
                                     pm_histopyramid **out);
-    pm_status (*histopyramid_total)(pm_context *ctx, const pm_histopyramid *hp,
-                                    uint64_t *total);
+    pm_status (*histopyramid_total)(pm_context *ctx, const pm_histopyramid *hp, uint64_t *total);
     pm_status (*histopyramid_traverse)(pm_context *ctx, const pm_histopyramid *hp,
-                                       uint64_t first_key, size_t num_keys,
-                                       uint64_t *out_source, uint32_t *out_local);
+                                       uint64_t first_key, size_t num_keys, uint64_t *out_source,
+                                       uint32_t *out_local);
     void (*histopyramid_destroy)(pm_context *ctx, pm_histopyramid *hp);
 
     /* volume->data is in context memory; the options are already resolved
@@ -66,7 +63,7 @@ typedef struct pmi_backend {
 struct pm_context {
     pm_device device;
     const pmi_backend *backend;
-    int num_threads;  /* resolved: >= 1 */
+    int num_threads; /* resolved: >= 1 */
     int cuda_device;
     void *cuda_stream;   /* caller's stream or NULL */
     void *backend_state; /* owned by the backend */

@@ -98,10 +98,7 @@ void pm_context_destroy(pm_context *ctx)
 
 pm_device pm_context_device(const pm_context *ctx) { return ctx ? ctx->device : PM_DEVICE_AUTO; }
 
-const char *pm_context_device_name(const pm_context *ctx)
-{
-    return ctx ? ctx->device_name : "";
-}
+const char *pm_context_device_name(const pm_context *ctx) { return ctx ? ctx->device_name : ""; }
 
 pm_status pm_context_synchronize(pm_context *ctx)
 {

@@ -96,8 +96,10 @@ static int triangulate(const int *v, int n, int8_t *out)
         tmp[1] = (int8_t)v[1];
         tmp[2] = (int8_t)v[m];
         int a[12], na = 0, b[12], nb = 0;
-        for (int i = 1; i <= m; i++) a[na++] = v[i];
-        for (int i = m; i < n; i++) b[nb++] = v[i];
+        for (int i = 1; i <= m; i++)
+            a[na++] = v[i];
+        for (int i = m; i < n; i++)
+            b[nb++] = v[i];
         b[nb++] = v[0];
         if (!triangulate(a, na, tmp + 3)) continue;
         if (!triangulate(b, nb, tmp + 3 + 3 * (na >= 3 ? na - 2 : 0))) continue;

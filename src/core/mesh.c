@@ -140,8 +140,8 @@ pm_status pm_field_compute(pm_context *ctx, const float *xyz, size_t n,
     if (p.blur_steps == 0) p.blur_steps = 2;
     if (p.blur_steps < 0) p.blur_steps = 0;
     if (p.max_memory_bytes == 0) p.max_memory_bytes = (size_t)(pmi_total_ram_bytes() / 2);
-    if (!(p.radius > 0) || !isfinite(p.radius) || !(p.smoothing_length > 0) ||
-        !(p.cube_size > 0) || !isfinite(p.iso) || !(p.rest_density > 0) ||
+    if (!(p.radius > 0) || !isfinite(p.radius) || !(p.smoothing_length > 0) || !(p.cube_size > 0) ||
+        !isfinite(p.iso) || !(p.rest_density > 0) ||
         (p.method != PM_FIELD_SPH && p.method != PM_FIELD_BLUR))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_field_compute: radius, smoothing length, cube size and rest "
@@ -152,8 +152,8 @@ pm_status pm_field_compute(pm_context *ctx, const float *xyz, size_t n,
                 return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                                  "pm_field_compute: aabb min must be below max on every axis");
     if (!ctx->backend->field_compute)
-        return pmi_error(PM_STATUS_UNSUPPORTED,
-                         "pm_field_compute: not supported on the %s backend", ctx->backend->name);
+        return pmi_error(PM_STATUS_UNSUPPORTED, "pm_field_compute: not supported on the %s backend",
+                         ctx->backend->name);
     return ctx->backend->field_compute(ctx, xyz, n, &p, out);
 }
 

@@ -146,7 +146,8 @@ static uint32_t corner_of(const uint32_t *tri, uint32_t he, uint32_t v)
 pm_status pm_mesh_analyze(const pm_mesh *mesh, pm_mesh_report *rep)
 {
     pmi_clear_error();
-    if (!mesh || !rep) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_analyze: NULL argument");
+    if (!mesh || !rep)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_analyze: NULL argument");
     memset(rep, 0, sizeof *rep);
     if (mesh->in_context_memory)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,

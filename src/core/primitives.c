@@ -6,23 +6,22 @@
 #include "core/backend.h"
 #include "core/util.h"
 
-#define CHECK_CTX(fn)                                                                          \
-    do {                                                                                       \
-        pmi_clear_error();                                                                     \
-        if (!ctx) return pmi_error(PM_STATUS_INVALID_ARGUMENT, fn ": context is NULL");        \
+#define CHECK_CTX(fn)                                                                              \
+    do {                                                                                           \
+        pmi_clear_error();                                                                         \
+        if (!ctx) return pmi_error(PM_STATUS_INVALID_ARGUMENT, fn ": context is NULL");            \
     } while (0)
 
-#define DISPATCH(fn, entry, ...)                                                               \
-    do {                                                                                       \
-        if (!ctx->backend->entry)                                                              \
-            return pmi_error(PM_STATUS_UNSUPPORTED, fn ": not supported on the %s backend",    \
-                             ctx->backend->name);                                              \
-        return ctx->backend->entry(ctx, __VA_ARGS__);                                          \
+#define DISPATCH(fn, entry, ...)                                                                   \
+    do {                                                                                           \
+        if (!ctx->backend->entry)                                                                  \
+            return pmi_error(PM_STATUS_UNSUPPORTED, fn ": not supported on the %s backend",        \
+                             ctx->backend->name);                                                  \
+        return ctx->backend->entry(ctx, __VA_ARGS__);                                              \
     } while (0)
 
 /* n elements of `elem` bytes must have a representable byte count. */
-static pm_status check_array(const char *fn, const char *what, const void *p, size_t n,
-                             size_t elem)
+static pm_status check_array(const char *fn, const char *what, const void *p, size_t n, size_t elem)
 {
     size_t bytes;
     if (!pmi_mul_size(n, elem, &bytes))
@@ -32,17 +31,16 @@ static pm_status check_array(const char *fn, const char *what, const void *p, si
     return PM_STATUS_OK;
 }
 
-#define CHECK(expr)                                                                            \
-    do {                                                                                       \
-        pm_status s_ = (expr);                                                                 \
-        if (s_ != PM_STATUS_OK) return s_;                                                     \
+#define CHECK(expr)                                                                                \
+    do {                                                                                           \
+        pm_status s_ = (expr);                                                                     \
+        if (s_ != PM_STATUS_OK) return s_;                                                         \
     } while (0)
 
 static int valid_op(pm_reduce_op op) { return op >= PM_REDUCE_SUM && op <= PM_REDUCE_GEOMEAN; }
 static int valid_cmp(pm_compare c) { return c >= PM_LESS && c <= PM_GREATER_EQUAL; }
 
-pm_status pm_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
-                        double *result)
+pm_status pm_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n, double *result)
 {
     CHECK_CTX("pm_reduce_f32");
     if (!result || !valid_op(op))
@@ -63,14 +61,13 @@ pm_status pm_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *ima
 {
     CHECK_CTX("pm_reduce_image_f32");
     if (!result || !valid_op(op))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_reduce_image_f32: NULL result or bad op");
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_image_f32: NULL result or bad op");
     if (row_stride < width)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_reduce_image_f32: row_stride %zu < width %zu", row_stride, width);
     size_t span;
-    if (height && (!pmi_mul_size(height - 1, row_stride, &span) ||
-                   !pmi_add_size(span, width, &span)))
+    if (height &&
+        (!pmi_mul_size(height - 1, row_stride, &span) || !pmi_add_size(span, width, &span)))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_reduce_image_f32: image size overflows");
     if (width == 0 || height == 0) {
         if (op == PM_REDUCE_SUM) {
@@ -80,8 +77,7 @@ pm_status pm_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *ima
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_image_f32: empty image");
     }
     CHECK(check_array("pm_reduce_image_f32", "image", image, span, sizeof(float)));
-    DISPATCH("pm_reduce_image_f32", reduce_image_f32, op, image, width, height, row_stride,
-             result);
+    DISPATCH("pm_reduce_image_f32", reduce_image_f32, op, image, width, height, row_stride, result);
 }
 
 pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
@@ -108,8 +104,8 @@ static pm_status check_filter(const char *fn, pm_context *ctx, const float *in, 
     return PM_STATUS_OK;
 }
 
-pm_status pm_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
-                        float threshold, float *out, size_t capacity, size_t *count)
+pm_status pm_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp, float threshold,
+                        float *out, size_t capacity, size_t *count)
 {
     CHECK_CTX("pm_filter_f32");
     CHECK(check_filter("pm_filter_f32", ctx, in, n, cmp, out, capacity, count));
@@ -180,9 +176,8 @@ pm_status pm_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp, uint
     DISPATCH("pm_histopyramid_total", histopyramid_total, hp, total);
 }
 
-pm_status pm_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
-                                   uint64_t first_key, size_t num_keys, uint64_t *out_source,
-                                   uint32_t *out_local)
+pm_status pm_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp, uint64_t first_key,
+                                   size_t num_keys, uint64_t *out_source, uint32_t *out_local)
 {
     CHECK_CTX("pm_histopyramid_traverse");
     if (!hp) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_histopyramid_traverse: hp is NULL");
@@ -190,8 +185,8 @@ pm_status pm_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
     if (!pmi_mul_size(num_keys, sizeof(uint64_t), &b))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_histopyramid_traverse: num_keys overflows");
     if (num_keys == 0) return PM_STATUS_OK;
-    DISPATCH("pm_histopyramid_traverse", histopyramid_traverse, hp, first_key, num_keys,
-             out_source, out_local);
+    DISPATCH("pm_histopyramid_traverse", histopyramid_traverse, hp, first_key, num_keys, out_source,
+             out_local);
 }
 
 void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp)
@@ -219,11 +214,10 @@ pm_status pm_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_com
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_filter_f32_async: count_ctx is NULL");
     CHECK(check_filter("pm_filter_f32_async", ctx, in, n, cmp, out, capacity, &dummy));
     if (ctx->backend->filter_f32_async)
-        return ctx->backend->filter_f32_async(ctx, in, n, cmp, threshold, out, capacity,
-                                              count_ctx);
+        return ctx->backend->filter_f32_async(ctx, in, n, cmp, threshold, out, capacity, count_ctx);
     size_t count = 0;
-    pm_status s = n ? pm_filter_f32(ctx, in, n, cmp, threshold, out, capacity, &count)
-                    : PM_STATUS_OK;
+    pm_status s =
+        n ? pm_filter_f32(ctx, in, n, cmp, threshold, out, capacity, &count) : PM_STATUS_OK;
     return store_count(ctx, s, count, count_ctx);
 }
 

@@ -16,8 +16,7 @@ static pm_status cpu_alloc(pm_context *ctx, size_t bytes, void **out)
     if (rounded == 0) rounded = 64;
     void *p = aligned_alloc(64, rounded);
     if (!p)
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_alloc: could not allocate %zu bytes",
-                         bytes);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_alloc: could not allocate %zu bytes", bytes);
     *out = p;
     return PM_STATUS_OK;
 }

@@ -98,7 +98,8 @@ static pm_status splat(pm_context *ctx, const pmi_field_layout *lay, const pmi_c
                     for (size_t j = j0; j < j1; j++) {
                         float *o = out + (k * ny + j) * nx + i0;
                         const double *a = acc + ((k - ks) * nj + (j - j0)) * ni;
-                        for (size_t i = 0; i < ni; i++) o[i] = (float)a[i];
+                        for (size_t i = 0; i < ni; i++)
+                            o[i] = (float)a[i];
                     }
             }
         }

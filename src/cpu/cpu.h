@@ -9,26 +9,23 @@
 pm_status pmi_cpu_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
                              double *result);
 pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
-                                   size_t width, size_t height, size_t row_stride,
-                                   double *result);
-pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out,
-                                     size_t n, uint64_t *total);
+                                   size_t width, size_t height, size_t row_stride, double *result);
+pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+                                     uint64_t *total);
 pm_status pmi_cpu_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                              float threshold, float *out, size_t capacity, size_t *count);
 pm_status pmi_cpu_filter_horn_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                                   float threshold, float *out, size_t capacity, size_t *count);
 pm_status pmi_cpu_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
                           size_t capacity, size_t *count);
-pm_status pmi_cpu_expand(pm_context *ctx, const uint32_t *counts, size_t n,
-                         uint64_t *out_source, uint32_t *out_local, size_t capacity,
-                         size_t *count);
+pm_status pmi_cpu_expand(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t *out_source,
+                         uint32_t *out_local, size_t capacity, size_t *count);
 pm_status pmi_cpu_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
                                      pm_histopyramid **out);
-pm_status pmi_cpu_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
-                                     uint64_t *total);
+pm_status pmi_cpu_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp, uint64_t *total);
 pm_status pmi_cpu_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
-                                        uint64_t first_key, size_t num_keys,
-                                        uint64_t *out_source, uint32_t *out_local);
+                                        uint64_t first_key, size_t num_keys, uint64_t *out_source,
+                                        uint32_t *out_local);
 void pmi_cpu_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
 pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
                              const pm_isosurface_options *options, pm_mesh *mesh);

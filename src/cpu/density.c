@@ -138,9 +138,9 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
                      8.0 * ((double)pts[0] + (double)pts[1] + (double)pts[2] + 4.0);
     }
     pmi_field_layout lay;
-    pm_status st = layout(bmin, bmax, s, margin, cell_reach, 8.0,
-                          per_particle * (double)kept + T * per_thread + 4.0, p->max_memory_bytes,
-                          &lay);
+    pm_status st =
+        layout(bmin, bmax, s, margin, cell_reach, 8.0,
+               per_particle * (double)kept + T * per_thread + 4.0, p->max_memory_bytes, &lay);
     if (st != PM_STATUS_OK) return st;
     if (!sph) {
         /* The blur's line buffers are one x-row of floats per thread. */
@@ -271,7 +271,8 @@ pm_status pmi_cpu_particle_densities(pm_context *ctx, const float *xyz, size_t n
     if (!vol) st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "particle densities: out of memory");
     if (st == PM_STATUS_OK) st = pmi_sph_volumes(ctx, &lay, &cells, h, mass, vol);
     if (st == PM_STATUS_OK)
-        for (size_t k = 0; k < kept; k++) rho[cells.order[k]] = mass / vol[k];
+        for (size_t k = 0; k < kept; k++)
+            rho[cells.order[k]] = mass / vol[k];
     free(vol);
     pmi_cells_free(&cells);
     return st;

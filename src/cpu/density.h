@@ -22,14 +22,14 @@
  * etc. and has edge block*s >= reach, so a particle affects only lattice
  * points of its own cell and the 26 around it. */
 typedef struct pmi_field_layout {
-    double spacing;   /* s = c*r */
-    int64_t lo[3];    /* global lattice index of point 0 on each axis */
-    size_t dims[3];   /* lattice points per axis */
-    size_t points;    /* dims[0]*dims[1]*dims[2] */
-    size_t block;     /* lattice points per cell edge */
-    size_t cdims[3];  /* cells per axis = ceil(dims/block) */
+    double spacing;  /* s = c*r */
+    int64_t lo[3];   /* global lattice index of point 0 on each axis */
+    size_t dims[3];  /* lattice points per axis */
+    size_t points;   /* dims[0]*dims[1]*dims[2] */
+    size_t block;    /* lattice points per cell edge */
+    size_t cdims[3]; /* cells per axis = ceil(dims/block) */
     size_t ncells;
-    double reach;     /* a particle affects points closer than this (per axis for blur) */
+    double reach; /* a particle affects points closer than this (per axis for blur) */
 } pmi_field_layout;
 
 /* Particles sorted by cell (counting sort, stable: particle order inside
@@ -61,7 +61,8 @@ static inline void pmi_sph_superblock(size_t B, size_t sbc[3], size_t pts[3], si
 {
     sbc[0] = PMI_SB_X / B ? PMI_SB_X / B : 1;
     sbc[1] = sbc[2] = PMI_SB_YZ / B ? PMI_SB_YZ / B : 1;
-    for (int a = 0; a < 3; a++) pts[a] = sbc[a] * B;
+    for (int a = 0; a < 3; a++)
+        pts[a] = sbc[a] * B;
     size_t plane = pts[0] * pts[1];
     *slab = pts[2];
     if (plane * pts[2] > PMI_ACC_CAP) *slab = PMI_ACC_CAP / plane ? PMI_ACC_CAP / plane : 1;
@@ -92,7 +93,7 @@ static inline double pmi_lattice_coord(int64_t g, double s) { return (double)g *
  * cells are one contiguous run of slots, already in the documented order
  * (cell x ascending, then particle order). */
 static inline void pmi_row_range(const pmi_field_layout *lay, const pmi_cell_list *cells, size_t cx,
-                      size_t rowbase, uint32_t *b, uint32_t *e)
+                                 size_t rowbase, uint32_t *b, uint32_t *e)
 {
     size_t x0 = cx > 0 ? cx - 1 : 0;
     size_t x1 = cx + 1 < lay->cdims[0] ? cx + 1 : lay->cdims[0] - 1;
@@ -104,7 +105,7 @@ static inline void pmi_row_range(const pmi_field_layout *lay, const pmi_cell_lis
  * of coordinate p, as local indices clipped to [a, b); returns 0 if empty.
  * The range is a superset; the distance test decides. */
 static inline int pmi_index_range(double p, double reach, double s, int64_t lo, size_t a, size_t b,
-                       size_t *ra, size_t *rb)
+                                  size_t *ra, size_t *rb)
 {
     double g0 = floor((p - reach) / s) - (double)lo, g1 = ceil((p + reach) / s) - (double)lo;
     if (g1 < (double)a || g0 >= (double)b) return 0;

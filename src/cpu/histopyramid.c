@@ -36,7 +36,7 @@ struct pm_histopyramid {
     uint64_t total;
     int num_levels;
     size_t nodes[MAX_LEVELS];
-    size_t offset[MAX_LEVELS]; /* bytes from the start of buffer */
+    size_t offset[MAX_LEVELS];       /* bytes from the start of buffer */
     unsigned char width[MAX_LEVELS]; /* log2 of the bytes per sum: 0..3 */
     unsigned char *buffer;
     size_t buffer_bytes;

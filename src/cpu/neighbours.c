@@ -47,7 +47,8 @@ pm_status pmi_cells_build(pm_context *ctx, const pmi_field_layout *lay, const fl
                          nc, n);
     }
     double origin[3], edge = (double)lay->block * lay->spacing;
-    for (int a = 0; a < 3; a++) origin[a] = pmi_lattice_coord(lay->lo[a], lay->spacing);
+    for (int a = 0; a < 3; a++)
+        origin[a] = pmi_lattice_coord(lay->lo[a], lay->spacing);
     const size_t cx = lay->cdims[0], cy = lay->cdims[1], cz = lay->cdims[2];
     const long long sn = (long long)n;
 
@@ -55,9 +56,9 @@ pm_status pmi_cells_build(pm_context *ctx, const pmi_field_layout *lay, const fl
 #pragma omp parallel for num_threads(ctx->num_threads) schedule(static)
     for (long long p = 0; p < sn; p++) {
         const float *q = xyz + 3 * (size_t)p;
-        size_t c = (cell_of(q[2], origin[2], edge, cz) * cy + cell_of(q[1], origin[1], edge, cy)) *
-                       cx +
-                   cell_of(q[0], origin[0], edge, cx);
+        size_t c =
+            (cell_of(q[2], origin[2], edge, cz) * cy + cell_of(q[1], origin[1], edge, cy)) * cx +
+            cell_of(q[0], origin[0], edge, cx);
         cell[p] = c;
 #pragma omp atomic update
         cursor[c]++;

@@ -50,7 +50,8 @@ static float minmax_run(const float *p, size_t len, int is_max, float m, int *se
 {
     float a[8];
     int any[8];
-    for (int k = 0; k < 8; k++) a[k] = m, any[k] = 0;
+    for (int k = 0; k < 8; k++)
+        a[k] = m, any[k] = 0;
     size_t i = 0;
     if (is_max) {
         for (; i + 8 <= len; i += 8)
@@ -63,7 +64,8 @@ static float minmax_run(const float *p, size_t len, int is_max, float m, int *se
             a[0] = p[i] > a[0] ? p[i] : a[0];
             any[0] |= p[i] == p[i];
         }
-        for (int k = 0; k < 8; k++) m = a[k] > m ? a[k] : m;
+        for (int k = 0; k < 8; k++)
+            m = a[k] > m ? a[k] : m;
     } else {
         for (; i + 8 <= len; i += 8)
             for (int k = 0; k < 8; k++) {
@@ -75,9 +77,11 @@ static float minmax_run(const float *p, size_t len, int is_max, float m, int *se
             a[0] = p[i] < a[0] ? p[i] : a[0];
             any[0] |= p[i] == p[i];
         }
-        for (int k = 0; k < 8; k++) m = a[k] < m ? a[k] : m;
+        for (int k = 0; k < 8; k++)
+            m = a[k] < m ? a[k] : m;
     }
-    for (int k = 0; k < 8; k++) *seen |= any[k];
+    for (int k = 0; k < 8; k++)
+        *seen |= any[k];
     return m;
 }
 

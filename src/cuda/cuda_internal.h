@@ -27,14 +27,17 @@ typedef struct pmi_cuda_state {
     int num_sms;
     cudaStream_t stream;
     int own_stream;
-    void *arena;          /* scratch reused across calls (stream-ordered) */
+    void *arena; /* scratch reused across calls (stream-ordered) */
     size_t arena_bytes;
     unsigned long long *host;   /* mapped pinned words (PMI_HOST_SLOTS) */
     unsigned long long *host_d; /* the same words as a device pointer */
     unsigned int *ticket_d;     /* zeroed once; last-block reductions reset it */
 } pmi_cuda_state;
 
-static inline pmi_cuda_state *pmi_cuda(pm_context *ctx) { return (pmi_cuda_state *)ctx->backend_state; }
+static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
+{
+    return (pmi_cuda_state *)ctx->backend_state;
+}
 
 /* Converts a CUDA error into a status with a message naming the step. */
 pm_status pmi_cuda_status(cudaError_t e, const char *what);
@@ -54,15 +57,15 @@ pm_status pmi_cuda_wait(pm_context *ctx, const char *what);
 
 static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
-#define PMI_CU_TRY(expr, what)                                                                 \
-    do {                                                                                       \
-        cudaError_t e_ = (expr);                                                               \
-        if (e_ != cudaSuccess) return pmi_cuda_status(e_, what);                               \
+#define PMI_CU_TRY(expr, what)                                                                     \
+    do {                                                                                           \
+        cudaError_t e_ = (expr);                                                                   \
+        if (e_ != cudaSuccess) return pmi_cuda_status(e_, what);                                   \
     } while (0)
-#define PMI_TRY(expr)                                                                          \
-    do {                                                                                       \
-        pm_status s_ = (expr);                                                                 \
-        if (s_ != PM_STATUS_OK) return s_;                                                     \
+#define PMI_TRY(expr)                                                                              \
+    do {                                                                                           \
+        pm_status s_ = (expr);                                                                     \
+        if (s_ != PM_STATUS_OK) return s_;                                                         \
     } while (0)
 
 /* ---- decoupled look-back -------------------------------------------------
@@ -99,7 +102,8 @@ static __device__ __forceinline__ unsigned long long pmi_lookback(unsigned long 
         unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
         unsigned long long v = s & PMI_VALUE_MASK;
         if (pmask && (int)lane > __ffs(pmask) - 1) v = 0;
-        for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+        for (int off = 16; off; off >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, off);
         excl += v;
         if (pmask) break;
         end -= 32;
@@ -112,10 +116,9 @@ extern "C" {
 pm_status pmi_cuda_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
                               double *result);
 pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
-                                    size_t width, size_t height, size_t row_stride,
-                                    double *result);
-pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out,
-                                      size_t n, uint64_t *total);
+                                    size_t width, size_t height, size_t row_stride, double *result);
+pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+                                      uint64_t *total);
 pm_status pmi_cuda_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                               float threshold, float *out, size_t capacity, size_t *count);
 pm_status pmi_cuda_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
@@ -127,19 +130,17 @@ pm_status pmi_cuda_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint
                            size_t capacity, size_t *count);
 pm_status pmi_cuda_compact_async(pm_context *ctx, const uint8_t *flags, size_t n,
                                  uint64_t *out_index, size_t capacity, uint64_t *count_ctx);
-pm_status pmi_cuda_expand(pm_context *ctx, const uint32_t *counts, size_t n,
-                          uint64_t *out_source, uint32_t *out_local, size_t capacity,
-                          size_t *count);
+pm_status pmi_cuda_expand(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t *out_source,
+                          uint32_t *out_local, size_t capacity, size_t *count);
 pm_status pmi_cuda_expand_async(pm_context *ctx, const uint32_t *counts, size_t n,
                                 uint64_t *out_source, uint32_t *out_local, size_t capacity,
                                 uint64_t *count_ctx);
 pm_status pmi_cuda_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
                                       pm_histopyramid **out);
-pm_status pmi_cuda_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp,
-                                      uint64_t *total);
+pm_status pmi_cuda_histopyramid_total(pm_context *ctx, const pm_histopyramid *hp, uint64_t *total);
 pm_status pmi_cuda_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp,
-                                         uint64_t first_key, size_t num_keys,
-                                         uint64_t *out_source, uint32_t *out_local);
+                                         uint64_t first_key, size_t num_keys, uint64_t *out_source,
+                                         uint32_t *out_local);
 void pmi_cuda_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
 }
 

@@ -31,8 +31,8 @@ pm_status pmi_mb_grow(pmi_mesh_builder *b, void **p, size_t old_n, size_t new_n,
 {
     size_t old_b = old_n * elem, new_b;
     if (!pmi_mul_size(new_n, elem, &new_b))
-        return pmi_error(PM_STATUS_OVERFLOW, "%s: %s: %zu elements overflow size_t", b->path,
-                         where, new_n);
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: %s: %zu elements overflow size_t", b->path, where,
+                         new_n);
     size_t total = b->used_bytes - old_b;
     if (!pmi_add_size(total, new_b, &total))
         return pmi_error(PM_STATUS_OVERFLOW, "%s: %s: mesh size overflows", b->path, where);
@@ -61,10 +61,11 @@ static size_t next_cap(size_t cap, size_t need)
 static pm_status set_vertex_cap(pmi_mesh_builder *b, size_t cap, int with_normals,
                                 const char *where)
 {
-    pm_status s = pmi_mb_grow(b, (void **)&b->positions, b->vertex_cap, cap, 3 * sizeof(float), where);
+    pm_status s =
+        pmi_mb_grow(b, (void **)&b->positions, b->vertex_cap, cap, 3 * sizeof(float), where);
     if (s == PM_STATUS_OK && (with_normals || b->normals))
-        s = pmi_mb_grow(b, (void **)&b->normals, b->normals ? b->vertex_cap : 0, cap, 3 * sizeof(float),
-                 where);
+        s = pmi_mb_grow(b, (void **)&b->normals, b->normals ? b->vertex_cap : 0, cap,
+                        3 * sizeof(float), where);
     if (s == PM_STATUS_OK) b->vertex_cap = cap;
     return s;
 }
@@ -81,7 +82,8 @@ pm_status pmi_mb_reserve_triangles(pmi_mesh_builder *b, size_t n, const char *wh
 {
     if (n <= b->tri_cap) return PM_STATUS_OK;
     size_t cap = next_cap(b->tri_cap, n);
-    pm_status s = pmi_mb_grow(b, (void **)&b->indices, b->tri_cap, cap, 3 * sizeof(uint32_t), where);
+    pm_status s =
+        pmi_mb_grow(b, (void **)&b->indices, b->tri_cap, cap, 3 * sizeof(uint32_t), where);
     if (s == PM_STATUS_OK) b->tri_cap = cap;
     return s;
 }
@@ -193,7 +195,7 @@ pm_status pmi_mb_finish(pmi_mesh_builder *b, pm_mesh *out)
                 return pmi_error(PM_STATUS_PARSE_ERROR,
                                  "%s: vertex %zu (0-based) has a non-finite coordinate %c = %g, "
                                  "expected finite numbers",
-                                 b->path, i, "xyz"[a], (double)b->positions[3 * i + (size_t)a]);
+                                 b->path, i, "xyz"[a], (double)b -> positions[3 * i + (size_t)a]);
     /* Give back the slack of geometric growth (shrinking cannot fail in
      * practice; if it does, the larger block is kept). */
     if (b->vertex_cap > b->num_vertices) {
@@ -203,8 +205,8 @@ pm_status pmi_mb_finish(pmi_mesh_builder *b, pm_mesh *out)
         if (b->normals && (p = realloc(b->normals, n))) b->normals = p;
     }
     if (b->indices && b->tri_cap > b->num_triangles) {
-        uint32_t *p = realloc(b->indices, 3 * sizeof(uint32_t) *
-                                              (b->num_triangles ? b->num_triangles : 1));
+        uint32_t *p =
+            realloc(b->indices, 3 * sizeof(uint32_t) * (b->num_triangles ? b->num_triangles : 1));
         if (p) b->indices = p;
     }
     /* An empty mesh still gets valid (freeable) arrays; an indexed mesh

@@ -96,8 +96,8 @@ pm_status pmi_obj_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *
             } else {
                 if (num_vn == vn_cap) {
                     size_t cap = vn_cap < 1024 ? 1024 : vn_cap + vn_cap / 2;
-                    if ((s = pmi_mb_grow(&b, (void **)&vn, vn_cap, cap, 3 * sizeof(float),
-                                         "vn")) != PM_STATUS_OK)
+                    if ((s = pmi_mb_grow(&b, (void **)&vn, vn_cap, cap, 3 * sizeof(float), "vn")) !=
+                        PM_STATUS_OK)
                         break;
                     vn_cap = cap;
                 }

@@ -551,8 +551,8 @@ static pm_status face_index(pmi_reader *r, pmi_mesh_builder *b, double d)
     return pmi_mb_poly_corner(b, d > (double)UINT64_MAX / 2 ? UINT64_MAX : (uint64_t)d, "face");
 }
 
-static pm_status mesh_faces(pmi_reader *r, const ply_header *h, const ply_element *e,
-                            size_t list, pmi_mesh_builder *b)
+static pm_status mesh_faces(pmi_reader *r, const ply_header *h, const ply_element *e, size_t list,
+                            pmi_mesh_builder *b)
 {
     const int swap = h->format != 0 && (h->format == 2) != pmi_host_big_endian();
     uint64_t fmin = record_min(h, e), avail = pmi_reader_remaining(r) + (h->format == 0), need;

@@ -143,9 +143,8 @@ static pm_status read_ascii(pmi_reader *r, pmi_mesh_builder *b)
             in_solid = 0;
         } else {
             return pmi_error(PM_STATUS_PARSE_ERROR,
-                             "%s: line %llu: unexpected '%.40s' in ASCII STL (facet %llu)",
-                             r->path, (unsigned long long)r->line, w[0],
-                             (unsigned long long)facet);
+                             "%s: line %llu: unexpected '%.40s' in ASCII STL (facet %llu)", r->path,
+                             (unsigned long long)r->line, w[0], (unsigned long long)facet);
         }
     }
     if (in_solid || in_loop)

@@ -448,8 +448,7 @@ static pm_status read_triples(vtk_file *f, size_t count, int size, float *dst, c
             if (!ok)
                 s = pmi_error(PM_STATUS_PARSE_ERROR,
                               "%s: line %llu: %s %zu: expected a number for %c, got '%.40s'",
-                              r->path, (unsigned long long)r->line, item, i / 3, "xyz"[i % 3],
-                              tok);
+                              r->path, (unsigned long long)r->line, item, i / 3, "xyz"[i % 3], tok);
         }
     }
     return s;
@@ -555,8 +554,9 @@ static pm_status read_int(vtk_file *f, int size, int64_t *v, const char *what)
     pm_status s = pmi_read_token(r, tok, sizeof tok, what);
     if (s != PM_STATUS_OK) return s;
     if (!pmi_parse_i64(tok, v))
-        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: in %s: expected an integer, got '%.40s'",
-                         r->path, (unsigned long long)r->line, what, tok);
+        return pmi_error(PM_STATUS_PARSE_ERROR,
+                         "%s: line %llu: in %s: expected an integer, got '%.40s'", r->path,
+                         (unsigned long long)r->line, what, tok);
     return PM_STATUS_OK;
 }
 
@@ -638,14 +638,14 @@ static pm_status read_cells(vtk_file *f, pmi_mesh_builder *b, char **w, int nw, 
             } else {
                 uint64_t ncell = a1 ? a1 - 1 : 0;
                 if (kind && a2 > 3 * ncell)
-                    s = pmi_mb_reserve_triangles(b, b->num_triangles + (size_t)(a2 - 2 * ncell), kw);
+                    s = pmi_mb_reserve_triangles(b, b->num_triangles + (size_t)(a2 - 2 * ncell),
+                                                 kw);
                 for (uint64_t c = 0; c < ncell && s == PM_STATUS_OK; c++) {
                     pmi_mb_poly_begin(b, *cell_base + c, kind == 2);
                     for (int64_t i = offs[c]; i < offs[c + 1] && s == PM_STATUS_OK; i++) {
                         int64_t v;
                         if ((s = read_int(f, size[1], &v, kw)) != PM_STATUS_OK) break;
-                        if (kind)
-                            s = pmi_mb_poly_corner(b, v < 0 ? UINT64_MAX : (uint64_t)v, what);
+                        if (kind) s = pmi_mb_poly_corner(b, v < 0 ? UINT64_MAX : (uint64_t)v, what);
                     }
                 }
                 if (s == PM_STATUS_OK && a1 == 0 && a2 != 0)
@@ -664,7 +664,9 @@ static pm_status read_cells(vtk_file *f, pmi_mesh_builder *b, char **w, int nw, 
     }
     /* Legacy: a2 integers, each cell its count followed by its indices. */
     if ((s = check_fits(f, a2, 4, what)) != PM_STATUS_OK) return s;
-    if (kind && a2 > 3 * a1 && (s = pmi_mb_reserve_triangles(b, b->num_triangles + (size_t)(a2 - 3 * a1), what)) != PM_STATUS_OK)
+    if (kind && a2 > 3 * a1 &&
+        (s = pmi_mb_reserve_triangles(b, b->num_triangles + (size_t)(a2 - 3 * a1), what)) !=
+            PM_STATUS_OK)
         return s;
     uint64_t used = 0;
     for (uint64_t c = 0; c < a1; c++) {
@@ -807,7 +809,10 @@ pm_status pmi_vtk_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *
             s = skip_field(&f, w, nw);
         } else if (pmi_streq(k, "POINTS")) {
             uint64_t n;
-            int size = nw == 3 ? (pmi_streq(w[2], "float") ? 4 : pmi_streq(w[2], "double") ? 8 : 0) : 0;
+            int size = nw == 3 ? (pmi_streq(w[2], "float")    ? 4
+                                  : pmi_streq(w[2], "double") ? 8
+                                                              : 0)
+                               : 0;
             if (have_points || nw != 3 || !pmi_parse_u64(w[1], &n) || !size) {
                 s = pmi_error(PM_STATUS_PARSE_ERROR,
                               "%s: line %llu: expected one 'POINTS <count> float|double'", path,
@@ -826,8 +831,8 @@ pm_status pmi_vtk_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *
                 s = read_triples(&f, (size_t)n, size, b.positions, "POINTS data", "point");
             if (s == PM_STATUS_OK) s = skip_metadata(&f);
             have_points = 1;
-        } else if (pmi_streq(k, "VERTICES") || pmi_streq(k, "LINES") ||
-                   pmi_streq(k, "POLYGONS") || pmi_streq(k, "TRIANGLE_STRIPS")) {
+        } else if (pmi_streq(k, "VERTICES") || pmi_streq(k, "LINES") || pmi_streq(k, "POLYGONS") ||
+                   pmi_streq(k, "TRIANGLE_STRIPS")) {
             if (!have_points) {
                 s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: %s before POINTS", path,
                               (unsigned long long)r->line, k);
@@ -840,10 +845,10 @@ pm_status pmi_vtk_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *
             int point_data = pmi_streq(k, "POINT_DATA");
             if (nw != 2 || !pmi_parse_u64(w[1], &n) ||
                 n != (point_data ? (uint64_t)b.num_vertices : cell_base)) {
-                s = pmi_error(PM_STATUS_PARSE_ERROR,
-                              "%s: line %llu: expected '%s <count>'%s", path,
+                s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: line %llu: expected '%s <count>'%s", path,
                               (unsigned long long)r->line, k,
-                              point_data ? " equal to the number of POINTS" : " equal to the number of cells");
+                              point_data ? " equal to the number of POINTS"
+                                         : " equal to the number of cells");
                 goto done;
             }
             s = read_attributes(&f, &b, point_data, n, w, &nw, &eof);
