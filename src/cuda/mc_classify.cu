@@ -45,8 +45,9 @@ static __device__ unsigned long long mc_lookback(unsigned long long *state, long
     return excl;
 }
 
-/* Packed per-thread counts: records | triangles << 21 | crossings << 42;
- * a tile has MC_TILE_WORDS * 32 = 32768 points, so no field overflows. */
+/* Packed counts: records | triangles << 21 | crossings << 42; a tile has
+ * MC_ROUNDS * MC_TILE_WORDS * 32 = 131072 points (at most 655360
+ * triangles), so no field overflows. */
 #define MC_F(x, f) (((x) >> (21 * (f))) & 0x1fffffull)
 
 /* (a) Inside bits. A thread takes E = 16 / sizeof(T) consecutive samples of
@@ -212,7 +213,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
                    unsigned long long *totals)
 {
     __shared__ uint8_t s_nt[256];
-    __shared__ unsigned long long warp_sum[MC_THREADS / 32];
+    __shared__ unsigned long long warp_sum[MC_ROUNDS][MC_THREADS / 32];
     __shared__ unsigned long long base[3];
     __shared__ long long s_tile;
     __shared__ unsigned int s_cells;
@@ -224,19 +225,22 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
     }
     __syncthreads();
     const long long tile = s_tile;
-    const long long w0 = tile * MC_TILE_WORDS + (long long)t * MC_WPT;
-    long long wi0 = 0, j0 = 0, k0 = 0;
-    if (w0 < tl.nwords) mc_word_pos(w0, tl.words, v.ny, &wi0, &j0, &k0);
 
-    /* Counts of the thread's words; act: the points that get a record. */
-    unsigned act[MC_WPT];
-    unsigned long long mine = 0;
+    /* Counts of the thread's words, round by round (round r: words
+     * r * MC_TILE_WORDS + t * MC_WPT .. of the tile, so each round is in
+     * lattice order across the block); act: the points that get a record. */
+    unsigned act[MC_ROUNDS][MC_WPT];
+    unsigned long long mine[MC_ROUNDS];
     unsigned int cells = 0;
-    {
-        long long wi = wi0, j = j0, k = k0;
+#pragma unroll
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        const long long w0 = (tile * MC_ROUNDS + r) * MC_TILE_WORDS + (long long)t * MC_WPT;
+        long long wi = 0, j = 0, k = 0;
+        if (w0 < tl.nwords) mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
+        mine[r] = 0;
 #pragma unroll
         for (int q = 0; q < MC_WPT; q++) {
-            act[q] = 0;
+            act[r][q] = 0;
             const long long w = w0 + q;
             if (w < tl.nwords) {
                 mc_word m;
@@ -250,9 +254,9 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
                     tmask |= (nt > 0) << p;
                 }
                 cells += __popc(tmask);
-                act[q] = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
-                mine += (unsigned long long)__popc(act[q]) | (unsigned long long)ntri << 21 |
-                        (unsigned long long)(__popc(m.xc) + __popc(m.yc) + __popc(m.zc)) << 42;
+                act[r][q] = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
+                mine[r] += (unsigned long long)__popc(act[r][q]) | (unsigned long long)ntri << 21 |
+                           (unsigned long long)(__popc(m.xc) + __popc(m.yc) + __popc(m.zc)) << 42;
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
@@ -260,20 +264,29 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
     for (int off = 16; off; off >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, off);
     if (lane == 0 && cells) atomicAdd(&s_cells, cells);
 
-    /* Block scan in lattice order (thread t owns words t*MC_WPT ..). */
-    unsigned long long incl = mine;
-    for (int off = 1; off < 32; off <<= 1) {
-        unsigned long long o = __shfl_up_sync(0xffffffffu, incl, off);
-        if (lane >= off) incl += o;
+    /* Block scans in lattice order: round by round, thread by thread. */
+    unsigned long long incl[MC_ROUNDS];
+#pragma unroll
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        incl[r] = mine[r];
+        for (int off = 1; off < 32; off <<= 1) {
+            unsigned long long o = __shfl_up_sync(0xffffffffu, incl[r], off);
+            if (lane >= off) incl[r] += o;
+        }
+        if (lane == 31) warp_sum[r][warp] = incl[r];
     }
-    if (lane == 31) warp_sum[warp] = incl;
     __syncthreads();
-    unsigned long long before = 0, agg = 0;
-    for (int w = 0; w < MC_THREADS / 32; w++) {
-        if (w < warp) before += warp_sum[w];
-        agg += warp_sum[w];
+    unsigned long long excl[MC_ROUNDS], agg = 0;
+#pragma unroll
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        unsigned long long before = 0, ragg = 0;
+        for (int w = 0; w < MC_THREADS / 32; w++) {
+            if (w < warp) before += warp_sum[r][w];
+            ragg += warp_sum[r][w];
+        }
+        excl[r] = agg + before + incl[r] - mine[r];
+        agg += ragg;
     }
-    const unsigned long long excl = before + incl - mine;
 
     /* Chain to the previous tiles: warp q looks back for quantity q. */
     if (warp < 3) {
@@ -299,37 +312,42 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
      * Points without a record have no triangles and, when indexed, no
      * crossings, so only the record points advance the prefixes that are
      * written. */
-    if (!MC_F(mine, 0)) return;
-    unsigned long long rb = base[0] + MC_F(excl, 0), tb = base[1] + MC_F(excl, 1),
-                       cb = base[2] + MC_F(excl, 2);
-    long long wi = wi0, j = j0, k = k0;
 #pragma unroll 1
-    for (int q = 0; q < MC_WPT; q++) {
-        unsigned am = act[q];
-        if (am) {
-            const long long w = w0 + q;
-            mc_word m;
-            mc_load_word(bits, w, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
-            const unsigned long long row0 =
-                (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) + 32ull * (unsigned long long)wi;
-            while (am) {
-                const int p = __ffs(am) - 1;
-                am &= am - 1;
-                const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
-                const unsigned nt = s_nt[cs];
-                const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
-                if (rb < rec_cap) {
-                    rec.point[rb] = row0 + (unsigned long long)p;
-                    rec.info[rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
-                    rec.tri[rb] = tb;
-                    if (indexed) rec.cross[rb] = cb;
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        if (!MC_F(mine[r], 0)) continue;
+        unsigned long long rb = base[0] + MC_F(excl[r], 0), tb = base[1] + MC_F(excl[r], 1),
+                           cb = base[2] + MC_F(excl[r], 2);
+        const long long w0 = (tile * MC_ROUNDS + r) * MC_TILE_WORDS + (long long)t * MC_WPT;
+        long long wi, j, k;
+        mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
+#pragma unroll 1
+        for (int q = 0; q < MC_WPT; q++) {
+            unsigned am = act[r][q];
+            if (am) {
+                const long long w = w0 + q;
+                mc_word m;
+                mc_load_word(bits, w, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
+                                                32ull * (unsigned long long)wi;
+                while (am) {
+                    const int p = __ffs(am) - 1;
+                    am &= am - 1;
+                    const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
+                    const unsigned nt = s_nt[cs];
+                    const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+                    if (rb < rec_cap) {
+                        rec.point[rb] = row0 + (unsigned long long)p;
+                        rec.info[rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
+                        rec.tri[rb] = tb;
+                        if (indexed) rec.cross[rb] = cb;
+                    }
+                    rb++;
+                    tb += nt;
+                    cb += __popc(cr);
                 }
-                rb++;
-                tb += nt;
-                cb += __popc(cr);
             }
+            mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
-        mc_word_next(tl.words, v.ny, &wi, &j, &k);
     }
 }
 
@@ -338,7 +356,7 @@ mc_tiling mc_make_tiling(const pm_volume *vol)
     mc_tiling tl;
     tl.words = ((long long)vol->nx + 31) / 32;
     tl.nwords = tl.words * (long long)vol->ny * (long long)vol->nz;
-    tl.ntiles = (tl.nwords + MC_TILE_WORDS - 1) / MC_TILE_WORDS;
+    tl.ntiles = (tl.nwords + MC_ROUNDS * MC_TILE_WORDS - 1) / (MC_ROUNDS * MC_TILE_WORDS);
     return tl;
 }
 

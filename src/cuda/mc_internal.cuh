@@ -14,10 +14,12 @@ extern "C" {
 #define MC_THREADS 256
 /* Pass 1 works on a bitmask of inside bits: row r = j + ny*k of the
  * lattice is `words` 32-bit words (bit i % 32 of word i / 32 is point i),
- * rows back to back. Classification tiles are MC_TILE_WORDS consecutive
- * words, so tile order is lattice order, which the look-back relies on. */
-#define MC_WPT 4 /* bitmask words per classification thread */
+ * rows back to back. A classification tile is MC_ROUNDS rounds of
+ * MC_TILE_WORDS consecutive words, so tile order is lattice order, which the
+ * look-back relies on; large tiles keep the look-back chain short. */
+#define MC_WPT 4 /* bitmask words per classification thread and round */
 #define MC_TILE_WORDS (MC_THREADS * MC_WPT)
+#define MC_ROUNDS 4
 
 typedef struct mc_tiling {
     long long words;  /* words per row: ceil(nx / 32) */
