@@ -125,6 +125,27 @@ typedef struct mc_word {
     unsigned xc, yc, zc; /* owned edges +x, +y, +z that cross */
 } mc_word;
 
+static __device__ __forceinline__ void mc_make_word(unsigned a, unsigned an, unsigned b, unsigned bn, unsigned c,
+                                                    unsigned cn, unsigned d, unsigned dn, long long nx, long long wi,
+                                                    int jy, int kz, mc_word &m)
+{
+    const long long left = nx - 32 * wi; /* points of the row from this word on */
+    const unsigned pv = left >= 32 ? 0xffffffffu : (1u << left) - 1u;
+    const unsigned xv = left > 32 ? 0xffffffffu : (1u << (left - 1)) - 1u;
+    m.a = a;
+    m.b = b;
+    m.c = c;
+    m.d = d;
+    m.a1 = a >> 1 | an << 31;
+    m.b1 = b >> 1 | bn << 31;
+    m.c1 = c >> 1 | cn << 31;
+    m.d1 = d >> 1 | dn << 31;
+    m.cell = jy && kz ? xv : 0u;
+    m.xc = (a ^ m.a1) & xv;
+    m.yc = jy ? (a ^ b) & pv : 0u;
+    m.zc = kz ? (a ^ c) & pv : 0u;
+}
+
 static __device__ __forceinline__ void mc_load_word(const unsigned *bits, long long w, long long nwords,
                                                     long long words, long long ny, long long nx, long long wi,
                                                     int jy, int kz, mc_word &m)
@@ -144,21 +165,7 @@ static __device__ __forceinline__ void mc_load_word(const unsigned *bits, long l
         d = __ldg(bits + w + back + up);
         dn = w + back + up + 1 < nwords ? __ldg(bits + w + back + up + 1) : 0u;
     }
-    const long long left = nx - 32 * wi; /* points of the row from this word on */
-    const unsigned pv = left >= 32 ? 0xffffffffu : (1u << left) - 1u;
-    const unsigned xv = left > 32 ? 0xffffffffu : (1u << (left - 1)) - 1u;
-    m.a = a;
-    m.b = b;
-    m.c = c;
-    m.d = d;
-    m.a1 = a >> 1 | an << 31;
-    m.b1 = b >> 1 | bn << 31;
-    m.c1 = c >> 1 | cn << 31;
-    m.d1 = d >> 1 | dn << 31;
-    m.cell = jy && kz ? xv : 0u;
-    m.xc = (a ^ m.a1) & xv;
-    m.yc = jy ? (a ^ b) & pv : 0u;
-    m.zc = kz ? (a ^ c) & pv : 0u;
+    mc_make_word(a, an, b, bn, c, cn, d, dn, nx, wi, jy, kz, m);
 }
 
 static __device__ __forceinline__ unsigned mc_case(const mc_word &m, int q)
@@ -238,13 +245,24 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
         long long wi = 0, j = 0, k = 0;
         if (w0 < tl.nwords) mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
         mine[r] = 0;
+        /* All the round's words first (rows j, j+1 and slices k, k+1, and the
+         * word after each), so the loads overlap; words of missing rows only
+         * meet masks that drop them, so only the array's end is guarded. */
+        unsigned raw[4][MC_WPT + 1];
+        const long long offs[4] = {0, tl.words, tl.words * v.ny, tl.words * v.ny + tl.words};
+#pragma unroll
+        for (int o = 0; o < 4; o++)
+#pragma unroll
+            for (int q = 0; q <= MC_WPT; q++)
+                raw[o][q] = w0 + q + offs[o] < tl.nwords ? __ldg(bits + w0 + q + offs[o]) : 0u;
 #pragma unroll
         for (int q = 0; q < MC_WPT; q++) {
             act[r][q] = 0;
             const long long w = w0 + q;
             if (w < tl.nwords) {
                 mc_word m;
-                mc_load_word(bits, w, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                mc_make_word(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1],
+                             raw[3][q], raw[3][q + 1], v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
                 unsigned mix = mc_mixed(m), tmask = 0, ntri = 0;
                 while (mix) {
                     const int p = __ffs(mix) - 1;
