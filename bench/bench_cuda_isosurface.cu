@@ -5,8 +5,9 @@
  * (the whole pm_isosurface call, the count read-back included), the two
  * passes, the floor (read the field once + write the mesh once at the
  * device-copy bandwidth measured in this run), and the ratio to HP5's
- * figures as published in our ANCHORS.md (not run here). N = 128 is checked
- * byte for byte against the CPU backend. Usage: bench_cuda_isosurface [maxN] */
+ * figures as published in our ANCHORS.md (not run here). N <= checkN (128)
+ * is checked byte for byte against the CPU backend.
+ * Usage: bench_cuda_isosurface [maxN [checkN [N,N,...]]] (the list picks sizes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 
 extern "C" {
 extern int pmi_mc_profile;
-extern double pmi_mc_stage_ms[2];
+extern double pmi_mc_stage_ms[3];
 }
 
 #define CK(x)                                                                                  \
@@ -175,7 +176,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
-    std::vector<double> tt, t1, t2;
+    std::vector<double> tt, t1, t2, t3;
     pmi_mc_profile = 0;
     for (int r = 0; r < 33; r++) {
         cudaEventRecord(e0, s);
@@ -192,6 +193,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
         if (r >= 1) {
             t1.push_back(pmi_mc_stage_ms[0]);
             t2.push_back(pmi_mc_stage_ms[1]);
+            t3.push_back(pmi_mc_stage_ms[2]);
         }
     }
     pmi_mc_profile = 0;
@@ -200,9 +202,9 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     double med = median(tt), h = type == PM_SAMPLE_F32 ? hp5(n, mode == PM_MESH_INDEXED) : 0;
     char hs[32] = "-";
     if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
-    printf("| %4d | %-7s | %-3s | %10zu | %10zu | %8.3f | %7.3f | %7.3f | %7.3f | %5.2fx | %-15s |\n", n,
-           mode ? "soup" : "indexed", pm_sample_type_string(type), nv, nt, med, median(t1), median(t2),
-           floor_ms, med / floor_ms, hs);
+    printf("| %4d | %-7s | %-3s | %10zu | %10zu | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %5.2fx | %-15s |\n",
+           n, mode ? "soup" : "indexed", pm_sample_type_string(type), nv, nt, med, median(t1), median(t3),
+           median(t2), floor_ms, med / floor_ms, hs);
     fflush(stdout);
     cudaFree(pos);
     cudaFree(nrm);
@@ -224,10 +226,18 @@ int main(int argc, char **argv)
     double gbs = copy_gbs((size_t)1 << 30, s);
     printf("device %s; device-to-device copy of 1 GiB: %.0f GB/s (read + write)\n",
            pm_context_device_name(ctx), gbs);
-    printf("| N | mode | type | vertices | triangles | median ms | pass 1 ms | pass 2 ms | floor ms | / floor | HP5 ms (published, ANCHORS.md) |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-    const int ns[] = {128, 256, 384, 512, 640, 768, 1024};
-    for (int q = 0; q < 7; q++) {
+    printf("| N | mode | type | vertices | triangles | median ms | pass 1 ms | (bits ms) | pass 2 ms | floor ms | / floor | HP5 ms (published, ANCHORS.md) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    int ns[16] = {128, 256, 384, 512, 640, 768, 1024}, nn = 7;
+    if (argc > 3) {
+        nn = 0;
+        for (char *p = argv[3]; *p && nn < 16;) {
+            ns[nn++] = (int)strtol(p, &p, 10);
+            if (*p == ',') p++;
+            else break;
+        }
+    }
+    for (int q = 0; q < nn; q++) {
         if (ns[q] > maxn) break;
         for (int mode = 1; mode >= 0; mode--) run(ctx, s, ns[q], PM_SAMPLE_F32, mode, gbs);
         if (ns[q] == 512)

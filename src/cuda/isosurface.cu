@@ -250,10 +250,11 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 }
 
 /* Stage timing for bench/bench_cuda_isosurface.cu: when pmi_mc_profile is
- * set, CUDA events bracket pass 1 and pass 2 of each call (milliseconds). */
+ * set, CUDA events bracket pass 1 and pass 2 of each call, and the inside
+ * bits part of pass 1 (milliseconds: pass 1, pass 2, bits). */
 extern "C" {
 int pmi_mc_profile;
-double pmi_mc_stage_ms[2];
+double pmi_mc_stage_ms[3];
 }
 
 extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
@@ -296,19 +297,21 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     if (rec_cap > npoints) rec_cap = npoints;
     unsigned long long tot[4];
     mc_records rec;
-    cudaEvent_t ev[4] = {NULL, NULL, NULL, NULL};
+    cudaEvent_t ev[5] = {NULL, NULL, NULL, NULL, NULL};
     if (pmi_mc_profile)
-        for (int e = 0; e < 4; e++) cudaEventCreate(&ev[e]);
+        for (int e = 0; e < 5; e++) cudaEventCreate(&ev[e]);
     for (;;) {
         size_t state_b = pmi_align256((size_t)tl.ntiles * 3 * sizeof(unsigned long long));
         size_t head_b = 256 + state_b;
-        size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2);
+        size_t bits_b = pmi_align256((size_t)tl.nwords * 4 + 16);
+        size_t bytes = head_b + bits_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2);
         char *base = NULL;
         PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
         unsigned int *ticket = (unsigned int *)base;
         unsigned long long *totals = (unsigned long long *)(base + 64);
         unsigned long long *state = (unsigned long long *)(base + 256);
-        char *q = base + head_b;
+        unsigned int *bits = (unsigned int *)(base + head_b);
+        char *q = base + head_b + bits_b;
         rec.point = (unsigned long long *)q;
         q += pmi_align256(rec_cap * 8);
         rec.tri = (unsigned long long *)q;
@@ -318,7 +321,9 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         rec.info = (uint16_t *)q;
         if (ev[0]) cudaEventRecord(ev[0], s);
         PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
-        PMI_TRY(mc_classify(ctx, v, tl, indexed, vol->type, ticket, state, rec, rec_cap, totals));
+        PMI_TRY(mc_inside_bits(ctx, v, tl, vol->type, bits));
+        if (ev[4]) cudaEventRecord(ev[4], s);
+        PMI_TRY(mc_classify(ctx, v, tl, indexed, bits, ticket, state, rec, rec_cap, totals));
         if (ev[1]) cudaEventRecord(ev[1], s);
         PMI_CU_TRY(cudaMemcpyAsync(tot, totals, sizeof tot, cudaMemcpyDeviceToHost, s),
                    "pm_isosurface: reading counts");
@@ -428,12 +433,14 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     pm_status ws = pmi_cuda_wait(ctx, "pm_isosurface: expansion");
     if (o.tmp) cudaFree(o.tmp);
     if (ev[0]) {
-        float a = 0, b = 0;
+        float a = 0, b = 0, c = 0;
         cudaEventElapsedTime(&a, ev[0], ev[1]);
         cudaEventElapsedTime(&b, ev[2], ev[3]);
+        cudaEventElapsedTime(&c, ev[0], ev[4]);
         pmi_mc_stage_ms[0] = a;
         pmi_mc_stage_ms[1] = b;
-        for (int e = 0; e < 4; e++) cudaEventDestroy(ev[e]);
+        pmi_mc_stage_ms[2] = c;
+        for (int e = 0; e < 5; e++) cudaEventDestroy(ev[e]);
         cudaGetLastError();
     }
     if (ls == PM_STATUS_OK) ls = ws;

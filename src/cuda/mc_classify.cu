@@ -1,13 +1,15 @@
-/* CUDA marching cubes, pass 1: classification fused with the compaction of
- * active lattice points (the HistoPyramid's base level, stored compacted).
- * One read of the volume: each block takes a tile of whole rows (a band of
- * rows in one slice, or a chunk of one long row), each thread marches a
- * column of the band along y keeping the inside bits of the previous row in
- * registers, neighbours along x come by warp shuffles. The tile's counts
- * are scanned in the block and chained to the previous tiles by a
- * single-pass decoupled look-back (Merrill & Garland 2016), so the records
- * come out in lattice order with exact 64-bit prefixes of triangles and
- * owned-edge crossings: everything the expansion needs. */
+/* CUDA marching cubes, pass 1: classification and compaction of the active
+ * lattice points (the HistoPyramid's base level, stored compacted), in two
+ * kernels as the CPU backend (src/cpu/isosurface.c). (a) A streaming kernel
+ * reads the volume once with 16-byte loads and writes one inside bit per
+ * lattice point (P/8 bytes, which stays in L2). (b) A classification kernel
+ * reads only the bitmask: per 32-point word the cases, triangle counts and
+ * owned-edge crossings come from bitwise operations on the words of rows
+ * (j, k), (j+1, k), (j, k+1), (j+1, k+1); the tile's counts are scanned in
+ * the block and chained to the previous tiles by a single-pass decoupled
+ * look-back (Merrill & Garland 2016), so the records come out in lattice
+ * order with exact 64-bit prefixes of triangles and owned-edge crossings:
+ * everything the expansion needs. */
 #include "cuda/mc_internal.cuh"
 
 MCD_TABLES_UPLOAD
@@ -43,63 +45,182 @@ static __device__ unsigned long long mc_lookback(unsigned long long *state, long
     return excl;
 }
 
-/* Packed per-point counts: active (record) | triangles << 21 | crossings << 42;
- * a tile has at most MC_TILE points, so no field overflows. */
+/* Packed counts: records | triangles << 21 | crossings << 42; a tile has
+ * MC_ROUNDS * MC_TILE_WORDS * 32 = 131072 points (at most 655360
+ * triangles), so no field overflows. */
 #define MC_F(x, f) (((x) >> (21 * (f))) & 0x1fffffull)
 
-/* Inside bits of the `cnt` (<= 4) samples p[0..cnt-1]; VEC: p is aligned
- * to 4 samples, so a full group is one vector load. */
-template <typename T> struct mc_vec;
-template <> struct mc_vec<uint8_t> { typedef uchar4 type; };
-template <> struct mc_vec<uint16_t> { typedef ushort4 type; };
-template <> struct mc_vec<int16_t> { typedef short4 type; };
-template <> struct mc_vec<float> { typedef float4 type; };
-
+/* (a) Inside bits. A thread takes E = 16 / sizeof(T) consecutive samples of
+ * a row (one 16-byte load when rows are aligned, VEC), 32 / E lanes pack
+ * one word by shuffles; MC_BU items per thread are loaded before any is
+ * used, to keep many loads in flight. */
+#define MC_BU 4
 template <typename T, int VEC>
-static __device__ __forceinline__ unsigned mc_in5(const mcd_volume &v, const T *p, int cnt)
+__global__ void __launch_bounds__(MC_THREADS)
+mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long nitems, unsigned *bits)
 {
-    /* Inside bits of the cnt (<= 5) samples p[0..cnt-1]: the thread's 4
-     * points and the first point of the next group. VEC: p is aligned to 4
-     * samples, so the first four are one vector load. */
-    if constexpr (VEC && sizeof(T) <= 4) {
-        if (cnt >= 4) {
-            typename mc_vec<T>::type w = __ldg((const typename mc_vec<T>::type *)p);
-            unsigned m = mcd_inside_t<T>(v, w.x) | mcd_inside_t<T>(v, w.y) << 1 | mcd_inside_t<T>(v, w.z) << 2 |
-                         mcd_inside_t<T>(v, w.w) << 3;
-            if (cnt == 5) m |= mcd_inside_t<T>(v, __ldg(p + 4)) << 4;
-            return m;
-        }
+    constexpr int E = 16 / (int)sizeof(T), TPW = 32 / E;
+    __shared__ long long s_row, s_j, s_k;
+    __shared__ unsigned s_c;
+    const int t = threadIdx.x, lane = t & 31;
+    const unsigned long long gb = (unsigned long long)blockIdx.x * (MC_THREADS * MC_BU);
+    if (t == 0) {
+        unsigned long long row = gb / cpr;
+        s_row = (long long)row;
+        s_c = (unsigned)(gb - row * cpr);
+        s_k = (long long)(row / (unsigned long long)v.ny);
+        s_j = (long long)(row - (unsigned long long)s_k * (unsigned long long)v.ny);
     }
-    if constexpr (VEC && sizeof(T) == 8) {
-        if (cnt >= 4) {
-            double2 w0 = __ldg((const double2 *)p), w1 = __ldg((const double2 *)p + 1);
-            unsigned m = mcd_inside_t<T>(v, w0.x) | mcd_inside_t<T>(v, w0.y) << 1 | mcd_inside_t<T>(v, w1.x) << 2 |
-                         mcd_inside_t<T>(v, w1.y) << 3;
-            if (cnt == 5) m |= mcd_inside_t<T>(v, __ldg(p + 4)) << 4;
-            return m;
-        }
-    }
-    unsigned m = 0;
+    __syncthreads();
+    const T *d = (const T *)v.data;
+    union {
+        uint4 u;
+        T s[E];
+    } w[MC_BU];
+    long long row[MC_BU];
+    int cnt[MC_BU];
+    unsigned col[MC_BU];
 #pragma unroll
-    for (int q = 0; q < 5; q++)
-        if (q < cnt) m |= mcd_inside_t<T>(v, __ldg(p + q)) << q;
-    return m;
+    for (int u = 0; u < MC_BU; u++) {
+        const unsigned off = s_c + (unsigned)(u * MC_THREADS + t);
+        const unsigned dr = off / cpr, c = off - dr * cpr;
+        long long j = s_j + dr, k = s_k;
+        if (j >= v.ny) {
+            k += j / v.ny;
+            j -= (j / v.ny) * v.ny;
+        }
+        const long long x = (long long)c * E;
+        row[u] = s_row + dr;
+        col[u] = c;
+        cnt[u] = gb + u * MC_THREADS + t < nitems ? (int)max(0ll, min((long long)E, v.nx - x)) : 0;
+        const T *p = d + x + j * v.rs + k * v.ss;
+        w[u].u = make_uint4(0, 0, 0, 0);
+        if (VEC && cnt[u] == E) {
+            w[u].u = __ldg((const uint4 *)p);
+        } else {
+#pragma unroll
+            for (int e = 0; e < E; e++)
+                if (e < cnt[u]) w[u].s[e] = __ldg(p + e);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < MC_BU; u++) {
+        unsigned m = 0;
+#pragma unroll
+        for (int e = 0; e < E; e++) m |= (e < cnt[u] ? mcd_inside_t<T>(v, w[u].s[e]) : 0u) << e;
+        if (TPW < 32) m <<= E * (lane % TPW);
+#pragma unroll
+        for (int o = 1; o < TPW; o <<= 1) m |= __shfl_xor_sync(0xffffffffu, m, o);
+        if (lane % TPW == 0 && gb + u * MC_THREADS + t < nitems)
+            bits[row[u] * words + col[u] / TPW] = m;
+    }
 }
 
-#define MC_BATCH 8 /* rows loaded together, for memory-level parallelism */
-#ifndef MC_MINB
-#define MC_MINB 3 /* blocks per SM the register budget is cut for */
-#endif
+/* (b) The masks of one bitmask word (32 points of row r = j + ny*k,
+ * starting at i = 32 * wi): a, b, c, d are the inside bits of rows (j, k),
+ * (j+1, k), (j, k+1), (j+1, k+1); a1.. the same shifted to point i + 1. */
+typedef struct mc_word {
+    unsigned a, a1, b, b1, c, c1, d, d1;
+    unsigned cell;       /* points whose cell exists */
+    unsigned xc, yc, zc; /* owned edges +x, +y, +z that cross */
+} mc_word;
 
-template <typename T, int VEC>
-__global__ void __launch_bounds__(MC_THREADS, MC_MINB)
-mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket,
+static __device__ __forceinline__ void mc_make_word(unsigned a, unsigned an, unsigned b, unsigned bn, unsigned c,
+                                                    unsigned cn, unsigned d, unsigned dn, long long nx, long long wi,
+                                                    int jy, int kz, mc_word &m)
+{
+    const long long left = nx - 32 * wi; /* points of the row from this word on */
+    const unsigned pv = left >= 32 ? 0xffffffffu : (1u << left) - 1u;
+    const unsigned xv = left > 32 ? 0xffffffffu : (1u << (left - 1)) - 1u;
+    m.a = a;
+    m.b = b;
+    m.c = c;
+    m.d = d;
+    m.a1 = a >> 1 | an << 31;
+    m.b1 = b >> 1 | bn << 31;
+    m.c1 = c >> 1 | cn << 31;
+    m.d1 = d >> 1 | dn << 31;
+    m.cell = jy && kz ? xv : 0u;
+    m.xc = (a ^ m.a1) & xv;
+    m.yc = jy ? (a ^ b) & pv : 0u;
+    m.zc = kz ? (a ^ c) & pv : 0u;
+}
+
+static __device__ __forceinline__ void mc_load_word(const unsigned *bits, long long w, long long nwords,
+                                                    long long words, long long ny, long long nx, long long wi,
+                                                    int jy, int kz, mc_word &m)
+{
+    const long long up = words, back = words * ny;
+    const unsigned a = __ldg(bits + w), an = w + 1 < nwords ? __ldg(bits + w + 1) : 0u;
+    unsigned b = 0, bn = 0, c = 0, cn = 0, d = 0, dn = 0;
+    if (jy) {
+        b = __ldg(bits + w + up);
+        bn = w + up + 1 < nwords ? __ldg(bits + w + up + 1) : 0u;
+    }
+    if (kz) {
+        c = __ldg(bits + w + back);
+        cn = w + back + 1 < nwords ? __ldg(bits + w + back + 1) : 0u;
+    }
+    if (jy && kz) {
+        d = __ldg(bits + w + back + up);
+        dn = w + back + up + 1 < nwords ? __ldg(bits + w + back + up + 1) : 0u;
+    }
+    mc_make_word(a, an, b, bn, c, cn, d, dn, nx, wi, jy, kz, m);
+}
+
+static __device__ __forceinline__ unsigned mc_case(const mc_word &m, int q)
+{
+    return (m.a >> q & 1) | (m.a1 >> q & 1) << 1 | (m.b1 >> q & 1) << 2 | (m.b >> q & 1) << 3 |
+           (m.c >> q & 1) << 4 | (m.c1 >> q & 1) << 5 | (m.d1 >> q & 1) << 6 | (m.d >> q & 1) << 7;
+}
+
+/* Points of the word whose cell has corners on both sides (the others
+ * have case 0 or 255). */
+static __device__ __forceinline__ unsigned mc_mixed(const mc_word &m)
+{
+    const unsigned any = m.a | m.a1 | m.b | m.b1 | m.c | m.c1 | m.d | m.d1;
+    const unsigned all = m.a & m.a1 & m.b & m.b1 & m.c & m.c1 & m.d & m.d1;
+    return any & ~all & m.cell;
+}
+
+/* Row coordinates of bitmask word w. */
+static __device__ __forceinline__ void mc_word_pos(long long w, long long words, long long ny, long long *wi,
+                                                   long long *j, long long *k)
+{
+    if ((unsigned long long)w < (1ull << 32) && (unsigned long long)words < (1ull << 32) &&
+        (unsigned long long)ny < (1ull << 32)) {
+        const unsigned r = (unsigned)w / (unsigned)words;
+        *wi = (long long)((unsigned)w - r * (unsigned)words);
+        *k = r / (unsigned)ny;
+        *j = (long long)(r - (unsigned)*k * (unsigned)ny);
+    } else {
+        const long long r = w / words;
+        *wi = w - r * words;
+        *k = r / ny;
+        *j = r - *k * ny;
+    }
+}
+
+/* Advances (wi, j, k) to the next word. */
+static __device__ __forceinline__ void mc_word_next(long long words, long long ny, long long *wi, long long *j,
+                                                    long long *k)
+{
+    if (++*wi == words) {
+        *wi = 0;
+        if (++*j == ny) {
+            *j = 0;
+            ++*k;
+        }
+    }
+}
+
+__global__ void __launch_bounds__(MC_THREADS)
+mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits, unsigned int *ticket,
                    unsigned long long *state, mc_records rec, unsigned long long rec_cap,
                    unsigned long long *totals)
 {
-    __shared__ __align__(16) uint16_t info[MC_TILE];
     __shared__ uint8_t s_nt[256];
-    __shared__ unsigned long long warp_sum[MC_THREADS / 32];
+    __shared__ unsigned long long warp_sum[MC_ROUNDS][MC_THREADS / 32];
     __shared__ unsigned long long base[3];
     __shared__ long long s_tile;
     __shared__ unsigned int s_cells;
@@ -111,148 +232,86 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket
     }
     __syncthreads();
     const long long tile = s_tile;
-    const long long per_slice = tl.bands * tl.chunks;
-    const long long k = tile / per_slice;
-    const long long rem = tile - k * per_slice;
-    const long long band = rem / tl.chunks, chunk = rem - band * tl.chunks;
-    const long long j0 = band * tl.rows;
-    const int rows = (int)min((long long)tl.rows, v.ny - j0);
-    const long long i0 = chunk * tl.width;
-    const int width = (int)min((long long)tl.width, v.nx - i0);
-    const int kz = k + 1 < v.nz;
-    const T *d = (const T *)v.data;
-    unsigned int cells = 0;
 
-    /* Classify: a thread takes 4 consecutive points of a row and marches
-     * its row group along y; row groups split the band when a row needs
-     * fewer than MC_THREADS threads. */
-    const int nchunk = (width + 3) >> 2;
-    const int lanes = (nchunk + 31) & ~31;
-    const int groups = lanes >= MC_THREADS ? 1 : MC_THREADS / lanes;
-    const int g = lanes >= MC_THREADS ? 0 : t / lanes;
-    if (g < groups) {
-        const int r_begin = rows * g / groups, r_end = rows * (g + 1) / groups;
-        const int cstep = lanes >= MC_THREADS ? MC_THREADS : lanes;
-        for (int cb = 0; cb < lanes; cb += cstep) {
-            const int c = cb + (lanes >= MC_THREADS ? t : t - g * lanes);
-            const int x = 4 * c;
-            const int cnt = max(0, min(4, width - x));
-            const long long i = i0 + x;
-            /* Samples x .. x+4 of the row (x + 4 is the next thread's
-             * first: an L1 hit), fewer at the end of the row. */
-            const int cnt5 = cnt ? (int)min(5ll, v.nx - i) : 0;
-            const T *col = d + i + k * v.ss;
-            unsigned e0 = 0, e1 = 0;
-            {
-                const long long j = j0 + r_begin;
-                e0 = mc_in5<T, VEC>(v, col + j * v.rs, cnt5);
-                if (kz) e1 = mc_in5<T, VEC>(v, col + j * v.rs + v.ss, cnt5);
-            }
-            for (int rb = r_begin; rb < r_end; rb += MC_BATCH) {
-                unsigned m0[MC_BATCH], m1[MC_BATCH];
+    /* Counts of the thread's words, round by round (round r: words
+     * r * MC_TILE_WORDS + t * MC_WPT .. of the tile, so each round is in
+     * lattice order across the block); act: the points that get a record. */
+    unsigned act[MC_ROUNDS][MC_WPT];
+    unsigned long long mine[MC_ROUNDS];
+    unsigned int cells = 0;
 #pragma unroll
-                for (int b = 0; b < MC_BATCH; b++) {
-                    const long long jn = j0 + rb + b + 1;
-                    const int ok = rb + b < r_end && jn < v.ny;
-                    m0[b] = ok ? mc_in5<T, VEC>(v, col + jn * v.rs, cnt5) : 0u;
-                    m1[b] = ok && kz ? mc_in5<T, VEC>(v, col + jn * v.rs + v.ss, cnt5) : 0u;
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        const long long w0 = (tile * MC_ROUNDS + r) * MC_TILE_WORDS + (long long)t * MC_WPT;
+        long long wi = 0, j = 0, k = 0;
+        if (w0 < tl.nwords) mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
+        mine[r] = 0;
+        /* All the round's words first (rows j, j+1 and slices k, k+1, and the
+         * word after each), so the loads overlap; words of missing rows only
+         * meet masks that drop them, so only the array's end is guarded. */
+        unsigned raw[4][MC_WPT + 1];
+        const long long offs[4] = {0, tl.words, tl.words * v.ny, tl.words * v.ny + tl.words};
+#pragma unroll
+        for (int o = 0; o < 4; o++)
+#pragma unroll
+            for (int q = 0; q <= MC_WPT; q++)
+                raw[o][q] = w0 + q + offs[o] < tl.nwords ? __ldg(bits + w0 + q + offs[o]) : 0u;
+#pragma unroll
+        for (int q = 0; q < MC_WPT; q++) {
+            act[r][q] = 0;
+            const long long w = w0 + q;
+            if (w < tl.nwords) {
+                mc_word m;
+                mc_make_word(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1],
+                             raw[3][q], raw[3][q + 1], v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                unsigned mix = mc_mixed(m), tmask = 0, ntri = 0;
+                while (mix) {
+                    const int p = __ffs(mix) - 1;
+                    mix &= mix - 1;
+                    const unsigned nt = s_nt[mc_case(m, p)];
+                    ntri += nt;
+                    tmask |= (nt > 0) << p;
                 }
-#pragma unroll
-                for (int b = 0; b < MC_BATCH; b++) {
-                    const unsigned n0 = m0[b], n1 = m1[b];
-                    const int row = rb + b;
-                    /* Fast path: the 2 x 2 rows x 5 columns around the 4
-                     * points agree, so no cell is active and no edge crosses. */
-                    const unsigned full = (1u << cnt5) - 1u;
-                    if (row < r_end && e0 == n0 && e0 == e1 && e0 == n1 && (e0 == 0u || e0 == full)) {
-#pragma unroll
-                        for (int q = 0; q < 4; q++)
-                            if (q < cnt) info[row * width + x + q] = 0;
-                    } else if (row < r_end) {
-                        const int jy = j0 + row + 1 < v.ny;
-#pragma unroll
-                        for (int q = 0; q < 4; q++) {
-                            if (q < cnt) {
-                                const int xr = i + q + 1 < v.nx;
-                                const int cell = xr && jy && kz;
-                                unsigned cs = (e0 >> q & 1) | (e0 >> (q + 1) & 1) << 1 |
-                                              (n0 >> (q + 1) & 1) << 2 | (n0 >> q & 1) << 3 |
-                                              (e1 >> q & 1) << 4 | (e1 >> (q + 1) & 1) << 5 |
-                                              (n1 >> (q + 1) & 1) << 6 | (n1 >> q & 1) << 7;
-                                cs = cell ? cs : 0u;
-#ifdef MC_DEBUG_CHECK
-                                if (cell) {
-                                    const long long ii = i + q, jj = j0 + row;
-                                    unsigned ref = 0;
-                                    for (int cc = 0; cc < 8; cc++)
-                                        ref |= (unsigned)mcd_inside(v, mcd_load<T>(v, ii + mcd_corner[cc][0], jj + mcd_corner[cc][1], k + mcd_corner[cc][2])) << cc;
-                                    if (ref != cs)
-                                        printf("MISMATCH tile %lld t %d c %d q %d row %d (i %lld j %lld k %lld) cs %x ref %x e0 %x e1 %x n0 %x n1 %x cnt %d hr %d VEC %d\n",
-                                               tile, t, c, q, row, ii, jj, k, cs, ref, e0, e1, n0, n1, cnt, cnt5, VEC);
-                                }
-#endif
-                                unsigned nt = s_nt[cs];
-                                unsigned cross = (xr && ((e0 ^ (e0 >> 1)) >> q & 1)) |
-                                                 (jy && ((e0 ^ n0) >> q & 1)) << 1 |
-                                                 (kz && ((e0 ^ e1) >> q & 1)) << 2;
-                                unsigned act = indexed ? (nt || cross) : nt > 0;
-                                cells += nt > 0;
-                                info[row * width + x + q] = (uint16_t)(cs | cross << 8 | nt << 11 | act << 14);
-                            }
-                        }
-                    }
-                    e0 = n0;
-                    e1 = n1;
-                }
+                cells += __popc(tmask);
+                act[r][q] = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
+                mine[r] += (unsigned long long)__popc(act[r][q]) | (unsigned long long)ntri << 21 |
+                           (unsigned long long)(__popc(m.xc) + __popc(m.yc) + __popc(m.zc)) << 42;
             }
+            mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
     }
     for (int off = 16; off; off >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, off);
     if (lane == 0 && cells) atomicAdd(&s_cells, cells);
-    __syncthreads();
 
-    /* Block scan over the tile in lattice order: thread t owns MC_PPT
-     * consecutive points. */
-    const int npts = rows * width;
-    const int p0 = t * MC_PPT;
-    unsigned long long mine = 0;
+    /* Block scans in lattice order: round by round, thread by thread. */
+    unsigned long long incl[MC_ROUNDS];
 #pragma unroll
-    for (int m8 = 0; m8 < MC_PPT; m8 += 8) {
-        uint4 w4 = *(const uint4 *)(info + p0 + m8);
-        const unsigned ww[4] = {w4.x, w4.y, w4.z, w4.w};
-#pragma unroll
-        for (int h = 0; h < 8; h++) {
-            if (p0 + m8 + h < npts) {
-                unsigned w = (ww[h >> 1] >> (16 * (h & 1))) & 0xffffu;
-                mine += (unsigned long long)(w >> 14 & 1) | (unsigned long long)(w >> 11 & 7) << 21 |
-                        (unsigned long long)__popc(w >> 8 & 7) << 42;
-            }
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        incl[r] = mine[r];
+        for (int off = 1; off < 32; off <<= 1) {
+            unsigned long long o = __shfl_up_sync(0xffffffffu, incl[r], off);
+            if (lane >= off) incl[r] += o;
         }
+        if (lane == 31) warp_sum[r][warp] = incl[r];
     }
-    unsigned long long incl = mine;
-    for (int off = 1; off < 32; off <<= 1) {
-        unsigned long long o = __shfl_up_sync(0xffffffffu, incl, off);
-        if (lane >= off) incl += o;
-    }
-    if (lane == 31) warp_sum[warp] = incl;
     __syncthreads();
-    unsigned long long before = 0, agg = 0;
-    for (int w = 0; w < MC_THREADS / 32; w++) {
-        if (w < warp) before += warp_sum[w];
-        agg += warp_sum[w];
+    unsigned long long excl[MC_ROUNDS], agg = 0;
+#pragma unroll
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        unsigned long long before = 0, ragg = 0;
+        for (int w = 0; w < MC_THREADS / 32; w++) {
+            if (w < warp) before += warp_sum[r][w];
+            ragg += warp_sum[r][w];
+        }
+        excl[r] = agg + before + incl[r] - mine[r];
+        agg += ragg;
     }
-    unsigned long long excl = before + incl - mine;
 
     /* Chain to the previous tiles: warp q looks back for quantity q. */
     if (warp < 3) {
         unsigned long long a = MC_F(agg, warp);
         unsigned long long *st = state + warp * tl.ntiles;
         unsigned long long b = 0;
-#ifdef MC_NO_LOOKBACK
-        if (1) { /* timing experiment only: wrong prefixes */
-#else
         if (tile == 0) {
-#endif
             if (lane == 0) *(volatile unsigned long long *)st = MC_FLAG_P | a;
         } else {
             if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_A | a;
@@ -267,66 +326,102 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, unsigned int *ticket
     if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
     __syncthreads();
 
-    /* Records of the active points. */
-    unsigned long long rb = base[0] + MC_F(excl, 0), tb = base[1] + MC_F(excl, 1),
-                       cb = base[2] + MC_F(excl, 2);
-    for (int m = 0; m < (MC_F(mine, 0) ? MC_PPT : 0); m++) {
-        int p = p0 + m;
-        if (p >= npts) break;
-        unsigned w = info[p];
-        if (w >> 14 & 1) {
-            if (rb < rec_cap) {
-                int r = p / width, x = p - r * width;
-                rec.point[rb] = (unsigned long long)(i0 + x) +
-                                (unsigned long long)v.nx * (unsigned long long)(j0 + r + v.ny * k);
-                rec.info[rb] = (uint16_t)w;
-                rec.tri[rb] = tb;
-                if (indexed) rec.cross[rb] = cb;
+    /* Records of the active points (the words' masks again, from L1/L2).
+     * Points without a record have no triangles and, when indexed, no
+     * crossings, so only the record points advance the prefixes that are
+     * written. */
+#pragma unroll 1
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        if (!MC_F(mine[r], 0)) continue;
+        unsigned long long rb = base[0] + MC_F(excl[r], 0), tb = base[1] + MC_F(excl[r], 1),
+                           cb = base[2] + MC_F(excl[r], 2);
+        const long long w0 = (tile * MC_ROUNDS + r) * MC_TILE_WORDS + (long long)t * MC_WPT;
+        long long wi, j, k;
+        mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
+#pragma unroll 1
+        for (int q = 0; q < MC_WPT; q++) {
+            unsigned am = act[r][q];
+            if (am) {
+                const long long w = w0 + q;
+                mc_word m;
+                mc_load_word(bits, w, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
+                                                32ull * (unsigned long long)wi;
+                while (am) {
+                    const int p = __ffs(am) - 1;
+                    am &= am - 1;
+                    const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
+                    const unsigned nt = s_nt[cs];
+                    const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+                    if (rb < rec_cap) {
+                        rec.point[rb] = row0 + (unsigned long long)p;
+                        rec.info[rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
+                        rec.tri[rb] = tb;
+                        if (indexed) rec.cross[rb] = cb;
+                    }
+                    rb++;
+                    tb += nt;
+                    cb += __popc(cr);
+                }
             }
-            rb++;
+            mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
-        tb += w >> 11 & 7;
-        cb += __popc(w >> 8 & 7);
     }
 }
 
 mc_tiling mc_make_tiling(const pm_volume *vol)
 {
     mc_tiling tl;
-    if (vol->nx <= MC_TILE) {
-        tl.width = (long long)vol->nx;
-        tl.rows = (long long)(MC_TILE / vol->nx);
-        if (tl.rows > (long long)vol->ny) tl.rows = (long long)vol->ny;
-    } else {
-        tl.width = MC_TILE;
-        tl.rows = 1;
-    }
-    tl.chunks = ((long long)vol->nx + tl.width - 1) / tl.width;
-    tl.bands = ((long long)vol->ny + tl.rows - 1) / tl.rows;
-    tl.ntiles = (long long)vol->nz * tl.bands * tl.chunks;
+    tl.words = ((long long)vol->nx + 31) / 32;
+    tl.nwords = tl.words * (long long)vol->ny * (long long)vol->nz;
+    tl.ntiles = (tl.nwords + MC_ROUNDS * MC_TILE_WORDS - 1) / (MC_ROUNDS * MC_TILE_WORDS);
     return tl;
 }
 
-#define MC_LAUNCH(T)                                                                           \
-    (vec ? mc_classify_kernel<T, 1><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals) \
-         : mc_classify_kernel<T, 0><<<grid, MC_THREADS, 0, s>>>(v, tl, indexed, ticket, state, rec, rec_cap, totals))
+template <typename T>
+static void mc_launch_bits(cudaStream_t s, const mcd_volume &v, const mc_tiling &tl, int vec, unsigned *bits)
+{
+    constexpr int E = 16 / (int)sizeof(T);
+    const unsigned cpr = (unsigned)(tl.words * (32 / E));
+    const unsigned long long nitems = (unsigned long long)tl.nwords * (32 / E);
+    const unsigned long long per = MC_THREADS * MC_BU;
+    const unsigned grid = (unsigned)((nitems + per - 1) / per);
+    if (vec) mc_bits_kernel<T, 1><<<grid, MC_THREADS, 0, s>>>(v, tl.words, cpr, nitems, bits);
+    else mc_bits_kernel<T, 0><<<grid, MC_THREADS, 0, s>>>(v, tl.words, cpr, nitems, bits);
+}
+
+pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
+                         unsigned int *bits)
+{
+    PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
+    cudaStream_t s = pmi_cuda(ctx)->stream;
+    if (tl.nwords == 0) return PM_STATUS_OK;
+    /* The bits kernel's grid and row chunks: 32-bit, checked. */
+    if (tl.words * 32 > 0x7fffffffll || tl.nwords * 32 / (MC_THREADS * MC_BU) > 0x7fffffffll)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: the lattice rows are too long for the GPU tiling");
+    /* Vector loads when every row starts 16-byte aligned. */
+    size_t es = pm_sample_size(type);
+    int vec = ((uintptr_t)v.data % 16) == 0 && (v.rs * (long long)es) % 16 == 0 &&
+              (v.ss * (long long)es) % 16 == 0;
+    switch (type) {
+    case PM_SAMPLE_U8: mc_launch_bits<uint8_t>(s, v, tl, vec, bits); break;
+    case PM_SAMPLE_U16: mc_launch_bits<uint16_t>(s, v, tl, vec, bits); break;
+    case PM_SAMPLE_I16: mc_launch_bits<int16_t>(s, v, tl, vec, bits); break;
+    case PM_SAMPLE_F32: mc_launch_bits<float>(s, v, tl, vec, bits); break;
+    case PM_SAMPLE_F64: mc_launch_bits<double>(s, v, tl, vec, bits); break;
+    }
+    return pmi_cuda_launched("pm_isosurface: inside bits");
+}
 
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
-                      pm_sample_type type, unsigned int *ticket, unsigned long long *state,
+                      const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
                       mc_records rec, unsigned long long rec_cap, unsigned long long *totals)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
-    dim3 grid((unsigned)tl.ntiles);
-    /* Vector loads when every group of 4 samples starts aligned. */
-    size_t es = pm_sample_size(type);
-    int vec = ((uintptr_t)v.data % (4 * es)) == 0 && v.rs % 4 == 0 && v.ss % 4 == 0;
-    switch (type) {
-    case PM_SAMPLE_U8: MC_LAUNCH(uint8_t); break;
-    case PM_SAMPLE_U16: MC_LAUNCH(uint16_t); break;
-    case PM_SAMPLE_I16: MC_LAUNCH(int16_t); break;
-    case PM_SAMPLE_F32: MC_LAUNCH(float); break;
-    case PM_SAMPLE_F64: MC_LAUNCH(double); break;
-    }
+    if (tl.nwords == 0) return PM_STATUS_OK;
+    if (tl.ntiles > 0x7fffffffll) return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many tiles");
+    mc_classify_kernel<<<(unsigned)tl.ntiles, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec,
+                                                                  rec_cap, totals);
     return pmi_cuda_launched("pm_isosurface: classification");
 }

@@ -12,14 +12,19 @@ extern "C" {
 #include "cuda/mc_device.cuh"
 
 #define MC_THREADS 256
-#define MC_TILE 8192 /* lattice points per classification tile */
-#define MC_PPT (MC_TILE / MC_THREADS)
+/* Pass 1 works on a bitmask of inside bits: row r = j + ny*k of the
+ * lattice is `words` 32-bit words (bit i % 32 of word i / 32 is point i),
+ * rows back to back. A classification tile is MC_ROUNDS rounds of
+ * MC_TILE_WORDS consecutive words, so tile order is lattice order, which the
+ * look-back relies on; large tiles keep the look-back chain short. */
+#define MC_WPT 4 /* bitmask words per classification thread and round */
+#define MC_TILE_WORDS (MC_THREADS * MC_WPT)
+#define MC_ROUNDS 4
 
-/* Tiles of whole rows: `rows` rows of `width` points in one slice when a
- * row fits a tile (chunks == 1), else chunks of one row. Tile order is
- * lattice order, which the look-back chain relies on. */
 typedef struct mc_tiling {
-    long long width, rows, chunks, bands, ntiles;
+    long long words;  /* words per row: ceil(nx / 32) */
+    long long nwords; /* words in the bitmask: words * ny * nz */
+    long long ntiles; /* classification tiles */
 } mc_tiling;
 
 /* One record per active lattice point, in lattice order: the point's
@@ -37,8 +42,11 @@ typedef struct mc_records {
 #define MC_RECORD_BYTES (8 + 2 + 8 + 8)
 
 mc_tiling mc_make_tiling(const pm_volume *vol);
+/* Pass 1: (a) the inside bits, (b) classification + compaction. */
+pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
+                         unsigned int *bits);
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
-                      pm_sample_type type, unsigned int *ticket, unsigned long long *state,
+                      const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
                       mc_records rec, unsigned long long rec_cap, unsigned long long *totals);
 
 #endif
