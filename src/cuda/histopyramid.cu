@@ -321,9 +321,10 @@ extern "C" pm_status pmi_cuda_histopyramid_build(pm_context *ctx, const uint32_t
         }
     }
     /* n == 0: a one-input pyramid over a zero count gives total 0. */
-    if (s == PM_STATUS_OK && n == 0)
-        s = pmi_cuda_status(cudaMemsetAsync(hp->mem, 0, p.bytes, pmi_cuda(ctx)->stream),
-                            "pm_histopyramid_build");
+    if (s == PM_STATUS_OK && n == 0) {
+        cudaError_t e = cudaMemsetAsync(hp->mem, 0, p.bytes, pmi_cuda(ctx)->stream);
+        if (e != cudaSuccess) s = pmi_cuda_status(e, "pm_histopyramid_build");
+    }
     if (s == PM_STATUS_OK)
         s = hp_queue_build(ctx, n ? counts : (const uint32_t *)hp->mem, n ? n : 1, &p,
                            (char *)hp->mem, &hp->view, NULL, NULL);
