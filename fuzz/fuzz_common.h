@@ -46,4 +46,57 @@ static inline void pm_fuzz_extract(const pm_volume *vol)
     pm_context_destroy(ctx);
 }
 
+/* The three kinds of target: read a file of the given extension; what is
+ * accepted must be sane (no NaN, indices in range), what is refused must
+ * say why. */
+static inline int pm_fuzz_volume(const uint8_t *data, size_t size, const char *ext)
+{
+    const char *path = pm_fuzz_write(data, size, ext);
+    pm_volume vol;
+    if (pm_volume_read(path, NULL, PM_FUZZ_MAX_MEMORY, &vol) == PM_STATUS_OK) {
+        pm_fuzz_extract(&vol);
+        pm_volume_free(&vol);
+    } else if (pm_last_error()[0] == '\0') {
+        abort(); /* every failure must say why */
+    }
+    unlink(path);
+    return 0;
+}
+
+static inline int pm_fuzz_points(const uint8_t *data, size_t size, const char *ext)
+{
+    const char *path = pm_fuzz_write(data, size, ext);
+    pm_points pts;
+    if (pm_points_read(path, PM_POINTS_AUTO, PM_FUZZ_MAX_MEMORY, &pts) == PM_STATUS_OK) {
+        for (size_t i = 0; i < 3 * pts.count; i++)
+            if (pts.xyz[i] != pts.xyz[i]) abort(); /* NaN must be rejected */
+        pm_points_free(&pts);
+    } else if (pm_last_error()[0] == '\0') {
+        abort();
+    }
+    unlink(path);
+    return 0;
+}
+
+/* Meshes also go through pm_mesh_analyze. */
+static inline int pm_fuzz_mesh(const uint8_t *data, size_t size, const char *ext)
+{
+    const char *path = pm_fuzz_write(data, size, ext);
+    pm_mesh m;
+    if (pm_mesh_read(path, PM_FUZZ_MAX_MEMORY, &m) == PM_STATUS_OK) {
+        for (size_t i = 0; i < 3 * m.num_vertices; i++)
+            if (m.positions[i] != m.positions[i]) abort(); /* NaN must be rejected */
+        if (m.indices)
+            for (size_t i = 0; i < 3 * m.num_triangles; i++)
+                if (m.indices[i] >= m.num_vertices) abort();
+        pm_mesh_report r;
+        if (pm_mesh_analyze(&m, &r) != PM_STATUS_OK) abort();
+        pm_mesh_free(NULL, &m);
+    } else if (pm_last_error()[0] == '\0') {
+        abort();
+    }
+    unlink(path);
+    return 0;
+}
+
 #endif
