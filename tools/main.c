@@ -26,7 +26,8 @@ static const struct {
      "extract the iso surface of a volume (NRRD, VTK, raw)"},
     {"reconstruct", cmd_reconstruct, "pyramesh reconstruct POINTS -o MESH -r RADIUS [options]",
      "reconstruct the surface of particles / a point cloud (SPH or blur)"},
-    {"info", cmd_info, "pyramesh info FILE [--raw-* options]", "describe a volume or point file"},
+    {"info", cmd_info, "pyramesh info FILE [--raw-* options]",
+     "describe a volume, point set or mesh (closed? manifold? volume)"},
     {"demo", cmd_demo, "pyramesh demo [-o demo.ply] [--particles N] [--device D] [--quiet]",
      "reconstruct a synthetic dam-break scene (no input needed)"},
 };
