@@ -55,16 +55,6 @@ pm_status pmi_mb_poly_corner(pmi_mesh_builder *b, uint64_t index, const char *wh
  * the arrays and moves them into *out (owned, host memory). */
 pm_status pmi_mb_finish(pmi_mesh_builder *b, pm_mesh *out);
 
-/* pmi_read_bytes for small values: refills the reader's buffer first, so
- * that a long run of small reads does not become one read() call each once
- * the buffer is drained (pmi_read_bytes reads past an empty buffer
- * directly). */
-static inline pm_status pmi_read_small(pmi_reader *r, void *dst, size_t n, const char *what)
-{
-    if (r->len - r->pos < n) pmi_reader_peek(r, n);
-    return pmi_read_bytes(r, dst, n, what);
-}
-
 pm_status pmi_ply_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *out);
 pm_status pmi_obj_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *out);
 pm_status pmi_stl_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *out);

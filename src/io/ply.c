@@ -270,7 +270,7 @@ static pm_status binary_record(pmi_reader *r, const ply_header *h, const ply_ele
         unsigned char b[8];
         pm_status s;
         if (!p->count_type) {
-            if ((s = pmi_read_small(r, b, (size_t)p->type->size, e->name)) != PM_STATUS_OK)
+            if ((s = pmi_read_bytes(r, b, (size_t)p->type->size, e->name)) != PM_STATUS_OK)
                 return s;
             if (xyz)
                 for (int a = 0; a < nwhich; a++)
@@ -278,7 +278,7 @@ static pm_status binary_record(pmi_reader *r, const ply_header *h, const ply_ele
             continue;
         }
         uint64_t at = pmi_reader_tell(r);
-        if ((s = pmi_read_small(r, b, (size_t)p->count_type->size, e->name)) != PM_STATUS_OK)
+        if ((s = pmi_read_bytes(r, b, (size_t)p->count_type->size, e->name)) != PM_STATUS_OK)
             return s;
         double c = decode(b, p->count_type, swap);
         if (c < 0)
@@ -610,7 +610,7 @@ static pm_status mesh_faces(pmi_reader *r, const ply_header *h, const ply_elemen
                 }
             } else {
                 unsigned char v[8];
-                if ((s = pmi_read_small(r, v, (size_t)p->count_type->size, "element face")) !=
+                if ((s = pmi_read_bytes(r, v, (size_t)p->count_type->size, "element face")) !=
                     PM_STATUS_OK)
                     break;
                 double c = decode(v, p->count_type, swap);
@@ -632,7 +632,7 @@ static pm_status mesh_faces(pmi_reader *r, const ply_header *h, const ply_elemen
                     break;
                 }
                 for (uint64_t i = 0; i < count && s == PM_STATUS_OK; i++) {
-                    if ((s = pmi_read_small(r, v, (size_t)p->type->size, "element face")) !=
+                    if ((s = pmi_read_bytes(r, v, (size_t)p->type->size, "element face")) !=
                         PM_STATUS_OK)
                         break;
                     s = face_index(r, b, decode(v, p->type, swap));

@@ -538,7 +538,7 @@ static pm_status read_int(vtk_file *f, int size, int64_t *v, const char *what)
     pmi_reader *r = &f->r;
     if (f->binary) {
         unsigned char b[8];
-        pm_status s = pmi_read_small(r, b, (size_t)size, what);
+        pm_status s = pmi_read_bytes(r, b, (size_t)size, what);
         if (s != PM_STATUS_OK) return s;
         if (!pmi_host_big_endian()) pmi_swap_bytes(b, 1, (size_t)size);
         if (size == 4) {
