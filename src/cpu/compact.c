@@ -8,26 +8,6 @@
 #include "core/util.h"
 #include "cpu/primitives_internal.h"
 
-static size_t chunk_end(size_t c, size_t n)
-{
-    size_t e = (c + 1) * PMI_CPU_CHUNK;
-    return e < n ? e : n;
-}
-
-/* Exclusive scan of the chunk totals in place; returns 0 on overflow of
- * the 64-bit running total. */
-static int scan_chunks(uint64_t *offs, size_t nchunks, uint64_t *total)
-{
-    uint64_t run = 0;
-    for (size_t c = 0; c < nchunks; c++) {
-        uint64_t k = offs[c];
-        offs[c] = run;
-        if (__builtin_add_overflow(run, k, &run)) return 0;
-    }
-    *total = run;
-    return 1;
-}
-
 pm_status pmi_cpu_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out_index,
                           size_t capacity, size_t *count)
 {
@@ -40,12 +20,12 @@ pm_status pmi_cpu_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint6
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
         uint64_t k = 0;
-        for (size_t i = c * PMI_CPU_CHUNK, e = chunk_end(c, n); i < e; i++)
+        for (size_t i = c * PMI_CPU_CHUNK, e = pmi_cpu_chunk_end(c, n); i < e; i++)
             k += flags[i] != 0;
         offs[c] = k;
     }
     uint64_t total;
-    scan_chunks(offs, nchunks, &total); /* total <= n: cannot overflow */
+    pmi_cpu_scan_chunks(offs, nchunks, &total); /* total <= n: cannot overflow */
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
         uint64_t pos = offs[c];
@@ -74,12 +54,12 @@ pm_status pmi_cpu_expand(pm_context *ctx, const uint32_t *counts, size_t n, uint
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
         uint64_t k = 0;
-        for (size_t i = c * PMI_CPU_CHUNK, e = chunk_end(c, n); i < e; i++)
+        for (size_t i = c * PMI_CPU_CHUNK, e = pmi_cpu_chunk_end(c, n); i < e; i++)
             k += counts[i];
         offs[c] = k;
     }
     uint64_t total;
-    if (!scan_chunks(offs, nchunks, &total) || total > SIZE_MAX) {
+    if (!pmi_cpu_scan_chunks(offs, nchunks, &total) || total > SIZE_MAX) {
         free(offs);
         return pmi_error(PM_STATUS_OVERFLOW, "pm_expand: the number of outputs overflows");
     }

@@ -19,34 +19,24 @@ static inline int keep(float x, pm_compare cmp, float t)
     }
 }
 
-static size_t chunk_end(size_t c, size_t n)
-{
-    size_t e = (c + 1) * PMI_CPU_CHUNK;
-    return e < n ? e : n;
-}
-
 pm_status pmi_cpu_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                              float threshold, float *out, size_t capacity, size_t *count)
 {
     size_t nchunks = pmi_cpu_num_chunks(n);
-    size_t *offs = malloc(nchunks * sizeof *offs);
+    uint64_t *offs = malloc(nchunks * sizeof *offs);
     if (!offs)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "filter: cannot allocate %zu chunk counts",
                          nchunks);
     int nt = ctx->num_threads;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
-        size_t k = 0;
-        for (size_t i = c * PMI_CPU_CHUNK, e = chunk_end(c, n); i < e; i++)
-            k += (size_t)keep(in[i], cmp, threshold);
+        uint64_t k = 0;
+        for (size_t i = c * PMI_CPU_CHUNK, e = pmi_cpu_chunk_end(c, n); i < e; i++)
+            k += (uint64_t)keep(in[i], cmp, threshold);
         offs[c] = k;
     }
-    size_t run = 0;
-    for (size_t c = 0; c < nchunks; c++) {
-        size_t k = offs[c];
-        offs[c] = run;
-        run += k;
-    }
+    uint64_t run = 0;
+    pmi_cpu_scan_chunks(offs, nchunks, &run); /* run <= n: cannot overflow */
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
         size_t pos = offs[c];

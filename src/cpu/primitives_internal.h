@@ -15,6 +15,28 @@
 /* Number of chunks of PMI_CPU_CHUNK elements covering n (n > 0). */
 static inline size_t pmi_cpu_num_chunks(size_t n) { return (n - 1) / PMI_CPU_CHUNK + 1; }
 
+/* One past the last element of chunk c. */
+static inline size_t pmi_cpu_chunk_end(size_t c, size_t n)
+{
+    size_t e = (c + 1) * PMI_CPU_CHUNK;
+    return e < n ? e : n;
+}
+
+/* Exclusive scan of the chunk totals in place (the serial middle step of
+ * every blocked two-pass scan); returns 0 when the 64-bit running total
+ * overflows. */
+static inline int pmi_cpu_scan_chunks(uint64_t *offs, size_t nchunks, uint64_t *total)
+{
+    uint64_t run = 0;
+    for (size_t c = 0; c < nchunks; c++) {
+        uint64_t k = offs[c];
+        offs[c] = run;
+        if (__builtin_add_overflow(run, k, &run)) return 0;
+    }
+    *total = run;
+    return 1;
+}
+
 /* pm_compact and pm_expand computed through a HistoPyramid (build, then one
  * traversal per output key) instead of the blocked scan. Same contract and
  * the same outputs as pmi_cpu_compact / pmi_cpu_expand. */

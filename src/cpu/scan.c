@@ -19,18 +19,14 @@ pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32
      * overflows 32 bits. */
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
-        size_t b = c * PMI_CPU_CHUNK, e = b + PMI_CPU_CHUNK < n ? b + PMI_CPU_CHUNK : n;
+        size_t b = c * PMI_CPU_CHUNK, e = pmi_cpu_chunk_end(c, n);
         uint64_t s = 0;
         for (size_t i = b; i < e; i++)
             s += in[i];
         offs[c] = s;
     }
-    uint64_t run = 0;
-    for (size_t c = 0; c < nchunks; c++) {
-        uint64_t s = offs[c];
-        offs[c] = run;
-        run += s;
-    }
+    uint64_t run = 0; /* at most n * (2^32 - 1): cannot overflow 64 bits */
+    pmi_cpu_scan_chunks(offs, nchunks, &run);
     if (total) *total = run;
     /* Every prefix is at most the total, so one comparison covers them all. */
     if (run > UINT32_MAX) {
@@ -43,7 +39,7 @@ pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32
     /* Pass 2: in[i] is read before out[i] is written, so out may alias in. */
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
-        size_t b = c * PMI_CPU_CHUNK, e = b + PMI_CPU_CHUNK < n ? b + PMI_CPU_CHUNK : n;
+        size_t b = c * PMI_CPU_CHUNK, e = pmi_cpu_chunk_end(c, n);
         uint32_t s = (uint32_t)offs[c];
         for (size_t i = b; i < e; i++) {
             uint32_t v = in[i];
