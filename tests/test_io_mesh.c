@@ -13,48 +13,7 @@
 #include <unistd.h>
 
 #include "test_common.h"
-
-static char tmpdir[512];
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    chmod(p, 0700);
-    return remove(p);
-}
-
-static void make_tmpdir(void)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/pm_io_mesh_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        exit(1);
-    }
-}
-
-static char *path_in(const char *name)
-{
-    static char p[8][768];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
-    return p[k];
-}
-
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)sz + 1);
-    *n = fread(b, 1, (size_t)sz, f);
-    b[*n] = 0;
-    fclose(f);
-    return b;
-}
+#include "test_files.h"
 
 /* Temporary files left in dir (names containing ".tmp."). */
 static int count_temps(const char *dir)
@@ -349,7 +308,7 @@ int main(int argc, char **argv)
         printf("skipped: the parsers here assume a little-endian host\n");
         return PMT_SKIP;
     }
-    make_tmpdir();
+    make_tmpdir("pm_io_mesh");
     printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
 
     /* Awkward sizes: empty, one triangle, a few, and one larger than the
@@ -434,6 +393,6 @@ int main(int argc, char **argv)
         free_mesh(&big);
     }
     free_mesh(&m);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    remove_tmpdir();
     return pmt_finish("test_io_mesh");
 }

@@ -12,65 +12,9 @@
 #include <unistd.h>
 
 #include "test_common.h"
-
-static char tmpdir[512];
-
-static char *path_in(const char *name)
-{
-    static char p[8][768];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
-    return p[k];
-}
-
-static void write_file(const char *path, const void *a, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(a, 1, n, f) != n)) {
-        perror(path);
-        exit(1);
-    }
-    fclose(f);
-}
-
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)sz + 1);
-    *n = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    return b;
-}
+#include "test_files.h"
 
 /* A growing byte buffer for hand-written files. */
-typedef struct buf {
-    unsigned char *p;
-    size_t n, cap;
-} buf;
-static void put(buf *b, const void *d, size_t n)
-{
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void putf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(buf *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    put(b, tmp, (size_t)k);
-}
 /* Big-endian scalars. */
 static void put_be(buf *b, const void *v, size_t size)
 {
@@ -542,18 +486,12 @@ int main(int argc, char **argv)
         printf("skipped: assumes a little-endian host\n");
         return PMT_SKIP;
     }
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/pm_io_mr_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) return 1;
+    make_tmpdir("pm_io_mr");
     printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
     round_trips();
     variants();
     malformed();
-    if (pmt_failures == 0) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    }
+    if (pmt_failures == 0) remove_tmpdir(); /* kept for inspection on failure */
     printf("%s (%d failures)\n", pmt_failures ? "FAILED" : "ok", pmt_failures);
     return pmt_failures ? 1 : 0;
 }

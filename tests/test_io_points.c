@@ -14,61 +14,10 @@
 #include <unistd.h>
 
 #include "test_common.h"
-
-static char tmpdir[512];
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static char *path_in(const char *name)
-{
-    static char p[8][768];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
-    return p[k];
-}
-
-static void write_file(const char *path, const void *a, size_t na)
-{
-    remove(path); /* fresh file: see test_io_volume.c on ext4 and O_TRUNC */
-    FILE *f = fopen(path, "wb");
-    if (!f || (na && fwrite(a, 1, na, f) != na)) {
-        perror(path);
-        exit(1);
-    }
-    fclose(f);
-}
+#include "test_files.h"
 
 /* A growing byte buffer for building files. */
-typedef struct buf {
-    unsigned char *p;
-    size_t n, cap;
-} buf;
 
-static void put(buf *b, const void *d, size_t n)
-{
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 256;
-        b->p = realloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void puts_(buf *b, const char *s) { put(b, s, strlen(s)); }
-static void putf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(buf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    puts_(b, tmp);
-}
 /* A binary value of PLY type code: 'b' int8 'B' uint8 'h' int16 'H'
  * uint16 'i' int32 'f' float 'd' double; big-endian when big. */
 static void putv(buf *b, char type, double v, int big)
@@ -304,9 +253,7 @@ int main(int argc, char **argv)
         printf("skipped: assumes a little-endian host\n");
         return PMT_SKIP;
     }
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/pm_io_pts_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) return 1;
+    make_tmpdir("pm_io_pts");
     printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
     char name[128];
     pm_points pts;
@@ -549,6 +496,6 @@ int main(int argc, char **argv)
     PMT_CHECK(pm_points_read(NULL, PM_POINTS_AUTO, 0, &pts) == PM_STATUS_INVALID_ARGUMENT, "NULL");
     pm_points_free(NULL);
 
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    remove_tmpdir();
     return pmt_finish("test_io_points");
 }

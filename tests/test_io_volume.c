@@ -12,35 +12,16 @@
 #include <zlib.h>
 
 #include "test_common.h"
+#include "test_files.h"
 
-static char tmpdir[512];
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+/* Two pieces (a header and its data) as one fresh file. */
+static void write_file2(const char *path, const void *a, size_t na, const void *b, size_t nb)
 {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static char *path_in(const char *name)
-{
-    static char p[8][768];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
-    return p[k];
-}
-
-static void write_file(const char *path, const void *a, size_t na, const void *b, size_t nb)
-{
-    /* A fresh file rather than O_TRUNC: ext4 flushes truncated files on
-     * close (auto_da_alloc), which made this test wait on the disk. */
-    remove(path);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(a, 1, na, f) != na || (nb && fwrite(b, 1, nb, f) != nb)) {
-        perror(path);
-        exit(1);
-    }
-    fclose(f);
+    buf t = {0};
+    put(&t, a, na);
+    put(&t, b, nb);
+    write_file(path, t.p, t.n);
+    free(t.p);
 }
 
 /* zlib (wrapper 0) or gzip (wrapper 1) compression of n bytes. */
@@ -164,7 +145,7 @@ static void hostile(const char *name, const pm_raw_options *raw, int strict)
     const char *cp = path_in(cut);
     int bad = 0;
     for (size_t k = 0; k < n; k++) {
-        write_file(cp, b, k, NULL, 0);
+        write_file(cp, b, k);
         pm_volume v;
         pm_status s = pm_volume_read(cp, raw, 0, &v);
         if (s == PM_STATUS_OK) {
@@ -184,7 +165,7 @@ static void hostile(const char *name, const pm_raw_options *raw, int strict)
             size_t at = (size_t)(pmt_rand() % (n < 200 ? n : 200)); /* mostly the header */
             m[at] = (unsigned char)pmt_rand();
         }
-        write_file(cp, m, n, NULL, 0);
+        write_file(cp, m, n);
         pm_volume v;
         if (pm_volume_read(cp, raw, 1 << 24, &v) == PM_STATUS_OK)
             pm_volume_free(&v);
@@ -203,9 +184,7 @@ int main(int argc, char **argv)
         printf("skipped: file I/O is host-only (the cpu run covers it)\n");
         return PMT_SKIP;
     }
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/pm_io_vol_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) return 1;
+    make_tmpdir("pm_io_vol");
     printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
     const int host_big = 0; /* checked below */
     {
@@ -240,11 +219,11 @@ int main(int argc, char **argv)
                 char *text = NULL;
                 if (enc == 1 || enc == 2) c = deflate_bytes(bytes, n * es, enc == 1, &cn);
                 if (enc == 3) text = ascii_samples(d, (pm_sample_type)t, n), cn = strlen(text);
-                write_file(path_in(name), hdr, strlen(hdr),
-                           c      ? (void *)c
-                           : text ? (void *)text
-                                  : bytes,
-                           cn);
+                write_file2(path_in(name), hdr, strlen(hdr),
+                            c      ? (void *)c
+                            : text ? (void *)text
+                                   : bytes,
+                            cn);
                 PMT_OK(pm_volume_read(path_in(name), NULL, 0, &v));
                 check_volume(name, &v, (pm_sample_type)t, dims, sp, org, d);
                 pm_volume_free(&v);
@@ -266,8 +245,8 @@ int main(int argc, char **argv)
                      t, ascii ? "ASCII" : "BINARY", t == 2 ? "ASPECT_RATIO" : "SPACING",
                      vtk_type[t], t == 1 ? " 1" : "", t == 4 ? "" : "LOOKUP_TABLE default\n");
             snprintf(name, sizeof name, "v%d_%d.vtk", t, ascii);
-            write_file(path_in(name), hdr, strlen(hdr), ascii ? (void *)text : be,
-                       ascii ? strlen(text) : n * es);
+            write_file2(path_in(name), hdr, strlen(hdr), ascii ? (void *)text : be,
+                        ascii ? strlen(text) : n * es);
             PMT_OK(pm_volume_read(path_in(name), NULL, 0, &v));
             check_volume(name, &v, (pm_sample_type)t, dims, sp, org, d);
             pm_volume_free(&v);
@@ -279,7 +258,7 @@ int main(int argc, char **argv)
         for (int big = 0; big < 2; big++) {
             void *fd = big ? swapped(d, n, es) : NULL;
             snprintf(name, sizeof name, "v%d_%d.raw", t, big);
-            write_file(path_in(name), "seventeen bytes..", 17, fd ? fd : d, n * es);
+            write_file2(path_in(name), "seventeen bytes..", 17, fd ? fd : d, n * es);
             pm_raw_options ro = {sizeof ro, 5, 4, 3, (pm_sample_type)t, {0.5, 1.5, 2}, big, 17};
             PMT_OK(pm_volume_read(path_in(name), &ro, 0, &v));
             check_volume(name, &v, (pm_sample_type)t, dims, sp, zero, d);
@@ -305,7 +284,7 @@ int main(int argc, char **argv)
             hdr, sizeof hdr,
             "NRRD0005\ntype: %s\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n\n",
             spell[k].name);
-        write_file(path_in("spell.nrrd"), hdr, strlen(hdr), d, n * pm_sample_size(spell[k].t));
+        write_file2(path_in("spell.nrrd"), hdr, strlen(hdr), d, n * pm_sample_size(spell[k].t));
         const double one[3] = {1, 1, 1};
         PMT_OK(pm_volume_read(path_in("spell.nrrd"), NULL, 0, &v));
         check_volume(spell[k].name, &v, spell[k].t, dims, one, zero, d);
@@ -324,17 +303,17 @@ int main(int argc, char **argv)
             "NRRD0004\ntype: float\ndimension: 4\nsizes: 1 5 4 3\nspace: right-anterior-superior\n"
             "space directions: none (0,2,0) (3,0,0) (0,0,-5)\nspace origin: (1,-2,3.25)\n"
             "endian: little\nencoding: raw\n\n");
-        write_file(path_in("dirs.nrrd"), hdr, strlen(hdr), d, 4 * n);
+        write_file2(path_in("dirs.nrrd"), hdr, strlen(hdr), d, 4 * n);
         PMT_OK(pm_volume_read(path_in("dirs.nrrd"), NULL, 0, &v));
         check_volume("space directions", &v, PM_SAMPLE_F32, dims, sd, org, d);
         pm_volume_free(&v);
 
-        write_file(path_in("data.bin"), "line one\nline two\nXYZ", 21, d, 4 * n);
+        write_file2(path_in("data.bin"), "line one\nline two\nXYZ", 21, d, 4 * n);
         snprintf(
             hdr, sizeof hdr,
             "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n"
             "data file: data.bin\nline skip: 2\nbyte skip: 3\n");
-        write_file(path_in("det.nhdr"), hdr, strlen(hdr), NULL, 0);
+        write_file(path_in("det.nhdr"), hdr, strlen(hdr));
         const double one[3] = {1, 1, 1};
         PMT_OK(pm_volume_read(path_in("det.nhdr"), NULL, 0, &v));
         check_volume("detached", &v, PM_SAMPLE_F32, dims, one, zero, d);
@@ -344,7 +323,7 @@ int main(int argc, char **argv)
             hdr, sizeof hdr,
             "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: raw\n"
             "byte skip: -1\n\nsome junk before the data");
-        write_file(path_in("skipm1.nrrd"), hdr, strlen(hdr), d, 4 * n);
+        write_file2(path_in("skipm1.nrrd"), hdr, strlen(hdr), d, 4 * n);
         PMT_OK(pm_volume_read(path_in("skipm1.nrrd"), NULL, 0, &v));
         check_volume("byte skip -1", &v, PM_SAMPLE_F32, dims, one, zero, d);
         pm_volume_free(&v);
@@ -358,7 +337,7 @@ int main(int argc, char **argv)
             hdr, sizeof hdr,
             "NRRD0004\ntype: float\ndimension: 3\nsizes: 5 4 3\nendian: little\nencoding: gzip\n"
             "byte skip: 7\n\n");
-        write_file(path_in("gzskip.nrrd"), hdr, strlen(hdr), c, cn);
+        write_file2(path_in("gzskip.nrrd"), hdr, strlen(hdr), c, cn);
         PMT_OK(pm_volume_read(path_in("gzskip.nrrd"), NULL, 0, &v));
         check_volume("gzip byte skip", &v, PM_SAMPLE_F32, dims, one, zero, d);
         pm_volume_free(&v);
@@ -367,17 +346,17 @@ int main(int argc, char **argv)
         /* Gzip bomb: the stream holds far more than sizes declares. */
         unsigned char *zeros = calloc(1, 1 << 20);
         c = deflate_bytes(zeros, 1 << 20, 1, &cn);
-        write_file(path_in("bomb.nrrd"), hdr, strlen(hdr), c, cn);
+        write_file2(path_in("bomb.nrrd"), hdr, strlen(hdr), c, cn);
         expect_fail(path_in("bomb.nrrd"), NULL, 0, PM_STATUS_PARSE_ERROR, "more than", "gzip bomb");
         free(c);
         /* Too short a stream. */
         c = deflate_bytes(zeros, 100, 1, &cn);
-        write_file(path_in("short.nrrd"), hdr, strlen(hdr), c, cn);
+        write_file2(path_in("short.nrrd"), hdr, strlen(hdr), c, cn);
         expect_fail(path_in("short.nrrd"), NULL, 0, PM_STATUS_PARSE_ERROR, "gzip", "short gzip");
         /* Corrupt stream. */
         c[cn / 2] ^= 0x55;
         c[cn / 2 + 1] ^= 0xaa;
-        write_file(path_in("corrupt.nrrd"), hdr, strlen(hdr), c, cn);
+        write_file2(path_in("corrupt.nrrd"), hdr, strlen(hdr), c, cn);
         expect_fail(path_in("corrupt.nrrd"), NULL, 0, PM_STATUS_PARSE_ERROR, NULL, "corrupt gzip");
         free(c);
         free(zeros);
@@ -428,8 +407,8 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         size_t hl = strlen(bad[k].header);
         int ends_header = hl >= 2 && bad[k].header[hl - 1] == '\n' && bad[k].header[hl - 2] == '\n';
-        write_file(path_in("bad.nrrd"), bad[k].header, hl, "abcdefgh", ends_header ? 8 : 0);
-        if (!bad[k].header[0]) write_file(path_in("bad.nrrd"), "", 0, NULL, 0);
+        write_file2(path_in("bad.nrrd"), bad[k].header, hl, "abcdefgh", ends_header ? 8 : 0);
+        if (!bad[k].header[0]) write_file(path_in("bad.nrrd"), "", 0);
         char what[32];
         snprintf(what, sizeof what, "bad nrrd %zu", k);
         expect_fail(path_in("bad.nrrd"), NULL, 0, bad[k].status, bad[k].needle, what);
@@ -456,7 +435,7 @@ int main(int argc, char **argv)
         snprintf(hdr, sizeof hdr,
                  "# vtk DataFile Version 2.0\nt\n%s\nDATASET STRUCTURED_POINTS\n%s",
                  k < 7 ? "BINARY" : "ASCII", badvtk[k].body);
-        write_file(path_in("bad.vtk"), hdr, strlen(hdr), "0123456789", 10);
+        write_file2(path_in("bad.vtk"), hdr, strlen(hdr), "0123456789", 10);
         char what[32];
         snprintf(what, sizeof what, "bad vtk %zu", k);
         expect_fail(path_in("bad.vtk"), NULL, 0, PM_STATUS_PARSE_ERROR, badvtk[k].needle, what);
@@ -482,8 +461,8 @@ int main(int argc, char **argv)
             APP("\0\0\0\7\n", 5);
         APPS("DIMENSIONS 5 4 3\nSPACING 0.5 1.5 2\nORIGIN 1 -2 3.25\n"
              "POINT_DATA 60\nSCALARS s unsigned_char\nLOOKUP_TABLE default\n");
-        write_file(path_in("field.vtk"), hdr, k, ascii ? (void *)text : d,
-                   ascii ? strlen(text) : n);
+        write_file2(path_in("field.vtk"), hdr, k, ascii ? (void *)text : d,
+                    ascii ? strlen(text) : n);
         PMT_OK(pm_volume_read(path_in("field.vtk"), NULL, 0, &v));
         check_volume("FIELD", &v, PM_SAMPLE_U8, dims, sp, org, d);
         pm_volume_free(&v);
@@ -495,7 +474,7 @@ int main(int argc, char **argv)
     expect_fail(path_in("missing.nrrd"), NULL, 0, PM_STATUS_IO_ERROR, "cannot open", "missing");
     mkdir(path_in("dir.nrrd"), 0755);
     expect_fail(path_in("dir.nrrd"), NULL, 0, PM_STATUS_IO_ERROR, "directory", "directory");
-    write_file(path_in("empty.vtk"), "", 0, NULL, 0);
+    write_file(path_in("empty.vtk"), "", 0);
     expect_fail(path_in("empty.vtk"), NULL, 0, PM_STATUS_PARSE_ERROR, "empty", "empty vtk");
     expect_fail(path_in("v3_0_0.nrrd"), NULL, 100, PM_STATUS_OUT_OF_MEMORY, "240 bytes",
                 "max memory");
@@ -526,6 +505,6 @@ int main(int argc, char **argv)
     PMT_CHECK(pm_volume_read(NULL, NULL, 0, &v) == PM_STATUS_INVALID_ARGUMENT, "NULL path");
     pm_volume_free(NULL);
 
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    remove_tmpdir();
     return pmt_finish("test_io_volume");
 }

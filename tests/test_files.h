@@ -1,0 +1,103 @@
+/* File scaffolding shared by the file-format tests: a private temporary
+ * directory (removed with everything in it, read-only entries too), paths
+ * inside it, whole-file write and read, and a growable byte buffer for
+ * building files by hand. Include after test_common.h, with _XOPEN_SOURCE
+ * 700 defined first (nftw). */
+#ifndef PM_TEST_FILES_H
+#define PM_TEST_FILES_H
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_common.h"
+
+static char tmpdir[512];
+
+/* Creates $TMPDIR/<tag>_XXXXXX (or under /tmp); exits on failure. */
+static inline void make_tmpdir(const char *tag)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/%s_XXXXXX", base && *base ? base : "/tmp", tag);
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+static inline int pmt_rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    chmod(p, 0700); /* tests make read-only directories */
+    return remove(p);
+}
+
+static inline void remove_tmpdir(void) { nftw(tmpdir, pmt_rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* tmpdir/name; the 8 most recent results stay valid. */
+static inline char *path_in(const char *name)
+{
+    static char p[8][768];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
+    return p[k];
+}
+
+/* Writes a fresh file (removed first rather than truncated: ext4 flushes
+ * truncated files on close, which made the tests wait on the disk). */
+static inline void write_file(const char *path, const void *a, size_t na)
+{
+    remove(path);
+    FILE *f = fopen(path, "wb");
+    if (!f || (na && fwrite(a, 1, na, f) != na)) {
+        perror(path);
+        exit(1);
+    }
+    fclose(f);
+}
+
+/* The whole file, NUL-terminated (caller frees); NULL if it cannot be opened. */
+static inline unsigned char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)sz + 1);
+    *n = fread(b, 1, (size_t)sz, f);
+    b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+typedef struct buf {
+    unsigned char *p;
+    size_t n, cap;
+} buf;
+
+static inline void put(buf *b, const void *d, size_t n)
+{
+    if (!n) return;
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 256;
+        b->p = realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+static inline void puts_(buf *b, const char *s) { put(b, s, strlen(s)); }
+static inline void putf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void putf(buf *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    put(b, tmp, k < (int)sizeof tmp ? (size_t)k : sizeof tmp - 1);
+}
+
+#endif
