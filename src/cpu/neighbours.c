@@ -64,22 +64,10 @@ pm_status pmi_cells_build(pm_context *ctx, const pmi_field_layout *lay, const fl
         cursor[c]++;
     }
 
-    /* Exclusive scan of the counts into start[]. */
+    /* Exclusive scan of the counts into start[] (n < 2^32 was checked by
+     * the caller, so no prefix overflows). */
     uint64_t total = 0;
     pm_status s = pmi_cpu_scan_exclusive_u32(ctx, cursor, cells->start, nc, &total);
-    if (s == PM_STATUS_UNSUPPORTED) {
-        /* The CPU scan is still a stub on this branch: a serial prefix sum
-         * (n < 2^32 was checked by the caller, so no prefix overflows). */
-        pmi_clear_error();
-        uint32_t run = 0;
-        for (size_t c = 0; c < nc; c++) {
-            uint32_t k = cursor[c];
-            cells->start[c] = run;
-            run += k;
-        }
-        total = run;
-        s = PM_STATUS_OK;
-    }
     if (s != PM_STATUS_OK) {
         free(cell);
         free(cursor);
