@@ -752,7 +752,7 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
 
 /* Returns 0 when the CUDA backend has no isosurface yet (the test is then
  * skipped, not passed). */
-static int test_cuda(pm_context *gpu)
+static void test_cuda(pm_context *gpu)
 {
     {
         float probe[8] = {0, 1, 0, 1, 0, 1, 0, 1};
@@ -761,10 +761,6 @@ static int test_cuda(pm_context *gpu)
         pm_mesh pm;
         pm_status st = pm_isosurface(gpu, &pv, 0.5, NULL, &pm);
         pm_free(gpu, (void *)pv.data);
-        if (st == PM_STATUS_UNSUPPORTED) {
-            printf("skipped: the CUDA backend has no pm_isosurface yet (%s)\n", pm_last_error());
-            return 0;
-        }
         PMT_OK(st);
         pm_mesh_free(gpu, &pm);
     }
@@ -804,7 +800,6 @@ static int test_cuda(pm_context *gpu)
     cuda_compare(gpu, cpu, &v, 0.0, "cayley 128");
     free(cy);
     pm_context_destroy(cpu);
-    return 1;
 }
 
 int main(int argc, char **argv)
@@ -813,10 +808,7 @@ int main(int argc, char **argv)
     pm_device dev;
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
     if (dev == PM_DEVICE_CUDA) {
-        if (!test_cuda(ctx)) {
-            pm_context_destroy(ctx);
-            return PMT_SKIP;
-        }
+        test_cuda(ctx);
     } else {
         pm_context *c1 = make_ctx(1), *c2 = make_ctx(2);
         clock_t t0 = clock();

@@ -104,7 +104,6 @@ int main(int argc, char **argv)
         fp.method = (pm_field_method)method;
         pm_field f;
         pm_status s = pm_field_compute(ctx, pd, np, &fp, &f);
-        if (s == PM_STATUS_UNSUPPORTED && dev == PM_DEVICE_CUDA) break; /* no GPU field yet */
         PMT_OK(s);
         pm_isosurface_options o = {0};
         o.inside_above = f.inside_above;
@@ -125,8 +124,7 @@ int main(int argc, char **argv)
     fp.method = PM_FIELD_SPH;
     pm_field f;
     pm_status s = pm_field_compute(ctx, pd, np, &fp, &f);
-    PMT_CHECK(s == PM_STATUS_OUT_OF_MEMORY || (s == PM_STATUS_UNSUPPORTED && dev == PM_DEVICE_CUDA),
-              "spread particles: %s", pm_status_string(s));
+    PMT_CHECK(s == PM_STATUS_OUT_OF_MEMORY, "spread particles: %s", pm_status_string(s));
     if (s == PM_STATUS_OUT_OF_MEMORY)
         PMT_CHECK(strstr(pm_last_error(), "GB") != NULL, "message lacks the figure: %s",
                   pm_last_error());
