@@ -100,12 +100,13 @@ static float mc_float_threshold(double x)
 typedef void (*mc_vertex_fn)(const mc_job *, size_t, size_t, size_t, int, float *, float *);
 typedef struct mc_kernels {
     void (*bits_words)(const mc_job *, uint64_t *, size_t, size_t);
+    void (*bits_row)(const mc_job *, size_t, uint64_t *);
     mc_vertex_fn vertex;
 } mc_kernels;
 
 #define MC_KERNELS(s)                                                                              \
     {                                                                                              \
-        bits_words_##s, vertex_##s                                                                 \
+        bits_words_##s, bits_row_##s, vertex_##s                                                               \
     }
 static const mc_kernels mc_kernel_table[5] = {MC_KERNELS(u8), MC_KERNELS(u16), MC_KERNELS(i16),
                                               MC_KERNELS(f32), MC_KERNELS(f64)};
@@ -388,7 +389,7 @@ static void *mc_alloc(size_t bytes)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     const size_t huge = (size_t)2 << 20;
-    if (bytes >= huge) {
+    if (bytes >= huge / 2) {
         size_t rounded = (bytes + huge - 1) & ~(huge - 1);
         void *p = aligned_alloc(huge, rounded);
         if (p) madvise(p, rounded, MADV_HUGEPAGE); /* a hint; failure is harmless */
@@ -409,35 +410,41 @@ static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
     return b;
 }
 
+static void mc_job_init(mc_job *J, const pm_volume *vol, double iso,
+                        const pm_isosurface_options *opt)
+{
+    memset(J, 0, sizeof *J);
+    J->data = vol->data;
+    J->nx = vol->nx;
+    J->ny = vol->ny;
+    J->nz = vol->nz;
+    J->rs = vol->row_stride;
+    J->ss = vol->slice_stride;
+    for (int a = 0; a < 3; a++) {
+        J->h[a] = vol->spacing[a];
+        J->origin[a] = vol->origin[a];
+    }
+    J->iso = iso;
+    J->sg = opt->inside_above ? -1.0 : 1.0;
+    J->siso = J->sg * iso;
+    J->normals = opt->normals;
+    /* The volume's size already fits size_t, so this product does too. */
+    J->P = J->nx * J->ny * J->nz;
+    J->es = pm_sample_size(vol->type);
+    J->fthr = mc_float_threshold(J->siso);
+}
+
 static pm_status mc_extract(pm_context *ctx, const pm_volume *vol, double iso,
                             const pm_isosurface_options *opt, pm_mesh *mesh)
 {
     mc_job J;
-    memset(&J, 0, sizeof J);
-    J.data = vol->data;
-    J.nx = vol->nx;
-    J.ny = vol->ny;
-    J.nz = vol->nz;
-    J.rs = vol->row_stride;
-    J.ss = vol->slice_stride;
-    for (int a = 0; a < 3; a++) {
-        J.h[a] = vol->spacing[a];
-        J.origin[a] = vol->origin[a];
-    }
-    J.iso = iso;
-    J.sg = opt->inside_above ? -1.0 : 1.0;
-    J.siso = J.sg * iso;
-    J.normals = opt->normals;
+    mc_job_init(&J, vol, iso, opt);
     const mc_kernels *K = &mc_kernel_table[vol->type];
     int indexed = opt->mode == PM_MESH_INDEXED;
     int want_normals = opt->normals != PM_NORMALS_NONE;
     int threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
 
-    /* The volume's size already fits size_t, so these products do too. */
     size_t lattice_rows = J.ny * J.nz, cell_rows = (J.ny - 1) * (J.nz - 1);
-    J.P = J.nx * lattice_rows;
-    J.es = pm_sample_size(vol->type);
-    J.fthr = mc_float_threshold(J.siso);
     size_t brows = mc_block_rows(cell_rows, J.nx, threads);
     size_t nblocks = (cell_rows + brows - 1) / brows;
     size_t nwords = J.P / 64 + 2, row_words = (J.nx + 63) / 64;
@@ -599,6 +606,478 @@ done:
     return st;
 }
 
+/* ---- Indexed extraction in one streaming pass over slabs -----------------
+ * The two-pass extraction above reads the volume twice: the bit pass streams
+ * all of it, and the write pass reads the samples around every crossing
+ * again, long after they left the caches. Here each task takes a slab of
+ * lattice slices and walks it once, slice by slice: the inside bits of
+ * slice k + 2 (row-aligned, in a ring of three slices), the crossing masks
+ * and slab-local vertex ids of slice k + 1, the vertices of slice k (their
+ * samples, slices k - 1 .. k + 2, are still in cache) and the triangles of
+ * cell slice k. Vertices and triangles go to the slab's own arrays with
+ * slab-local ids; slice k1 (the next slab's first) is numbered after the
+ * slab's own vertices, in the next slab's order. Once every slab is done,
+ * an exclusive scan of the slab counts places each slab's arrays in the
+ * mesh and adds the vertex base to its indices. The output is the same,
+ * bit for bit and in the same order, as mc_extract's. The slab arrays hold
+ * the mesh a second time: when they would pass MC_FUSED_BYTES_PER_CELL the
+ * call falls back to mc_extract (noise-like volumes). */
+
+#define MC_FUSED_BYTES_PER_CELL 0.75
+
+/* Slab output goes to per-thread pools of chunks (2 MiB, huge pages where
+ * the system has them; 64 KiB for volumes under 2^22 cells); a slab's
+ * output is a list of segments of its thread's chunks. Growing never
+ * copies, and a 2 MiB chunk costs one page fault instead of 512. */
+typedef struct mc_pool {
+    void **chunks;
+    size_t nc, cap_c;
+    size_t used; /* items used in the last chunk */
+} mc_pool;
+
+typedef struct mc_seg {
+    void *p;       /* chunk */
+    size_t off, n; /* items [off, off + n) of the chunk */
+} mc_seg;
+
+typedef struct mc_store {
+    mc_seg *s;
+    size_t ns, cap_s;
+} mc_store;
+
+typedef struct mc_slab {
+    size_t k0, k1;  /* lattice slices [k0, k1) */
+    mc_store v, t;  /* vertices (a chunk holds cap positions, then cap normals); triangles */
+    uint64_t nv, nt, nact; /* vertices, triangles, active cells */
+    int fail; /* 1: no memory or over the budget; 2: ids past 32 bits */
+} mc_slab;
+
+static void mc_pool_free(mc_pool *P)
+{
+    for (size_t i = 0; i < P->nc; i++)
+        free(P->chunks[i]);
+    free(P->chunks);
+}
+
+/* Per-thread scratch of the slab walk: a ring of 3 slices of inside bits,
+ * and for 2 lattice slices the X, Y, Z crossing masks and the slab-local id
+ * of the first vertex of every word. */
+typedef struct mc_ring {
+    uint64_t *bits[3];
+    uint64_t *m[2], *pre[2];
+} mc_ring;
+
+typedef struct mc_fused {
+    const mc_job *J;
+    const mc_kernels *K;
+    size_t rw, sw;   /* words per row, per slice */
+    int normals;     /* compute normals */
+    size_t chunk;    /* bytes per output chunk */
+    size_t vcap, tcap; /* vertices, triangles per chunk */
+    double budget;   /* bytes all slab arrays may hold */
+    double used;     /* bytes they hold (atomic) */
+} mc_fused;
+
+/* `need` items (of `cap` per chunk) at the end of pool P for store S:
+ * returns the chunk and sets *off, or NULL (no memory, over the budget). */
+static void *mc_take_slow(mc_fused *F, mc_pool *P, mc_store *S, size_t cap, size_t need,
+                          size_t *off)
+{
+    if (!P->nc || P->used + need > cap) {
+        double now;
+#pragma omp atomic capture
+        now = F->used += (double)F->chunk;
+        if (now > F->budget) return NULL;
+        if (P->nc == P->cap_c) {
+            size_t nc = P->cap_c ? 2 * P->cap_c : 16;
+            void **c = realloc(P->chunks, nc * sizeof *c);
+            if (!c) return NULL;
+            P->chunks = c;
+            P->cap_c = nc;
+        }
+        void *p = mc_alloc(F->chunk);
+        if (!p) return NULL;
+        P->chunks[P->nc++] = p;
+        P->used = 0;
+    }
+    void *c = P->chunks[P->nc - 1];
+    mc_seg *g = S->ns ? &S->s[S->ns - 1] : NULL;
+    if (!g || g->p != c || g->off + g->n != P->used) {
+        if (S->ns == S->cap_s) {
+            size_t ns = S->cap_s ? 2 * S->cap_s : 8;
+            mc_seg *q = realloc(S->s, ns * sizeof *q);
+            if (!q) return NULL;
+            S->s = q;
+            S->cap_s = ns;
+        }
+        g = &S->s[S->ns++];
+        g->p = c;
+        g->off = P->used;
+        g->n = 0;
+    }
+    *off = P->used;
+    P->used += need;
+    g->n += need;
+    return c;
+}
+
+/* The common case inline: room in the chunk that the slab's last segment
+ * ends in. */
+static inline void *mc_take(mc_fused *F, mc_pool *P, mc_store *S, size_t cap, size_t need,
+                            size_t *off)
+{
+    if (S->ns && P->nc && P->used + need <= cap) {
+        mc_seg *g = &S->s[S->ns - 1];
+        void *c = P->chunks[P->nc - 1];
+        if (g->p == c && g->off + g->n == P->used) {
+            *off = P->used;
+            P->used += need;
+            g->n += need;
+            return c;
+        }
+    }
+    return mc_take_slow(F, P, S, cap, need, off);
+}
+
+/* Inside bits of lattice slice k into the ring. */
+static void mc_ring_bits(const mc_fused *F, mc_ring *R, size_t k)
+{
+    uint64_t *b = R->bits[k % 3];
+    for (size_t j = 0; j < F->J->ny; j++)
+        F->K->bits_row(F->J, k * F->J->ny + j, b + j * F->rw);
+}
+
+/* The right neighbours' bits of word w of a row-aligned row. */
+static inline uint64_t mc_right(const uint64_t *row, size_t w, size_t rw)
+{
+    return row[w] >> 1 | (w + 1 < rw ? row[w + 1] << 63 : 0);
+}
+
+/* Crossing masks and slab-local first ids of lattice slice k, numbered from
+ * *next on; *next is advanced past the slice. 0 when ids pass 32 bits. */
+MC_POPCNT static int mc_ring_info(const mc_fused *F, mc_ring *R, size_t k, uint64_t *next)
+{
+    const mc_job *J = F->J;
+    const size_t rw = F->rw;
+    const uint64_t *b = R->bits[k % 3], *bz = k + 1 < J->nz ? R->bits[(k + 1) % 3] : NULL;
+    uint64_t *m = R->m[k & 1], *pre = R->pre[k & 1], id = *next;
+    for (size_t j = 0; j < J->ny; j++) {
+        const uint64_t *r = b + j * rw, *ry = j + 1 < J->ny ? r + rw : NULL;
+        const uint64_t *rz = bz ? bz + j * rw : NULL;
+        for (size_t w = 0; w < rw; w++) {
+            uint64_t *mw = m + 3 * (j * rw + w);
+            mw[0] = (r[w] ^ mc_right(r, w, rw)) & mc_low(J->nx - 1 - 64 * w);
+            mw[1] = ry ? r[w] ^ ry[w] : 0;
+            mw[2] = rz ? r[w] ^ rz[w] : 0;
+            pre[j * rw + w] = id;
+            id += (uint64_t)(mc_popc(mw[0]) + mc_popc(mw[1]) + mc_popc(mw[2]));
+        }
+    }
+    *next = id;
+    return id <= (uint64_t)UINT32_MAX + 1;
+}
+
+/* Slab-local id of the `axis` edge of point p of row j in info slice s. */
+static inline uint32_t mc_ring_id(const mc_ring *R, size_t rw, int s, size_t j, size_t p,
+                                  int axis)
+{
+    size_t q = j * rw + (p >> 6);
+    unsigned b = (unsigned)(p & 63);
+    const uint64_t *m = R->m[s] + 3 * q;
+    uint64_t below = (1ull << b) - 1;
+    uint64_t id = R->pre[s][q] +
+                  (uint64_t)(mc_popc(m[0] & below) + mc_popc(m[1] & below) + mc_popc(m[2] & below));
+    if (axis >= 1) id += m[0] >> b & 1;
+    if (axis >= 2) id += m[1] >> b & 1;
+    return (uint32_t)id;
+}
+
+/* The vertices of lattice slice k (in mc_write_row's order). */
+static int mc_slab_vertices(mc_fused *F, mc_ring *R, mc_pool *P, mc_slab *S, size_t k)
+{
+    const mc_job *J = F->J;
+    const size_t rw = F->rw;
+    const uint64_t *m = R->m[k & 1];
+    for (size_t j = 0; j < J->ny; j++)
+        for (size_t w = 0; w < rw; w++) {
+            const uint64_t *mw = m + 3 * (j * rw + w);
+            uint64_t any = mw[0] | mw[1] | mw[2];
+            while (any) {
+                unsigned b = (unsigned)__builtin_ctzll(any);
+                any &= any - 1;
+                for (int a = 0; a < 3; a++) {
+                    if (!(mw[a] >> b & 1)) continue;
+                    size_t q;
+                    float *p = mc_take(F, P, &S->v, F->vcap, 1, &q);
+                    if (!p) return 0;
+                    F->K->vertex(J, 64 * w + b, j, k, a, p + 3 * q,
+                                 F->normals ? p + 3 * (F->vcap + q) : NULL);
+                    S->nv++;
+                }
+            }
+        }
+    return 1;
+}
+
+/* The triangles of cell slice k (k + 1 < nz), in mc_write_cells's order. */
+MC_POPCNT static int mc_slab_triangles(mc_fused *F, mc_ring *R, mc_pool *P, mc_slab *S,
+                                       size_t k)
+{
+    const mc_job *J = F->J;
+    const size_t rw = F->rw;
+    const uint64_t *b0 = R->bits[k % 3], *b1 = R->bits[(k + 1) % 3];
+    const int s0 = (int)(k & 1), s1 = (int)((k + 1) & 1);
+    for (size_t j = 0; j + 1 < J->ny; j++) {
+        const uint64_t *r[4] = {b0 + j * rw, b0 + (j + 1) * rw, b1 + j * rw, b1 + (j + 1) * rw};
+        for (size_t w = 0; w < rw; w++) {
+            uint64_t c[8];
+            for (int q = 0; q < 4; q++) {
+                c[q] = r[q][w];
+                c[q + 4] = mc_right(r[q], w, rw);
+            }
+            uint64_t all_in = c[0] & c[1] & c[2] & c[3] & c[4] & c[5] & c[6] & c[7];
+            uint64_t any_in = c[0] | c[1] | c[2] | c[3] | c[4] | c[5] | c[6] | c[7];
+            uint64_t act = ~all_in & any_in & mc_low(J->nx - 1 - 64 * w);
+            S->nact += (uint64_t)mc_popc(act);
+            while (act) {
+                unsigned bit = (unsigned)__builtin_ctzll(act);
+                act &= act - 1;
+                unsigned cs = mc_case(c, bit), n = pmi_mc_tri_count[cs];
+                const int8_t *tab = pmi_mc_tri_table[cs];
+                size_t i = 64 * w + bit;
+                size_t q;
+                uint32_t *out = mc_take(F, P, &S->t, F->tcap, n, &q);
+                if (!out) return 0;
+                out += 3 * q;
+                for (unsigned v = 0; v < 3 * n; v++) {
+                    int e = tab[v], row = mc_edge_row[e];
+                    out[v] = mc_ring_id(R, rw, row >> 1 ? s1 : s0, j + (row & 1),
+                                        i + mc_edge_dx[e], pmi_mc_edge_axis[e]);
+                }
+                S->nt += n;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Walks slab S: see the comment at the top of this section. */
+static void mc_slab_walk(mc_fused *F, mc_ring *R, mc_pool *P, mc_slab *S)
+{
+    const size_t nz = F->J->nz;
+    uint64_t next = 0;
+    mc_ring_bits(F, R, S->k0);
+    if (S->k0 + 1 < nz) mc_ring_bits(F, R, S->k0 + 1);
+    if (!mc_ring_info(F, R, S->k0, &next)) {
+        S->fail = 2;
+        return;
+    }
+    for (size_t k = S->k0; k < S->k1; k++) {
+        if (k + 2 < nz) mc_ring_bits(F, R, k + 2);
+        if (k + 1 < nz && !mc_ring_info(F, R, k + 1, &next)) {
+            S->fail = 2;
+            return;
+        }
+        if (!mc_slab_vertices(F, R, &P[0], S, k) ||
+            (k + 1 < nz && !mc_slab_triangles(F, R, &P[1], S, k))) {
+            S->fail = 1;
+            return;
+        }
+    }
+}
+
+/* PM_STATUS_UNSUPPORTED: declined (over the memory budget), nothing set;
+ * the caller runs mc_extract. */
+static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double iso,
+                                  const pm_isosurface_options *opt, pm_mesh *mesh)
+{
+    mc_job J;
+    mc_job_init(&J, vol, iso, opt);
+    mc_fused F;
+    memset(&F, 0, sizeof F);
+    F.J = &J;
+    F.K = &mc_kernel_table[vol->type];
+    F.rw = (J.nx + 63) / 64;
+    F.sw = F.rw * J.ny;
+    F.normals = opt->normals != PM_NORMALS_NONE;
+    double cells = (double)(J.nx - 1) * (double)(J.ny - 1) * (double)(J.nz - 1);
+    F.chunk = cells >= 4194304.0 ? (size_t)2 << 20 : (size_t)64 << 10;
+    int threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    int par = J.P >= 32768 && threads > 1;
+    /* Slabs of at least 16 slices (each slab computes the bits of its two
+     * following slices again), 4 per thread for balance. */
+    size_t nslab = par ? 4 * (size_t)threads : 1;
+    if (nslab > J.nz / 16) nslab = J.nz / 16;
+    if (nslab < 1) nslab = 1;
+    F.budget = MC_FUSED_BYTES_PER_CELL * cells;
+    if (F.budget < (double)(4 * nslab * F.chunk)) F.budget = (double)(4 * nslab * F.chunk);
+    mc_slab *S = calloc(nslab, sizeof *S);
+    /* Ring scratch per thread: 3 bit slices, 2 x (3 mask + 1 id) slices. */
+    size_t per_thread = 11 * F.sw;
+    uint64_t *scratch = S ? malloc(sizeof(uint64_t) * per_thread * (size_t)threads) : NULL;
+    mc_pool *pools = calloc(2 * (size_t)threads, sizeof *pools);
+    if (!S || !scratch || !pools) {
+        free(S);
+        free(scratch);
+        free(pools);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory for the slab walk");
+    }
+    for (size_t s = 0; s < nslab; s++) {
+        S[s].k0 = J.nz * s / nslab;
+        S[s].k1 = J.nz * (s + 1) / nslab;
+    }
+    F.vcap = F.chunk / ((F.normals ? 6 : 3) * sizeof(float));
+    F.tcap = F.chunk / (3 * sizeof(uint32_t));
+
+#pragma omp parallel num_threads(threads) if (par)
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        mc_ring R;
+        uint64_t *base = scratch + (size_t)tid * per_thread;
+        for (int q = 0; q < 3; q++)
+            R.bits[q] = base + (size_t)q * F.sw;
+        for (int q = 0; q < 2; q++) {
+            R.m[q] = base + (3 + 4 * (size_t)q) * F.sw;
+            R.pre[q] = R.m[q] + 3 * F.sw;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (size_t s = 0; s < nslab; s++)
+            mc_slab_walk(&F, &R, pools + 2 * tid, &S[s]);
+    }
+    free(scratch);
+
+    pm_status st = PM_STATUS_OK;
+    uint64_t nvert = 0, ntri = 0, nact = 0;
+    int fail = 0;
+    for (size_t s = 0; s < nslab; s++) {
+        if (S[s].fail > fail) fail = S[s].fail;
+        nvert += S[s].nv;
+        ntri += S[s].nt;
+        nact += S[s].nact;
+    }
+    float *pos = NULL, *nrm = NULL;
+    uint32_t *idx = NULL;
+    uint64_t vlim = 0, tlim = 0;
+    if (fail == 1) {
+        st = PM_STATUS_UNSUPPORTED; /* over the budget: the two-pass path */
+        goto done;
+    }
+    if (fail == 2 || nvert > UINT32_MAX) {
+        st = pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: %s vertices do not fit 32-bit indices",
+                       fail == 2 ? "more than 2^32" : "the");
+        goto done;
+    }
+    mesh->active_cells = nact;
+    mesh->in_context_memory = opt->output_in_context_memory ? 1 : 0;
+    if (opt->positions) {
+        pos = opt->positions;
+        nrm = F.normals ? opt->normals_out : NULL;
+        idx = opt->indices;
+        vlim = nvert < opt->vertex_capacity ? nvert : opt->vertex_capacity;
+        tlim = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
+        mesh->owns_arrays = 0;
+        if (nvert > opt->vertex_capacity || ntri > opt->triangle_capacity)
+            st = pmi_error(PM_STATUS_TRUNCATED,
+                           "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
+                           "%zu / %zu",
+                           (unsigned long long)nvert, (unsigned long long)ntri,
+                           opt->vertex_capacity, opt->triangle_capacity);
+    } else {
+        size_t pb, ib;
+        if (!pmi_mul3_size((size_t)nvert, 3, sizeof(float), &pb) ||
+            !pmi_mul3_size((size_t)ntri, 3, sizeof(uint32_t), &ib)) {
+            st = pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
+            goto done;
+        }
+        pos = mc_alloc(pb);
+        nrm = F.normals ? mc_alloc(pb) : NULL;
+        idx = mc_alloc(ib);
+        if (!pos || (F.normals && !nrm) || !idx) {
+            free(pos);
+            free(nrm);
+            free(idx);
+            st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                           "pm_isosurface: no memory for %llu vertices / %llu triangles",
+                           (unsigned long long)nvert, (unsigned long long)ntri);
+            goto done;
+        }
+        vlim = nvert;
+        tlim = ntri;
+        mesh->owns_arrays = 1;
+    }
+    mesh->positions = pos;
+    mesh->normals = nrm;
+    mesh->indices = idx;
+    mesh->num_vertices = (size_t)nvert;
+    mesh->num_triangles = (size_t)ntri;
+
+    /* Place the slabs: vertices at their base, indices plus the base. */
+    uint64_t *bases = malloc(2 * nslab * sizeof(uint64_t));
+    if (!bases) {
+        if (mesh->owns_arrays) pm_mesh_free(ctx, mesh);
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory");
+        goto done;
+    }
+    uint64_t vb = 0, tb = 0;
+    for (size_t s = 0; s < nslab; s++) {
+        bases[2 * s] = vb;
+        bases[2 * s + 1] = tb;
+        vb += S[s].nv;
+        tb += S[s].nt;
+    }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (par)
+    for (size_t s = 0; s < nslab; s++) {
+        uint64_t v0 = bases[2 * s], t0 = bases[2 * s + 1];
+        const uint32_t add = (uint32_t)v0;
+        for (size_t c = 0; c < S[s].v.ns && v0 < vlim; c++) {
+            const mc_seg *g = &S[s].v.s[c];
+            const float *in = (const float *)g->p + 3 * g->off;
+            uint64_t n = g->n < vlim - v0 ? g->n : vlim - v0;
+            memcpy(pos + 3 * v0, in, (size_t)n * 3 * sizeof(float));
+            if (nrm) memcpy(nrm + 3 * v0, in + 3 * F.vcap, (size_t)n * 3 * sizeof(float));
+            v0 += n;
+        }
+        for (size_t c = 0; idx && c < S[s].t.ns && t0 < tlim; c++) {
+            const mc_seg *g = &S[s].t.s[c];
+            const uint32_t *in = (const uint32_t *)g->p + 3 * g->off;
+            uint64_t n = g->n < tlim - t0 ? g->n : tlim - t0;
+            uint32_t *o = idx + 3 * t0;
+            for (size_t q = 0; q < 3 * (size_t)n; q++)
+                o[q] = in[q] + add;
+            t0 += n;
+        }
+    }
+    free(bases);
+
+done:
+    for (size_t s = 0; s < nslab; s++) {
+        free(S[s].v.s);
+        free(S[s].t.s);
+    }
+    for (int q = 0; q < 2 * threads; q++)
+        mc_pool_free(&pools[q]);
+    free(pools);
+    free(S);
+    return st;
+}
+
+/* Indexed meshes: the slab walk, or the two-pass extraction when the walk
+ * declines or PYRAMESH_CPU_MC=twopass asks for it (tests compare both). */
+static pm_status mc_indexed(pm_context *ctx, const pm_volume *vol, double iso,
+                            const pm_isosurface_options *opt, pm_mesh *mesh)
+{
+    const char *e = getenv("PYRAMESH_CPU_MC");
+    if (!(e && strcmp(e, "twopass") == 0)) {
+        pm_status st = mc_extract_fused(ctx, vol, iso, opt, mesh);
+        if (st != PM_STATUS_UNSUPPORTED) return st;
+        pmi_clear_error();
+    }
+    return mc_extract(ctx, vol, iso, opt, mesh);
+}
+
 /* A soup is the indexed mesh expanded: the vertex of a triangle corner is
  * the vertex of its edge, computed by the same rule (bit for bit, tested in
  * test_isosurface). Extracting indexed and then gathering computes each edge
@@ -615,7 +1094,7 @@ static pm_status mc_soup_from_indexed(pm_context *ctx, const pm_volume *vol, dou
     io.vertex_capacity = io.triangle_capacity = 0;
     pm_mesh im;
     memset(&im, 0, sizeof im);
-    pm_status st = mc_extract(ctx, vol, iso, &io, &im);
+    pm_status st = mc_indexed(ctx, vol, iso, &io, &im);
     if (st != PM_STATUS_OK) {
         pm_mesh_free(ctx, &im);
         return st;
@@ -681,5 +1160,6 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     const char *e = getenv("PYRAMESH_CPU_SOUP");
     if (opt->mode == PM_MESH_SOUP && !(e && strcmp(e, "direct") == 0))
         return mc_soup_from_indexed(ctx, vol, iso, opt, mesh);
+    if (opt->mode == PM_MESH_INDEXED) return mc_indexed(ctx, vol, iso, opt, mesh);
     return mc_extract(ctx, vol, iso, opt, mesh);
 }

@@ -65,6 +65,32 @@ static void MC_FN(bits_words)(const mc_job *J, uint64_t *B, size_t q0, size_t q1
     }
 }
 
+/* The inside bits of lattice row L, row-aligned: bit x of out[x / 64] for
+ * x < nx, zero padding up to the next whole word. Same compare as
+ * bits_words. */
+static void MC_FN(bits_row)(const mc_job *J, size_t L, uint64_t *out)
+{
+    const MC_CT sgc = (MC_CT)J->sg, thr = (MC_CT)MC_THR(J);
+    const MC_T *row = (const MC_T *)J->data + (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        const MC_T *s = row + x;
+        uint64_t w = 0;
+#if MC_SSE_F32
+        const __m128 vt = _mm_set1_ps(J->sg < 0 ? -thr : thr);
+        if (J->sg < 0)
+            for (; t + 4 <= cnt; t += 4)
+                w |= (uint64_t)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + t), vt)) << t;
+        else
+            for (; t + 4 <= cnt; t += 4)
+                w |= (uint64_t)_mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(s + t), vt)) << t;
+#endif
+        for (; t < cnt; t++)
+            w |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
+        out[x >> 6] = w;
+    }
+}
+
 /* Gradient of the field at lattice point (i,j,k), per unit length. Central
  * and forward differences share one formula with different neighbours:
  * (v[ip] - v[im]) / ((ip - im) * h). Sobel: the 3x3x3 Sobel kernel
@@ -114,6 +140,21 @@ static void MC_FN(gradient)(const mc_job *J, size_t i, size_t j, size_t k, doubl
     }
 }
 
+/* gradient() for PM_NORMALS_CENTRAL, the default: the same expressions,
+ * without the per-axis mode tests, so the compiler can keep it inline. */
+static inline void MC_FN(gradient_central)(const mc_job *J, size_t i, size_t j, size_t k,
+                                           double g[3])
+{
+    const MC_T *c = (const MC_T *)J->data + i + j * J->rs + k * J->ss;
+    const size_t p[3] = {i, j, k}, n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};
+    for (int a = 0; a < 3; a++) {
+        size_t ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
+        size_t im = p[a] > 0 ? p[a] - 1 : 0;
+        double d = (double)c[(ip - p[a]) * st[a]] - (double)*(c - (p[a] - im) * st[a]);
+        g[a] = d / ((double)(ip - im) * J->h[a]);
+    }
+}
+
 /* The vertex on the lattice edge from (i,j,k) along `axis` (the lower end).
  * Writes 3 floats to pos and, when nrm is non-NULL, 3 to nrm. */
 static void MC_FN(vertex)(const mc_job *J, size_t i, size_t j, size_t k, int axis, float *pos,
@@ -132,8 +173,13 @@ static void MC_FN(vertex)(const mc_job *J, size_t i, size_t j, size_t k, int axi
         pos[c] = (float)(J->origin[c] + J->h[c] * q[c]);
     if (!nrm) return;
     double g0[3], g1[3], n[3];
-    MC_FN(gradient)(J, i, j, k, g0);
-    MC_FN(gradient)(J, i + (axis == 0), j + (axis == 1), k + (axis == 2), g1);
+    if (J->normals == PM_NORMALS_CENTRAL) {
+        MC_FN(gradient_central)(J, i, j, k, g0);
+        MC_FN(gradient_central)(J, i + (axis == 0), j + (axis == 1), k + (axis == 2), g1);
+    } else {
+        MC_FN(gradient)(J, i, j, k, g0);
+        MC_FN(gradient)(J, i + (axis == 0), j + (axis == 1), k + (axis == 2), g1);
+    }
     for (int c = 0; c < 3; c++)
         n[c] = (1.0 - t) * g0[c] + t * g1[c];
     /* Out of the inside region: +gradient when inside is below iso. */
