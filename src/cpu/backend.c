@@ -36,6 +36,7 @@ static pm_status cpu_copy(pm_context *ctx, void *dst, const void *src, size_t by
 
 static const pmi_backend cpu_backend = {
     .name = "cpu",
+    .shutdown = pmi_cpu_isosurface_release,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,

@@ -29,6 +29,8 @@ pm_status pmi_cpu_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *
 void pmi_cpu_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
 pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
                              const pm_isosurface_options *options, pm_mesh *mesh);
+/* Frees what pm_isosurface keeps in a CPU context between calls. */
+void pmi_cpu_isosurface_release(pm_context *ctx);
 pm_status pmi_cpu_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                 const pm_field_params *params, pm_field *out);
 

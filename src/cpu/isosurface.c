@@ -652,11 +652,67 @@ typedef struct mc_slab {
     int fail; /* 1: no memory or over the budget; 2: ids past 32 bits */
 } mc_slab;
 
-static void mc_pool_free(mc_pool *P)
+/* The context keeps the chunks of its last slab walk for the next call
+ * (ctx->backend_state of a CPU context): in a loop over frames they are
+ * already mapped and faulted in, where fresh memory would cost a page fault
+ * and the zeroing of every page each time. pm_context_destroy frees them. */
+typedef struct mc_cache {
+    void **chunks;
+    size_t n, cap;
+    size_t bytes; /* size of every chunk held */
+} mc_cache;
+
+static void *mc_chunk_get(pm_context *ctx, size_t bytes)
 {
-    for (size_t i = 0; i < P->nc; i++)
-        free(P->chunks[i]);
+    void *p = NULL;
+#pragma omp critical(pm_mc_cache)
+    {
+        mc_cache *C = ctx->backend_state;
+        if (C && C->n && C->bytes == bytes) p = C->chunks[--C->n];
+    }
+    return p ? p : mc_alloc(bytes);
+}
+
+/* Gives the chunks of P back to the context's cache (or frees them). */
+static void mc_pool_release(pm_context *ctx, mc_pool *P, size_t bytes)
+{
+    mc_cache *C = ctx->backend_state;
+    if (!C) {
+        C = calloc(1, sizeof *C);
+        ctx->backend_state = C;
+    }
+    if (C && C->bytes != bytes) {
+        for (size_t i = 0; i < C->n; i++)
+            free(C->chunks[i]);
+        C->n = 0;
+        C->bytes = bytes;
+    }
+    for (size_t i = 0; i < P->nc; i++) {
+        if (C && C->n == C->cap) {
+            size_t nc = C->cap ? 2 * C->cap : 16;
+            void **q = realloc(C->chunks, nc * sizeof *q);
+            if (q) {
+                C->chunks = q;
+                C->cap = nc;
+            }
+        }
+        if (C && C->n < C->cap)
+            C->chunks[C->n++] = P->chunks[i];
+        else
+            free(P->chunks[i]);
+    }
     free(P->chunks);
+}
+
+void pmi_cpu_isosurface_release(pm_context *ctx)
+{
+    mc_cache *C = ctx->backend_state;
+    if (!C) return;
+    for (size_t i = 0; i < C->n; i++)
+        free(C->chunks[i]);
+    free(C->chunks);
+    free(C);
+    ctx->backend_state = NULL;
 }
 
 /* Per-thread scratch of the slab walk: a ring of 3 slices of inside bits,
@@ -668,6 +724,7 @@ typedef struct mc_ring {
 } mc_ring;
 
 typedef struct mc_fused {
+    pm_context *ctx;
     const mc_job *J;
     const mc_kernels *K;
     size_t rw, sw;   /* words per row, per slice */
@@ -695,7 +752,7 @@ static void *mc_take_slow(mc_fused *F, mc_pool *P, mc_store *S, size_t cap, size
             P->chunks = c;
             P->cap_c = nc;
         }
-        void *p = mc_alloc(F->chunk);
+        void *p = mc_chunk_get(F->ctx, F->chunk);
         if (!p) return NULL;
         P->chunks[P->nc++] = p;
         P->used = 0;
@@ -895,6 +952,7 @@ static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double 
     mc_job_init(&J, vol, iso, opt);
     mc_fused F;
     memset(&F, 0, sizeof F);
+    F.ctx = ctx;
     F.J = &J;
     F.K = &mc_kernel_table[vol->type];
     F.rw = (J.nx + 63) / 64;
@@ -1058,7 +1116,7 @@ done:
         free(S[s].t.s);
     }
     for (int q = 0; q < 2 * threads; q++)
-        mc_pool_free(&pools[q]);
+        mc_pool_release(ctx, &pools[q], F.chunk);
     free(pools);
     free(S);
     return st;
