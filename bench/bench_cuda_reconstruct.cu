@@ -4,8 +4,9 @@
  * pm_field_compute then pm_isosurface (indexed, central normals, mesh in
  * device memory). Prints per-stage times (the library's timings: neighbour
  * grid, particle densities, colour field; extraction) and the end-to-end
- * time, best of 3. 10^5 particles are first checked against the CPU
- * backend: the field bit for bit (sph and blur) and the mesh byte for byte.
+ * time, best of 3. 10^5 particles (c = 0.5) and 3 * 10^4 at c = 1.5, 0.3,
+ * 0.9 are first checked against the CPU backend: the field bit for bit (sph
+ * and blur) and the mesh byte for byte; a difference makes the exit status 1.
  * Usage: bench_cuda_reconstruct [particles] */
 #include <math.h>
 #include <stdio.h>
@@ -76,16 +77,15 @@ static pm_field_params params(pm_field_method m)
     return p;
 }
 
-static void check_cpu(pm_context *gpu)
+/* Returns the number of differences (field values and mesh). */
+static size_t check_cpu(pm_context *gpu, pm_context *cpu, size_t n, double c)
 {
-    pm_context_desc dc = {sizeof dc, PM_DEVICE_CPU, 0, 0, NULL};
-    pm_context *cpu;
-    PK(pm_context_create(&dc, &cpu));
-    size_t n = 100000;
+    size_t bad = 0;
     float *d = make_particles(n, 0.01), *h = (float *)malloc(n * 12);
     cudaMemcpy(h, d, n * 12, cudaMemcpyDeviceToHost);
     for (int m = 0; m < 2; m++) {
         pm_field_params p = params((pm_field_method)m);
+        p.cube_size = c;
         if (m == 1) {
             p.use_aabb = 1; /* the blur check also drops a slab of particles */
             p.aabb_min[0] = p.aabb_min[1] = p.aabb_min[2] = -1.0;
@@ -104,9 +104,11 @@ static void check_cpu(pm_context *gpu)
         size_t diff = 0;
         if (same_grid)
             for (size_t i = 0; i < np; i++) diff += memcmp(gf + i, (const float *)fc.volume.data + i, 4) != 0;
-        printf("check %zu particles %s%s: grid %zux%zux%zu %s, %zu of %zu values differ from the CPU (bitwise)\n", n,
-               m ? "blur" : "sph", m ? " (aabb)" : "", fc.volume.nx, fc.volume.ny, fc.volume.nz,
+        printf("check %zu particles c %g %s%s: grid %zux%zux%zu %s, %zu of %zu values differ from the CPU "
+               "(bitwise)\n",
+               n, c, m ? "blur" : "sph", m ? " (aabb)" : "", fc.volume.nx, fc.volume.ny, fc.volume.nz,
                same_grid ? "same" : "DIFFERENT", diff, np);
+        bad += diff + !same_grid;
         pm_isosurface_options o;
         memset(&o, 0, sizeof o);
         o.inside_above = 1;
@@ -119,6 +121,7 @@ static void check_cpu(pm_context *gpu)
                    !memcmp(mc.indices, mg.indices, 12 * mc.num_triangles);
         printf("  mesh: %zu vertices, %zu triangles, %s\n", mg.num_vertices, mg.num_triangles,
                same ? "byte-identical to the CPU mesh" : "DIFFERS from the CPU mesh");
+        bad += !same;
         pm_mesh_free(cpu, &mc);
         pm_mesh_free(gpu, &mg);
         free(gf);
@@ -127,7 +130,7 @@ static void check_cpu(pm_context *gpu)
     }
     cudaFree(d);
     free(h);
-    pm_context_destroy(cpu);
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -137,7 +140,17 @@ int main(int argc, char **argv)
     pm_context *ctx;
     PK(pm_context_create(&d, &ctx));
     printf("device %s\n", pm_context_device_name(ctx));
-    check_cpu(ctx);
+    /* Bitwise checks: the default c = 0.5 at 10^5 particles, then other
+     * cell sizes (other warp bricks: c = 1.5 gives cells of 3^3 points,
+     * c = 0.3 of 14^3, c = 0.9 of 5^3) at 3 * 10^4. */
+    pm_context_desc dc = {sizeof dc, PM_DEVICE_CPU, 0, 0, NULL};
+    pm_context *cpu;
+    PK(pm_context_create(&dc, &cpu));
+    size_t bad = check_cpu(ctx, cpu, 100000, 0.5);
+    const double cs[3] = {1.5, 0.3, 0.9};
+    for (int i = 0; i < 3; i++) bad += check_cpu(ctx, cpu, 30000, cs[i]);
+    pm_context_destroy(cpu);
+    printf("CPU check: %s\n", bad ? "FAILED" : "all bit-identical");
     float *xyz = make_particles(n, 0.01);
     printf("| particles | grid | neighbours ms | densities ms | field ms | extract ms | total ms | triangles |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
@@ -170,5 +183,5 @@ int main(int argc, char **argv)
     printf("best end-to-end (device memory in, mesh in device memory): %.1f ms\n", best);
     cudaFree(xyz);
     pm_context_destroy(ctx);
-    return 0;
+    return bad ? 1 : 0;
 }

@@ -12,7 +12,8 @@
 #include "cuda/density_internal.cuh"
 
 #define DN_THREADS 256
-#define DN_CHUNK 512 /* particles staged in shared memory at a time */
+#define DN_WARPS (DN_THREADS / 32)
+#define DN_CAP 64 /* particles staged per warp: up to 31 left + 32 new */
 
 /* splashsurf's cubic spline, as pmi_cubic_spline (src/cpu/density.h). */
 static __device__ __forceinline__ double dn_spline(double q, double sigma, double sigma2)
@@ -76,14 +77,72 @@ static __device__ __forceinline__ double dn_box(double p, double r, double l, do
     return b > a ? (b - a) / s : 0.0;
 }
 
-/* One block per neighbour cell: the particles of the 27 cells around it are
- * staged in shared memory in neighbour order, chunk by chunk, and each
- * thread sums the terms of its lattice points in that order. SPH: vol * W;
- * blur (vol == NULL): the box splat (wx * wy) * wz. */
-__global__ void __launch_bounds__(DN_THREADS)
-dn_field_kernel(dn_grid g, double h, const double *vol, double r, float *out)
+/* Can the particle at p reach some lattice point of the warp's box (lo, hi:
+ * the box's extreme point coordinates, by the points' own expression)? A
+ * "no" is exact, so dropping the particle leaves every sum's bits alone.
+ * SPH: per axis the box distance d = max(0, lo - p, p - hi); rounding is
+ * monotone, so |fl(p - l)| >= d for every l in [lo, hi], and with the
+ * point test's expression shape d2box = dx*dx + (dy*dy + dz*dz) <= d2 of
+ * every point: d2box >= h2 means d2 >= h2 for all of them, terms the point
+ * loop skips anyway. Blur: fl(p - r) >= fl(hi + hs) gives b <= a in dn_box
+ * for every l <= hi (and the mirror case), a zero weight on that axis for
+ * every point, a term the point loop skips. */
+static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double3 &lo, const double3 &hi, double h2,
+                                                  double r, double s, bool sph)
 {
-    __shared__ double sx[DN_CHUNK], sy[DN_CHUNK], sz[DN_CHUNK], sv[DN_CHUNK];
+    if (sph) {
+        double dx = fmax(0.0, fmax(lo.x - p.x, p.x - hi.x));
+        double dy = fmax(0.0, fmax(lo.y - p.y, p.y - hi.y));
+        double dz = fmax(0.0, fmax(lo.z - p.z, p.z - hi.z));
+        return dx * dx + (dy * dy + dz * dz) < h2;
+    }
+    double hs = 0.5 * s;
+    return !(p.x - r >= hi.x + hs || p.x + r <= lo.x - hs || p.y - r >= hi.y + hs || p.y + r <= lo.y - hs ||
+             p.z - r >= hi.z + hs || p.z + r <= lo.z - hs);
+}
+
+/* The terms of the warp's staged particles e = 0 .. cnt-1 (in neighbour
+ * order) for this lane's point, added to acc. SPH: vol * W; blur: the box
+ * splat (wx * wy) * wz. */
+static __device__ __forceinline__ double dn_terms(const double2 *sxy, const double2 *szv, int cnt, double lx,
+                                                  double ly, double lz, double h2, double inv_h, double sigma,
+                                                  double sigma2, double r, double s, bool sph, double acc)
+{
+    if (sph) {
+        for (int e = 0; e < cnt; e++) {
+            const double2 a = sxy[e], b = szv[e];
+            double ddx = a.x - lx, ddy = a.y - ly, ddz = b.x - lz;
+            double d2 = ddx * ddx + (ddy * ddy + ddz * ddz);
+            if (d2 < h2) acc += b.y * dn_spline(sqrt(d2) * inv_h, sigma, sigma2);
+        }
+    } else {
+        for (int e = 0; e < cnt; e++) {
+            const double2 a = sxy[e];
+            double wx = dn_box(a.x, r, lx, s);
+            if (wx == 0.0) continue;
+            double wy = dn_box(a.y, r, ly, s);
+            if (wy == 0.0) continue;
+            double wz = dn_box(szv[e].x, r, lz, s);
+            if (wz == 0.0) continue;
+            acc += (wx * wy) * wz;
+        }
+    }
+    return acc;
+}
+
+/* One block per neighbour cell; each warp owns bricks of br.x * br.y * br.z
+ * lattice points of the cell (one point per lane; a compact brick keeps its
+ * bounding box small). Per brick, the warp reads the particles of the 27
+ * cells around the cell in neighbour order, 32 at a time, keeps those that
+ * can reach some point of the brick (dn_reaches, exact) and compacts them
+ * in order (ballot, popc) into its shared-memory list; each lane then adds
+ * the terms of the list to its point's sum. Every point therefore sees
+ * exactly the particles the plain loop would add, in the same order. SPH
+ * (sph, vol: the volumes) or blur (r: the particle radius). */
+static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, const double *vol, double r, int3 br,
+                                                float *out, bool sph)
+{
+    __shared__ double2 sxy[DN_WARPS][DN_CAP], szv[DN_WARPS][DN_CAP];
     __shared__ uint32_t run_b[9], run_e[9];
     __shared__ int nrun;
     const long long c = blockIdx.x;
@@ -91,7 +150,6 @@ dn_field_kernel(dn_grid g, double h, const double *vol, double r, float *out)
     const long long B = g.block;
     const long long i0 = cx * B, j0 = cy * B, k0 = cz * B;
     const long long ni = min(B, g.dims[0] - i0), nj = min(B, g.dims[1] - j0), nk = min(B, g.dims[2] - k0);
-    const long long npts = ni * nj * nk;
     const double s = g.s, h2 = h * h, inv_h = 1.0 / h;
     const double sigma = 8.0 / (DN_PI * h * h * h), sigma2 = 2.0 * sigma;
     if (threadIdx.x == 0) {
@@ -112,50 +170,74 @@ dn_field_kernel(dn_grid g, double h, const double *vol, double r, float *out)
         nrun = q;
     }
     __syncthreads();
-    /* Points in passes of blockDim; each thread keeps its sum in a register
-     * across all chunks, so the order of terms is the neighbour order. */
-    for (long long pb = 0; pb < npts; pb += blockDim.x) {
-        const long long p = pb + threadIdx.x;
-        const int live = p < npts;
-        const long long li = live ? p % ni : 0, lj = live ? (p / ni) % nj : 0, lk = live ? p / (ni * nj) : 0;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned below = (1u << lane) - 1u;
+    double2 *wxy = sxy[warp], *wzv = szv[warp];
+    const int oi = lane % br.x, oj = (lane / br.x) % br.y, ok = lane / (br.x * br.y);
+    const long long nbx = (ni + br.x - 1) / br.x, nby = (nj + br.y - 1) / br.y, nbz = (nk + br.z - 1) / br.z;
+    const long long nbricks = nbx * nby * nbz;
+    for (long long w = warp; w < nbricks; w += DN_WARPS) {
+        const long long bi = (w % nbx) * br.x, bj = ((w / nbx) % nby) * br.y, bk = (w / (nbx * nby)) * br.z;
+        const long long li = bi + oi, lj = bj + oj, lk = bk + ok;
+        const bool live = ok < br.z && li < ni && lj < nj && lk < nk;
+        /* The point and the brick's extreme points, by the same expression. */
         const double lx = (double)(g.lo[0] + i0 + li) * s, ly = (double)(g.lo[1] + j0 + lj) * s,
                      lz = (double)(g.lo[2] + k0 + lk) * s;
+        const double3 lo = make_double3((double)(g.lo[0] + i0 + bi) * s, (double)(g.lo[1] + j0 + bj) * s,
+                                        (double)(g.lo[2] + k0 + bk) * s);
+        const double3 hi = make_double3((double)(g.lo[0] + i0 + min(bi + br.x, ni) - 1) * s,
+                                        (double)(g.lo[1] + j0 + min(bj + br.y, nj) - 1) * s,
+                                        (double)(g.lo[2] + k0 + min(bk + br.z, nk) - 1) * s);
         double acc = 0.0;
-        for (int q = 0; q < nrun; q++) {
-            for (uint32_t cb = run_b[q]; cb < run_e[q]; cb += DN_CHUNK) {
-                const uint32_t ce = min(run_e[q], cb + DN_CHUNK);
-                __syncthreads();
-                for (uint32_t t = cb + threadIdx.x; t < ce; t += blockDim.x) {
-                    sx[t - cb] = g.xyz[3 * (size_t)t];
-                    sy[t - cb] = g.xyz[3 * (size_t)t + 1];
-                    sz[t - cb] = g.xyz[3 * (size_t)t + 2];
-                    sv[t - cb] = vol ? vol[t] : 0.0;
-                }
-                __syncthreads();
-                if (!live) continue;
-                const int m = (int)(ce - cb);
-                if (vol) {
-                    for (int t = 0; t < m; t++) {
-                        double ddx = sx[t] - lx, ddy = sy[t] - ly, ddz = sz[t] - lz;
-                        double d2 = ddx * ddx + (ddy * ddy + ddz * ddz);
-                        if (d2 < h2) acc += sv[t] * dn_spline(sqrt(d2) * inv_h, sigma, sigma2);
-                    }
-                } else {
-                    for (int t = 0; t < m; t++) {
-                        double wx = dn_box(sx[t], r, lx, s);
-                        if (wx == 0.0) continue;
-                        double wy = dn_box(sy[t], r, ly, s);
-                        if (wy == 0.0) continue;
-                        double wz = dn_box(sz[t], r, lz, s);
-                        if (wz == 0.0) continue;
-                        acc += (wx * wy) * wz;
-                    }
-                }
+        int cnt = 0, q = 0;
+        uint32_t cb = nrun > 0 ? run_b[0] : 0;
+        /* Chunks of 32 slots over the runs; one place adds the terms (when
+         * 32 are staged, and at the end), to keep the code small. */
+        while (q < nrun) {
+            const uint32_t left = run_e[q] - cb, t = cb + lane;
+            bool keep = false;
+            double3 p = make_double3(0.0, 0.0, 0.0);
+            if ((uint32_t)lane < left) {
+                p = make_double3(g.xyz[3 * (size_t)t], g.xyz[3 * (size_t)t + 1], g.xyz[3 * (size_t)t + 2]);
+                keep = dn_reaches(p, lo, hi, h2, r, s, sph);
+            }
+            const unsigned m = __ballot_sync(0xffffffffu, keep);
+            if (keep) {
+                const int e = cnt + __popc(m & below);
+                wxy[e] = make_double2(p.x, p.y);
+                wzv[e] = make_double2(p.z, sph ? vol[t] : 0.0);
+            }
+            cnt += __popc(m);
+            if (left > 32)
+                cb += 32;
+            else if (++q < nrun)
+                cb = run_b[q];
+            if (cnt >= 32 || (q == nrun && cnt > 0)) {
+                __syncwarp();
+                acc = dn_terms(wxy, wzv, cnt, lx, ly, lz, h2, inv_h, sigma, sigma2, r, s, sph, acc);
+                __syncwarp();
+                cnt = 0;
             }
         }
-        if (live)
-            out[((k0 + lk) * g.dims[1] + (j0 + lj)) * g.dims[0] + (i0 + li)] = (float)acc;
+        if (live) out[((k0 + lk) * g.dims[1] + (j0 + lj)) * g.dims[0] + (i0 + li)] = (float)acc;
     }
+}
+
+/* 5 blocks of 256 per multiprocessor (48 registers, ~200 bytes of spills,
+ * nvcc 13 for sm_90): occupancy hides the double-precision latency better
+ * than the spill-free 104 registers (2 blocks) do. Measured on the H100 at
+ * 10^7 particles (bench_cuda_reconstruct): 135.1 ms with 5 blocks, 135.9
+ * with 4, 135.6 with 6, 138.1 with 8, 153.3 with 3, 190.6 with no bound. */
+__global__ void __launch_bounds__(DN_THREADS, 5) dn_sph_field_kernel(dn_grid g, double h, const double *vol, int3 br,
+                                                                     float *out)
+{
+    dn_field(g, h, vol, 0.0, br, out, true);
+}
+
+/* Not measured for speed (the benchmark times SPH); spill-free, 106 registers. */
+__global__ void __launch_bounds__(DN_THREADS) dn_splat_kernel(dn_grid g, double r, int3 br, float *out)
+{
+    dn_field(g, 1.0, NULL, r, br, out, false);
 }
 
 /* One binomial pass along `axis`, out of place: ((a + 2b) + c) * 0.25f with
@@ -171,6 +253,26 @@ __global__ void dn_blur_kernel(const float *in, float *out, long long nx, long l
         float a = t > 0 ? in[p - st] : 0.0f, b = in[p], c = t + 1 < len ? in[p + st] : 0.0f;
         out[p] = ((a + 2.0f * b) + c) * 0.25f;
     }
+}
+
+/* The brick of lattice points per warp for cells of B^3 points: fewest
+ * warps per cell (lanes used), then the most compact brick (smallest
+ * bounding box, fewest particles in reach). B = 8 (SPH at c = 0.5): 4x4x2. */
+static int3 dn_brick(long long B)
+{
+    int3 best = make_int3(1, 1, 1);
+    long long best_n = -1, best_e = 0;
+    for (int x = (int)(B < 32 ? B : 32); x >= 1; x--) /* ties: the widest rows (coalesced stores) */
+        for (int y = (int)(B < 32 ? B : 32); y >= 1; y--)
+            for (int z = 1; x * y * z <= 32 && z <= B; z++) {
+                long long n = ((B + x - 1) / x) * ((B + y - 1) / y) * ((B + z - 1) / z), e = x + y + z;
+                if (best_n < 0 || n < best_n || (n == best_n && e < best_e)) {
+                    best = make_int3(x, y, z);
+                    best_n = n;
+                    best_e = e;
+                }
+            }
+    return best;
 }
 
 static unsigned dn_blocks(long long n, long long cap)
@@ -209,11 +311,11 @@ extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, s
         if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, "pm_field_compute: particle densities");
         t2 = pmi_now_ms();
         if (s == PM_STATUS_OK) {
-            dn_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, h, sc.vol, 0.0, field);
+            dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, h, sc.vol, dn_brick(g.block), field);
             s = pmi_cuda_launched("pm_field_compute: colour field");
         }
     } else if (s == PM_STATUS_OK) {
-        dn_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, 1.0, NULL, r, field);
+        dn_splat_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, r, dn_brick(g.block), field);
         s = pmi_cuda_launched("pm_field_compute: splat");
         if (s == PM_STATUS_OK && p->blur_steps > 0) s = ctx->backend->alloc(ctx, fb, (void **)&tmp);
         for (int step = 0; s == PM_STATUS_OK && step < p->blur_steps; step++)
