@@ -3,7 +3,8 @@
 // random data per case, L2 flushed before each run for inputs under 200 MB.
 // Every case is checked (against CUB's output or a host reference) first.
 // Usage: bench_cuda_primitives [--quick] [--only reduce,image,scan,filter,compact,expand]
-//                              [--sizes 24,28] [--reps N]
+//                              [--sizes 24,28] [--reps N] [--keeps 1,10,50]
+// (--keeps: the filter's kept percentages at every size instead of the default set)
 #include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -364,14 +365,16 @@ static std::vector<int> ints(const char *list)
 int main(int argc, char **argv)
 {
     bool quick = false;
-    const char *only = nullptr, *sizes = nullptr;
+    const char *only = nullptr, *sizes = nullptr, *keeps = nullptr;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = true;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) sizes = argv[++i];
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--keeps") == 0 && i + 1 < argc) keeps = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--only ops] [--sizes logs] [--reps n]\n",
+            fprintf(stderr,
+                    "usage: %s [--quick] [--only ops] [--sizes logs] [--reps n] [--keeps pcts]\n",
                     argv[0]);
             return 2;
         }
@@ -418,6 +421,10 @@ int main(int argc, char **argv)
         for (int l : logs) {
             if (l > 28) continue;
             snprintf(label, sizeof label, "2^%d", l);
+            if (keeps) {
+                for (int kp : ints(keeps)) bench_filter(label, (size_t)1 << l, kp / 100.0f);
+                continue;
+            }
             if (l == 28) {
                 bench_filter(label, (size_t)1 << l, 0.01f);
                 bench_filter(label, (size_t)1 << l, 0.5f);

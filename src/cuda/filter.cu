@@ -16,11 +16,12 @@
 #define FLT_TILE (FLT_THREADS * FLT_ROUNDS * 4)
 /* Sampling: FLT_SAMPLE_BLOCKS blocks each read 4 * FLT_THREADS consecutive
  * elements at evenly spread places; staging is chosen when at most
- * FLT_STAGE_PERCENT of the sample passes (measured break-even, RESULTS). */
+ * FLT_STAGE_PERCENT of the sample passes (break-even about 3.6%, between the
+ * measured 1% and 10% cases, bench/RESULTS-cudaprims.md). */
 #define FLT_SAMPLE_BLOCKS 64
 #define FLT_SAMPLES (FLT_SAMPLE_BLOCKS * FLT_THREADS * 4)
 #ifndef FLT_STAGE_PERCENT
-#define FLT_STAGE_PERCENT 20
+#define FLT_STAGE_PERCENT 3
 #endif
 /* Inputs below this many elements always take the single pass: there the
  * sample and copy launches cost more than the look-back (measured: 2^22
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
         if (m[r] & 8) stage[pos] = v[r].w;
     }
     if (warp == 0 && s_dst == out) {
-        unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
+        unsigned long long excl = tile ? pmi_lookback_backoff(state, tile) : 0;
         if (lane == 0) {
             if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + s_agg));
             s_excl = excl;

@@ -1,13 +1,17 @@
 /* Exclusive scan of u32 in one pass over the data: decoupled look-back
- * (Merrill and Garland 2016). Tiles of 8192 elements are loaded with 16-byte
- * loads, transposed through shared memory to 16 consecutive items per
+ * (Merrill and Garland 2016). Tiles of 3072 elements (128 threads x 24, the
+ * shape of CUB's sm90 tuning for 4-byte scans) are loaded with 16-byte
+ * loads, transposed through shared memory to 24 consecutive items per
  * thread, scanned, and each tile takes its prefix from its predecessors'
- * published aggregates. Prefixes are carried in 64 bits so the total (and
- * hence the overflow status) is exact. */
+ * published aggregates, with CUB's look-back back-off
+ * (pmi_lookback_backoff). Plain loads and stores: the streaming hints
+ * (__ldcs/__stcs) were slower here (bench/RESULTS-cudaprims.md). Prefixes
+ * are carried in 64 bits so the total (and hence the overflow status) is
+ * exact. */
 #include "cuda/cuda_internal.h"
 
-#define SCAN_THREADS 256
-#define SCAN_ITEMS 32
+#define SCAN_THREADS 128
+#define SCAN_ITEMS 24
 #define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
 #define SCAN_CHUNKS (SCAN_ITEMS * 32 / 4) /* 16-byte chunks per warp */
 /* Tile states hold 62-bit values: a launch covers at most 2^30 elements
@@ -15,9 +19,10 @@
  * through a 64-bit carry on the device. */
 #define SCAN_CHUNK ((size_t)1 << 30)
 
-/* Bank-conflict-free position of 16-byte chunk c of a warp's segment, for
- * both the striped (32k + lane) and the blocked (8 lane + j) access pattern:
- * each quarter-warp's 8 chunks land in 8 different 16-byte bank groups. */
+/* Position of 16-byte chunk c of a warp's segment in shared memory. The
+ * striped pattern (32k + lane) is conflict-free; the blocked one (6 lane + j
+ * with 24 items) keeps some 2- and 3-way conflicts (the swizzle was made for
+ * 8 lane + j, 32 items, where it is conflict-free; not measured since). */
 static __device__ __forceinline__ unsigned swz(unsigned c) { return c ^ ((c >> 3) & 7); }
 
 __global__ void __launch_bounds__(SCAN_THREADS)
@@ -44,7 +49,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
         unsigned c = 32 * k + lane;
         uint4 v;
         if (fast) {
-            v = __ldcs((const uint4 *)(in + seg) + c);
+            v = ((const uint4 *)(in + seg))[c];
         } else {
             size_t e = seg + 4 * (size_t)c;
             v.x = e < n ? in[e] : 0;
@@ -91,7 +96,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
         }
         unsigned long long agg = __shfl_sync(0xffffffffu, wi, SCAN_THREADS / 32 - 1);
         if (lane == 0) pmi_tile_publish(state + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | agg);
-        unsigned long long excl = tile ? pmi_lookback(state, tile) : 0;
+        unsigned long long excl = tile ? pmi_lookback_backoff(state, tile) : 0;
         if (lane == 0) {
             if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + agg));
             unsigned long long carry = carry_in ? *carry_in : 0;
@@ -115,7 +120,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
         unsigned c = 32 * k + lane;
         uint4 v = xfer[warp][swz(c)];
         if (fast) {
-            __stcs((uint4 *)(out + seg) + c, v);
+            ((uint4 *)(out + seg))[c] = v;
         } else {
             size_t e = seg + 4 * (size_t)c;
             if (e < n) out[e] = v.x;
