@@ -943,6 +943,113 @@ static void mc_slab_walk(mc_fused *F, mc_ring *R, mc_pool *P, mc_slab *S)
     }
 }
 
+/* What the slab walk's placement step hands to the copy step. */
+typedef struct mc_place {
+    pm_status st;
+    int copy; /* 1: copy the slabs into the mesh */
+    float *pos, *nrm;
+    uint32_t *idx;
+    uint64_t vlim, tlim; /* vertices, triangles written below these */
+    uint64_t *bases;     /* per slab: first vertex, first triangle */
+} mc_place;
+
+/* Totals, the mesh arrays (or the caller's), each slab's bases. Returns
+ * PM_STATUS_UNSUPPORTED when a slab passed the memory budget (the caller
+ * then runs the two-pass extraction). */
+static pm_status mc_fused_place(const mc_fused *F, const mc_slab *S,
+                                size_t nslab, const pm_isosurface_options *opt, pm_mesh *mesh,
+                                mc_place *PL)
+{
+    uint64_t nvert = 0, ntri = 0, nact = 0;
+    int fail = 0;
+    for (size_t s = 0; s < nslab; s++) {
+        if (S[s].fail > fail) fail = S[s].fail;
+        nvert += S[s].nv;
+        ntri += S[s].nt;
+        nact += S[s].nact;
+    }
+    if (fail == 1) return PM_STATUS_UNSUPPORTED;
+    if (fail == 2 || nvert > UINT32_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: more than 2^32 vertices do not fit "
+                                             "32-bit indices");
+    PL->bases = malloc(2 * nslab * sizeof(uint64_t));
+    if (!PL->bases) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory");
+    uint64_t vb = 0, tb = 0;
+    for (size_t s = 0; s < nslab; s++) {
+        PL->bases[2 * s] = vb;
+        PL->bases[2 * s + 1] = tb;
+        vb += S[s].nv;
+        tb += S[s].nt;
+    }
+    pm_status st = PM_STATUS_OK;
+    if (opt->positions) {
+        PL->pos = opt->positions;
+        PL->nrm = F->normals ? opt->normals_out : NULL;
+        PL->idx = opt->indices;
+        PL->vlim = nvert < opt->vertex_capacity ? nvert : opt->vertex_capacity;
+        PL->tlim = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
+        mesh->owns_arrays = 0;
+        if (nvert > opt->vertex_capacity || ntri > opt->triangle_capacity)
+            st = pmi_error(PM_STATUS_TRUNCATED,
+                           "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
+                           "%zu / %zu",
+                           (unsigned long long)nvert, (unsigned long long)ntri,
+                           opt->vertex_capacity, opt->triangle_capacity);
+    } else {
+        size_t pb, ib;
+        if (!pmi_mul3_size((size_t)nvert, 3, sizeof(float), &pb) ||
+            !pmi_mul3_size((size_t)ntri, 3, sizeof(uint32_t), &ib))
+            return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
+        PL->pos = mc_alloc(pb);
+        PL->nrm = F->normals ? mc_alloc(pb) : NULL;
+        PL->idx = mc_alloc(ib);
+        if (!PL->pos || (F->normals && !PL->nrm) || !PL->idx) {
+            free(PL->pos);
+            free(PL->nrm);
+            free(PL->idx);
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                             "pm_isosurface: no memory for %llu vertices / %llu triangles",
+                             (unsigned long long)nvert, (unsigned long long)ntri);
+        }
+        PL->vlim = nvert;
+        PL->tlim = ntri;
+        mesh->owns_arrays = 1;
+    }
+    mesh->positions = PL->pos;
+    mesh->normals = PL->nrm;
+    mesh->indices = PL->idx;
+    mesh->num_vertices = (size_t)nvert;
+    mesh->num_triangles = (size_t)ntri;
+    mesh->active_cells = nact;
+    mesh->in_context_memory = opt->output_in_context_memory ? 1 : 0;
+    PL->copy = 1;
+    return st;
+}
+
+/* Slab s into the mesh: vertices at its base, indices plus its base. */
+static void mc_fused_copy(const mc_fused *F, const mc_slab *S, const mc_place *PL, size_t s)
+{
+    uint64_t v0 = PL->bases[2 * s], t0 = PL->bases[2 * s + 1];
+    const uint32_t add = (uint32_t)v0;
+    for (size_t c = 0; c < S->v.ns && v0 < PL->vlim; c++) {
+        const mc_seg *g = &S->v.s[c];
+        const float *in = (const float *)g->p + 3 * g->off;
+        uint64_t n = g->n < PL->vlim - v0 ? g->n : PL->vlim - v0;
+        memcpy(PL->pos + 3 * v0, in, (size_t)n * 3 * sizeof(float));
+        if (PL->nrm) memcpy(PL->nrm + 3 * v0, in + 3 * F->vcap, (size_t)n * 3 * sizeof(float));
+        v0 += n;
+    }
+    for (size_t c = 0; PL->idx && c < S->t.ns && t0 < PL->tlim; c++) {
+        const mc_seg *g = &S->t.s[c];
+        const uint32_t *in = (const uint32_t *)g->p + 3 * g->off;
+        uint64_t n = g->n < PL->tlim - t0 ? g->n : PL->tlim - t0;
+        uint32_t *o = PL->idx + 3 * t0;
+        for (size_t q = 0; q < 3 * (size_t)n; q++)
+            o[q] = in[q] + add;
+        t0 += n;
+    }
+}
+
 /* PM_STATUS_UNSUPPORTED: declined (over the memory budget), nothing set;
  * the caller runs mc_extract. */
 static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double iso,
@@ -987,6 +1094,9 @@ static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double 
     F.vcap = F.chunk / ((F.normals ? 6 : 3) * sizeof(float));
     F.tcap = F.chunk / (3 * sizeof(uint32_t));
 
+    mc_place PL;
+    memset(&PL, 0, sizeof PL);
+
 #pragma omp parallel num_threads(threads) if (par)
     {
         int tid = 0;
@@ -1004,113 +1114,21 @@ static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double 
 #pragma omp for schedule(dynamic, 1)
         for (size_t s = 0; s < nslab; s++)
             mc_slab_walk(&F, &R, pools + 2 * tid, &S[s]);
+        /* The calling thread (it owns pm_last_error) sizes the mesh while
+         * the others wait at the barrier, spinning: a second parallel
+         * region would have to wake them again, which costs milliseconds in
+         * a virtual machine. */
+#pragma omp master
+        PL.st = mc_fused_place(&F, S, nslab, opt, mesh, &PL);
+#pragma omp barrier
+        if (PL.copy) {
+#pragma omp for schedule(dynamic, 1)
+            for (size_t s = 0; s < nslab; s++)
+                mc_fused_copy(&F, &S[s], &PL, s);
+        }
     }
     free(scratch);
-
-    pm_status st = PM_STATUS_OK;
-    uint64_t nvert = 0, ntri = 0, nact = 0;
-    int fail = 0;
-    for (size_t s = 0; s < nslab; s++) {
-        if (S[s].fail > fail) fail = S[s].fail;
-        nvert += S[s].nv;
-        ntri += S[s].nt;
-        nact += S[s].nact;
-    }
-    float *pos = NULL, *nrm = NULL;
-    uint32_t *idx = NULL;
-    uint64_t vlim = 0, tlim = 0;
-    if (fail == 1) {
-        st = PM_STATUS_UNSUPPORTED; /* over the budget: the two-pass path */
-        goto done;
-    }
-    if (fail == 2 || nvert > UINT32_MAX) {
-        st = pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: %s vertices do not fit 32-bit indices",
-                       fail == 2 ? "more than 2^32" : "the");
-        goto done;
-    }
-    mesh->active_cells = nact;
-    mesh->in_context_memory = opt->output_in_context_memory ? 1 : 0;
-    if (opt->positions) {
-        pos = opt->positions;
-        nrm = F.normals ? opt->normals_out : NULL;
-        idx = opt->indices;
-        vlim = nvert < opt->vertex_capacity ? nvert : opt->vertex_capacity;
-        tlim = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
-        mesh->owns_arrays = 0;
-        if (nvert > opt->vertex_capacity || ntri > opt->triangle_capacity)
-            st = pmi_error(PM_STATUS_TRUNCATED,
-                           "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
-                           "%zu / %zu",
-                           (unsigned long long)nvert, (unsigned long long)ntri,
-                           opt->vertex_capacity, opt->triangle_capacity);
-    } else {
-        size_t pb, ib;
-        if (!pmi_mul3_size((size_t)nvert, 3, sizeof(float), &pb) ||
-            !pmi_mul3_size((size_t)ntri, 3, sizeof(uint32_t), &ib)) {
-            st = pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
-            goto done;
-        }
-        pos = mc_alloc(pb);
-        nrm = F.normals ? mc_alloc(pb) : NULL;
-        idx = mc_alloc(ib);
-        if (!pos || (F.normals && !nrm) || !idx) {
-            free(pos);
-            free(nrm);
-            free(idx);
-            st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
-                           "pm_isosurface: no memory for %llu vertices / %llu triangles",
-                           (unsigned long long)nvert, (unsigned long long)ntri);
-            goto done;
-        }
-        vlim = nvert;
-        tlim = ntri;
-        mesh->owns_arrays = 1;
-    }
-    mesh->positions = pos;
-    mesh->normals = nrm;
-    mesh->indices = idx;
-    mesh->num_vertices = (size_t)nvert;
-    mesh->num_triangles = (size_t)ntri;
-
-    /* Place the slabs: vertices at their base, indices plus the base. */
-    uint64_t *bases = malloc(2 * nslab * sizeof(uint64_t));
-    if (!bases) {
-        if (mesh->owns_arrays) pm_mesh_free(ctx, mesh);
-        st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory");
-        goto done;
-    }
-    uint64_t vb = 0, tb = 0;
-    for (size_t s = 0; s < nslab; s++) {
-        bases[2 * s] = vb;
-        bases[2 * s + 1] = tb;
-        vb += S[s].nv;
-        tb += S[s].nt;
-    }
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (par)
-    for (size_t s = 0; s < nslab; s++) {
-        uint64_t v0 = bases[2 * s], t0 = bases[2 * s + 1];
-        const uint32_t add = (uint32_t)v0;
-        for (size_t c = 0; c < S[s].v.ns && v0 < vlim; c++) {
-            const mc_seg *g = &S[s].v.s[c];
-            const float *in = (const float *)g->p + 3 * g->off;
-            uint64_t n = g->n < vlim - v0 ? g->n : vlim - v0;
-            memcpy(pos + 3 * v0, in, (size_t)n * 3 * sizeof(float));
-            if (nrm) memcpy(nrm + 3 * v0, in + 3 * F.vcap, (size_t)n * 3 * sizeof(float));
-            v0 += n;
-        }
-        for (size_t c = 0; idx && c < S[s].t.ns && t0 < tlim; c++) {
-            const mc_seg *g = &S[s].t.s[c];
-            const uint32_t *in = (const uint32_t *)g->p + 3 * g->off;
-            uint64_t n = g->n < tlim - t0 ? g->n : tlim - t0;
-            uint32_t *o = idx + 3 * t0;
-            for (size_t q = 0; q < 3 * (size_t)n; q++)
-                o[q] = in[q] + add;
-            t0 += n;
-        }
-    }
-    free(bases);
-
-done:
+    free(PL.bases);
     for (size_t s = 0; s < nslab; s++) {
         free(S[s].v.s);
         free(S[s].t.s);
@@ -1119,7 +1137,7 @@ done:
         mc_pool_release(ctx, &pools[q], F.chunk);
     free(pools);
     free(S);
-    return st;
+    return PL.st;
 }
 
 /* Indexed meshes: the slab walk, or the two-pass extraction when the walk
