@@ -629,8 +629,10 @@ done:
  * the system has them; 64 KiB for volumes under 2^22 cells); a slab's
  * output is a list of segments of its thread's chunks. Growing never
  * copies, and a 2 MiB chunk costs one page fault instead of 512. */
+/* Pools and slabs are written at every vertex and triangle by one thread
+ * each: aligned to 128 bytes so that two threads never share a line. */
 typedef struct mc_pool {
-    void **chunks;
+    _Alignas(128) void **chunks;
     size_t nc, cap_c;
     size_t used; /* items used in the last chunk */
 } mc_pool;
@@ -646,7 +648,7 @@ typedef struct mc_store {
 } mc_store;
 
 typedef struct mc_slab {
-    size_t k0, k1;  /* lattice slices [k0, k1) */
+    _Alignas(128) size_t k0, k1; /* lattice slices [k0, k1) */
     mc_store v, t;  /* vertices (a chunk holds cap positions, then cap normals); triangles */
     uint64_t nv, nt, nact; /* vertices, triangles, active cells */
     int fail; /* 1: no memory or over the budget; 2: ids past 32 bits */
@@ -1076,11 +1078,13 @@ static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double 
     if (nslab < 1) nslab = 1;
     F.budget = MC_FUSED_BYTES_PER_CELL * cells;
     if (F.budget < (double)(4 * nslab * F.chunk)) F.budget = (double)(4 * nslab * F.chunk);
-    mc_slab *S = calloc(nslab, sizeof *S);
+    mc_slab *S = aligned_alloc(128, nslab * sizeof *S);
+    if (S) memset(S, 0, nslab * sizeof *S);
     /* Ring scratch per thread: 3 bit slices, 2 x (3 mask + 1 id) slices. */
     size_t per_thread = 11 * F.sw;
     uint64_t *scratch = S ? malloc(sizeof(uint64_t) * per_thread * (size_t)threads) : NULL;
-    mc_pool *pools = calloc(2 * (size_t)threads, sizeof *pools);
+    mc_pool *pools = aligned_alloc(128, 2 * (size_t)threads * sizeof(mc_pool));
+    if (pools) memset(pools, 0, 2 * (size_t)threads * sizeof(mc_pool));
     if (!S || !scratch || !pools) {
         free(S);
         free(scratch);
