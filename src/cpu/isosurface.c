@@ -14,6 +14,12 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MC_AVX2 1
+#else
+#define MC_AVX2 0
+#endif
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -729,6 +735,8 @@ typedef struct mc_fused {
     pm_context *ctx;
     const mc_job *J;
     const mc_kernels *K;
+    void (*bits_row)(const mc_job *, size_t, uint64_t *);
+    int vertex4;     /* use mc_vertex4_f32_central */
     size_t rw, sw;   /* words per row, per slice */
     int normals;     /* compute normals */
     size_t chunk;    /* bytes per output chunk */
@@ -798,12 +806,43 @@ static inline void *mc_take(mc_fused *F, mc_pool *P, mc_store *S, size_t cap, si
     return mc_take_slow(F, P, S, cap, need, off);
 }
 
+#if MC_AVX2
+/* bits_row_f32 with 8 compares at a time, for CPUs with AVX2 (picked at
+ * run time): the same ordered compares, so the same bits. */
+__attribute__((target("avx2"))) static void mc_bits_row_f32_avx2(const mc_job *J, size_t L,
+                                                                  uint64_t *out)
+{
+    const float thr = J->fthr;
+    const float *row = (const float *)J->data + (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const __m256 vt = _mm256_set1_ps(J->sg < 0 ? -thr : thr);
+    const int above = J->sg < 0;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        const float *s = row + x;
+        uint64_t w = 0;
+        if (above)
+            for (; t + 8 <= cnt; t += 8)
+                w |= (uint64_t)(unsigned)_mm256_movemask_ps(
+                         _mm256_cmp_ps(_mm256_loadu_ps(s + t), vt, _CMP_GT_OQ))
+                     << t;
+        else
+            for (; t + 8 <= cnt; t += 8)
+                w |= (uint64_t)(unsigned)_mm256_movemask_ps(
+                         _mm256_cmp_ps(_mm256_loadu_ps(s + t), vt, _CMP_LT_OQ))
+                     << t;
+        for (; t < cnt; t++)
+            w |= (uint64_t)((float)J->sg * s[t] < thr) << t;
+        out[x >> 6] = w;
+    }
+}
+#endif
+
 /* Inside bits of lattice slice k into the ring. */
 static void mc_ring_bits(const mc_fused *F, mc_ring *R, size_t k)
 {
     uint64_t *b = R->bits[k % 3];
     for (size_t j = 0; j < F->J->ny; j++)
-        F->K->bits_row(F->J, k * F->J->ny + j, b + j * F->rw);
+        F->bits_row(F->J, k * F->J->ny + j, b + j * F->rw);
 }
 
 /* The right neighbours' bits of word w of a row-aligned row. */
@@ -836,27 +875,115 @@ MC_POPCNT static int mc_ring_info(const mc_fused *F, mc_ring *R, size_t k, uint6
     return id <= (uint64_t)UINT32_MAX + 1;
 }
 
-/* Slab-local id of the `axis` edge of point p of row j in info slice s. */
-static inline uint32_t mc_ring_id(const mc_ring *R, size_t rw, int s, size_t j, size_t p,
-                                  int axis)
+/* The vertices of lattice slice k (in mc_write_row's order). */
+/* A vertex waiting for the batched kernel: its edge and where it goes. */
+typedef struct mc_pending {
+    size_t i, j, k;
+    int axis;
+    float *pos, *nrm;
+} mc_pending;
+
+#if MC_AVX2
+/* Central-difference samples of one endpoint along axis a: the two samples
+ * and (ip - im) * h[a], as gradient_central_f32 reads and computes them. */
+static inline void mc_central_taps(const mc_job *J, const float *c, const size_t p[3], int a,
+                                   double *hi, double *lo, double *div)
 {
-    size_t q = j * rw + (p >> 6);
-    unsigned b = (unsigned)(p & 63);
-    const uint64_t *m = R->m[s] + 3 * q;
-    uint64_t below = (1ull << b) - 1;
-    uint64_t id = R->pre[s][q] +
-                  (uint64_t)(mc_popc(m[0] & below) + mc_popc(m[1] & below) + mc_popc(m[2] & below));
-    if (axis >= 1) id += m[0] >> b & 1;
-    if (axis >= 2) id += m[1] >> b & 1;
-    return (uint32_t)id;
+    const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};
+    size_t ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
+    size_t im = p[a] > 0 ? p[a] - 1 : 0;
+    *hi = (double)c[(ip - p[a]) * st[a]];
+    *lo = (double)*(c - (p[a] - im) * st[a]);
+    *div = (double)(ip - im) * J->h[a];
 }
 
-/* The vertices of lattice slice k (in mc_write_row's order). */
+/* vertex_f32 with central normals for 4 vertices at once: the same IEEE
+ * operations in the same order, 4 lanes wide (division and square root are
+ * correctly rounded in both; no fused multiply-add in this target), so the
+ * same bits as 4 calls of vertex_f32. */
+__attribute__((target("avx2"))) static void mc_vertex4_f32_central(const mc_job *J,
+                                                                    const mc_pending *V)
+{
+    const float *d = (const float *)J->data;
+    double vlo[4], vhi[4], q[3][4], g0h[3][4], g0l[3][4], g0d[3][4], g1h[3][4], g1l[3][4],
+        g1d[3][4];
+    for (int l = 0; l < 4; l++) {
+        const mc_pending *v = &V[l];
+        size_t st = v->axis == 0 ? 1 : v->axis == 1 ? J->rs : J->ss;
+        size_t idx = v->i + v->j * J->rs + v->k * J->ss;
+        vlo[l] = (double)d[idx];
+        vhi[l] = (double)d[idx + st];
+        size_t p0[3] = {v->i, v->j, v->k}, p1[3] = {v->i, v->j, v->k};
+        p1[v->axis]++;
+        const float *c0 = d + idx, *c1 = d + idx + st;
+        for (int a = 0; a < 3; a++) {
+            q[a][l] = (double)p0[a];
+            mc_central_taps(J, c0, p0, a, &g0h[a][l], &g0l[a][l], &g0d[a][l]);
+            mc_central_taps(J, c1, p1, a, &g1h[a][l], &g1l[a][l], &g1d[a][l]);
+        }
+    }
+    const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
+    __m256d lo = _mm256_loadu_pd(vlo), hi = _mm256_loadu_pd(vhi);
+    __m256d t = _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(J->iso), lo), _mm256_sub_pd(hi, lo));
+    __m256d ok_t = _mm256_and_pd(_mm256_cmp_pd(t, zero, _CMP_GE_OQ),
+                                 _mm256_cmp_pd(t, one, _CMP_LE_OQ));
+    t = _mm256_blendv_pd(_mm256_set1_pd(0.5), t, ok_t);
+    double tl[4];
+    _mm256_storeu_pd(tl, t);
+    for (int l = 0; l < 4; l++)
+        q[V[l].axis][l] = q[V[l].axis][l] + tl[l];
+    float pf[3][4], nf[3][4];
+    __m256d n[3];
+    for (int a = 0; a < 3; a++) {
+        __m256d qa = _mm256_loadu_pd(q[a]);
+        __m256d pa = _mm256_add_pd(_mm256_set1_pd(J->origin[a]),
+                                   _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
+        _mm_storeu_ps(pf[a], _mm256_cvtpd_ps(pa));
+        __m256d g0 = _mm256_div_pd(_mm256_sub_pd(_mm256_loadu_pd(g0h[a]), _mm256_loadu_pd(g0l[a])),
+                                   _mm256_loadu_pd(g0d[a]));
+        __m256d g1 = _mm256_div_pd(_mm256_sub_pd(_mm256_loadu_pd(g1h[a]), _mm256_loadu_pd(g1l[a])),
+                                   _mm256_loadu_pd(g1d[a]));
+        __m256d na = _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t), g0), _mm256_mul_pd(t, g1));
+        n[a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
+    }
+    __m256d l2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(n[0], n[0]), _mm256_mul_pd(n[1], n[1])),
+                               _mm256_mul_pd(n[2], n[2]));
+    __m256d ok = _mm256_and_pd(_mm256_cmp_pd(l2, zero, _CMP_GT_OQ),
+                               _mm256_cmp_pd(l2, _mm256_set1_pd(DBL_MAX), _CMP_LE_OQ));
+    __m256d inv = _mm256_div_pd(one, _mm256_sqrt_pd(l2));
+    for (int a = 0; a < 3; a++) {
+        __m256d m = _mm256_mul_pd(n[a], inv);
+        ok = _mm256_and_pd(ok, _mm256_cmp_pd(_mm256_sub_pd(m, m), zero, _CMP_EQ_OQ));
+        _mm_storeu_ps(nf[a], _mm256_cvtpd_ps(m));
+    }
+    int okm = _mm256_movemask_pd(ok);
+    for (int l = 0; l < 4; l++) {
+        const mc_pending *v = &V[l];
+        for (int a = 0; a < 3; a++)
+            v->pos[a] = pf[a][l];
+        if (okm >> l & 1) {
+            for (int a = 0; a < 3; a++)
+                v->nrm[a] = nf[a][l];
+        } else {
+            /* vertex_f32's fallback: the edge direction, inside to outside. */
+            float sgn = J->sg * vlo[l] < J->siso ? 1.0f : -1.0f;
+            v->nrm[0] = v->nrm[1] = v->nrm[2] = 0.0f;
+            v->nrm[v->axis] = sgn;
+        }
+    }
+}
+#endif
+
+/* The vertices of lattice slice k (in mc_write_row's order). f32 volumes
+ * with central normals on AVX2 CPUs go through mc_vertex4_f32_central four
+ * at a time. */
 static int mc_slab_vertices(mc_fused *F, mc_ring *R, mc_pool *P, mc_slab *S, size_t k)
 {
     const mc_job *J = F->J;
     const size_t rw = F->rw;
     const uint64_t *m = R->m[k & 1];
+    mc_pending pend[4];
+    int np = 0;
     for (size_t j = 0; j < J->ny; j++)
         for (size_t w = 0; w < rw; w++) {
             const uint64_t *mw = m + 3 * (j * rw + w);
@@ -869,12 +996,30 @@ static int mc_slab_vertices(mc_fused *F, mc_ring *R, mc_pool *P, mc_slab *S, siz
                     size_t q;
                     float *p = mc_take(F, P, &S->v, F->vcap, 1, &q);
                     if (!p) return 0;
-                    F->K->vertex(J, 64 * w + b, j, k, a, p + 3 * q,
-                                 F->normals ? p + 3 * (F->vcap + q) : NULL);
+                    float *pos = p + 3 * q, *nrm = F->normals ? p + 3 * (F->vcap + q) : NULL;
                     S->nv++;
+#if MC_AVX2
+                    if (F->vertex4) {
+                        mc_pending *v = &pend[np++];
+                        v->i = 64 * w + b;
+                        v->j = j;
+                        v->k = k;
+                        v->axis = a;
+                        v->pos = pos;
+                        v->nrm = nrm;
+                        if (np == 4) {
+                            mc_vertex4_f32_central(J, pend);
+                            np = 0;
+                        }
+                        continue;
+                    }
+#endif
+                    F->K->vertex(J, 64 * w + b, j, k, a, pos, nrm);
                 }
             }
         }
+    for (int l = 0; l < np; l++)
+        F->K->vertex(J, pend[l].i, pend[l].j, pend[l].k, pend[l].axis, pend[l].pos, pend[l].nrm);
     return 1;
 }
 
@@ -903,15 +1048,36 @@ MC_POPCNT static int mc_slab_triangles(mc_fused *F, mc_ring *R, mc_pool *P, mc_s
                 act &= act - 1;
                 unsigned cs = mc_case(c, bit), n = pmi_mc_tri_count[cs];
                 const int8_t *tab = pmi_mc_tri_table[cs];
-                size_t i = 64 * w + bit;
                 size_t q;
                 uint32_t *out = mc_take(F, P, &S->t, F->tcap, n, &q);
                 if (!out) return 0;
                 out += 3 * q;
+                /* Per lattice row around the cell: the id of the first
+                 * vertex of point i and the crossing bits (x, y, z) of
+                 * points i and i + 1 (mc_ring_id's rule, once per row
+                 * instead of once per corner). */
+                uint64_t first[4];
+                unsigned at0[4], at1[4];
+                uint64_t below = (1ull << bit) - 1;
+                for (int r4 = 0; r4 < 4; r4++) {
+                    size_t qw = (j + (r4 & 1)) * rw + w;
+                    const uint64_t *m = R->m[r4 >> 1 ? s1 : s0] + 3 * qw;
+                    first[r4] = R->pre[r4 >> 1 ? s1 : s0][qw] +
+                                (uint64_t)(mc_popc(m[0] & below) + mc_popc(m[1] & below) +
+                                           mc_popc(m[2] & below));
+                    at0[r4] = (unsigned)((m[0] >> bit & 1) | (m[1] >> bit & 1) << 1 |
+                                         (m[2] >> bit & 1) << 2);
+                    const uint64_t *m1 = bit < 63 ? m : m + 3; /* i + 1 in word w + 1 */
+                    unsigned b1 = (bit + 1) & 63;
+                    at1[r4] = (unsigned)((m1[0] >> b1 & 1) | (m1[1] >> b1 & 1) << 1 |
+                                         (m1[2] >> b1 & 1) << 2);
+                }
                 for (unsigned v = 0; v < 3 * n; v++) {
                     int e = tab[v], row = mc_edge_row[e];
-                    out[v] = mc_ring_id(R, rw, row >> 1 ? s1 : s0, j + (row & 1),
-                                        i + mc_edge_dx[e], pmi_mc_edge_axis[e]);
+                    unsigned a = pmi_mc_edge_axis[e], pb = mc_edge_dx[e] ? at1[row] : at0[row];
+                    uint64_t id = first[row] + (mc_edge_dx[e] ? mc_popc(at0[row]) : 0) +
+                                  mc_popc(pb & ((1u << a) - 1));
+                    out[v] = (uint32_t)id;
                 }
                 S->nt += n;
             }
@@ -1064,6 +1230,13 @@ static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double 
     F.ctx = ctx;
     F.J = &J;
     F.K = &mc_kernel_table[vol->type];
+    F.bits_row = F.K->bits_row;
+#if MC_AVX2
+    if (vol->type == PM_SAMPLE_F32 && __builtin_cpu_supports("avx2")) {
+        F.bits_row = mc_bits_row_f32_avx2;
+        F.vertex4 = opt->normals == PM_NORMALS_CENTRAL && !getenv("PYRAMESH_CPU_SCALAR");
+    }
+#endif
     F.rw = (J.nx + 63) / 64;
     F.sw = F.rw * J.ny;
     F.normals = opt->normals != PM_NORMALS_NONE;
