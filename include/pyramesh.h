@@ -70,7 +70,10 @@ typedef struct pm_context_desc {
 
 typedef struct pm_context pm_context;
 
-/* Creates a context. desc may be NULL (all defaults). Returns
+/* Creates a context. desc may be NULL (all defaults). A context keeps
+ * scratch memory between calls (the CUDA arena; on the CPU, the output
+ * chunks of the last pm_isosurface), so it is used by one thread at a time:
+ * give each thread its own. Returns
  * PM_STATUS_UNSUPPORTED when CUDA is asked for explicitly and this build or
  * machine has none, PM_STATUS_DEVICE_ERROR when the GPU cannot be set up. */
 PM_API pm_status pm_context_create(const pm_context_desc *desc, pm_context **out);
