@@ -729,6 +729,7 @@ void pmi_cpu_isosurface_release(pm_context *ctx)
 typedef struct mc_ring {
     uint64_t *bits[3];
     uint64_t *m[2], *pre[2];
+    uint64_t end[2]; /* id after the slice's last vertex */
 } mc_ring;
 
 typedef struct mc_fused {
@@ -871,11 +872,18 @@ MC_POPCNT static int mc_ring_info(const mc_fused *F, mc_ring *R, size_t k, uint6
             id += (uint64_t)(mc_popc(mw[0]) + mc_popc(mw[1]) + mc_popc(mw[2]));
         }
     }
+    R->end[k & 1] = id;
     *next = id;
     return id <= (uint64_t)UINT32_MAX + 1;
 }
 
-/* The vertices of lattice slice k (in mc_write_row's order). */
+/* Whether row j of info slice s has no crossing edge. */
+static inline int mc_row_empty(const mc_ring *R, size_t rw, size_t ny, int s, size_t j)
+{
+    uint64_t end = j + 1 < ny ? R->pre[s][(j + 1) * rw] : R->end[s];
+    return end == R->pre[s][j * rw];
+}
+
 /* A vertex waiting for the batched kernel: its edge and where it goes. */
 typedef struct mc_pending {
     size_t i, j, k;
@@ -1032,6 +1040,10 @@ MC_POPCNT static int mc_slab_triangles(mc_fused *F, mc_ring *R, mc_pool *P, mc_s
     const uint64_t *b0 = R->bits[k % 3], *b1 = R->bits[(k + 1) % 3];
     const int s0 = (int)(k & 1), s1 = (int)((k + 1) & 1);
     for (size_t j = 0; j + 1 < J->ny; j++) {
+        /* A mixed cell has a crossing edge, owned by one of its 4 rows. */
+        if (mc_row_empty(R, rw, J->ny, s0, j) && mc_row_empty(R, rw, J->ny, s0, j + 1) &&
+            mc_row_empty(R, rw, J->ny, s1, j) && mc_row_empty(R, rw, J->ny, s1, j + 1))
+            continue;
         const uint64_t *r[4] = {b0 + j * rw, b0 + (j + 1) * rw, b1 + j * rw, b1 + (j + 1) * rw};
         for (size_t w = 0; w < rw; w++) {
             uint64_t c[8];
