@@ -405,6 +405,15 @@ static void *mc_alloc(size_t bytes)
     return malloc(bytes ? bytes : 1);
 }
 
+/* The status of a mesh that does not fit the caller's buffers. */
+static pm_status mc_truncated(uint64_t nvert, uint64_t ntri, const pm_isosurface_options *opt)
+{
+    return pmi_error(PM_STATUS_TRUNCATED,
+                     "pm_isosurface: %llu vertices / %llu triangles exceed the capacity %zu / %zu",
+                     (unsigned long long)nvert, (unsigned long long)ntri, opt->vertex_capacity,
+                     opt->triangle_capacity);
+}
+
 /* Blocks of cell rows: big enough to amortise scheduling, enough of them
  * to balance the threads. Only the speed depends on the blocking. */
 static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
@@ -537,11 +546,7 @@ static pm_status mc_extract(pm_context *ctx, const pm_volume *vol, double iso,
         if (!indexed && D.tri_limit > D.vertex_limit / 3) D.tri_limit = D.vertex_limit / 3;
         mesh->owns_arrays = 0;
         if (nvert > opt->vertex_capacity || ntri > opt->triangle_capacity)
-            st = pmi_error(PM_STATUS_TRUNCATED,
-                           "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
-                           "%zu / %zu",
-                           (unsigned long long)nvert, (unsigned long long)ntri,
-                           opt->vertex_capacity, opt->triangle_capacity);
+            st = mc_truncated(nvert, ntri, opt);
     } else {
         size_t pb, ib = 0;
         if (!pmi_mul3_size((size_t)nvert, 3, sizeof(float), &pb) ||
@@ -1170,11 +1175,7 @@ static pm_status mc_fused_place(const mc_fused *F, const mc_slab *S,
         PL->tlim = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
         mesh->owns_arrays = 0;
         if (nvert > opt->vertex_capacity || ntri > opt->triangle_capacity)
-            st = pmi_error(PM_STATUS_TRUNCATED,
-                           "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
-                           "%zu / %zu",
-                           (unsigned long long)nvert, (unsigned long long)ntri,
-                           opt->vertex_capacity, opt->triangle_capacity);
+            st = mc_truncated(nvert, ntri, opt);
     } else {
         size_t pb, ib;
         if (!pmi_mul3_size((size_t)nvert, 3, sizeof(float), &pb) ||
@@ -1375,11 +1376,7 @@ static pm_status mc_soup_from_indexed(pm_context *ctx, const pm_volume *vol, dou
         if (tri_limit > opt->vertex_capacity / 3) tri_limit = opt->vertex_capacity / 3;
         mesh->owns_arrays = 0;
         if (nvert > opt->vertex_capacity || ntri > opt->triangle_capacity)
-            st = pmi_error(PM_STATUS_TRUNCATED,
-                           "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
-                           "%zu / %zu",
-                           (unsigned long long)nvert, (unsigned long long)ntri,
-                           opt->vertex_capacity, opt->triangle_capacity);
+            st = mc_truncated(nvert, ntri, opt);
     } else {
         size_t pb;
         if (!pmi_mul3_size((size_t)nvert, 3, sizeof(float), &pb)) {

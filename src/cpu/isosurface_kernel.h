@@ -19,13 +19,34 @@ static inline double MC_FN(val)(const mc_job *J, size_t i, size_t j, size_t k)
     return (double)((const MC_T *)J->data)[i + j * J->rs + k * J->ss];
 }
 
-/* Pass 1: the inside bit of every lattice point, 64 per word in logical
- * order p = i + nx (j + ny k), for words [q0, q1). The compare runs in
- * MC_CT (float for every type but f64) against a threshold that makes it
- * exactly equal to the double compare of MC_IN (see mc_float_threshold). */
-static void MC_FN(bits_words)(const mc_job *J, uint64_t *B, size_t q0, size_t q1)
+/* The inside bits of the cnt <= 64 samples s[0..cnt) (bit t for s[t]). The
+ * compare runs in MC_CT (float for every type but f64) against a threshold
+ * that makes it exactly equal to the double compare of MC_IN (see
+ * mc_float_threshold). */
+static inline uint64_t MC_FN(bits_run)(const mc_job *J, const MC_T *s, size_t cnt)
 {
     const MC_CT sgc = (MC_CT)J->sg, thr = (MC_CT)MC_THR(J);
+    uint64_t w = 0;
+    size_t t = 0;
+#if MC_SSE_F32
+    /* Four samples per compare; v > -thr is exactly -v < thr. */
+    const __m128 vt = _mm_set1_ps(J->sg < 0 ? -thr : thr);
+    if (J->sg < 0)
+        for (; t + 4 <= cnt; t += 4)
+            w |= (uint64_t)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + t), vt)) << t;
+    else
+        for (; t + 4 <= cnt; t += 4)
+            w |= (uint64_t)_mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(s + t), vt)) << t;
+#endif
+    for (; t < cnt; t++)
+        w |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
+    return w;
+}
+
+/* Pass 1 of the two-pass path: the inside bit of every lattice point, 64
+ * per word in logical order p = i + nx (j + ny k), for words [q0, q1). */
+static void MC_FN(bits_words)(const mc_job *J, uint64_t *B, size_t q0, size_t q1)
+{
     size_t p = 64 * q0, L = p / J->nx, i = p % J->nx;
     const MC_T *row = (const MC_T *)J->data + (L % J->ny) * J->rs + (L / J->ny) * J->ss;
     for (size_t q = q0; q < q1; q++) {
@@ -35,22 +56,7 @@ static void MC_FN(bits_words)(const mc_job *J, uint64_t *B, size_t q0, size_t q1
             size_t cnt = J->nx - i;
             if (cnt > 64 - b) cnt = 64 - b;
             if (cnt > J->P - p) cnt = J->P - p;
-            const MC_T *s = row + i;
-            uint64_t part = 0;
-            size_t t = 0;
-#if MC_SSE_F32
-            /* Four samples per compare; v > -thr is exactly -v < thr. */
-            const __m128 vt = _mm_set1_ps(J->sg < 0 ? -thr : thr);
-            if (J->sg < 0)
-                for (; t + 4 <= cnt; t += 4)
-                    part |= (uint64_t)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + t), vt)) << t;
-            else
-                for (; t + 4 <= cnt; t += 4)
-                    part |= (uint64_t)_mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(s + t), vt)) << t;
-#endif
-            for (; t < cnt; t++)
-                part |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
-            w |= part << b;
+            w |= MC_FN(bits_run)(J, row + i, cnt) << b;
             b += (unsigned)cnt;
             i += cnt;
             p += cnt;
@@ -66,29 +72,12 @@ static void MC_FN(bits_words)(const mc_job *J, uint64_t *B, size_t q0, size_t q1
 }
 
 /* The inside bits of lattice row L, row-aligned: bit x of out[x / 64] for
- * x < nx, zero padding up to the next whole word. Same compare as
- * bits_words. */
+ * x < nx, zero padding up to the next whole word. */
 static void MC_FN(bits_row)(const mc_job *J, size_t L, uint64_t *out)
 {
-    const MC_CT sgc = (MC_CT)J->sg, thr = (MC_CT)MC_THR(J);
     const MC_T *row = (const MC_T *)J->data + (L % J->ny) * J->rs + (L / J->ny) * J->ss;
-    for (size_t x = 0; x < J->nx; x += 64) {
-        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
-        const MC_T *s = row + x;
-        uint64_t w = 0;
-#if MC_SSE_F32
-        const __m128 vt = _mm_set1_ps(J->sg < 0 ? -thr : thr);
-        if (J->sg < 0)
-            for (; t + 4 <= cnt; t += 4)
-                w |= (uint64_t)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + t), vt)) << t;
-        else
-            for (; t + 4 <= cnt; t += 4)
-                w |= (uint64_t)_mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(s + t), vt)) << t;
-#endif
-        for (; t < cnt; t++)
-            w |= (uint64_t)(sgc * (MC_CT)s[t] < thr) << t;
-        out[x >> 6] = w;
-    }
+    for (size_t x = 0; x < J->nx; x += 64)
+        out[x >> 6] = MC_FN(bits_run)(J, row + x, J->nx - x < 64 ? J->nx - x : 64);
 }
 
 /* Gradient of the field at lattice point (i,j,k), per unit length. Central
