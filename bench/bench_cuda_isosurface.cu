@@ -6,7 +6,11 @@
  * passes, the floor (read the field once + write the mesh once at the
  * device-copy bandwidth measured in this run), and the ratio to HP5's
  * figures as published in our ANCHORS.md (not run here). N <= checkN (128)
- * is checked byte for byte against the CPU backend.
+ * is checked byte for byte against the CPU backend. Rows per size: the
+ * default paths ("new") and, for comparison, the older ones picked by
+ * pmi_mc_variant ("direct" soup, "bounded" owner search, "cls-2"/"cls-5"
+ * classification compiled for 2 or 5 blocks per SM); "p2 vertices" is the
+ * vertex part of pass 2 (the start table search included).
  * Usage: bench_cuda_isosurface [maxN [checkN [N,N,...]]] (the list picks sizes). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +25,8 @@
 
 extern "C" {
 extern int pmi_mc_profile;
-extern double pmi_mc_stage_ms[3];
+extern double pmi_mc_stage_ms[4];
+extern int pmi_mc_variant;
 }
 
 #define CK(x)                                                                                  \
@@ -140,9 +145,15 @@ static void compare_cpu(pm_context *gpu, const pm_volume *dv, double iso, size_t
 }
 
 static int check_n = 128;
+/* PM_BENCH_QUICK set: one call per row and no timing (for ncu), f32 only. */
+static int quick;
 
-static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int mode, double gbs)
+/* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 1 soup
+ * by one vertex computation per soup vertex (before this branch), 2 owner
+ * search without the row table (indexed triangles as before this branch). */
+static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int mode, double gbs, int var)
 {
+    pmi_mc_variant = var;
     size_t es = pm_sample_size(type), cells = (size_t)n * n * n, bytes = es * cells;
     void *vol;
     CK(cudaMalloc(&vol, bytes));
@@ -163,6 +174,10 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     PK(pm_isosurface(ctx, &v, iso, &o, &m));
     size_t nv = m.num_vertices, nt = m.num_triangles;
     pm_mesh_free(ctx, &m);
+    if (quick) {
+        cudaFree(vol);
+        return;
+    }
     float *pos, *nrm;
     uint32_t *idx = NULL;
     CK(cudaMalloc(&pos, 12 * nv + 16));
@@ -176,7 +191,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
-    std::vector<double> tt, t1, t2, t3;
+    std::vector<double> tt, t1, t2, t3, t4;
     pmi_mc_profile = 0;
     for (int r = 0; r < 33; r++) {
         cudaEventRecord(e0, s);
@@ -194,6 +209,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
             t1.push_back(pmi_mc_stage_ms[0]);
             t2.push_back(pmi_mc_stage_ms[1]);
             t3.push_back(pmi_mc_stage_ms[2]);
+            t4.push_back(pmi_mc_stage_ms[3]);
         }
     }
     pmi_mc_profile = 0;
@@ -202,9 +218,11 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     double med = median(tt), h = type == PM_SAMPLE_F32 ? hp5(n, mode == PM_MESH_INDEXED) : 0;
     char hs[32] = "-";
     if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
-    printf("| %4d | %-7s | %-3s | %10zu | %10zu | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %5.2fx | %-15s |\n",
-           n, mode ? "soup" : "indexed", pm_sample_type_string(type), nv, nt, med, median(t1), median(t3),
-           median(t2), floor_ms, med / floor_ms, hs);
+    const char *vs = var == 0 ? "new" : var == 1 ? "direct" : var == 2 ? "bounded" : var == 4 ? "cls-2" : "cls-5";
+    printf("| %4d | %-7s | %-7s | %-3s | %10zu | %10zu | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | %5.2fx | "
+           "%-15s |\n",
+           n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), nv, nt, med, median(t1), median(t3),
+           median(t2), median(t4), floor_ms, med / floor_ms, hs);
     fflush(stdout);
     cudaFree(pos);
     cudaFree(nrm);
@@ -218,6 +236,7 @@ int main(int argc, char **argv)
 {
     int maxn = argc > 1 ? atoi(argv[1]) : 1024;
     if (argc > 2) check_n = atoi(argv[2]);
+    quick = getenv("PM_BENCH_QUICK") != NULL;
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     pm_context_desc d = {sizeof d, PM_DEVICE_CUDA, 0, 0, (void *)s};
@@ -226,8 +245,9 @@ int main(int argc, char **argv)
     double gbs = copy_gbs((size_t)1 << 30, s);
     printf("device %s; device-to-device copy of 1 GiB: %.0f GB/s (read + write)\n",
            pm_context_device_name(ctx), gbs);
-    printf("| N | mode | type | vertices | triangles | median ms | pass 1 ms | (bits ms) | pass 2 ms | floor ms | / floor | HP5 ms (published, ANCHORS.md) |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| N | mode | path | type | vertices | triangles | median ms | pass 1 ms | (bits ms) | pass 2 ms | "
+           "(p2 vertices ms) | floor ms | / floor | HP5 ms (published, ANCHORS.md) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int ns[16] = {128, 256, 384, 512, 640, 768, 1024}, nn = 7;
     if (argc > 3) {
         nn = 0;
@@ -239,11 +259,18 @@ int main(int argc, char **argv)
     }
     for (int q = 0; q < nn; q++) {
         if (ns[q] > maxn) break;
-        for (int mode = 1; mode >= 0; mode--) run(ctx, s, ns[q], PM_SAMPLE_F32, mode, gbs);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 0);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 1);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 2);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 0);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 2);
+        if (quick) continue;
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 4);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 8);
         if (ns[q] == 512)
             for (int mode = 1; mode >= 0; mode--) {
-                run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs);
-                run(ctx, s, 512, PM_SAMPLE_U8, mode, gbs);
+                run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs, 0);
+                run(ctx, s, 512, PM_SAMPLE_U8, mode, gbs, 0);
             }
     }
     pm_context_destroy(ctx);

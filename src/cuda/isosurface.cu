@@ -5,8 +5,12 @@
  * output element finds its record by a search over those prefixes (the
  * traversal of a HistoPyramid whose levels are the sorted prefixes), reads
  * the few samples around its edge and writes position and normal, so the
- * writes are coalesced and the reads stay in L1/L2. Output order and
- * arithmetic are the CPU backend's (src/cpu/isosurface.c), bit for bit. */
+ * writes are coalesced and the reads stay in L1/L2. A block's first record
+ * comes from a start table searched for all blocks at once; an edge's
+ * owner from the row table (each lattice row's first record). Soup is the
+ * indexed vertices, computed once each, gathered per triangle corner (the
+ * CPU's mc_soup_from_indexed). Output order and arithmetic are the CPU
+ * backend's (src/cpu/isosurface.c), bit for bit. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,15 +32,17 @@ static __device__ __forceinline__ long long mc_last_le(const unsigned long long 
 }
 
 /* The block's outputs start at key `first` of the sorted prefixes `pref`:
- * thread 0 finds the first record, the block loads the next MC_WIN
+ * thread 0 reads the first record from `starts` (mc_starts_kernel) or,
+ * without that table, finds it by a binary search; the block loads the next MC_WIN
  * prefixes into shared memory, and each thread searches there (falling
  * back to global memory past the window). Call from every thread. */
 #define MC_WIN 512
 static __device__ __forceinline__ long long mc_find(const unsigned long long *pref, long long nrec,
-                                                   unsigned long long first, unsigned long long key,
-                                                   unsigned long long *s_pref, long long *s_r0)
+                                                   const long long *starts, unsigned long long first,
+                                                   unsigned long long key, unsigned long long *s_pref,
+                                                   long long *s_r0)
 {
-    if (threadIdx.x == 0) *s_r0 = mc_last_le(pref, 0, nrec - 1, first);
+    if (threadIdx.x == 0) *s_r0 = starts ? __ldg(starts + blockIdx.x) : mc_last_le(pref, 0, nrec - 1, first);
     __syncthreads();
     const long long r0 = *s_r0;
     const int nwin = (int)min((long long)MC_WIN, nrec - r0);
@@ -81,13 +87,14 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
  * of the cells and of the case table. */
 template <typename T, int MODE>
 __global__ void __launch_bounds__(MC_THREADS)
-mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, float *pos, float *nrm)
+mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *starts, unsigned long long nout,
+               float *pos, float *nrm)
 {
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
     const unsigned long long q = (o < nout ? o : nout - 1) / 3;
-    const long long r = mc_find(rec.tri, nrec, first / 3, q, s_pref, &s_r0);
+    const long long r = mc_find(rec.tri, nrec, starts, first / 3, q, s_pref, &s_r0);
     if (o < nout) {
         int l = (int)(o - 3 * __ldg(rec.tri + r));
         unsigned cs = __ldg(rec.info + r) & 255u;
@@ -106,12 +113,13 @@ mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long 
  * of the owned edges of its lattice point. */
 template <typename T, int MODE>
 __global__ void __launch_bounds__(MC_THREADS)
-mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, float *pos, float *nrm)
+mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *starts, unsigned long long nout,
+                 float *pos, float *nrm)
 {
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
-    const long long r = mc_find(rec.cross, nrec, first, o < nout ? o : nout - 1, s_pref, &s_r0);
+    const long long r = mc_find(rec.cross, nrec, starts, first, o < nout ? o : nout - 1, s_pref, &s_r0);
     if (o < nout) {
         int rank = (int)(o - __ldg(rec.cross + r));
         unsigned bits = __ldg(rec.info + r) >> 8 & 7u;
@@ -129,36 +137,95 @@ mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long lon
     }
 }
 
-/* Indexed triangles: each edge's vertex is the crossing prefix of the
- * lattice point that owns it plus its rank among that point's crossings;
- * the owner is at most nx*ny + nx + 1 points (so records) further on. */
+/* Record of the lattice point that owns the edge from corner c of the cell
+ * at point p (record r): that point has a record (the edge crosses), at or
+ * after r. Same row (corner dy = dz = 0): it is p or p + 1, so record r or
+ * r + 1. Otherwise a binary search over the records of the owner's row
+ * (rows: each row's first record), or, without the row table, over the
+ * next nx*ny + nx + 1 records (the owner is at most that many points on). */
+static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const mc_records &rec,
+                                                     const unsigned long long *rows, long long nrec, long long r,
+                                                     unsigned long long p, int c)
+{
+    const int dx = mcd_corner[c][0], dy = mcd_corner[c][1], dz = mcd_corner[c][2];
+    if (!(dy | dz)) return r + dx;
+    const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny;
+    const unsigned long long owner = p + (unsigned long long)dx + nx * ((unsigned long long)dy + ny * dz);
+    long long lo, hi;
+    if (rows) {
+        const unsigned long long orow = owner / nx, nrows = ny * (unsigned long long)v.nz;
+        lo = (long long)__ldg(rows + orow);
+        hi = (orow + 1 < nrows ? (long long)__ldg(rows + orow + 1) : nrec) - 1;
+    } else {
+        lo = r;
+        hi = r + (long long)(owner - p);
+        if (hi > nrec - 1) hi = nrec - 1;
+    }
+    while (lo < hi) { /* first record with point >= owner */
+        const long long mid = (lo + hi) >> 1;
+        if (__ldg(rec.point + mid) < owner) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Index of the vertex on edge e of the cell at point p (record r): the
+ * owner's crossing prefix plus the edge's rank among its crossings. */
+static __device__ __forceinline__ unsigned long long mc_edge_vertex(const mcd_volume &v, const mc_records &rec,
+                                                                    const unsigned long long *rows, long long nrec,
+                                                                    long long r, unsigned long long p, int e)
+{
+    const long long ow = mc_owner(v, rec, rows, nrec, r, p, mcd_edge_corner[e][0]);
+    const unsigned bits = __ldg(rec.info + ow) >> 8 & 7u;
+    return __ldg(rec.cross + ow) + (unsigned long long)__popc(bits & ((1u << mcd_edge_axis[e]) - 1u));
+}
+
+/* Indexed triangles: one thread per triangle, its three edges' vertices. */
 __global__ void __launch_bounds__(MC_THREADS)
-mc_triangle_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nout, uint32_t *idx)
+mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
+                   const long long *starts, unsigned long long nout, uint32_t *idx)
 {
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, q = first + threadIdx.x;
-    const long long r = mc_find(rec.tri, nrec, first, q < nout ? q : nout - 1, s_pref, &s_r0);
+    const long long r = mc_find(rec.tri, nrec, starts, first, q < nout ? q : nout - 1, s_pref, &s_r0);
     if (q < nout) {
-        int l = (int)(q - __ldg(rec.tri + r));
-        unsigned cs = __ldg(rec.info + r) & 255u;
-        unsigned long long p = __ldg(rec.point + r);
-        for (int m = 0; m < 3; m++) {
-            int e = mcd_tri_table[cs][3 * l + m];
-            int c = mcd_edge_corner[e][0];
-            unsigned long long owner = p + mcd_corner[c][0] +
-                                       (unsigned long long)v.nx * (mcd_corner[c][1] +
-                                                                   (unsigned long long)v.ny * mcd_corner[c][2]);
-            long long lo = r, hi = r + (long long)(owner - p);
-            if (hi > nrec - 1) hi = nrec - 1;
-            while (lo < hi) { /* first record with point >= owner */
-                long long mid = (lo + hi) >> 1;
-                if (__ldg(rec.point + mid) < owner) lo = mid + 1;
-                else hi = mid;
-            }
-            unsigned bits = __ldg(rec.info + lo) >> 8 & 7u;
-            int axis = mcd_edge_axis[e];
-            idx[3 * q + m] = (uint32_t)(__ldg(rec.cross + lo) + __popc(bits & ((1u << axis) - 1u)));
+        const int l = (int)(q - __ldg(rec.tri + r));
+        const unsigned cs = __ldg(rec.info + r) & 255u;
+        const unsigned long long p = __ldg(rec.point + r);
+        for (int m = 0; m < 3; m++)
+            idx[3 * q + m] = (uint32_t)mc_edge_vertex(v, rec, rows, nrec, r, p, mcd_tri_table[cs][3 * l + m]);
+    }
+}
+
+/* Soup from the indexed vertices (the CPU's mc_soup_from_indexed): output
+ * vertex o is corner o % 3 of triangle o / 3; it copies the position and
+ * normal of that corner's edge vertex from vpos/vnrm (all the crossings,
+ * computed once by mc_vertex_kernel). */
+__global__ void __launch_bounds__(MC_THREADS)
+mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
+                 const long long *starts, unsigned long long nout, const float *vpos, const float *vnrm, float *pos,
+                 float *nrm)
+{
+    __shared__ unsigned long long s_pref[MC_WIN];
+    __shared__ long long s_r0;
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
+    const unsigned long long q = (o < nout ? o : nout - 1) / 3;
+    const long long r = mc_find(rec.tri, nrec, starts, first / 3, q, s_pref, &s_r0);
+    if (o < nout) {
+        const int l = (int)(o - 3 * __ldg(rec.tri + r));
+        const unsigned cs = __ldg(rec.info + r) & 255u;
+        const unsigned long long p = __ldg(rec.point + r);
+        const unsigned long long vi = mc_edge_vertex(v, rec, rows, nrec, r, p, mcd_tri_table[cs][l]);
+        const float p0 = __ldg(vpos + 3 * vi), p1 = __ldg(vpos + 3 * vi + 1), p2 = __ldg(vpos + 3 * vi + 2);
+        pos[3 * o] = p0;
+        pos[3 * o + 1] = p1;
+        pos[3 * o + 2] = p2;
+        if (nrm) {
+            const float n0 = __ldg(vnrm + 3 * vi), n1 = __ldg(vnrm + 3 * vi + 1), n2 = __ldg(vnrm + 3 * vi + 2);
+            nrm[3 * o] = n0;
+            nrm[3 * o + 1] = n1;
+            nrm[3 * o + 2] = n2;
         }
     }
 }
@@ -170,36 +237,59 @@ static unsigned mc_blocks(unsigned long long n)
     return (unsigned)(b < 1 ? 1 : b);
 }
 
+/* First records of the blocks of up to two expansion kernels, all searched
+ * at once (so each block starts without a dependent chain of ~log2(nrec)
+ * loads): table a (na blocks, keys of prefixes pa, a block's first key its
+ * first output / da), then table b likewise. */
+typedef struct mc_starts {
+    const unsigned long long *pref;
+    unsigned long long nblocks;
+    unsigned div;
+    long long *out;
+} mc_starts;
+
+__global__ void __launch_bounds__(MC_THREADS)
+mc_starts_kernel(long long nrec, mc_starts a, mc_starts b)
+{
+    unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (t >= a.nblocks) {
+        t -= a.nblocks;
+        a = b;
+        if (t >= a.nblocks) return;
+    }
+    a.out[t] = mc_last_le(a.pref, 0, nrec - 1, t * MC_THREADS / a.div);
+}
+
 template <typename T, int MODE>
 static void mc_launch_vertices(cudaStream_t s, int indexed, const mcd_volume &v, mc_records rec, long long nrec,
-                               unsigned long long n, float *pos, float *nrm)
+                               const long long *st, unsigned long long n, float *pos, float *nrm)
 {
-    if (indexed) mc_vertex_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, n, pos, nrm);
-    else mc_soup_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, n, pos, nrm);
+    if (indexed) mc_vertex_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm);
+    else mc_soup_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm);
 }
 
 template <typename T>
 static void mc_launch_mode(cudaStream_t s, pm_normals mode, int indexed, const mcd_volume &v, mc_records rec,
-                           long long nrec, unsigned long long n, float *pos, float *nrm)
+                           long long nrec, const long long *st, unsigned long long n, float *pos, float *nrm)
 {
     switch (mode) {
-    case PM_NORMALS_FORWARD: mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, indexed, v, rec, nrec, n, pos, nrm); break;
-    case PM_NORMALS_SOBEL: mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, indexed, v, rec, nrec, n, pos, nrm); break;
-    case PM_NORMALS_NONE: mc_launch_vertices<T, PM_NORMALS_NONE>(s, indexed, v, rec, nrec, n, pos, NULL); break;
-    default: mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, indexed, v, rec, nrec, n, pos, nrm); break;
+    case PM_NORMALS_FORWARD: mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, indexed, v, rec, nrec, st, n, pos, nrm); break;
+    case PM_NORMALS_SOBEL: mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, indexed, v, rec, nrec, st, n, pos, nrm); break;
+    case PM_NORMALS_NONE: mc_launch_vertices<T, PM_NORMALS_NONE>(s, indexed, v, rec, nrec, st, n, pos, NULL); break;
+    default: mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, indexed, v, rec, nrec, st, n, pos, nrm); break;
     }
 }
 
 static void mc_launch_expand(cudaStream_t s, pm_sample_type type, pm_normals mode, int indexed,
-                             const mcd_volume &v, mc_records rec, long long nrec, unsigned long long n,
-                             float *pos, float *nrm)
+                             const mcd_volume &v, mc_records rec, long long nrec, const long long *st,
+                             unsigned long long n, float *pos, float *nrm)
 {
     switch (type) {
-    case PM_SAMPLE_U8: mc_launch_mode<uint8_t>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
-    case PM_SAMPLE_U16: mc_launch_mode<uint16_t>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
-    case PM_SAMPLE_I16: mc_launch_mode<int16_t>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
-    case PM_SAMPLE_F32: mc_launch_mode<float>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
-    case PM_SAMPLE_F64: mc_launch_mode<double>(s, mode, indexed, v, rec, nrec, n, pos, nrm); break;
+    case PM_SAMPLE_U8: mc_launch_mode<uint8_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
+    case PM_SAMPLE_U16: mc_launch_mode<uint16_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
+    case PM_SAMPLE_I16: mc_launch_mode<int16_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
+    case PM_SAMPLE_F32: mc_launch_mode<float>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
+    case PM_SAMPLE_F64: mc_launch_mode<double>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
     }
 }
 
@@ -250,11 +340,40 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 }
 
 /* Stage timing for bench/bench_cuda_isosurface.cu: when pmi_mc_profile is
- * set, CUDA events bracket pass 1 and pass 2 of each call, and the inside
- * bits part of pass 1 (milliseconds: pass 1, pass 2, bits). */
+ * set, CUDA events bracket pass 1 and pass 2 of each call, the inside
+ * bits part of pass 1, and the vertex part of pass 2 (milliseconds: pass 1,
+ * pass 2, bits, pass 2 vertices).
+ * pmi_mc_variant picks older paths for comparison (bench, tests): bit 0
+ * (MC_VAR_DIRECT) soup by one vertex computation per soup vertex, bit 1
+ * (MC_VAR_BOUNDED) owner search without the row table; bits 2 and 3: the
+ * classification kernel compiled for 2 or 5 blocks per SM instead of 4;
+ * bit 4 (MC_VAR_NOSTARTS): pass 2 blocks find their first record by their
+ * own search instead of the start table. -1: read once from
+ * PYRAMESH_CUDA_MC ("direct", "bounded", "old" = all three older paths,
+ * a number = the bits; else 0). */
+#define MC_VAR_DIRECT 1
+#define MC_VAR_BOUNDED 2
+#define MC_VAR_MINB2 4
+#define MC_VAR_MINB5 8
+#define MC_VAR_NOSTARTS 16
 extern "C" {
 int pmi_mc_profile;
-double pmi_mc_stage_ms[3];
+double pmi_mc_stage_ms[4];
+int pmi_mc_variant = -1;
+}
+
+static int mc_variant(void)
+{
+    int var = __atomic_load_n(&pmi_mc_variant, __ATOMIC_RELAXED);
+    if (var >= 0) return var;
+    const char *e = getenv("PYRAMESH_CUDA_MC");
+    var = 0;
+    if (e && !strcmp(e, "direct")) var = MC_VAR_DIRECT;
+    if (e && !strcmp(e, "bounded")) var = MC_VAR_BOUNDED;
+    if (e && !strcmp(e, "old")) var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 31;
+    __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
+    return var;
 }
 
 extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
@@ -292,38 +411,54 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: lattice size overflows");
 
     /* Pass 1. The records' room is a guess (surfaces cross few cells); a
-     * volume with more active points runs pass 1 again with the exact room. */
+     * volume with more active points runs pass 1 again with the exact room.
+     * Soup is classified as indexed (records with crossing prefixes) unless
+     * the direct variant is asked for, so that pass 2 can compute each edge
+     * vertex once. Scratch: tile states, records (point, triangle prefix,
+     * info, row table, crossing prefix), then the bitmask last: after pass 1
+     * the records' unused room and the bitmask hold the soup's vertices. */
+    const int var = mc_variant();
+    const int cls_indexed = indexed || !(var & MC_VAR_DIRECT);
+    const int use_rows = cls_indexed && !(var & MC_VAR_BOUNDED);
+    const size_t nrows = (size_t)vol->ny * vol->nz;
     size_t rec_cap = npoints / 64 + ((size_t)1 << 20);
     if (rec_cap > npoints) rec_cap = npoints;
     unsigned long long tot[4];
     mc_records rec;
-    cudaEvent_t ev[5] = {NULL, NULL, NULL, NULL, NULL};
+    unsigned long long *rows = NULL;
+    char *base = NULL, *base_end = NULL;
+    cudaEvent_t ev[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     if (pmi_mc_profile)
-        for (int e = 0; e < 5; e++) cudaEventCreate(&ev[e]);
+        for (int e = 0; e < 6; e++) cudaEventCreate(&ev[e]);
     for (;;) {
         size_t state_b = pmi_align256((size_t)tl.ntiles * 3 * sizeof(unsigned long long));
         size_t head_b = 256 + state_b;
         size_t bits_b = pmi_align256((size_t)tl.nwords * 4 + 16);
-        size_t bytes = head_b + bits_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2);
-        char *base = NULL;
+        size_t rows_b = use_rows ? pmi_align256(nrows * 8) : 0;
+        size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b + bits_b;
         PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
+        base_end = base + bytes;
         unsigned int *ticket = (unsigned int *)base;
         unsigned long long *totals = (unsigned long long *)(base + 64);
         unsigned long long *state = (unsigned long long *)(base + 256);
-        unsigned int *bits = (unsigned int *)(base + head_b);
-        char *q = base + head_b + bits_b;
+        char *q = base + head_b;
         rec.point = (unsigned long long *)q;
         q += pmi_align256(rec_cap * 8);
         rec.tri = (unsigned long long *)q;
         q += pmi_align256(rec_cap * 8);
+        rec.info = (uint16_t *)q;
+        q += pmi_align256(rec_cap * 2);
+        rows = use_rows ? (unsigned long long *)q : NULL;
+        q += rows_b;
         rec.cross = (unsigned long long *)q;
         q += pmi_align256(rec_cap * 8);
-        rec.info = (uint16_t *)q;
+        unsigned int *bits = (unsigned int *)q;
         if (ev[0]) cudaEventRecord(ev[0], s);
         PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
         PMI_TRY(mc_inside_bits(ctx, v, tl, vol->type, bits));
         if (ev[4]) cudaEventRecord(ev[4], s);
-        PMI_TRY(mc_classify(ctx, v, tl, indexed, bits, ticket, state, rec, rec_cap, totals));
+        PMI_TRY(mc_classify(ctx, v, tl, cls_indexed, bits, ticket, state, rec, rec_cap, rows, totals,
+                            var & MC_VAR_MINB2 ? 2 : var & MC_VAR_MINB5 ? 5 : 4));
         if (ev[1]) cudaEventRecord(ev[1], s);
         PMI_CU_TRY(cudaMemcpyAsync(tot, totals, sizeof tot, cudaMemcpyDeviceToHost, s),
                    "pm_isosurface: reading counts");
@@ -413,11 +548,65 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         o.nrm = hnrm ? o.tmp + (size_t)nv_w * 3 : NULL;
         o.idx = (uint32_t *)(o.tmp + (size_t)nv_w * 3 * (hnrm ? 2 : 1));
     }
+    /* Scratch left after the records' used part (the records' spare room
+     * and the bitmask, both dead after pass 1) holds, when they fit: the
+     * soup's indexed vertices (ncross * 24 bytes, 12 without normals), then
+     * the expansion kernels' block start tables (8 bytes per block). Soup
+     * goes through the indexed vertices when they fit (else, and for the
+     * direct variant, one vertex computation per soup vertex). */
+    char *fb = base + pmi_align256((size_t)((char *)(rec.cross + nrec) - base));
+    size_t fleft = fb <= base_end ? (size_t)(base_end - fb) : 0;
+    float *vpos = NULL, *vnrm = NULL;
+    if (!indexed && cls_indexed && nv_w) {
+        size_t need = pmi_align256((size_t)ncross * 3 * sizeof(float) * (want_n ? 2 : 1));
+        if (need <= fleft) {
+            vpos = (float *)fb;
+            vnrm = want_n ? vpos + (size_t)ncross * 3 : NULL;
+            fb += need;
+            fleft -= need;
+        }
+    }
+    /* The kernels of pass 2: a (vertices, or the direct soup), b (the soup
+     * gather, or the triangles), and their start tables. */
+    const int tri_k = nt_w && o.idx;
+    mc_starts sa = {NULL, 0, 1, NULL}, sb = {NULL, 0, 1, NULL};
+    if (vpos) {
+        sa.pref = rec.cross;
+        sa.nblocks = mc_blocks(ncross);
+        sb.pref = rec.tri;
+        sb.nblocks = mc_blocks(nv_w);
+        sb.div = 3;
+    } else {
+        if (nv_w) {
+            sa.pref = indexed ? rec.cross : rec.tri;
+            sa.nblocks = mc_blocks(nv_w);
+            sa.div = indexed ? 1 : 3;
+        }
+        if (tri_k) {
+            sb.pref = rec.tri;
+            sb.nblocks = mc_blocks(nt_w);
+        }
+    }
+    if (!(var & MC_VAR_NOSTARTS) && (sa.nblocks + sb.nblocks) * 8 <= fleft && nrec > 0) {
+        sa.out = (long long *)fb;
+        sb.out = sa.out + sa.nblocks;
+    }
     if (ev[2]) cudaEventRecord(ev[2], s);
-    if (nv_w) mc_launch_expand(s, vol->type, opt->normals, indexed, v, rec, nrec, nv_w, o.pos, o.nrm);
+    if (sa.out)
+        mc_starts_kernel<<<mc_blocks(sa.nblocks + sb.nblocks), MC_THREADS, 0, s>>>(nrec, sa, sb);
+    if (vpos) {
+        mc_launch_expand(s, vol->type, opt->normals, 1, v, rec, nrec, sa.out, ncross, vpos, vnrm);
+        if (ev[5]) cudaEventRecord(ev[5], s);
+        if (cudaPeekAtLastError() == cudaSuccess)
+            mc_gather_kernel<<<mc_blocks(nv_w), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nv_w, vpos,
+                                                                     o.nrm ? vnrm : NULL, o.pos, o.nrm);
+    } else if (nv_w) {
+        mc_launch_expand(s, vol->type, opt->normals, indexed, v, rec, nrec, sa.out, nv_w, o.pos, o.nrm);
+        if (ev[5]) cudaEventRecord(ev[5], s);
+    }
     pm_status ls = pmi_cuda_launched("pm_isosurface: vertices");
-    if (ls == PM_STATUS_OK && nt_w && o.idx)
-        mc_triangle_kernel<<<mc_blocks(nt_w), MC_THREADS, 0, s>>>(v, rec, nrec, nt_w, o.idx);
+    if (ls == PM_STATUS_OK && tri_k)
+        mc_triangle_kernel<<<mc_blocks(nt_w), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nt_w, o.idx);
     if (ls == PM_STATUS_OK) ls = pmi_cuda_launched("pm_isosurface: triangles");
     if (ev[3]) cudaEventRecord(ev[3], s);
     if (ls == PM_STATUS_OK && !to_ctx) {
@@ -433,14 +622,16 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     pm_status ws = pmi_cuda_wait(ctx, "pm_isosurface: expansion");
     if (o.tmp) cudaFree(o.tmp);
     if (ev[0]) {
-        float a = 0, b = 0, c = 0;
+        float a = 0, b = 0, c = 0, d = 0;
         cudaEventElapsedTime(&a, ev[0], ev[1]);
         cudaEventElapsedTime(&b, ev[2], ev[3]);
         cudaEventElapsedTime(&c, ev[0], ev[4]);
+        if (cudaEventElapsedTime(&d, ev[2], ev[5]) != cudaSuccess) d = 0;
         pmi_mc_stage_ms[0] = a;
         pmi_mc_stage_ms[1] = b;
         pmi_mc_stage_ms[2] = c;
-        for (int e = 0; e < 5; e++) cudaEventDestroy(ev[e]);
+        pmi_mc_stage_ms[3] = d;
+        for (int e = 0; e < 6; e++) cudaEventDestroy(ev[e]);
         cudaGetLastError();
     }
     if (ls == PM_STATUS_OK) ls = ws;

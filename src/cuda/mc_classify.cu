@@ -214,10 +214,14 @@ static __device__ __forceinline__ void mc_word_next(long long words, long long n
     }
 }
 
-__global__ void __launch_bounds__(MC_THREADS)
+/* MINB blocks per SM: 4 (64 registers; the row-table stores would otherwise
+ * take it to 73 and 3 blocks) by default; 2 and 5 as experiments (bits 2
+ * and 3 of pmi_mc_variant). */
+template <int MINB>
+__global__ void __launch_bounds__(MC_THREADS, MINB)
 mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits, unsigned int *ticket,
                    unsigned long long *state, mc_records rec, unsigned long long rec_cap,
-                   unsigned long long *totals)
+                   unsigned long long *rows, unsigned long long *totals)
 {
     __shared__ uint8_t s_nt[256];
     __shared__ unsigned long long warp_sum[MC_ROUNDS][MC_THREADS / 32];
@@ -239,6 +243,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
     unsigned act[MC_ROUNDS][MC_WPT];
     unsigned long long mine[MC_ROUNDS];
     unsigned int cells = 0;
+    unsigned rstart = 0; /* bit r * MC_WPT + q: word q of round r starts a row */
 #pragma unroll
     for (int r = 0; r < MC_ROUNDS; r++) {
         const long long w0 = (tile * MC_ROUNDS + r) * MC_TILE_WORDS + (long long)t * MC_WPT;
@@ -259,6 +264,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
         for (int q = 0; q < MC_WPT; q++) {
             act[r][q] = 0;
             const long long w = w0 + q;
+            if (w < tl.nwords && wi == 0) rstart |= 1u << (r * MC_WPT + q);
             if (w < tl.nwords) {
                 mc_word m;
                 mc_make_word(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1],
@@ -329,10 +335,12 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
     /* Records of the active points (the words' masks again, from L1/L2).
      * Points without a record have no triangles and, when indexed, no
      * crossings, so only the record points advance the prefixes that are
-     * written. */
+     * written. A word that starts a row writes the row's first record. */
+    if (!rows) rstart = 0;
 #pragma unroll 1
     for (int r = 0; r < MC_ROUNDS; r++) {
-        if (!MC_F(mine[r], 0)) continue;
+        const unsigned rs = rstart >> (r * MC_WPT) & ((1u << MC_WPT) - 1u);
+        if (!MC_F(mine[r], 0) && !rs) continue;
         unsigned long long rb = base[0] + MC_F(excl[r], 0), tb = base[1] + MC_F(excl[r], 1),
                            cb = base[2] + MC_F(excl[r], 2);
         const long long w0 = (tile * MC_ROUNDS + r) * MC_TILE_WORDS + (long long)t * MC_WPT;
@@ -340,6 +348,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
         mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
 #pragma unroll 1
         for (int q = 0; q < MC_WPT; q++) {
+            if (rs >> q & 1) rows[j + v.ny * k] = rb;
             unsigned am = act[r][q];
             if (am) {
                 const long long w = w0 + q;
@@ -415,13 +424,22 @@ pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &
 
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
                       const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
-                      mc_records rec, unsigned long long rec_cap, unsigned long long *totals)
+                      mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
+                      unsigned long long *totals, int minb)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     if (tl.nwords == 0) return PM_STATUS_OK;
     if (tl.ntiles > 0x7fffffffll) return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many tiles");
-    mc_classify_kernel<<<(unsigned)tl.ntiles, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec,
-                                                                  rec_cap, totals);
+    unsigned long long *rw = indexed ? rows : NULL;
+    if (minb == 2)
+        mc_classify_kernel<2><<<(unsigned)tl.ntiles, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec,
+                                                                         rec_cap, rw, totals);
+    else if (minb == 5)
+        mc_classify_kernel<5><<<(unsigned)tl.ntiles, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec,
+                                                                         rec_cap, rw, totals);
+    else
+        mc_classify_kernel<4><<<(unsigned)tl.ntiles, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec,
+                                                                         rec_cap, rw, totals);
     return pmi_cuda_launched("pm_isosurface: classification");
 }

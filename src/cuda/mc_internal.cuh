@@ -45,8 +45,13 @@ mc_tiling mc_make_tiling(const pm_volume *vol);
 /* Pass 1: (a) the inside bits, (b) classification + compaction. */
 pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
                          unsigned int *bits);
+/* indexed: records for every point that owns a crossing edge too, with the
+ * crossing prefixes. rows (indexed only, else NULL): rows[r] = the records
+ * before lattice row r (j + ny*k), i.e. its first record. minb: the
+ * kernel's blocks per SM bound (4; 2 and 5 are experiments). */
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
                       const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
-                      mc_records rec, unsigned long long rec_cap, unsigned long long *totals);
+                      mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
+                      unsigned long long *totals, int minb);
 
 #endif
