@@ -139,10 +139,13 @@ static void types_and_shapes(pm_context *ctx)
         }
         /* Iso outside the value range: empty, no error. */
         pm_mesh e;
-        extract(ctx, &vol, 1000.0, &e);
-        PMT_CHECK(e.num_triangles == 0 && e.num_vertices == 0, "iso above the range gave %zu",
-                  e.num_triangles);
-        pm_mesh_free(cpu, &e);
+        for (int side = 0; side < 2; side++) {
+            extract(ctx, &vol, side ? -1000.0 : 1000.0, &e);
+            PMT_CHECK(e.num_triangles == 0 && e.num_vertices == 0,
+                      "iso %s the range gave %zu triangles", side ? "below" : "above",
+                      e.num_triangles);
+            pm_mesh_free(cpu, &e);
+        }
         free(v);
     }
     pm_mesh_free(cpu, &ref);

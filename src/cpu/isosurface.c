@@ -37,6 +37,7 @@ typedef struct mc_job {
     double iso, sg, siso; /* sg = -1 for inside_above; siso = sg * iso */
     float fthr;           /* siso rounded up to float: see mc_float_threshold */
     pm_normals normals;
+    pm_sample_type type;
     const uint64_t *bits; /* inside bit of every lattice point, logical order */
 } mc_job;
 
@@ -116,6 +117,19 @@ typedef struct mc_kernels {
     }
 static const mc_kernels mc_kernel_table[5] = {MC_KERNELS(u8), MC_KERNELS(u16), MC_KERNELS(i16),
                                               MC_KERNELS(f32), MC_KERNELS(f64)};
+
+/* Sample idx (an element offset from the volume's start) as a double, as
+ * the per-type kernels read it. */
+static inline double mc_sample(const mc_job *J, size_t idx)
+{
+    switch (J->type) {
+    case PM_SAMPLE_U8: return (double)((const uint8_t *)J->data)[idx];
+    case PM_SAMPLE_U16: return (double)((const uint16_t *)J->data)[idx];
+    case PM_SAMPLE_I16: return (double)((const int16_t *)J->data)[idx];
+    case PM_SAMPLE_F32: return (double)((const float *)J->data)[idx];
+    default: return ((const double *)J->data)[idx];
+    }
+}
 
 /* 64 inside bits starting at logical point p (the array has a zero word of
  * padding at the end). */
@@ -443,6 +457,7 @@ static void mc_job_init(mc_job *J, const pm_volume *vol, double iso,
     J->sg = opt->inside_above ? -1.0 : 1.0;
     J->siso = J->sg * iso;
     J->normals = opt->normals;
+    J->type = vol->type;
     /* The volume's size already fits size_t, so this product does too. */
     J->P = J->nx * J->ny * J->nz;
     J->es = pm_sample_size(vol->type);
@@ -742,7 +757,7 @@ typedef struct mc_fused {
     const mc_job *J;
     const mc_kernels *K;
     void (*bits_row)(const mc_job *, size_t, uint64_t *);
-    int vertex4;     /* use mc_vertex4_f32_central */
+    int vertex4;     /* use mc_vertex4_central */
     size_t rw, sw;   /* words per row, per slice */
     int normals;     /* compute normals */
     size_t chunk;    /* bytes per output chunk */
@@ -841,6 +856,138 @@ __attribute__((target("avx2"))) static void mc_bits_row_f32_avx2(const mc_job *J
         out[x >> 6] = w;
     }
 }
+
+/* Integer samples: sg * v < siso in double is v <= A (inside below iso,
+ * A = ceil(iso) - 1) or v >= B (inside above, B = floor(iso) + 1), exact
+ * for integers; *none / *all when the bound is outside the type's range. */
+static void mc_int_bounds(const mc_job *J, double lo, double hi, int *bound, int *none, int *all)
+{
+    double b = J->sg > 0 ? ceil(J->iso) - 1.0 : floor(J->iso) + 1.0;
+    *none = J->sg > 0 ? b < lo : b > hi;
+    *all = J->sg > 0 ? b >= hi : b <= lo;
+    *bound = *none || *all ? 0 : (int)b;
+}
+
+/* The tail of a row (fewer than a vector): the scalar rule. */
+static inline uint64_t mc_bits_tail(const mc_job *J, size_t row, size_t x, size_t t, size_t cnt)
+{
+    uint64_t w = 0;
+    for (; t < cnt; t++)
+        w |= (uint64_t)(J->sg * mc_sample(J, row + x + t) < J->siso) << t;
+    return w;
+}
+
+__attribute__((target("avx2"))) static void mc_bits_row_u8_avx2(const mc_job *J, size_t L,
+                                                                 uint64_t *out)
+{
+    size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const uint8_t *d = (const uint8_t *)J->data + row;
+    int bound, none, all;
+    mc_int_bounds(J, 0, 255, &bound, &none, &all);
+    const __m256i vb = _mm256_set1_epi8((char)(unsigned char)bound);
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        uint64_t w = 0;
+        if (none || all) {
+            out[x >> 6] = all ? mc_low(cnt) : 0;
+            continue;
+        }
+        for (; t + 32 <= cnt; t += 32) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(d + x + t));
+            __m256i m = J->sg > 0 ? _mm256_cmpeq_epi8(_mm256_min_epu8(v, vb), v)
+                                  : _mm256_cmpeq_epi8(_mm256_max_epu8(v, vb), v);
+            w |= (uint64_t)(uint32_t)_mm256_movemask_epi8(m) << t;
+        }
+        out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
+    }
+}
+
+/* 16 compare results (0 / 0xffff per lane) of a and b into 32 bits, in order. */
+__attribute__((target("avx2"))) static inline uint32_t mc_mask16x2(__m256i a, __m256i b)
+{
+    __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi16(a, b), 0xd8);
+    return (uint32_t)_mm256_movemask_epi8(p);
+}
+
+__attribute__((target("avx2"))) static void mc_bits_row_u16_avx2(const mc_job *J, size_t L,
+                                                                  uint64_t *out)
+{
+    size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const uint16_t *d = (const uint16_t *)J->data + row;
+    int bound, none, all;
+    mc_int_bounds(J, 0, 65535, &bound, &none, &all);
+    const __m256i vb = _mm256_set1_epi16((short)(unsigned short)bound);
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        uint64_t w = 0;
+        if (none || all) {
+            out[x >> 6] = all ? mc_low(cnt) : 0;
+            continue;
+        }
+        for (; t + 32 <= cnt; t += 32) {
+            __m256i v0 = _mm256_loadu_si256((const __m256i *)(d + x + t));
+            __m256i v1 = _mm256_loadu_si256((const __m256i *)(d + x + t + 16));
+            __m256i m0 = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epu16(v0, vb), v0)
+                                   : _mm256_cmpeq_epi16(_mm256_max_epu16(v0, vb), v0);
+            __m256i m1 = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epu16(v1, vb), v1)
+                                   : _mm256_cmpeq_epi16(_mm256_max_epu16(v1, vb), v1);
+            w |= (uint64_t)mc_mask16x2(m0, m1) << t;
+        }
+        out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
+    }
+}
+
+__attribute__((target("avx2"))) static void mc_bits_row_i16_avx2(const mc_job *J, size_t L,
+                                                                  uint64_t *out)
+{
+    size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const int16_t *d = (const int16_t *)J->data + row;
+    int bound, none, all;
+    mc_int_bounds(J, -32768, 32767, &bound, &none, &all);
+    const __m256i vb = _mm256_set1_epi16((short)bound);
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        uint64_t w = 0;
+        if (none || all) {
+            out[x >> 6] = all ? mc_low(cnt) : 0;
+            continue;
+        }
+        for (; t + 32 <= cnt; t += 32) {
+            __m256i v0 = _mm256_loadu_si256((const __m256i *)(d + x + t));
+            __m256i v1 = _mm256_loadu_si256((const __m256i *)(d + x + t + 16));
+            __m256i m0 = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epi16(v0, vb), v0)
+                                   : _mm256_cmpeq_epi16(_mm256_max_epi16(v0, vb), v0);
+            __m256i m1 = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epi16(v1, vb), v1)
+                                   : _mm256_cmpeq_epi16(_mm256_max_epi16(v1, vb), v1);
+            w |= (uint64_t)mc_mask16x2(m0, m1) << t;
+        }
+        out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
+    }
+}
+
+/* f64: sg * v < siso as v < siso or v > -siso (exact negation). */
+__attribute__((target("avx2"))) static void mc_bits_row_f64_avx2(const mc_job *J, size_t L,
+                                                                  uint64_t *out)
+{
+    size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const double *d = (const double *)J->data + row;
+    const __m256d vt = _mm256_set1_pd(J->sg < 0 ? -J->siso : J->siso);
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        uint64_t w = 0;
+        if (J->sg < 0)
+            for (; t + 4 <= cnt; t += 4)
+                w |= (uint64_t)(unsigned)_mm256_movemask_pd(
+                         _mm256_cmp_pd(_mm256_loadu_pd(d + x + t), vt, _CMP_GT_OQ))
+                     << t;
+        else
+            for (; t + 4 <= cnt; t += 4)
+                w |= (uint64_t)(unsigned)_mm256_movemask_pd(
+                         _mm256_cmp_pd(_mm256_loadu_pd(d + x + t), vt, _CMP_LT_OQ))
+                     << t;
+        out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
+    }
+}
 #endif
 
 /* Inside bits of lattice slice k into the ring. */
@@ -897,42 +1044,41 @@ typedef struct mc_pending {
 } mc_pending;
 
 #if MC_AVX2
-/* Central-difference samples of one endpoint along axis a: the two samples
- * and (ip - im) * h[a], as gradient_central_f32 reads and computes them. */
-static inline void mc_central_taps(const mc_job *J, const float *c, const size_t p[3], int a,
-                                   double *hi, double *lo, double *div)
+/* Central-difference samples of the point at element offset c along axis
+ * a: the two samples and (ip - im) * h[a], as gradient_central reads and
+ * computes them. */
+static inline void mc_central_taps(const mc_job *J, size_t c, const size_t p[3], int a, double *hi,
+                                   double *lo, double *div)
 {
     const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};
     size_t ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
     size_t im = p[a] > 0 ? p[a] - 1 : 0;
-    *hi = (double)c[(ip - p[a]) * st[a]];
-    *lo = (double)*(c - (p[a] - im) * st[a]);
+    *hi = mc_sample(J, c + (ip - p[a]) * st[a]);
+    *lo = mc_sample(J, c - (p[a] - im) * st[a]);
     *div = (double)(ip - im) * J->h[a];
 }
 
-/* vertex_f32 with central normals for 4 vertices at once: the same IEEE
- * operations in the same order, 4 lanes wide (division and square root are
- * correctly rounded in both; no fused multiply-add in this target), so the
- * same bits as 4 calls of vertex_f32. */
-__attribute__((target("avx2"))) static void mc_vertex4_f32_central(const mc_job *J,
-                                                                    const mc_pending *V)
+/* vertex() with central normals for 4 vertices at once, any sample type:
+ * the same IEEE operations in the same order, 4 lanes wide (division and
+ * square root are correctly rounded in both; no fused multiply-add in this
+ * target), so the same bits as 4 calls of vertex_<type>. */
+__attribute__((target("avx2"))) static void mc_vertex4_central(const mc_job *J,
+                                                                const mc_pending *V)
 {
-    const float *d = (const float *)J->data;
     double vlo[4], vhi[4], q[3][4], g0h[3][4], g0l[3][4], g0d[3][4], g1h[3][4], g1l[3][4],
         g1d[3][4];
     for (int l = 0; l < 4; l++) {
         const mc_pending *v = &V[l];
         size_t st = v->axis == 0 ? 1 : v->axis == 1 ? J->rs : J->ss;
         size_t idx = v->i + v->j * J->rs + v->k * J->ss;
-        vlo[l] = (double)d[idx];
-        vhi[l] = (double)d[idx + st];
+        vlo[l] = mc_sample(J, idx);
+        vhi[l] = mc_sample(J, idx + st);
         size_t p0[3] = {v->i, v->j, v->k}, p1[3] = {v->i, v->j, v->k};
         p1[v->axis]++;
-        const float *c0 = d + idx, *c1 = d + idx + st;
         for (int a = 0; a < 3; a++) {
             q[a][l] = (double)p0[a];
-            mc_central_taps(J, c0, p0, a, &g0h[a][l], &g0l[a][l], &g0d[a][l]);
-            mc_central_taps(J, c1, p1, a, &g1h[a][l], &g1l[a][l], &g1d[a][l]);
+            mc_central_taps(J, idx, p0, a, &g0h[a][l], &g0l[a][l], &g0d[a][l]);
+            mc_central_taps(J, idx + st, p1, a, &g1h[a][l], &g1l[a][l], &g1d[a][l]);
         }
     }
     const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
@@ -978,7 +1124,7 @@ __attribute__((target("avx2"))) static void mc_vertex4_f32_central(const mc_job 
             for (int a = 0; a < 3; a++)
                 v->nrm[a] = nf[a][l];
         } else {
-            /* vertex_f32's fallback: the edge direction, inside to outside. */
+            /* vertex()'s fallback: the edge direction, inside to outside. */
             float sgn = J->sg * vlo[l] < J->siso ? 1.0f : -1.0f;
             v->nrm[0] = v->nrm[1] = v->nrm[2] = 0.0f;
             v->nrm[v->axis] = sgn;
@@ -987,9 +1133,8 @@ __attribute__((target("avx2"))) static void mc_vertex4_f32_central(const mc_job 
 }
 #endif
 
-/* The vertices of lattice slice k (in mc_write_row's order). f32 volumes
- * with central normals on AVX2 CPUs go through mc_vertex4_f32_central four
- * at a time. */
+/* The vertices of lattice slice k (in mc_write_row's order). Central
+ * normals on AVX2 CPUs go through mc_vertex4_central four at a time. */
 static int mc_slab_vertices(mc_fused *F, mc_ring *R, mc_pool *P, mc_slab *S, size_t k)
 {
     const mc_job *J = F->J;
@@ -1021,7 +1166,7 @@ static int mc_slab_vertices(mc_fused *F, mc_ring *R, mc_pool *P, mc_slab *S, siz
                         v->pos = pos;
                         v->nrm = nrm;
                         if (np == 4) {
-                            mc_vertex4_f32_central(J, pend);
+                            mc_vertex4_central(J, pend);
                             np = 0;
                         }
                         continue;
@@ -1245,9 +1390,12 @@ static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double 
     F.K = &mc_kernel_table[vol->type];
     F.bits_row = F.K->bits_row;
 #if MC_AVX2
-    if (vol->type == PM_SAMPLE_F32 && __builtin_cpu_supports("avx2")) {
-        F.bits_row = mc_bits_row_f32_avx2;
-        F.vertex4 = opt->normals == PM_NORMALS_CENTRAL && !getenv("PYRAMESH_CPU_SCALAR");
+    if (__builtin_cpu_supports("avx2") && !getenv("PYRAMESH_CPU_SCALAR")) {
+        static void (*const avx2_bits[5])(const mc_job *, size_t, uint64_t *) = {
+            mc_bits_row_u8_avx2, mc_bits_row_u16_avx2, mc_bits_row_i16_avx2,
+            mc_bits_row_f32_avx2, mc_bits_row_f64_avx2};
+        F.bits_row = avx2_bits[vol->type];
+        F.vertex4 = opt->normals == PM_NORMALS_CENTRAL;
     }
 #endif
     F.rw = (J.nx + 63) / 64;
