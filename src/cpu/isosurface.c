@@ -690,12 +690,19 @@ typedef struct mc_cache {
     size_t bytes; /* size of every chunk held */
 } mc_cache;
 
+/* The cache, on CPU contexts only (backend_state is the CUDA backend's own
+ * on CUDA contexts). */
+static mc_cache *mc_cache_of(pm_context *ctx)
+{
+    return ctx->backend == pmi_cpu_backend() ? ctx->backend_state : NULL;
+}
+
 static void *mc_chunk_get(pm_context *ctx, size_t bytes)
 {
     void *p = NULL;
 #pragma omp critical(pm_mc_cache)
     {
-        mc_cache *C = ctx->backend_state;
+        mc_cache *C = mc_cache_of(ctx);
         if (C && C->n && C->bytes == bytes) p = C->chunks[--C->n];
     }
     return p ? p : mc_alloc(bytes);
@@ -704,8 +711,9 @@ static void *mc_chunk_get(pm_context *ctx, size_t bytes)
 /* Gives the chunks of P back to the context's cache (or frees them). */
 static void mc_pool_release(pm_context *ctx, mc_pool *P, size_t bytes)
 {
-    mc_cache *C = ctx->backend_state;
-    if (!C) {
+    int cpu = ctx->backend == pmi_cpu_backend();
+    mc_cache *C = mc_cache_of(ctx);
+    if (!C && cpu) {
         C = calloc(1, sizeof *C);
         ctx->backend_state = C;
     }
@@ -734,7 +742,7 @@ static void mc_pool_release(pm_context *ctx, mc_pool *P, size_t bytes)
 
 void pmi_cpu_isosurface_release(pm_context *ctx)
 {
-    mc_cache *C = ctx->backend_state;
+    mc_cache *C = mc_cache_of(ctx);
     if (!C) return;
     for (size_t i = 0; i < C->n; i++)
         free(C->chunks[i]);
