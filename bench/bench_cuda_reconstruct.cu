@@ -6,9 +6,7 @@
  * grid, particle densities, colour field; extraction) and the end-to-end
  * time, best of 3. 10^5 particles (c = 0.5) and 3 * 10^4 at c = 1.5, 0.3,
  * 0.9 are first checked against the CPU backend: the field bit for bit (sph
- * and blur; SPH with each colour-field kernel) and the mesh byte for byte; a
- * difference makes the exit status 1. Last, the field time of each SPH
- * colour-field kernel (PM_CUDA_SPH_FIELD=lanes|rows|dense|dense4).
+ * and blur) and the mesh byte for byte; a difference makes the exit status 1.
  * Usage: bench_cuda_reconstruct [particles] */
 #include <math.h>
 #include <stdio.h>
@@ -65,50 +63,6 @@ static float *make_particles(size_t n, double r)
     return d;
 }
 
-/* Throughput probe: 8 independent chains per thread of x = sqrt(x) + 1
- * (mode 0: one double sqrt and one add per step) or x = x * c + d (mode 1:
- * one multiply and one add), to see what a term of the colour field costs. */
-__global__ void probe_kernel(double *out, int iters, int mode)
-{
-    double x[8];
-    for (int k = 0; k < 8; k++) x[k] = 1.0 + 1e-7 * threadIdx.x + 0.1 * k;
-    for (int i = 0; i < iters; i++)
-#pragma unroll
-        for (int k = 0; k < 8; k++) x[k] = mode == 0 ? sqrt(x[k]) + 1.0 : x[k] * 0.999 + 1e-3;
-    double sum = 0.0;
-    for (int k = 0; k < 8; k++) sum += x[k];
-    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
-}
-
-static void probe(void)
-{
-    cudaDeviceProp pr;
-    cudaGetDeviceProperties(&pr, 0);
-    const int blocks = pr.multiProcessorCount * 8, threads = 256, iters = 4096;
-    double *o;
-    cudaMalloc(&o, sizeof(double) * blocks * threads);
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    for (int mode = 0; mode < 2; mode++) {
-        float best = 1e30f;
-        for (int rep = 0; rep < 4; rep++) {
-            cudaEventRecord(a);
-            probe_kernel<<<blocks, threads>>>(o, iters, mode);
-            cudaEventRecord(b);
-            cudaEventSynchronize(b);
-            float ms;
-            cudaEventElapsedTime(&ms, a, b);
-            if (rep > 0 && ms < best) best = ms;
-        }
-        double steps = (double)blocks * threads * iters * 8;
-        printf("probe %s: %.3f ms, %.1f G steps/s, %.2f warp steps per SM per ns\n",
-               mode == 0 ? "x = sqrt(x) + 1" : "x = x * c + d", best, steps / best * 1e-6,
-               steps / 32 / pr.multiProcessorCount / (best * 1e6));
-    }
-    cudaFree(o);
-}
-
 static pm_field_params params(pm_field_method m)
 {
     pm_field_params p;
@@ -122,10 +76,6 @@ static pm_field_params params(pm_field_method m)
     p.max_memory_bytes = (size_t)64 << 30;
     return p;
 }
-
-/* The colour-field kernels PM_CUDA_SPH_FIELD can force (the default is
- * one of them). */
-static const char *const sph_variants[4] = {"lanes", "rows", "dense", "dense4"};
 
 /* Returns the number of differences (field values and mesh). */
 static size_t check_cpu(pm_context *gpu, pm_context *cpu, size_t n, double c)
@@ -144,24 +94,6 @@ static size_t check_cpu(pm_context *gpu, pm_context *cpu, size_t n, double c)
         }
         pm_field fc, fg;
         PK(pm_field_compute(cpu, h, n, &p, &fc));
-        /* SPH: each GPU colour-field kernel (PM_CUDA_SPH_FIELD) as well. */
-        for (int v = 0; m == 0 && v < 4; v++) {
-            setenv("PM_CUDA_SPH_FIELD", sph_variants[v], 1);
-            PK(pm_field_compute(gpu, d, n, &p, &fg));
-            unsetenv("PM_CUDA_SPH_FIELD");
-            size_t np = fc.volume.nx * fc.volume.ny * fc.volume.nz, diff = 0;
-            int same_grid = fc.volume.nx == fg.volume.nx && fc.volume.ny == fg.volume.ny &&
-                            fc.volume.nz == fg.volume.nz && fc.particles_used == fg.particles_used;
-            float *gf = (float *)malloc(np * 4);
-            cudaMemcpy(gf, fg.volume.data, np * 4, cudaMemcpyDeviceToHost);
-            if (same_grid)
-                for (size_t i = 0; i < np; i++) diff += memcmp(gf + i, (const float *)fc.volume.data + i, 4) != 0;
-            printf("  sph kernel %s: %zu of %zu values differ from the CPU (bitwise)%s\n", sph_variants[v], diff, np,
-                   same_grid ? "" : ", DIFFERENT grid");
-            bad += diff + !same_grid;
-            free(gf);
-            pm_field_free(gpu, &fg);
-        }
         PK(pm_field_compute(gpu, d, n, &p, &fg));
         size_t np = fc.volume.nx * fc.volume.ny * fc.volume.nz;
         int same_grid = fc.volume.nx == fg.volume.nx && fc.volume.ny == fg.volume.ny &&
@@ -249,22 +181,6 @@ int main(int argc, char **argv)
         pm_field_free(ctx, &f);
     }
     printf("best end-to-end (device memory in, mesh in device memory): %.1f ms\n", best);
-    /* The colour-field kernels side by side: field ms of 5 runs after a
-     * warm-up, each. */
-    for (int v = 0; v < 4; v++) {
-        setenv("PM_CUDA_SPH_FIELD", sph_variants[v], 1);
-        printf("sph kernel %-8s field ms:", sph_variants[v]);
-        for (int rep = 0; rep < 6; rep++) {
-            pm_field_params p = params(PM_FIELD_SPH);
-            pm_field f;
-            PK(pm_field_compute(ctx, xyz, n, &p, &f));
-            if (rep > 0) printf(" %.1f", f.timings.field_ms);
-            pm_field_free(ctx, &f);
-        }
-        printf("\n");
-    }
-    unsetenv("PM_CUDA_SPH_FIELD");
-    probe();
     cudaFree(xyz);
     pm_context_destroy(ctx);
     return bad ? 1 : 0;

@@ -6,7 +6,6 @@
  * in the same order (neighbour cells z, y, x; particles by cell, then input
  * index). The neighbour grid is in neighbours.cu. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cuda_mc.h"
@@ -102,31 +101,6 @@ static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double
              p.z - r >= hi.z + hs || p.z + r <= lo.z - hs);
 }
 
-/* The block's cell's (cx, cy, cz) neighbour rows as runs of sorted slots
- * (up to 9, in neighbour order, empty ones left out), by thread 0. */
-static __device__ __forceinline__ void dn_runs(const dn_grid &g, long long cx, long long cy, long long cz,
-                                               uint32_t *run_b, uint32_t *run_e, int *nrun)
-{
-    if (threadIdx.x == 0) {
-        int q = 0;
-        for (int dz = -1; dz <= 1; dz++) {
-            if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= g.cd[2])) continue;
-            for (int dy = -1; dy <= 1; dy++) {
-                if ((dy < 0 && cy == 0) || (dy > 0 && cy + 1 >= g.cd[1])) continue;
-                uint32_t b, e;
-                dn_row_range(g, cx, ((cz + dz) * g.cd[1] + (cy + dy)) * g.cd[0], &b, &e);
-                if (b != e) {
-                    run_b[q] = b;
-                    run_e[q] = e;
-                    q++;
-                }
-            }
-        }
-        *nrun = q;
-    }
-    __syncthreads();
-}
-
 /* The terms of the warp's staged particles e = 0 .. cnt-1 (in neighbour
  * order) for this lane's point, added to acc. SPH: vol * W; blur: the box
  * splat (wx * wy) * wz. */
@@ -178,7 +152,24 @@ static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, cons
     const long long ni = min(B, g.dims[0] - i0), nj = min(B, g.dims[1] - j0), nk = min(B, g.dims[2] - k0);
     const double s = g.s, h2 = h * h, inv_h = 1.0 / h;
     const double sigma = 8.0 / (DN_PI * h * h * h), sigma2 = 2.0 * sigma;
-    dn_runs(g, cx, cy, cz, run_b, run_e, &nrun);
+    if (threadIdx.x == 0) {
+        int q = 0;
+        for (int dz = -1; dz <= 1; dz++) {
+            if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= g.cd[2])) continue;
+            for (int dy = -1; dy <= 1; dy++) {
+                if ((dy < 0 && cy == 0) || (dy > 0 && cy + 1 >= g.cd[1])) continue;
+                uint32_t b, e;
+                dn_row_range(g, cx, ((cz + dz) * g.cd[1] + (cy + dy)) * g.cd[0], &b, &e);
+                if (b != e) {
+                    run_b[q] = b;
+                    run_e[q] = e;
+                    q++;
+                }
+            }
+        }
+        nrun = q;
+    }
+    __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned below = (1u << lane) - 1u;
     double2 *wxy = sxy[warp], *wzv = szv[warp];
@@ -230,300 +221,6 @@ static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, cons
         }
         if (live) out[((k0 + lk) * g.dims[1] + (j0 + lj)) * g.dims[0] + (i0 + li)] = (float)acc;
     }
-}
-
-#define DN_RING 64 /* staged kept particles per warp: a ring of 64 (up to 31 + 32) */
-
-/* ---- SPH colour field, per-lane terms with precomputed axis distances ----
- *
- * As dn_field (one point per lane, every kept particle in order), but the
- * 8 double operations of d2 per (point, particle) become 1: for a chunk of
- * up to 32 kept particles, one lane per particle first writes the squared
- * axis distances to the brick's bx x-coordinates (ddx * ddx) and its by * bz
- * (y, z) rows (ddy * ddy + ddz * ddz) to the particle's row of T; a lane
- * then forms d2 = ddx2 + dyz for its point, operation for operation the
- * point loop's ddx * ddx + (ddy * ddy + ddz * ddz). The term is unchanged. */
-
-/* Doubles per row of T for a brick: bx + by * bz, made odd (conflict-free
- * writes of 32 rows at once). */
-static __host__ __device__ int dn_rows_stride(int3 br)
-{
-    return (br.x + br.y * br.z) | 1;
-}
-
-/* Shared-memory bytes per warp of dn_sph_rows_kernel: the ring of staged
- * particles (float4 x, y, z and a double vol each) and T (32 rows). */
-static __host__ __device__ size_t dn_rows_warp_bytes(int3 br)
-{
-    return DN_RING * (sizeof(float4) + sizeof(double)) + 32 * (size_t)dn_rows_stride(br) * sizeof(double);
-}
-
-__global__ void __launch_bounds__(DN_THREADS, 5) dn_sph_rows_kernel(dn_grid g, double h, const double *vol, int3 br,
-                                                                    float *out)
-{
-    extern __shared__ double2 dn_dyn[];
-    __shared__ uint32_t run_b[9], run_e[9];
-    __shared__ int nrun;
-    const long long c = blockIdx.x;
-    const long long cx = c % g.cd[0], cy = (c / g.cd[0]) % g.cd[1], cz = c / (g.cd[0] * g.cd[1]);
-    const long long B = g.block;
-    const long long i0 = cx * B, j0 = cy * B, k0 = cz * B;
-    const int ni = (int)min(B, g.dims[0] - i0), nj = (int)min(B, g.dims[1] - j0), nk = (int)min(B, g.dims[2] - k0);
-    const double s = g.s, h2 = h * h, inv_h = 1.0 / h;
-    const double sigma = 8.0 / (DN_PI * h * h * h), sigma2 = 2.0 * sigma;
-    dn_runs(g, cx, cy, cz, run_b, run_e, &nrun);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
-    const unsigned below = (1u << lane) - 1u;
-    const int ns = dn_rows_stride(br), nyz = br.y * br.z;
-    char *base = (char *)dn_dyn + (size_t)warp * dn_rows_warp_bytes(br);
-    double *T = (double *)base;
-    double *rv = T + 32 * ns;
-    float4 *rp = (float4 *)(rv + DN_RING);
-    const int oi = lane % br.x, oj = (lane / br.x) % br.y, ok = lane / (br.x * br.y);
-    const int jk = min(lane / br.x, nyz - 1); /* lanes past the brick: any row (not live) */
-    const int nbx = (ni + br.x - 1) / br.x, nby = (nj + br.y - 1) / br.y, nbz = (nk + br.z - 1) / br.z;
-    const int nbricks = nbx * nby * nbz;
-    for (int w = warp; w < nbricks; w += nwarps) {
-        const int bi = (w % nbx) * br.x, bj = ((w / nbx) % nby) * br.y, bk = (w / (nbx * nby)) * br.z;
-        const int li = bi + oi, lj = bj + oj, lk = bk + ok;
-        const bool live = ok < br.z && li < ni && lj < nj && lk < nk;
-        const double lx = (double)(g.lo[0] + i0 + li) * s, ly = (double)(g.lo[1] + j0 + lj) * s,
-                     lz = (double)(g.lo[2] + k0 + lk) * s;
-        const double3 lo = make_double3((double)(g.lo[0] + i0 + bi) * s, (double)(g.lo[1] + j0 + bj) * s,
-                                        (double)(g.lo[2] + k0 + bk) * s);
-        const double3 hi = make_double3((double)(g.lo[0] + i0 + min(bi + br.x, ni) - 1) * s,
-                                        (double)(g.lo[1] + j0 + min(bj + br.y, nj) - 1) * s,
-                                        (double)(g.lo[2] + k0 + min(bk + br.z, nk) - 1) * s);
-        double acc = 0.0;
-        int cnt = 0, head = 0, q = 0;
-        uint32_t cb = nrun > 0 ? run_b[0] : 0;
-        while (q < nrun) {
-            const uint32_t left = run_e[q] - cb, t = cb + lane;
-            bool keep = false;
-            float4 pf = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if ((uint32_t)lane < left) {
-                pf = make_float4(g.xyz[3 * (size_t)t], g.xyz[3 * (size_t)t + 1], g.xyz[3 * (size_t)t + 2], 0.0f);
-                keep = dn_reaches(make_double3(pf.x, pf.y, pf.z), lo, hi, h2, 0.0, s, true);
-            }
-            const unsigned m = __ballot_sync(0xffffffffu, keep);
-            if (keep) {
-                const int e = (head + cnt + __popc(m & below)) & (DN_RING - 1);
-                rp[e] = pf;
-                rv[e] = vol[t];
-            }
-            cnt += __popc(m);
-            if (left > 32)
-                cb += 32;
-            else if (++q < nrun)
-                cb = run_b[q];
-            while (cnt >= 32 || (q == nrun && cnt > 0)) {
-                const int n = cnt < 32 ? cnt : 32;
-                __syncwarp();
-                /* Lane e fills row e. The brick's coordinates come from the
-                 * lanes whose point has them (lane i: x index i; lane j * bx:
-                 * y index j; lane k * bx * by: z index k). */
-                {
-                    const float4 a = rp[(head + lane) & (DN_RING - 1)];
-                    double *row = T + lane * ns;
-                    for (int i = 0; i < br.x; i++) {
-                        const double ddx = (double)a.x - __shfl_sync(0xffffffffu, lx, i);
-                        if (lane < n) row[i] = ddx * ddx;
-                    }
-                    for (int k = 0; k < br.z; k++) {
-                        const double ddz = (double)a.z - __shfl_sync(0xffffffffu, lz, k * br.x * br.y);
-                        const double ddz2 = ddz * ddz;
-                        for (int j = 0; j < br.y; j++) {
-                            const double ddy = (double)a.y - __shfl_sync(0xffffffffu, ly, j * br.x);
-                            if (lane < n) row[br.x + k * br.y + j] = ddy * ddy + ddz2;
-                        }
-                    }
-                }
-                __syncwarp();
-                for (int e = 0; e < n; e++) {
-                    const double *row = T + e * ns;
-                    const double d2 = row[oi] + row[br.x + jk];
-                    if (live && d2 < h2) acc += rv[(head + e) & (DN_RING - 1)] * dn_spline(sqrt(d2) * inv_h, sigma, sigma2);
-                }
-                __syncwarp(); /* T and the ring slots are reused */
-                head = (head + n) & (DN_RING - 1);
-                cnt -= n;
-            }
-        }
-        if (live) out[((k0 + lk) * g.dims[1] + (j0 + lj)) * g.dims[0] + (i0 + li)] = (float)acc;
-    }
-}
-
-/* ---- SPH colour field, in-range (point, particle) pairs evaluated densely ----
- *
- * In dn_field and dn_sph_rows_kernel the whole warp evaluates the spline of
- * every kept particle although only about 56% of the brick's points are
- * within h of it (10^7 particles, c = 0.5). Here, for chunks of DN_DCH kept
- * particles:
- *  A. the squared axis distances of each particle to the brick (as in
- *     dn_sph_rows_kernel; 4 lanes per particle) go to its row of C;
- *  B. each lane forms d2 = ddx2 + dyz for its point and each particle,
- *     writes d2 (in range and live) or +0.0 to D[e][lane], and the in-range
- *     pairs e * 32 + lane are appended to a list in order (ballot, popc);
- *  C. the lanes take the listed pairs 32 at a time and replace D's d2 by the
- *     term vol * W(sqrt(d2) * inv_h), the same expression as in dn_terms;
- *  D. every lane adds its column of D, in particle order.
- * Each point's sum receives exactly its terms in the original order; the
- * +0.0 entries leave a sum (>= +0.0, all terms are >= 0) bit for bit as it
- * is. */
-
-#define DN_DCH 8 /* particles per chunk */
-
-/* Shared-memory bytes per warp of dn_sph_dense_kernel: D (DN_DCH x 32), C
- * (DN_DCH rows of dn_rows_stride), the ring (double vol, float4 x, y, z),
- * the pair list (DN_DCH * 32 codes). */
-static __host__ __device__ size_t dn_dense_warp_bytes(int3 br)
-{
-    return DN_DCH * 32 * sizeof(double) + DN_DCH * (size_t)dn_rows_stride(br) * sizeof(double) +
-           DN_RING * (sizeof(double) + sizeof(float4)) + DN_DCH * 32 * sizeof(uint16_t);
-}
-
-static __device__ __forceinline__ void dn_sph_dense(const dn_grid &g, double h, const double *vol, int3 br, float *out)
-{
-    extern __shared__ double2 dn_dyn[];
-    __shared__ uint32_t run_b[9], run_e[9];
-    __shared__ int nrun;
-    __shared__ uint32_t comp[33]; /* component c of a row: isx | x lane << 1 | y lane << 8 | z lane << 16 */
-    const long long c = blockIdx.x;
-    const long long cx = c % g.cd[0], cy = (c / g.cd[0]) % g.cd[1], cz = c / (g.cd[0] * g.cd[1]);
-    const long long B = g.block;
-    const long long i0 = cx * B, j0 = cy * B, k0 = cz * B;
-    const int ni = (int)min(B, g.dims[0] - i0), nj = (int)min(B, g.dims[1] - j0), nk = (int)min(B, g.dims[2] - k0);
-    const double s = g.s, h2 = h * h, inv_h = 1.0 / h;
-    const double sigma = 8.0 / (DN_PI * h * h * h), sigma2 = 2.0 * sigma;
-    const int nyz = br.y * br.z, nc = br.x + nyz, ns = dn_rows_stride(br);
-    /* Row component c: ddx * ddx for x index c < bx (coordinate from lane
-     * c), else ddy * ddy + ddz * ddz for y index j, z index k of c - bx =
-     * k * by + j (coordinates from lanes j * bx and k * bx * by, whose
-     * points have them). */
-    if (threadIdx.x < (unsigned)nc) {
-        const int t = threadIdx.x;
-        if (t < br.x)
-            comp[t] = 1u | (uint32_t)t << 1;
-        else
-            comp[t] = (uint32_t)(((t - br.x) % br.y) * br.x) << 8 | (uint32_t)(((t - br.x) / br.y) * br.x * br.y)
-                                                                        << 16;
-    }
-    dn_runs(g, cx, cy, cz, run_b, run_e, &nrun); /* (synchronises the block) */
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
-    const unsigned below = (1u << lane) - 1u;
-    char *base = (char *)dn_dyn + (size_t)warp * dn_dense_warp_bytes(br);
-    double *D = (double *)base;
-    double *C = D + DN_DCH * 32;
-    double *rv = C + DN_DCH * ns;
-    float4 *rp = (float4 *)(rv + DN_RING);
-    uint16_t *pl = (uint16_t *)(rp + DN_RING);
-    const int oi = lane % br.x, oj = (lane / br.x) % br.y, ok = lane / (br.x * br.y);
-    const int jk = min(lane / br.x, nyz - 1); /* lanes past the brick: any row (not live) */
-    const int pe = lane % DN_DCH, part = lane / DN_DCH; /* phase A: particle, first component */
-    const int nbx = (ni + br.x - 1) / br.x, nby = (nj + br.y - 1) / br.y, nbz = (nk + br.z - 1) / br.z;
-    const int nbricks = nbx * nby * nbz;
-    for (int w = warp; w < nbricks; w += nwarps) {
-        const int bi = (w % nbx) * br.x, bj = ((w / nbx) % nby) * br.y, bk = (w / (nbx * nby)) * br.z;
-        const int li = bi + oi, lj = bj + oj, lk = bk + ok;
-        const bool live = ok < br.z && li < ni && lj < nj && lk < nk;
-        const double lx = (double)(g.lo[0] + i0 + li) * s, ly = (double)(g.lo[1] + j0 + lj) * s,
-                     lz = (double)(g.lo[2] + k0 + lk) * s;
-        const double3 lo = make_double3((double)(g.lo[0] + i0 + bi) * s, (double)(g.lo[1] + j0 + bj) * s,
-                                        (double)(g.lo[2] + k0 + bk) * s);
-        const double3 hi = make_double3((double)(g.lo[0] + i0 + min(bi + br.x, ni) - 1) * s,
-                                        (double)(g.lo[1] + j0 + min(bj + br.y, nj) - 1) * s,
-                                        (double)(g.lo[2] + k0 + min(bk + br.z, nk) - 1) * s);
-        double acc = 0.0;
-        int cnt = 0, head = 0, q = 0;
-        uint32_t cb = nrun > 0 ? run_b[0] : 0;
-        while (q < nrun) {
-            const uint32_t left = run_e[q] - cb, t = cb + lane;
-            bool keep = false;
-            float4 pf = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if ((uint32_t)lane < left) {
-                pf = make_float4(g.xyz[3 * (size_t)t], g.xyz[3 * (size_t)t + 1], g.xyz[3 * (size_t)t + 2], 0.0f);
-                keep = dn_reaches(make_double3(pf.x, pf.y, pf.z), lo, hi, h2, 0.0, s, true);
-            }
-            const unsigned m = __ballot_sync(0xffffffffu, keep);
-            if (keep) {
-                const int e = (head + cnt + __popc(m & below)) & (DN_RING - 1);
-                rp[e] = pf;
-                rv[e] = vol[t];
-            }
-            cnt += __popc(m);
-            if (left > 32)
-                cb += 32;
-            else if (++q < nrun)
-                cb = run_b[q];
-            while (cnt >= DN_DCH || (q == nrun && cnt > 0)) {
-                const int n = cnt < DN_DCH ? cnt : DN_DCH;
-                __syncwarp();
-                /* A */
-                {
-                    const float4 a = rp[(head + pe) & (DN_RING - 1)];
-                    for (int c0 = 0; c0 < nc; c0 += 32 / DN_DCH) { /* same trip count in every lane */
-                        const int cc = c0 + part;
-                        const uint32_t cw = comp[cc < nc ? cc : nc - 1];
-                        const double vx = __shfl_sync(0xffffffffu, lx, (cw >> 1) & 127);
-                        const double vy = __shfl_sync(0xffffffffu, ly, (cw >> 8) & 255);
-                        const double vz = __shfl_sync(0xffffffffu, lz, cw >> 16);
-                        double val;
-                        if (cw & 1u) {
-                            const double ddx = (double)a.x - vx;
-                            val = ddx * ddx;
-                        } else {
-                            const double ddy = (double)a.y - vy, ddz = (double)a.z - vz;
-                            val = ddy * ddy + ddz * ddz;
-                        }
-                        if (pe < n && cc < nc) C[pe * ns + cc] = val;
-                    }
-                }
-                __syncwarp();
-                /* B */
-                int np = 0;
-#pragma unroll
-                for (int e = 0; e < DN_DCH; e++) {
-                    if (e < n) {
-                        const double d2 = C[e * ns + oi] + C[e * ns + br.x + jk];
-                        const bool in = live && d2 < h2;
-                        const unsigned mm = __ballot_sync(0xffffffffu, in);
-                        D[e * 32 + lane] = in ? d2 : 0.0;
-                        if (in) pl[np + __popc(mm & below)] = (uint16_t)(e * 32 + lane);
-                        np += __popc(mm);
-                    }
-                }
-                __syncwarp();
-                /* C: D + code is D[e][point] */
-                for (int k = lane; k < np; k += 32) {
-                    const int code = pl[k];
-                    double *tm = D + code;
-                    *tm = rv[(head + (code >> 5)) & (DN_RING - 1)] * dn_spline(sqrt(*tm) * inv_h, sigma, sigma2);
-                }
-                __syncwarp();
-                /* D */
-#pragma unroll
-                for (int e = 0; e < DN_DCH; e++)
-                    if (e < n) acc += D[e * 32 + lane];
-                __syncwarp(); /* D, C, the list and the ring slots are reused */
-                head = (head + n) & (DN_RING - 1);
-                cnt -= n;
-            }
-        }
-        if (live) out[((k0 + lk) * g.dims[1] + (j0 + lj)) * g.dims[0] + (i0 + li)] = (float)acc;
-    }
-}
-
-/* 5 blocks of 256 per multiprocessor (48 registers) or 4 (64). */
-__global__ void __launch_bounds__(DN_THREADS, 5) dn_sph_dense_kernel(dn_grid g, double h, const double *vol, int3 br,
-                                                                     float *out)
-{
-    dn_sph_dense(g, h, vol, br, out);
-}
-
-__global__ void __launch_bounds__(DN_THREADS, 4) dn_sph_dense4_kernel(dn_grid g, double h, const double *vol, int3 br,
-                                                                      float *out)
-{
-    dn_sph_dense(g, h, vol, br, out);
 }
 
 /* 5 blocks of 256 per multiprocessor (48 registers, ~200 bytes of spills,
@@ -578,21 +275,6 @@ static int3 dn_brick(long long B)
     return best;
 }
 
-/* The SPH colour-field kernel: PM_CUDA_SPH_FIELD=dense|dense4|rows|lanes
- * forces one (experiments); lanes (dn_sph_field_kernel) by default, the
- * fastest measured (H100, 10^7 particles: lanes 135.1 ms, rows 135.3,
- * dense4 169.9, dense 187.5). */
-enum { DN_SPH_DENSE, DN_SPH_DENSE4, DN_SPH_ROWS, DN_SPH_LANES };
-static int dn_sph_kernel(void)
-{
-    const char *e = getenv("PM_CUDA_SPH_FIELD");
-    if (e && strcmp(e, "lanes") == 0) return DN_SPH_LANES;
-    if (e && strcmp(e, "rows") == 0) return DN_SPH_ROWS;
-    if (e && strcmp(e, "dense4") == 0) return DN_SPH_DENSE4;
-    if (e && strcmp(e, "dense") == 0) return DN_SPH_DENSE;
-    return DN_SPH_LANES;
-}
-
 static unsigned dn_blocks(long long n, long long cap)
 {
     long long b = (n + DN_THREADS - 1) / DN_THREADS;
@@ -629,21 +311,8 @@ extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, s
         if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, "pm_field_compute: particle densities");
         t2 = pmi_now_ms();
         if (s == PM_STATUS_OK) {
-            const int kind = dn_sph_kernel();
-            const int3 br = dn_brick(g.block);
-            if (kind == DN_SPH_LANES) {
-                dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, h, sc.vol, br, field);
-            } else {
-                void (*k)(dn_grid, double, const double *, int3, float *) =
-                    kind == DN_SPH_DENSE    ? dn_sph_dense_kernel
-                    : kind == DN_SPH_DENSE4 ? dn_sph_dense4_kernel
-                                            : dn_sph_rows_kernel;
-                const size_t sm = DN_WARPS * (kind == DN_SPH_ROWS ? dn_rows_warp_bytes(br) : dn_dense_warp_bytes(br));
-                cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
-                if (e != cudaSuccess) s = pmi_cuda_status(e, "pm_field_compute: colour field shared memory");
-                if (s == PM_STATUS_OK) k<<<(unsigned)g.ncells, DN_THREADS, sm, st>>>(g, h, sc.vol, br, field);
-            }
-            if (s == PM_STATUS_OK) s = pmi_cuda_launched("pm_field_compute: colour field");
+            dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, h, sc.vol, dn_brick(g.block), field);
+            s = pmi_cuda_launched("pm_field_compute: colour field");
         }
     } else if (s == PM_STATUS_OK) {
         dn_splat_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, r, dn_brick(g.block), field);
