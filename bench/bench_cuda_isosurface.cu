@@ -8,8 +8,9 @@
  * figures as published in our ANCHORS.md (not run here). N <= checkN (128)
  * is checked byte for byte against the CPU backend. Rows per size: the
  * default paths ("new") and, for comparison, the older ones picked by
- * pmi_mc_variant ("direct" soup, "bounded" owner search, "cls-2"/"cls-5"
- * classification compiled for 2 or 5 blocks per SM); "p2 vertices" is the
+ * pmi_mc_variant ("direct" soup, "bounded" owner search, "oldcls" the
+ * older classification kernel with the start tables searched by their own
+ * kernel); "p2 vertices" is the
  * vertex part of pass 2 (the start table search included).
  * Usage: bench_cuda_isosurface [maxN [checkN [N,N,...]]] (the list picks sizes). */
 #include <stdio.h>
@@ -150,7 +151,12 @@ static int quick;
 
 /* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 1 soup
  * by one vertex computation per soup vertex (before this branch), 2 owner
- * search without the row table (indexed triangles as before this branch). */
+ * search without the row table (indexed triangles as before this branch),
+ * 32 the older classification kernel (before branch mccls), 64 the older
+ * kernel writing the start tables at every size, 256 the new kernel
+ * (mc_classify2_kernel) at every size, 128 the new kernel reloading each
+ * active word in its record pass. The default
+ * rows are run twice per size, after the others, as a noise check. */
 static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int mode, double gbs, int var)
 {
     pmi_mc_variant = var;
@@ -218,7 +224,16 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     double med = median(tt), h = type == PM_SAMPLE_F32 ? hp5(n, mode == PM_MESH_INDEXED) : 0;
     char hs[32] = "-";
     if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
-    const char *vs = var == 0 ? "new" : var == 1 ? "direct" : var == 2 ? "bounded" : var == 4 ? "cls-2" : "cls-5";
+    const char *vs = var == 0    ? "new"
+                     : var == 1  ? "direct"
+                     : var == 2  ? "bounded"
+                     : var == 4  ? "cls-2"
+                     : var == 8  ? "cls-5"
+                     : var == 32 ? "oldcls"
+                     : var == 64 ? "cls1+t"
+                     : var == 128 ? "reload"
+                     : var == 256 ? "cls2"
+                                 : "other";
     printf("| %4d | %-7s | %-7s | %-3s | %10zu | %10zu | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | %5.2fx | "
            "%-15s |\n",
            n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), nv, nt, med, median(t1), median(t3),
@@ -265,8 +280,16 @@ int main(int argc, char **argv)
         run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 0);
         run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 2);
         if (quick) continue;
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 4);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 8);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 32);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 32);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 64);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 64);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 256);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 256);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 128);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 128);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 0);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 0);
         if (ns[q] == 512)
             for (int mode = 1; mode >= 0; mode--) {
                 run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs, 0);

@@ -348,14 +348,25 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * (MC_VAR_BOUNDED) owner search without the row table; bits 2 and 3: the
  * classification kernel compiled for 2 or 5 blocks per SM instead of 4;
  * bit 4 (MC_VAR_NOSTARTS): pass 2 blocks find their first record by their
- * own search instead of the start table. -1: read once from
- * PYRAMESH_CUDA_MC ("direct", "bounded", "old" = all three older paths,
- * a number = the bits; else 0). */
+ * own search instead of the start table; bit 5 (MC_VAR_OLDCLS): the older
+ * classification kernel (mc_classify_kernel) without the start tables
+ * (searched by mc_starts_kernel; the classification writes them by
+ * default); bit 6 (MC_VAR_CLS1): the older classification kernel at every
+ * size, writing the start tables; bit 7 (MC_VAR_RELOAD): mc_classify2_kernel
+ * loading each active word's neighbours again in its record pass, as the
+ * older kernel; bit 8 (MC_VAR_CLS2): mc_classify2_kernel at every size (by
+ * default only while the bitmask fits in half the L2). -1: read once from
+ * PYRAMESH_CUDA_MC ("direct", "bounded", "oldcls", "old" = the four older
+ * paths, a number = the bits; else 0). */
 #define MC_VAR_DIRECT 1
 #define MC_VAR_BOUNDED 2
 #define MC_VAR_MINB2 4
 #define MC_VAR_MINB5 8
 #define MC_VAR_NOSTARTS 16
+#define MC_VAR_OLDCLS 32
+#define MC_VAR_CLS1 64
+#define MC_VAR_RELOAD 128
+#define MC_VAR_CLS2 256
 extern "C" {
 int pmi_mc_profile;
 double pmi_mc_stage_ms[4];
@@ -370,8 +381,9 @@ static int mc_variant(void)
     var = 0;
     if (e && !strcmp(e, "direct")) var = MC_VAR_DIRECT;
     if (e && !strcmp(e, "bounded")) var = MC_VAR_BOUNDED;
-    if (e && !strcmp(e, "old")) var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS;
-    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 31;
+    if (e && !strcmp(e, "oldcls")) var = MC_VAR_OLDCLS;
+    if (e && !strcmp(e, "old")) var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 511;
     __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
     return var;
 }
@@ -420,6 +432,27 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     const int var = mc_variant();
     const int cls_indexed = indexed || !(var & MC_VAR_DIRECT);
     const int use_rows = cls_indexed && !(var & MC_VAR_BOUNDED);
+    /* Pass 2's block start tables, written by the classification (either
+     * kernel; mc_starts_kernel searches them only for MC_VAR_OLDCLS):
+     * triangles (keys of the soup kernels, divisor 3, or of the triangle
+     * kernel, divisor 1) and, classified as indexed, crossings (the vertex
+     * kernel). */
+    const int cls_tables = !(var & (MC_VAR_OLDCLS | MC_VAR_NOSTARTS));
+    /* Classification kernel: mc_classify2_kernel while the bitmask fits
+     * in half the L2 (measured on the H100: 256^3 and 512^3, 2 and 17 MB,
+     * faster than the older kernel, 512^3 by about 0.012 ms), else the
+     * older mc_classify_kernel (768^3, 57 MB: faster by about 0.02 ms). */
+    int cls_kernel = 2;
+    if (var & (MC_VAR_OLDCLS | MC_VAR_CLS1)) {
+        cls_kernel = 1;
+    } else if (!(var & MC_VAR_CLS2)) {
+        int l2 = 0;
+        if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, st->device) != cudaSuccess) {
+            cudaGetLastError();
+            l2 = 0;
+        }
+        if ((double)tl.nwords * 4.0 > (double)l2 / 2.0) cls_kernel = 1;
+    }
     const size_t nrows = (size_t)vol->ny * vol->nz;
     size_t rec_cap = npoints / 64 + ((size_t)1 << 20);
     if (rec_cap > npoints) rec_cap = npoints;
@@ -427,6 +460,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     mc_records rec;
     unsigned long long *rows = NULL;
     char *base = NULL, *base_end = NULL;
+    mc_tables ctab = {NULL, NULL, 0, 0, 1};
     cudaEvent_t ev[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     if (pmi_mc_profile)
         for (int e = 0; e < 6; e++) cudaEventCreate(&ev[e]);
@@ -435,7 +469,16 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         size_t head_b = 256 + state_b;
         size_t bits_b = pmi_align256((size_t)tl.nwords * 4 + 16);
         size_t rows_b = use_rows ? pmi_align256(nrows * 8) : 0;
-        size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b + bits_b;
+        /* Table entries: blocks of up to 5 triangles per record (times 3
+         * for soup) or 3 crossings per record, for rec_cap records. */
+        mc_tables tab = {NULL, NULL, 0, 0, indexed ? 1u : 3u};
+        if (cls_tables) {
+            tab.nt = ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
+            tab.nc = cls_indexed ? ((unsigned long long)rec_cap * 3 + 255) / 256 + 1 : 0;
+        }
+        size_t tab_b = cls_tables ? pmi_align256((size_t)tab.nt * 8) + pmi_align256((size_t)tab.nc * 8) : 0;
+        size_t bytes =
+            head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b + tab_b + bits_b;
         PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
         base_end = base + bytes;
         unsigned int *ticket = (unsigned int *)base;
@@ -450,6 +493,12 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         q += pmi_align256(rec_cap * 2);
         rows = use_rows ? (unsigned long long *)q : NULL;
         q += rows_b;
+        if (cls_tables) {
+            tab.t = (long long *)q;
+            tab.c = tab.nc ? (long long *)(q + pmi_align256((size_t)tab.nt * 8)) : NULL;
+            q += tab_b;
+            ctab = tab;
+        }
         rec.cross = (unsigned long long *)q;
         q += pmi_align256(rec_cap * 8);
         unsigned int *bits = (unsigned int *)q;
@@ -458,7 +507,9 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         PMI_TRY(mc_inside_bits(ctx, v, tl, vol->type, bits));
         if (ev[4]) cudaEventRecord(ev[4], s);
         PMI_TRY(mc_classify(ctx, v, tl, cls_indexed, bits, ticket, state, rec, rec_cap, rows, totals,
-                            var & MC_VAR_MINB2 ? 2 : var & MC_VAR_MINB5 ? 5 : 4));
+                            cls_kernel,
+                            var & MC_VAR_MINB2 ? 2 : var & MC_VAR_MINB5 ? 5 : 4, (var & MC_VAR_RELOAD) != 0,
+                            cls_tables ? &tab : NULL));
         if (ev[1]) cudaEventRecord(ev[1], s);
         PMI_CU_TRY(cudaMemcpyAsync(tot, totals, sizeof tot, cudaMemcpyDeviceToHost, s),
                    "pm_isosurface: reading counts");
@@ -587,12 +638,25 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
             sb.nblocks = mc_blocks(nt_w);
         }
     }
-    if (!(var & MC_VAR_NOSTARTS) && (sa.nblocks + sb.nblocks) * 8 <= fleft && nrec > 0) {
+    int search_starts = 0;
+    if (ctab.t) {
+        /* Written by the classification: the crossings' table for the
+         * vertex kernel, the triangles' for the soup and triangle kernels
+         * (its divisor is 3 for soup, 1 for indexed). */
+        if (vpos) {
+            sa.out = ctab.c;
+            sb.out = ctab.t;
+        } else {
+            sa.out = indexed ? ctab.c : ctab.t;
+            sb.out = ctab.t;
+        }
+    } else if (!(var & MC_VAR_NOSTARTS) && (sa.nblocks + sb.nblocks) * 8 <= fleft && nrec > 0) {
         sa.out = (long long *)fb;
         sb.out = sa.out + sa.nblocks;
+        search_starts = 1;
     }
     if (ev[2]) cudaEventRecord(ev[2], s);
-    if (sa.out)
+    if (search_starts)
         mc_starts_kernel<<<mc_blocks(sa.nblocks + sb.nblocks), MC_THREADS, 0, s>>>(nrec, sa, sb);
     if (vpos) {
         mc_launch_expand(s, vol->type, opt->normals, 1, v, rec, nrec, sa.out, ncross, vpos, vnrm);

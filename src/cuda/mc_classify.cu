@@ -9,7 +9,10 @@
  * the block and chained to the previous tiles by a single-pass decoupled
  * look-back (Merrill & Garland 2016), so the records come out in lattice
  * order with exact 64-bit prefixes of triangles and owned-edge crossings:
- * everything the expansion needs. */
+ * everything the expansion needs, and the expansion kernels' block start
+ * tables. Two classification kernels with the same output:
+ * mc_classify2_kernel (fewer instructions per word; used while the bitmask
+ * fits in half the L2) and the older mc_classify_kernel. */
 #include "cuda/mc_internal.cuh"
 
 MCD_TABLES_UPLOAD
@@ -214,6 +217,20 @@ static __device__ __forceinline__ void mc_word_next(long long words, long long n
     }
 }
 
+/* Blocks b of the table whose key floor(256 b / div) is in [p, p + n)
+ * (n >= 1), i.e. 256 b in [p div, (p + n) div). Most records hold no
+ * block's key: a multiple of 256 in (p div - 1, (p + n) div - 1] decides,
+ * in 32 bits (2^32 is a multiple of 256 and the range is short). */
+static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned long long cap, unsigned div,
+                                                    unsigned long long p, unsigned n, long long r)
+{
+    const unsigned lo = (unsigned)p * div - 1u, hi = lo + n * div;
+    if (lo >> 8 == hi >> 8) return;
+    unsigned long long b = (p * div + 255) >> 8;
+    const unsigned long long e = ((p + n) * div + 255) >> 8;
+    for (; b < e && b < cap; b++) tab[b] = r;
+}
+
 /* MINB blocks per SM: 4 (64 registers; the row-table stores would otherwise
  * take it to 73 and 3 blocks) by default; 2 and 5 as experiments (bits 2
  * and 3 of pmi_mc_variant). */
@@ -221,7 +238,7 @@ template <int MINB>
 __global__ void __launch_bounds__(MC_THREADS, MINB)
 mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits, unsigned int *ticket,
                    unsigned long long *state, mc_records rec, unsigned long long rec_cap,
-                   unsigned long long *rows, unsigned long long *totals)
+                   unsigned long long *rows, mc_tables tab, unsigned long long *totals)
 {
     __shared__ uint8_t s_nt[256];
     __shared__ unsigned long long warp_sum[MC_ROUNDS][MC_THREADS / 32];
@@ -362,15 +379,275 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
                     const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
                     const unsigned nt = s_nt[cs];
                     const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+                    const unsigned nc = __popc(cr);
                     if (rb < rec_cap) {
                         rec.point[rb] = row0 + (unsigned long long)p;
                         rec.info[rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
                         rec.tri[rb] = tb;
                         if (indexed) rec.cross[rb] = cb;
                     }
+                    if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, tb, nt, (long long)rb);
+                    if (nc && tab.c) mc_table_put(tab.c, tab.nc, 1, cb, nc, (long long)rb);
                     rb++;
                     tb += nt;
-                    cb += __popc(cr);
+                    cb += nc;
+                }
+            }
+            mc_word_next(tl.words, v.ny, &wi, &j, &k);
+        }
+    }
+}
+
+/* ---- Classification, second version: same records, row table, totals
+ * and start tables as mc_classify_kernel, with fewer instructions per
+ * word: a round's 20 words come as
+ * four 16-byte loads plus a shuffle for the word after (rows of a multiple
+ * of 4 words, VEC) and without per-load guards except in the tile rounds
+ * that reach the bitmask's end; 32-bit mask arithmetic; the counts of
+ * (round, thread) scanned once in shared memory (thread t scans items
+ * 4t .. 4t+3, lattice order) instead of four rounds of warp scans; the
+ * active masks kept in shared memory (no local memory); the record pass
+ * reloads a round's words in one batch (one L1/L2 latency per round, not
+ * one per word). */
+
+/* The words of one round: raw[o][q] = word w0 + q + offs[o], q = 0..4
+ * (0 past the bitmask's end). safe (block-uniform): no word of the round
+ * is past the end, so no guards; with VEC the first four come as one
+ * 16-byte load and the fifth from the next lane (lane 31 loads it). */
+template <int VEC>
+static __device__ __forceinline__ void mc_round_words(const unsigned *bits, long long w0, const long long offs[4],
+                                                      bool safe, long long nwords, unsigned raw[4][MC_WPT + 1])
+{
+    if (safe) {
+        if (VEC) {
+            const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+            for (int o = 0; o < 4; o++) {
+                const uint4 x = __ldg((const uint4 *)(bits + w0 + offs[o]));
+                raw[o][0] = x.x;
+                raw[o][1] = x.y;
+                raw[o][2] = x.z;
+                raw[o][3] = x.w;
+            }
+            unsigned nx[4];
+#pragma unroll
+            for (int o = 0; o < 4; o++) nx[o] = __shfl_down_sync(0xffffffffu, raw[o][0], 1);
+            if (lane == 31) {
+#pragma unroll
+                for (int o = 0; o < 4; o++) nx[o] = __ldg(bits + w0 + MC_WPT + offs[o]);
+            }
+#pragma unroll
+            for (int o = 0; o < 4; o++) raw[o][MC_WPT] = nx[o];
+        } else {
+#pragma unroll
+            for (int o = 0; o < 4; o++)
+#pragma unroll
+                for (int q = 0; q <= MC_WPT; q++) raw[o][q] = __ldg(bits + w0 + q + offs[o]);
+        }
+    } else {
+#pragma unroll
+        for (int o = 0; o < 4; o++)
+#pragma unroll
+            for (int q = 0; q <= MC_WPT; q++)
+                raw[o][q] = w0 + q + offs[o] < nwords ? __ldg(bits + w0 + q + offs[o]) : 0u;
+    }
+}
+
+/* mc_make_word in 32-bit arithmetic: left = nx - 32 * wi >= 1 (points of
+ * the row from this word on; nx < 2^31, checked by mc_inside_bits). */
+static __device__ __forceinline__ void mc_make_word32(const unsigned raw[4][MC_WPT + 1], int q, int left, bool jy,
+                                                      bool kz, mc_word &m)
+{
+    const unsigned pv = left >= 32 ? 0xffffffffu : (1u << left) - 1u;
+    const unsigned xv = left > 32 ? 0xffffffffu : (1u << (left - 1)) - 1u;
+    m.a = raw[0][q];
+    m.b = raw[1][q];
+    m.c = raw[2][q];
+    m.d = raw[3][q];
+    m.a1 = __funnelshift_r(raw[0][q], raw[0][q + 1], 1);
+    m.b1 = __funnelshift_r(raw[1][q], raw[1][q + 1], 1);
+    m.c1 = __funnelshift_r(raw[2][q], raw[2][q + 1], 1);
+    m.d1 = __funnelshift_r(raw[3][q], raw[3][q + 1], 1);
+    m.cell = jy && kz ? xv : 0u;
+    m.xc = (m.a ^ m.a1) & xv;
+    m.yc = jy ? (m.a ^ m.b) & pv : 0u;
+    m.zc = kz ? (m.a ^ m.c) & pv : 0u;
+}
+
+/* 3 blocks per SM: 80 registers, no spills (4 blocks: 64 registers with
+ * spills, measured slower). RELOAD (experiment, MC_VAR_RELOAD): the record
+ * pass loads each active word's neighbours as the older kernel does. */
+template <int VEC, int RELOAD>
+__global__ void __launch_bounds__(MC_THREADS, 3)
+mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits, unsigned int *ticket,
+                    unsigned long long *state, mc_records rec, unsigned long long rec_cap,
+                    unsigned long long *rows, mc_tables tab, unsigned long long *totals)
+{
+    __shared__ uint8_t s_nt[256];
+    __shared__ uint4 s_act[MC_ROUNDS * MC_THREADS];               /* active masks of (round, thread) */
+    __shared__ unsigned long long s_scan[MC_ROUNDS * MC_THREADS]; /* counts, then exclusive prefixes */
+    __shared__ unsigned long long s_wsum[MC_THREADS / 32];
+    __shared__ unsigned long long base[3];
+    __shared__ long long s_tile;
+    __shared__ unsigned int s_cells;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    s_nt[t] = mcd_tri_count[t];
+    if (t == 0) {
+        s_tile = atomicAdd(ticket, 1u);
+        s_cells = 0;
+    }
+    __syncthreads();
+    const long long tile = s_tile;
+    const long long offs[4] = {0, tl.words, tl.words * v.ny, tl.words * v.ny + tl.words};
+    const int nx32 = (int)v.nx;
+
+    unsigned int cells = 0;
+#pragma unroll
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        const long long rbase = (tile * MC_ROUNDS + r) * MC_TILE_WORDS, w0 = rbase + (long long)t * MC_WPT;
+        const bool safe = rbase + MC_TILE_WORDS + offs[3] < tl.nwords;
+        unsigned raw[4][MC_WPT + 1];
+        mc_round_words<VEC>(bits, w0, offs, safe, tl.nwords, raw);
+        long long wi = 0, j = 0, k = 0;
+        if (w0 < tl.nwords) mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
+        unsigned act[MC_WPT], nrec = 0, ntri = 0, ncr = 0;
+#pragma unroll
+        for (int q = 0; q < MC_WPT; q++) {
+            act[q] = 0;
+            if (safe || w0 + q < tl.nwords) {
+                mc_word m;
+                mc_make_word32(raw, q, nx32 - 32 * (int)wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                unsigned mix = mc_mixed(m), tmask = 0;
+                while (mix) {
+                    const int p = __ffs(mix) - 1;
+                    mix &= mix - 1;
+                    const unsigned nt = s_nt[mc_case(m, p)];
+                    ntri += nt;
+                    tmask |= (nt > 0) << p;
+                }
+                cells += __popc(tmask);
+                act[q] = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
+                nrec += __popc(act[q]);
+                ncr += __popc(m.xc) + __popc(m.yc) + __popc(m.zc);
+            }
+            mc_word_next(tl.words, v.ny, &wi, &j, &k);
+        }
+        s_act[r * MC_THREADS + t] = make_uint4(act[0], act[1], act[2], act[3]);
+        s_scan[r * MC_THREADS + t] =
+            (unsigned long long)nrec | (unsigned long long)ntri << 21 | (unsigned long long)ncr << 42;
+    }
+    for (int off = 16; off; off >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, off);
+    if (lane == 0 && cells) atomicAdd(&s_cells, cells);
+    __syncthreads();
+
+    /* One block scan in lattice order: item r * MC_THREADS + t is round r
+     * of thread t; thread t takes items 4t .. 4t + 3. */
+    unsigned long long agg = 0;
+    {
+        unsigned long long it[MC_ROUNDS], sum = 0;
+#pragma unroll
+        for (int i = 0; i < MC_ROUNDS; i++) {
+            it[i] = s_scan[MC_ROUNDS * t + i];
+            sum += it[i];
+        }
+        unsigned long long inc = sum;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const unsigned long long o = __shfl_up_sync(0xffffffffu, inc, off);
+            if (lane >= off) inc += o;
+        }
+        if (lane == 31) s_wsum[warp] = inc;
+        __syncthreads();
+        unsigned long long wb = 0;
+#pragma unroll
+        for (int w = 0; w < MC_THREADS / 32; w++) {
+            const unsigned long long x = s_wsum[w];
+            if (w < warp) wb += x;
+            agg += x;
+        }
+        unsigned long long ex = wb + inc - sum;
+#pragma unroll
+        for (int i = 0; i < MC_ROUNDS; i++) {
+            s_scan[MC_ROUNDS * t + i] = ex;
+            ex += it[i];
+        }
+    }
+
+    /* Chain to the previous tiles: warp q looks back for quantity q. */
+    if (warp < 3) {
+        unsigned long long a = MC_F(agg, warp);
+        unsigned long long *st = state + warp * tl.ntiles;
+        unsigned long long b = 0;
+        if (tile == 0) {
+            if (lane == 0) *(volatile unsigned long long *)st = MC_FLAG_P | a;
+        } else {
+            if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_A | a;
+            b = mc_lookback(st, tile);
+            if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_P | (b + a);
+        }
+        if (lane == 0) {
+            base[warp] = b;
+            if (tile == tl.ntiles - 1) totals[warp] = b + a;
+        }
+    }
+    if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
+    __syncthreads();
+
+    /* Records, row table and start tables, round by round. */
+#pragma unroll 1
+    for (int r = 0; r < MC_ROUNDS; r++) {
+        const long long rbase = (tile * MC_ROUNDS + r) * MC_TILE_WORDS, w0 = rbase + (long long)t * MC_WPT;
+        if (rbase >= tl.nwords) break;
+        const uint4 a4 = s_act[r * MC_THREADS + t];
+        const unsigned act[MC_WPT] = {a4.x, a4.y, a4.z, a4.w};
+        const unsigned long long ex = s_scan[r * MC_THREADS + t];
+        unsigned long long rb = base[0] + MC_F(ex, 0), tb = base[1] + MC_F(ex, 1), cb = base[2] + MC_F(ex, 2);
+        long long wi = 0, j = 0, k = 0;
+        if (w0 < tl.nwords) mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
+        const bool mine = (act[0] | act[1] | act[2] | act[3]) != 0;
+        if (!__any_sync(0xffffffffu, mine)) {
+            /* No records in the warp's words: the row starts only. */
+            if (rows)
+#pragma unroll
+                for (int q = 0; q < MC_WPT; q++) {
+                    if (w0 + q < tl.nwords && wi == 0) rows[j + v.ny * k] = rb;
+                    mc_word_next(tl.words, v.ny, &wi, &j, &k);
+                }
+            continue;
+        }
+        const bool safe = rbase + MC_TILE_WORDS + offs[3] < tl.nwords;
+        unsigned raw[4][MC_WPT + 1];
+        if (!RELOAD) mc_round_words<VEC>(bits, w0, offs, safe, tl.nwords, raw);
+#pragma unroll
+        for (int q = 0; q < MC_WPT; q++) {
+            if (rows && w0 + q < tl.nwords && wi == 0) rows[j + v.ny * k] = rb;
+            unsigned am = act[q];
+            if (am) {
+                mc_word m;
+                if (RELOAD)
+                    mc_load_word(bits, w0 + q, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                else
+                    mc_make_word32(raw, q, nx32 - 32 * (int)wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
+                                                32ull * (unsigned long long)wi;
+                while (am) {
+                    const int p = __ffs(am) - 1;
+                    am &= am - 1;
+                    const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
+                    const unsigned nt = s_nt[cs];
+                    const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+                    const unsigned nc = __popc(cr);
+                    if (rb < rec_cap) {
+                        rec.point[rb] = row0 + (unsigned long long)p;
+                        rec.info[rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
+                        rec.tri[rb] = tb;
+                        if (indexed) rec.cross[rb] = cb;
+                    }
+                    if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, tb, nt, (long long)rb);
+                    if (nc && tab.c) mc_table_put(tab.c, tab.nc, 1, cb, nc, (long long)rb);
+                    rb++;
+                    tb += nt;
+                    cb += nc;
                 }
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
@@ -425,21 +702,38 @@ pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
                       const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
                       mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
-                      unsigned long long *totals, int minb)
+                      unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     if (tl.nwords == 0) return PM_STATUS_OK;
     if (tl.ntiles > 0x7fffffffll) return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many tiles");
     unsigned long long *rw = indexed ? rows : NULL;
-    if (minb == 2)
-        mc_classify_kernel<2><<<(unsigned)tl.ntiles, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec,
-                                                                         rec_cap, rw, totals);
+    const unsigned g = (unsigned)tl.ntiles;
+    mc_tables tb = {NULL, NULL, 0, 0, 1};
+    if (tab) tb = *tab;
+    if (!indexed) tb.c = NULL;
+    if (kernel == 2) {
+        /* 16-byte loads when every row (and so every slice) is a whole
+         * number of 16-byte groups of words. */
+        const int vec = ((uintptr_t)bits % 16) == 0 && tl.words % 4 == 0;
+        if (vec && reload)
+            mc_classify2_kernel<1, 1><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap,
+                                                               rw, tb, totals);
+        else if (vec)
+            mc_classify2_kernel<1, 0><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap,
+                                                               rw, tb, totals);
+        else
+            mc_classify2_kernel<0, 0><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap,
+                                                               rw, tb, totals);
+    } else if (minb == 2)
+        mc_classify_kernel<2><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap, rw,
+                                                       tb, totals);
     else if (minb == 5)
-        mc_classify_kernel<5><<<(unsigned)tl.ntiles, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec,
-                                                                         rec_cap, rw, totals);
+        mc_classify_kernel<5><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap, rw,
+                                                       tb, totals);
     else
-        mc_classify_kernel<4><<<(unsigned)tl.ntiles, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec,
-                                                                         rec_cap, rw, totals);
+        mc_classify_kernel<4><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap, rw,
+                                                       tb, totals);
     return pmi_cuda_launched("pm_isosurface: classification");
 }

@@ -38,6 +38,19 @@ typedef struct mc_records {
     unsigned long long *cross;
 } mc_records;
 
+/* Start tables of the expansion kernels, written by the classification:
+ * t[b] = the record whose triangles hold key floor(b * 256 / tdiv) (the
+ * first record of block b of the soup kernels, tdiv = 3, or of the
+ * triangle kernel, tdiv = 1); c[b] = the record whose crossings hold key
+ * b * 256 (vertex kernel). Exactly mc_starts_kernel's last record with
+ * prefix <= key: the records after it start past the key. NULL: not
+ * wanted. */
+typedef struct mc_tables {
+    long long *t, *c;
+    unsigned long long nt, nc; /* entries */
+    unsigned tdiv;
+} mc_tables;
+
 /* Bytes of one record. */
 #define MC_RECORD_BYTES (8 + 2 + 8 + 8)
 
@@ -47,11 +60,17 @@ pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &
                          unsigned int *bits);
 /* indexed: records for every point that owns a crossing edge too, with the
  * crossing prefixes. rows (indexed only, else NULL): rows[r] = the records
- * before lattice row r (j + ny*k), i.e. its first record. minb: the
- * kernel's blocks per SM bound (4; 2 and 5 are experiments). */
+ * before lattice row r (j + ny*k), i.e. its first record. kernel: 2
+ * mc_classify2_kernel, 1 the older mc_classify_kernel (the caller picks by
+ * bitmask size; same output; minb
+ * its blocks per SM bound: 4; 2 and 5 are experiments). reload: the
+ * default kernel's record pass loads each active word's neighbours (as the
+ * older kernel) instead of the round's words at once (an experiment, rows
+ * of whole 16-byte groups only). tab (NULL: none):
+ * the start tables to write (tab->c only when indexed). */
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
                       const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
                       mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
-                      unsigned long long *totals, int minb);
+                      unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab);
 
 #endif
