@@ -131,12 +131,19 @@ static __device__ __forceinline__ unsigned long long pmi_lookback(unsigned long 
 #define PMI_LB_DELAY_GRID 500
 #define PMI_LB_FIRST_NS 1250
 #define PMI_LB_RETRY_NS 650
+static __device__ __forceinline__ unsigned long long
+pmi_lookback_naps(unsigned long long *state, unsigned long long tile, unsigned first_ns,
+                  unsigned retry_ns)
+{
+    if (gridDim.x < PMI_LB_DELAY_GRID) return pmi_lookback_ns(state, tile, 64);
+    __nanosleep(first_ns);
+    return pmi_lookback_ns(state, tile, retry_ns);
+}
+
 static __device__ __forceinline__ unsigned long long pmi_lookback_backoff(unsigned long long *state,
                                                                           unsigned long long tile)
 {
-    if (gridDim.x < PMI_LB_DELAY_GRID) return pmi_lookback_ns(state, tile, 64);
-    __nanosleep(PMI_LB_FIRST_NS);
-    return pmi_lookback_ns(state, tile, PMI_LB_RETRY_NS);
+    return pmi_lookback_naps(state, tile, PMI_LB_FIRST_NS, PMI_LB_RETRY_NS);
 }
 
 /* Entry points of the algorithm files (C linkage for the table). */
