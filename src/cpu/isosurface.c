@@ -680,8 +680,9 @@ typedef struct mc_slab {
     int fail; /* 1: no memory or over the budget; 2: ids past 32 bits */
 } mc_slab;
 
-/* The context keeps the chunks of its last slab walk for the next call
- * (ctx->backend_state of a CPU context): in a loop over frames they are
+/* The context keeps the chunks of its last slab walk (as many as that call
+ * used, and one more per pool) for the next call (ctx->backend_state of a CPU context): in a loop
+ * over frames they are
  * already mapped and faulted in, where fresh memory would cost a page fault
  * and the zeroing of every page each time. pm_context_destroy frees them. */
 typedef struct mc_cache {
@@ -1073,8 +1074,9 @@ static inline void mc_central_taps(const mc_job *J, size_t c, const size_t p[3],
 __attribute__((target("avx2"))) static void mc_vertex4_central(const mc_job *J,
                                                                 const mc_pending *V)
 {
-    double vlo[4], vhi[4], q[3][4], g0h[3][4], g0l[3][4], g0d[3][4], g1h[3][4], g1l[3][4],
-        g1d[3][4];
+    /* 32-byte aligned: whole vectors, whatever the caller's stack. */
+    _Alignas(32) double vlo[4], vhi[4], q[3][4], g0h[3][4], g0l[3][4], g0d[3][4], g1h[3][4],
+        g1l[3][4], g1d[3][4], tl[4];
     for (int l = 0; l < 4; l++) {
         const mc_pending *v = &V[l];
         size_t st = v->axis == 0 ? 1 : v->axis == 1 ? J->rs : J->ss;
@@ -1095,11 +1097,10 @@ __attribute__((target("avx2"))) static void mc_vertex4_central(const mc_job *J,
     __m256d ok_t = _mm256_and_pd(_mm256_cmp_pd(t, zero, _CMP_GE_OQ),
                                  _mm256_cmp_pd(t, one, _CMP_LE_OQ));
     t = _mm256_blendv_pd(_mm256_set1_pd(0.5), t, ok_t);
-    double tl[4];
-    _mm256_storeu_pd(tl, t);
+    _mm256_store_pd(tl, t);
     for (int l = 0; l < 4; l++)
         q[V[l].axis][l] = q[V[l].axis][l] + tl[l];
-    float pf[3][4], nf[3][4];
+    _Alignas(16) float pf[3][4], nf[3][4];
     __m256d n[3];
     for (int a = 0; a < 3; a++) {
         __m256d qa = _mm256_loadu_pd(q[a]);
@@ -1479,9 +1480,18 @@ static pm_status mc_extract_fused(pm_context *ctx, const pm_volume *vol, double 
         free(S[s].v.s);
         free(S[s].t.s);
     }
-    for (int q = 0; q < 2 * threads; q++)
+    size_t used_chunks = 0;
+    for (int q = 0; q < 2 * threads; q++) {
+        used_chunks += pools[q].nc;
         mc_pool_release(ctx, &pools[q], F.chunk);
+    }
     free(pools);
+    /* Keep about what this call used: the split of the slabs over the
+     * threads changes from call to call, so each pool may need one chunk
+     * more next time. */
+    mc_cache *C = mc_cache_of(ctx);
+    while (C && C->n > used_chunks + 2 * (size_t)threads)
+        free(C->chunks[--C->n]);
     free(S);
     return PL.st;
 }
