@@ -80,7 +80,9 @@ static __device__ __forceinline__ double dn_box(double p, double r, double l, do
 /* Can the particle at p reach some lattice point of the warp's box (lo, hi:
  * the box's extreme point coordinates, by the points' own expression)? A
  * "no" is exact, so dropping the particle leaves every sum's bits alone.
- * SPH: per axis the box distance d = max(0, lo - p, p - hi); rounding is
+ * SPH: per axis the box distance d = max(0, lo - p, p - hi) (by
+ * comparisons, lo <= hi: nvcc's NaN- and signed-zero-aware fmax made the
+ * whole test ~60 instructions); rounding is
  * monotone, so |fl(p - l)| >= d for every l in [lo, hi], and with the
  * point test's expression shape d2box = dx*dx + (dy*dy + dz*dz) <= d2 of
  * every point: d2box >= h2 means d2 >= h2 for all of them, terms the point
@@ -91,9 +93,9 @@ static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double
                                                   double r, double s, bool sph)
 {
     if (sph) {
-        double dx = fmax(0.0, fmax(lo.x - p.x, p.x - hi.x));
-        double dy = fmax(0.0, fmax(lo.y - p.y, p.y - hi.y));
-        double dz = fmax(0.0, fmax(lo.z - p.z, p.z - hi.z));
+        double dx = p.x < lo.x ? lo.x - p.x : p.x > hi.x ? p.x - hi.x : 0.0;
+        double dy = p.y < lo.y ? lo.y - p.y : p.y > hi.y ? p.y - hi.y : 0.0;
+        double dz = p.z < lo.z ? lo.z - p.z : p.z > hi.z ? p.z - hi.z : 0.0;
         return dx * dx + (dy * dy + dz * dz) < h2;
     }
     double hs = 0.5 * s;
@@ -109,11 +111,22 @@ static __device__ __forceinline__ double dn_terms(const double2 *sxy, const doub
                                                   double sigma2, double r, double s, bool sph, double acc)
 {
     if (sph) {
+        /* Branch-free: every lane evaluates both spline pieces and adds the
+         * term or +0.0. acc starts at +0.0 and every term is >= +0 (vol > 0,
+         * W >= 0), so acc is never -0.0 and acc + 0.0 == acc: the same bits
+         * as skipping. */
         for (int e = 0; e < cnt; e++) {
             const double2 a = sxy[e], b = szv[e];
             double ddx = a.x - lx, ddy = a.y - ly, ddz = b.x - lz;
             double d2 = ddx * ddx + (ddy * ddy + ddz * ddz);
-            if (d2 < h2) acc += b.y * dn_spline(sqrt(d2) * inv_h, sigma, sigma2);
+            double q = sqrt(d2) * inv_h;
+            double q2 = q * q;
+            double wa = sigma * ((6.0 * q2) * (q - 1.0) + 1.0);
+            double v = 1.0 - q;
+            double wb = sigma2 * ((v * v) * v);
+            double w = q <= 0.5 ? wa : v <= 0.0 ? 0.0 : wb;
+            double t = b.y * w;
+            acc += d2 < h2 ? t : 0.0;
         }
     } else {
         for (int e = 0; e < cnt; e++) {
@@ -223,11 +236,13 @@ static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, cons
     }
 }
 
-/* 5 blocks of 256 per multiprocessor (48 registers, ~200 bytes of spills,
+/* 5 blocks of 256 per multiprocessor (48 registers, ~230 bytes of spills,
  * nvcc 13 for sm_90): occupancy hides the double-precision latency better
  * than the spill-free 104 registers (2 blocks) do. Measured on the H100 at
- * 10^7 particles (bench_cuda_reconstruct): 135.1 ms with 5 blocks, 135.9
- * with 4, 135.6 with 6, 138.1 with 8, 153.3 with 3, 190.6 with no bound. */
+ * 10^7 particles (bench_cuda_reconstruct), before the branch-free terms:
+ * 135.1 ms with 5 blocks, 135.9 with 4, 135.6 with 6, 138.1 with 8, 153.3
+ * with 3, 190.6 with no bound; now 126.4 ms with 5 (issue-bound: Nsight
+ * Compute, bench/RESULTS-density.md). */
 __global__ void __launch_bounds__(DN_THREADS, 5) dn_sph_field_kernel(dn_grid g, double h, const double *vol, int3 br,
                                                                      float *out)
 {
