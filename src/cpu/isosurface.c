@@ -918,14 +918,18 @@ __attribute__((target("avx2"))) static inline uint32_t mc_mask16x2(__m256i a, __
     return (uint32_t)_mm256_movemask_epi8(p);
 }
 
-__attribute__((target("avx2"))) static void mc_bits_row_u16_avx2(const mc_job *J, size_t L,
-                                                                  uint64_t *out)
+/* 16-bit samples; i16 is compared as u16 after flipping the sign bit
+ * (flip = 0x8000), which keeps the order. */
+__attribute__((target("avx2"))) static void mc_bits_row_16_avx2(const mc_job *J, size_t L,
+                                                                 uint64_t *out, int is_signed)
 {
     size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
     const uint16_t *d = (const uint16_t *)J->data + row;
+    const unsigned short flip = is_signed ? 0x8000 : 0;
     int bound, none, all;
-    mc_int_bounds(J, 0, 65535, &bound, &none, &all);
-    const __m256i vb = _mm256_set1_epi16((short)(unsigned short)bound);
+    mc_int_bounds(J, is_signed ? -32768 : 0, is_signed ? 32767 : 65535, &bound, &none, &all);
+    const __m256i vb = _mm256_set1_epi16((short)((unsigned short)bound ^ flip));
+    const __m256i vf = _mm256_set1_epi16((short)flip);
     for (size_t x = 0; x < J->nx; x += 64) {
         size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
         uint64_t w = 0;
@@ -934,44 +938,29 @@ __attribute__((target("avx2"))) static void mc_bits_row_u16_avx2(const mc_job *J
             continue;
         }
         for (; t + 32 <= cnt; t += 32) {
-            __m256i v0 = _mm256_loadu_si256((const __m256i *)(d + x + t));
-            __m256i v1 = _mm256_loadu_si256((const __m256i *)(d + x + t + 16));
-            __m256i m0 = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epu16(v0, vb), v0)
-                                   : _mm256_cmpeq_epi16(_mm256_max_epu16(v0, vb), v0);
-            __m256i m1 = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epu16(v1, vb), v1)
-                                   : _mm256_cmpeq_epi16(_mm256_max_epu16(v1, vb), v1);
-            w |= (uint64_t)mc_mask16x2(m0, m1) << t;
+            __m256i m[2];
+            for (int h = 0; h < 2; h++) {
+                __m256i v = _mm256_xor_si256(
+                    _mm256_loadu_si256((const __m256i *)(d + x + t + 16 * h)), vf);
+                m[h] = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epu16(v, vb), v)
+                                 : _mm256_cmpeq_epi16(_mm256_max_epu16(v, vb), v);
+            }
+            w |= (uint64_t)mc_mask16x2(m[0], m[1]) << t;
         }
         out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
     }
 }
 
+__attribute__((target("avx2"))) static void mc_bits_row_u16_avx2(const mc_job *J, size_t L,
+                                                                  uint64_t *out)
+{
+    mc_bits_row_16_avx2(J, L, out, 0);
+}
+
 __attribute__((target("avx2"))) static void mc_bits_row_i16_avx2(const mc_job *J, size_t L,
                                                                   uint64_t *out)
 {
-    size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
-    const int16_t *d = (const int16_t *)J->data + row;
-    int bound, none, all;
-    mc_int_bounds(J, -32768, 32767, &bound, &none, &all);
-    const __m256i vb = _mm256_set1_epi16((short)bound);
-    for (size_t x = 0; x < J->nx; x += 64) {
-        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
-        uint64_t w = 0;
-        if (none || all) {
-            out[x >> 6] = all ? mc_low(cnt) : 0;
-            continue;
-        }
-        for (; t + 32 <= cnt; t += 32) {
-            __m256i v0 = _mm256_loadu_si256((const __m256i *)(d + x + t));
-            __m256i v1 = _mm256_loadu_si256((const __m256i *)(d + x + t + 16));
-            __m256i m0 = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epi16(v0, vb), v0)
-                                   : _mm256_cmpeq_epi16(_mm256_max_epi16(v0, vb), v0);
-            __m256i m1 = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epi16(v1, vb), v1)
-                                   : _mm256_cmpeq_epi16(_mm256_max_epi16(v1, vb), v1);
-            w |= (uint64_t)mc_mask16x2(m0, m1) << t;
-        }
-        out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
-    }
+    mc_bits_row_16_avx2(J, L, out, 1);
 }
 
 /* f64: sg * v < siso as v < siso or v > -siso (exact negation). */
