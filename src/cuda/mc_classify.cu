@@ -48,6 +48,29 @@ static __device__ unsigned long long mc_lookback(unsigned long long *state, long
     return excl;
 }
 
+/* One warp chains a tile's aggregate a of one quantity to its predecessors'
+ * (decoupled look-back on that quantity's states st): *base gets the
+ * exclusive prefix, and the last tile writes the total. */
+static __device__ __forceinline__ void mc_chain(unsigned long long *st, long long tile,
+                                                long long ntiles, unsigned long long a,
+                                                unsigned long long *base,
+                                                unsigned long long *total)
+{
+    const unsigned lane = threadIdx.x & 31;
+    unsigned long long b = 0;
+    if (tile == 0) {
+        if (lane == 0) *(volatile unsigned long long *)st = MC_FLAG_P | a;
+    } else {
+        if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_A | a;
+        b = mc_lookback(st, tile);
+        if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_P | (b + a);
+    }
+    if (lane == 0) {
+        *base = b;
+        if (tile == ntiles - 1) *total = b + a;
+    }
+}
+
 /* Packed counts: records | triangles << 21 | crossings << 42; a tile has
  * MC_ROUNDS * MC_TILE_WORDS * 32 = 131072 points (at most 655360
  * triangles), so no field overflows. */
@@ -330,22 +353,9 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
     }
 
     /* Chain to the previous tiles: warp q looks back for quantity q. */
-    if (warp < 3) {
-        unsigned long long a = MC_F(agg, warp);
-        unsigned long long *st = state + warp * tl.ntiles;
-        unsigned long long b = 0;
-        if (tile == 0) {
-            if (lane == 0) *(volatile unsigned long long *)st = MC_FLAG_P | a;
-        } else {
-            if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_A | a;
-            b = mc_lookback(st, tile);
-            if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_P | (b + a);
-        }
-        if (lane == 0) {
-            base[warp] = b;
-            if (tile == tl.ntiles - 1) totals[warp] = b + a;
-        }
-    }
+    if (warp < 3)
+        mc_chain(state + warp * tl.ntiles, tile, tl.ntiles, MC_F(agg, warp), &base[warp],
+                 &totals[warp]);
     if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
     __syncthreads();
 
@@ -574,22 +584,9 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bit
     }
 
     /* Chain to the previous tiles: warp q looks back for quantity q. */
-    if (warp < 3) {
-        unsigned long long a = MC_F(agg, warp);
-        unsigned long long *st = state + warp * tl.ntiles;
-        unsigned long long b = 0;
-        if (tile == 0) {
-            if (lane == 0) *(volatile unsigned long long *)st = MC_FLAG_P | a;
-        } else {
-            if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_A | a;
-            b = mc_lookback(st, tile);
-            if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_P | (b + a);
-        }
-        if (lane == 0) {
-            base[warp] = b;
-            if (tile == tl.ntiles - 1) totals[warp] = b + a;
-        }
-    }
+    if (warp < 3)
+        mc_chain(state + warp * tl.ntiles, tile, tl.ntiles, MC_F(agg, warp), &base[warp],
+                 &totals[warp]);
     if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
     __syncthreads();
 
