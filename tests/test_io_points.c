@@ -110,14 +110,9 @@ static void expect_fail(const char *path, pm_points_format fmt, size_t maxmem, p
  * random corruption must never crash. */
 static void hostile(const char *name, int strict, size_t tail)
 {
-    const char *path = path_in(name);
-    FILE *f = fopen(path, "rb");
-    fseek(f, 0, SEEK_END);
-    size_t n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n);
-    if (fread(b, 1, n, f) != n) exit(1);
-    fclose(f);
+    size_t n;
+    unsigned char *b = slurp(path_in(name), &n);
+    if (!b) exit(1);
     char cut[128];
     snprintf(cut, sizeof cut, "cut_%s", name);
     const char *cp = path_in(cut);

@@ -132,14 +132,9 @@ static void expect_fail(const char *path, const pm_raw_options *raw, size_t maxm
  * cut to a shorter valid one). Then random byte corruption: never a crash. */
 static void hostile(const char *name, const pm_raw_options *raw, int strict)
 {
-    const char *path = path_in(name);
-    FILE *f = fopen(path, "rb");
-    fseek(f, 0, SEEK_END);
-    size_t n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n);
-    if (fread(b, 1, n, f) != n) exit(1);
-    fclose(f);
+    size_t n;
+    unsigned char *b = slurp(path_in(name), &n);
+    if (!b) exit(1);
     char cut[128];
     snprintf(cut, sizeof cut, "cut_%s", name);
     const char *cp = path_in(cut);
