@@ -17,55 +17,20 @@
 
 MCD_TABLES_UPLOAD
 
-/* One 64-bit tile state per quantity: 2 flag bits and a 62-bit value,
- * written and read whole. */
-#define MC_FLAG_A (1ull << 62)
-#define MC_FLAG_P (2ull << 62)
-#define MC_VALUE (MC_FLAG_A - 1)
-
-/* Exclusive prefix of tile `tile` (> 0) for one quantity; all 32 lanes of a
- * warp call it, looking back 32 predecessors at a time. */
-static __device__ unsigned long long mc_lookback(unsigned long long *state, long long tile)
-{
-    const unsigned lane = threadIdx.x & 31;
-    unsigned long long excl = 0;
-    long long end = tile - 1;
-    for (;;) {
-        long long idx = end - (long long)lane;
-        unsigned long long s;
-        for (;;) {
-            s = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : MC_FLAG_P;
-            if (!__any_sync(0xffffffffu, (s >> 62) == 0)) break;
-        }
-        unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
-        unsigned long long val = s & MC_VALUE;
-        if (pmask && (int)lane > __ffs(pmask) - 1) val = 0;
-        for (int off = 16; off; off >>= 1) val += __shfl_xor_sync(0xffffffffu, val, off);
-        excl += val;
-        if (pmask) break;
-        end -= 32;
-    }
-    return excl;
-}
-
 /* One warp chains a tile's aggregate a of one quantity to its predecessors'
- * (decoupled look-back on that quantity's states st): *base gets the
- * exclusive prefix, and the last tile writes the total. */
+ * (decoupled look-back on that quantity's states st, with the primitives'
+ * tile states of cuda_internal.h): *base gets the exclusive prefix, and the
+ * last tile writes the total. */
 static __device__ __forceinline__ void mc_chain(unsigned long long *st, long long tile,
                                                 long long ntiles, unsigned long long a,
                                                 unsigned long long *base,
                                                 unsigned long long *total)
 {
     const unsigned lane = threadIdx.x & 31;
-    unsigned long long b = 0;
-    if (tile == 0) {
-        if (lane == 0) *(volatile unsigned long long *)st = MC_FLAG_P | a;
-    } else {
-        if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_A | a;
-        b = mc_lookback(st, tile);
-        if (lane == 0) *(volatile unsigned long long *)(st + tile) = MC_FLAG_P | (b + a);
-    }
+    if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | a);
+    const unsigned long long b = tile ? pmi_lookback(st, (unsigned long long)tile) : 0;
     if (lane == 0) {
+        if (tile) pmi_tile_publish(st + tile, PMI_FLAG_P | (b + a));
         *base = b;
         if (tile == ntiles - 1) *total = b + a;
     }
@@ -254,6 +219,38 @@ static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned lon
     for (; b < e && b < cap; b++) tab[b] = r;
 }
 
+/* The records of the active points am of word m (first point row0), in
+ * order: record rb, triangle prefix tb, crossing prefix cb, advanced past
+ * them; and the block start tables' entries they hold. */
+static __device__ __forceinline__ void mc_emit_records(const mc_word &m, unsigned am,
+                                                       unsigned long long row0, const uint8_t *s_nt,
+                                                       const mc_records &rec,
+                                                       unsigned long long rec_cap, int indexed,
+                                                       const mc_tables &tab, unsigned long long *rb,
+                                                       unsigned long long *tb,
+                                                       unsigned long long *cb)
+{
+    while (am) {
+        const int p = __ffs(am) - 1;
+        am &= am - 1;
+        const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
+        const unsigned nt = s_nt[cs];
+        const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+        const unsigned nc = __popc(cr);
+        if (*rb < rec_cap) {
+            rec.point[*rb] = row0 + (unsigned long long)p;
+            rec.info[*rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
+            rec.tri[*rb] = *tb;
+            if (indexed) rec.cross[*rb] = *cb;
+        }
+        if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, *tb, nt, (long long)*rb);
+        if (nc && tab.c) mc_table_put(tab.c, tab.nc, 1, *cb, nc, (long long)*rb);
+        ++*rb;
+        *tb += nt;
+        *cb += nc;
+    }
+}
+
 /* MINB blocks per SM: 4 (64 registers; the row-table stores would otherwise
  * take it to 73 and 3 blocks) by default; 2 and 5 as experiments (bits 2
  * and 3 of pmi_mc_variant). */
@@ -383,25 +380,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
                 mc_load_word(bits, w, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
                 const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
                                                 32ull * (unsigned long long)wi;
-                while (am) {
-                    const int p = __ffs(am) - 1;
-                    am &= am - 1;
-                    const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
-                    const unsigned nt = s_nt[cs];
-                    const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
-                    const unsigned nc = __popc(cr);
-                    if (rb < rec_cap) {
-                        rec.point[rb] = row0 + (unsigned long long)p;
-                        rec.info[rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
-                        rec.tri[rb] = tb;
-                        if (indexed) rec.cross[rb] = cb;
-                    }
-                    if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, tb, nt, (long long)rb);
-                    if (nc && tab.c) mc_table_put(tab.c, tab.nc, 1, cb, nc, (long long)rb);
-                    rb++;
-                    tb += nt;
-                    cb += nc;
-                }
+                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, indexed, tab, &rb, &tb, &cb);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
@@ -627,25 +606,7 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bit
                     mc_make_word32(raw, q, nx32 - 32 * (int)wi, j + 1 < v.ny, k + 1 < v.nz, m);
                 const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
                                                 32ull * (unsigned long long)wi;
-                while (am) {
-                    const int p = __ffs(am) - 1;
-                    am &= am - 1;
-                    const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
-                    const unsigned nt = s_nt[cs];
-                    const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
-                    const unsigned nc = __popc(cr);
-                    if (rb < rec_cap) {
-                        rec.point[rb] = row0 + (unsigned long long)p;
-                        rec.info[rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
-                        rec.tri[rb] = tb;
-                        if (indexed) rec.cross[rb] = cb;
-                    }
-                    if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, tb, nt, (long long)rb);
-                    if (nc && tab.c) mc_table_put(tab.c, tab.nc, 1, cb, nc, (long long)rb);
-                    rb++;
-                    tb += nt;
-                    cb += nc;
-                }
+                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, indexed, tab, &rb, &tb, &cb);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
