@@ -705,15 +705,29 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
     for (int nm = PM_NORMALS_NONE; nm <= PM_NORMALS_SOBEL; nm++)
         for (int mode = 0; mode < 2; mode++)
             for (int above = 0; above < 2; above++)
-                for (int inctx = 0; inctx < 2; inctx++) {
+                for (int inctx = 0; inctx < 3; inctx++) {
+                    /* inctx: 0 host memory, 1 context memory allocated by
+                     * the call, 2 the caller's context-memory buffers of
+                     * exactly the mesh's size (the single-pass path). */
                     pm_isosurface_options o;
                     memset(&o, 0, sizeof o);
                     o.normals = (pm_normals)nm;
                     o.mode = (pm_mesh_mode)mode;
                     o.inside_above = above;
-                    o.output_in_context_memory = inctx;
+                    o.output_in_context_memory = inctx > 0;
                     pm_mesh a, b;
                     PMT_OK(pm_isosurface(cpu, hv, iso, &o, &a));
+                    void *cb[3] = {NULL, NULL, NULL};
+                    if (inctx == 2) {
+                        PMT_OK(pm_alloc(gpu, 12 * a.num_vertices + 4, &cb[0]));
+                        PMT_OK(pm_alloc(gpu, 12 * a.num_vertices + 4, &cb[1]));
+                        PMT_OK(pm_alloc(gpu, 12 * a.num_triangles + 4, &cb[2]));
+                        o.positions = cb[0];
+                        o.normals_out = cb[1];
+                        o.indices = cb[2];
+                        o.vertex_capacity = a.num_vertices;
+                        o.triangle_capacity = a.num_triangles;
+                    }
                     PMT_OK(pm_isosurface(gpu, &dv, iso, &o, &b));
                     char what[160];
                     snprintf(what, sizeof what, "cuda %s normals %s %s above %d ctxmem %d", name,
@@ -746,6 +760,7 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
                     }
                     pm_mesh_free(cpu, &a);
                     pm_mesh_free(gpu, &b);
+                    for (int q = 0; q < 3; q++) pm_free(gpu, cb[q]);
                 }
     pm_free(gpu, (void *)dv.data);
 }
