@@ -34,8 +34,7 @@ extern double pmi_mc_stage_ms[4];
 }
 
 #define MCS_NT 256
-#define MCS_MAXW 512 /* bitmask words of a tile (cells of one slice) */
-#define MCS_U 8      /* 16-byte loads per thread in flight */
+#define MCS_MAXW 512 /* bitmask words of a tile's cells (of one slice) */
 
 typedef struct mcs_args {
     mcd_volume v;
@@ -80,225 +79,276 @@ static __device__ __forceinline__ void mcs_word(const unsigned *lo, const unsign
     mc_make_word(a, an, b, bn, c, cn, d, dn, v.nx, wi, jy, kz, m);
 }
 
+/* 16-byte asynchronous copies global -> shared (cp.async, sm_80+): the
+ * next tile's samples land in shared memory while the block works on the
+ * current one. */
+static __device__ __forceinline__ void mcs_cp16(void *smem, const void *gmem)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(gmem) : "memory");
+}
+static __device__ __forceinline__ void mcs_cp_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+static __device__ __forceinline__ void mcs_cp_wait(void) { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+/* Geometry of tile `tile`: slice z, first row y0, rows, rows with the one
+ * after, and the 16-byte items of its samples (row r, chunk c of E
+ * samples; cpr = W * TPW chunks per row, the last ones past nx empty). */
+typedef struct mcs_tile {
+    long long z, y0;
+    int rows, hrows, items;
+} mcs_tile;
+
+static __device__ __forceinline__ mcs_tile mcs_tile_of(const mcs_args &a, long long tile, int cpr)
+{
+    mcs_tile g;
+    g.z = tile / a.nyt;
+    g.y0 = (tile - g.z * a.nyt) * a.K;
+    g.rows = (int)min(a.K, a.v.ny - g.y0);
+    g.hrows = (int)min(a.K + 1, a.v.ny - g.y0);
+    g.items = g.z < a.v.nz ? g.hrows * cpr : 0;
+    return g;
+}
+
+/* Starts the copies of a tile's samples into buf (item i at buf[i]). */
+template <typename T>
+static __device__ __forceinline__ void mcs_fetch(const mcs_args &a, const mcs_tile &g, int cpr, uint4 *buf)
+{
+    constexpr int E = 16 / (int)sizeof(T);
+    const mcd_volume &v = a.v;
+    const T *sl = (const T *)v.data + g.z * v.ss + g.y0 * v.rs;
+    for (int i = threadIdx.x; i < g.items; i += MCS_NT) {
+        const int r = i / cpr, c = i - r * cpr;
+        const long long x = (long long)c * E;
+        const int cnt = (int)max(0ll, min((long long)E, v.nx - x));
+        const T *p = sl + r * v.rs + x;
+        if (a.vec && cnt == E) {
+            mcs_cp16(buf + i, p);
+        } else if (cnt > 0) {
+            union {
+                uint4 u;
+                T s[E];
+            } w;
+            w.u = make_uint4(0, 0, 0, 0);
+            for (int e = 0; e < cnt; e++) w.s[e] = __ldg(p + e);
+            buf[i] = w.u;
+        }
+    }
+    mcs_cp_commit();
+}
+
+/* Persistent blocks (as many as fit on the device); each takes tiles in
+ * ticket order, one ahead: the next tile's samples are being copied while
+ * the block classifies, chains and writes the current one. */
 template <typename T, int MODE>
 __global__ void __launch_bounds__(MCS_NT, 2) mcs_kernel(mcs_args a)
 {
     constexpr int E = 16 / (int)sizeof(T), TPW = 32 / E;
+    extern __shared__ uint4 s_buf[];
     __shared__ unsigned s_lo[2 * MCS_MAXW], s_hi[2 * MCS_MAXW];
     __shared__ unsigned s_wp[MCS_MAXW];
     __shared__ unsigned long long s_warp[MCS_NT / 32];
     __shared__ unsigned long long s_base[2];
-    __shared__ long long s_tile;
+    __shared__ long long s_next;
     __shared__ unsigned s_cells;
     __shared__ uint8_t s_nt[256];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const mcd_volume &v = a.v;
+    const int W = (int)a.W, cpr = W * TPW;
     s_nt[t] = mcd_tri_count[t];
-    if (t == 0) {
-        s_tile = atomicAdd(a.ticket, 1u);
-        s_cells = 0;
-    }
+    if (t == 0) s_next = atomicAdd(a.ticket, 1u);
     __syncthreads();
-    const long long tile = s_tile;
-    const long long z = tile / a.nyt;
-    const long long y0 = (tile - z * a.nyt) * a.K;
-    const int W = (int)a.W;
-    const int rows = (int)min(a.K, v.ny - y0);      /* lattice rows of the tile */
-    const int hrows = (int)min(a.K + 1, v.ny - y0); /* and the row after */
-    const long long row0 = z * v.ny + y0;           /* bitmask row of the first */
+    long long tile = s_next;
+    if (tile < a.ntiles) mcs_fetch<T>(a, mcs_tile_of(a, tile, cpr), cpr, s_buf);
+    while (tile < a.ntiles) {
+        const mcs_tile g = mcs_tile_of(a, tile, cpr);
+        const long long z = g.z, y0 = g.y0, row0 = z * v.ny + y0; /* bitmask row of the first */
+        const int rows = g.rows, hrows = g.hrows;
+        mcs_cp_wait();
+        if (t == 0) {
+            s_next = atomicAdd(a.ticket, 1u);
+            s_cells = 0;
+        }
+        __syncthreads();
 
-    /* 1. Inside bits of slice z, rows y0 .. y0 + hrows - 1 (s_hi); the
-     * tile's own rows go to the bitmask for the tiles of slice z + 1. */
-    if (z < v.nz) {
-        const int cpr = W * TPW, items = hrows * cpr;
-        const T *sl = (const T *)v.data + z * v.ss + y0 * v.rs;
-        for (int i0 = 0; i0 < items; i0 += MCS_NT * MCS_U) {
+        /* 1. Inside bits of slice z, rows y0 .. y0 + hrows - 1 (s_hi); the
+         * tile's own rows go to the bitmask for the tiles of slice z + 1. */
+        for (int i0 = 0; i0 < g.items; i0 += MCS_NT) {
+            const int i = i0 + t, r = i / cpr, c = i - r * cpr;
+            const long long x = (long long)c * E;
+            const int cnt = i < g.items ? (int)max(0ll, min((long long)E, v.nx - x)) : 0;
             union {
                 uint4 u;
                 T s[E];
-            } w[MCS_U];
-            int cnt[MCS_U];
+            } w;
+            w.u = cnt ? s_buf[i] : make_uint4(0, 0, 0, 0);
+            unsigned m = 0;
 #pragma unroll
-            for (int u = 0; u < MCS_U; u++) {
-                const int i = i0 + u * MCS_NT + t, r = i / cpr, c = i - r * cpr;
-                const long long x = (long long)c * E;
-                cnt[u] = i < items ? (int)max(0ll, min((long long)E, v.nx - x)) : 0;
-                const T *p = sl + r * v.rs + x;
-                w[u].u = make_uint4(0, 0, 0, 0);
-                if (a.vec && cnt[u] == E) {
-                    w[u].u = __ldg((const uint4 *)p);
-                } else {
+            for (int e = 0; e < E; e++) m |= (e < cnt ? mcd_inside_t<T>(v, w.s[e]) : 0u) << e;
+            if (TPW < 32) m <<= E * (lane % TPW);
 #pragma unroll
-                    for (int e = 0; e < E; e++)
-                        if (e < cnt[u]) w[u].s[e] = __ldg(p + e);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < MCS_U; u++) {
-                unsigned m = 0;
-#pragma unroll
-                for (int e = 0; e < E; e++) m |= (e < cnt[u] ? mcd_inside_t<T>(v, w[u].s[e]) : 0u) << e;
-                if (TPW < 32) m <<= E * (lane % TPW);
-#pragma unroll
-                for (int o = 1; o < TPW; o <<= 1) m |= __shfl_xor_sync(0xffffffffu, m, o);
-                const int i = i0 + u * MCS_NT + t;
-                if (lane % TPW == 0 && i < items) s_hi[i / TPW] = m;
-            }
+            for (int o = 1; o < TPW; o <<= 1) m |= __shfl_xor_sync(0xffffffffu, m, o);
+            if (lane % TPW == 0 && i < g.items) s_hi[i / TPW] = m;
         }
         __syncthreads();
-        for (int q = t; q < rows * W; q += MCS_NT) a.bits[row0 * W + q] = s_hi[q];
-        /* Bits ready: state 1 (no flag: the look-back still waits), so the
-         * tiles of slice z + 1 need not wait for this tile's classification,
-         * which waits for slice z - 1 (a chain of nz links otherwise). */
-        __threadfence();
-        __syncthreads();
-        if (t == 0) pmi_tile_publish(a.st0 + tile, 1ull);
-    }
-
-    /* 2. Slice z - 1, rows y0 .. y0 + hrows - 1 (s_lo), once the tiles that
-     * wrote them (one slice back: tile - nyt, and tile - nyt + 1 for the
-     * row after) have said so (any nonzero state). */
-    const bool cells_z = z >= 1, kz = z < v.nz;
-    if (cells_z) {
-        if (t == 0) {
-            const long long p = tile - a.nyt;
-            while (*(volatile unsigned long long *)(a.st0 + p) == 0) __nanosleep(64);
-            if (hrows > rows)
-                while (*(volatile unsigned long long *)(a.st0 + p + 1) == 0) __nanosleep(64);
+        const long long next = s_next;
+        if (next < a.ntiles) mcs_fetch<T>(a, mcs_tile_of(a, next, cpr), cpr, s_buf);
+        if (z < v.nz) {
+            for (int q = t; q < rows * W; q += MCS_NT) a.bits[row0 * W + q] = s_hi[q];
+            /* Bits ready: state 1 (no flag: the look-back still waits), so
+             * the tiles of slice z + 1 need not wait for this tile's
+             * classification, which waits for slice z - 1. */
             __threadfence();
+            __syncthreads();
+            if (t == 0) pmi_tile_publish(a.st0 + tile, 1ull);
+        }
+
+        /* 2. Slice z - 1, rows y0 .. y0 + hrows - 1 (s_lo), once the tiles
+         * that wrote them (one slice back: tile - nyt, and tile - nyt + 1
+         * for the row after) have said so (any nonzero state). */
+        const bool cells_z = z >= 1, kz = z < v.nz;
+        if (cells_z) {
+            if (t == 0) {
+                const long long p = tile - a.nyt;
+                while (*(volatile unsigned long long *)(a.st0 + p) == 0) __nanosleep(64);
+                if (hrows > rows)
+                    while (*(volatile unsigned long long *)(a.st0 + p + 1) == 0) __nanosleep(64);
+                __threadfence();
+            }
+            __syncthreads();
+            const unsigned *src = a.bits + (row0 - v.ny) * W;
+            for (int q = t; q < hrows * W; q += MCS_NT) s_lo[q] = __ldcg(src + q);
         }
         __syncthreads();
-        const unsigned *src = a.bits + (row0 - v.ny) * W;
-        for (int q = t; q < hrows * W; q += MCS_NT) s_lo[q] = __ldcg(src + q);
-    }
-    __syncthreads();
 
-    /* 3. Counts of the words of slice z - 1, rows y0 .. y0 + rows - 1:
-     * thread t takes words t * P .. t * P + P - 1, so thread order is
-     * lattice order. Soup: triangles; indexed: vertices | triangles << 32. */
-    const int nw = cells_z ? rows * W : 0, P = (nw + MCS_NT - 1) / MCS_NT;
-    unsigned long long mine = 0;
-    unsigned wc[MCS_MAXW / MCS_NT], cells = 0;
-#pragma unroll
-    for (int j = 0; j < MCS_MAXW / MCS_NT; j++) {
-        const int q = t * P + j;
-        wc[j] = 0;
-        if (j < P && q < nw) {
-            mc_word m;
-            mcs_word(s_lo, s_hi, q, W, y0, v, kz, m);
-            unsigned mix = mc_mixed(m), nt = 0;
-            cells += __popc(mix);
-            while (mix) {
-                const int p = __ffs(mix) - 1;
-                mix &= mix - 1;
-                nt += s_nt[mc_case(m, p)];
-            }
-            if (a.indexed) {
-                const unsigned vc = __popc(m.xc) + __popc(m.yc) + __popc(m.zc);
-                wc[j] = vc;
-                mine += vc | (unsigned long long)nt << 32;
-            } else {
-                wc[j] = 3 * nt;
-                mine += nt;
-            }
-        }
-    }
-    for (int o = 16; o; o >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, o);
-    if (lane == 0 && cells) atomicAdd(&s_cells, cells);
-    unsigned long long incl = mine;
-    for (int o = 1; o < 32; o <<= 1) {
-        const unsigned long long y = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += y;
-    }
-    if (lane == 31) s_warp[warp] = incl;
-    __syncthreads();
-    unsigned long long agg = 0, excl = incl - mine;
-#pragma unroll
-    for (int w = 0; w < MCS_NT / 32; w++) {
-        const unsigned long long s = s_warp[w];
-        if (w < warp) excl += s;
-        agg += s;
-    }
-    {
-        unsigned run = a.indexed ? (unsigned)excl : 3u * (unsigned)excl;
+        /* 3. Counts of the words of slice z - 1, rows y0 .. y0 + rows - 1:
+         * thread t takes words t * P .. t * P + P - 1, so thread order is
+         * lattice order. Soup: triangles; indexed: vertices | triangles << 32. */
+        const int nw = cells_z ? rows * W : 0, P = (nw + MCS_NT - 1) / MCS_NT;
+        unsigned long long mine = 0;
+        unsigned wc[MCS_MAXW / MCS_NT], cells = 0;
 #pragma unroll
         for (int j = 0; j < MCS_MAXW / MCS_NT; j++) {
             const int q = t * P + j;
-            if (j < P && q < nw) s_wp[q] = run;
-            run += wc[j];
-        }
-    }
-    const unsigned long long agg0 = a.indexed ? agg & 0xffffffffull : agg, agg1 = agg >> 32;
-
-    /* 4. Publish and look back. */
-    if (warp == 0) mc_chain(a.st0, tile, a.ntiles, agg0, &s_base[0], &a.totals[0]);
-    else if (warp == 1 && a.indexed) mc_chain(a.st1, tile, a.ntiles, agg1, &s_base[1], &a.totals[1]);
-    else if (warp == 2 && t == 64 && s_cells) atomicAdd(&a.totals[2], (unsigned long long)s_cells);
-    __syncthreads();
-
-    /* 5. Outputs: one thread per vertex of the tile. */
-    if (a.indexed) {
-        if (t == 0) a.tbase[tile] = s_base[1];
-        for (int q = t; q < nw; q += MCS_NT) a.wvb[(row0 - v.ny) * W + q] = (unsigned)(s_base[0] + s_wp[q]);
-    }
-    const unsigned long long gb = a.indexed ? s_base[0] : 3 * s_base[0];
-    const unsigned L = a.indexed ? (unsigned)agg0 : 3u * (unsigned)agg0;
-    for (unsigned o = t; o < L; o += MCS_NT) {
-        const unsigned long long g = gb + o;
-        if (g >= a.vcap) break;
-        int lo = 0, hi = nw - 1;
-        while (lo < hi) {
-            const int mid = (lo + hi + 1) >> 1;
-            if (s_wp[mid] <= o) lo = mid;
-            else hi = mid - 1;
-        }
-        unsigned off = o - s_wp[lo];
-        mc_word m;
-        mcs_word(s_lo, s_hi, lo, W, y0, v, kz, m);
-        const int yl = lo / W;
-        const long long xb = 32ll * (lo - yl * W), y = y0 + yl, k = z - 1;
-        long long i, j, kk;
-        int axis;
-        if (!a.indexed) {
-            unsigned mix = mc_mixed(m), cs = 0;
-            int p = 0;
-            for (;;) {
-                p = __ffs(mix) - 1;
-                mix &= mix - 1;
-                cs = mc_case(m, p);
-                const unsigned n3 = 3u * s_nt[cs];
-                if (off < n3) break;
-                off -= n3;
-            }
-            const int e = mcd_tri_table[cs][off], c0 = mcd_edge_corner[e][0];
-            i = xb + p + mcd_corner[c0][0];
-            j = y + mcd_corner[c0][1];
-            kk = k + mcd_corner[c0][2];
-            axis = mcd_edge_axis[e];
-        } else {
-            unsigned any = m.xc | m.yc | m.zc, cr = 0;
-            int p = 0;
-            for (;;) {
-                p = __ffs(any) - 1;
-                any &= any - 1;
-                cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
-                const unsigned n = __popc(cr);
-                if (off < n) break;
-                off -= n;
-            }
-            axis = 0;
-            for (; axis < 3; axis++)
-                if (cr >> axis & 1) {
-                    if (off == 0) break;
-                    off--;
+            wc[j] = 0;
+            if (j < P && q < nw) {
+                mc_word m;
+                mcs_word(s_lo, s_hi, q, W, y0, v, kz, m);
+                unsigned mix = mc_mixed(m), nt = 0;
+                cells += __popc(mix);
+                while (mix) {
+                    const int p = __ffs(mix) - 1;
+                    mix &= mix - 1;
+                    nt += s_nt[mc_case(m, p)];
                 }
-            i = xb + p;
-            j = y;
-            kk = k;
+                if (a.indexed) {
+                    const unsigned vc = __popc(m.xc) + __popc(m.yc) + __popc(m.zc);
+                    wc[j] = vc;
+                    mine += vc | (unsigned long long)nt << 32;
+                } else {
+                    wc[j] = 3 * nt;
+                    mine += nt;
+                }
+            }
         }
-        float pp[3], nn[3];
-        mcd_vertex<T, MODE>(v, i, j, kk, axis, pp, nn);
-        mc_store(a.pos, a.nrm, g, pp, nn);
+        for (int o = 16; o; o >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, o);
+        if (lane == 0 && cells) atomicAdd(&s_cells, cells);
+        unsigned long long incl = mine;
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned long long y = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += y;
+        }
+        if (lane == 31) s_warp[warp] = incl;
+        __syncthreads();
+        unsigned long long agg = 0, excl = incl - mine;
+#pragma unroll
+        for (int w = 0; w < MCS_NT / 32; w++) {
+            const unsigned long long sw = s_warp[w];
+            if (w < warp) excl += sw;
+            agg += sw;
+        }
+        {
+            unsigned run = a.indexed ? (unsigned)excl : 3u * (unsigned)excl;
+#pragma unroll
+            for (int j = 0; j < MCS_MAXW / MCS_NT; j++) {
+                const int q = t * P + j;
+                if (j < P && q < nw) s_wp[q] = run;
+                run += wc[j];
+            }
+        }
+        const unsigned long long agg0 = a.indexed ? agg & 0xffffffffull : agg, agg1 = agg >> 32;
+
+        /* 4. Publish and look back. */
+        if (warp == 0) mc_chain(a.st0, tile, a.ntiles, agg0, &s_base[0], &a.totals[0]);
+        else if (warp == 1 && a.indexed) mc_chain(a.st1, tile, a.ntiles, agg1, &s_base[1], &a.totals[1]);
+        else if (warp == 2 && t == 64 && s_cells) atomicAdd(&a.totals[2], (unsigned long long)s_cells);
+        __syncthreads();
+
+        /* 5. Outputs: one thread per vertex of the tile. */
+        if (a.indexed) {
+            if (t == 0) a.tbase[tile] = s_base[1];
+            for (int q = t; q < nw; q += MCS_NT) a.wvb[(row0 - v.ny) * W + q] = (unsigned)(s_base[0] + s_wp[q]);
+        }
+        const unsigned long long gb = a.indexed ? s_base[0] : 3 * s_base[0];
+        const unsigned L = a.indexed ? (unsigned)agg0 : 3u * (unsigned)agg0;
+        for (unsigned o = t; o < L; o += MCS_NT) {
+            const unsigned long long gv = gb + o;
+            if (gv >= a.vcap) break;
+            int lo = 0, hi = nw - 1;
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) >> 1;
+                if (s_wp[mid] <= o) lo = mid;
+                else hi = mid - 1;
+            }
+            unsigned off = o - s_wp[lo];
+            mc_word m;
+            mcs_word(s_lo, s_hi, lo, W, y0, v, kz, m);
+            const int yl = lo / W;
+            const long long xb = 32ll * (lo - yl * W), y = y0 + yl, k = z - 1;
+            long long i, j, kk;
+            int axis;
+            if (!a.indexed) {
+                unsigned mix = mc_mixed(m), cs = 0;
+                int p = 0;
+                for (;;) {
+                    p = __ffs(mix) - 1;
+                    mix &= mix - 1;
+                    cs = mc_case(m, p);
+                    const unsigned n3 = 3u * s_nt[cs];
+                    if (off < n3) break;
+                    off -= n3;
+                }
+                const int e = mcd_tri_table[cs][off], c0 = mcd_edge_corner[e][0];
+                i = xb + p + mcd_corner[c0][0];
+                j = y + mcd_corner[c0][1];
+                kk = k + mcd_corner[c0][2];
+                axis = mcd_edge_axis[e];
+            } else {
+                unsigned any = m.xc | m.yc | m.zc, cr = 0;
+                int p = 0;
+                for (;;) {
+                    p = __ffs(any) - 1;
+                    any &= any - 1;
+                    cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+                    const unsigned n = __popc(cr);
+                    if (off < n) break;
+                    off -= n;
+                }
+                axis = 0;
+                for (; axis < 3; axis++)
+                    if (cr >> axis & 1) {
+                        if (off == 0) break;
+                        off--;
+                    }
+                i = xb + p;
+                j = y;
+                kk = k;
+            }
+            float pp[3], nn[3];
+            mcd_vertex<T, MODE>(v, i, j, kk, axis, pp, nn);
+            mc_store(a.pos, a.nrm, gv, pp, nn);
+        }
+        __syncthreads(); /* s_lo, s_hi, s_wp, s_base are the next tile's */
+        tile = next;
     }
 }
 
@@ -418,20 +468,64 @@ __global__ void __launch_bounds__(MCS_NT) mcs_triangle_kernel(mcs_args a, uint32
     }
 }
 
+/* Tile words (K * W): 512 (16384 points), 256 for f64; the samples of a
+ * tile and its row after must fit MCS_SMEM bytes of shared memory. */
+#define MCS_SMEM (96 * 1024)
+static long long mcs_tile_words(pm_sample_type type)
+{
+    /* PYRAMESH_CUDA_MCS_TW=64..512: other tile sizes, an experiment. */
+    const char *e = getenv("PYRAMESH_CUDA_MCS_TW");
+    if (e) {
+        const long long w = atoll(e);
+        if (w >= 32 && w <= MCS_MAXW) return w;
+    }
+    return type == PM_SAMPLE_F64 ? 256 : MCS_MAXW;
+}
+
+template <typename T, int MODE>
+static pm_status mcs_go(const pmi_cuda_state *st, unsigned long long ntiles, size_t smem, const mcs_args &a)
+{
+    cudaError_t e = cudaFuncSetAttribute(mcs_kernel<T, MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    int per_sm = 0;
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mcs_kernel<T, MODE>, MCS_NT, smem);
+    if (e != cudaSuccess) return pmi_cuda_status(e, "pm_isosurface: single pass setup");
+    unsigned long long grid = (unsigned long long)(per_sm > 0 ? per_sm : 1) * (unsigned long long)st->num_sms;
+    if (grid > ntiles) grid = ntiles;
+    mcs_kernel<T, MODE><<<(unsigned)grid, MCS_NT, smem, st->stream>>>(a);
+    return pmi_cuda_launched("pm_isosurface: single pass");
+}
+
 template <typename T>
-static void mcs_launch_type(cudaStream_t s, pm_normals mode, unsigned grid, const mcs_args &a)
+static pm_status mcs_launch_type(const pmi_cuda_state *st, pm_normals mode, unsigned long long ntiles, size_t smem,
+                                 const mcs_args &a)
 {
     switch (mode) {
-    case PM_NORMALS_FORWARD: mcs_kernel<T, PM_NORMALS_FORWARD><<<grid, MCS_NT, 0, s>>>(a); break;
-    case PM_NORMALS_SOBEL: mcs_kernel<T, PM_NORMALS_SOBEL><<<grid, MCS_NT, 0, s>>>(a); break;
-    case PM_NORMALS_NONE: mcs_kernel<T, PM_NORMALS_NONE><<<grid, MCS_NT, 0, s>>>(a); break;
-    default: mcs_kernel<T, PM_NORMALS_CENTRAL><<<grid, MCS_NT, 0, s>>>(a); break;
+    case PM_NORMALS_FORWARD: return mcs_go<T, PM_NORMALS_FORWARD>(st, ntiles, smem, a);
+    case PM_NORMALS_SOBEL: return mcs_go<T, PM_NORMALS_SOBEL>(st, ntiles, smem, a);
+    case PM_NORMALS_NONE: return mcs_go<T, PM_NORMALS_NONE>(st, ntiles, smem, a);
+    default: return mcs_go<T, PM_NORMALS_CENTRAL>(st, ntiles, smem, a);
     }
+}
+
+/* Rows per tile and shared memory bytes of the tile's samples. */
+static void mcs_shape(long long nx, long long ny, pm_sample_type type, long long *K, size_t *smem)
+{
+    const long long W = (nx + 31) / 32, tw = mcs_tile_words(type);
+    long long k = W <= tw ? tw / W : 1;
+    if (k > ny) k = ny;
+    if (k < 1) k = 1;
+    *K = k;
+    *smem = (size_t)(k + 1) * (size_t)W * 32 * pm_sample_size(type);
 }
 
 int mc_single_pass_fits(const pm_volume *vol)
 {
-    return (vol->nx + 31) / 32 <= MCS_MAXW;
+    long long K;
+    size_t smem;
+    if ((vol->nx + 31) / 32 > MCS_MAXW) return 0;
+    mcs_shape((long long)vol->nx, (long long)vol->ny, vol->type, &K, &smem);
+    return smem <= MCS_SMEM;
 }
 
 pm_status mc_single_pass(pm_context *ctx, const mcd_volume &v, pm_sample_type type, pm_normals normals, int indexed,
@@ -447,8 +541,8 @@ pm_status mc_single_pass(pm_context *ctx, const mcd_volume &v, pm_sample_type ty
     memset(&a, 0, sizeof a);
     a.v = v;
     a.W = (v.nx + 31) / 32;
-    a.K = a.W <= MCS_NT ? MCS_NT / a.W : 1;
-    if (a.K > v.ny) a.K = v.ny;
+    size_t smem;
+    mcs_shape(v.nx, v.ny, type, &a.K, &smem);
     a.nyt = (v.ny + a.K - 1) / a.K;
     a.indexed = indexed;
     /* Soup needs no tiles past the last slice; indexed meshes one row of
@@ -484,19 +578,28 @@ pm_status mc_single_pass(pm_context *ctx, const mcd_volume &v, pm_sample_type ty
     a.pos = pos;
     a.nrm = nrm;
     a.vcap = pos ? vcap : 0;
+    /* Experiment for the benchmark: PYRAMESH_CUDA_MCS=noemit counts only
+     * (no vertex or triangle written), to time the pass without its output. */
+    {
+        const char *e = getenv("PYRAMESH_CUDA_MCS");
+        if (e && !strcmp(e, "noemit")) {
+            a.vcap = 0;
+            tcap = 0;
+        }
+    }
     cudaEvent_t ev[3] = {NULL, NULL, NULL};
     if (pmi_mc_profile)
         for (int e = 0; e < 3; e++) cudaEventCreate(&ev[e]);
     if (ev[0]) cudaEventRecord(ev[0], s);
     PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
+    pm_status ls = PM_STATUS_OK;
     switch (type) {
-    case PM_SAMPLE_U8: mcs_launch_type<uint8_t>(s, normals, (unsigned)ntiles, a); break;
-    case PM_SAMPLE_U16: mcs_launch_type<uint16_t>(s, normals, (unsigned)ntiles, a); break;
-    case PM_SAMPLE_I16: mcs_launch_type<int16_t>(s, normals, (unsigned)ntiles, a); break;
-    case PM_SAMPLE_F32: mcs_launch_type<float>(s, normals, (unsigned)ntiles, a); break;
-    case PM_SAMPLE_F64: mcs_launch_type<double>(s, normals, (unsigned)ntiles, a); break;
+    case PM_SAMPLE_U8: ls = mcs_launch_type<uint8_t>(st, normals, ntiles, smem, a); break;
+    case PM_SAMPLE_U16: ls = mcs_launch_type<uint16_t>(st, normals, ntiles, smem, a); break;
+    case PM_SAMPLE_I16: ls = mcs_launch_type<int16_t>(st, normals, ntiles, smem, a); break;
+    case PM_SAMPLE_F32: ls = mcs_launch_type<float>(st, normals, ntiles, smem, a); break;
+    case PM_SAMPLE_F64: ls = mcs_launch_type<double>(st, normals, ntiles, smem, a); break;
     }
-    pm_status ls = pmi_cuda_launched("pm_isosurface: single pass");
     if (ev[1]) cudaEventRecord(ev[1], s);
     if (ls == PM_STATUS_OK && indexed && idx && tcap && v.nz >= 2) {
         mcs_triangle_kernel<<<(unsigned)(a.nyt * (v.nz - 1)), MCS_NT, 0, s>>>(a, idx, tcap);
