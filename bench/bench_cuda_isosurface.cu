@@ -169,12 +169,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     CK(cudaStreamSynchronize(s));
     double iso = type == PM_SAMPLE_F32 ? 0.0 : (type == PM_SAMPLE_U16 ? 27.0 * 65535.0 / 44.0 : 27.0 * 255.0 / 44.0);
     pm_volume v = {vol, type, (size_t)n, (size_t)n, (size_t)n, 0, 0, {0, 0, 0}, {0, 0, 0}};
-    /* The check goes through the timed path: the default writes the
-     * caller's buffers in one pass, so the check forces the single pass
-     * for its library-allocated mesh too. */
-    pmi_mc_variant = var ? var : 512;
     if (n <= check_n) compare_cpu(ctx, &v, iso, bytes, mode);
-    pmi_mc_variant = var;
 
     pm_isosurface_options o;
     memset(&o, 0, sizeof o);
@@ -229,16 +224,15 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     double med = median(tt), h = type == PM_SAMPLE_F32 ? hp5(n, mode == PM_MESH_INDEXED) : 0;
     char hs[32] = "-";
     if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
-    const char *vs = var == 0    ? "default"
-                     : var == 1024 ? "twopass"
-                     : var == (1024 | 1) ? "direct"
-                     : var == (1024 | 2) ? "bounded"
-                     : var == (1024 | 4) ? "cls-2"
-                     : var == (1024 | 8) ? "cls-5"
-                     : var == (1024 | 32) ? "oldcls"
-                     : var == (1024 | 64) ? "cls1+t"
-                     : var == (1024 | 128) ? "reload"
-                     : var == (1024 | 256) ? "cls2"
+    const char *vs = var == 0    ? "new"
+                     : var == 1  ? "direct"
+                     : var == 2  ? "bounded"
+                     : var == 4  ? "cls-2"
+                     : var == 8  ? "cls-5"
+                     : var == 32 ? "oldcls"
+                     : var == 64 ? "cls1+t"
+                     : var == 128 ? "reload"
+                     : var == 256 ? "cls2"
                                  : "other";
     printf("| %4d | %-7s | %-7s | %-3s | %10zu | %10zu | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | %5.2fx | "
            "%-15s |\n",
@@ -278,30 +272,28 @@ int main(int argc, char **argv)
             else break;
         }
     }
-    /* Per size: the default (the single pass into the caller's buffers)
-     * and the two-pass path (1024) for both modes, the default again as a
-     * noise check; u16 and u8 at 512. PM_BENCH_OLD adds the older two-pass
-     * variants. */
-    const int old_rows = getenv("PM_BENCH_OLD") != NULL;
     for (int q = 0; q < nn; q++) {
         if (ns[q] > maxn) break;
-        for (int mode = 1; mode >= 0; mode--) {
-            run(ctx, s, ns[q], PM_SAMPLE_F32, mode, gbs, 0);
-            run(ctx, s, ns[q], PM_SAMPLE_F32, mode, gbs, 1024);
-        }
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 0);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 1);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 2);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 0);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 2);
         if (quick) continue;
-        if (old_rows) {
-            const int olds[] = {1, 2, 32, 64, 256, 128};
-            for (int k = 0; k < 6; k++)
-                for (int mode = 1; mode >= 0; mode--) run(ctx, s, ns[q], PM_SAMPLE_F32, mode, gbs, 1024 | olds[k]);
-        }
-        for (int mode = 1; mode >= 0; mode--) run(ctx, s, ns[q], PM_SAMPLE_F32, mode, gbs, 0);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 32);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 32);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 64);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 64);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 256);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 256);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 128);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 128);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 0);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 0);
         if (ns[q] == 512)
             for (int mode = 1; mode >= 0; mode--) {
                 run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs, 0);
                 run(ctx, s, 512, PM_SAMPLE_U8, mode, gbs, 0);
-                run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs, 1024);
-                run(ctx, s, 512, PM_SAMPLE_U8, mode, gbs, 1024);
             }
     }
     pm_context_destroy(ctx);

@@ -70,6 +70,19 @@ static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigne
     *j = (long long)(row - (unsigned long long)*k * (unsigned long long)v.ny);
 }
 
+static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned long long o, const float p[3],
+                                                const float n[3])
+{
+    pos[3 * o] = p[0];
+    pos[3 * o + 1] = p[1];
+    pos[3 * o + 2] = p[2];
+    if (nrm) {
+        nrm[3 * o] = n[0];
+        nrm[3 * o + 1] = n[1];
+        nrm[3 * o + 2] = n[2];
+    }
+}
+
 /* Soup: output vertex o is vertex o % 3 of triangle o / 3, in the order
  * of the cells and of the case table. */
 template <typename T, int MODE>
@@ -326,115 +339,6 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
     return PM_STATUS_OK;
 }
 
-/* Where the mesh goes: the caller's buffers (with capacities: the CPU's
- * rule), or arrays allocated here in context or host memory; and the
- * device targets the kernels write (the final arrays, or staging for host
- * outputs). nv_w / nt_w: the vertices and triangles to write; result: OK
- * or TRUNCATED. On failure the mesh is released. */
-typedef struct mc_dest {
-    unsigned long long nv_w, nt_w;
-    float *hpos, *hnrm;
-    uint32_t *hidx;
-    mc_out o;
-    pm_status result;
-} mc_dest;
-
-static pm_status mc_prepare_outputs(pm_context *ctx, const pm_isosurface_options *opt, int indexed,
-                                    unsigned long long nv, unsigned long long ntri, pm_mesh *mesh, mc_dest *d)
-{
-    const int want_n = opt->normals != PM_NORMALS_NONE;
-    const int to_ctx = opt->output_in_context_memory != 0;
-
-    unsigned long long nv_w = nv, nt_w = indexed ? ntri : 0;
-    pm_status result = PM_STATUS_OK;
-    float *hpos = NULL, *hnrm = NULL;
-    uint32_t *hidx = NULL;
-    if (opt->positions) {
-        /* The CPU's rule: write what fits; soup writes whole triangles. */
-        nv_w = nv < opt->vertex_capacity ? nv : opt->vertex_capacity;
-        unsigned long long tl_ = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
-        if (indexed) {
-            nt_w = tl_;
-        } else {
-            if (tl_ > nv_w / 3) tl_ = nv_w / 3;
-            nv_w = 3 * tl_;
-        }
-        if (nv > opt->vertex_capacity || ntri > opt->triangle_capacity)
-            result = pmi_error(PM_STATUS_TRUNCATED,
-                               "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
-                               "%zu / %zu",
-                               nv, ntri, opt->vertex_capacity, opt->triangle_capacity);
-        hpos = opt->positions;
-        hnrm = want_n ? opt->normals_out : NULL;
-        hidx = indexed ? opt->indices : NULL;
-        mesh->positions = hpos;
-        mesh->normals = hnrm;
-        mesh->indices = hidx;
-        mesh->in_context_memory = to_ctx;
-        if (!hidx) nt_w = 0;
-    } else if (to_ctx) {
-        void *p = NULL;
-        MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)nv * 3 * sizeof(float), &p));
-        hpos = (float *)p;
-        mesh->positions = hpos;
-        mesh->in_context_memory = 1;
-        mesh->owns_arrays = 1;
-        if (want_n) {
-            MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)nv * 3 * sizeof(float), &p));
-            hnrm = (float *)p;
-            mesh->normals = hnrm;
-        }
-        if (indexed) {
-            MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)ntri * 3 * sizeof(uint32_t), &p));
-            hidx = (uint32_t *)p;
-            mesh->indices = hidx;
-        }
-    } else {
-        mesh->owns_arrays = 1;
-        hpos = (float *)malloc(nv ? (size_t)nv * 3 * sizeof(float) : 1);
-        mesh->positions = hpos;
-        if (want_n) mesh->normals = hnrm = (float *)malloc(nv ? (size_t)nv * 3 * sizeof(float) : 1);
-        if (indexed) mesh->indices = hidx = (uint32_t *)malloc(ntri ? (size_t)ntri * 3 * sizeof(uint32_t) : 1);
-        if (!hpos || (want_n && !hnrm) || (indexed && !hidx))
-            MC_TRY_MESH(pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: out of host memory for %llu vertices",
-                                  nv));
-    }
-
-    /* Device targets: the final arrays, or staging for host outputs. */
-    mc_out o = {NULL, NULL, NULL, NULL};
-    if (to_ctx) {
-        o.pos = hpos;
-        o.nrm = hnrm;
-        o.idx = hidx;
-    } else {
-        size_t vb = (size_t)nv_w * 3 * sizeof(float), ib = (size_t)nt_w * 3 * sizeof(uint32_t);
-        MC_TRY_MESH(mc_device_alloc((void **)&o.tmp, vb + (hnrm ? vb : 0) + ib, "the mesh"));
-        o.pos = o.tmp;
-        o.nrm = hnrm ? o.tmp + (size_t)nv_w * 3 : NULL;
-        o.idx = (uint32_t *)(o.tmp + (size_t)nv_w * 3 * (hnrm ? 2 : 1));
-    }
-    d->nv_w = nv_w;
-    d->nt_w = nt_w;
-    d->hpos = hpos;
-    d->hnrm = hnrm;
-    d->hidx = hidx;
-    d->o = o;
-    d->result = result;
-    return PM_STATUS_OK;
-}
-
-/* Copies staged outputs to the host (queued on s). */
-static pm_status mc_copy_back(const mc_dest *d, cudaStream_t s)
-{
-    if (!d->o.tmp) return PM_STATUS_OK;
-    const size_t vb = (size_t)d->nv_w * 3 * sizeof(float);
-    cudaError_t e = cudaMemcpyAsync(d->hpos, d->o.pos, vb, cudaMemcpyDeviceToHost, s);
-    if (e == cudaSuccess && d->hnrm) e = cudaMemcpyAsync(d->hnrm, d->o.nrm, vb, cudaMemcpyDeviceToHost, s);
-    if (e == cudaSuccess && d->nt_w && d->hidx)
-        e = cudaMemcpyAsync(d->hidx, d->o.idx, (size_t)d->nt_w * 3 * sizeof(uint32_t), cudaMemcpyDeviceToHost, s);
-    return e == cudaSuccess ? PM_STATUS_OK : pmi_cuda_status(e, "pm_isosurface: copying the mesh to the host");
-}
-
 /* Stage timing for bench/bench_cuda_isosurface.cu: when pmi_mc_profile is
  * set, CUDA events bracket pass 1 and pass 2 of each call, the inside
  * bits part of pass 1, and the vertex part of pass 2 (milliseconds: pass 1,
@@ -463,8 +367,6 @@ static pm_status mc_copy_back(const mc_dest *d, cudaStream_t s)
 #define MC_VAR_CLS1 64
 #define MC_VAR_RELOAD 128
 #define MC_VAR_CLS2 256
-#define MC_VAR_SINGLE 512
-#define MC_VAR_TWOPASS 1024
 extern "C" {
 int pmi_mc_profile;
 double pmi_mc_stage_ms[4];
@@ -481,59 +383,9 @@ static int mc_variant(void)
     if (e && !strcmp(e, "bounded")) var = MC_VAR_BOUNDED;
     if (e && !strcmp(e, "oldcls")) var = MC_VAR_OLDCLS;
     if (e && !strcmp(e, "old")) var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS;
-    if (e && !strcmp(e, "single")) var = MC_VAR_SINGLE;
-    if (e && !strcmp(e, "twopass")) var = MC_VAR_TWOPASS;
-    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 2047;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 511;
     __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
     return var;
-}
-
-/* The single-pass path (mc_single_pass.cu). Into the caller's device
- * buffers it runs once, writing what fits the capacities (the CPU's rule);
- * otherwise (MC_VAR_SINGLE) it runs once to count, places the mesh as the
- * two-pass path does, and runs again to write it. */
-static pm_status mc_isosurface_single(pm_context *ctx, const mcd_volume &v, const pm_volume *vol,
-                                      const pm_isosurface_options *opt, int indexed, pm_mesh *mesh)
-{
-    const int want_n = opt->normals != PM_NORMALS_NONE;
-    unsigned long long tot[3];
-    mc_dest dst;
-    const int direct = opt->positions && opt->output_in_context_memory;
-    if (direct) {
-        unsigned long long vcap = opt->vertex_capacity, tcap = opt->triangle_capacity;
-        if (!indexed) {
-            vcap = 3 * (tcap < vcap / 3 ? tcap : vcap / 3);
-            tcap = 0;
-        }
-        PMI_TRY(mc_single_pass(ctx, v, vol->type, opt->normals, indexed, opt->positions,
-                               want_n ? opt->normals_out : NULL, indexed ? opt->indices : NULL, vcap,
-                               indexed && opt->indices ? tcap : 0, tot));
-    } else {
-        PMI_TRY(mc_single_pass(ctx, v, vol->type, opt->normals, indexed, NULL, NULL, NULL, 0, 0, tot));
-    }
-    const unsigned long long nv = indexed ? tot[0] : 3 * tot[0], ntri = indexed ? tot[1] : tot[0];
-    if (indexed && nv > UINT32_MAX)
-        return pmi_error(PM_STATUS_OVERFLOW,
-                         "pm_isosurface: %llu vertices do not fit the 32-bit indices of an indexed mesh", nv);
-    mesh->num_vertices = (size_t)nv;
-    mesh->num_triangles = (size_t)ntri;
-    mesh->active_cells = tot[2];
-    PMI_TRY(mc_prepare_outputs(ctx, opt, indexed, nv, ntri, mesh, &dst));
-    pm_status ls = PM_STATUS_OK;
-    if (!direct && (dst.nv_w || dst.nt_w)) {
-        unsigned long long again[3];
-        ls = mc_single_pass(ctx, v, vol->type, opt->normals, indexed, dst.o.pos, dst.o.nrm, dst.o.idx, dst.nv_w,
-                            dst.nt_w, again);
-        if (ls == PM_STATUS_OK) ls = mc_copy_back(&dst, pmi_cuda(ctx)->stream);
-    }
-    pm_status ws = pmi_cuda_wait(ctx, "pm_isosurface: copying the mesh");
-    if (dst.o.tmp) cudaFree(dst.o.tmp);
-    if (ls == PM_STATUS_OK) ls = ws;
-    if (ls != PM_STATUS_OK) {
-        mc_mesh_release(ctx, mesh);
-        return ls;
-    }
-    return dst.result;
 }
 
 extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
@@ -565,12 +417,6 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         v.sp[a] = vol->spacing[a];
     }
     const int indexed = opt->mode == PM_MESH_INDEXED;
-    const int var = mc_variant();
-    /* One pass into the caller's device buffers (nothing to allocate from
-     * the counts); the two passes below otherwise (PYRAMESH_CUDA_MC picks). */
-    if (!(var & MC_VAR_TWOPASS) && mc_single_pass_fits(vol) &&
-        ((opt->positions && opt->output_in_context_memory) || (var & MC_VAR_SINGLE)))
-        return mc_isosurface_single(ctx, v, vol, opt, indexed, mesh);
     const mc_tiling tl = mc_make_tiling(vol);
     size_t npoints;
     if (!pmi_mul3_size(vol->nx, vol->ny, vol->nz, &npoints))
@@ -583,6 +429,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
      * vertex once. Scratch: tile states, records (point, triangle prefix,
      * info, row table, crossing prefix), then the bitmask last: after pass 1
      * the records' unused room and the bitmask hold the soup's vertices. */
+    const int var = mc_variant();
     const int cls_indexed = indexed || !(var & MC_VAR_DIRECT);
     const int use_rows = cls_indexed && !(var & MC_VAR_BOUNDED);
     /* Pass 2's block start tables, written by the classification (either
@@ -682,11 +529,76 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     mesh->active_cells = tot[3];
     const int want_n = opt->normals != PM_NORMALS_NONE;
     const int to_ctx = opt->output_in_context_memory != 0;
-    mc_dest dst;
-    PMI_TRY(mc_prepare_outputs(ctx, opt, indexed, nv, ntri, mesh, &dst));
-    const unsigned long long nv_w = dst.nv_w, nt_w = dst.nt_w;
-    mc_out o = dst.o;
-    const pm_status result = dst.result;
+
+    /* Where the output goes and how much of it. */
+    unsigned long long nv_w = nv, nt_w = indexed ? ntri : 0;
+    pm_status result = PM_STATUS_OK;
+    float *hpos = NULL, *hnrm = NULL;
+    uint32_t *hidx = NULL;
+    if (opt->positions) {
+        /* The CPU's rule: write what fits; soup writes whole triangles. */
+        nv_w = nv < opt->vertex_capacity ? nv : opt->vertex_capacity;
+        unsigned long long tl_ = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
+        if (indexed) {
+            nt_w = tl_;
+        } else {
+            if (tl_ > nv_w / 3) tl_ = nv_w / 3;
+            nv_w = 3 * tl_;
+        }
+        if (nv > opt->vertex_capacity || ntri > opt->triangle_capacity)
+            result = pmi_error(PM_STATUS_TRUNCATED,
+                               "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
+                               "%zu / %zu",
+                               nv, ntri, opt->vertex_capacity, opt->triangle_capacity);
+        hpos = opt->positions;
+        hnrm = want_n ? opt->normals_out : NULL;
+        hidx = indexed ? opt->indices : NULL;
+        mesh->positions = hpos;
+        mesh->normals = hnrm;
+        mesh->indices = hidx;
+        mesh->in_context_memory = to_ctx;
+        if (!hidx) nt_w = 0;
+    } else if (to_ctx) {
+        void *p = NULL;
+        MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)nv * 3 * sizeof(float), &p));
+        hpos = (float *)p;
+        mesh->positions = hpos;
+        mesh->in_context_memory = 1;
+        mesh->owns_arrays = 1;
+        if (want_n) {
+            MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)nv * 3 * sizeof(float), &p));
+            hnrm = (float *)p;
+            mesh->normals = hnrm;
+        }
+        if (indexed) {
+            MC_TRY_MESH(ctx->backend->alloc(ctx, (size_t)ntri * 3 * sizeof(uint32_t), &p));
+            hidx = (uint32_t *)p;
+            mesh->indices = hidx;
+        }
+    } else {
+        mesh->owns_arrays = 1;
+        hpos = (float *)malloc(nv ? (size_t)nv * 3 * sizeof(float) : 1);
+        mesh->positions = hpos;
+        if (want_n) mesh->normals = hnrm = (float *)malloc(nv ? (size_t)nv * 3 * sizeof(float) : 1);
+        if (indexed) mesh->indices = hidx = (uint32_t *)malloc(ntri ? (size_t)ntri * 3 * sizeof(uint32_t) : 1);
+        if (!hpos || (want_n && !hnrm) || (indexed && !hidx))
+            MC_TRY_MESH(pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: out of host memory for %llu vertices",
+                                  nv));
+    }
+
+    /* Device targets: the final arrays, or staging for host outputs. */
+    mc_out o = {NULL, NULL, NULL, NULL};
+    if (to_ctx) {
+        o.pos = hpos;
+        o.nrm = hnrm;
+        o.idx = hidx;
+    } else {
+        size_t vb = (size_t)nv_w * 3 * sizeof(float), ib = (size_t)nt_w * 3 * sizeof(uint32_t);
+        MC_TRY_MESH(mc_device_alloc((void **)&o.tmp, vb + (hnrm ? vb : 0) + ib, "the mesh"));
+        o.pos = o.tmp;
+        o.nrm = hnrm ? o.tmp + (size_t)nv_w * 3 : NULL;
+        o.idx = (uint32_t *)(o.tmp + (size_t)nv_w * 3 * (hnrm ? 2 : 1));
+    }
     /* Scratch left after the records' used part (the records' spare room
      * and the bitmask, both dead after pass 1) holds, when they fit: the
      * soup's indexed vertices (ncross * 24 bytes, 12 without normals), then
@@ -761,7 +673,14 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         mc_triangle_kernel<<<mc_blocks(nt_w), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nt_w, o.idx);
     if (ls == PM_STATUS_OK) ls = pmi_cuda_launched("pm_isosurface: triangles");
     if (ev[3]) cudaEventRecord(ev[3], s);
-    if (ls == PM_STATUS_OK && !to_ctx) ls = mc_copy_back(&dst, s);
+    if (ls == PM_STATUS_OK && !to_ctx) {
+        cudaError_t e = cudaMemcpyAsync(hpos, o.pos, (size_t)nv_w * 3 * sizeof(float), cudaMemcpyDeviceToHost, s);
+        if (e == cudaSuccess && hnrm)
+            e = cudaMemcpyAsync(hnrm, o.nrm, (size_t)nv_w * 3 * sizeof(float), cudaMemcpyDeviceToHost, s);
+        if (e == cudaSuccess && nt_w && hidx)
+            e = cudaMemcpyAsync(hidx, o.idx, (size_t)nt_w * 3 * sizeof(uint32_t), cudaMemcpyDeviceToHost, s);
+        if (e != cudaSuccess) ls = pmi_cuda_status(e, "pm_isosurface: copying the mesh to the host");
+    }
     /* The records live in the scratch arena, which the next call may
      * reuse: wait here (the caller gets a finished mesh either way). */
     pm_status ws = pmi_cuda_wait(ctx, "pm_isosurface: expansion");
