@@ -708,7 +708,7 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
                 for (int inctx = 0; inctx < 3; inctx++) {
                     /* inctx: 0 host memory, 1 context memory allocated by
                      * the call, 2 the caller's context-memory buffers of
-                     * exactly the mesh's size (the single-pass path). */
+                     * exactly the mesh's size (the per-frame case). */
                     pm_isosurface_options o;
                     memset(&o, 0, sizeof o);
                     o.normals = (pm_normals)nm;
