@@ -149,7 +149,9 @@ static int check_n = 128;
 /* PM_BENCH_QUICK set: one call per row and no timing (for ncu), f32 only. */
 static int quick;
 
-/* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 1 soup
+/* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 512
+ * pass 1 by the bitmask kernels (the default before the streaming
+ * classification); 1 soup
  * by one vertex computation per soup vertex (before this branch), 2 owner
  * search without the row table (indexed triangles as before this branch),
  * 32 the older classification kernel (before branch mccls), 64 the older
@@ -225,9 +227,10 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     char hs[32] = "-";
     if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
     const char *vs = var == 0    ? "new"
+                     : var == 512 ? "bitmask"
                      : var == 1  ? "direct"
                      : var == 2  ? "bounded"
-                     : var == 4  ? "cls-2"
+                     : var == 4  ? "strm-2"
                      : var == 8  ? "cls-5"
                      : var == 32 ? "oldcls"
                      : var == 64 ? "cls1+t"
@@ -274,27 +277,20 @@ int main(int argc, char **argv)
     }
     for (int q = 0; q < nn; q++) {
         if (ns[q] > maxn) break;
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 0);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 1);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 2);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 0);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 2);
+        /* Default (streaming classification), the bitmask kernels (the
+         * default before); the default again as a noise check. */
+        static const int vars[] = {0, 512, 0};
+        for (int vi = 0; vi < (quick ? 2 : 3); vi++) {
+            run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, vars[vi]);
+            run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, vars[vi]);
+        }
         if (quick) continue;
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 32);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 32);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 64);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 64);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 256);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 256);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 128);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 128);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, 0);
-        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, 0);
         if (ns[q] == 512)
-            for (int mode = 1; mode >= 0; mode--) {
-                run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs, 0);
-                run(ctx, s, 512, PM_SAMPLE_U8, mode, gbs, 0);
-            }
+            for (int mode = 1; mode >= 0; mode--)
+                for (int vi = 0; vi < 2; vi++) {
+                    run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs, vars[vi]);
+                    run(ctx, s, 512, PM_SAMPLE_U8, mode, gbs, vars[vi]);
+                }
     }
     pm_context_destroy(ctx);
     cudaStreamDestroy(s);

@@ -2,7 +2,8 @@
  * every mode lives in test_isosurface.c): caller buffers in context memory
  * with a capacity (prefix written, nothing past it, TRUNCATED with full
  * counts), every sample type against the CPU backend, a device allocation
- * refused as PM_STATUS_OUT_OF_MEMORY with the amount, and a volume of more than
+ * refused as PM_STATUS_OUT_OF_MEMORY with the amount, a volume whose records
+ * exceed pass 1's first guess of their room, and a volume of more than
  * 2^32 cells (skipped when the GPU or host lacks the memory). In `cpu` mode
  * the capacity contract is checked on the CPU backend. */
 #include <math.h>
@@ -239,6 +240,46 @@ static void test_huge(pm_context *gpu)
     free(h);
 }
 
+/* More active points than pass 1's first guess of the records' room
+ * (points / 64 + 2^20): random u8 samples, 2.1 M points nearly all active,
+ * so pass 1 runs again with the exact room; the mesh equals the CPU's. */
+static void test_rerun(pm_context *gpu)
+{
+    size_t nx = 128, ny = 128, nz = 128, n = nx * ny * nz;
+    uint8_t *h = malloc(n);
+    for (size_t p = 0; p < n; p++) h[p] = (uint8_t)(pmt_uniform() * 2.0);
+    pm_context *cpu = cpu_ctx();
+    pm_volume hv = {h, PM_SAMPLE_U8, nx, ny, nz, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    pm_volume dv = hv;
+    dv.data = pmt_to_ctx(gpu, h, n);
+    for (int mode = 0; mode < 2; mode++) {
+        pm_isosurface_options o;
+        memset(&o, 0, sizeof o);
+        o.mode = (pm_mesh_mode)mode;
+        o.normals = PM_NORMALS_CENTRAL;
+        pm_mesh a, b;
+        PMT_OK(pm_isosurface(cpu, &hv, 0.5, &o, &a));
+        PMT_OK(pm_isosurface(gpu, &dv, 0.5, &o, &b));
+        PMT_CHECK(a.active_cells > n / 64 + (1u << 20), "rerun: only %llu active cells",
+                  (unsigned long long)a.active_cells);
+        PMT_CHECK(a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles,
+                  "rerun: counts %zu/%zu vs %zu/%zu", b.num_vertices, b.num_triangles, a.num_vertices,
+                  a.num_triangles);
+        if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles)
+            PMT_CHECK(!memcmp(a.positions, b.positions, 12 * a.num_vertices) &&
+                          !memcmp(a.normals, b.normals, 12 * a.num_vertices) &&
+                          (!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles)),
+                      "rerun: meshes differ (%s)", mode ? "soup" : "indexed");
+        printf("rerun (%llu active cells): %zu triangles, %s\n", (unsigned long long)a.active_cells,
+               b.num_triangles, mode ? "soup" : "indexed");
+        pm_mesh_free(cpu, &a);
+        pm_mesh_free(gpu, &b);
+    }
+    pm_free(gpu, (void *)dv.data);
+    pm_context_destroy(cpu);
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     pm_context *ctx;
@@ -248,6 +289,7 @@ int main(int argc, char **argv)
     if (dev == PM_DEVICE_CUDA) {
         test_types(ctx);
         test_oom(ctx);
+        test_rerun(ctx);
         test_huge(ctx);
     }
     pm_context_destroy(ctx);

@@ -810,6 +810,31 @@ static void test_cuda(pm_context *gpu)
         }
         free(src);
     }
+    /* Rows of 16-byte multiples (the streaming classification's vector
+     * loads), several 256-point chunks per row (300: a partial one; 520:
+     * three), several 31-row bands, random values (almost every cell
+     * active: full segments, a large record pool). */
+    static const size_t adims[][3] = {{300, 70, 9}, {520, 34, 5}};
+    for (size_t d = 0; d < 2; d++) {
+        size_t nx = adims[d][0], ny = adims[d][1], nz = adims[d][2], n = nx * ny * nz;
+        size_t rs = (nx + 15) & ~(size_t)15, ss = rs * ny;
+        double *src = xmalloc(sizeof(double) * n);
+        for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F64; type++) {
+            int is_float = type >= PM_SAMPLE_F32;
+            for (size_t p = 0; p < n; p++) {
+                double u = pmt_uniform();
+                src[p] = is_float ? 2 * u - 1 : floor(u * 21);
+            }
+            void *data = pmt_convert(src, nx, ny, nz, (pm_sample_type)type, rs, ss);
+            pm_volume v = {data, (pm_sample_type)type, nx, ny, nz, rs, ss, {0, 0, 0}, {1, 1, 1}};
+            char name[64];
+            snprintf(name, sizeof name, "aligned random %zux%zux%zu %s", nx, ny, nz,
+                     pm_sample_type_string((pm_sample_type)type));
+            cuda_compare(gpu, cpu, &v, is_float ? 0.0 : 10.0, name);
+            free(data);
+        }
+        free(src);
+    }
     float *cy = pmt_cayley_f32(128);
     pm_volume v = {cy, PM_SAMPLE_F32, 128, 128, 128, 0, 0, {0, 0, 0}, {0, 0, 0}};
     cuda_compare(gpu, cpu, &v, 0.0, "cayley 128");

@@ -355,9 +355,12 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * size, writing the start tables; bit 7 (MC_VAR_RELOAD): mc_classify2_kernel
  * loading each active word's neighbours again in its record pass, as the
  * older kernel; bit 8 (MC_VAR_CLS2): mc_classify2_kernel at every size (by
- * default only while the bitmask fits in half the L2). -1: read once from
- * PYRAMESH_CUDA_MC ("direct", "bounded", "oldcls", "old" = the four older
- * paths, a number = the bits; else 0). */
+ * default only while the bitmask fits in half the L2); bit 9
+ * (MC_VAR_BITMASK): pass 1 by the bitmask kernels (mc_classify.cu) instead
+ * of the streaming classification (mc_stream.cu; f64 always takes the
+ * bitmask kernels). -1: read once from
+ * PYRAMESH_CUDA_MC ("direct", "bounded", "oldcls", "bitmask", "old" = the
+ * older paths, a number = the bits; else 0). */
 #define MC_VAR_DIRECT 1
 #define MC_VAR_BOUNDED 2
 #define MC_VAR_MINB2 4
@@ -367,6 +370,7 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 #define MC_VAR_CLS1 64
 #define MC_VAR_RELOAD 128
 #define MC_VAR_CLS2 256
+#define MC_VAR_BITMASK 512
 extern "C" {
 int pmi_mc_profile;
 double pmi_mc_stage_ms[4];
@@ -382,8 +386,10 @@ static int mc_variant(void)
     if (e && !strcmp(e, "direct")) var = MC_VAR_DIRECT;
     if (e && !strcmp(e, "bounded")) var = MC_VAR_BOUNDED;
     if (e && !strcmp(e, "oldcls")) var = MC_VAR_OLDCLS;
-    if (e && !strcmp(e, "old")) var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS;
-    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 511;
+    if (e && !strcmp(e, "bitmask")) var = MC_VAR_BITMASK;
+    if (e && !strcmp(e, "old"))
+        var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS | MC_VAR_BITMASK;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 1023;
     __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
     return var;
 }
@@ -453,6 +459,16 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         }
         if ((double)tl.nwords * 4.0 > (double)l2 / 2.0) cls_kernel = 1;
     }
+    /* Streaming classification (mc_stream.cu) unless f64 or the bitmask
+     * kernels are asked for (MC_VAR_BITMASK); PYRAMESH_CUDA_MC_SLICES sets
+     * its slices per block (tuning). */
+    const int use_stream = mc_stream_supported(vol) && !(var & MC_VAR_BITMASK);
+    mc_stream_grid sg;
+    memset(&sg, 0, sizeof sg);
+    if (use_stream) {
+        const char *se = getenv("PYRAMESH_CUDA_MC_SLICES");
+        sg = mc_stream_make_grid(vol, st->num_sms, se ? atoll(se) : 0);
+    }
     const size_t nrows = (size_t)vol->ny * vol->nz;
     size_t rec_cap = npoints / 64 + ((size_t)1 << 20);
     if (rec_cap > npoints) rec_cap = npoints;
@@ -465,9 +481,14 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     if (pmi_mc_profile)
         for (int e = 0; e < 6; e++) cudaEventCreate(&ev[e]);
     for (;;) {
-        size_t state_b = pmi_align256((size_t)tl.ntiles * 3 * sizeof(unsigned long long));
+        size_t state_b = pmi_align256((size_t)(use_stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
         size_t head_b = 256 + state_b;
-        size_t bits_b = pmi_align256((size_t)tl.nwords * 4 + 16);
+        /* Last: the bitmask, or the streaming classification's segment
+         * counts, segment bases and record pool. */
+        size_t segc_b = use_stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
+        size_t segb_b = use_stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
+        size_t bits_b = use_stream ? segc_b + segb_b + pmi_align256(rec_cap * 16)
+                                   : pmi_align256((size_t)tl.nwords * 4 + 16);
         size_t rows_b = use_rows ? pmi_align256(nrows * 8) : 0;
         /* Table entries: blocks of up to 5 triangles per record (times 3
          * for soup) or 3 crossings per record, for rec_cap records. */
@@ -504,12 +525,24 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         unsigned int *bits = (unsigned int *)q;
         if (ev[0]) cudaEventRecord(ev[0], s);
         PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
-        PMI_TRY(mc_inside_bits(ctx, v, tl, vol->type, bits));
-        if (ev[4]) cudaEventRecord(ev[4], s);
-        PMI_TRY(mc_classify(ctx, v, tl, cls_indexed, bits, ticket, state, rec, rec_cap, rows, totals,
-                            cls_kernel,
-                            var & MC_VAR_MINB2 ? 2 : var & MC_VAR_MINB5 ? 5 : 4, (var & MC_VAR_RELOAD) != 0,
-                            cls_tables ? &tab : NULL));
+        if (use_stream) {
+            mc_stream_mem sm;
+            sm.segc = bits;
+            sm.segbase = (unsigned long long *)(q + segc_b);
+            sm.pool = (uint4 *)(q + segc_b + segb_b);
+            sm.pool_cap = rec_cap;
+            sm.pool_ctr = (unsigned long long *)(base + 128);
+            sm.ticket = ticket;
+            sm.state = state;
+            PMI_TRY(mc_stream_classify(ctx, v, vol->type, sg, cls_indexed, sm, rec, rec_cap, rows, totals,
+                                       cls_tables ? &tab : NULL, ev[4]));
+        } else {
+            PMI_TRY(mc_inside_bits(ctx, v, tl, vol->type, bits));
+            if (ev[4]) cudaEventRecord(ev[4], s);
+            PMI_TRY(mc_classify(ctx, v, tl, cls_indexed, bits, ticket, state, rec, rec_cap, rows, totals,
+                                cls_kernel, var & MC_VAR_MINB2 ? 2 : var & MC_VAR_MINB5 ? 5 : 4,
+                                (var & MC_VAR_RELOAD) != 0, cls_tables ? &tab : NULL));
+        }
         if (ev[1]) cudaEventRecord(ev[1], s);
         PMI_CU_TRY(cudaMemcpyAsync(tot, totals, sizeof tot, cudaMemcpyDeviceToHost, s),
                    "pm_isosurface: reading counts");

@@ -13,33 +13,9 @@
  * tables. Two classification kernels with the same output:
  * mc_classify2_kernel (fewer instructions per word; used while the bitmask
  * fits in half the L2) and the older mc_classify_kernel. */
-#include "cuda/mc_internal.cuh"
+#include "cuda/mc_words.cuh"
 
 MCD_TABLES_UPLOAD
-
-/* One warp chains a tile's aggregate a of one quantity to its predecessors'
- * (decoupled look-back on that quantity's states st, with the primitives'
- * tile states of cuda_internal.h): *base gets the exclusive prefix, and the
- * last tile writes the total. */
-static __device__ __forceinline__ void mc_chain(unsigned long long *st, long long tile,
-                                                long long ntiles, unsigned long long a,
-                                                unsigned long long *base,
-                                                unsigned long long *total)
-{
-    const unsigned lane = threadIdx.x & 31;
-    if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | a);
-    const unsigned long long b = tile ? pmi_lookback(st, (unsigned long long)tile) : 0;
-    if (lane == 0) {
-        if (tile) pmi_tile_publish(st + tile, PMI_FLAG_P | (b + a));
-        *base = b;
-        if (tile == ntiles - 1) *total = b + a;
-    }
-}
-
-/* Packed counts: records | triangles << 21 | crossings << 42; a tile has
- * MC_ROUNDS * MC_TILE_WORDS * 32 = 131072 points (at most 655360
- * triangles), so no field overflows. */
-#define MC_F(x, f) (((x) >> (21 * (f))) & 0x1fffffull)
 
 /* (a) Inside bits. A thread takes E = 16 / sizeof(T) consecutive samples of
  * a row (one 16-byte load when rows are aligned, VEC), 32 / E lanes pack
@@ -107,36 +83,6 @@ mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long n
     }
 }
 
-/* (b) The masks of one bitmask word (32 points of row r = j + ny*k,
- * starting at i = 32 * wi): a, b, c, d are the inside bits of rows (j, k),
- * (j+1, k), (j, k+1), (j+1, k+1); a1.. the same shifted to point i + 1. */
-typedef struct mc_word {
-    unsigned a, a1, b, b1, c, c1, d, d1;
-    unsigned cell;       /* points whose cell exists */
-    unsigned xc, yc, zc; /* owned edges +x, +y, +z that cross */
-} mc_word;
-
-static __device__ __forceinline__ void mc_make_word(unsigned a, unsigned an, unsigned b, unsigned bn, unsigned c,
-                                                    unsigned cn, unsigned d, unsigned dn, long long nx, long long wi,
-                                                    int jy, int kz, mc_word &m)
-{
-    const long long left = nx - 32 * wi; /* points of the row from this word on */
-    const unsigned pv = left >= 32 ? 0xffffffffu : (1u << left) - 1u;
-    const unsigned xv = left > 32 ? 0xffffffffu : (1u << (left - 1)) - 1u;
-    m.a = a;
-    m.b = b;
-    m.c = c;
-    m.d = d;
-    m.a1 = a >> 1 | an << 31;
-    m.b1 = b >> 1 | bn << 31;
-    m.c1 = c >> 1 | cn << 31;
-    m.d1 = d >> 1 | dn << 31;
-    m.cell = jy && kz ? xv : 0u;
-    m.xc = (a ^ m.a1) & xv;
-    m.yc = jy ? (a ^ b) & pv : 0u;
-    m.zc = kz ? (a ^ c) & pv : 0u;
-}
-
 static __device__ __forceinline__ void mc_load_word(const unsigned *bits, long long w, long long nwords,
                                                     long long words, long long ny, long long nx, long long wi,
                                                     int jy, int kz, mc_word &m)
@@ -157,21 +103,6 @@ static __device__ __forceinline__ void mc_load_word(const unsigned *bits, long l
         dn = w + back + up + 1 < nwords ? __ldg(bits + w + back + up + 1) : 0u;
     }
     mc_make_word(a, an, b, bn, c, cn, d, dn, nx, wi, jy, kz, m);
-}
-
-static __device__ __forceinline__ unsigned mc_case(const mc_word &m, int q)
-{
-    return (m.a >> q & 1) | (m.a1 >> q & 1) << 1 | (m.b1 >> q & 1) << 2 | (m.b >> q & 1) << 3 |
-           (m.c >> q & 1) << 4 | (m.c1 >> q & 1) << 5 | (m.d1 >> q & 1) << 6 | (m.d >> q & 1) << 7;
-}
-
-/* Points of the word whose cell has corners on both sides (the others
- * have case 0 or 255). */
-static __device__ __forceinline__ unsigned mc_mixed(const mc_word &m)
-{
-    const unsigned any = m.a | m.a1 | m.b | m.b1 | m.c | m.c1 | m.d | m.d1;
-    const unsigned all = m.a & m.a1 & m.b & m.b1 & m.c & m.c1 & m.d & m.d1;
-    return any & ~all & m.cell;
 }
 
 /* Row coordinates of bitmask word w. */
@@ -203,20 +134,6 @@ static __device__ __forceinline__ void mc_word_next(long long words, long long n
             ++*k;
         }
     }
-}
-
-/* Blocks b of the table whose key floor(256 b / div) is in [p, p + n)
- * (n >= 1), i.e. 256 b in [p div, (p + n) div). Most records hold no
- * block's key: a multiple of 256 in (p div - 1, (p + n) div - 1] decides,
- * in 32 bits (2^32 is a multiple of 256 and the range is short). */
-static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned long long cap, unsigned div,
-                                                    unsigned long long p, unsigned n, long long r)
-{
-    const unsigned lo = (unsigned)p * div - 1u, hi = lo + n * div;
-    if (lo >> 8 == hi >> 8) return;
-    unsigned long long b = (p * div + 255) >> 8;
-    const unsigned long long e = ((p + n) * div + 255) >> 8;
-    for (; b < e && b < cap; b++) tab[b] = r;
 }
 
 /* The records of the active points am of word m (first point row0), in
@@ -442,25 +359,12 @@ static __device__ __forceinline__ void mc_round_words(const unsigned *bits, long
     }
 }
 
-/* mc_make_word in 32-bit arithmetic: left = nx - 32 * wi >= 1 (points of
- * the row from this word on; nx < 2^31, checked by mc_inside_bits). */
+/* mc_make_word8 on the words of one round. */
 static __device__ __forceinline__ void mc_make_word32(const unsigned raw[4][MC_WPT + 1], int q, int left, bool jy,
                                                       bool kz, mc_word &m)
 {
-    const unsigned pv = left >= 32 ? 0xffffffffu : (1u << left) - 1u;
-    const unsigned xv = left > 32 ? 0xffffffffu : (1u << (left - 1)) - 1u;
-    m.a = raw[0][q];
-    m.b = raw[1][q];
-    m.c = raw[2][q];
-    m.d = raw[3][q];
-    m.a1 = __funnelshift_r(raw[0][q], raw[0][q + 1], 1);
-    m.b1 = __funnelshift_r(raw[1][q], raw[1][q + 1], 1);
-    m.c1 = __funnelshift_r(raw[2][q], raw[2][q + 1], 1);
-    m.d1 = __funnelshift_r(raw[3][q], raw[3][q + 1], 1);
-    m.cell = jy && kz ? xv : 0u;
-    m.xc = (m.a ^ m.a1) & xv;
-    m.yc = jy ? (m.a ^ m.b) & pv : 0u;
-    m.zc = kz ? (m.a ^ m.c) & pv : 0u;
+    mc_make_word8(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1], raw[3][q],
+                  raw[3][q + 1], left, jy, kz, m);
 }
 
 /* 3 blocks per SM: 80 registers, no spills (4 blocks: 64 registers with

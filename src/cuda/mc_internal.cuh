@@ -73,4 +73,38 @@ pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl,
                       mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
                       unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab);
 
+/* Streaming classification (mc_stream.cu, the default for all sample types
+ * but f64): the same records, row table, start tables and totals as
+ * mc_classify, from the volume directly. A segment is one MS_CHUNK-point
+ * chunk of one lattice row; segments are numbered in lattice order. */
+#define MS_CHUNK 256
+typedef struct mc_stream_grid {
+    long long nchunks; /* segments per row */
+    long long nbands;  /* bands of rows per slice */
+    long long nzr, S;  /* slice ranges, slices per range */
+    long long nseg;    /* nchunks * ny * nz */
+    long long ntiles;  /* tiles of the segment scan */
+} mc_stream_grid;
+/* Scratch of the streaming classification: segment counts (nseg words),
+ * segment bases (3 * nseg), the record pool (pool_cap entries of 16 bytes)
+ * and its counter; the segment scan's ticket and tile states (3 * ntiles),
+ * all zeroed by the caller (counter, ticket, states). */
+typedef struct mc_stream_mem {
+    unsigned *segc;
+    unsigned long long *segbase;
+    uint4 *pool;
+    unsigned long long pool_cap;
+    unsigned long long *pool_ctr;
+    unsigned int *ticket;
+    unsigned long long *state;
+} mc_stream_mem;
+int mc_stream_supported(const pm_volume *vol);
+/* slices: slices per block (<= 0: chosen for nsm multiprocessors). */
+mc_stream_grid mc_stream_make_grid(const pm_volume *vol, int nsm, long long slices);
+/* after_stream (may be NULL): recorded after the streaming kernel. */
+pm_status mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type, const mc_stream_grid &g,
+                             int indexed, const mc_stream_mem &m, mc_records rec, unsigned long long rec_cap,
+                             unsigned long long *rows, unsigned long long *totals, const mc_tables *tab,
+                             cudaEvent_t after_stream);
+
 #endif

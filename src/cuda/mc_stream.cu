@@ -1,0 +1,507 @@
+/* CUDA marching cubes, pass 1, streaming version (the default for every
+ * sample type but f64): the volume is read once and classified in the same
+ * kernel, and the records come out in lattice order with the same exact
+ * prefixes as the bitmask kernels of mc_classify.cu, in three kernels:
+ *
+ * (a) mc_stream_kernel: a block owns a band of 31 lattice rows of one
+ *     256-point chunk of the rows over a range of slices and walks the
+ *     slices, keeping the inside bits of two corner slices (32 rows, the
+ *     band and the row after) in shared memory: each slice is loaded once
+ *     with 16-byte loads, the next one in flight while the current one is
+ *     classified. A thread classifies one 32-point word (the masks of
+ *     mc_words.cuh). The counts of each segment (one chunk of one row: 8
+ *     words) go to segc; the block's records go to a pool in arrival
+ *     order (one atomic per block and slice), each with its point and its
+ *     prefixes inside its segment. Odd slice ranges walk backwards, so the
+ *     slice two ranges share is read by both near the same time (from L2
+ *     the second time).
+ * (b) mc_segscan_kernel: one scan of the segment counts in lattice order
+ *     (decoupled look-back, as the classification kernels): each segment's
+ *     first record, triangle and crossing, the row table, the totals.
+ * (c) mc_scatter_kernel: each pooled record to its place in lattice order,
+ *     with its global prefixes, and the expansion's start tables.
+ *
+ * The bitmask kernels chain tiles in lattice order while they read; here
+ * the blocks stream independently (only the pool counter is shared), so
+ * the volume streams at the read bandwidth, and the ordering moves to the
+ * small segment scan. */
+#include "cuda/mc_words.cuh"
+
+MCD_TABLES_UPLOAD
+
+#define MS_XW (MS_CHUNK / 32) /* words per segment */
+#define MS_ROWS 32            /* corner rows a block loads per slice */
+#define MS_J (MS_ROWS - 1)    /* lattice rows a block classifies per slice */
+#define MS_SEG_ROUNDS 8 /* rounds of 1024 segments per segment-scan tile */
+#define MS_SEG_TILE (1024 * MS_SEG_ROUNDS)
+#define MS_MINB 2 /* streaming blocks per SM (128 registers, no spills) */
+
+/* Segment counts (segc) are packed in 32 bits: records (<= 256) |
+ * triangles (<= 1280) << 9 | crossings (<= 768) << 20. */
+
+/* Inside test on a loaded sample, as mcd_inside_t but with one compare:
+ * floats against fthr, integer samples (exact in float) against the
+ * integer threshold it (x < fthr <=> x < ceil(fthr); x > fthr <=> x >
+ * floor(fthr)). ABOVE: inside is above iso. NaN is never inside. */
+template <typename T, int ABOVE>
+static __device__ __forceinline__ bool ms_inside(T x, float ft, int it)
+{
+    if constexpr (sizeof(T) == 4 && (T)0.5 != 0) return ABOVE ? x > ft : x < ft;
+    else return ABOVE ? (int)x > it : (int)x < it;
+}
+
+/* Loading and packing one corner slice k: warp w's lane l loads the
+ * samples x0 + 32 q + l of block rows 4 w + m / 8 (q = m % 8) for items m =
+ * 0..31 (a warp instruction reads 32 consecutive samples), and the ballot
+ * of item m is word q of that row, which lane m keeps: thread t = 32 w + l
+ * ends with word t % 8 of row t / 8, the word it classifies. okm: bit m set
+ * when item m exists (row < ny, x < nx); FULL: all do. h: the halo sample
+ * (threads t < 32: the first point of the next chunk in row t). */
+template <typename T, int FULL>
+static __device__ __forceinline__ void ms_load(const T *p0, long long rs, unsigned okm, T s[32])
+{
+    const T *pr[4] = {p0, p0 + rs, p0 + 2 * rs, p0 + 3 * rs};
+#pragma unroll
+    for (int m = 0; m < 32; m++) {
+        if (FULL || (okm >> m & 1)) s[m] = __ldg(pr[m >> 3] + 32 * (m & 7));
+        else s[m] = (T)0;
+    }
+}
+
+template <typename T, int ABOVE, int FULL>
+static __device__ __forceinline__ unsigned ms_pack(const T s[32], unsigned okm, float ft, int it)
+{
+    const unsigned lane = threadIdx.x & 31;
+    unsigned mine = 0;
+#pragma unroll
+    for (int m = 0; m < 32; m++) {
+        const unsigned wd = __ballot_sync(0xffffffffu, (FULL || (okm >> m & 1)) && ms_inside<T, ABOVE>(s[m], ft, it));
+        if (lane == (unsigned)m) mine = wd;
+    }
+    return mine;
+}
+
+/* Records staged per warp in shared memory (MS_STAGE entries of 16
+ * bytes) and copied to the pool in batches, one atomic per batch: no
+ * global round trip inside a slice step. */
+#define MS_STAGE 192
+
+/* Copies the warp's n staged records to the pool (one atomic). */
+static __device__ __forceinline__ void ms_flush(const uint4 *stage, unsigned n, uint4 *pool,
+                                                unsigned long long pool_cap, unsigned long long *pool_ctr)
+{
+    const unsigned lane = threadIdx.x & 31;
+    unsigned long long base = 0;
+    __syncwarp();
+    if (lane == 0) base = atomicAdd(pool_ctr, (unsigned long long)n);
+    base = __shfl_sync(0xffffffffu, base, 0);
+    for (unsigned i = lane; i < n; i += 32)
+        if (base + i < pool_cap) pool[base + i] = stage[i];
+    __syncwarp();
+}
+
+template <typename T, int ABOVE>
+__global__ void __launch_bounds__(MC_THREADS, MS_MINB)
+mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, uint4 *pool,
+                 unsigned long long pool_cap, unsigned long long *pool_ctr, unsigned long long *totals)
+{
+    __shared__ uint8_t s_nt[256];
+    /* Three buffers: slice step n packs buffer n % 3 while slow warps may
+     * still classify from (n - 2) % 3 and (n - 1) % 3, so one barrier per
+     * step suffices. */
+    __shared__ unsigned s_b[3][MS_ROWS][MS_XW + 1];
+    __shared__ uint4 s_stage[MC_THREADS / 32][MS_STAGE];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    s_nt[t] = mcd_tri_count[t];
+    const long long b = blockIdx.x;
+    const long long chunk = b % g.nchunks, band = (b / g.nchunks) % g.nbands, zr = b / (g.nchunks * g.nbands);
+    const long long x0 = chunk * MS_CHUNK, j0 = band * MS_J, k0 = zr * g.S;
+    const long long kend = min(k0 + g.S, v.nz); /* point slices [k0, kend) */
+    const int back = (int)(zr & 1);
+    const long long words = (v.nx + 31) / 32;
+    const float ft = v.fthr;
+    const float fc = fminf(fmaxf(ft, -2e9f), 2e9f);
+    const int it = ABOVE ? (int)floorf(fc) : (int)ceilf(fc);
+
+    /* The thread's word: row jj of the band, word wq of the segment. */
+    const int jj = t >> 3, wq = t & 7;
+    const long long j = j0 + jj, wi = chunk * MS_XW + wq;
+    const bool on = jj < MS_J && j < v.ny && wi < words;
+    const bool seg_on = jj < MS_J && j < v.ny;
+    const int left = (int)(v.nx - 32 * wi);
+
+    /* Load items of this lane (rows 4 warp + m / 8, samples x0 + 32 (m %
+     * 8) + lane) that exist. */
+    unsigned okm = 0;
+#pragma unroll
+    for (int m = 0; m < 32; m++)
+        okm |= (unsigned)(j0 + 4 * warp + (m >> 3) < v.ny && x0 + 32 * (m & 7) + lane < v.nx) << m;
+    const bool wfull = __all_sync(0xffffffffu, okm == 0xffffffffu);
+    const T *prow = (const T *)v.data + x0 + lane + (j0 + 4 * warp) * v.rs;
+    const bool hok = t < MS_ROWS && j0 + t < v.ny && x0 + MS_CHUNK < v.nx;
+    const T *phalo = (const T *)v.data + x0 + MS_CHUNK + (j0 + (t < MS_ROWS ? t : 0)) * v.rs;
+
+    T s[32];
+    T h = (T)0;
+    long long kl = back ? kend : k0; /* the slice in s */
+    if (kl < v.nz) {
+        if (wfull) ms_load<T, 1>(prow + kl * v.ss, v.rs, okm, s);
+        else ms_load<T, 0>(prow + kl * v.ss, v.rs, okm, s);
+        if (hok) h = __ldg(phalo + kl * v.ss);
+    }
+    unsigned cells = 0, fill = 0;
+    uint4 *stage = s_stage[warp];
+    int buf = 0, prev = 2;
+    const long long nsteps = kend - k0 + 1;
+    for (long long n = 0; n < nsteps; n++) {
+        const long long kc = back ? kend - n : k0 + n; /* corner slice in s */
+        {
+            unsigned mine = 0;
+            if (kc < v.nz) mine = wfull ? ms_pack<T, ABOVE, 1>(s, okm, ft, it) : ms_pack<T, ABOVE, 0>(s, okm, ft, it);
+            s_b[buf][t >> 3][t & 7] = mine;
+            if (t < MS_ROWS) s_b[buf][t][MS_XW] = kc < v.nz && hok && ms_inside<T, ABOVE>(h, ft, it);
+        }
+        if (n + 1 < nsteps) {
+            kl = back ? kc - 1 : kc + 1;
+            if (kl < v.nz) {
+                if (wfull) ms_load<T, 1>(prow + kl * v.ss, v.rs, okm, s);
+                else ms_load<T, 0>(prow + kl * v.ss, v.rs, okm, s);
+                if (hok) h = __ldg(phalo + kl * v.ss);
+            }
+        }
+        __syncthreads();
+        if (n > 0) {
+            /* Point slice kk: corners kk (buffer lo) and kk + 1 (hi). */
+            const int lo = back ? buf : prev, hi = back ? prev : buf;
+            const long long kk = back ? kc : kc - 1;
+            unsigned act = 0;
+            unsigned long long val = 0;
+            mc_word m;
+            if (on) {
+                const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj], *d = s_b[hi][jj + 1];
+                mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq], d[wq + 1], left,
+                              j + 1 < v.ny, kk + 1 < v.nz, m);
+                unsigned mix = mc_mixed(m), tmask = 0, ntri = 0;
+                while (mix) {
+                    const int p = __ffs(mix) - 1;
+                    mix &= mix - 1;
+                    const unsigned nt = s_nt[mc_case(m, p)];
+                    ntri += nt;
+                    tmask |= (nt > 0) << p;
+                }
+                cells += __popc(tmask);
+                act = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
+                val = (unsigned long long)__popc(act) | (unsigned long long)ntri << 21 |
+                      (unsigned long long)(__popc(m.xc) + __popc(m.yc) + __popc(m.zc)) << 42;
+            }
+            /* Warp scan; a segment is 8 lanes, so its prefixes are the
+             * warp's minus the warp's at the segment's first lane. */
+            unsigned long long inc = val;
+#pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                const unsigned long long o = __shfl_up_sync(0xffffffffu, inc, off);
+                if (lane >= off) inc += o;
+            }
+            const unsigned long long ex = inc - val;
+            const unsigned long long sex = __shfl_sync(0xffffffffu, ex, lane & ~7);
+            if ((lane & 7) == 7 && seg_on) {
+                const unsigned long long s = inc - sex;
+                segc[(kk * v.ny + j) * g.nchunks + chunk] =
+                    (unsigned)MC_F(s, 0) | (unsigned)MC_F(s, 1) << 9 | (unsigned)MC_F(s, 2) << 20;
+            }
+            /* The warp's records of this step: staged, or straight to the
+             * pool when they cannot fit the stage at all. */
+            const unsigned tot = (unsigned)MC_F(__shfl_sync(0xffffffffu, inc, 31), 0);
+            if (tot) {
+                if (fill + tot > MS_STAGE) {
+                    ms_flush(stage, fill, pool, pool_cap, pool_ctr);
+                    fill = 0;
+                }
+                unsigned long long direct = 0;
+                if (tot > MS_STAGE) {
+                    if (lane == 0) direct = atomicAdd(pool_ctr, (unsigned long long)tot);
+                    direct = __shfl_sync(0xffffffffu, direct, 0);
+                }
+                if (act) {
+                    unsigned pi = fill + (unsigned)MC_F(ex, 0);
+                    unsigned long long gi = direct + MC_F(ex, 0);
+                    const unsigned long long loc = ex - sex;
+                    unsigned lrec = (unsigned)MC_F(loc, 0), ltri = (unsigned)MC_F(loc, 1),
+                             lcr = (unsigned)MC_F(loc, 2);
+                    const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
+                                                    32ull * (unsigned long long)wi;
+                    while (act) {
+                        const int p = __ffs(act) - 1;
+                        act &= act - 1;
+                        const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
+                        const unsigned nt = s_nt[cs];
+                        const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+                        const unsigned long long pt = row0 + (unsigned long long)p;
+                        const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32),
+                                                   cs | cr << 8 | nt << 11 | 1u << 14 | lrec << 16,
+                                                   ltri | lcr << 16);
+                        if (tot <= MS_STAGE) stage[pi++] = r;
+                        else if (gi < pool_cap) pool[gi++] = r;
+                        else gi++;
+                        lrec++;
+                        ltri += nt;
+                        lcr += __popc(cr);
+                    }
+                }
+                if (tot <= MS_STAGE) fill += tot;
+            }
+        }
+        prev = buf;
+        buf = buf == 2 ? 0 : buf + 1;
+    }
+    if (fill) ms_flush(stage, fill, pool, pool_cap, pool_ctr);
+    for (int off = 16; off; off >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, off);
+    if (lane == 0 && cells) atomicAdd(&totals[3], (unsigned long long)cells);
+}
+
+/* (b) Segment bases: for every segment s with records, its first record,
+ * triangle and crossing (segbase[s], segbase[nseg + s], segbase[2 nseg +
+ * s]); the row table from each row's first segment; totals[0..2] from the
+ * last tile. A tile is MS_SEG_ROUNDS rounds of 1024 consecutive segments,
+ * 4 per thread, so loads and stores are coalesced; its sums are chained by
+ * the look-back before the rounds are scanned. */
+__global__ void __launch_bounds__(MC_THREADS, 2)
+mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const unsigned *segc, unsigned int *ticket,
+                  unsigned long long *state, unsigned long long *segbase, unsigned long long *rows,
+                  unsigned long long *totals)
+{
+    __shared__ unsigned long long s_w[2][2][MC_THREADS / 32];
+    __shared__ unsigned long long s_out[3][1024];
+    __shared__ unsigned s_cnt[1024];
+    __shared__ unsigned long long base[3];
+    __shared__ long long s_tile;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    if (t == 0) s_tile = atomicAdd(ticket, 1u);
+    __syncthreads();
+    const long long tile = s_tile, t0 = tile * MS_SEG_TILE;
+    /* The counts (records | triangles << 9 | crossings << 20) of segments
+     * t0 + 1024 r + 4 t + q. Sums: a = records | crossings << 32 (a tile
+     * has at most 2^21 points' records and 3 * 2^21 crossings), b =
+     * triangles. */
+    uint4 c[MS_SEG_ROUNDS];
+    unsigned long long a = 0, bt = 0;
+#pragma unroll
+    for (int r = 0; r < MS_SEG_ROUNDS; r++) {
+        const long long s = t0 + 1024ll * r + 4ll * t;
+        if (s + 4 <= nseg) {
+            c[r] = __ldg((const uint4 *)(segc + s));
+        } else {
+            c[r] = make_uint4(s < nseg ? __ldg(segc + s) : 0u, s + 1 < nseg ? __ldg(segc + s + 1) : 0u,
+                              s + 2 < nseg ? __ldg(segc + s + 2) : 0u, s + 3 < nseg ? __ldg(segc + s + 3) : 0u);
+        }
+        const unsigned q[4] = {c[r].x, c[r].y, c[r].z, c[r].w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            a += (unsigned long long)(q[i] & 511u) | (unsigned long long)(q[i] >> 20) << 32;
+            bt += q[i] >> 9 & 2047u;
+        }
+    }
+    for (int off = 16; off; off >>= 1) {
+        a += __shfl_xor_sync(0xffffffffu, a, off);
+        bt += __shfl_xor_sync(0xffffffffu, bt, off);
+    }
+    if (lane == 0) {
+        s_w[0][0][warp] = a;
+        s_w[0][1][warp] = bt;
+    }
+    __syncthreads();
+    if (warp < 3) {
+        unsigned long long ga = 0, gb = 0;
+#pragma unroll
+        for (int q = 0; q < MC_THREADS / 32; q++) {
+            ga += s_w[0][0][q];
+            gb += s_w[0][1][q];
+        }
+        const unsigned long long agg = warp == 0 ? (ga & 0xffffffffull) : warp == 1 ? gb : ga >> 32;
+        mc_chain(state + warp * ntiles, tile, ntiles, agg, &base[warp], &totals[warp]);
+    }
+    __syncthreads();
+    unsigned long long rb = base[0], tb = base[1], cb = base[2];
+    unsigned long long *sr = segbase, *st = segbase + nseg, *sc = segbase + 2 * nseg;
+#pragma unroll
+    for (int r = 0; r < MS_SEG_ROUNDS; r++) {
+        if (t0 + 1024ll * r >= nseg) break; /* block-uniform */
+        const unsigned q[4] = {c[r].x, c[r].y, c[r].z, c[r].w};
+        unsigned long long va = 0, vb = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            va += (unsigned long long)(q[i] & 511u) | (unsigned long long)(q[i] >> 20) << 32;
+            vb += q[i] >> 9 & 2047u;
+        }
+        unsigned long long ia = va, ib = vb;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            const unsigned long long oa = __shfl_up_sync(0xffffffffu, ia, off);
+            const unsigned long long ob = __shfl_up_sync(0xffffffffu, ib, off);
+            if (lane >= off) {
+                ia += oa;
+                ib += ob;
+            }
+        }
+        const int par = (r + 1) & 1; /* s_w[0] held the tile sums; s_out is
+                                      * rewritten only after the next
+                                      * round's barrier */
+        if (lane == 31) {
+            s_w[par][0][warp] = ia;
+            s_w[par][1][warp] = ib;
+        }
+        __syncthreads();
+        unsigned long long wa = 0, wb = 0, ga = 0, gb = 0;
+#pragma unroll
+        for (int w = 0; w < MC_THREADS / 32; w++) {
+            const unsigned long long xa = s_w[par][0][w], xb = s_w[par][1][w];
+            if (w < warp) {
+                wa += xa;
+                wb += xb;
+            }
+            ga += xa;
+            gb += xb;
+        }
+        /* The round's bases go through shared memory, so that the stores
+         * below are coalesced (segment t + 256 i by thread t). */
+        const unsigned long long ea = wa + ia - va;
+        unsigned long long r0 = rb + (ea & 0xffffffffull), tr = tb + wb + ib - vb, c0 = cb + (ea >> 32);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            s_out[0][4 * t + i] = r0;
+            s_out[1][4 * t + i] = tr;
+            s_out[2][4 * t + i] = c0;
+            s_cnt[4 * t + i] = q[i];
+            r0 += q[i] & 511u;
+            tr += q[i] >> 9 & 2047u;
+            c0 += q[i] >> 20;
+        }
+        __syncthreads();
+        const long long sr0 = t0 + 1024ll * r;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int u = t + MC_THREADS * i;
+            const long long s = sr0 + u;
+            if (s < nseg) {
+                const unsigned long long x = s_out[0][u];
+                if (s_cnt[u] & 511u) {
+                    sr[s] = x;
+                    st[s] = s_out[1][u];
+                    sc[s] = s_out[2][u];
+                }
+                if (rows) {
+                    const long long row = nseg < (1ll << 32) ? (long long)((unsigned)s / (unsigned)nchunks)
+                                                             : s / nchunks;
+                    if (s == row * nchunks) rows[row] = x;
+                }
+            }
+        }
+        rb += ga & 0xffffffffull;
+        tb += gb;
+        cb += ga >> 32;
+    }
+}
+
+/* (c) Pooled records to their places. */
+__global__ void __launch_bounds__(MC_THREADS)
+mc_scatter_kernel(mcd_volume v, long long nchunks, long long nseg, const uint4 *pool, const unsigned long long *pool_ctr,
+                  unsigned long long pool_cap, const unsigned long long *segbase, mc_records rec,
+                  unsigned long long rec_cap, int indexed, mc_tables tab)
+{
+    const unsigned long long n = min(*pool_ctr, pool_cap), nx = (unsigned long long)v.nx;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const uint4 e = __ldg(pool + i);
+        const unsigned long long pt = (unsigned long long)e.x | (unsigned long long)e.y << 32;
+        const unsigned long long row = pt / nx, x = pt - row * nx;
+        const unsigned long long seg = row * (unsigned long long)nchunks + x / MS_CHUNK;
+        const unsigned long long r = __ldg(segbase + seg) + (e.z >> 16);
+        const unsigned long long tb = __ldg(segbase + nseg + seg) + (e.w & 0xffffu);
+        const unsigned long long cb = __ldg(segbase + 2 * nseg + seg) + (e.w >> 16);
+        const unsigned info = e.z & 0xffffu, nt = info >> 11 & 7u, nc = __popc(info >> 8 & 7u);
+        if (r < rec_cap) {
+            rec.point[r] = pt;
+            rec.info[r] = (uint16_t)info;
+            rec.tri[r] = tb;
+            if (indexed) rec.cross[r] = cb;
+        }
+        if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, tb, nt, (long long)r);
+        if (nc && tab.c) mc_table_put(tab.c, tab.nc, 1, cb, nc, (long long)r);
+    }
+}
+
+int mc_stream_supported(const pm_volume *vol)
+{
+    return vol->type != PM_SAMPLE_F64 && vol->nx < ((size_t)1 << 30) && vol->nx > 0 && vol->ny > 0 && vol->nz > 0;
+}
+
+mc_stream_grid mc_stream_make_grid(const pm_volume *vol, int nsm, long long slices)
+{
+    mc_stream_grid g;
+    const long long nx = (long long)vol->nx, ny = (long long)vol->ny, nz = (long long)vol->nz;
+    g.nchunks = (nx + MS_CHUNK - 1) / MS_CHUNK;
+    g.nbands = (ny + MS_J - 1) / MS_J;
+    g.nseg = g.nchunks * ny * nz;
+    g.ntiles = (g.nseg + MS_SEG_TILE - 1) / MS_SEG_TILE;
+    /* Slices per block: 4 (measured on the H100 at 512^3 and 768^3: 2, 4,
+     * 6, 8, 12 slices gave 0.278, 0.247, 0.251, 0.261, 0.285 ms for the
+     * 512^3 kernel: short blocks balance the surface's uneven cost, the
+     * shared slice between ranges costs 1/slices more reads), fewer when
+     * that leaves under four waves of blocks (MS_MINB per SM). */
+    if (slices <= 0) {
+        const long long layer = g.nchunks * g.nbands, slots = (long long)MS_MINB * (nsm > 0 ? nsm : 1);
+        const long long nzr = (4 * slots + layer - 1) / layer;
+        slices = nz / nzr;
+        if (slices > 4) slices = 4;
+        if (slices < 1) slices = 1;
+    }
+    if (slices > nz) slices = nz;
+    g.S = slices;
+    g.nzr = (nz + g.S - 1) / g.S;
+    return g;
+}
+
+template <typename T>
+static void ms_launch(cudaStream_t s, unsigned grid, const mcd_volume &v, const mc_stream_grid &g, int indexed,
+                      const mc_stream_mem &m, unsigned long long *totals)
+{
+    if (v.sg < 0)
+        mc_stream_kernel<T, 1><<<grid, MC_THREADS, 0, s>>>(v, g, indexed, m.segc, m.pool, m.pool_cap, m.pool_ctr,
+                                                           totals);
+    else
+        mc_stream_kernel<T, 0><<<grid, MC_THREADS, 0, s>>>(v, g, indexed, m.segc, m.pool, m.pool_cap, m.pool_ctr,
+                                                           totals);
+}
+
+pm_status mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type, const mc_stream_grid &g,
+                             int indexed, const mc_stream_mem &m, mc_records rec, unsigned long long rec_cap,
+                             unsigned long long *rows, unsigned long long *totals, const mc_tables *tab,
+                             cudaEvent_t after_stream)
+{
+    PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    cudaStream_t s = st->stream;
+    if (g.nseg == 0) return PM_STATUS_OK;
+    const long long blocks = g.nchunks * g.nbands * g.nzr;
+    if (blocks > 0x7fffffffll || g.ntiles > 0x7fffffffll)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: the lattice is too large for the GPU tiling");
+    switch (type) {
+    case PM_SAMPLE_U8: ms_launch<uint8_t>(s, (unsigned)blocks, v, g, indexed, m, totals); break;
+    case PM_SAMPLE_U16: ms_launch<uint16_t>(s, (unsigned)blocks, v, g, indexed, m, totals); break;
+    case PM_SAMPLE_I16: ms_launch<int16_t>(s, (unsigned)blocks, v, g, indexed, m, totals); break;
+    case PM_SAMPLE_F32: ms_launch<float>(s, (unsigned)blocks, v, g, indexed, m, totals); break;
+    default: return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface: no streaming classification for f64");
+    }
+    PMI_TRY(pmi_cuda_launched("pm_isosurface: streaming classification"));
+    if (after_stream) cudaEventRecord(after_stream, s);
+    mc_segscan_kernel<<<(unsigned)g.ntiles, MC_THREADS, 0, s>>>(g.nseg, g.nchunks, g.ntiles, m.segc, m.ticket,
+                                                                m.state, m.segbase, rows, totals);
+    PMI_TRY(pmi_cuda_launched("pm_isosurface: segment scan"));
+    mc_tables tb = {NULL, NULL, 0, 0, 1};
+    if (tab) tb = *tab;
+    if (!indexed) tb.c = NULL;
+    const unsigned sgrid = (unsigned)(st->num_sms > 0 ? st->num_sms * 16 : 2048);
+    mc_scatter_kernel<<<sgrid, MC_THREADS, 0, s>>>(v, g.nchunks, g.nseg, m.pool, m.pool_ctr, m.pool_cap, m.segbase, rec,
+                                                    rec_cap, indexed, tb);
+    return pmi_cuda_launched("pm_isosurface: record scatter");
+}
