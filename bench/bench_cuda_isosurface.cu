@@ -150,8 +150,8 @@ static int check_n = 128;
 static int quick;
 
 /* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 512
- * pass 1 by the bitmask kernels (the default before the streaming
- * classification); 1 soup
+ * pass 1 by the bitmask kernels, 1024 by the streaming classification
+ * (the default picks one by type and size); 1 soup
  * by one vertex computation per soup vertex (before this branch), 2 owner
  * search without the row table (indexed triangles as before this branch),
  * 32 the older classification kernel (before branch mccls), 64 the older
@@ -228,6 +228,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
     const char *vs = var == 0    ? "new"
                      : var == 512 ? "bitmask"
+                     : var == 1024 ? "stream"
                      : var == 1  ? "direct"
                      : var == 2  ? "bounded"
                      : var == 4  ? "strm-2"
@@ -277,17 +278,18 @@ int main(int argc, char **argv)
     }
     for (int q = 0; q < nn; q++) {
         if (ns[q] > maxn) break;
-        /* Default (streaming classification), the bitmask kernels (the
-         * default before); the default again as a noise check. */
-        static const int vars[] = {0, 512, 0};
-        for (int vi = 0; vi < (quick ? 2 : 3); vi++) {
+        /* The default path, pass 1 forced onto the bitmask kernels and
+         * onto the streaming classification; the default again as a noise
+         * check. */
+        static const int vars[] = {0, 512, 1024, 0};
+        for (int vi = 0; vi < (quick ? 3 : 4); vi++) {
             run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, vars[vi]);
             run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, vars[vi]);
         }
         if (quick) continue;
         if (ns[q] == 512)
             for (int mode = 1; mode >= 0; mode--)
-                for (int vi = 0; vi < 2; vi++) {
+                for (int vi = 0; vi < 3; vi += 2) {
                     run(ctx, s, 512, PM_SAMPLE_U16, mode, gbs, vars[vi]);
                     run(ctx, s, 512, PM_SAMPLE_U8, mode, gbs, vars[vi]);
                 }

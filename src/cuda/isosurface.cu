@@ -356,11 +356,12 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * loading each active word's neighbours again in its record pass, as the
  * older kernel; bit 8 (MC_VAR_CLS2): mc_classify2_kernel at every size (by
  * default only while the bitmask fits in half the L2); bit 9
- * (MC_VAR_BITMASK): pass 1 by the bitmask kernels (mc_classify.cu) instead
- * of the streaming classification (mc_stream.cu; f64 always takes the
- * bitmask kernels). -1: read once from
- * PYRAMESH_CUDA_MC ("direct", "bounded", "oldcls", "bitmask", "old" = the
- * older paths, a number = the bits; else 0). */
+ * (MC_VAR_BITMASK): pass 1 by the bitmask kernels (mc_classify.cu) at
+ * every size and type; bit 10 (MC_VAR_STREAM): by the streaming
+ * classification (mc_stream.cu) at every size and type but f64 (by
+ * default: f32 from 2^26 points). -1: read once from PYRAMESH_CUDA_MC
+ * ("direct", "bounded", "oldcls", "bitmask", "stream", "old" = the older
+ * paths, a number = the bits; else 0). */
 #define MC_VAR_DIRECT 1
 #define MC_VAR_BOUNDED 2
 #define MC_VAR_MINB2 4
@@ -371,6 +372,7 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 #define MC_VAR_RELOAD 128
 #define MC_VAR_CLS2 256
 #define MC_VAR_BITMASK 512
+#define MC_VAR_STREAM 1024
 extern "C" {
 int pmi_mc_profile;
 double pmi_mc_stage_ms[4];
@@ -387,9 +389,10 @@ static int mc_variant(void)
     if (e && !strcmp(e, "bounded")) var = MC_VAR_BOUNDED;
     if (e && !strcmp(e, "oldcls")) var = MC_VAR_OLDCLS;
     if (e && !strcmp(e, "bitmask")) var = MC_VAR_BITMASK;
+    if (e && !strcmp(e, "stream")) var = MC_VAR_STREAM;
     if (e && !strcmp(e, "old"))
         var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS | MC_VAR_BITMASK;
-    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 1023;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 2047;
     __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
     return var;
 }
@@ -459,10 +462,17 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         }
         if ((double)tl.nwords * 4.0 > (double)l2 / 2.0) cls_kernel = 1;
     }
-    /* Streaming classification (mc_stream.cu) unless f64 or the bitmask
-     * kernels are asked for (MC_VAR_BITMASK); PYRAMESH_CUDA_MC_SLICES sets
-     * its slices per block (tuning). */
-    const int use_stream = mc_stream_supported(vol) && !(var & MC_VAR_BITMASK);
+    /* Pass 1 by the streaming classification (mc_stream.cu) for f32
+     * volumes of at least 2^26 points, else by the bitmask kernels
+     * (measured on the H100, bench/RESULTS-cudamc.md: the streaming kernel
+     * does not get faster with fewer bytes per sample, the bits kernel
+     * does, so u8/u16 are faster through the bitmask; at 256^3 the bitmask
+     * path is faster too). MC_VAR_BITMASK / MC_VAR_STREAM force either
+     * (f64 always takes the bitmask kernels); PYRAMESH_CUDA_MC_SLICES sets
+     * the streaming kernel's slices per block (tuning, tests). */
+    const int use_stream = mc_stream_supported(vol) && !(var & MC_VAR_BITMASK) &&
+                           ((var & MC_VAR_STREAM) ||
+                            (vol->type == PM_SAMPLE_F32 && npoints >= ((size_t)1 << 26)));
     mc_stream_grid sg;
     memset(&sg, 0, sizeof sg);
     if (use_stream) {
