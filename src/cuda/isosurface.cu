@@ -463,16 +463,19 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         if ((double)tl.nwords * 4.0 > (double)l2 / 2.0) cls_kernel = 1;
     }
     /* Pass 1 by the streaming classification (mc_stream.cu) for f32
-     * volumes of at least 2^26 points, else by the bitmask kernels
-     * (measured on the H100, bench/RESULTS-cudamc.md: the streaming kernel
-     * does not get faster with fewer bytes per sample, the bits kernel
-     * does, so u8/u16 are faster through the bitmask; at 256^3 the bitmask
-     * path is faster too). MC_VAR_BITMASK / MC_VAR_STREAM force either
-     * (f64 always takes the bitmask kernels); PYRAMESH_CUDA_MC_SLICES sets
-     * the streaming kernel's slices per block (tuning, tests). */
+     * volumes of at least 2^26 points whose rows fill at least 90% of their
+     * 256-point chunks, else by the bitmask kernels (measured on the H100,
+     * bench/RESULTS-cudamc.md: the streaming kernel does not get faster
+     * with fewer bytes per sample, the bits kernel does, so u8/u16 are
+     * faster through the bitmask; so are 256^3 and 384^3, and 640^3, whose
+     * rows leave a sixth of the streaming threads idle; 512^3, 768^3 and
+     * 1024^3 are faster streamed). MC_VAR_BITMASK / MC_VAR_STREAM force
+     * either (f64 always takes the bitmask kernels); PYRAMESH_CUDA_MC_SLICES
+     * sets the streaming kernel's slices per block (tuning, tests). */
+    const size_t chunk_pts = (vol->nx + MS_CHUNK - 1) / MS_CHUNK * MS_CHUNK;
     const int use_stream = mc_stream_supported(vol) && !(var & MC_VAR_BITMASK) &&
-                           ((var & MC_VAR_STREAM) ||
-                            (vol->type == PM_SAMPLE_F32 && npoints >= ((size_t)1 << 26)));
+                           ((var & MC_VAR_STREAM) || (vol->type == PM_SAMPLE_F32 && npoints >= ((size_t)1 << 26) &&
+                                                      vol->nx * 10 >= chunk_pts * 9));
     mc_stream_grid sg;
     memset(&sg, 0, sizeof sg);
     if (use_stream) {
