@@ -1,5 +1,6 @@
 /* CUDA marching cubes (seed 003 on the GPU), pass 2 and the host side.
- * Pass 1 (mc_classify.cu) reads the volume once and leaves the active
+ * Pass 1 (mc_stream.cu for large f32 volumes, else mc_classify.cu) reads
+ * the volume once and leaves the active
  * lattice points compacted, in lattice order, with exact prefixes of their
  * triangles and owned-edge crossings. Pass 2 expands them: one thread per
  * output element finds its record by a search over those prefixes (the

@@ -1,5 +1,6 @@
 /* Shared declarations of the CUDA marching cubes files (mc_classify.cu,
- * isosurface.cu): tiling, the compacted records, launch helpers. */
+ * mc_stream.cu, isosurface.cu): tiling, the compacted records, launch
+ * helpers. */
 #ifndef PM_CUDA_MC_INTERNAL_CUH
 #define PM_CUDA_MC_INTERNAL_CUH
 
