@@ -107,6 +107,32 @@ static void test_capacity(pm_context *ctx)
     free(cy);
 }
 
+/* The mesh of hv on the CPU and of dv (the same samples in context memory)
+ * on the GPU: same counts, positions, normals and indices byte for byte.
+ * *out gets the CPU mesh's counts (its arrays are freed). */
+static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *hv, const pm_volume *dv, double iso,
+                            const pm_isosurface_options *o, const char *what, pm_mesh *out)
+{
+    pm_mesh a, b;
+    PMT_OK(pm_isosurface(cpu, hv, iso, o, &a));
+    PMT_OK(pm_isosurface(gpu, dv, iso, o, &b));
+    PMT_CHECK(a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles,
+              "%s: counts %zu/%zu vs cpu %zu/%zu", what, b.num_vertices, b.num_triangles, a.num_vertices,
+              a.num_triangles);
+    if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles) {
+        size_t vb = 12 * a.num_vertices;
+        PMT_CHECK(!memcmp(a.positions, b.positions, vb) && (!a.normals || !memcmp(a.normals, b.normals, vb)),
+                  "%s: vertices differ", what);
+        PMT_CHECK(!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles), "%s: indices differ", what);
+    }
+    pm_mesh_free(gpu, &b);
+    memset(out, 0, sizeof *out);
+    out->num_vertices = a.num_vertices;
+    out->num_triangles = a.num_triangles;
+    out->active_cells = a.active_cells;
+    pm_mesh_free(cpu, &a);
+}
+
 /* The same field in every sample type: the GPU mesh equals the CPU mesh. */
 static void test_types(pm_context *gpu)
 {
@@ -127,22 +153,12 @@ static void test_types(pm_context *gpu)
             memset(&o, 0, sizeof o);
             o.mode = (pm_mesh_mode)mode;
             o.normals = PM_NORMALS_SOBEL;
-            pm_mesh a, b;
-            PMT_OK(pm_isosurface(cpu, &hv, 100.25, &o, &a));
-            PMT_OK(pm_isosurface(gpu, &dv, 100.25, &o, &b));
-            size_t vb = 12 * a.num_vertices;
-            PMT_CHECK(a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles &&
-                          a.num_triangles > 0,
-                      "%s: counts differ", pm_sample_type_string((pm_sample_type)type));
-            if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles) {
-                PMT_CHECK(
-                    !memcmp(a.positions, b.positions, vb) && !memcmp(a.normals, b.normals, vb),
-                    "%s %d: vertices differ", pm_sample_type_string((pm_sample_type)type), mode);
-                PMT_CHECK(!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles),
-                          "%s: indices differ", pm_sample_type_string((pm_sample_type)type));
-            }
-            pm_mesh_free(cpu, &a);
-            pm_mesh_free(gpu, &b);
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", pm_sample_type_string((pm_sample_type)type),
+                     mode ? "soup" : "indexed");
+            pm_mesh a;
+            gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.25, &o, what, &a);
+            PMT_CHECK(a.num_triangles > 0, "%s: no triangles", what);
         }
         pm_free(gpu, (void *)dv.data);
         free(h);
@@ -218,22 +234,11 @@ static void test_huge(pm_context *gpu)
         memset(&o, 0, sizeof o);
         o.mode = (pm_mesh_mode)mode;
         o.inside_above = 1;
-        pm_mesh a, b;
-        PMT_OK(pm_isosurface(cpu, &hv, 100.0, &o, &a));
-        PMT_OK(pm_isosurface(gpu, &dv, 100.0, &o, &b));
-        PMT_CHECK(a.num_triangles > 1000 && a.num_vertices == b.num_vertices &&
-                      a.num_triangles == b.num_triangles,
-                  "> 2^32 cells: counts %zu/%zu vs %zu/%zu", b.num_vertices, b.num_triangles,
-                  a.num_vertices, a.num_triangles);
-        if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles)
-            PMT_CHECK(!memcmp(a.positions, b.positions, 12 * a.num_vertices) &&
-                          !memcmp(a.normals, b.normals, 12 * a.num_vertices) &&
-                          (!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles)),
-                      "> 2^32 cells: meshes differ (%s)", mode ? "soup" : "indexed");
-        printf("> 2^32 cells (%zu): %zu triangles, %s\n", (nx - 1) * (ny - 1) * (nz - 1),
-               b.num_triangles, mode ? "soup" : "indexed");
-        pm_mesh_free(cpu, &a);
-        pm_mesh_free(gpu, &b);
+        pm_mesh a;
+        gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.0, &o, mode ? "> 2^32 cells, soup" : "> 2^32 cells, indexed", &a);
+        PMT_CHECK(a.num_triangles > 1000, "> 2^32 cells: only %zu triangles", a.num_triangles);
+        printf("> 2^32 cells (%zu): %zu triangles, %s\n", (nx - 1) * (ny - 1) * (nz - 1), a.num_triangles,
+               mode ? "soup" : "indexed");
     }
     pm_context_destroy(cpu);
     pm_free(gpu, d);
@@ -257,23 +262,12 @@ static void test_rerun(pm_context *gpu)
         memset(&o, 0, sizeof o);
         o.mode = (pm_mesh_mode)mode;
         o.normals = PM_NORMALS_CENTRAL;
-        pm_mesh a, b;
-        PMT_OK(pm_isosurface(cpu, &hv, 0.5, &o, &a));
-        PMT_OK(pm_isosurface(gpu, &dv, 0.5, &o, &b));
+        pm_mesh a;
+        gpu_matches_cpu(cpu, gpu, &hv, &dv, 0.5, &o, mode ? "rerun, soup" : "rerun, indexed", &a);
         PMT_CHECK(a.active_cells > n / 64 + (1u << 20), "rerun: only %llu active cells",
                   (unsigned long long)a.active_cells);
-        PMT_CHECK(a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles,
-                  "rerun: counts %zu/%zu vs %zu/%zu", b.num_vertices, b.num_triangles, a.num_vertices,
-                  a.num_triangles);
-        if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles)
-            PMT_CHECK(!memcmp(a.positions, b.positions, 12 * a.num_vertices) &&
-                          !memcmp(a.normals, b.normals, 12 * a.num_vertices) &&
-                          (!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles)),
-                      "rerun: meshes differ (%s)", mode ? "soup" : "indexed");
         printf("rerun (%llu active cells): %zu triangles, %s\n", (unsigned long long)a.active_cells,
-               b.num_triangles, mode ? "soup" : "indexed");
-        pm_mesh_free(cpu, &a);
-        pm_mesh_free(gpu, &b);
+               a.num_triangles, mode ? "soup" : "indexed");
     }
     pm_free(gpu, (void *)dv.data);
     pm_context_destroy(cpu);

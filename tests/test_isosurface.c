@@ -780,9 +780,17 @@ static void test_cuda(pm_context *gpu)
         pm_mesh_free(gpu, &pm);
     }
     pm_context *cpu = make_ctx(0);
-    static const size_t dims[][3] = {{2, 2, 2}, {3, 5, 7}, {31, 33, 17}, {97, 65, 33}};
-    for (size_t d = 0; d < 4; d++) {
+    /* Random samples (floats with zeros and NaN), strided rows. The last
+     * two volumes have rows of 16-byte multiples (the bits kernel's vector
+     * loads), and for the streaming classification several 256-point
+     * chunks per row (300: a partial one; 520: three, two full) and several
+     * 31-row bands; almost every cell is active (full segments, a large
+     * record pool). */
+    static const size_t dims[][4] = {{2, 2, 2, 0},    {3, 5, 7, 0},    {31, 33, 17, 0},
+                                     {97, 65, 33, 0}, {300, 70, 9, 1}, {520, 34, 5, 1}};
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
         size_t nx = dims[d][0], ny = dims[d][1], nz = dims[d][2], n = nx * ny * nz;
+        int aligned = (int)dims[d][3];
         double *src = xmalloc(sizeof(double) * n);
         for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F64; type++) {
             int is_float = type >= PM_SAMPLE_F32;
@@ -791,7 +799,7 @@ static void test_cuda(pm_context *gpu)
                 src[p] = is_float ? (u < 0.05 ? 0.0 : 2 * u - 1) : floor(u * 21);
                 if (is_float && pmt_uniform() < 0.01) src[p] = NAN;
             }
-            size_t rs = nx + 1, ss = rs * ny + 2;
+            size_t rs = aligned ? (nx + 15) & ~(size_t)15 : nx + 1, ss = aligned ? rs * ny : rs * ny + 2;
             void *data = pmt_convert(src, nx, ny, nz, (pm_sample_type)type, rs, ss);
             pm_volume v = {data,
                            (pm_sample_type)type,
@@ -803,32 +811,7 @@ static void test_cuda(pm_context *gpu)
                            {0.5, 1.25, 2.0},
                            {-3.0, 1.5, 0.25}};
             char name[64];
-            snprintf(name, sizeof name, "random %zux%zux%zu %s", nx, ny, nz,
-                     pm_sample_type_string((pm_sample_type)type));
-            cuda_compare(gpu, cpu, &v, is_float ? 0.0 : 10.0, name);
-            free(data);
-        }
-        free(src);
-    }
-    /* Rows of 16-byte multiples (the streaming classification's vector
-     * loads), several 256-point chunks per row (300: a partial one; 520:
-     * three), several 31-row bands, random values (almost every cell
-     * active: full segments, a large record pool). */
-    static const size_t adims[][3] = {{300, 70, 9}, {520, 34, 5}};
-    for (size_t d = 0; d < 2; d++) {
-        size_t nx = adims[d][0], ny = adims[d][1], nz = adims[d][2], n = nx * ny * nz;
-        size_t rs = (nx + 15) & ~(size_t)15, ss = rs * ny;
-        double *src = xmalloc(sizeof(double) * n);
-        for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F64; type++) {
-            int is_float = type >= PM_SAMPLE_F32;
-            for (size_t p = 0; p < n; p++) {
-                double u = pmt_uniform();
-                src[p] = is_float ? 2 * u - 1 : floor(u * 21);
-            }
-            void *data = pmt_convert(src, nx, ny, nz, (pm_sample_type)type, rs, ss);
-            pm_volume v = {data, (pm_sample_type)type, nx, ny, nz, rs, ss, {0, 0, 0}, {1, 1, 1}};
-            char name[64];
-            snprintf(name, sizeof name, "aligned random %zux%zux%zu %s", nx, ny, nz,
+            snprintf(name, sizeof name, "%s %zux%zux%zu %s", aligned ? "aligned random" : "random", nx, ny, nz,
                      pm_sample_type_string((pm_sample_type)type));
             cuda_compare(gpu, cpu, &v, is_float ? 0.0 : 10.0, name);
             free(data);

@@ -150,13 +150,11 @@ static __device__ __forceinline__ void mc_emit_records(const mc_word &m, unsigne
     while (am) {
         const int p = __ffs(am) - 1;
         am &= am - 1;
-        const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
-        const unsigned nt = s_nt[cs];
-        const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
-        const unsigned nc = __popc(cr);
+        unsigned nt, nc;
+        const unsigned info = mc_record_info(m, p, s_nt, &nt, &nc);
         if (*rb < rec_cap) {
             rec.point[*rb] = row0 + (unsigned long long)p;
-            rec.info[*rb] = (uint16_t)(cs | cr << 8 | nt << 11 | 1u << 14);
+            rec.info[*rb] = (uint16_t)info;
             rec.tri[*rb] = *tb;
             if (indexed) rec.cross[*rb] = *cb;
         }
@@ -223,18 +221,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
                 mc_word m;
                 mc_make_word(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1],
                              raw[3][q], raw[3][q + 1], v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
-                unsigned mix = mc_mixed(m), tmask = 0, ntri = 0;
-                while (mix) {
-                    const int p = __ffs(mix) - 1;
-                    mix &= mix - 1;
-                    const unsigned nt = s_nt[mc_case(m, p)];
-                    ntri += nt;
-                    tmask |= (nt > 0) << p;
-                }
-                cells += __popc(tmask);
-                act[r][q] = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
-                mine[r] += (unsigned long long)__popc(act[r][q]) | (unsigned long long)ntri << 21 |
-                           (unsigned long long)(__popc(m.xc) + __popc(m.yc) + __popc(m.zc)) << 42;
+                mine[r] += mc_word_counts(m, s_nt, indexed, &act[r][q], &cells);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
@@ -403,31 +390,20 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bit
         mc_round_words<VEC>(bits, w0, offs, safe, tl.nwords, raw);
         long long wi = 0, j = 0, k = 0;
         if (w0 < tl.nwords) mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
-        unsigned act[MC_WPT], nrec = 0, ntri = 0, ncr = 0;
+        unsigned act[MC_WPT];
+        unsigned long long cnt = 0;
 #pragma unroll
         for (int q = 0; q < MC_WPT; q++) {
             act[q] = 0;
             if (safe || w0 + q < tl.nwords) {
                 mc_word m;
                 mc_make_word32(raw, q, nx32 - 32 * (int)wi, j + 1 < v.ny, k + 1 < v.nz, m);
-                unsigned mix = mc_mixed(m), tmask = 0;
-                while (mix) {
-                    const int p = __ffs(mix) - 1;
-                    mix &= mix - 1;
-                    const unsigned nt = s_nt[mc_case(m, p)];
-                    ntri += nt;
-                    tmask |= (nt > 0) << p;
-                }
-                cells += __popc(tmask);
-                act[q] = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
-                nrec += __popc(act[q]);
-                ncr += __popc(m.xc) + __popc(m.yc) + __popc(m.zc);
+                cnt += mc_word_counts(m, s_nt, indexed, &act[q], &cells);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
         s_act[r * MC_THREADS + t] = make_uint4(act[0], act[1], act[2], act[3]);
-        s_scan[r * MC_THREADS + t] =
-            (unsigned long long)nrec | (unsigned long long)ntri << 21 | (unsigned long long)ncr << 42;
+        s_scan[r * MC_THREADS + t] = cnt;
     }
     for (int off = 16; off; off >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, off);
     if (lane == 0 && cells) atomicAdd(&s_cells, cells);

@@ -186,18 +186,7 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
                 const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj], *d = s_b[hi][jj + 1];
                 mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq], d[wq + 1], left,
                               j + 1 < v.ny, kk + 1 < v.nz, m);
-                unsigned mix = mc_mixed(m), tmask = 0, ntri = 0;
-                while (mix) {
-                    const int p = __ffs(mix) - 1;
-                    mix &= mix - 1;
-                    const unsigned nt = s_nt[mc_case(m, p)];
-                    ntri += nt;
-                    tmask |= (nt > 0) << p;
-                }
-                cells += __popc(tmask);
-                act = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
-                val = (unsigned long long)__popc(act) | (unsigned long long)ntri << 21 |
-                      (unsigned long long)(__popc(m.xc) + __popc(m.yc) + __popc(m.zc)) << 42;
+                val = mc_word_counts(m, s_nt, indexed, &act, &cells);
             }
             /* Warp scan; a segment is 8 lanes, so its prefixes are the
              * warp's minus the warp's at the segment's first lane. */
@@ -238,19 +227,17 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
                     while (act) {
                         const int p = __ffs(act) - 1;
                         act &= act - 1;
-                        const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
-                        const unsigned nt = s_nt[cs];
-                        const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+                        unsigned nt, nc;
+                        const unsigned info = mc_record_info(m, p, s_nt, &nt, &nc);
                         const unsigned long long pt = row0 + (unsigned long long)p;
-                        const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32),
-                                                   cs | cr << 8 | nt << 11 | 1u << 14 | lrec << 16,
+                        const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32), info | lrec << 16,
                                                    ltri | lcr << 16);
                         if (tot <= MS_STAGE) stage[pi++] = r;
                         else if (gi < pool_cap) pool[gi++] = r;
                         else gi++;
                         lrec++;
                         ltri += nt;
-                        lcr += __popc(cr);
+                        lcr += nc;
                     }
                 }
                 if (tot <= MS_STAGE) fill += tot;

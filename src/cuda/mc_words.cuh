@@ -41,59 +41,8 @@ typedef struct mc_word {
     unsigned xc, yc, zc; /* owned edges +x, +y, +z that cross */
 } mc_word;
 
-static __device__ __forceinline__ void mc_make_word(unsigned a, unsigned an, unsigned b, unsigned bn, unsigned c,
-                                                    unsigned cn, unsigned d, unsigned dn, long long nx, long long wi,
-                                                    int jy, int kz, mc_word &m)
-{
-    const long long left = nx - 32 * wi; /* points of the row from this word on */
-    const unsigned pv = left >= 32 ? 0xffffffffu : (1u << left) - 1u;
-    const unsigned xv = left > 32 ? 0xffffffffu : (1u << (left - 1)) - 1u;
-    m.a = a;
-    m.b = b;
-    m.c = c;
-    m.d = d;
-    m.a1 = a >> 1 | an << 31;
-    m.b1 = b >> 1 | bn << 31;
-    m.c1 = c >> 1 | cn << 31;
-    m.d1 = d >> 1 | dn << 31;
-    m.cell = jy && kz ? xv : 0u;
-    m.xc = (a ^ m.a1) & xv;
-    m.yc = jy ? (a ^ b) & pv : 0u;
-    m.zc = kz ? (a ^ c) & pv : 0u;
-}
-
-static __device__ __forceinline__ unsigned mc_case(const mc_word &m, int q)
-{
-    return (m.a >> q & 1) | (m.a1 >> q & 1) << 1 | (m.b1 >> q & 1) << 2 | (m.b >> q & 1) << 3 |
-           (m.c >> q & 1) << 4 | (m.c1 >> q & 1) << 5 | (m.d1 >> q & 1) << 6 | (m.d >> q & 1) << 7;
-}
-
-/* Points of the word whose cell has corners on both sides (the others
- * have case 0 or 255). */
-static __device__ __forceinline__ unsigned mc_mixed(const mc_word &m)
-{
-    const unsigned any = m.a | m.a1 | m.b | m.b1 | m.c | m.c1 | m.d | m.d1;
-    const unsigned all = m.a & m.a1 & m.b & m.b1 & m.c & m.c1 & m.d & m.d1;
-    return any & ~all & m.cell;
-}
-
-/* Blocks b of the table whose key floor(256 b / div) is in [p, p + n)
- * (n >= 1), i.e. 256 b in [p div, (p + n) div). Most records hold no
- * block's key: a multiple of 256 in (p div - 1, (p + n) div - 1] decides,
- * in 32 bits (2^32 is a multiple of 256 and the range is short). */
-static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned long long cap, unsigned div,
-                                                    unsigned long long p, unsigned n, long long r)
-{
-    const unsigned lo = (unsigned)p * div - 1u, hi = lo + n * div;
-    if (lo >> 8 == hi >> 8) return;
-    unsigned long long b = (p * div + 255) >> 8;
-    const unsigned long long e = ((p + n) * div + 255) >> 8;
-    for (; b < e && b < cap; b++) tab[b] = r;
-}
-
-/* mc_make_word in 32-bit arithmetic: left = nx - 32 * wi >= 1 (points of
- * the row from this word on; nx < 2^31), the word after each as a funnel
- * shift. */
+/* The masks of one word from the words of its four rows and the words
+ * after them; left >= 1: points of the row from this word on (clamped). */
 static __device__ __forceinline__ void mc_make_word8(unsigned a, unsigned an, unsigned b, unsigned bn, unsigned c,
                                                      unsigned cn, unsigned d, unsigned dn, int left, bool jy,
                                                      bool kz, mc_word &m)
@@ -112,6 +61,77 @@ static __device__ __forceinline__ void mc_make_word8(unsigned a, unsigned an, un
     m.xc = (m.a ^ m.a1) & xv;
     m.yc = jy ? (m.a ^ m.b) & pv : 0u;
     m.zc = kz ? (m.a ^ m.c) & pv : 0u;
+}
+
+/* The same from the row length nx and the word's index wi in its row. */
+static __device__ __forceinline__ void mc_make_word(unsigned a, unsigned an, unsigned b, unsigned bn, unsigned c,
+                                                    unsigned cn, unsigned d, unsigned dn, long long nx, long long wi,
+                                                    int jy, int kz, mc_word &m)
+{
+    const long long left = nx - 32 * wi;
+    mc_make_word8(a, an, b, bn, c, cn, d, dn, left > 64 ? 64 : (int)left, jy, kz, m);
+}
+
+static __device__ __forceinline__ unsigned mc_case(const mc_word &m, int q)
+{
+    return (m.a >> q & 1) | (m.a1 >> q & 1) << 1 | (m.b1 >> q & 1) << 2 | (m.b >> q & 1) << 3 |
+           (m.c >> q & 1) << 4 | (m.c1 >> q & 1) << 5 | (m.d1 >> q & 1) << 6 | (m.d >> q & 1) << 7;
+}
+
+/* Points of the word whose cell has corners on both sides (the others
+ * have case 0 or 255). */
+static __device__ __forceinline__ unsigned mc_mixed(const mc_word &m)
+{
+    const unsigned any = m.a | m.a1 | m.b | m.b1 | m.c | m.c1 | m.d | m.d1;
+    const unsigned all = m.a & m.a1 & m.b & m.b1 & m.c & m.c1 & m.d & m.d1;
+    return any & ~all & m.cell;
+}
+
+/* Classifies word m: *act gets the points that get a record (with
+ * triangles, or when indexed also with an owned crossing), *cells += the
+ * points whose cell has triangles; returns the packed counts records |
+ * triangles << 21 | crossings << 42. */
+static __device__ __forceinline__ unsigned long long mc_word_counts(const mc_word &m, const uint8_t *s_nt, int indexed,
+                                                                    unsigned *act, unsigned *cells)
+{
+    unsigned mix = mc_mixed(m), tmask = 0, ntri = 0;
+    while (mix) {
+        const int p = __ffs(mix) - 1;
+        mix &= mix - 1;
+        const unsigned nt = s_nt[mc_case(m, p)];
+        ntri += nt;
+        tmask |= (nt > 0) << p;
+    }
+    *cells += __popc(tmask);
+    *act = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
+    return (unsigned long long)__popc(*act) | (unsigned long long)ntri << 21 |
+           (unsigned long long)(__popc(m.xc) + __popc(m.yc) + __popc(m.zc)) << 42;
+}
+
+/* A record's info for point p of word m (case | crossings << 8 |
+ * triangles << 11 | 1 << 14); *nt, *nc: its triangles and crossings. */
+static __device__ __forceinline__ unsigned mc_record_info(const mc_word &m, int p, const uint8_t *s_nt, unsigned *nt,
+                                                          unsigned *nc)
+{
+    const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
+    const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
+    *nt = s_nt[cs];
+    *nc = __popc(cr);
+    return cs | cr << 8 | *nt << 11 | 1u << 14;
+}
+
+/* Blocks b of the table whose key floor(256 b / div) is in [p, p + n)
+ * (n >= 1), i.e. 256 b in [p div, (p + n) div). Most records hold no
+ * block's key: a multiple of 256 in (p div - 1, (p + n) div - 1] decides,
+ * in 32 bits (2^32 is a multiple of 256 and the range is short). */
+static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned long long cap, unsigned div,
+                                                    unsigned long long p, unsigned n, long long r)
+{
+    const unsigned lo = (unsigned)p * div - 1u, hi = lo + n * div;
+    if (lo >> 8 == hi >> 8) return;
+    unsigned long long b = (p * div + 255) >> 8;
+    const unsigned long long e = ((p + n) * div + 255) >> 8;
+    for (; b < e && b < cap; b++) tab[b] = r;
 }
 
 #endif
