@@ -20,7 +20,8 @@ extern "C" {
 /* Slots of the mapped, pinned host block that kernels write results into,
  * so a primitive that must return a host value waits for one stream
  * synchronisation and no extra copy. */
-enum { PMI_HOST_RESULT = 0, PMI_HOST_FLAG = 1, PMI_HOST_SLOTS = 8 };
+enum { PMI_HOST_RESULT = 0, PMI_HOST_FLAG = 1, PMI_HOST_COUNTS = 4 /* 4 words: pm_isosurface's totals */,
+       PMI_HOST_SLOTS = 8 };
 
 typedef struct pmi_cuda_state {
     int device;

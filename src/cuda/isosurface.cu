@@ -33,17 +33,19 @@ static __device__ __forceinline__ long long mc_last_le(const unsigned long long 
 }
 
 /* The block's outputs start at key `first` of the sorted prefixes `pref`:
- * thread 0 reads the first record from `starts` (mc_starts_kernel) or,
- * without that table, finds it by a binary search; the block loads the next MC_WIN
+ * thread 0 reads the first record from `starts` (entry sstride * block:
+ * the soup's per-triangle gather reads the table of 256 / 3 triangles per
+ * entry) or, without that table, finds it by a binary search; the block loads the next MC_WIN
  * prefixes into shared memory, and each thread searches there (falling
  * back to global memory past the window). Call from every thread. */
 #define MC_WIN 512
 static __device__ __forceinline__ long long mc_find(const unsigned long long *pref, long long nrec,
                                                    const long long *starts, unsigned long long first,
                                                    unsigned long long key, unsigned long long *s_pref,
-                                                   long long *s_r0)
+                                                   long long *s_r0, unsigned sstride = 1)
 {
-    if (threadIdx.x == 0) *s_r0 = starts ? __ldg(starts + blockIdx.x) : mc_last_le(pref, 0, nrec - 1, first);
+    if (threadIdx.x == 0)
+        *s_r0 = starts ? __ldg(starts + (unsigned long long)sstride * blockIdx.x) : mc_last_le(pref, 0, nrec - 1, first);
     __syncthreads();
     const long long r0 = *s_r0;
     const int nwin = (int)min((long long)MC_WIN, nrec - r0);
@@ -138,23 +140,32 @@ mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *
     }
 }
 
+/* Lattice row (j + ny*k) of point p: 32-bit division when it fits. */
+static __device__ __forceinline__ unsigned long long mc_row_of(const mcd_volume &v, unsigned long long p)
+{
+    const unsigned long long nx = (unsigned long long)v.nx;
+    return p >> 32 == 0 ? (unsigned long long)((unsigned)p / (unsigned)nx) : p / nx;
+}
+
 /* Record of the lattice point that owns the edge from corner c of the cell
- * at point p (record r): that point has a record (the edge crosses), at or
- * after r. Same row (corner dy = dz = 0): it is p or p + 1, so record r or
- * r + 1. Otherwise a binary search over the records of the owner's row
- * (rows: each row's first record), or, without the row table, over the
- * next nx*ny + nx + 1 records (the owner is at most that many points on). */
+ * at point p (record r, lattice row prow): that point has a record (the
+ * edge crosses), at or after r. Same row (corner dy = dz = 0): it is p or
+ * p + 1, so record r or r + 1. Otherwise a binary search over the records
+ * of the owner's row (row prow + dy + ny*dz; rows: each row's first
+ * record), or, without the row table, over the next nx*ny + nx + 1 records
+ * (the owner is at most that many points on). */
 static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const mc_records &rec,
                                                      const unsigned long long *rows, long long nrec, long long r,
-                                                     unsigned long long p, int c)
+                                                     unsigned long long p, unsigned long long prow, int c)
 {
     const int dx = mcd_corner[c][0], dy = mcd_corner[c][1], dz = mcd_corner[c][2];
     if (!(dy | dz)) return r + dx;
     const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny;
-    const unsigned long long owner = p + (unsigned long long)dx + nx * ((unsigned long long)dy + ny * dz);
+    const unsigned long long drow = (unsigned long long)dy + ny * dz;
+    const unsigned long long owner = p + (unsigned long long)dx + nx * drow;
     long long lo, hi;
     if (rows) {
-        const unsigned long long orow = owner / nx, nrows = ny * (unsigned long long)v.nz;
+        const unsigned long long orow = prow + drow, nrows = ny * (unsigned long long)v.nz;
         lo = (long long)__ldg(rows + orow);
         hi = (orow + 1 < nrows ? (long long)__ldg(rows + orow + 1) : nrec) - 1;
     } else {
@@ -170,13 +181,15 @@ static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const 
     return lo;
 }
 
-/* Index of the vertex on edge e of the cell at point p (record r): the
- * owner's crossing prefix plus the edge's rank among its crossings. */
+/* Index of the vertex on edge e of the cell at point p (record r, row
+ * prow): the owner's crossing prefix plus the edge's rank among its
+ * crossings. */
 static __device__ __forceinline__ unsigned long long mc_edge_vertex(const mcd_volume &v, const mc_records &rec,
                                                                     const unsigned long long *rows, long long nrec,
-                                                                    long long r, unsigned long long p, int e)
+                                                                    long long r, unsigned long long p,
+                                                                    unsigned long long prow, int e)
 {
-    const long long ow = mc_owner(v, rec, rows, nrec, r, p, mcd_edge_corner[e][0]);
+    const long long ow = mc_owner(v, rec, rows, nrec, r, p, prow, mcd_edge_corner[e][0]);
     const unsigned bits = __ldg(rec.info + ow) >> 8 & 7u;
     return __ldg(rec.cross + ow) + (unsigned long long)__popc(bits & ((1u << mcd_edge_axis[e]) - 1u));
 }
@@ -193,41 +206,52 @@ mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows,
     if (q < nout) {
         const int l = (int)(q - __ldg(rec.tri + r));
         const unsigned cs = __ldg(rec.info + r) & 255u;
-        const unsigned long long p = __ldg(rec.point + r);
+        const unsigned long long p = __ldg(rec.point + r), prow = rows ? mc_row_of(v, p) : 0;
         for (int m = 0; m < 3; m++)
-            idx[3 * q + m] = (uint32_t)mc_edge_vertex(v, rec, rows, nrec, r, p, mcd_tri_table[cs][3 * l + m]);
+            idx[3 * q + m] = (uint32_t)mc_edge_vertex(v, rec, rows, nrec, r, p, prow, mcd_tri_table[cs][3 * l + m]);
     }
 }
 
-/* Soup from the indexed vertices (the CPU's mc_soup_from_indexed): output
- * vertex o is corner o % 3 of triangle o / 3; it copies the position and
- * normal of that corner's edge vertex from vpos/vnrm (all the crossings,
- * computed once by mc_vertex_kernel). */
+/* Soup from the indexed vertices (the CPU's mc_soup_from_indexed): one
+ * thread per triangle finds its record once, the vertex indices of its
+ * three edges (independent searches, in flight together), and copies
+ * their positions and normals from vpos/vnrm (all the crossings, computed
+ * once by mc_vertex_kernel) into shared memory; the block then writes its
+ * triangles' 9 floats each as consecutive, coalesced stores. starts: the
+ * soup's start table (entry b: the record holding triangle 256 b / 3, so
+ * this kernel's block b reads entry 3 b). */
 __global__ void __launch_bounds__(MC_THREADS)
 mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
-                 const long long *starts, unsigned long long nout, const float *vpos, const float *vnrm, float *pos,
+                 const long long *starts, unsigned long long ntri, const float *vpos, const float *vnrm, float *pos,
                  float *nrm)
 {
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
-    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
-    const unsigned long long q = (o < nout ? o : nout - 1) / 3;
-    const long long r = mc_find(rec.tri, nrec, starts, first / 3, q, s_pref, &s_r0);
-    if (o < nout) {
-        const int l = (int)(o - 3 * __ldg(rec.tri + r));
+    __shared__ float s_o[2][MC_THREADS * 9];
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, q = first + threadIdx.x;
+    const long long r = mc_find(rec.tri, nrec, starts, first, q < ntri ? q : ntri - 1, s_pref, &s_r0, 3);
+    if (q < ntri) {
+        const int l = (int)(q - __ldg(rec.tri + r));
         const unsigned cs = __ldg(rec.info + r) & 255u;
-        const unsigned long long p = __ldg(rec.point + r);
-        const unsigned long long vi = mc_edge_vertex(v, rec, rows, nrec, r, p, mcd_tri_table[cs][l]);
-        const float p0 = __ldg(vpos + 3 * vi), p1 = __ldg(vpos + 3 * vi + 1), p2 = __ldg(vpos + 3 * vi + 2);
-        pos[3 * o] = p0;
-        pos[3 * o + 1] = p1;
-        pos[3 * o + 2] = p2;
-        if (nrm) {
-            const float n0 = __ldg(vnrm + 3 * vi), n1 = __ldg(vnrm + 3 * vi + 1), n2 = __ldg(vnrm + 3 * vi + 2);
-            nrm[3 * o] = n0;
-            nrm[3 * o + 1] = n1;
-            nrm[3 * o + 2] = n2;
-        }
+        const unsigned long long p = __ldg(rec.point + r), prow = rows ? mc_row_of(v, p) : 0;
+        unsigned long long vi[3];
+#pragma unroll
+        for (int m = 0; m < 3; m++) vi[m] = mc_edge_vertex(v, rec, rows, nrec, r, p, prow, mcd_tri_table[cs][3 * l + m]);
+#pragma unroll
+        for (int m = 0; m < 3; m++)
+#pragma unroll
+            for (int c = 0; c < 3; c++) {
+                s_o[0][9 * threadIdx.x + 3 * m + c] = __ldg(vpos + 3 * vi[m] + c);
+                if (nrm) s_o[1][9 * threadIdx.x + 3 * m + c] = __ldg(vnrm + 3 * vi[m] + c);
+            }
+    }
+    __syncthreads();
+    const unsigned long long left = ntri - first;
+    const unsigned n = 9u * (unsigned)(left < blockDim.x ? left : blockDim.x);
+    float *po = pos + 9 * first, *no = nrm ? nrm + 9 * first : NULL;
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) {
+        po[i] = s_o[0][i];
+        if (no) no[i] = s_o[1][i];
     }
 }
 
@@ -558,9 +582,12 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
                                 (var & MC_VAR_RELOAD) != 0, cls_tables ? &tab : NULL));
         }
         if (ev[1]) cudaEventRecord(ev[1], s);
-        PMI_CU_TRY(cudaMemcpyAsync(tot, totals, sizeof tot, cudaMemcpyDeviceToHost, s),
+        /* Into the context's pinned words: an asynchronous copy (a
+         * pageable destination would make it a staged, blocking one). */
+        PMI_CU_TRY(cudaMemcpyAsync(&st->host[PMI_HOST_COUNTS], totals, sizeof tot, cudaMemcpyDeviceToHost, s),
                    "pm_isosurface: reading counts");
         PMI_TRY(pmi_cuda_wait(ctx, "pm_isosurface: classification"));
+        memcpy(tot, &st->host[PMI_HOST_COUNTS], sizeof tot);
         if (tot[0] <= rec_cap) break;
         rec_cap = (size_t)tot[0];
     }
@@ -709,7 +736,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         mc_launch_expand(s, vol->type, opt->normals, 1, v, rec, nrec, sa.out, ncross, vpos, vnrm);
         if (ev[5]) cudaEventRecord(ev[5], s);
         if (cudaPeekAtLastError() == cudaSuccess)
-            mc_gather_kernel<<<mc_blocks(nv_w), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nv_w, vpos,
+            mc_gather_kernel<<<mc_blocks(nv_w / 3), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nv_w / 3, vpos,
                                                                      o.nrm ? vnrm : NULL, o.pos, o.nrm);
     } else if (nv_w) {
         mc_launch_expand(s, vol->type, opt->normals, indexed, v, rec, nrec, sa.out, nv_w, o.pos, o.nrm);

@@ -37,7 +37,11 @@ MCD_TABLES_UPLOAD
 #define MS_XW (MS_CHUNK / 32) /* words per segment */
 #define MS_ROWS 32            /* corner rows a block loads per slice */
 #define MS_J (MS_ROWS - 1)    /* lattice rows a block classifies per slice */
-#define MS_SEG_ROUNDS 8 /* rounds of 1024 segments per segment-scan tile */
+/* Rounds of 1024 segments per segment-scan tile: 2 (measured on the H100,
+ * pass 1 at 512^3: 8 rounds 0.291-0.294 ms, 1 round 0.281-0.288, 2
+ * rounds 0.278-0.284; the 8-round tiles ran 64 blocks, 26 us in ncu,
+ * against 14 us for 1-round tiles). */
+#define MS_SEG_ROUNDS 2
 #define MS_SEG_TILE (1024 * MS_SEG_ROUNDS)
 #define MS_MINB 2 /* streaming blocks per SM (128 registers, no spills) */
 
