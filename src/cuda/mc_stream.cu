@@ -59,13 +59,11 @@ static __device__ __forceinline__ bool ms_inside(T x, float ft, int it)
     else return ABOVE ? (int)x > it : (int)x < it;
 }
 
-/* Loading and packing one corner slice k: warp w's lane l loads the
- * samples x0 + 32 q + l of block rows 4 w + m / 8 (q = m % 8) for items m =
- * 0..31 (a warp instruction reads 32 consecutive samples), and the ballot
- * of item m is word q of that row, which lane m keeps: thread t = 32 w + l
- * ends with word t % 8 of row t / 8, the word it classifies. okm: bit m set
- * when item m exists (row < ny, x < nx); FULL: all do. h: the halo sample
- * (threads t < 32: the first point of the next chunk in row t). */
+/* Loading one corner slice k: warp w's lane l loads the samples x0 + 32 q
+ * + l of block rows 4 w + m / 8 (q = m % 8) for items m = 0..31 (a warp
+ * instruction reads 32 consecutive samples). okm: bit m set when item m
+ * exists (row < ny, x < nx); FULL: all do. h: the halo sample (threads t <
+ * 32: the first point of the next chunk in row t). */
 template <typename T, int FULL>
 static __device__ __forceinline__ void ms_load(const T *p0, long long rs, unsigned okm, T s[32])
 {
@@ -77,17 +75,20 @@ static __device__ __forceinline__ void ms_load(const T *p0, long long rs, unsign
     }
 }
 
+/* Packs the loaded slice: the ballot of item m is word m % 8 of block row
+ * 4 w + m / 8, which lane 0 stores straight into the slice's buffer
+ * (rows of MS_XW + 1 words); zero when the slice is past the volume. */
 template <typename T, int ABOVE, int FULL>
-static __device__ __forceinline__ unsigned ms_pack(const T s[32], unsigned okm, float ft, int it)
+static __device__ __forceinline__ void ms_pack(const T s[32], unsigned okm, float ft, int it, bool in,
+                                               unsigned (*rows)[MS_XW + 1])
 {
-    const unsigned lane = threadIdx.x & 31;
-    unsigned mine = 0;
+    const unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
 #pragma unroll
     for (int m = 0; m < 32; m++) {
-        const unsigned wd = __ballot_sync(0xffffffffu, (FULL || (okm >> m & 1)) && ms_inside<T, ABOVE>(s[m], ft, it));
-        if (lane == (unsigned)m) mine = wd;
+        const unsigned wd =
+            __ballot_sync(0xffffffffu, in && (FULL || (okm >> m & 1)) && ms_inside<T, ABOVE>(s[m], ft, it));
+        if (lane == 0) rows[4 * w + (m >> 3)][m & 7] = wd;
     }
-    return mine;
 }
 
 /* Records staged per warp in shared memory (MS_STAGE entries of 16
@@ -122,8 +123,11 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
     __shared__ uint4 s_stage[MC_THREADS / 32][MS_STAGE];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     s_nt[t] = mcd_tri_count[t];
-    const long long b = blockIdx.x;
-    const long long chunk = b % g.nchunks, band = (b / g.nchunks) % g.nbands, zr = b / (g.nchunks * g.nbands);
+    /* Block b (< 2^31) is chunk b % nchunks of band (b / nchunks) % nbands
+     * of slice range b / (nchunks nbands): 32-bit divisions. */
+    const unsigned b = blockIdx.x, bq = b / (unsigned)g.nchunks;
+    const long long chunk = b - bq * (unsigned)g.nchunks, band = bq % (unsigned)g.nbands,
+                    zr = bq / (unsigned)g.nbands;
     const long long x0 = chunk * MS_CHUNK, j0 = band * MS_J, k0 = zr * g.S;
     const long long kend = min(k0 + g.S, v.nz); /* point slices [k0, kend) */
     const int back = (int)(zr & 1);
@@ -142,9 +146,16 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
     /* Load items of this lane (rows 4 warp + m / 8, samples x0 + 32 (m %
      * 8) + lane) that exist. */
     unsigned okm = 0;
+    {
+        /* Item m = 8 r + q exists when row 4 warp + r < ny - j0 and sample
+         * x0 + 32 q + lane < nx: the columns' 8-bit mask, once per row. */
+        const long long rl = v.ny - j0 - 4 * warp, cl = v.nx - x0 - lane;
+        const int nq = cl <= 0 ? 0 : cl >= MS_CHUNK ? 8 : (int)((cl + 31) / 32);
+        const unsigned colm = (1u << nq) - 1u;
 #pragma unroll
-    for (int m = 0; m < 32; m++)
-        okm |= (unsigned)(j0 + 4 * warp + (m >> 3) < v.ny && x0 + 32 * (m & 7) + lane < v.nx) << m;
+        for (int r = 0; r < 4; r++)
+            if (r < rl) okm |= colm << (8 * r);
+    }
     const bool wfull = __all_sync(0xffffffffu, okm == 0xffffffffu);
     const T *prow = (const T *)v.data + x0 + lane + (j0 + 4 * warp) * v.rs;
     const bool hok = t < MS_ROWS && j0 + t < v.ny && x0 + MS_CHUNK < v.nx;
@@ -165,9 +176,8 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
     for (long long n = 0; n < nsteps; n++) {
         const long long kc = back ? kend - n : k0 + n; /* corner slice in s */
         {
-            unsigned mine = 0;
-            if (kc < v.nz) mine = wfull ? ms_pack<T, ABOVE, 1>(s, okm, ft, it) : ms_pack<T, ABOVE, 0>(s, okm, ft, it);
-            s_b[buf][t >> 3][t & 7] = mine;
+            if (wfull) ms_pack<T, ABOVE, 1>(s, okm, ft, it, kc < v.nz, s_b[buf]);
+            else ms_pack<T, ABOVE, 0>(s, okm, ft, it, kc < v.nz, s_b[buf]);
             if (t < MS_ROWS) s_b[buf][t][MS_XW] = kc < v.nz && hok && ms_inside<T, ABOVE>(h, ft, it);
         }
         if (n + 1 < nsteps) {
