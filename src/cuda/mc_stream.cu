@@ -193,33 +193,34 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
             /* Point slice kk: corners kk (buffer lo) and kk + 1 (hi). */
             const int lo = back ? buf : prev, hi = back ? prev : buf;
             const long long kk = back ? kc : kc - 1;
-            unsigned act = 0;
-            unsigned long long val = 0;
+            unsigned act = 0, sv = 0;
             mc_word m;
             if (on) {
                 const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj], *d = s_b[hi][jj + 1];
                 mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq], d[wq + 1], left,
                               j + 1 < v.ny, kk + 1 < v.nz, m);
-                val = mc_word_counts(m, s_nt, indexed, &act, &cells);
+                const unsigned long long val = mc_word_counts(m, s_nt, indexed, &act, &cells);
+                sv = (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 | (unsigned)MC_F(val, 2) << 20;
             }
-            /* Warp scan; a segment is 8 lanes, so its prefixes are the
-             * warp's minus the warp's at the segment's first lane. */
-            unsigned long long inc = val;
+            /* Scan of each segment's 8 lanes in segc's packed form (a
+             * segment has at most 256 records, 1280 triangles and 768
+             * crossings, so no field overflows); the records of the
+             * warp's earlier segments from the four segment totals. */
+            unsigned sinc = sv;
 #pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-                const unsigned long long o = __shfl_up_sync(0xffffffffu, inc, off);
-                if (lane >= off) inc += o;
+            for (int off = 1; off < 8; off <<= 1) {
+                const unsigned o = __shfl_up_sync(0xffffffffu, sinc, off, 8);
+                if ((lane & 7) >= off) sinc += o;
             }
-            const unsigned long long ex = inc - val;
-            const unsigned long long sex = __shfl_sync(0xffffffffu, ex, lane & ~7);
-            if ((lane & 7) == 7 && seg_on) {
-                const unsigned long long s = inc - sex;
-                segc[(kk * v.ny + j) * g.nchunks + chunk] =
-                    (unsigned)MC_F(s, 0) | (unsigned)MC_F(s, 1) << 9 | (unsigned)MC_F(s, 2) << 20;
-            }
+            const unsigned loc = sinc - sv; /* exclusive, inside the segment */
+            if ((lane & 7) == 7 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = sinc;
+            const unsigned r0 = __shfl_sync(0xffffffffu, sinc, 7) & 511u, r1 = __shfl_sync(0xffffffffu, sinc, 15) & 511u,
+                           r2 = __shfl_sync(0xffffffffu, sinc, 23) & 511u, r3 = __shfl_sync(0xffffffffu, sinc, 31) & 511u;
+            const unsigned sgi = lane >> 3;
+            const unsigned exr = (sgi > 0 ? r0 : 0u) + (sgi > 1 ? r1 : 0u) + (sgi > 2 ? r2 : 0u) + (loc & 511u);
             /* The warp's records of this step: staged, or straight to the
              * pool when they cannot fit the stage at all. */
-            const unsigned tot = (unsigned)MC_F(__shfl_sync(0xffffffffu, inc, 31), 0);
+            const unsigned tot = r0 + r1 + r2 + r3;
             if (tot) {
                 if (fill + tot > MS_STAGE) {
                     ms_flush(stage, fill, pool, pool_cap, pool_ctr);
@@ -231,11 +232,9 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
                     direct = __shfl_sync(0xffffffffu, direct, 0);
                 }
                 if (act) {
-                    unsigned pi = fill + (unsigned)MC_F(ex, 0);
-                    unsigned long long gi = direct + MC_F(ex, 0);
-                    const unsigned long long loc = ex - sex;
-                    unsigned lrec = (unsigned)MC_F(loc, 0), ltri = (unsigned)MC_F(loc, 1),
-                             lcr = (unsigned)MC_F(loc, 2);
+                    unsigned pi = fill + exr;
+                    unsigned long long gi = direct + exr;
+                    unsigned lrec = loc & 511u, ltri = loc >> 9 & 2047u, lcr = loc >> 20;
                     const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
                                                     32ull * (unsigned long long)wi;
                     while (act) {
