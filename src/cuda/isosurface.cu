@@ -1,5 +1,6 @@
 /* CUDA marching cubes (seed 003 on the GPU), pass 2 and the host side.
- * Pass 1 (mc_stream.cu for large f32 volumes, else mc_classify.cu) reads
+ * Pass 1 (mc_stream.cu for f32 volumes and small u8/u16/i16 ones, else
+ * mc_classify.cu) reads
  * the volume once and leaves the active
  * lattice points compacted, in lattice order, with exact prefixes of their
  * triangles and owned-edge crossings. Pass 2 expands them: one thread per
@@ -384,8 +385,8 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * (MC_VAR_BITMASK): pass 1 by the bitmask kernels (mc_classify.cu) at
  * every size and type; bit 10 (MC_VAR_STREAM): by the streaming
  * classification (mc_stream.cu) at every size and type but f64 (by
- * default: f32 from 2^26 points). -1: read once from PYRAMESH_CUDA_MC
- * ("direct", "bounded", "oldcls", "bitmask", "stream", "old" = the older
+ * default: f32, and other types up to 2^24 points). -1: read once from
+ * PYRAMESH_CUDA_MC ("direct", "bounded", "oldcls", "bitmask", "stream", "old" = the older
  * paths, a number = the bits; else 0). */
 #define MC_VAR_DIRECT 1
 #define MC_VAR_BOUNDED 2
@@ -488,19 +489,18 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         if ((double)tl.nwords * 4.0 > (double)l2 / 2.0) cls_kernel = 1;
     }
     /* Pass 1 by the streaming classification (mc_stream.cu) for f32
-     * volumes of at least 2^26 points whose rows fill at least 90% of their
-     * 256-point chunks, else by the bitmask kernels (measured on the H100,
-     * bench/RESULTS-cudamc.md: the streaming kernel does not get faster
-     * with fewer bytes per sample, the bits kernel does, so u8/u16 are
-     * faster through the bitmask; so are 256^3 and 384^3, and 640^3, whose
-     * rows leave a sixth of the streaming threads idle; 512^3, 768^3 and
-     * 1024^3 are faster streamed). MC_VAR_BITMASK / MC_VAR_STREAM force
-     * either (f64 always takes the bitmask kernels); PYRAMESH_CUDA_MC_SLICES
-     * sets the streaming kernel's slices per block (tuning, tests). */
-    const size_t chunk_pts = (vol->nx + MS_CHUNK - 1) / MS_CHUNK * MS_CHUNK;
+     * volumes and for 1- and 2-byte samples up to 2^24 points, else by the
+     * bitmask kernels (measured on the H100, bench/RESULTS-cudamc.md: f32
+     * streamed is faster at every size from 64^3 to 1024^3, also with rows
+     * filling 59% of their 256-point chunks (300^3); the streaming kernel
+     * costs about the same per point whatever the sample size while the
+     * bits kernel scales with the bytes, so u8/u16 are faster streamed up to
+     * 256^3 and through the bitmask from 384^3). MC_VAR_BITMASK /
+     * MC_VAR_STREAM force either (f64 always takes the bitmask kernels);
+     * PYRAMESH_CUDA_MC_SLICES sets the streaming kernel's slices per block
+     * (tuning, tests). */
     const int use_stream = mc_stream_supported(vol) && !(var & MC_VAR_BITMASK) &&
-                           ((var & MC_VAR_STREAM) || (vol->type == PM_SAMPLE_F32 && npoints >= ((size_t)1 << 26) &&
-                                                      vol->nx * 10 >= chunk_pts * 9));
+                           ((var & MC_VAR_STREAM) || vol->type == PM_SAMPLE_F32 || npoints <= ((size_t)1 << 24));
     mc_stream_grid sg;
     memset(&sg, 0, sizeof sg);
     if (use_stream) {

@@ -1,7 +1,7 @@
 /* CUDA marching cubes, pass 1, streaming version (the default for f32
- * volumes of at least 2^26 points, see isosurface.cu; any type but f64 on
- * request): the volume is read once and classified in the same
- * kernel, and the records come out in lattice order with the same exact
+ * volumes and for u8/u16/i16 ones up to 2^24 points, see isosurface.cu;
+ * any type but f64 on request): the volume is read once and classified in
+ * the same kernel, and the records come out in lattice order with the same exact
  * prefixes as the bitmask kernels of mc_classify.cu, in three kernels:
  *
  * (a) mc_stream_kernel: a block owns a band of 31 lattice rows of one
@@ -27,9 +27,9 @@
  * The bitmask kernels chain tiles in lattice order while they read; here
  * the blocks stream independently (only the pool counter is shared) and
  * the ordering moves to the small segment scan. Measured on the H100
- * (bench/RESULTS-cudamc.md): the streaming kernel takes 0.247 ms at 512^3
- * f32 (the bits kernel alone 0.20), pass 1 0.29 ms against 0.31 for the
- * bitmask kernels; 0.77 against 0.92 ms at 768^3. */
+ * (bench/RESULTS-cudamc.md): the streaming kernel takes 0.227 ms at 512^3
+ * f32 (the bits kernel alone 0.20), pass 1 0.26 ms against 0.31 for the
+ * bitmask kernels; 0.74 against 0.92 ms at 768^3. */
 #include "cuda/mc_words.cuh"
 
 MCD_TABLES_UPLOAD
