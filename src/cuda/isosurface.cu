@@ -141,11 +141,11 @@ mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *
     }
 }
 
-/* Lattice row (j + ny*k) of point p: 32-bit division when it fits. */
+/* Lattice row (j + ny*k) of point p: 32-bit division when p and nx fit. */
 static __device__ __forceinline__ unsigned long long mc_row_of(const mcd_volume &v, unsigned long long p)
 {
     const unsigned long long nx = (unsigned long long)v.nx;
-    return p >> 32 == 0 ? (unsigned long long)((unsigned)p / (unsigned)nx) : p / nx;
+    return (p | nx) >> 32 == 0 ? (unsigned long long)((unsigned)p / (unsigned)nx) : p / nx;
 }
 
 /* Record of the lattice point that owns the edge from corner c of the cell
