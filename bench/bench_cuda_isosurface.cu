@@ -2,7 +2,9 @@
  * test field) at N = 128..1024, iso 0, central normals, positions and
  * normals written to caller buffers in device memory. Per size and mode:
  * median of 30 extractions timed with CUDA events on the context's stream
- * (the whole pm_isosurface call, the count read-back included), the two
+ * (the whole pm_isosurface call, the count read-back included; "async":
+ * the whole pm_isosurface_async call, no host wait, its mesh checked
+ * byte for byte against pm_isosurface's), the two
  * passes, the floor (read the field once + write the mesh once at the
  * device-copy bandwidth measured in this run), and the ratio to HP5's
  * figures as published in our ANCHORS.md (not run here). N <= checkN (128)
@@ -148,6 +150,7 @@ static void compare_cpu(pm_context *gpu, const pm_volume *dv, double iso, size_t
 static int check_n = 128;
 /* PM_BENCH_QUICK set: one call per row and no timing (for ncu), f32 only. */
 static int quick;
+static int async_differs;
 
 /* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 512
  * pass 1 by the bitmask kernels, 1024 by the streaming classification
@@ -210,6 +213,39 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
         cudaEventElapsedTime(&ms, e0, e1);
         if (r >= 3) tt.push_back(ms);
     }
+    /* pm_isosurface_async into the same buffers (no host wait inside the
+     * extraction): its mesh must be the synchronous call's, byte for byte. */
+    std::vector<char> ref(24 * nv + 12 * nt), got(24 * nv + 12 * nt);
+    CK(cudaMemcpy(ref.data(), pos, 12 * nv, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(ref.data() + 12 * nv, nrm, 12 * nv, cudaMemcpyDeviceToHost));
+    if (idx) CK(cudaMemcpy(ref.data() + 24 * nv, idx, 12 * nt, cudaMemcpyDeviceToHost));
+    CK(cudaMemset(pos, 0, 12 * nv));
+    CK(cudaMemset(nrm, 0, 12 * nv));
+    if (idx) CK(cudaMemset(idx, 0, 12 * nt));
+    uint64_t *cnt;
+    CK(cudaMalloc(&cnt, 4 * sizeof(uint64_t)));
+    std::vector<double> ta;
+    for (int r = 0; r < 33; r++) {
+        cudaEventRecord(e0, s);
+        PK(pm_isosurface_async(ctx, &v, iso, &o, cnt));
+        cudaEventRecord(e1, s);
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (r >= 3) ta.push_back(ms);
+    }
+    uint64_t hc[4];
+    CK(cudaMemcpy(hc, cnt, sizeof hc, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(got.data(), pos, 12 * nv, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(got.data() + 12 * nv, nrm, 12 * nv, cudaMemcpyDeviceToHost));
+    if (idx) CK(cudaMemcpy(got.data() + 24 * nv, idx, 12 * nt, cudaMemcpyDeviceToHost));
+    const int async_same = hc[0] == nv && hc[1] == nt && hc[3] == 0 && got == ref;
+    if (!async_same) {
+        printf("ASYNC MESH DIFFERS: N %d mode %d counts %llu/%llu flags %llu\n", n, mode, (unsigned long long)hc[0],
+               (unsigned long long)hc[1], (unsigned long long)hc[3]);
+        async_differs++;
+    }
+    cudaFree(cnt);
     pmi_mc_profile = 1;
     for (int r = 0; r < 11; r++) {
         PK(pm_isosurface(ctx, &v, iso, &o, &m));
@@ -238,10 +274,13 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
                      : var == 128 ? "reload"
                      : var == 256 ? "cls2"
                                  : "other";
-    printf("| %4d | %-7s | %-7s | %-3s | %10zu | %10zu | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | %5.2fx | "
-           "%-15s |\n",
-           n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), nv, nt, med, median(t1), median(t3),
-           median(t2), median(t4), floor_ms, med / floor_ms, hs);
+    const double mea = median(ta);
+    char ha[32] = "-";
+    if (h > 0) snprintf(ha, sizeof ha, "%.2fx", mea / h);
+    printf("| %4d | %-7s | %-7s | %-3s | %10zu | %10zu | %8.3f | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | "
+           "%5.2fx | %-15s | %-6s |\n",
+           n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), nv, nt, med, mea, median(t1), median(t3),
+           median(t2), median(t4), floor_ms, med / floor_ms, hs, ha);
     fflush(stdout);
     cudaFree(pos);
     cudaFree(nrm);
@@ -264,9 +303,9 @@ int main(int argc, char **argv)
     double gbs = copy_gbs((size_t)1 << 30, s);
     printf("device %s; device-to-device copy of 1 GiB: %.0f GB/s (read + write)\n",
            pm_context_device_name(ctx), gbs);
-    printf("| N | mode | path | type | vertices | triangles | median ms | pass 1 ms | (bits ms) | pass 2 ms | "
-           "(p2 vertices ms) | floor ms | / floor | HP5 ms (published, ANCHORS.md) |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| N | mode | path | type | vertices | triangles | median ms | async ms | pass 1 ms | (bits ms) | pass 2 ms | "
+           "(p2 vertices ms) | floor ms | / floor | HP5 ms (ANCHORS.md) | async / HP5 |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int ns[16] = {128, 256, 384, 512, 640, 768, 1024}, nn = 7;
     if (argc > 3) {
         nn = 0;
@@ -297,5 +336,6 @@ int main(int argc, char **argv)
     }
     pm_context_destroy(ctx);
     cudaStreamDestroy(s);
-    return 0;
+    if (async_differs) printf("%d pm_isosurface_async meshes differed from pm_isosurface\n", async_differs);
+    return async_differs ? 1 : 0;
 }

@@ -317,6 +317,28 @@ typedef struct pm_mesh {
  * is zero-initialised first and must be freed with pm_mesh_free. */
 PM_API pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
                                const pm_isosurface_options *options, pm_mesh *mesh);
+/* pm_isosurface for a per-frame loop: queues the whole extraction on the
+ * context's stream and returns without waiting for the device (on the CPU
+ * backend it runs synchronously). The volume and the output buffers are in
+ * context memory: options->positions (required; normals_out and indices
+ * as for pm_isosurface) with vertex_capacity / triangle_capacity, and
+ * output_in_context_memory is ignored. counts_ctx: 4 uint64_t in context
+ * memory that receive, when the work is done, the mesh's vertex count,
+ * triangle count, active cells and flags: 0 when the mesh was written,
+ * else PM_ISOSURFACE_DOES_NOT_FIT (it exceeds a capacity: the buffers'
+ * contents are then unspecified; call again with at least the counts) or
+ * PM_ISOSURFACE_INDEX_OVERFLOW (an indexed mesh of more than 2^32
+ * vertices; the CPU backend returns PM_STATUS_OVERFLOW instead). Read them
+ * after pm_context_synchronize, or use them on the device. Errors found on
+ * the host (arguments, scratch memory, launch failures) are returned; the
+ * counts are then not written. The CUDA backend sizes its scratch and its
+ * launches from the capacities, so generous capacities cost memory (about
+ * 40 bytes per triangle of capacity, plus 24 per soup vertex) and a little
+ * time. Same mesh, byte for byte, as pm_isosurface. */
+#define PM_ISOSURFACE_DOES_NOT_FIT 1u
+#define PM_ISOSURFACE_INDEX_OVERFLOW 2u
+PM_API pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,
+                                     const pm_isosurface_options *options, uint64_t *counts_ctx);
 /* Frees the arrays a mesh owns (in host or context memory) and zeroes it. */
 PM_API void pm_mesh_free(pm_context *ctx, pm_mesh *mesh);
 

@@ -4,8 +4,9 @@
  * counts), every sample type against the CPU backend, a device allocation
  * refused as PM_STATUS_OUT_OF_MEMORY with the amount, a volume whose records
  * exceed pass 1's first guess of their room, and a volume of more than
- * 2^32 cells (skipped when the GPU or host lacks the memory). In `cpu` mode
- * the capacity contract is checked on the CPU backend. */
+ * 2^32 cells (skipped when the GPU or host lacks the memory);
+ * pm_isosurface_async against pm_isosurface. In `cpu` mode the capacity
+ * and async contracts are checked on the CPU backend. */
 #include <math.h>
 
 #include "test_common.h"
@@ -105,6 +106,184 @@ static void test_capacity(pm_context *ctx)
     }
     pm_free(ctx, (void *)v.data);
     free(cy);
+}
+
+/* pm_isosurface_async into poisoned caller buffers of capacity vcap/tcap
+ * (vertices/triangles; indices and normals only where wanted): the counts
+ * in context memory are the full mesh's with flag DOES_NOT_FIT exactly when
+ * it exceeds a capacity; a mesh that fits is byte for byte pm_isosurface's
+ * and nothing is written past it; on the CUDA backend a mesh that does not
+ * fit writes nothing at all. */
+static void check_async(pm_context *ctx, const pm_volume *dv, double iso, const pm_isosurface_options *base,
+                        const pm_mesh *full, size_t vcap, size_t tcap, const char *what)
+{
+    const int want_n = base->normals != PM_NORMALS_NONE, want_i = base->mode == PM_MESH_INDEXED;
+    size_t nv = full->num_vertices, nt = full->num_triangles;
+    size_t vb = 12 * (vcap + 1), ib = 12 * (tcap + 1), pb = vb > ib ? vb : ib;
+    unsigned char *poison = malloc(pb);
+    memset(poison, 0x5A, pb);
+    float *bp = pmt_to_ctx(ctx, poison, vb), *bn = want_n ? pmt_to_ctx(ctx, poison, vb) : NULL;
+    uint32_t *bi = want_i ? pmt_to_ctx(ctx, poison, ib) : NULL;
+    uint64_t *cnt;
+    PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&cnt));
+    pm_isosurface_options o = *base;
+    o.positions = bp;
+    o.normals_out = bn;
+    o.indices = bi;
+    o.vertex_capacity = vcap;
+    o.triangle_capacity = tcap;
+    PMT_OK(pm_isosurface_async(ctx, dv, iso, &o, cnt));
+    PMT_OK(pm_context_synchronize(ctx));
+    uint64_t c[4];
+    PMT_OK(pm_download(ctx, c, cnt, sizeof c));
+    const int over = nv > vcap || nt > tcap;
+    PMT_CHECK(c[0] == nv && c[1] == nt && c[2] == full->active_cells &&
+                  c[3] == (over ? PM_ISOSURFACE_DOES_NOT_FIT : 0u),
+              "%s cap %zu/%zu: async counts %llu/%llu/%llu flags %llu, expected %zu/%zu/%llu over %d", what, vcap,
+              tcap, (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2],
+              (unsigned long long)c[3], nv, nt, (unsigned long long)full->active_cells, over);
+    float *hp = pmt_to_host(ctx, bp, vb), *hn = want_n ? pmt_to_host(ctx, bn, vb) : NULL;
+    uint32_t *hi = want_i ? pmt_to_host(ctx, bi, ib) : NULL;
+    if (!over) {
+        float *fp = pmt_to_host(ctx, full->positions, 12 * nv);
+        PMT_CHECK(!memcmp(hp, fp, 12 * nv), "%s cap %zu/%zu: async positions differ", what, vcap, tcap);
+        PMT_CHECK(!memcmp((char *)hp + 12 * nv, poison, vb - 12 * nv), "%s: positions written past %zu", what,
+                  nv);
+        free(fp);
+        if (want_n) {
+            float *fn = pmt_to_host(ctx, full->normals, 12 * nv);
+            PMT_CHECK(!memcmp(hn, fn, 12 * nv), "%s cap %zu/%zu: async normals differ", what, vcap, tcap);
+            PMT_CHECK(!memcmp((char *)hn + 12 * nv, poison, vb - 12 * nv), "%s: normals written past %zu", what,
+                      nv);
+            free(fn);
+        }
+        if (want_i) {
+            uint32_t *fi = pmt_to_host(ctx, full->indices, 12 * nt);
+            PMT_CHECK(!memcmp(hi, fi, 12 * nt), "%s cap %zu/%zu: async indices differ", what, vcap, tcap);
+            PMT_CHECK(!memcmp((char *)hi + 12 * nt, poison, ib - 12 * nt), "%s: indices written past %zu", what,
+                      nt);
+            free(fi);
+        }
+    } else if (pm_context_device(ctx) == PM_DEVICE_CUDA) {
+        PMT_CHECK(!memcmp(hp, poison, vb) && (!hn || !memcmp(hn, poison, vb)) && (!hi || !memcmp(hi, poison, ib)),
+                  "%s cap %zu/%zu: a mesh that does not fit was written", what, vcap, tcap);
+    }
+    free(hp);
+    free(hn);
+    free(hi);
+    pm_free(ctx, bp);
+    pm_free(ctx, bn);
+    pm_free(ctx, bi);
+    pm_free(ctx, cnt);
+    free(poison);
+}
+
+/* pm_isosurface_async against pm_isosurface on the same context: both
+ * modes, normals on and off, indices not wanted, capacities exact, to
+ * spare, far to spare, short of vertices, of triangles, zero; a random u8
+ * volume nearly all active; then a per-frame loop of several extractions
+ * queued back to back (one scratch arena, one stream) and checked after a
+ * single synchronisation. */
+static void test_async(pm_context *ctx)
+{
+    size_t n = 45;
+    float *cy = pmt_cayley_f32(n);
+    pm_volume v = {NULL, PM_SAMPLE_F32, n, n, n, 0, 0, {0.5, 1, 0.25}, {1, -2, 3}};
+    v.data = pmt_to_ctx(ctx, cy, 4 * n * n * n);
+    size_t nr = 60;
+    uint8_t *rnd = malloc(nr * nr * nr);
+    for (size_t p = 0; p < nr * nr * nr; p++) rnd[p] = (uint8_t)(pmt_uniform() * 2.0);
+    pm_volume vr = {NULL, PM_SAMPLE_U8, nr, nr, nr, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    vr.data = pmt_to_ctx(ctx, rnd, nr * nr * nr);
+    for (int vi = 0; vi < 2; vi++)
+        for (int mode = 0; mode < 2; mode++)
+            for (int nm = 0; nm < 3; nm++) {
+                const pm_volume *dv = vi ? &vr : &v;
+                const double iso = vi ? 0.5 : 0.0;
+                pm_isosurface_options o;
+                memset(&o, 0, sizeof o);
+                o.mode = (pm_mesh_mode)mode;
+                o.normals = nm == 1 ? PM_NORMALS_NONE : nm == 2 ? PM_NORMALS_SOBEL : PM_NORMALS_CENTRAL;
+                o.inside_above = vi;
+                o.output_in_context_memory = 1;
+                pm_mesh full;
+                PMT_OK(pm_isosurface(ctx, dv, iso, &o, &full));
+                char what[96];
+                snprintf(what, sizeof what, "async %s %s normals %d", vi ? "random u8" : "cayley f32",
+                         mode ? "soup" : "indexed", (int)o.normals);
+                size_t nv = full.num_vertices, nt = full.num_triangles;
+                PMT_CHECK(nv > 100 && nt > 100, "%s: too small a mesh", what);
+                check_async(ctx, dv, iso, &o, &full, nv, nt, what);
+                check_async(ctx, dv, iso, &o, &full, nv + 9, nt + 4, what);
+                if (nm == 0) {
+                    check_async(ctx, dv, iso, &o, &full, 3 * nv + 1000, 3 * nt + 1000, what);
+                    check_async(ctx, dv, iso, &o, &full, nv - 1, nt, what);
+                    check_async(ctx, dv, iso, &o, &full, nv, nt - 1, what);
+                    check_async(ctx, dv, iso, &o, &full, nv / 3, nt / 3, what);
+                    check_async(ctx, dv, iso, &o, &full, 0, 0, what);
+                }
+                pm_mesh_free(ctx, &full);
+            }
+
+    /* A per-frame loop: several iso values queued, then one wait. */
+    enum { FRAMES = 4 };
+    const double isos[FRAMES] = {0.0, 0.3, -0.4, 0.1};
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.mode = PM_MESH_SOUP;
+    o.output_in_context_memory = 1;
+    pm_mesh ref[FRAMES];
+    size_t cap = 0;
+    for (int f = 0; f < FRAMES; f++) {
+        PMT_OK(pm_isosurface(ctx, &v, isos[f], &o, &ref[f]));
+        if (ref[f].num_vertices > cap) cap = ref[f].num_vertices;
+    }
+    float *pos[FRAMES], *nrm[FRAMES];
+    uint64_t *cnt;
+    PMT_OK(pm_alloc(ctx, FRAMES * 4 * sizeof(uint64_t), (void **)&cnt));
+    for (int f = 0; f < FRAMES; f++) {
+        PMT_OK(pm_alloc(ctx, 12 * cap, (void **)&pos[f]));
+        PMT_OK(pm_alloc(ctx, 12 * cap, (void **)&nrm[f]));
+        pm_isosurface_options a = o;
+        a.positions = pos[f];
+        a.normals_out = nrm[f];
+        a.vertex_capacity = cap;
+        a.triangle_capacity = cap / 3;
+        PMT_OK(pm_isosurface_async(ctx, &v, isos[f], &a, cnt + 4 * f));
+    }
+    PMT_OK(pm_context_synchronize(ctx));
+    uint64_t c[FRAMES * 4];
+    PMT_OK(pm_download(ctx, c, cnt, sizeof c));
+    for (int f = 0; f < FRAMES; f++) {
+        size_t nv = ref[f].num_vertices;
+        PMT_CHECK(c[4 * f] == nv && c[4 * f + 1] == ref[f].num_triangles && c[4 * f + 3] == 0,
+                  "frame %d: counts %llu/%llu flags %llu, expected %zu/%zu", f, (unsigned long long)c[4 * f],
+                  (unsigned long long)c[4 * f + 1], (unsigned long long)c[4 * f + 3], nv, ref[f].num_triangles);
+        float *a = pmt_to_host(ctx, pos[f], 12 * nv), *b = pmt_to_host(ctx, ref[f].positions, 12 * nv);
+        float *an = pmt_to_host(ctx, nrm[f], 12 * nv), *bn = pmt_to_host(ctx, ref[f].normals, 12 * nv);
+        PMT_CHECK(!memcmp(a, b, 12 * nv) && !memcmp(an, bn, 12 * nv), "frame %d: async mesh differs", f);
+        free(a);
+        free(b);
+        free(an);
+        free(bn);
+        pm_free(ctx, pos[f]);
+        pm_free(ctx, nrm[f]);
+        pm_mesh_free(ctx, &ref[f]);
+    }
+    pm_free(ctx, cnt);
+
+    /* Arguments. */
+    uint64_t *one;
+    PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&one));
+    PMT_CHECK(pm_isosurface_async(ctx, &v, 0.0, &o, one) == PM_STATUS_INVALID_ARGUMENT,
+              "async without positions must be refused");
+    PMT_CHECK(pm_isosurface_async(ctx, &v, 0.0, &o, NULL) == PM_STATUS_INVALID_ARGUMENT,
+              "async without counts must be refused");
+    pm_free(ctx, one);
+    pm_free(ctx, (void *)v.data);
+    pm_free(ctx, (void *)vr.data);
+    free(cy);
+    free(rnd);
 }
 
 /* The mesh of hv on the CPU and of dv (the same samples in context memory)
@@ -280,6 +459,7 @@ int main(int argc, char **argv)
     pm_device dev;
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
     test_capacity(ctx);
+    test_async(ctx);
     if (dev == PM_DEVICE_CUDA) {
         test_types(ctx);
         test_oom(ctx);

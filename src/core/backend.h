@@ -55,6 +55,12 @@ typedef struct pmi_backend {
      * (normals never DEFAULT, struct_size full). mesh is zeroed. */
     pm_status (*isosurface)(pm_context *ctx, const pm_volume *volume, double iso,
                             const pm_isosurface_options *options, pm_mesh *mesh);
+    /* As isosurface, never waiting for the device: options->positions (and
+     * the other outputs) in context memory, the counts to counts_ctx (4
+     * words, see pm_isosurface_async). NULL: the core runs isosurface and
+     * writes the counts itself (synchronous backends). */
+    pm_status (*isosurface_async)(pm_context *ctx, const pm_volume *volume, double iso,
+                                  const pm_isosurface_options *options, uint64_t *counts_ctx);
     /* params resolved to defaults; xyz in context memory. */
     pm_status (*field_compute)(pm_context *ctx, const float *xyz, size_t n,
                                const pm_field_params *params, pm_field *out);

@@ -68,6 +68,31 @@ pm_status pmi_volume_resolve(const pm_volume *in, pm_volume *out)
     return PM_STATUS_OK;
 }
 
+/* The arguments of pm_isosurface and pm_isosurface_async, checked and
+ * resolved (volume strides and spacing, options with defaults). */
+static pm_status isosurface_args(const char *fn, pm_context *ctx, const pm_volume *volume, double iso,
+                                 const pm_isosurface_options *options, pm_volume *vol,
+                                 pm_isosurface_options *opt)
+{
+    pm_status s = pmi_volume_resolve(volume, vol);
+    if (s != PM_STATUS_OK) return s;
+    if (!isfinite(iso)) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: iso value is not finite", fn);
+    memset(opt, 0, sizeof *opt);
+    if (options) {
+        size_t sz = options->struct_size ? options->struct_size : sizeof *opt;
+        memcpy(opt, options, sz < sizeof *opt ? sz : sizeof *opt);
+    }
+    opt->struct_size = sizeof *opt;
+    if (opt->normals == PM_NORMALS_DEFAULT) opt->normals = PM_NORMALS_CENTRAL;
+    if (opt->normals < PM_NORMALS_DEFAULT || opt->normals > PM_NORMALS_SOBEL ||
+        (opt->mode != PM_MESH_INDEXED && opt->mode != PM_MESH_SOUP))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: bad normals or mode", fn);
+    if (!ctx->backend->isosurface)
+        return pmi_error(PM_STATUS_UNSUPPORTED, "%s: not supported on the %s backend", fn,
+                         ctx->backend->name);
+    return PM_STATUS_OK;
+}
+
 pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
                         const pm_isosurface_options *options, pm_mesh *mesh)
 {
@@ -76,28 +101,43 @@ pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface: NULL context or mesh");
     memset(mesh, 0, sizeof *mesh);
     pm_volume vol;
-    pm_status s = pmi_volume_resolve(volume, &vol);
-    if (s != PM_STATUS_OK) return s;
-    if (!isfinite(iso))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface: iso value is not finite");
     pm_isosurface_options opt;
-    memset(&opt, 0, sizeof opt);
-    if (options) {
-        size_t sz = options->struct_size ? options->struct_size : sizeof opt;
-        memcpy(&opt, options, sz < sizeof opt ? sz : sizeof opt);
-    }
-    opt.struct_size = sizeof opt;
-    if (opt.normals == PM_NORMALS_DEFAULT) opt.normals = PM_NORMALS_CENTRAL;
-    if (opt.normals < PM_NORMALS_DEFAULT || opt.normals > PM_NORMALS_SOBEL ||
-        (opt.mode != PM_MESH_INDEXED && opt.mode != PM_MESH_SOUP))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface: bad normals or mode");
-    if (!ctx->backend->isosurface)
-        return pmi_error(PM_STATUS_UNSUPPORTED, "pm_isosurface: not supported on the %s backend",
-                         ctx->backend->name);
+    pm_status s = isosurface_args("pm_isosurface", ctx, volume, iso, options, &vol, &opt);
+    if (s != PM_STATUS_OK) return s;
     double t0 = pmi_now_ms();
     s = ctx->backend->isosurface(ctx, &vol, iso, &opt, mesh);
     mesh->timings.extract_ms = pmi_now_ms() - t0;
     return s;
+}
+
+pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,
+                              const pm_isosurface_options *options, uint64_t *counts_ctx)
+{
+    pmi_clear_error();
+    if (!ctx || !counts_ctx)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface_async: NULL context or counts_ctx");
+    pm_volume vol;
+    pm_isosurface_options opt;
+    pm_status s = isosurface_args("pm_isosurface_async", ctx, volume, iso, options, &vol, &opt);
+    if (s != PM_STATUS_OK) return s;
+    if (!opt.positions)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_isosurface_async: options->positions (the caller's vertex buffer) is NULL");
+    opt.output_in_context_memory = 1;
+    if (ctx->backend->isosurface_async) return ctx->backend->isosurface_async(ctx, &vol, iso, &opt, counts_ctx);
+    /* Synchronous backends (context memory is host memory): the mesh is
+     * written where it fits, as pm_isosurface does. */
+    pm_mesh mesh;
+    memset(&mesh, 0, sizeof mesh);
+    s = ctx->backend->isosurface(ctx, &vol, iso, &opt, &mesh);
+    if (s != PM_STATUS_OK && s != PM_STATUS_TRUNCATED) return s;
+    counts_ctx[0] = mesh.num_vertices;
+    counts_ctx[1] = mesh.num_triangles;
+    counts_ctx[2] = mesh.active_cells;
+    counts_ctx[3] = s == PM_STATUS_TRUNCATED ? PM_ISOSURFACE_DOES_NOT_FIT : 0;
+    pm_mesh_free(ctx, &mesh);
+    pmi_clear_error();
+    return PM_STATUS_OK;
 }
 
 void pm_mesh_free(pm_context *ctx, pm_mesh *mesh)

@@ -198,6 +198,7 @@ static const pmi_backend cuda_backend = {
     /* .histopyramid_traverse = */ pmi_cuda_histopyramid_traverse,
     /* .histopyramid_destroy = */ pmi_cuda_histopyramid_destroy,
     /* .isosurface = */ pmi_cuda_isosurface,
+    /* .isosurface_async = */ pmi_cuda_isosurface_async,
     /* .field_compute = */ pmi_cuda_field_compute,
 };
 

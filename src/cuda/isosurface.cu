@@ -65,6 +65,26 @@ static __device__ __forceinline__ long long mc_find(const unsigned long long *pr
     return r0 + lo;
 }
 
+/* Counts of pm_isosurface_async's pass 2, written on the device by
+ * mc_final_kernel after pass 1: records, crossings, triangles, and whether
+ * the mesh is written at all (0 when it does not fit the caller's
+ * capacities). Its kernels are launched for the capacities: a block past
+ * the outputs returns at once (block-uniform, before any barrier), as does
+ * every block when ok is 0. NULL in pm_isosurface, whose counts come from
+ * the host. */
+typedef struct mc_dcounts {
+    unsigned long long nrec, ncross, ntri, ok;
+} mc_dcounts;
+#define MC_DCOUNTS(nout_expr)                                                                                   \
+    do {                                                                                                       \
+        if (dc) {                                                                                              \
+            if (!dc->ok) return;                                                                               \
+            nrec = (long long)dc->nrec;                                                                        \
+            nout = (nout_expr);                                                                                \
+        }                                                                                                      \
+        if ((unsigned long long)blockIdx.x * blockDim.x >= nout) return;                                       \
+    } while (0)
+
 static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigned long long p, long long *i,
                                                     long long *j, long long *k)
 {
@@ -92,10 +112,11 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
 template <typename T, int MODE>
 __global__ void __launch_bounds__(MC_THREADS)
 mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *starts, unsigned long long nout,
-               float *pos, float *nrm)
+               float *pos, float *nrm, const mc_dcounts *dc)
 {
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
+    MC_DCOUNTS(3 * dc->ntri);
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
     const unsigned long long q = (o < nout ? o : nout - 1) / 3;
     const long long r = mc_find(rec.tri, nrec, starts, first / 3, q, s_pref, &s_r0);
@@ -118,10 +139,11 @@ mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *st
 template <typename T, int MODE>
 __global__ void __launch_bounds__(MC_THREADS)
 mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *starts, unsigned long long nout,
-                 float *pos, float *nrm)
+                 float *pos, float *nrm, const mc_dcounts *dc)
 {
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
+    MC_DCOUNTS(dc->ncross);
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, o = first + threadIdx.x;
     const long long r = mc_find(rec.cross, nrec, starts, first, o < nout ? o : nout - 1, s_pref, &s_r0);
     if (o < nout) {
@@ -198,10 +220,11 @@ static __device__ __forceinline__ unsigned long long mc_edge_vertex(const mcd_vo
 /* Indexed triangles: one thread per triangle, its three edges' vertices. */
 __global__ void __launch_bounds__(MC_THREADS)
 mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
-                   const long long *starts, unsigned long long nout, uint32_t *idx)
+                   const long long *starts, unsigned long long nout, uint32_t *idx, const mc_dcounts *dc)
 {
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
+    MC_DCOUNTS(dc->ntri);
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, q = first + threadIdx.x;
     const long long r = mc_find(rec.tri, nrec, starts, first, q < nout ? q : nout - 1, s_pref, &s_r0);
     if (q < nout) {
@@ -223,12 +246,14 @@ mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows,
  * this kernel's block b reads entry 3 b). */
 __global__ void __launch_bounds__(MC_THREADS)
 mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
-                 const long long *starts, unsigned long long ntri, const float *vpos, const float *vnrm, float *pos,
-                 float *nrm)
+                 const long long *starts, unsigned long long nout, const float *vpos, const float *vnrm, float *pos,
+                 float *nrm, const mc_dcounts *dc)
 {
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     __shared__ float s_o[2][MC_THREADS * 9];
+    MC_DCOUNTS(dc->ntri);
+    const unsigned long long ntri = nout;
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, q = first + threadIdx.x;
     const long long r = mc_find(rec.tri, nrec, starts, first, q < ntri ? q : ntri - 1, s_pref, &s_r0, 3);
     if (q < ntri) {
@@ -288,34 +313,36 @@ mc_starts_kernel(long long nrec, mc_starts a, mc_starts b)
 
 template <typename T, int MODE>
 static void mc_launch_vertices(cudaStream_t s, int indexed, const mcd_volume &v, mc_records rec, long long nrec,
-                               const long long *st, unsigned long long n, float *pos, float *nrm)
+                               const long long *st, unsigned long long n, float *pos, float *nrm,
+                               const mc_dcounts *dc)
 {
-    if (indexed) mc_vertex_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm);
-    else mc_soup_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm);
+    if (indexed) mc_vertex_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm, dc);
+    else mc_soup_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm, dc);
 }
 
 template <typename T>
 static void mc_launch_mode(cudaStream_t s, pm_normals mode, int indexed, const mcd_volume &v, mc_records rec,
-                           long long nrec, const long long *st, unsigned long long n, float *pos, float *nrm)
+                           long long nrec, const long long *st, unsigned long long n, float *pos, float *nrm,
+                           const mc_dcounts *dc)
 {
     switch (mode) {
-    case PM_NORMALS_FORWARD: mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, indexed, v, rec, nrec, st, n, pos, nrm); break;
-    case PM_NORMALS_SOBEL: mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, indexed, v, rec, nrec, st, n, pos, nrm); break;
-    case PM_NORMALS_NONE: mc_launch_vertices<T, PM_NORMALS_NONE>(s, indexed, v, rec, nrec, st, n, pos, NULL); break;
-    default: mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, indexed, v, rec, nrec, st, n, pos, nrm); break;
+    case PM_NORMALS_FORWARD: mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_NORMALS_SOBEL: mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_NORMALS_NONE: mc_launch_vertices<T, PM_NORMALS_NONE>(s, indexed, v, rec, nrec, st, n, pos, NULL, dc); break;
+    default: mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
     }
 }
 
 static void mc_launch_expand(cudaStream_t s, pm_sample_type type, pm_normals mode, int indexed,
                              const mcd_volume &v, mc_records rec, long long nrec, const long long *st,
-                             unsigned long long n, float *pos, float *nrm)
+                             unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc = NULL)
 {
     switch (type) {
-    case PM_SAMPLE_U8: mc_launch_mode<uint8_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
-    case PM_SAMPLE_U16: mc_launch_mode<uint16_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
-    case PM_SAMPLE_I16: mc_launch_mode<int16_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
-    case PM_SAMPLE_F32: mc_launch_mode<float>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
-    case PM_SAMPLE_F64: mc_launch_mode<double>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm); break;
+    case PM_SAMPLE_U8: mc_launch_mode<uint8_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_U16: mc_launch_mode<uint16_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_I16: mc_launch_mode<int16_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_F32: mc_launch_mode<float>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_F64: mc_launch_mode<double>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
     }
 }
 
@@ -423,15 +450,25 @@ static int mc_variant(void)
     return var;
 }
 
-extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
-                                         const pm_isosurface_options *opt, pm_mesh *mesh)
-{
-    PMI_TRY(pmi_cuda_begin(ctx));
-    pmi_cuda_state *st = pmi_cuda(ctx);
-    cudaStream_t s = st->stream;
-    PMI_TRY(mcd_tables_upload(st->device));
-
+/* How pass 1 runs, decided on the host: the volume as the kernels see it,
+ * the tiling and the path (see mc_variant). */
+typedef struct mc_plan {
     mcd_volume v;
+    mc_tiling tl;
+    mc_stream_grid sg;
+    size_t npoints;
+    int indexed, var, cls_indexed, use_rows, cls_tables, cls_kernel, use_stream;
+} mc_plan;
+
+/* async: pm_isosurface_async, whose pass 2 needs the indexed vertices for
+ * soup and the start tables (the direct, no-start-table and older
+ * classification variants are not taken). */
+static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso, const pm_isosurface_options *opt,
+                              int async, mc_plan *pl)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    memset(pl, 0, sizeof *pl);
+    mcd_volume &v = pl->v;
     v.data = vol->data;
     v.nx = (long long)vol->nx;
     v.ny = (long long)vol->ny;
@@ -451,42 +488,38 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         v.org[a] = vol->origin[a];
         v.sp[a] = vol->spacing[a];
     }
-    const int indexed = opt->mode == PM_MESH_INDEXED;
-    const mc_tiling tl = mc_make_tiling(vol);
-    size_t npoints;
-    if (!pmi_mul3_size(vol->nx, vol->ny, vol->nz, &npoints))
+    pl->indexed = opt->mode == PM_MESH_INDEXED;
+    pl->tl = mc_make_tiling(vol);
+    if (!pmi_mul3_size(vol->nx, vol->ny, vol->nz, &pl->npoints))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: lattice size overflows");
-
-    /* Pass 1. The records' room is a guess (surfaces cross few cells); a
-     * volume with more active points runs pass 1 again with the exact room.
-     * Soup is classified as indexed (records with crossing prefixes) unless
-     * the direct variant is asked for, so that pass 2 can compute each edge
-     * vertex once. Scratch: tile states, records (point, triangle prefix,
-     * info, row table, crossing prefix), then the bitmask last: after pass 1
-     * the records' unused room and the bitmask hold the soup's vertices. */
-    const int var = mc_variant();
-    const int cls_indexed = indexed || !(var & MC_VAR_DIRECT);
-    const int use_rows = cls_indexed && !(var & MC_VAR_BOUNDED);
+    /* Soup is classified as indexed (records with crossing prefixes)
+     * unless the direct variant is asked for, so that pass 2 can compute
+     * each edge vertex once. */
+    int var = mc_variant();
+    if (async) var &= ~(MC_VAR_DIRECT | MC_VAR_NOSTARTS | MC_VAR_OLDCLS);
+    pl->var = var;
+    pl->cls_indexed = pl->indexed || !(var & MC_VAR_DIRECT);
+    pl->use_rows = pl->cls_indexed && !(var & MC_VAR_BOUNDED);
     /* Pass 2's block start tables, written by the classification (either
      * kernel; mc_starts_kernel searches them only for MC_VAR_OLDCLS):
      * triangles (keys of the soup kernels, divisor 3, or of the triangle
      * kernel, divisor 1) and, classified as indexed, crossings (the vertex
      * kernel). */
-    const int cls_tables = !(var & (MC_VAR_OLDCLS | MC_VAR_NOSTARTS));
+    pl->cls_tables = !(var & (MC_VAR_OLDCLS | MC_VAR_NOSTARTS));
     /* Classification kernel: mc_classify2_kernel while the bitmask fits
      * in half the L2 (measured on the H100: 256^3 and 512^3, 2 and 17 MB,
      * faster than the older kernel, 512^3 by about 0.012 ms), else the
      * older mc_classify_kernel (768^3, 57 MB: faster by about 0.02 ms). */
-    int cls_kernel = 2;
+    pl->cls_kernel = 2;
     if (var & (MC_VAR_OLDCLS | MC_VAR_CLS1)) {
-        cls_kernel = 1;
+        pl->cls_kernel = 1;
     } else if (!(var & MC_VAR_CLS2)) {
         int l2 = 0;
         if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, st->device) != cudaSuccess) {
             cudaGetLastError();
             l2 = 0;
         }
-        if ((double)tl.nwords * 4.0 > (double)l2 / 2.0) cls_kernel = 1;
+        if ((double)pl->tl.nwords * 4.0 > (double)l2 / 2.0) pl->cls_kernel = 1;
     }
     /* Pass 1 by the streaming classification (mc_stream.cu) for f32
      * volumes and for 1- and 2-byte samples up to 2^24 points, else by the
@@ -499,98 +532,149 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
      * MC_VAR_STREAM force either (f64 always takes the bitmask kernels);
      * PYRAMESH_CUDA_MC_SLICES sets the streaming kernel's slices per block
      * (tuning, tests). */
-    const int use_stream = mc_stream_supported(vol) && !(var & MC_VAR_BITMASK) &&
-                           ((var & MC_VAR_STREAM) || vol->type == PM_SAMPLE_F32 || npoints <= ((size_t)1 << 24));
-    mc_stream_grid sg;
-    memset(&sg, 0, sizeof sg);
-    if (use_stream) {
+    pl->use_stream = mc_stream_supported(vol) && !(var & MC_VAR_BITMASK) &&
+                     ((var & MC_VAR_STREAM) || vol->type == PM_SAMPLE_F32 || pl->npoints <= ((size_t)1 << 24));
+    if (pl->use_stream) {
         const char *se = getenv("PYRAMESH_CUDA_MC_SLICES");
-        sg = mc_stream_make_grid(vol, st->num_sms, se ? atoll(se) : 0);
+        pl->sg = mc_stream_make_grid(vol, st->num_sms, se ? atoll(se) : 0);
     }
-    const size_t nrows = (size_t)vol->ny * vol->nz;
-    size_t rec_cap = npoints / 64 + ((size_t)1 << 20);
-    if (rec_cap > npoints) rec_cap = npoints;
-    unsigned long long tot[4];
+    return PM_STATUS_OK;
+}
+
+/* Pass 1's scratch (in the context's arena) and results. */
+typedef struct mc_pass1 {
+    char *base, *end;
     mc_records rec;
-    unsigned long long *rows = NULL;
-    char *base = NULL, *base_end = NULL;
-    mc_tables ctab = {NULL, NULL, 0, 0, 1};
+    unsigned long long *rows;   /* row table, or NULL */
+    unsigned long long *totals; /* records, triangles, crossings, active cells */
+    mc_tables ctab;             /* start tables (t NULL: none) */
+    char *extra;                /* extra_b bytes of the caller's */
+} mc_pass1;
+
+/* Lays out the scratch for rec_cap records and launches pass 1 (no wait).
+ * Scratch: tile states, records (point, triangle prefix, info, row table,
+ * start tables, extra, crossing prefix), then the bitmask last: after
+ * pass 1 the records' unused room and the bitmask are free (pm_isosurface
+ * puts the soup's vertices there). ev: profiling events or NULLs. */
+static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc_plan &pl, size_t rec_cap,
+                                 size_t extra_b, mc_pass1 *p, cudaEvent_t *ev)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    cudaStream_t s = st->stream;
+    const mc_tiling &tl = pl.tl;
+    const mc_stream_grid &sg = pl.sg;
+    const size_t nrows = (size_t)vol->ny * vol->nz;
+    size_t state_b = pmi_align256((size_t)(pl.use_stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
+    size_t head_b = 256 + state_b;
+    /* Last: the bitmask, or the streaming classification's segment
+     * counts, segment bases and record pool. */
+    size_t segc_b = pl.use_stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
+    size_t segb_b = pl.use_stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
+    size_t bits_b = pl.use_stream ? segc_b + segb_b + pmi_align256(rec_cap * 16)
+                                  : pmi_align256((size_t)tl.nwords * 4 + 16);
+    size_t rows_b = pl.use_rows ? pmi_align256(nrows * 8) : 0;
+    /* Table entries: blocks of up to 5 triangles per record (times 3 for
+     * soup) or 3 crossings per record, for rec_cap records. */
+    mc_tables tab = {NULL, NULL, 0, 0, pl.indexed ? 1u : 3u};
+    if (pl.cls_tables) {
+        tab.nt = ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
+        tab.nc = pl.cls_indexed ? ((unsigned long long)rec_cap * 3 + 255) / 256 + 1 : 0;
+    }
+    size_t tab_b = pl.cls_tables ? pmi_align256((size_t)tab.nt * 8) + pmi_align256((size_t)tab.nc * 8) : 0;
+    extra_b = pmi_align256(extra_b);
+    size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b + tab_b + extra_b +
+                   bits_b;
+    char *base = NULL;
+    PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
+    p->base = base;
+    p->end = base + bytes;
+    unsigned int *ticket = (unsigned int *)base;
+    p->totals = (unsigned long long *)(base + 64);
+    unsigned long long *state = (unsigned long long *)(base + 256);
+    char *q = base + head_b;
+    p->rec.point = (unsigned long long *)q;
+    q += pmi_align256(rec_cap * 8);
+    p->rec.tri = (unsigned long long *)q;
+    q += pmi_align256(rec_cap * 8);
+    p->rec.info = (uint16_t *)q;
+    q += pmi_align256(rec_cap * 2);
+    p->rows = pl.use_rows ? (unsigned long long *)q : NULL;
+    q += rows_b;
+    p->ctab = tab;
+    p->ctab.t = NULL;
+    if (pl.cls_tables) {
+        tab.t = (long long *)q;
+        tab.c = tab.nc ? (long long *)(q + pmi_align256((size_t)tab.nt * 8)) : NULL;
+        q += tab_b;
+        p->ctab = tab;
+    }
+    p->extra = q;
+    q += extra_b;
+    p->rec.cross = (unsigned long long *)q;
+    q += pmi_align256(rec_cap * 8);
+    unsigned int *bits = (unsigned int *)q;
+    if (ev[0]) cudaEventRecord(ev[0], s);
+    PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
+    const mc_tables *tp = pl.cls_tables ? &tab : NULL;
+    if (pl.use_stream) {
+        mc_stream_mem sm;
+        sm.segc = bits;
+        sm.segbase = (unsigned long long *)(q + segc_b);
+        sm.pool = (uint4 *)(q + segc_b + segb_b);
+        sm.pool_cap = rec_cap;
+        sm.pool_ctr = (unsigned long long *)(base + 128);
+        sm.ticket = ticket;
+        sm.state = state;
+        PMI_TRY(mc_stream_classify(ctx, pl.v, vol->type, sg, pl.cls_indexed, sm, p->rec, rec_cap, p->rows,
+                                   p->totals, tp, ev[4]));
+    } else {
+        PMI_TRY(mc_inside_bits(ctx, pl.v, tl, vol->type, bits));
+        if (ev[4]) cudaEventRecord(ev[4], s);
+        PMI_TRY(mc_classify(ctx, pl.v, tl, pl.cls_indexed, bits, ticket, state, p->rec, rec_cap, p->rows, p->totals,
+                            pl.cls_kernel, pl.var & MC_VAR_MINB2 ? 2 : pl.var & MC_VAR_MINB5 ? 5 : 4,
+                            (pl.var & MC_VAR_RELOAD) != 0, tp));
+    }
+    if (ev[1]) cudaEventRecord(ev[1], s);
+    return PM_STATUS_OK;
+}
+
+extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
+                                         const pm_isosurface_options *opt, pm_mesh *mesh)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    cudaStream_t s = st->stream;
+    PMI_TRY(mcd_tables_upload(st->device));
+    mc_plan pl;
+    PMI_TRY(mc_plan_make(ctx, vol, iso, opt, 0, &pl));
+    const mcd_volume &v = pl.v;
+    const int indexed = pl.indexed, cls_indexed = pl.cls_indexed, var = pl.var;
+
+    /* Pass 1. The records' room is a guess (surfaces cross few cells); a
+     * volume with more active points runs pass 1 again with the exact
+     * room. */
+    size_t rec_cap = pl.npoints / 64 + ((size_t)1 << 20);
+    if (rec_cap > pl.npoints) rec_cap = pl.npoints;
+    unsigned long long tot[4];
+    mc_pass1 p1;
     cudaEvent_t ev[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     if (pmi_mc_profile)
         for (int e = 0; e < 6; e++) cudaEventCreate(&ev[e]);
     for (;;) {
-        size_t state_b = pmi_align256((size_t)(use_stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
-        size_t head_b = 256 + state_b;
-        /* Last: the bitmask, or the streaming classification's segment
-         * counts, segment bases and record pool. */
-        size_t segc_b = use_stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
-        size_t segb_b = use_stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
-        size_t bits_b = use_stream ? segc_b + segb_b + pmi_align256(rec_cap * 16)
-                                   : pmi_align256((size_t)tl.nwords * 4 + 16);
-        size_t rows_b = use_rows ? pmi_align256(nrows * 8) : 0;
-        /* Table entries: blocks of up to 5 triangles per record (times 3
-         * for soup) or 3 crossings per record, for rec_cap records. */
-        mc_tables tab = {NULL, NULL, 0, 0, indexed ? 1u : 3u};
-        if (cls_tables) {
-            tab.nt = ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
-            tab.nc = cls_indexed ? ((unsigned long long)rec_cap * 3 + 255) / 256 + 1 : 0;
-        }
-        size_t tab_b = cls_tables ? pmi_align256((size_t)tab.nt * 8) + pmi_align256((size_t)tab.nc * 8) : 0;
-        size_t bytes =
-            head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b + tab_b + bits_b;
-        PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
-        base_end = base + bytes;
-        unsigned int *ticket = (unsigned int *)base;
-        unsigned long long *totals = (unsigned long long *)(base + 64);
-        unsigned long long *state = (unsigned long long *)(base + 256);
-        char *q = base + head_b;
-        rec.point = (unsigned long long *)q;
-        q += pmi_align256(rec_cap * 8);
-        rec.tri = (unsigned long long *)q;
-        q += pmi_align256(rec_cap * 8);
-        rec.info = (uint16_t *)q;
-        q += pmi_align256(rec_cap * 2);
-        rows = use_rows ? (unsigned long long *)q : NULL;
-        q += rows_b;
-        if (cls_tables) {
-            tab.t = (long long *)q;
-            tab.c = tab.nc ? (long long *)(q + pmi_align256((size_t)tab.nt * 8)) : NULL;
-            q += tab_b;
-            ctab = tab;
-        }
-        rec.cross = (unsigned long long *)q;
-        q += pmi_align256(rec_cap * 8);
-        unsigned int *bits = (unsigned int *)q;
-        if (ev[0]) cudaEventRecord(ev[0], s);
-        PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
-        if (use_stream) {
-            mc_stream_mem sm;
-            sm.segc = bits;
-            sm.segbase = (unsigned long long *)(q + segc_b);
-            sm.pool = (uint4 *)(q + segc_b + segb_b);
-            sm.pool_cap = rec_cap;
-            sm.pool_ctr = (unsigned long long *)(base + 128);
-            sm.ticket = ticket;
-            sm.state = state;
-            PMI_TRY(mc_stream_classify(ctx, v, vol->type, sg, cls_indexed, sm, rec, rec_cap, rows, totals,
-                                       cls_tables ? &tab : NULL, ev[4]));
-        } else {
-            PMI_TRY(mc_inside_bits(ctx, v, tl, vol->type, bits));
-            if (ev[4]) cudaEventRecord(ev[4], s);
-            PMI_TRY(mc_classify(ctx, v, tl, cls_indexed, bits, ticket, state, rec, rec_cap, rows, totals,
-                                cls_kernel, var & MC_VAR_MINB2 ? 2 : var & MC_VAR_MINB5 ? 5 : 4,
-                                (var & MC_VAR_RELOAD) != 0, cls_tables ? &tab : NULL));
-        }
-        if (ev[1]) cudaEventRecord(ev[1], s);
+        PMI_TRY(mc_pass1_launch(ctx, vol, pl, rec_cap, 0, &p1, ev));
         /* Into the context's pinned words: an asynchronous copy (a
          * pageable destination would make it a staged, blocking one). */
-        PMI_CU_TRY(cudaMemcpyAsync(&st->host[PMI_HOST_COUNTS], totals, sizeof tot, cudaMemcpyDeviceToHost, s),
+        PMI_CU_TRY(cudaMemcpyAsync(&st->host[PMI_HOST_COUNTS], p1.totals, sizeof tot, cudaMemcpyDeviceToHost, s),
                    "pm_isosurface: reading counts");
         PMI_TRY(pmi_cuda_wait(ctx, "pm_isosurface: classification"));
         memcpy(tot, &st->host[PMI_HOST_COUNTS], sizeof tot);
         if (tot[0] <= rec_cap) break;
         rec_cap = (size_t)tot[0];
     }
+    const mc_records rec = p1.rec;
+    const unsigned long long *rows = p1.rows;
+    const mc_tables ctab = p1.ctab;
+    char *const base = p1.base, *const base_end = p1.end;
     const long long nrec = (long long)tot[0];
     const unsigned long long ntri = tot[1], ncross = tot[2];
     if (indexed && ncross > UINT32_MAX)
@@ -737,14 +821,14 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         if (ev[5]) cudaEventRecord(ev[5], s);
         if (cudaPeekAtLastError() == cudaSuccess)
             mc_gather_kernel<<<mc_blocks(nv_w / 3), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nv_w / 3, vpos,
-                                                                     o.nrm ? vnrm : NULL, o.pos, o.nrm);
+                                                                     o.nrm ? vnrm : NULL, o.pos, o.nrm, NULL);
     } else if (nv_w) {
         mc_launch_expand(s, vol->type, opt->normals, indexed, v, rec, nrec, sa.out, nv_w, o.pos, o.nrm);
         if (ev[5]) cudaEventRecord(ev[5], s);
     }
     pm_status ls = pmi_cuda_launched("pm_isosurface: vertices");
     if (ls == PM_STATUS_OK && tri_k)
-        mc_triangle_kernel<<<mc_blocks(nt_w), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nt_w, o.idx);
+        mc_triangle_kernel<<<mc_blocks(nt_w), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nt_w, o.idx, NULL);
     if (ls == PM_STATUS_OK) ls = pmi_cuda_launched("pm_isosurface: triangles");
     if (ev[3]) cudaEventRecord(ev[3], s);
     if (ls == PM_STATUS_OK && !to_ctx) {
@@ -778,4 +862,98 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         return ls;
     }
     return result;
+}
+
+/* pm_isosurface_async's end of pass 1: the counts for the caller
+ * (vertices, triangles, active cells, flags) and for pass 2 (dc). Flags:
+ * bit 0 (PM_ISOSURFACE_DOES_NOT_FIT) the mesh exceeds a capacity (then the
+ * records' room, sized from the capacities, or the soup's vertex room may
+ * be short too: nothing is written); bit 1 (PM_ISOSURFACE_INDEX_OVERFLOW)
+ * an indexed mesh with more than 2^32 vertices. */
+__global__ void mc_final_kernel(const unsigned long long *totals, int indexed, unsigned long long rec_cap,
+                                unsigned long long vcap, unsigned long long tcap, unsigned long long vroom,
+                                mc_dcounts *dc, unsigned long long *counts)
+{
+    const unsigned long long nrec = totals[0], ntri = totals[1], ncross = totals[2];
+    const unsigned long long nv = indexed ? ncross : 3 * ntri;
+    unsigned long long flags = 0;
+    if (nv > vcap || ntri > tcap || nrec > rec_cap || ncross > vroom) flags |= 1;
+    if (indexed && ncross > 0xffffffffull) flags |= 2;
+    counts[0] = nv;
+    counts[1] = ntri;
+    counts[2] = totals[3];
+    counts[3] = flags;
+    dc->nrec = nrec;
+    dc->ncross = ncross;
+    dc->ntri = ntri;
+    dc->ok = flags == 0;
+}
+
+static unsigned long long mc_min(unsigned long long a, unsigned long long b)
+{
+    return a < b ? a : b;
+}
+
+/* Both passes queued on the context's stream, no host wait: pass 1 with a
+ * record room that holds any mesh fitting the caller's capacities (a
+ * record is a point whose cell has triangles, or a point on the last
+ * row, column or slice of the lattice, which owns edges but no cell), pass
+ * 2 launched for the capacities and told the counts on the device. The
+ * scratch stays in use until the queued work ends; the next call on the
+ * context comes after it in stream order. */
+extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *vol, double iso,
+                                               const pm_isosurface_options *opt, uint64_t *counts_ctx)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    cudaStream_t s = st->stream;
+    PMI_TRY(mcd_tables_upload(st->device));
+    mc_plan pl;
+    PMI_TRY(mc_plan_make(ctx, vol, iso, opt, 1, &pl));
+    const int indexed = pl.indexed;
+    const unsigned long long np = pl.npoints;
+    const unsigned long long inner = (unsigned long long)(vol->nx - 1) * (vol->ny - 1) * (vol->nz - 1);
+    const unsigned long long border = np - inner;
+    const unsigned long long vcap = opt->vertex_capacity, tcap = opt->triangle_capacity;
+    /* Triangles that can be written, records they need (at most one per
+     * triangle, plus the border points). */
+    const unsigned long long tfit = indexed ? tcap : mc_min(tcap, vcap / 3);
+    const unsigned long long rec_cap = tfit >= np ? np : mc_min(np, tfit + border);
+    /* Outputs of each kernel, at most: crossings (3 per record), the soup's
+     * indexed vertices (at most its soup vertices), triangles (5 per
+     * record). */
+    const unsigned long long nvk = mc_min(vcap, 3 * rec_cap), ntk = mc_min(tfit, 5 * rec_cap);
+    if ((nvk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull || (ntk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: the capacities are too large for one launch");
+    const int want_n = opt->normals != PM_NORMALS_NONE && opt->normals_out;
+    size_t vroom_b = 0;
+    if (!indexed && !pmi_mul3_size((size_t)nvk, (size_t)3 * sizeof(float), want_n ? 2 : 1, &vroom_b))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: vertex room overflows");
+    mc_pass1 p1;
+    cudaEvent_t ev[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    PMI_TRY(mc_pass1_launch(ctx, vol, pl, (size_t)rec_cap, 256 + vroom_b, &p1, ev));
+    mc_dcounts *dc = (mc_dcounts *)p1.extra;
+    float *vpos = indexed ? NULL : (float *)(p1.extra + 256);
+    float *vnrm = !indexed && want_n ? vpos + (size_t)nvk * 3 : NULL;
+    mc_final_kernel<<<1, 1, 0, s>>>(p1.totals, indexed, rec_cap, vcap, tcap, indexed ? vcap : nvk, dc,
+                                    (unsigned long long *)counts_ctx);
+    PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
+    float *pnrm = want_n ? opt->normals_out : NULL;
+    const long long nrb = (long long)rec_cap; /* replaced by dc->nrec */
+    if (indexed) {
+        if (nvk)
+            mc_launch_expand(s, vol->type, opt->normals, 1, pl.v, p1.rec, nrb, p1.ctab.c, nvk, opt->positions, pnrm,
+                             dc);
+        PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
+        if (ntk && opt->indices)
+            mc_triangle_kernel<<<mc_blocks(ntk), MC_THREADS, 0, s>>>(pl.v, p1.rec, p1.rows, nrb, p1.ctab.t, ntk,
+                                                                     opt->indices, dc);
+    } else {
+        if (nvk) mc_launch_expand(s, vol->type, opt->normals, 1, pl.v, p1.rec, nrb, p1.ctab.c, nvk, vpos, vnrm, dc);
+        PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
+        if (ntk)
+            mc_gather_kernel<<<mc_blocks(ntk), MC_THREADS, 0, s>>>(pl.v, p1.rec, p1.rows, nrb, p1.ctab.t, ntk, vpos,
+                                                                   vnrm, opt->positions, pnrm, dc);
+    }
+    return pmi_cuda_launched("pm_isosurface_async: triangles");
 }
