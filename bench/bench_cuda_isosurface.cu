@@ -4,7 +4,8 @@
  * median of 30 extractions timed with CUDA events on the context's stream
  * (the whole pm_isosurface call, the count read-back included; "async":
  * the whole pm_isosurface_async call, no host wait, its mesh checked
- * byte for byte against pm_isosurface's), the two
+ * byte for byte against pm_isosurface's; "async host ms": the host's time
+ * inside that call, the GPU still working when it returns), the two
  * passes, the floor (read the field once + write the mesh once at the
  * device-copy bandwidth measured in this run), and the ratio to HP5's
  * figures as published in our ANCHORS.md (not run here). N <= checkN (128)
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -151,6 +153,7 @@ static int check_n = 128;
 /* PM_BENCH_QUICK set: one call per row and no timing (for ncu), f32 only. */
 static int quick;
 static int async_differs;
+static double async_host_ms; /* host time inside pm_isosurface_async */
 
 /* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 512
  * pass 1 by the bitmask kernels, 1024 by the streaming classification
@@ -224,10 +227,13 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     if (idx) CK(cudaMemset(idx, 0, 12 * nt));
     uint64_t *cnt;
     CK(cudaMalloc(&cnt, 4 * sizeof(uint64_t)));
-    std::vector<double> ta;
+    std::vector<double> ta, th;
     for (int r = 0; r < 33; r++) {
         cudaEventRecord(e0, s);
+        const auto h0 = std::chrono::steady_clock::now();
         PK(pm_isosurface_async(ctx, &v, iso, &o, cnt));
+        const auto h1 = std::chrono::steady_clock::now();
+        if (r >= 3) th.push_back(std::chrono::duration<double, std::milli>(h1 - h0).count());
         cudaEventRecord(e1, s);
         CK(cudaEventSynchronize(e1));
         float ms;
@@ -246,6 +252,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
         async_differs++;
     }
     cudaFree(cnt);
+    async_host_ms = median(th);
     pmi_mc_profile = 1;
     for (int r = 0; r < 11; r++) {
         PK(pm_isosurface(ctx, &v, iso, &o, &m));
@@ -278,9 +285,9 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     char ha[32] = "-";
     if (h > 0) snprintf(ha, sizeof ha, "%.2fx", mea / h);
     printf("| %4d | %-7s | %-7s | %-3s | %10zu | %10zu | %8.3f | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | "
-           "%5.2fx | %-15s | %-6s |\n",
+           "%5.2fx | %-15s | %-6s | %6.3f |\n",
            n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), nv, nt, med, mea, median(t1), median(t3),
-           median(t2), median(t4), floor_ms, med / floor_ms, hs, ha);
+           median(t2), median(t4), floor_ms, med / floor_ms, hs, ha, async_host_ms);
     fflush(stdout);
     cudaFree(pos);
     cudaFree(nrm);
@@ -304,8 +311,8 @@ int main(int argc, char **argv)
     printf("device %s; device-to-device copy of 1 GiB: %.0f GB/s (read + write)\n",
            pm_context_device_name(ctx), gbs);
     printf("| N | mode | path | type | vertices | triangles | median ms | async ms | pass 1 ms | (bits ms) | pass 2 ms | "
-           "(p2 vertices ms) | floor ms | / floor | HP5 ms (ANCHORS.md) | async / HP5 |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "(p2 vertices ms) | floor ms | / floor | HP5 ms (ANCHORS.md) | async / HP5 | async host ms |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int ns[16] = {128, 256, 384, 512, 640, 768, 1024}, nn = 7;
     if (argc > 3) {
         nn = 0;

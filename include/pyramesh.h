@@ -392,6 +392,41 @@ PM_API pm_status pm_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                   const pm_field_params *params, pm_field *out);
 PM_API void pm_field_free(pm_context *ctx, pm_field *field);
 
+/* A density field's lattice fixed by the caller: point (i,j,k) at
+ * ((lo[0]+i)*s, (lo[1]+j)*s, (lo[2]+k)*s), s = cube_size * radius, dims
+ * points per axis (each at least 2). */
+typedef struct pm_field_grid {
+    int64_t lo[3];
+    size_t dims[3];
+} pm_field_grid;
+
+/* The lattice pm_field_compute picks for particles whose bounding box is
+ * exactly [bmin, bmax] (the box, the kernel's reach and one point more on
+ * every side; docs/reconstruct.md): for a simulation in a fixed domain,
+ * the grid of every frame. Host only, no context. */
+PM_API pm_status pm_field_grid_for_box(const pm_field_params *params, const double bmin[3],
+                                       const double bmax[3], pm_field_grid *grid);
+
+/* pm_field_compute on a lattice the caller fixes, for a per-frame loop:
+ * queued on the context's stream without waiting for the device (on the
+ * CPU backend it runs synchronously). xyz, field_ctx (dims[0] * dims[1] *
+ * dims[2] floats, every one written, x fastest) and status_ctx (2 uint64_t)
+ * are in context memory. status_ctx receives, when the work is done: [0]
+ * the particles used (those inside the aabb when use_aabb is set), [1] the
+ * index of the first particle with a non-finite coordinate, or UINT64_MAX
+ * (otherwise the field is unspecified). Particles outside the lattice
+ * still count at the points they reach. The field has pm_field_compute's
+ * conventions (inside above params->iso: extract with inside_above = 1).
+ * On pm_field_compute's own lattice, or on one grown by whole neighbour
+ * cells on each side, the values are byte for byte pm_field_compute's on
+ * the CUDA backend; elsewhere the neighbour cells are anchored differently
+ * and sums may round differently (docs/reconstruct.md). The CPU backend
+ * computes pm_field_compute's field and copies it into the lattice.
+ * Host-side errors (arguments, memory, launches) are returned. */
+PM_API pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
+                                        const pm_field_params *params, const pm_field_grid *grid,
+                                        float *field_ctx, uint64_t *status_ctx);
+
 /* ------------------------------------------------------------------------ */
 /* Files (host memory)                                                       */
 /* ------------------------------------------------------------------------ */

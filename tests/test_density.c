@@ -2,8 +2,9 @@
  * brute-force O(n * grid) reference, analytic cases (one particle, packed
  * lattices, coincident and duplicate particles), thread-count independence,
  * the aabb filter, the memory limit, bad input, the blur method, and (when
- * pm_isosurface is real) a closed manifold surface of a ball. In cuda mode
- * the CUDA field is compared with the CPU one. */
+ * pm_isosurface is real) a closed manifold surface of a ball,
+ * pm_field_compute_async against pm_field_compute (both modes). In cuda
+ * mode the CUDA field is compared with the CPU one. */
 #include <math.h>
 
 #include "test_common.h"
@@ -722,11 +723,199 @@ static int compare_with_cpu(pm_context *ctx)
     return 1;
 }
 
+/* pm_field_compute_async on one lattice against pm_field_compute: on the
+ * field's own lattice (also as pm_field_grid_for_box gives it for the
+ * particles' box) byte for byte; on the lattice grown by two neighbour
+ * cells on every side byte for byte inside and zero outside; on a window
+ * cut 3 points in on every side (particles outside it) within 1e-6
+ * relative; the status words (particles used with and without the aabb,
+ * the first non-finite particle); then the field's mesh by
+ * pm_isosurface_async queued right behind it, against pm_isosurface on the
+ * synchronous field (both backends; nothing waits before the end). */
+static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfinite)
+{
+    size_t n = 3000;
+    float *xyz = malloc(n * 3 * sizeof *xyz);
+    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)(0.2 + 0.6 * pmt_uniform());
+    if (nonfinite) {
+        xyz[3 * 1234 + 1] = NAN;
+        xyz[3 * 2345] = INFINITY;
+    }
+    float *d = upload(ctx, xyz, n);
+    pm_field_params p = params(0.03);
+    p.method = m;
+    if (aabb) {
+        p.use_aabb = 1;
+        for (int a = 0; a < 3; a++) {
+            p.aabb_min[a] = 0.3;
+            p.aabb_max[a] = 0.75;
+        }
+    }
+    uint64_t *st;
+    PMT_OK(pm_alloc(ctx, 2 * sizeof(uint64_t), (void **)&st));
+    pm_field_grid g0 = {{0, 0, 0}, {40, 40, 40}};
+    if (nonfinite) {
+        float *out;
+        PMT_OK(pm_alloc(ctx, 4 * 40 * 40 * 40, (void **)&out));
+        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g0, out, st));
+        uint64_t h[2];
+        PMT_OK(pm_download(ctx, h, st, sizeof h));
+        PMT_CHECK(h[1] == 1234, "async field: first non-finite particle %llu, expected 1234",
+                  (unsigned long long)h[1]);
+        pm_free(ctx, out);
+        pm_free(ctx, st);
+        pm_free(ctx, d);
+        free(xyz);
+        return;
+    }
+    pm_field f;
+    PMT_OK(pm_field_compute(ctx, d, n, &p, &f));
+    const pm_volume *v = &f.volume;
+    double bmin[3] = {INFINITY, INFINITY, INFINITY}, bmax[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (size_t i = 0; i < n; i++) {
+        const float *q = xyz + 3 * i;
+        if (aabb && !(q[0] >= 0.3 && q[0] <= 0.75 && q[1] >= 0.3 && q[1] <= 0.75 && q[2] >= 0.3 && q[2] <= 0.75))
+            continue;
+        for (int a = 0; a < 3; a++) {
+            bmin[a] = fmin(bmin[a], q[a]);
+            bmax[a] = fmax(bmax[a], q[a]);
+        }
+    }
+    PMT_OK(pm_field_grid_for_box(&p, bmin, bmax, &g0));
+    const size_t fd[3] = {v->nx, v->ny, v->nz};
+    for (int a = 0; a < 3; a++)
+        PMT_CHECK(g0.dims[a] == fd[a] && (double)g0.lo[a] * v->spacing[a] == v->origin[a],
+                  "pm_field_grid_for_box axis %d: lo %lld dims %zu, the field's %g / %zu", a, (long long)g0.lo[a],
+                  g0.dims[a], v->origin[a], fd[a]);
+    pm_field_params rp = resolved(0.03);
+    rp.method = m;
+    const int64_t B = (int64_t)pmi_field_rule_of(&rp).B;
+    float *ref = field_host(ctx, &f);
+    const char *what = m == PM_FIELD_SPH ? (aabb ? "sph, aabb" : "sph") : (aabb ? "blur, aabb" : "blur");
+    for (int c = 0; c < 3; c++) {
+        /* 0: the field's lattice, 1: grown by 2 cells, 2: cut by 3 points. */
+        pm_field_grid g = g0;
+        const int64_t grow = c == 0 ? 0 : c == 1 ? 2 * B : -3;
+        for (int a = 0; a < 3; a++) {
+            g.lo[a] -= grow;
+            g.dims[a] = (size_t)((int64_t)g.dims[a] + 2 * grow);
+        }
+        const size_t np = g.dims[0] * g.dims[1] * g.dims[2];
+        float *out;
+        PMT_OK(pm_alloc(ctx, 4 * np, (void **)&out));
+        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g, out, st));
+        /* The mesh, queued right behind the field. */
+        pm_volume fv = {out, PM_SAMPLE_F32, g.dims[0], g.dims[1], g.dims[2], 0, 0, {0, 0, 0}, {0, 0, 0}};
+        for (int a = 0; a < 3; a++) {
+            fv.spacing[a] = v->spacing[a];
+            fv.origin[a] = (double)g.lo[a] * v->spacing[a];
+        }
+        pm_isosurface_options o;
+        memset(&o, 0, sizeof o);
+        o.mode = PM_MESH_INDEXED;
+        o.inside_above = 1;
+        o.output_in_context_memory = 1;
+        pm_mesh ms;
+        PMT_OK(pm_isosurface(ctx, v, f.iso, &o, &ms));
+        float *mp, *mn;
+        uint32_t *mi;
+        uint64_t *mc;
+        const size_t vc = ms.num_vertices + 10, tc = ms.num_triangles + 10;
+        PMT_OK(pm_alloc(ctx, 12 * vc, (void **)&mp));
+        PMT_OK(pm_alloc(ctx, 12 * vc, (void **)&mn));
+        PMT_OK(pm_alloc(ctx, 12 * tc, (void **)&mi));
+        PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&mc));
+        o.positions = mp;
+        o.normals_out = mn;
+        o.indices = mi;
+        o.vertex_capacity = vc;
+        o.triangle_capacity = tc;
+        if (c < 2) PMT_OK(pm_isosurface_async(ctx, &fv, f.iso, &o, mc));
+        PMT_OK(pm_context_synchronize(ctx));
+
+        uint64_t h[2];
+        PMT_OK(pm_download(ctx, h, st, sizeof h));
+        PMT_CHECK(h[0] == f.particles_used && h[1] == UINT64_MAX, "%s lattice %d: status %llu %llu, expected %zu",
+                  what, c, (unsigned long long)h[0], (unsigned long long)h[1], f.particles_used);
+        float *got = pmt_to_host(ctx, out, 4 * np);
+        size_t differ = 0, far = 0;
+        for (size_t k = 0; k < g.dims[2]; k++)
+            for (size_t j = 0; j < g.dims[1]; j++)
+                for (size_t i = 0; i < g.dims[0]; i++) {
+                    const int64_t si = (int64_t)i - grow, sj = (int64_t)j - grow, sk = (int64_t)k - grow;
+                    const int in = si >= 0 && sj >= 0 && sk >= 0 && si < (int64_t)fd[0] && sj < (int64_t)fd[1] &&
+                                   sk < (int64_t)fd[2];
+                    const float a = in ? ref[((size_t)sk * fd[1] + (size_t)sj) * fd[0] + (size_t)si] : 0.0f;
+                    const float b = got[(k * g.dims[1] + j) * g.dims[0] + i];
+                    if (memcmp(&a, &b, sizeof a)) differ++;
+                    if (!(fabs(a - b) <= 1e-6 * fabs(a) + 1e-12)) far++;
+                }
+        if (c < 2)
+            PMT_CHECK(differ == 0, "%s lattice %d: %zu of %zu values differ from pm_field_compute", what, c, differ,
+                      np);
+        PMT_CHECK(far == 0, "%s lattice %d: %zu of %zu values differ by more than 1e-6", what, c, far, np);
+        if (c < 2) {
+            /* Same field values: the same mesh, moved by whole points in
+             * index only (positions are absolute). */
+            uint64_t hc[4];
+            PMT_OK(pm_download(ctx, hc, mc, sizeof hc));
+            PMT_CHECK(hc[0] == ms.num_vertices && hc[1] == ms.num_triangles && hc[3] == 0,
+                      "%s lattice %d: async mesh %llu/%llu flags %llu, expected %zu/%zu", what, c,
+                      (unsigned long long)hc[0], (unsigned long long)hc[1], (unsigned long long)hc[3],
+                      ms.num_vertices, ms.num_triangles);
+            if (c == 0 && hc[0] == ms.num_vertices && hc[1] == ms.num_triangles) {
+                float *a = pmt_to_host(ctx, mp, 12 * ms.num_vertices), *b = pmt_to_host(ctx, ms.positions, 12 * ms.num_vertices);
+                uint32_t *ia = pmt_to_host(ctx, mi, 12 * ms.num_triangles),
+                         *ib = pmt_to_host(ctx, ms.indices, 12 * ms.num_triangles);
+                PMT_CHECK(!memcmp(a, b, 12 * ms.num_vertices) && !memcmp(ia, ib, 12 * ms.num_triangles),
+                          "%s: the async field's async mesh differs from the synchronous one", what);
+                free(a);
+                free(b);
+                free(ia);
+                free(ib);
+            }
+        }
+        free(got);
+        pm_free(ctx, out);
+        pm_free(ctx, mp);
+        pm_free(ctx, mn);
+        pm_free(ctx, mi);
+        pm_free(ctx, mc);
+        pm_mesh_free(ctx, &ms);
+    }
+    free(ref);
+    pm_field_free(ctx, &f);
+    pm_free(ctx, st);
+    pm_free(ctx, d);
+    free(xyz);
+}
+
+static void test_async(pm_context *ctx)
+{
+    for (int m = 0; m < 2; m++)
+        for (int aabb = 0; aabb < 2; aabb++) async_case(ctx, (pm_field_method)m, aabb, 0);
+    async_case(ctx, PM_FIELD_SPH, 0, 1);
+    pm_field_grid g = {{0, 0, 0}, {1, 40, 40}};
+    pm_field_params p = params(0.03);
+    float one[3] = {0.5f, 0.5f, 0.5f}, *d = upload(ctx, one, 1), *out;
+    uint64_t *st;
+    PMT_OK(pm_alloc(ctx, 4 * 40 * 40 * 2, (void **)&out));
+    PMT_OK(pm_alloc(ctx, 16, (void **)&st));
+    PMT_CHECK(pm_field_compute_async(ctx, d, 1, &p, &g, out, st) == PM_STATUS_INVALID_ARGUMENT,
+              "a lattice of one point per row must be refused");
+    PMT_CHECK(pm_field_compute_async(ctx, d, 1, &p, &g, out, NULL) == PM_STATUS_INVALID_ARGUMENT,
+              "a NULL status must be refused");
+    pm_free(ctx, out);
+    pm_free(ctx, st);
+    pm_free(ctx, d);
+}
+
 int main(int argc, char **argv)
 {
     pm_context *ctx;
     pm_device dev;
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
+    test_async(ctx);
     if (dev == PM_DEVICE_CUDA) {
         int ran = compare_with_cpu(ctx);
         pm_context_destroy(ctx);

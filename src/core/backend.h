@@ -64,6 +64,12 @@ typedef struct pmi_backend {
     /* params resolved to defaults; xyz in context memory. */
     pm_status (*field_compute)(pm_context *ctx, const float *xyz, size_t n,
                                const pm_field_params *params, pm_field *out);
+    /* The field on a fixed lattice without waiting (pm_field_compute_async):
+     * params resolved, grid checked. NULL: the core runs field_compute and
+     * copies the field into the lattice. */
+    pm_status (*field_compute_async)(pm_context *ctx, const float *xyz, size_t n,
+                                     const pm_field_params *params, const pm_field_grid *grid,
+                                     float *field_ctx, uint64_t *status_ctx);
 } pmi_backend;
 
 struct pm_context {

@@ -11,7 +11,6 @@
 
 /* Lattice indices stay below 2^52 so that (double)g * s is exact enough to
  * tell neighbouring lattice points apart. */
-#define PMI_MAX_LATTICE_INDEX 4503599627370496.0
 
 static double gb(double bytes) { return bytes / 1e9; }
 
@@ -21,26 +20,21 @@ static double gb(double bytes) { return bytes / 1e9; }
  * neighbour cells of `block` points per edge, block * s >= reach. Checks
  * the memory: the field (4 B per point) plus `per_cell` bytes per neighbour
  * cell plus `fixed` bytes must fit max_bytes. */
-static pm_status layout(const double bmin[3], const double bmax[3], double s, double margin,
-                        double reach, double per_cell, double fixed, size_t max_bytes,
-                        pmi_field_layout *lay)
+static pm_status layout(const pmi_field_rule *f, const double bmin[3], const double bmax[3],
+                        double per_cell, double fixed, size_t max_bytes, pmi_field_layout *lay)
 {
     memset(lay, 0, sizeof *lay);
-    double dims[3], cdims[3];
-    /* ratio rounded up; the 1e-12 keeps an exact ratio such as h/s = 8
-     * from becoming 9 through a rounding of the division. */
-    double B = ceil(reach / s * (1.0 - 1e-12));
-    if (B < 1) B = 1;
+    const double s = f->s, B = f->B;
+    double lo[3], dims[3], cdims[3];
+    if (!pmi_field_extent(f, bmin, bmax, lo, dims))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_field_compute: coordinates up to %g are too large for the cell "
+                         "size %g (more than 2^52 cells from the origin)",
+                         fmax(fmax(fabs(bmin[0]), fabs(bmax[0])),
+                              fmax(fmax(fabs(bmin[1]), fabs(bmax[1])), fmax(fabs(bmin[2]), fabs(bmax[2])))),
+                         s);
     for (int a = 0; a < 3; a++) {
-        double g0 = floor((bmin[a] - margin) / s) - 1.0;
-        double g1 = ceil((bmax[a] + margin) / s) + 1.0;
-        if (!(fabs(g0) < PMI_MAX_LATTICE_INDEX) || !(fabs(g1) < PMI_MAX_LATTICE_INDEX))
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "pm_field_compute: coordinates up to %g are too large for the cell "
-                             "size %g (more than 2^52 cells from the origin)",
-                             fmax(fabs(bmin[a]), fabs(bmax[a])), s);
-        lay->lo[a] = (int64_t)g0;
-        dims[a] = g1 - g0 + 1.0;
+        lay->lo[a] = (int64_t)lo[a];
         cdims[a] = ceil(dims[a] / B);
     }
     double points = dims[0] * dims[1] * dims[2];
@@ -54,7 +48,7 @@ static pm_status layout(const double bmin[3], const double bmax[3], double s, do
     /* need <= max_bytes <= SIZE_MAX, so every count below fits size_t. */
     lay->spacing = s;
     lay->block = (size_t)B;
-    lay->reach = reach;
+    lay->reach = f->cell_reach;
     for (int a = 0; a < 3; a++) {
         lay->dims[a] = (size_t)dims[a];
         lay->cdims[a] = (size_t)cdims[a];
@@ -115,12 +109,8 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
 
     /* Layout and the memory check, before anything big is allocated. */
     const int sph = p->method == PM_FIELD_SPH;
-    const double r = p->radius, s = p->cube_size * r, h = 2.0 * p->smoothing_length * r;
-    const int steps = sph ? 0 : p->blur_steps;
-    const double reach = sph ? h : r + 0.5 * s;
-    const double margin = sph ? h : reach + steps * s;
-    const double cell_reach = sph ? h : fmax(reach, PMI_BLUR_MIN_BLOCK * s);
-    const double B = fmax(1.0, ceil(cell_reach / s * (1.0 - 1e-12)));
+    const pmi_field_rule f = pmi_field_rule_of(p);
+    const double B = f.B;
     const double T = ctx->num_threads;
     /* Per particle: cell id 8, slot 4, sorted xyz 12, volume 8 (SPH), a
      * filtered copy 12 when the aabb drops some. Per cell: count and start.
@@ -139,7 +129,7 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
     }
     pmi_field_layout lay;
     pm_status st =
-        layout(bmin, bmax, s, margin, cell_reach, 8.0,
+        layout(&f, bmin, bmax, 8.0,
                per_particle * (double)kept + T * per_thread + 4.0, p->max_memory_bytes, &lay);
     if (st != PM_STATUS_OK) return st;
     if (!sph) {

@@ -14,6 +14,7 @@
 #endif
 
 #include "core/backend.h"
+#include "core/field_rule.h"
 
 /* The output lattice and the neighbour cells laid over it. Lattice point
  * (i,j,k) is at ((i0+i)*s, (j0+j)*s, (k0+k)*s) with the global integer
@@ -67,11 +68,6 @@ static inline void pmi_sph_superblock(size_t B, size_t sbc[3], size_t pts[3], si
     *slab = pts[2];
     if (plane * pts[2] > PMI_ACC_CAP) *slab = PMI_ACC_CAP / plane ? PMI_ACC_CAP / plane : 1;
 }
-
-/* Blur cells hold at least this many lattice points per edge: its reach
- * (r + s/2) is only 2.5 points at -c 0.5, and tiny blocks cost more in
- * per-block overhead than they save. */
-#define PMI_BLUR_MIN_BLOCK 6
 
 /* IEEE square root (correctly rounded, as CUDA's sqrt) of d2 >= 0. The
  * SSE2 form skips the errno check libm's sqrt carries without

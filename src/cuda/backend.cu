@@ -200,6 +200,7 @@ static const pmi_backend cuda_backend = {
     /* .isosurface = */ pmi_cuda_isosurface,
     /* .isosurface_async = */ pmi_cuda_isosurface_async,
     /* .field_compute = */ pmi_cuda_field_compute,
+    /* .field_compute_async = */ pmi_cuda_field_compute_async,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

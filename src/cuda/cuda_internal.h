@@ -155,6 +155,12 @@ pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const floa
                                     size_t width, size_t height, size_t row_stride, double *result);
 pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
                                       uint64_t *total);
+/* The scan queued without waiting: scratch tmp of pmi_cuda_scan_tmp_bytes(n)
+ * bytes (device), the total (sum of all n inputs) to *total (device or
+ * mapped memory). */
+size_t pmi_cuda_scan_tmp_bytes(size_t n);
+pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n, void *tmp,
+                               unsigned long long *total);
 pm_status pmi_cuda_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                               float threshold, float *out, size_t capacity, size_t *count);
 pm_status pmi_cuda_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_compare cmp,

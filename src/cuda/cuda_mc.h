@@ -17,6 +17,9 @@ pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *volume, do
                                     const pm_isosurface_options *options, uint64_t *counts_ctx);
 pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                  const pm_field_params *params, pm_field *out);
+pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
+                                       const pm_field_params *params, const pm_field_grid *grid,
+                                       float *field_ctx, uint64_t *status_ctx);
 
 #ifdef __cplusplus
 }

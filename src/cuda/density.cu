@@ -45,6 +45,7 @@ dn_volumes_kernel(dn_grid g, double h, double mass, double *vol)
     const double h2 = h * h, inv_h = 1.0 / h;
     const double sigma = 8.0 / (DN_PI * h * h * h), sigma2 = 2.0 * sigma;
     const long long c = g.cell[k];
+    if (c >= g.ncells) return; /* dropped (fixed lattice) */
     const long long cx = c % g.cd[0], cy = (c / g.cd[0]) % g.cd[1], cz = c / (g.cd[0] * g.cd[1]);
     const double xk = g.xyz[3 * k], yk = g.xyz[3 * k + 1], zk = g.xyz[3 * k + 2];
     double sum = 0.0;
@@ -370,5 +371,47 @@ extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, s
     out->timings.neighbours_ms = t1 - t0;
     out->timings.density_ms = t2 - t1;
     out->timings.field_ms = t3 - t2;
+    return PM_STATUS_OK;
+}
+
+/* pm_field_compute on the caller's lattice, queued without waiting: the
+ * same kernels as pmi_cuda_field_compute over the fixed-lattice neighbour
+ * grid (neighbours.cu), the field written into the caller's buffer (blur:
+ * the splat goes to whichever buffer makes the last pass land there). */
+extern "C" pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
+                                                  const pm_field_params *p, const pm_field_grid *grid, float *field,
+                                                  uint64_t *status)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    cudaStream_t st = pmi_cuda(ctx)->stream;
+    const int sph = p->method == PM_FIELD_SPH;
+    const int passes = sph ? 0 : 3 * p->blur_steps;
+    size_t points;
+    if (!pmi_mul3_size(grid->dims[0], grid->dims[1], grid->dims[2], &points))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_field_compute_async: grid size overflows");
+    dn_grid g;
+    double *vol;
+    void *extra;
+    PMI_TRY(dn_grid_build_fixed(ctx, xyz, n, p, grid, passes ? points * sizeof(float) : 0, &g, &vol, &extra,
+                                (unsigned long long *)status));
+    const double r = p->radius, h = 2.0 * p->smoothing_length * r;
+    if (sph) {
+        const double d = 2.0 * r, mass = p->rest_density * (d * d * d);
+        dn_volumes_kernel<<<dn_blocks(g.n, 1ll << 31), DN_THREADS, 0, st>>>(g, h, mass, vol);
+        PMI_TRY(pmi_cuda_launched("pm_field_compute_async: particle densities"));
+        dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, h, vol, dn_brick(g.block), field);
+        return pmi_cuda_launched("pm_field_compute_async: colour field");
+    }
+    float *a = (passes & 1) ? (float *)extra : field, *b = (passes & 1) ? field : (float *)extra;
+    dn_splat_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, r, dn_brick(g.block), a);
+    PMI_TRY(pmi_cuda_launched("pm_field_compute_async: splat"));
+    for (int q = 0; q < passes; q++) {
+        dn_blur_kernel<<<dn_blocks(g.points, 65536), DN_THREADS, 0, st>>>(a, b, g.dims[0], g.dims[1], g.dims[2],
+                                                                        q % 3);
+        PMI_TRY(pmi_cuda_launched("pm_field_compute_async: blur"));
+        float *x = a;
+        a = b;
+        b = x;
+    }
     return PM_STATUS_OK;
 }

@@ -11,9 +11,9 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/density_internal.cuh"
-
-#define DN_MAX_LATTICE_INDEX 4503599627370496.0
-#define DN_BLUR_MIN_BLOCK 6
+extern "C" {
+#include "core/field_rule.h"
+}
 
 /* Order-preserving map of floats to unsigned keys (for min/max atomics). */
 static __device__ __forceinline__ unsigned dn_key(float f)
@@ -85,14 +85,18 @@ static __device__ __forceinline__ long long dn_cell_of(float x, double origin, d
  * index, and the per-cell counts. */
 __global__ void dn_cells_kernel(const float *xyz, long long n, int aabb, double3 amin, double3 amax,
                                 double3 origin, double edge, long long cx, long long cy, long long cz,
-                                uint32_t *keys, uint32_t *vals, uint32_t *counts)
+                                uint32_t *keys, uint32_t *vals, uint32_t *counts, unsigned long long *bad)
 {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         float q0 = xyz[3 * i], q1 = xyz[3 * i + 1], q2 = xyz[3 * i + 2];
         uint32_t c = (uint32_t)(cx * cy * cz);
-        if (!aabb || (q0 >= amin.x && q0 <= amax.x && q1 >= amin.y && q1 <= amax.y && q2 >= amin.z &&
-                      q2 <= amax.z)) {
+        /* bad (the fixed lattice, no checks before): non-finite particles
+         * are dropped and the first one's index kept. */
+        const bool fin = !bad || (isfinite(q0) && isfinite(q1) && isfinite(q2));
+        if (!fin) atomicMin(bad, (unsigned long long)i);
+        if (fin && (!aabb || (q0 >= amin.x && q0 <= amax.x && q1 >= amin.y && q1 <= amax.y && q2 >= amin.z &&
+                              q2 <= amax.z))) {
             c = (uint32_t)((dn_cell_of(q2, origin.z, edge, cz) * cy + dn_cell_of(q1, origin.y, edge, cy)) * cx +
                            dn_cell_of(q0, origin.x, edge, cx));
             atomicAdd(&counts[c], 1u);
@@ -188,24 +192,18 @@ pm_status dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_fi
 
     /* Layout: the CPU's formulas (layout() in src/cpu/density.c). */
     const int sph = p->method == PM_FIELD_SPH;
-    const double r = p->radius, s = p->cube_size * r, h = 2.0 * p->smoothing_length * r;
-    const int steps = sph ? 0 : p->blur_steps;
-    const double reach = sph ? h : r + 0.5 * s;
-    const double margin = sph ? h : reach + steps * s;
-    const double cell_reach = sph ? h : fmax(reach, DN_BLUR_MIN_BLOCK * s);
-    double B = ceil(cell_reach / s * (1.0 - 1e-12));
-    if (B < 1) B = 1;
-    double dims[3], cdims[3];
+    const pmi_field_rule f = pmi_field_rule_of(p);
+    const double s = f.s, B = f.B;
+    double lo[3], dims[3], cdims[3];
+    if (!pmi_field_extent(&f, bmin, bmax, lo, dims))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_field_compute: coordinates up to %g are too large for the cell "
+                         "size %g (more than 2^52 cells from the origin)",
+                         fmax(fmax(fabs(bmin[0]), fabs(bmax[0])),
+                              fmax(fmax(fabs(bmin[1]), fabs(bmax[1])), fmax(fabs(bmin[2]), fabs(bmax[2])))),
+                         s);
     for (int a = 0; a < 3; a++) {
-        double g0 = floor((bmin[a] - margin) / s) - 1.0;
-        double g1 = ceil((bmax[a] + margin) / s) + 1.0;
-        if (!(fabs(g0) < DN_MAX_LATTICE_INDEX) || !(fabs(g1) < DN_MAX_LATTICE_INDEX))
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "pm_field_compute: coordinates up to %g are too large for the cell "
-                             "size %g (more than 2^52 cells from the origin)",
-                             fmax(fabs(bmin[a]), fabs(bmax[a])), s);
-        g->lo[a] = (long long)g0;
-        dims[a] = g1 - g0 + 1.0;
+        g->lo[a] = (long long)lo[a];
         cdims[a] = ceil(dims[a] / B);
     }
     /* Device memory: the field (twice for blur), cells, and per particle
@@ -243,7 +241,7 @@ pm_status dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_fi
     const double edge = (double)g->block * s;
     const double3 origin = make_double3((double)g->lo[0] * s, (double)g->lo[1] * s, (double)g->lo[2] * s);
     dn_cells_kernel<<<dn_grid_blocks((long long)n), 256, 0, st>>>(xyz, (long long)n, aabb, amin, amax, origin, edge,
-                                                                   g->cd[0], g->cd[1], g->cd[2], keys, vals, counts);
+                                                                   g->cd[0], g->cd[1], g->cd[2], keys, vals, counts, NULL);
     PMI_TRY(pmi_cuda_launched("pm_field_compute: cell keys"));
     size_t tb_sort = 0;
     int end_bit = 1;
@@ -263,6 +261,116 @@ pm_status dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_fi
     PMI_TRY(pmi_cuda_launched("pm_field_compute: gather"));
     if (sph) PMI_TRY(dn_alloc(sc, kept * 8, (void **)&sc->vol, "particle volumes"));
     PMI_TRY(pmi_cuda_wait(ctx, "pm_field_compute: neighbour grid"));
+    g->cell = skeys;
+    g->start = start;
+    g->xyz = sxyz;
+    return PM_STATUS_OK;
+}
+
+static size_t dn_al(size_t b)
+{
+    return (b + 255) & ~(size_t)255;
+}
+
+/* The neighbour grid on the caller's lattice (pm_field_compute_async):
+ * nothing is read back. Every particle gets a cell key (dropped ones,
+ * outside the aabb or non-finite, the key ncells, sorted last; others
+ * clamped into the lattice's cells, which keeps every neighbour within one
+ * cell: clamping does not move two particles further apart in cells), so
+ * the kernels run over all n sorted slots and the kept count is the cell
+ * scan's total, written to status[0]; status[1] gets the first
+ * non-finite particle. One scratch block from the context's arena: keys,
+ * values, sorted keys and values, counts, starts, sorted positions,
+ * volumes (SPH), the sort's and the scan's scratch, then extra_b bytes for
+ * the caller (*extra). */
+pm_status dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                              const pm_field_grid *grid, size_t extra_b, dn_grid *g, double **vol, void **extra,
+                              unsigned long long *status)
+{
+    cudaStream_t st = pmi_cuda(ctx)->stream;
+    memset(g, 0, sizeof *g);
+    if (n == 0) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_field_compute_async: no particles");
+    if (n > 0x7fffffffull)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_field_compute_async: %zu particles, at most 2^31 - 1 per call", n);
+    const int sph = p->method == PM_FIELD_SPH;
+    const pmi_field_rule f = pmi_field_rule_of(p);
+    double cells = 1.0;
+    for (int a = 0; a < 3; a++) {
+        const double lo = (double)grid->lo[a], hi = lo + (double)grid->dims[a];
+        if (grid->dims[a] < 2 || !(fabs(lo) < PMI_MAX_LATTICE_INDEX) || !(fabs(hi) < PMI_MAX_LATTICE_INDEX))
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "pm_field_compute_async: grid axis %d: lo %lld, %zu points (at least 2, indices "
+                             "below 2^52)",
+                             a, (long long)grid->lo[a], grid->dims[a]);
+        g->lo[a] = (long long)grid->lo[a];
+        g->dims[a] = (long long)grid->dims[a];
+        g->cd[a] = (long long)ceil((double)grid->dims[a] / f.B);
+        cells *= (double)g->cd[a];
+    }
+    if (!(cells < 4294967295.0))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_field_compute_async: %.0f neighbour cells exceed 2^32 - 1", cells);
+    size_t points;
+    if (!pmi_mul3_size(grid->dims[0], grid->dims[1], grid->dims[2], &points) || points > ((size_t)1 << 62))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_field_compute_async: grid size overflows");
+    g->block = (long long)f.B;
+    g->s = f.s;
+    g->ncells = g->cd[0] * g->cd[1] * g->cd[2];
+    g->points = (long long)points;
+    g->n = (long long)n;
+
+    int end_bit = 1;
+    while (end_bit < 32 && (1ull << end_bit) <= (unsigned long long)g->ncells) end_bit++;
+    size_t tb_sort = 0;
+    PMI_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, tb_sort, (uint32_t *)NULL, (uint32_t *)NULL, (uint32_t *)NULL,
+                                               (uint32_t *)NULL, (int)n, 0, end_bit, st),
+               "pm_field_compute_async: sort size");
+    const size_t nc1 = (size_t)g->ncells + 1, tb_scan = pmi_cuda_scan_tmp_bytes(nc1);
+    const size_t b4 = dn_al(n * 4), bc = dn_al(nc1 * 4);
+    const size_t bytes = 4 * b4 + 2 * bc + dn_al(n * 12) + (sph ? dn_al(n * 8) : 0) + dn_al(tb_sort) +
+                         dn_al(tb_scan) + dn_al(extra_b);
+    const double need = (double)bytes + 4.0 * (double)points;
+    if (!(need <= (double)p->max_memory_bytes))
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "pm_field_compute_async: grid %zu x %zu x %zu and %zu particles need %.4g GB, more than "
+                         "the memory limit of %.4g GB (max_memory_bytes)",
+                         grid->dims[0], grid->dims[1], grid->dims[2], n, need / 1e9,
+                         (double)p->max_memory_bytes / 1e9);
+    char *q;
+    PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&q));
+    uint32_t *keys = (uint32_t *)q, *vals = (uint32_t *)(q + b4), *skeys = (uint32_t *)(q + 2 * b4),
+             *svals = (uint32_t *)(q + 3 * b4);
+    q += 4 * b4;
+    uint32_t *counts = (uint32_t *)q, *start = (uint32_t *)(q + bc);
+    q += 2 * bc;
+    float *sxyz = (float *)q;
+    q += dn_al(n * 12);
+    *vol = NULL;
+    if (sph) {
+        *vol = (double *)q;
+        q += dn_al(n * 8);
+    }
+    void *sort_tmp = q;
+    q += dn_al(tb_sort);
+    void *scan_tmp = q;
+    q += dn_al(tb_scan);
+    *extra = q;
+
+    PMI_CU_TRY(cudaMemsetAsync(counts, 0, nc1 * 4, st), "pm_field_compute_async: clear counts");
+    PMI_CU_TRY(cudaMemsetAsync(&status[1], 0xff, sizeof *status, st), "pm_field_compute_async: status");
+    const double3 amin = make_double3(p->aabb_min[0], p->aabb_min[1], p->aabb_min[2]);
+    const double3 amax = make_double3(p->aabb_max[0], p->aabb_max[1], p->aabb_max[2]);
+    const double edge = (double)g->block * f.s;
+    const double3 origin = make_double3((double)g->lo[0] * f.s, (double)g->lo[1] * f.s, (double)g->lo[2] * f.s);
+    dn_cells_kernel<<<dn_grid_blocks((long long)n), 256, 0, st>>>(xyz, (long long)n, p->use_aabb, amin, amax, origin,
+                                                                   edge, g->cd[0], g->cd[1], g->cd[2], keys, vals,
+                                                                   counts, &status[1]);
+    PMI_TRY(pmi_cuda_launched("pm_field_compute_async: cell keys"));
+    PMI_TRY(pmi_cuda_scan_launch(ctx, counts, start, nc1, scan_tmp, &status[0]));
+    size_t tb = tb_sort;
+    PMI_CU_TRY(cub::DeviceRadixSort::SortPairs(sort_tmp, tb, keys, skeys, vals, svals, (int)n, 0, end_bit, st),
+               "pm_field_compute_async: cell sort");
+    dn_gather_kernel<<<dn_grid_blocks((long long)n), 256, 0, st>>>(xyz, svals, (long long)n, sxyz);
+    PMI_TRY(pmi_cuda_launched("pm_field_compute_async: gather"));
     g->cell = skeys;
     g->start = start;
     g->xyz = sxyz;

@@ -139,34 +139,47 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     }
 }
 
-extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in,
-                                                 uint32_t *out, size_t n, uint64_t *total)
+size_t pmi_cuda_scan_tmp_bytes(size_t n)
 {
-    PMI_TRY(pmi_cuda_begin(ctx));
+    const size_t max_tiles = ((n < SCAN_CHUNK ? n : SCAN_CHUNK) + SCAN_TILE - 1) / SCAN_TILE;
+    return 256 + max_tiles * 8 + 16;
+}
+
+pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n, void *tmp,
+                               unsigned long long *total)
+{
     pmi_cuda_state *st = pmi_cuda(ctx);
     const size_t max_tiles = ((n < SCAN_CHUNK ? n : SCAN_CHUNK) + SCAN_TILE - 1) / SCAN_TILE;
-    /* Arena: [tile counter][tile states][two carries], so one memset clears
+    /* tmp: [tile counter][tile states][two carries], so one memset clears
      * the counter and the states and leaves the carries. */
-    void *arena;
-    PMI_TRY(pmi_cuda_scratch(ctx, 256 + max_tiles * 8 + 16, &arena));
-    unsigned *counter = (unsigned *)arena;
-    unsigned long long *state = (unsigned long long *)((char *)arena + 256);
+    unsigned *counter = (unsigned *)tmp;
+    unsigned long long *state = (unsigned long long *)((char *)tmp + 256);
     unsigned long long *carry = state + max_tiles;
-    unsigned long long *result = &st->host_d[PMI_HOST_RESULT];
     const int vec = ((uintptr_t)in & 15) == 0 && ((uintptr_t)out & 15) == 0;
     size_t chunk_index = 0;
     for (size_t off = 0; off < n; off += SCAN_CHUNK, chunk_index++) {
         size_t len = n - off < SCAN_CHUNK ? n - off : SCAN_CHUNK;
         unsigned long long tiles = (len + SCAN_TILE - 1) / SCAN_TILE;
         bool last = off + len == n;
-        PMI_CU_TRY(cudaMemsetAsync(arena, 0, 256 + tiles * 8, st->stream),
+        PMI_CU_TRY(cudaMemsetAsync(tmp, 0, 256 + tiles * 8, st->stream),
                    "pm_scan_exclusive_u32: clearing tile states");
         const unsigned long long *cin = chunk_index ? carry + ((chunk_index - 1) & 1) : NULL;
-        unsigned long long *cout = last ? result : carry + (chunk_index & 1);
+        unsigned long long *cout = last ? total : carry + (chunk_index & 1);
         scan_kernel<<<(unsigned)tiles, SCAN_THREADS, 0, st->stream>>>(
             in + off, out + off, len, vec, state, counter, cin, cout, tiles);
         PMI_TRY(pmi_cuda_launched("pm_scan_exclusive_u32"));
     }
+    return PM_STATUS_OK;
+}
+
+extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in,
+                                                 uint32_t *out, size_t n, uint64_t *total)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    void *arena;
+    PMI_TRY(pmi_cuda_scratch(ctx, pmi_cuda_scan_tmp_bytes(n), &arena));
+    PMI_TRY(pmi_cuda_scan_launch(ctx, in, out, n, arena, &st->host_d[PMI_HOST_RESULT]));
     /* The status needs the total: this is the one host wait. */
     PMI_TRY(pmi_cuda_wait(ctx, "pm_scan_exclusive_u32"));
     uint64_t tot = st->host[PMI_HOST_RESULT];
