@@ -108,6 +108,17 @@ static void test_capacity(pm_context *ctx)
     free(cy);
 }
 
+/* got (host copy of a caller buffer of cap bytes): its first n bytes are
+ * want's (context memory), the rest still the poison. */
+static void same_then_poison(pm_context *ctx, const void *got, const void *want, size_t n, const void *poison,
+                             size_t cap, const char *what, const char *array)
+{
+    void *w = pmt_to_host(ctx, want, n);
+    PMT_CHECK(!memcmp(got, w, n), "%s: async %s differ from pm_isosurface's", what, array);
+    PMT_CHECK(!memcmp((const char *)got + n, poison, cap - n), "%s: %s written past %zu bytes", what, array, n);
+    free(w);
+}
+
 /* pm_isosurface_async into poisoned caller buffers of capacity vcap/tcap
  * (vertices/triangles; indices and normals only where wanted): the counts
  * in context memory are the full mesh's with flag DOES_NOT_FIT exactly when
@@ -145,25 +156,11 @@ static void check_async(pm_context *ctx, const pm_volume *dv, double iso, const 
     float *hp = pmt_to_host(ctx, bp, vb), *hn = want_n ? pmt_to_host(ctx, bn, vb) : NULL;
     uint32_t *hi = want_i ? pmt_to_host(ctx, bi, ib) : NULL;
     if (!over) {
-        float *fp = pmt_to_host(ctx, full->positions, 12 * nv);
-        PMT_CHECK(!memcmp(hp, fp, 12 * nv), "%s cap %zu/%zu: async positions differ", what, vcap, tcap);
-        PMT_CHECK(!memcmp((char *)hp + 12 * nv, poison, vb - 12 * nv), "%s: positions written past %zu", what,
-                  nv);
-        free(fp);
-        if (want_n) {
-            float *fn = pmt_to_host(ctx, full->normals, 12 * nv);
-            PMT_CHECK(!memcmp(hn, fn, 12 * nv), "%s cap %zu/%zu: async normals differ", what, vcap, tcap);
-            PMT_CHECK(!memcmp((char *)hn + 12 * nv, poison, vb - 12 * nv), "%s: normals written past %zu", what,
-                      nv);
-            free(fn);
-        }
-        if (want_i) {
-            uint32_t *fi = pmt_to_host(ctx, full->indices, 12 * nt);
-            PMT_CHECK(!memcmp(hi, fi, 12 * nt), "%s cap %zu/%zu: async indices differ", what, vcap, tcap);
-            PMT_CHECK(!memcmp((char *)hi + 12 * nt, poison, ib - 12 * nt), "%s: indices written past %zu", what,
-                      nt);
-            free(fi);
-        }
+        char wc[160];
+        snprintf(wc, sizeof wc, "%s cap %zu/%zu", what, vcap, tcap);
+        same_then_poison(ctx, hp, full->positions, 12 * nv, poison, vb, wc, "positions");
+        if (want_n) same_then_poison(ctx, hn, full->normals, 12 * nv, poison, vb, wc, "normals");
+        if (want_i) same_then_poison(ctx, hi, full->indices, 12 * nt, poison, ib, wc, "indices");
     } else if (pm_context_device(ctx) == PM_DEVICE_CUDA) {
         PMT_CHECK(!memcmp(hp, poison, vb) && (!hn || !memcmp(hn, poison, vb)) && (!hi || !memcmp(hi, poison, ib)),
                   "%s cap %zu/%zu: a mesh that does not fit was written", what, vcap, tcap);

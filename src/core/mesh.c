@@ -229,11 +229,8 @@ pm_status pm_field_grid_for_box(const pm_field_params *params, const double bmin
                              "pm_field_grid_for_box: the box must be finite with min <= max on every axis");
     const pmi_field_rule f = pmi_field_rule_of(&p);
     double lo[3], dims[3];
-    if (!pmi_field_extent(&f, bmin, bmax, lo, dims))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_field_grid_for_box: the box is too far from the origin for the cell size %g "
-                         "(more than 2^52 cells)",
-                         f.s);
+    s = pmi_field_extent("pm_field_grid_for_box", &f, bmin, bmax, lo, dims);
+    if (s != PM_STATUS_OK) return s;
     for (int a = 0; a < 3; a++) {
         if (!(dims[a] < (double)SIZE_MAX))
             return pmi_error(PM_STATUS_OVERFLOW, "pm_field_grid_for_box: %.0f points on axis %d", dims[a], a);

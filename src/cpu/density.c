@@ -26,13 +26,8 @@ static pm_status layout(const pmi_field_rule *f, const double bmin[3], const dou
     memset(lay, 0, sizeof *lay);
     const double s = f->s, B = f->B;
     double lo[3], dims[3], cdims[3];
-    if (!pmi_field_extent(f, bmin, bmax, lo, dims))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_field_compute: coordinates up to %g are too large for the cell "
-                         "size %g (more than 2^52 cells from the origin)",
-                         fmax(fmax(fabs(bmin[0]), fabs(bmax[0])),
-                              fmax(fmax(fabs(bmin[1]), fabs(bmax[1])), fmax(fabs(bmin[2]), fabs(bmax[2])))),
-                         s);
+    pm_status es = pmi_field_extent("pm_field_compute", f, bmin, bmax, lo, dims);
+    if (es != PM_STATUS_OK) return es;
     for (int a = 0; a < 3; a++) {
         lay->lo[a] = (int64_t)lo[a];
         cdims[a] = ceil(dims[a] / B);

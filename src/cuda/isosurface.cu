@@ -466,7 +466,9 @@ typedef struct mc_plan {
 static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso, const pm_isosurface_options *opt,
                               int async, mc_plan *pl)
 {
+    PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);
+    PMI_TRY(mcd_tables_upload(st->device));
     memset(pl, 0, sizeof *pl);
     mcd_volume &v = pl->v;
     v.data = vol->data;
@@ -641,12 +643,10 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
 extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
                                          const pm_isosurface_options *opt, pm_mesh *mesh)
 {
-    PMI_TRY(pmi_cuda_begin(ctx));
-    pmi_cuda_state *st = pmi_cuda(ctx);
-    cudaStream_t s = st->stream;
-    PMI_TRY(mcd_tables_upload(st->device));
     mc_plan pl;
     PMI_TRY(mc_plan_make(ctx, vol, iso, opt, 0, &pl));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    cudaStream_t s = st->stream;
     const mcd_volume &v = pl.v;
     const int indexed = pl.indexed, cls_indexed = pl.cls_indexed, var = pl.var;
 
@@ -904,12 +904,9 @@ static unsigned long long mc_min(unsigned long long a, unsigned long long b)
 extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *vol, double iso,
                                                const pm_isosurface_options *opt, uint64_t *counts_ctx)
 {
-    PMI_TRY(pmi_cuda_begin(ctx));
-    pmi_cuda_state *st = pmi_cuda(ctx);
-    cudaStream_t s = st->stream;
-    PMI_TRY(mcd_tables_upload(st->device));
     mc_plan pl;
     PMI_TRY(mc_plan_make(ctx, vol, iso, opt, 1, &pl));
+    cudaStream_t s = pmi_cuda(ctx)->stream;
     const int indexed = pl.indexed;
     const unsigned long long np = pl.npoints;
     const unsigned long long inner = (unsigned long long)(vol->nx - 1) * (vol->ny - 1) * (vol->nz - 1);
