@@ -153,7 +153,6 @@ static int check_n = 128;
 /* PM_BENCH_QUICK set: one call per row and no timing (for ncu), f32 only. */
 static int quick;
 static int async_differs;
-static double async_host_ms; /* host time inside pm_isosurface_async */
 
 /* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 512
  * pass 1 by the bitmask kernels, 1024 by the streaming classification
@@ -252,7 +251,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
         async_differs++;
     }
     cudaFree(cnt);
-    async_host_ms = median(th);
+    const double async_host_ms = median(th); /* host time inside the call */
     pmi_mc_profile = 1;
     for (int r = 0; r < 11; r++) {
         PK(pm_isosurface(ctx, &v, iso, &o, &m));
