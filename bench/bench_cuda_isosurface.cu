@@ -321,17 +321,28 @@ int main(int argc, char **argv)
             else break;
         }
     }
+    /* PM_BENCH_VARS=v,v,...: the f32 rows' paths (pmi_mc_variant values)
+     * instead of the default list, and no u8/u16 rows (tuning runs). */
+    int vars[16] = {0, 512, 1024, 0}, nvars = quick ? 3 : 4, f32_only = 0;
+    if (getenv("PM_BENCH_VARS")) {
+        nvars = 0;
+        f32_only = 1;
+        for (char *p = getenv("PM_BENCH_VARS"); *p && nvars < 16;) {
+            vars[nvars++] = (int)strtol(p, &p, 10);
+            if (*p == ',') p++;
+            else break;
+        }
+    }
     for (int q = 0; q < nn; q++) {
         if (ns[q] > maxn) break;
         /* The default path, pass 1 forced onto the bitmask kernels and
          * onto the streaming classification; the default again as a noise
          * check. */
-        static const int vars[] = {0, 512, 1024, 0};
-        for (int vi = 0; vi < (quick ? 3 : 4); vi++) {
+        for (int vi = 0; vi < nvars; vi++) {
             run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, vars[vi]);
             run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, vars[vi]);
         }
-        if (quick) continue;
+        if (quick || f32_only) continue;
         /* u16 and u8 up to 512^3: the default and both pass-1 paths. */
         if (ns[q] <= 512)
             for (int mode = 1; mode >= 0; mode--)

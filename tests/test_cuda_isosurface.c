@@ -344,6 +344,50 @@ static void test_types(pm_context *gpu)
     pm_context_destroy(cpu);
 }
 
+/* Shapes for the streaming classification's row copies (the bulk-copy
+ * kernel takes volumes whose rows start and end on 16 bytes): a last
+ * 256-point chunk of 16 points, bands of 31 rows cut after 2 or none,
+ * padded rows and slices, both inside sides, every type but f64; the GPU
+ * mesh equals the CPU mesh. */
+static void test_row_copies(pm_context *gpu)
+{
+    pm_context *cpu = cpu_ctx();
+    static const size_t shapes[][5] = {
+        /* nx, ny, nz, extra row stride, extra slice stride (samples) */
+        {272, 33, 11, 0, 0}, {48, 62, 9, 0, 0}, {16, 31, 7, 16, 32}, {528, 5, 6, 32, 16}};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        size_t nx = shapes[c][0], ny = shapes[c][1], nz = shapes[c][2], n = nx * ny * nz;
+        size_t rs = nx + shapes[c][3], ss = rs * ny + shapes[c][4];
+        double *f = pmt_field_f64(PMT_FIELD_TORUS, nx, ny, nz, 0.6, 0.25);
+        for (size_t p = 0; p < n; p++)
+            f[p] = floor(100.0 * f[p] + 100.5);
+        for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F32; type++) {
+            void *h = pmt_convert(f, nx, ny, nz, (pm_sample_type)type, rs, ss);
+            size_t bytes = pm_sample_size((pm_sample_type)type) * ss * nz;
+            pm_volume hv = {h, (pm_sample_type)type, nx, ny, nz, rs, ss, {0.5, 1, 2}, {0, 1, 2}};
+            pm_volume dv = hv;
+            dv.data = pmt_to_ctx(gpu, h, bytes);
+            for (int mode = 0; mode < 2; mode++) {
+                pm_isosurface_options o;
+                memset(&o, 0, sizeof o);
+                o.mode = (pm_mesh_mode)mode;
+                o.normals = PM_NORMALS_CENTRAL;
+                o.inside_above = mode;
+                char what[96];
+                snprintf(what, sizeof what, "rows %zux%zux%zu (strides %zu, %zu) %s %s", nx, ny, nz, rs, ss,
+                         pm_sample_type_string((pm_sample_type)type), mode ? "soup" : "indexed");
+                pm_mesh a;
+                gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.25, &o, what, &a);
+                PMT_CHECK(a.num_triangles > 0, "%s: no triangles", what);
+            }
+            pm_free(gpu, (void *)dv.data);
+            free(h);
+        }
+        free(f);
+    }
+    pm_context_destroy(cpu);
+}
+
 /* A request the device cannot hold: a clear OUT_OF_MEMORY naming the bytes,
  * nothing launched, and the context still works afterwards. The volume
  * claims 16384^3 f32 samples over a small buffer: the scratch for its
@@ -459,6 +503,7 @@ int main(int argc, char **argv)
     test_async(ctx);
     if (dev == PM_DEVICE_CUDA) {
         test_types(ctx);
+        test_row_copies(ctx);
         test_oom(ctx);
         test_rerun(ctx);
         test_huge(ctx);
