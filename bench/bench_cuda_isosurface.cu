@@ -271,6 +271,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     const char *vs = var == 0    ? "new"
                      : var == 512 ? "bitmask"
                      : var == 1024 ? "stream"
+                     : var == 2048 ? "search"
                      : var == 1  ? "direct"
                      : var == 2  ? "bounded"
                      : var == 4  ? "strm-2"

@@ -10,8 +10,8 @@
  * writes are coalesced and the reads stay in L1/L2. A block's first record
  * comes from a start table searched for all blocks at once; an edge's
  * owner from the row table (each lattice row's first record). Soup is the
- * indexed vertices, computed once each, gathered per triangle corner (the
- * CPU's mc_soup_from_indexed). Output order and arithmetic are the CPU
+ * indexed vertices, computed once each, gathered by one thread per record
+ * (the CPU's mc_soup_from_indexed). Output order and arithmetic are the CPU
  * backend's (src/cpu/isosurface.c), bit for bit. */
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +281,159 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
     }
 }
 
+/* Soup per record (the default where pass 1 wrote the row table): one
+ * thread per record, so no thread searches for its record, and the
+ * searches for the owners of its cell's edges are shared by all its
+ * triangles. A thread takes the vertex index of each edge its cell's
+ * triangles use: the record itself and the next one in its row own the
+ * edges of corners 0 and 1; corners 3, 4 and 7 (y + 1, z + 1, both) are
+ * found by three searches in the row table's rows, run side by side;
+ * corners 2 and 5 are the records after 3 and 4 when those points have
+ * records of their own. The indices go to shared memory; the block then
+ * writes its records' triangles (a contiguous range) as consecutive soup
+ * corners, each finding its record by a search over the block's 256
+ * triangle prefixes in shared memory and copying its vertex from
+ * vpos/vnrm (the indexed vertices, computed once each by
+ * mc_vertex_kernel). Triangles from ntout on are not written (the caller's
+ * capacity; from dc in pm_isosurface_async). Vertex indices fit 32 bits
+ * (the host checks).
+ *
+ * Lattice edges by owner corner (Bourke numbering, src/core/mc_tables.c):
+ * corner 0 (the point) owns edges 0 (x), 3 (y), 8 (z); corner 1 (x + 1)
+ * edges 1 (y), 9 (z); corner 3 (y + 1) edges 2 (x), 11 (z); corner 2
+ * (x + 1, y + 1) edge 10 (z); corner 4 (z + 1) edges 4 (x), 7 (y); corner
+ * 5 (x + 1, z + 1) edge 5 (y); corner 7 (y + 1, z + 1) edge 6 (x). */
+#define MC_E(e) (1u << (e))
+__global__ void __launch_bounds__(MC_THREADS)
+mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
+                      unsigned long long ntout, float *pos, float *nrm, const float *vpos, const float *vnrm,
+                      const mc_dcounts *dc)
+{
+    __shared__ uint32_t s_v[12][MC_THREADS];
+    __shared__ unsigned s_tp[MC_THREADS];
+    __shared__ uint8_t s_cs[MC_THREADS];
+    __shared__ unsigned s_total;
+    if (dc) {
+        if (!dc->ok) return;
+        nrec = (long long)dc->nrec;
+        ntout = dc->ntri;
+    }
+    const long long r0 = (long long)blockIdx.x * MC_THREADS;
+    if (r0 >= nrec) return; /* block-uniform, before the barrier */
+    const int t = threadIdx.x;
+    const long long r = r0 + t;
+    const bool valid = r < nrec;
+    unsigned info = 0;
+    unsigned long long p = 0, tri = 0, cross = 0;
+    if (valid) {
+        info = __ldg(rec.info + r);
+        p = __ldg(rec.point + r);
+        tri = __ldg(rec.tri + r);
+        cross = __ldg(rec.cross + r);
+    }
+    const unsigned cs = info & 255u, nt = info >> 11 & 7u;
+    const unsigned long long T0 = __ldg(rec.tri + r0);
+    if (nt) {
+        unsigned em = 0; /* edges the cell's triangles use */
+        for (unsigned q = 0; q < 3 * nt; q++) em |= 1u << mcd_tri_table[cs][q];
+        const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny;
+        const unsigned long long nrows = ny * (unsigned long long)v.nz, prow = mc_row_of(v, p);
+        /* Corners 3 (g = 0), 4 (g = 1), 7 (g = 2): the first record at or
+         * after the corner's point, in the point's row. */
+        const unsigned need[3] = {em & (MC_E(2) | MC_E(11) | MC_E(10)), em & (MC_E(4) | MC_E(7) | MC_E(5)),
+                                  em & MC_E(6)};
+        const unsigned long long drow[3] = {1, ny, 1 + ny}, tgt[3] = {p + nx, p + nx * ny, p + nx + nx * ny};
+        long long lo[3], hi[3];
+#pragma unroll
+        for (int g = 0; g < 3; g++) {
+            lo[g] = hi[g] = 0;
+            if (need[g]) {
+                const unsigned long long orow = prow + drow[g];
+                lo[g] = (long long)__ldg(rows + orow);
+                hi[g] = (orow + 1 < nrows ? (long long)__ldg(rows + orow + 1) : nrec) - 1;
+            }
+        }
+        for (;;) {
+            bool more = false;
+#pragma unroll
+            for (int g = 0; g < 3; g++)
+                if (lo[g] < hi[g]) {
+                    more = true;
+                    const long long mid = (lo[g] + hi[g]) >> 1;
+                    if (__ldg(rec.point + mid) < tgt[g]) lo[g] = mid + 1;
+                    else hi[g] = mid;
+                }
+            if (!more) break;
+        }
+        long long o2 = lo[0], o5 = lo[1];
+        if (em & MC_E(10)) o2 += __ldg(rec.point + lo[0]) == tgt[0];
+        if (em & MC_E(5)) o5 += __ldg(rec.point + lo[1]) == tgt[1];
+        /* Owners' crossing bits (x, y, z) and prefixes. */
+        unsigned b1 = 0, b3 = 0, b2 = 0, b4 = 0, b5 = 0;
+        unsigned long long c1 = 0, c3 = 0, c2 = 0, c4 = 0, c5 = 0, c7 = 0;
+        if (em & (MC_E(1) | MC_E(9))) {
+            b1 = __ldg(rec.info + r + 1) >> 8;
+            c1 = __ldg(rec.cross + r + 1);
+        }
+        if (em & (MC_E(2) | MC_E(11))) {
+            b3 = __ldg(rec.info + lo[0]) >> 8;
+            c3 = __ldg(rec.cross + lo[0]);
+        }
+        if (em & MC_E(10)) {
+            b2 = __ldg(rec.info + o2) >> 8;
+            c2 = __ldg(rec.cross + o2);
+        }
+        if (em & (MC_E(4) | MC_E(7))) {
+            b4 = __ldg(rec.info + lo[1]) >> 8;
+            c4 = __ldg(rec.cross + lo[1]);
+        }
+        if (em & MC_E(5)) {
+            b5 = __ldg(rec.info + o5) >> 8;
+            c5 = __ldg(rec.cross + o5);
+        }
+        if (em & MC_E(6)) c7 = __ldg(rec.cross + lo[2]);
+        const unsigned b0 = info >> 8;
+        /* The crossing on an owner's axis a: its prefix plus the owner's
+         * crossings on the axes before a. */
+        s_v[0][t] = (uint32_t)cross;
+        s_v[3][t] = (uint32_t)(cross + (b0 & 1u));
+        s_v[8][t] = (uint32_t)(cross + __popc(b0 & 3u));
+        s_v[1][t] = (uint32_t)(c1 + (b1 & 1u));
+        s_v[9][t] = (uint32_t)(c1 + __popc(b1 & 3u));
+        s_v[2][t] = (uint32_t)c3;
+        s_v[11][t] = (uint32_t)(c3 + __popc(b3 & 3u));
+        s_v[10][t] = (uint32_t)(c2 + __popc(b2 & 3u));
+        s_v[4][t] = (uint32_t)c4;
+        s_v[7][t] = (uint32_t)(c4 + (b4 & 1u));
+        s_v[5][t] = (uint32_t)(c5 + (b5 & 1u));
+        s_v[6][t] = (uint32_t)c7;
+    }
+    s_tp[t] = valid ? (unsigned)(tri - T0) : 0xffffffffu;
+    s_cs[t] = (uint8_t)cs;
+    const int nvalid = (int)min((long long)MC_THREADS, nrec - r0);
+    if (t == nvalid - 1) s_total = (unsigned)(tri + nt - T0);
+    __syncthreads();
+    const unsigned n3 = 3 * s_total;
+    for (unsigned u = t; u < n3; u += MC_THREADS) {
+        const unsigned lt = u / 3, m = u - 3 * lt;
+        int a = 0, b = nvalid - 1; /* the last record with prefix <= lt */
+        while (a < b) {
+            const int mid = (a + b + 1) >> 1;
+            if (s_tp[mid] <= lt) a = mid;
+            else b = mid - 1;
+        }
+        const uint32_t vi = s_v[mcd_tri_table[s_cs[a]][3 * (lt - s_tp[a]) + m]][a];
+        const unsigned long long q = T0 + lt, o = 3 * q + m;
+        if (q < ntout) {
+#pragma unroll
+            for (int c = 0; c < 3; c++) pos[3 * o + c] = __ldg(vpos + 3 * (unsigned long long)vi + c);
+            if (nrm)
+#pragma unroll
+                for (int c = 0; c < 3; c++) nrm[3 * o + c] = __ldg(vnrm + 3 * (unsigned long long)vi + c);
+        }
+    }
+}
+
 /* One thread per output (n <= 2^32 * 3 keeps the grid below 2^31). */
 static unsigned mc_blocks(unsigned long long n)
 {
@@ -412,8 +565,10 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * (MC_VAR_BITMASK): pass 1 by the bitmask kernels (mc_classify.cu) at
  * every size and type; bit 10 (MC_VAR_STREAM): by the streaming
  * classification (mc_stream.cu) at every size and type but f64 (by
- * default: f32, and other types up to 2^24 points). -1: read once from
- * PYRAMESH_CUDA_MC ("direct", "bounded", "oldcls", "bitmask", "stream", "old" = the older
+ * default: f32, and other types up to 2^24 points); bit 11
+ * (MC_VAR_SEARCH): the soup gathered per triangle (mc_gather_kernel)
+ * instead of per record. -1: read once from PYRAMESH_CUDA_MC ("direct",
+ * "bounded", "oldcls", "bitmask", "stream", "search", "old" = the older
  * paths, a number = the bits; else 0). */
 #define MC_VAR_DIRECT 1
 #define MC_VAR_BOUNDED 2
@@ -426,6 +581,7 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 #define MC_VAR_CLS2 256
 #define MC_VAR_BITMASK 512
 #define MC_VAR_STREAM 1024
+#define MC_VAR_SEARCH 2048
 extern "C" {
 int pmi_mc_profile;
 double pmi_mc_stage_ms[4];
@@ -444,8 +600,9 @@ static int mc_variant(void)
     if (e && !strcmp(e, "bitmask")) var = MC_VAR_BITMASK;
     if (e && !strcmp(e, "stream")) var = MC_VAR_STREAM;
     if (e && !strcmp(e, "old"))
-        var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS | MC_VAR_BITMASK;
-    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 2047;
+        var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS | MC_VAR_BITMASK | MC_VAR_SEARCH;
+    if (e && !strcmp(e, "search")) var = MC_VAR_SEARCH;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 4095;
     __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
     return var;
 }
@@ -457,7 +614,7 @@ typedef struct mc_plan {
     mc_tiling tl;
     mc_stream_grid sg;
     size_t npoints;
-    int indexed, var, cls_indexed, use_rows, cls_tables, cls_kernel, use_stream;
+    int indexed, var, cls_indexed, use_rows, cls_tables, cls_kernel, use_stream, per_record;
 } mc_plan;
 
 /* async: pm_isosurface_async, whose pass 2 needs the indexed vertices for
@@ -506,7 +663,15 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * kernel; mc_starts_kernel searches them only for MC_VAR_OLDCLS):
      * triangles (keys of the soup kernels, divisor 3, or of the triangle
      * kernel, divisor 1) and, classified as indexed, crossings (the vertex
-     * kernel). */
+     * kernel; the soup's triangle table only when its gather searches).
+     * The soup's gather per record (mc_soup_record_kernel) wherever the
+     * row table is written; the per-triangle gather (mc_gather_kernel)
+     * for MC_VAR_SEARCH, without the row table, and where the soup's
+     * vertex indices pass 2^32. Measured on the H100 (bench/RESULTS-
+     * cudamc.md, session 7): per record 0.008-0.010 ms faster at 512^3 and
+     * 0.024 at 768^3; the same per record for the vertices and the indexed
+     * triangles was slower or no faster, so those stay per output. */
+    pl->per_record = !pl->indexed && pl->use_rows && !(var & MC_VAR_SEARCH);
     pl->cls_tables = !(var & (MC_VAR_OLDCLS | MC_VAR_NOSTARTS));
     /* Classification kernel: mc_classify2_kernel while the bitmask fits
      * in half the L2 (measured on the H100: 256^3 and 512^3, 2 and 17 MB,
@@ -579,7 +744,8 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
      * soup) or 3 crossings per record, for rec_cap records. */
     mc_tables tab = {NULL, NULL, 0, 0, pl.indexed ? 1u : 3u};
     if (pl.cls_tables) {
-        tab.nt = ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
+        /* The per-record triangle kernels need no triangle table. */
+        tab.nt = pl.per_record ? 0 : ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
         tab.nc = pl.cls_indexed ? ((unsigned long long)rec_cap * 3 + 255) / 256 + 1 : 0;
     }
     size_t tab_b = pl.cls_tables ? pmi_align256((size_t)tab.nt * 8) + pmi_align256((size_t)tab.nc * 8) : 0;
@@ -605,7 +771,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     p->ctab = tab;
     p->ctab.t = NULL;
     if (pl.cls_tables) {
-        tab.t = (long long *)q;
+        tab.t = tab.nt ? (long long *)q : NULL;
         tab.c = tab.nc ? (long long *)(q + pmi_align256((size_t)tab.nt * 8)) : NULL;
         q += tab_b;
         p->ctab = tab;
@@ -778,13 +944,19 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     /* The kernels of pass 2: a (vertices, or the direct soup), b (the soup
      * gather, or the triangles), and their start tables. */
     const int tri_k = nt_w && o.idx;
+    /* The soup gather per record (mc_soup_record_kernel) where the row
+     * table exists and the vertex indices fit 32 bits. */
+    const unsigned long long rgrid = ((unsigned long long)nrec + MC_THREADS - 1) / MC_THREADS;
+    const int soup_rec = vpos && pl.per_record && ncross <= UINT32_MAX && rgrid <= 0x7fffffffull;
     mc_starts sa = {NULL, 0, 1, NULL}, sb = {NULL, 0, 1, NULL};
     if (vpos) {
         sa.pref = rec.cross;
         sa.nblocks = mc_blocks(ncross);
-        sb.pref = rec.tri;
-        sb.nblocks = mc_blocks(nv_w);
-        sb.div = 3;
+        if (!soup_rec) {
+            sb.pref = rec.tri;
+            sb.nblocks = mc_blocks(nv_w);
+            sb.div = 3;
+        }
     } else {
         if (nv_w) {
             sa.pref = indexed ? rec.cross : rec.tri;
@@ -797,10 +969,11 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         }
     }
     int search_starts = 0;
-    if (ctab.t) {
+    if (ctab.t || (soup_rec && ctab.c)) {
         /* Written by the classification: the crossings' table for the
          * vertex kernel, the triangles' for the soup and triangle kernels
-         * (its divisor is 3 for soup, 1 for indexed). */
+         * (its divisor is 3 for soup, 1 for indexed; none for the soup
+         * per record). */
         if (vpos) {
             sa.out = ctab.c;
             sb.out = ctab.t;
@@ -819,7 +992,10 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     if (vpos) {
         mc_launch_expand(s, vol->type, opt->normals, 1, v, rec, nrec, sa.out, ncross, vpos, vnrm);
         if (ev[5]) cudaEventRecord(ev[5], s);
-        if (cudaPeekAtLastError() == cudaSuccess)
+        if (cudaPeekAtLastError() == cudaSuccess && soup_rec)
+            mc_soup_record_kernel<<<(unsigned)rgrid, MC_THREADS, 0, s>>>(v, rec, rows, nrec, nv_w / 3, o.pos, o.nrm, vpos,
+                                                                         o.nrm ? vnrm : NULL, NULL);
+        else if (cudaPeekAtLastError() == cudaSuccess)
             mc_gather_kernel<<<mc_blocks(nv_w / 3), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nv_w / 3, vpos,
                                                                      o.nrm ? vnrm : NULL, o.pos, o.nrm, NULL);
     } else if (nv_w) {
@@ -948,7 +1124,11 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     } else {
         if (nvk) mc_launch_expand(s, vol->type, opt->normals, 1, pl.v, p1.rec, nrb, p1.ctab.c, nvk, vpos, vnrm, dc);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
-        if (ntk)
+        const unsigned long long rgrid = (rec_cap + MC_THREADS - 1) / MC_THREADS;
+        if (ntk && pl.per_record && rgrid <= 0x7fffffffull && nvk <= UINT32_MAX + 1ull)
+            mc_soup_record_kernel<<<(unsigned)rgrid, MC_THREADS, 0, s>>>(pl.v, p1.rec, p1.rows, nrb, ntk,
+                                                                         opt->positions, pnrm, vpos, vnrm, dc);
+        else if (ntk)
             mc_gather_kernel<<<mc_blocks(ntk), MC_THREADS, 0, s>>>(pl.v, p1.rec, p1.rows, nrb, p1.ctab.t, ntk, vpos,
                                                                    vnrm, opt->positions, pnrm, dc);
     }
