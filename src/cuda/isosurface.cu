@@ -1,18 +1,20 @@
 /* CUDA marching cubes (seed 003 on the GPU), pass 2 and the host side.
  * Pass 1 (mc_stream.cu for f32 volumes and small u8/u16/i16 ones, else
- * mc_classify.cu) reads
- * the volume once and leaves the active
- * lattice points compacted, in lattice order, with exact prefixes of their
+ * mc_classify.cu) reads the volume once and leaves the active lattice
+ * points compacted, in lattice order, with exact prefixes of their
  * triangles and owned-edge crossings. Pass 2 expands them: one thread per
  * output element finds its record by a search over those prefixes (the
  * traversal of a HistoPyramid whose levels are the sorted prefixes), reads
  * the few samples around its edge and writes position and normal, so the
- * writes are coalesced and the reads stay in L1/L2. A block's first record
- * comes from a start table searched for all blocks at once; an edge's
- * owner from the row table (each lattice row's first record). Soup is the
- * indexed vertices, computed once each, gathered by one thread per record
- * (the CPU's mc_soup_from_indexed). Output order and arithmetic are the CPU
- * backend's (src/cpu/isosurface.c), bit for bit. */
+ * writes are coalesced and the reads stay in L1/L2. The vertices and the
+ * soup take blocks of 256 records, whose outputs are a contiguous range,
+ * and search the block's prefixes in shared memory; the indexed triangles
+ * take blocks of 256 triangles, whose first record comes from a start
+ * table. An edge's owner comes from the row table (each lattice row's
+ * first record). Soup is the indexed vertices, computed once each,
+ * gathered by one thread per record (the CPU's mc_soup_from_indexed).
+ * Output order and arithmetic are the CPU backend's (src/cpu/isosurface.c),
+ * bit for bit. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +162,60 @@ mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *
         float p[3], n[3];
         mcd_vertex<T, MODE>(v, i, j, k, axis, p, n);
         mc_store(pos, nrm, o, p, n);
+    }
+}
+
+/* Indexed vertices by blocks of records (kind 2 of mc_launch_vertices):
+ * block b takes records [256 b, 256 b + 256), whose crossings are a
+ * contiguous range starting at the first one's prefix; thread u of the
+ * range finds its record by a binary search over the block's 256 crossing
+ * prefixes in shared memory (no start table, no window of another
+ * block's prefixes to wait for), then computes the vertex as
+ * mc_vertex_kernel. Vertices from nvout on are not written. */
+template <typename T, int MODE>
+__global__ void __launch_bounds__(MC_THREADS)
+mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout, float *pos,
+                       float *nrm, const mc_dcounts *dc)
+{
+    __shared__ unsigned s_cp[MC_THREADS];
+    __shared__ uint8_t s_bits[MC_THREADS];
+    __shared__ unsigned s_total;
+    if (dc) {
+        if (!dc->ok) return;
+        nrec = (long long)dc->nrec;
+        nvout = dc->ncross;
+    }
+    const long long r0 = (long long)blockIdx.x * MC_THREADS;
+    if (r0 >= nrec) return; /* block-uniform, before the barrier */
+    const int t = threadIdx.x;
+    const long long r = r0 + t;
+    const bool valid = r < nrec;
+    const unsigned long long C0 = __ldg(rec.cross + r0);
+    const unsigned long long cross = valid ? __ldg(rec.cross + r) : 0;
+    const unsigned bits = valid ? __ldg(rec.info + r) >> 8 & 7u : 0u;
+    s_cp[t] = valid ? (unsigned)(cross - C0) : 0xffffffffu;
+    s_bits[t] = (uint8_t)bits;
+    const int nvalid = (int)min((long long)MC_THREADS, nrec - r0);
+    if (t == nvalid - 1) s_total = (unsigned)(cross + __popc(bits) - C0);
+    __syncthreads();
+    const unsigned n = s_total;
+    for (unsigned u = t; u < n; u += MC_THREADS) {
+        int a = 0, b = nvalid - 1; /* the last record with prefix <= u */
+        while (a < b) {
+            const int mid = (a + b + 1) >> 1;
+            if (s_cp[mid] <= u) a = mid;
+            else b = mid - 1;
+        }
+        const unsigned long long o = C0 + u;
+        if (o >= nvout) continue;
+        unsigned rb = s_bits[a];
+        for (unsigned rank = u - s_cp[a]; rank; rank--) rb &= rb - 1;
+        const int axis = __ffs(rb) - 1;
+        long long i, j, k;
+        mc_point_ijk(v, __ldg(rec.point + r0 + a), &i, &j, &k);
+        float p[3], nn[3];
+        mcd_vertex<T, MODE>(v, i, j, k, axis, p, nn);
+        mc_store(pos, nrm, o, p, nn);
     }
 }
 
@@ -469,7 +525,11 @@ static void mc_launch_vertices(cudaStream_t s, int indexed, const mcd_volume &v,
                                const long long *st, unsigned long long n, float *pos, float *nrm,
                                const mc_dcounts *dc)
 {
-    if (indexed) mc_vertex_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm, dc);
+    if (indexed == 2)
+        mc_vertex_block_kernel<T, MODE><<<mc_blocks((unsigned long long)nrec), MC_THREADS, 0, s>>>(v, rec, nrec, n, pos,
+                                                                                                 nrm, dc);
+    else if (indexed)
+        mc_vertex_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm, dc);
     else mc_soup_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm, dc);
 }
 
@@ -566,8 +626,9 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * every size and type; bit 10 (MC_VAR_STREAM): by the streaming
  * classification (mc_stream.cu) at every size and type but f64 (by
  * default: f32, and other types up to 2^24 points); bit 11
- * (MC_VAR_SEARCH): the soup gathered per triangle (mc_gather_kernel)
- * instead of per record. -1: read once from PYRAMESH_CUDA_MC ("direct",
+ * (MC_VAR_SEARCH): pass 2 per output, each thread searching its record
+ * (vertices per crossing, the soup gathered per triangle) instead of by
+ * blocks of records. -1: read once from PYRAMESH_CUDA_MC ("direct",
  * "bounded", "oldcls", "bitmask", "stream", "search", "old" = the older
  * paths, a number = the bits; else 0). */
 #define MC_VAR_DIRECT 1
@@ -614,7 +675,7 @@ typedef struct mc_plan {
     mc_tiling tl;
     mc_stream_grid sg;
     size_t npoints;
-    int indexed, var, cls_indexed, use_rows, cls_tables, cls_kernel, use_stream, per_record;
+    int indexed, var, cls_indexed, use_rows, cls_tables, cls_kernel, use_stream, per_record, vblock;
 } mc_plan;
 
 /* async: pm_isosurface_async, whose pass 2 needs the indexed vertices for
@@ -659,19 +720,25 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     pl->var = var;
     pl->cls_indexed = pl->indexed || !(var & MC_VAR_DIRECT);
     pl->use_rows = pl->cls_indexed && !(var & MC_VAR_BOUNDED);
-    /* Pass 2's block start tables, written by the classification (either
-     * kernel; mc_starts_kernel searches them only for MC_VAR_OLDCLS):
-     * triangles (keys of the soup kernels, divisor 3, or of the triangle
-     * kernel, divisor 1) and, classified as indexed, crossings (the vertex
-     * kernel; the soup's triangle table only when its gather searches).
-     * The soup's gather per record (mc_soup_record_kernel) wherever the
-     * row table is written; the per-triangle gather (mc_gather_kernel)
-     * for MC_VAR_SEARCH, without the row table, and where the soup's
-     * vertex indices pass 2^32. Measured on the H100 (bench/RESULTS-
-     * cudamc.md, session 7): per record 0.008-0.010 ms faster at 512^3 and
-     * 0.024 at 768^3; the same per record for the vertices and the indexed
-     * triangles was slower or no faster, so those stay per output. */
+    /* Pass 2 (bench/RESULTS-cudamc.md, session 7, measured on the H100):
+     * - vertices by blocks of 256 records (mc_vertex_block_kernel; the
+     *   vertex part of pass 2 at 512^3 0.049 -> 0.046-0.048 ms, at 768^3
+     *   0.096-0.098 -> 0.088-0.089); per crossing, each thread searching
+     *   its record (mc_vertex_kernel), for MC_VAR_SEARCH;
+     * - the soup gathered per record (mc_soup_record_kernel; pass 2 at
+     *   512^3 0.123 -> 0.110, 768^3 0.249 -> 0.219) wherever the row table
+     *   is written; per triangle (mc_gather_kernel) for MC_VAR_SEARCH,
+     *   without the row table and where the soup's vertex indices pass
+     *   2^32;
+     * - indexed triangles per triangle (mc_triangle_kernel): per record
+     *   was no faster; so were the vertices one thread per record.
+     * The block start tables of the kernels that search their records are
+     * written by the classification (either kernel; mc_starts_kernel
+     * searches them for MC_VAR_OLDCLS and where one is missing):
+     * triangles (keys of the per-triangle soup kernels, divisor 3, or of
+     * the triangle kernel, divisor 1) and crossings (mc_vertex_kernel). */
     pl->per_record = !pl->indexed && pl->use_rows && !(var & MC_VAR_SEARCH);
+    pl->vblock = pl->cls_indexed && !(var & MC_VAR_SEARCH);
     pl->cls_tables = !(var & (MC_VAR_OLDCLS | MC_VAR_NOSTARTS));
     /* Classification kernel: mc_classify2_kernel while the bitmask fits
      * in half the L2 (measured on the H100: 256^3 and 512^3, 2 and 17 MB,
@@ -746,7 +813,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     if (pl.cls_tables) {
         /* The per-record triangle kernels need no triangle table. */
         tab.nt = pl.per_record ? 0 : ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
-        tab.nc = pl.cls_indexed ? ((unsigned long long)rec_cap * 3 + 255) / 256 + 1 : 0;
+        tab.nc = pl.cls_indexed && !pl.vblock ? ((unsigned long long)rec_cap * 3 + 255) / 256 + 1 : 0;
     }
     size_t tab_b = pl.cls_tables ? pmi_align256((size_t)tab.nt * 8) + pmi_align256((size_t)tab.nc * 8) : 0;
     extra_b = pmi_align256(extra_b);
@@ -948,49 +1015,43 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
      * table exists and the vertex indices fit 32 bits. */
     const unsigned long long rgrid = ((unsigned long long)nrec + MC_THREADS - 1) / MC_THREADS;
     const int soup_rec = vpos && pl.per_record && ncross <= UINT32_MAX && rgrid <= 0x7fffffffull;
+    /* Vertices by blocks of records (MC_VAR_VBLOCK) or per crossing. */
+    const int vkind = pl.vblock && rgrid <= 0x7fffffffull ? 2 : 1;
+    /* Start tables of the kernels that search their records: a (the
+     * per-crossing vertex kernel, or the direct soup), b (the
+     * per-triangle gather, or the triangle kernel); written by the
+     * classification, else searched here for all blocks at once. */
     mc_starts sa = {NULL, 0, 1, NULL}, sb = {NULL, 0, 1, NULL};
-    if (vpos) {
-        sa.pref = rec.cross;
-        sa.nblocks = mc_blocks(ncross);
-        if (!soup_rec) {
-            sb.pref = rec.tri;
-            sb.nblocks = mc_blocks(nv_w);
-            sb.div = 3;
-        }
-    } else {
-        if (nv_w) {
-            sa.pref = indexed ? rec.cross : rec.tri;
-            sa.nblocks = mc_blocks(nv_w);
-            sa.div = indexed ? 1 : 3;
-        }
-        if (tri_k) {
-            sb.pref = rec.tri;
-            sb.nblocks = mc_blocks(nt_w);
-        }
+    if (vpos ? vkind == 1 : nv_w && !(indexed && vkind == 2)) {
+        const int vx = vpos || indexed;
+        sa.pref = vx ? rec.cross : rec.tri;
+        sa.nblocks = mc_blocks(vpos ? ncross : nv_w);
+        sa.div = vx ? 1 : 3;
+        sa.out = vx ? ctab.c : ctab.t;
     }
+    if (vpos ? !soup_rec : tri_k) {
+        sb.pref = rec.tri;
+        sb.nblocks = mc_blocks(vpos ? nv_w : nt_w);
+        sb.div = vpos ? 3 : 1;
+        sb.out = ctab.t;
+    }
+    mc_starts qa = sa, qb = sb; /* the tables still missing */
+    if (sa.out) qa.nblocks = 0;
+    if (sb.out) qb.nblocks = 0;
     int search_starts = 0;
-    if (ctab.t || (soup_rec && ctab.c)) {
-        /* Written by the classification: the crossings' table for the
-         * vertex kernel, the triangles' for the soup and triangle kernels
-         * (its divisor is 3 for soup, 1 for indexed; none for the soup
-         * per record). */
-        if (vpos) {
-            sa.out = ctab.c;
-            sb.out = ctab.t;
-        } else {
-            sa.out = indexed ? ctab.c : ctab.t;
-            sb.out = ctab.t;
-        }
-    } else if (!(var & MC_VAR_NOSTARTS) && (sa.nblocks + sb.nblocks) * 8 <= fleft && nrec > 0) {
-        sa.out = (long long *)fb;
-        sb.out = sa.out + sa.nblocks;
+    if ((qa.nblocks || qb.nblocks) && !(var & MC_VAR_NOSTARTS) && (qa.nblocks + qb.nblocks) * 8 <= fleft &&
+        nrec > 0) {
+        qa.out = (long long *)fb;
+        qb.out = qa.out + qa.nblocks;
+        if (qa.nblocks) sa.out = qa.out;
+        if (qb.nblocks) sb.out = qb.out;
         search_starts = 1;
     }
     if (ev[2]) cudaEventRecord(ev[2], s);
     if (search_starts)
-        mc_starts_kernel<<<mc_blocks(sa.nblocks + sb.nblocks), MC_THREADS, 0, s>>>(nrec, sa, sb);
+        mc_starts_kernel<<<mc_blocks(qa.nblocks + qb.nblocks), MC_THREADS, 0, s>>>(nrec, qa, qb);
     if (vpos) {
-        mc_launch_expand(s, vol->type, opt->normals, 1, v, rec, nrec, sa.out, ncross, vpos, vnrm);
+        mc_launch_expand(s, vol->type, opt->normals, vkind, v, rec, nrec, sa.out, ncross, vpos, vnrm);
         if (ev[5]) cudaEventRecord(ev[5], s);
         if (cudaPeekAtLastError() == cudaSuccess && soup_rec)
             mc_soup_record_kernel<<<(unsigned)rgrid, MC_THREADS, 0, s>>>(v, rec, rows, nrec, nv_w / 3, o.pos, o.nrm, vpos,
@@ -999,7 +1060,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
             mc_gather_kernel<<<mc_blocks(nv_w / 3), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nv_w / 3, vpos,
                                                                      o.nrm ? vnrm : NULL, o.pos, o.nrm, NULL);
     } else if (nv_w) {
-        mc_launch_expand(s, vol->type, opt->normals, indexed, v, rec, nrec, sa.out, nv_w, o.pos, o.nrm);
+        mc_launch_expand(s, vol->type, opt->normals, indexed ? vkind : 0, v, rec, nrec, sa.out, nv_w, o.pos, o.nrm);
         if (ev[5]) cudaEventRecord(ev[5], s);
     }
     pm_status ls = pmi_cuda_launched("pm_isosurface: vertices");
@@ -1113,16 +1174,17 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
     float *pnrm = want_n ? opt->normals_out : NULL;
     const long long nrb = (long long)rec_cap; /* replaced by dc->nrec */
+    const int vkind = pl.vblock && (rec_cap + MC_THREADS - 1) / MC_THREADS <= 0x7fffffffull ? 2 : 1;
     if (indexed) {
         if (nvk)
-            mc_launch_expand(s, vol->type, opt->normals, 1, pl.v, p1.rec, nrb, p1.ctab.c, nvk, opt->positions, pnrm,
-                             dc);
+            mc_launch_expand(s, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, opt->positions,
+                             pnrm, dc);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
         if (ntk && opt->indices)
             mc_triangle_kernel<<<mc_blocks(ntk), MC_THREADS, 0, s>>>(pl.v, p1.rec, p1.rows, nrb, p1.ctab.t, ntk,
                                                                      opt->indices, dc);
     } else {
-        if (nvk) mc_launch_expand(s, vol->type, opt->normals, 1, pl.v, p1.rec, nrb, p1.ctab.c, nvk, vpos, vnrm, dc);
+        if (nvk) mc_launch_expand(s, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, vpos, vnrm, dc);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
         const unsigned long long rgrid = (rec_cap + MC_THREADS - 1) / MC_THREADS;
         if (ntk && pl.per_record && rgrid <= 0x7fffffffull && nvk <= UINT32_MAX + 1ull)

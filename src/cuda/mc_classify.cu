@@ -70,11 +70,23 @@ mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long n
                 if (e < cnt[u]) w[u].s[e] = __ldg(p + e);
         }
     }
+    /* Integer samples against an integer threshold (no conversion to
+     * float, which runs at a quarter of the integer rate): x < fthr <=>
+     * x < ceil(fthr) when inside is below, x > fthr <=> x > floor(fthr)
+     * when above, i.e. sgn x < sgn thr with sgn = -1 above. */
+    const bool above = v.sg < 0;
+    const float fc = fminf(fmaxf(v.fthr, -2e9f), 2e9f);
+    const int sgn = above ? -1 : 1, ithr = above ? -(int)floorf(fc) : (int)ceilf(fc);
 #pragma unroll
     for (int u = 0; u < MC_BU; u++) {
         unsigned m = 0;
 #pragma unroll
-        for (int e = 0; e < E; e++) m |= (e < cnt[u] ? mcd_inside_t<T>(v, w[u].s[e]) : 0u) << e;
+        for (int e = 0; e < E; e++) {
+            unsigned in;
+            if constexpr (sizeof(T) <= 2) in = sgn * (int)w[u].s[e] < ithr;
+            else in = mcd_inside_t<T>(v, w[u].s[e]);
+            m |= (e < cnt[u] ? in : 0u) << e;
+        }
         if (TPW < 32) m <<= E * (lane % TPW);
 #pragma unroll
         for (int o = 1; o < TPW; o <<= 1) m |= __shfl_xor_sync(0xffffffffu, m, o);
