@@ -1,7 +1,9 @@
 /* CUDA-specific contracts of pm_isosurface (the CPU/CUDA byte comparison of
  * every mode lives in test_isosurface.c): caller buffers in context memory
  * with a capacity (prefix written, nothing past it, TRUNCATED with full
- * counts), every sample type against the CPU backend, a device allocation
+ * counts), every sample type against the CPU backend (also on strided
+ * volumes shaped for the streaming classification's chunks and bands,
+ * with either inside side), a device allocation
  * refused as PM_STATUS_OUT_OF_MEMORY with the amount, a volume whose records
  * exceed pass 1's first guess of their room, and a volume of more than
  * 2^32 cells (skipped when the GPU or host lacks the memory);
@@ -309,81 +311,72 @@ static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *h
     pm_mesh_free(cpu, &a);
 }
 
-/* The same field in every sample type: the GPU mesh equals the CPU mesh. */
-static void test_types(pm_context *gpu)
+/* A torus field rounded to integers (0..200, plus offset) on nx x ny x nz
+ * points with row and slice strides rs, ss (samples), in every sample type
+ * from u8 to last (u8/u16 clamp negative values to 0): the GPU mesh equals
+ * the CPU mesh, indexed and soup, at iso with normals `normals`; above:
+ * inside is above iso (the soup only when above is 2). */
+static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, size_t nz, size_t rs, size_t ss,
+                        int last, pm_normals normals, int above, double offset, double iso)
 {
-    pm_context *cpu = cpu_ctx();
-    size_t nx = 37, ny = 29, nz = 23, n = nx * ny * nz;
+    size_t n = nx * ny * nz;
     double *f = pmt_field_f64(PMT_FIELD_TORUS, nx, ny, nz, 0.6, 0.25);
-    double *src = malloc(sizeof(double) * n);
     for (size_t p = 0; p < n; p++)
-        src[p] = floor(100.0 * f[p] + 100.5);
-    for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F64; type++) {
-        void *h = pmt_convert(src, nx, ny, nz, (pm_sample_type)type, nx, nx * ny);
-        size_t bytes = pm_sample_size((pm_sample_type)type) * n;
-        pm_volume hv = {h, (pm_sample_type)type, nx, ny, nz, 0, 0, {0.7, 1.1, 1.3}, {1, 2, 3}};
+        f[p] = floor(100.0 * f[p] + 100.5) + offset;
+    for (int type = PM_SAMPLE_U8; type <= last; type++) {
+        void *h = pmt_convert(f, nx, ny, nz, (pm_sample_type)type, rs, ss);
+        size_t bytes = pm_sample_size((pm_sample_type)type) * ss * nz;
+        pm_volume hv = {h, (pm_sample_type)type, nx, ny, nz, rs, ss, {0.7, 1.1, 1.3}, {1, 2, 3}};
         pm_volume dv = hv;
         dv.data = pmt_to_ctx(gpu, h, bytes);
         for (int mode = 0; mode < 2; mode++) {
             pm_isosurface_options o;
             memset(&o, 0, sizeof o);
             o.mode = (pm_mesh_mode)mode;
-            o.normals = PM_NORMALS_SOBEL;
-            char what[64];
-            snprintf(what, sizeof what, "%s %s", pm_sample_type_string((pm_sample_type)type),
-                     mode ? "soup" : "indexed");
+            o.normals = normals;
+            o.inside_above = above == 1 || (above == 2 && mode);
+            char what[128];
+            snprintf(what, sizeof what, "%zux%zux%zu (strides %zu, %zu) %s %s iso %g%s", nx, ny, nz, rs, ss,
+                     pm_sample_type_string((pm_sample_type)type), mode ? "soup" : "indexed", iso,
+                     o.inside_above ? " above" : "");
             pm_mesh a;
-            gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.25, &o, what, &a);
-            PMT_CHECK(a.num_triangles > 0, "%s: no triangles", what);
+            gpu_matches_cpu(cpu, gpu, &hv, &dv, iso, &o, what, &a);
+            /* Negative iso values leave the clamped unsigned types flat. */
+            const int flat = iso < 0 && (type == PM_SAMPLE_U8 || type == PM_SAMPLE_U16);
+            PMT_CHECK(flat || a.num_triangles > 0, "%s: no triangles", what);
         }
         pm_free(gpu, (void *)dv.data);
         free(h);
     }
-    free(src);
     free(f);
+}
+
+/* The same field in every sample type: the GPU mesh equals the CPU mesh. */
+static void test_types(pm_context *gpu)
+{
+    pm_context *cpu = cpu_ctx();
+    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0, 100.25);
+    /* Integer iso (the integer threshold's ceil and floor agree), negative
+     * samples and iso (i16 and the floats), both inside sides. */
+    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_CENTRAL, 1, 0.0, 100.0);
+    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_CENTRAL, 1, -100.0, -3.5);
+    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_FORWARD, 0, -100.0, -3.0);
     pm_context_destroy(cpu);
 }
 
-/* Shapes for the streaming classification's row copies (the bulk-copy
- * kernel takes volumes whose rows start and end on 16 bytes): a last
- * 256-point chunk of 16 points, bands of 31 rows cut after 2 or none,
- * padded rows and slices, both inside sides, every type but f64; the GPU
- * mesh equals the CPU mesh. */
-static void test_row_copies(pm_context *gpu)
+/* Shapes for the streaming classification (256-point chunks of rows,
+ * bands of 31 rows): a last chunk of 16 points, bands cut after 2 rows or
+ * none, padded rows and slices, both inside sides, every type but f64. */
+static void test_stream_shapes(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
     static const size_t shapes[][5] = {
         /* nx, ny, nz, extra row stride, extra slice stride (samples) */
         {272, 33, 11, 0, 0}, {48, 62, 9, 0, 0}, {16, 31, 7, 16, 32}, {528, 5, 6, 32, 16}};
     for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
-        size_t nx = shapes[c][0], ny = shapes[c][1], nz = shapes[c][2], n = nx * ny * nz;
-        size_t rs = nx + shapes[c][3], ss = rs * ny + shapes[c][4];
-        double *f = pmt_field_f64(PMT_FIELD_TORUS, nx, ny, nz, 0.6, 0.25);
-        for (size_t p = 0; p < n; p++)
-            f[p] = floor(100.0 * f[p] + 100.5);
-        for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F32; type++) {
-            void *h = pmt_convert(f, nx, ny, nz, (pm_sample_type)type, rs, ss);
-            size_t bytes = pm_sample_size((pm_sample_type)type) * ss * nz;
-            pm_volume hv = {h, (pm_sample_type)type, nx, ny, nz, rs, ss, {0.5, 1, 2}, {0, 1, 2}};
-            pm_volume dv = hv;
-            dv.data = pmt_to_ctx(gpu, h, bytes);
-            for (int mode = 0; mode < 2; mode++) {
-                pm_isosurface_options o;
-                memset(&o, 0, sizeof o);
-                o.mode = (pm_mesh_mode)mode;
-                o.normals = PM_NORMALS_CENTRAL;
-                o.inside_above = mode;
-                char what[96];
-                snprintf(what, sizeof what, "rows %zux%zux%zu (strides %zu, %zu) %s %s", nx, ny, nz, rs, ss,
-                         pm_sample_type_string((pm_sample_type)type), mode ? "soup" : "indexed");
-                pm_mesh a;
-                gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.25, &o, what, &a);
-                PMT_CHECK(a.num_triangles > 0, "%s: no triangles", what);
-            }
-            pm_free(gpu, (void *)dv.data);
-            free(h);
-        }
-        free(f);
+        size_t rs = shapes[c][0] + shapes[c][3], ss = rs * shapes[c][1] + shapes[c][4];
+        types_match(cpu, gpu, shapes[c][0], shapes[c][1], shapes[c][2], rs, ss, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
+                    0.0, 100.25);
     }
     pm_context_destroy(cpu);
 }
@@ -503,7 +496,7 @@ int main(int argc, char **argv)
     test_async(ctx);
     if (dev == PM_DEVICE_CUDA) {
         test_types(ctx);
-        test_row_copies(ctx);
+        test_stream_shapes(ctx);
         test_oom(ctx);
         test_rerun(ctx);
         test_huge(ctx);

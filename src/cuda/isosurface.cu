@@ -296,7 +296,7 @@ mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows,
  * thread per triangle finds its record once, the vertex indices of its
  * three edges (independent searches, in flight together), and copies
  * their positions and normals from vpos/vnrm (all the crossings, computed
- * once by mc_vertex_kernel) into shared memory; the block then writes its
+ * once by the vertex kernel) into shared memory; the block then writes its
  * triangles' 9 floats each as consecutive, coalesced stores. starts: the
  * soup's start table (entry b: the record holding triangle 256 b / 3, so
  * this kernel's block b reads entry 3 b). */
@@ -350,7 +350,7 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
  * corners, each finding its record by a search over the block's 256
  * triangle prefixes in shared memory and copying its vertex from
  * vpos/vnrm (the indexed vertices, computed once each by
- * mc_vertex_kernel). Triangles from ntout on are not written (the caller's
+ * mc_vertex_block_kernel or mc_vertex_kernel). Triangles from ntout on are not written (the caller's
  * capacity; from dc in pm_isosurface_async). Vertex indices fit 32 bits
  * (the host checks).
  *
@@ -679,8 +679,9 @@ typedef struct mc_plan {
 } mc_plan;
 
 /* async: pm_isosurface_async, whose pass 2 needs the indexed vertices for
- * soup and the start tables (the direct, no-start-table and older
- * classification variants are not taken). */
+ * soup and, where its kernels search their records, the start tables
+ * (the direct, no-start-table and older classification variants are not
+ * taken). */
 static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso, const pm_isosurface_options *opt,
                               int async, mc_plan *pl)
 {
@@ -1014,8 +1015,9 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     /* The soup gather per record (mc_soup_record_kernel) where the row
      * table exists and the vertex indices fit 32 bits. */
     const unsigned long long rgrid = ((unsigned long long)nrec + MC_THREADS - 1) / MC_THREADS;
-    const int soup_rec = vpos && pl.per_record && ncross <= UINT32_MAX && rgrid <= 0x7fffffffull;
-    /* Vertices by blocks of records (MC_VAR_VBLOCK) or per crossing. */
+    const int soup_rec = vpos && pl.per_record && ncross <= UINT32_MAX + 1ull && rgrid <= 0x7fffffffull;
+    /* Vertices by blocks of records (pl.vblock: not MC_VAR_SEARCH), or per
+     * crossing. */
     const int vkind = pl.vblock && rgrid <= 0x7fffffffull ? 2 : 1;
     /* Start tables of the kernels that search their records: a (the
      * per-crossing vertex kernel, or the direct soup), b (the

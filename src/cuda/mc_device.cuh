@@ -134,8 +134,10 @@ static __device__ __forceinline__ void mcd_vertex(const mcd_volume &v, long long
     double t = (v.iso - vlo) / (vhi - vlo);
     /* Only non-finite samples can leave [0, 1] (or give NaN). */
     if (!(t >= 0.0 && t <= 1.0)) t = 0.5;
-    double q[3] = {(double)i, (double)j, (double)k};
-    q[axis] = q[axis] + t;
+    /* The lattice coordinates, t added along the edge's axis (selects, not
+     * an index by axis: that would put the array in local memory). */
+    const double q[3] = {axis == 0 ? (double)i + t : (double)i, axis == 1 ? (double)j + t : (double)j,
+                         axis == 2 ? (double)k + t : (double)k};
 #pragma unroll
     for (int c = 0; c < 3; c++) pos[c] = (float)(v.org[c] + v.sp[c] * q[c]);
     if constexpr (MODE != PM_NORMALS_NONE) {
@@ -160,8 +162,9 @@ static __device__ __forceinline__ void mcd_vertex(const mcd_volume &v, long long
         /* Vanishing or non-finite gradient: the edge direction from its
          * inside end to its outside end. */
         float s = mcd_inside(v, vlo) ? 1.0f : -1.0f;
-        nrm[0] = nrm[1] = nrm[2] = 0.0f;
-        nrm[axis] = s;
+        nrm[0] = axis == 0 ? s : 0.0f;
+        nrm[1] = axis == 1 ? s : 0.0f;
+        nrm[2] = axis == 2 ? s : 0.0f;
     }
 }
 
