@@ -329,7 +329,13 @@ int main(int argc, char **argv)
         nvars = 0;
         f32_only = 1;
         for (char *p = getenv("PM_BENCH_VARS"); *p && nvars < 16;) {
-            vars[nvars++] = (int)strtol(p, &p, 10);
+            char *e;
+            vars[nvars++] = (int)strtol(p, &e, 10);
+            if (e == p) {
+                fprintf(stderr, "PM_BENCH_VARS: expected numbers separated by commas at \"%s\"\n", p);
+                return 2;
+            }
+            p = e;
             if (*p == ',') p++;
             else break;
         }
