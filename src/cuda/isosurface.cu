@@ -350,9 +350,9 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
  * corners, each finding its record by a search over the block's 256
  * triangle prefixes in shared memory and copying its vertex from
  * vpos/vnrm (the indexed vertices, computed once each by
- * mc_vertex_block_kernel or mc_vertex_kernel). Triangles from ntout on are not written (the caller's
- * capacity; from dc in pm_isosurface_async). Vertex indices fit 32 bits
- * (the host checks).
+ * mc_vertex_block_kernel or mc_vertex_kernel). Triangles from ntout on are
+ * not written (the caller's capacity; from dc in pm_isosurface_async).
+ * Vertex indices fit 32 bits (the host checks).
  *
  * Lattice edges by owner corner (Bourke numbering, src/core/mc_tables.c):
  * corner 0 (the point) owns edges 0 (x), 3 (y), 8 (z); corner 1 (x + 1)
