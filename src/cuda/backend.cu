@@ -101,6 +101,7 @@ static pm_status cuda_init(pm_context *ctx)
         goto fail;
     }
     st->num_sms = prop.multiProcessorCount;
+    st->pdl = prop.major >= 9; /* pmi_launch */
     snprintf(ctx->device_name, sizeof ctx->device_name, "cuda:%d %.100s", st->device, prop.name);
     if (ctx->cuda_stream) {
         st->stream = (cudaStream_t)ctx->cuda_stream;

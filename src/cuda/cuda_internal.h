@@ -33,6 +33,7 @@ typedef struct pmi_cuda_state {
     unsigned long long *host;   /* mapped pinned words (PMI_HOST_SLOTS) */
     unsigned long long *host_d; /* the same words as a device pointer */
     unsigned int *ticket_d;     /* zeroed once; last-block reductions reset it */
+    int pdl;                    /* programmatic dependent launch (9.0+) */
 } pmi_cuda_state;
 
 static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
@@ -68,6 +69,41 @@ static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
         pm_status s_ = (expr);                                                                     \
         if (s_ != PM_STATUS_OK) return s_;                                                         \
     } while (0)
+
+/* ---- programmatic dependent launch --------------------------------------
+ * On compute capability 9.0 and later a kernel launched by pmi_launch with
+ * pdl set may be scheduled while the kernel before it on the stream is
+ * still running its last blocks, so its launch and the start of its blocks
+ * overlap that tail. Such a kernel must call pmi_pdl_enter() before it
+ * touches global memory: it waits for the previous kernel to complete (its
+ * writes visible), then lets the next kernel be scheduled. Waiting before
+ * letting the next one go keeps the chain transitive: when a kernel starts,
+ * every kernel before its predecessor has completed. Without pdl (older
+ * devices, PYRAMESH_CUDA_MC=nopdl) the launch is an ordinary one and
+ * pmi_pdl_enter() returns at once. */
+static __device__ __forceinline__ void pmi_pdl_enter(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+template <typename... P, typename... A>
+static inline void pmi_launch(int pdl, void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t s,
+                              A... args)
+{
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.stream = s;
+    cfg.attrs = pdl ? at : NULL;
+    cfg.numAttrs = pdl ? 1 : 0;
+    cudaLaunchKernelEx(&cfg, kernel, args...); /* errors: pmi_cuda_launched */
+}
 
 /* ---- decoupled look-back -------------------------------------------------
  * A tile's state is one 64-bit word: 2 flag bits and a 62-bit value, written

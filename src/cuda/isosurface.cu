@@ -35,6 +35,19 @@ static __device__ __forceinline__ long long mc_last_le(const unsigned long long 
     return lo;
 }
 
+/* Last i in [0, n) with s[i] <= key (s ascending in shared memory, s[0] <=
+ * key): the record of a block's output among the prefixes it loaded. */
+template <typename K> static __device__ __forceinline__ int mc_last_le_shared(const K *s, int n, K key)
+{
+    int a = 0, b = n - 1;
+    while (a < b) {
+        const int mid = (a + b + 1) >> 1;
+        if (s[mid] <= key) a = mid;
+        else b = mid - 1;
+    }
+    return a;
+}
+
 /* The block's outputs start at key `first` of the sorted prefixes `pref`:
  * thread 0 reads the first record from `starts` (entry sstride * block:
  * the soup's per-triangle gather reads the table of 256 / 3 triangles per
@@ -58,13 +71,7 @@ static __device__ __forceinline__ long long mc_find(const unsigned long long *pr
         if (nwin < MC_WIN) return r0 + nwin - 1;
         return mc_last_le(pref, r0 + nwin - 1, nrec - 1, key);
     }
-    int lo = 0, hi = nwin - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) >> 1;
-        if (s_pref[mid] <= key) lo = mid;
-        else hi = mid - 1;
-    }
-    return r0 + lo;
+    return r0 + mc_last_le_shared(s_pref, nwin, key);
 }
 
 /* Counts of pm_isosurface_async's pass 2, written on the device by
@@ -86,6 +93,18 @@ typedef struct mc_dcounts {
         }                                                                                                      \
         if ((unsigned long long)blockIdx.x * blockDim.x >= nout) return;                                       \
     } while (0)
+
+/* The same for the kernels that take blocks of MC_THREADS records: nrec and
+ * the output limit from dc; returns when the block has no record. Defines
+ * r0, the block's first record. */
+#define MC_DCOUNTS_RECORDS(limit, dc_limit)                                                                    \
+    if (dc) {                                                                                                  \
+        if (!dc->ok) return;                                                                                   \
+        nrec = (long long)dc->nrec;                                                                            \
+        limit = (dc_limit);                                                                                    \
+    }                                                                                                          \
+    const long long r0 = (long long)blockIdx.x * MC_THREADS;                                                   \
+    if (r0 >= nrec) return /* block-uniform, before any barrier */
 
 static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigned long long p, long long *i,
                                                     long long *j, long long *k)
@@ -116,6 +135,7 @@ __global__ void __launch_bounds__(MC_THREADS)
 mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *starts, unsigned long long nout,
                float *pos, float *nrm, const mc_dcounts *dc)
 {
+    pmi_pdl_enter();
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     MC_DCOUNTS(3 * dc->ntri);
@@ -143,6 +163,7 @@ __global__ void __launch_bounds__(MC_THREADS)
 mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *starts, unsigned long long nout,
                  float *pos, float *nrm, const mc_dcounts *dc)
 {
+    pmi_pdl_enter();
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     MC_DCOUNTS(dc->ncross);
@@ -177,16 +198,11 @@ __global__ void __launch_bounds__(MC_THREADS)
 mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout, float *pos,
                        float *nrm, const mc_dcounts *dc)
 {
+    pmi_pdl_enter();
     __shared__ unsigned s_cp[MC_THREADS];
     __shared__ uint8_t s_bits[MC_THREADS];
     __shared__ unsigned s_total;
-    if (dc) {
-        if (!dc->ok) return;
-        nrec = (long long)dc->nrec;
-        nvout = dc->ncross;
-    }
-    const long long r0 = (long long)blockIdx.x * MC_THREADS;
-    if (r0 >= nrec) return; /* block-uniform, before the barrier */
+    MC_DCOUNTS_RECORDS(nvout, dc->ncross);
     const int t = threadIdx.x;
     const long long r = r0 + t;
     const bool valid = r < nrec;
@@ -200,12 +216,7 @@ mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned lo
     __syncthreads();
     const unsigned n = s_total;
     for (unsigned u = t; u < n; u += MC_THREADS) {
-        int a = 0, b = nvalid - 1; /* the last record with prefix <= u */
-        while (a < b) {
-            const int mid = (a + b + 1) >> 1;
-            if (s_cp[mid] <= u) a = mid;
-            else b = mid - 1;
-        }
+        const int a = mc_last_le_shared(s_cp, nvalid, u);
         const unsigned long long o = C0 + u;
         if (o >= nvout) continue;
         unsigned rb = s_bits[a];
@@ -278,6 +289,7 @@ __global__ void __launch_bounds__(MC_THREADS)
 mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
                    const long long *starts, unsigned long long nout, uint32_t *idx, const mc_dcounts *dc)
 {
+    pmi_pdl_enter();
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     MC_DCOUNTS(dc->ntri);
@@ -305,6 +317,7 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
                  const long long *starts, unsigned long long nout, const float *vpos, const float *vnrm, float *pos,
                  float *nrm, const mc_dcounts *dc)
 {
+    pmi_pdl_enter();
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     __shared__ float s_o[2][MC_THREADS * 9];
@@ -365,17 +378,12 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
                       unsigned long long ntout, float *pos, float *nrm, const float *vpos, const float *vnrm,
                       const mc_dcounts *dc)
 {
+    pmi_pdl_enter();
     __shared__ uint32_t s_v[12][MC_THREADS];
     __shared__ unsigned s_tp[MC_THREADS];
     __shared__ uint8_t s_cs[MC_THREADS];
     __shared__ unsigned s_total;
-    if (dc) {
-        if (!dc->ok) return;
-        nrec = (long long)dc->nrec;
-        ntout = dc->ntri;
-    }
-    const long long r0 = (long long)blockIdx.x * MC_THREADS;
-    if (r0 >= nrec) return; /* block-uniform, before the barrier */
+    MC_DCOUNTS_RECORDS(ntout, dc->ntri);
     const int t = threadIdx.x;
     const long long r = r0 + t;
     const bool valid = r < nrec;
@@ -472,12 +480,7 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
     const unsigned n3 = 3 * s_total;
     for (unsigned u = t; u < n3; u += MC_THREADS) {
         const unsigned lt = u / 3, m = u - 3 * lt;
-        int a = 0, b = nvalid - 1; /* the last record with prefix <= lt */
-        while (a < b) {
-            const int mid = (a + b + 1) >> 1;
-            if (s_tp[mid] <= lt) a = mid;
-            else b = mid - 1;
-        }
+        const int a = mc_last_le_shared(s_tp, nvalid, lt);
         const uint32_t vi = s_v[mcd_tri_table[s_cs[a]][3 * (lt - s_tp[a]) + m]][a];
         const unsigned long long q = T0 + lt, o = 3 * q + m;
         if (q < ntout) {
@@ -488,6 +491,17 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
                 for (int c = 0; c < 3; c++) nrm[3 * o + c] = __ldg(vnrm + 3 * (unsigned long long)vi + c);
         }
     }
+}
+
+/* Zeroes n 16-byte words: pass 1's tile states and counters (a kernel
+ * rather than a memset, so that it chains with the kernels after it by
+ * programmatic dependent launch). */
+__global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, unsigned long long n)
+{
+    pmi_pdl_enter();
+    for (unsigned long long i = blockIdx.x * (unsigned long long)MC_THREADS + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * MC_THREADS)
+        p[i] = make_uint4(0, 0, 0, 0);
 }
 
 /* One thread per output (n <= 2^32 * 3 keeps the grid below 2^31). */
@@ -511,6 +525,7 @@ typedef struct mc_starts {
 __global__ void __launch_bounds__(MC_THREADS)
 mc_starts_kernel(long long nrec, mc_starts a, mc_starts b)
 {
+    pmi_pdl_enter();
     unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (t >= a.nblocks) {
         t -= a.nblocks;
@@ -521,41 +536,41 @@ mc_starts_kernel(long long nrec, mc_starts a, mc_starts b)
 }
 
 template <typename T, int MODE>
-static void mc_launch_vertices(cudaStream_t s, int indexed, const mcd_volume &v, mc_records rec, long long nrec,
-                               const long long *st, unsigned long long n, float *pos, float *nrm,
+static void mc_launch_vertices(cudaStream_t s, int pdl, int indexed, const mcd_volume &v, mc_records rec,
+                               long long nrec, const long long *st, unsigned long long n, float *pos, float *nrm,
                                const mc_dcounts *dc)
 {
     if (indexed == 2)
-        mc_vertex_block_kernel<T, MODE><<<mc_blocks((unsigned long long)nrec), MC_THREADS, 0, s>>>(v, rec, nrec, n, pos,
-                                                                                                 nrm, dc);
-    else if (indexed)
-        mc_vertex_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm, dc);
-    else mc_soup_kernel<T, MODE><<<mc_blocks(n), MC_THREADS, 0, s>>>(v, rec, nrec, st, n, pos, nrm, dc);
+        pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec), MC_THREADS, s, v, rec,
+                   nrec, n, pos, nrm, dc);
+    else
+        pmi_launch(pdl, indexed ? mc_vertex_kernel<T, MODE> : mc_soup_kernel<T, MODE>, mc_blocks(n), MC_THREADS, s, v,
+                   rec, nrec, st, n, pos, nrm, dc);
 }
 
 template <typename T>
-static void mc_launch_mode(cudaStream_t s, pm_normals mode, int indexed, const mcd_volume &v, mc_records rec,
+static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int indexed, const mcd_volume &v, mc_records rec,
                            long long nrec, const long long *st, unsigned long long n, float *pos, float *nrm,
                            const mc_dcounts *dc)
 {
     switch (mode) {
-    case PM_NORMALS_FORWARD: mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
-    case PM_NORMALS_SOBEL: mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
-    case PM_NORMALS_NONE: mc_launch_vertices<T, PM_NORMALS_NONE>(s, indexed, v, rec, nrec, st, n, pos, NULL, dc); break;
-    default: mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_NORMALS_FORWARD: mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_NORMALS_SOBEL: mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_NORMALS_NONE: mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, indexed, v, rec, nrec, st, n, pos, NULL, dc); break;
+    default: mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
     }
 }
 
-static void mc_launch_expand(cudaStream_t s, pm_sample_type type, pm_normals mode, int indexed,
+static void mc_launch_expand(cudaStream_t s, int pdl, pm_sample_type type, pm_normals mode, int indexed,
                              const mcd_volume &v, mc_records rec, long long nrec, const long long *st,
                              unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc = NULL)
 {
     switch (type) {
-    case PM_SAMPLE_U8: mc_launch_mode<uint8_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
-    case PM_SAMPLE_U16: mc_launch_mode<uint16_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
-    case PM_SAMPLE_I16: mc_launch_mode<int16_t>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
-    case PM_SAMPLE_F32: mc_launch_mode<float>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
-    case PM_SAMPLE_F64: mc_launch_mode<double>(s, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_U8: mc_launch_mode<uint8_t>(s, pdl, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_U16: mc_launch_mode<uint16_t>(s, pdl, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_I16: mc_launch_mode<int16_t>(s, pdl, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_F32: mc_launch_mode<float>(s, pdl, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
+    case PM_SAMPLE_F64: mc_launch_mode<double>(s, pdl, mode, indexed, v, rec, nrec, st, n, pos, nrm, dc); break;
     }
 }
 
@@ -628,9 +643,12 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * default: f32, and other types up to 2^24 points); bit 11
  * (MC_VAR_SEARCH): pass 2 per output, each thread searching its record
  * (vertices per crossing, the soup gathered per triangle) instead of by
- * blocks of records. -1: read once from PYRAMESH_CUDA_MC ("direct",
- * "bounded", "oldcls", "bitmask", "stream", "search", "old" = the older
- * paths, a number = the bits; else 0). */
+ * blocks of records; bit 12 (MC_VAR_NOPDL): every kernel launched the
+ * ordinary way (by default they are chained by programmatic dependent
+ * launch on devices of compute capability 9.0 and later, pmi_launch).
+ * -1: read once from PYRAMESH_CUDA_MC ("direct", "bounded", "oldcls",
+ * "bitmask", "stream", "search", "nopdl", "old" = the older paths, a
+ * number = the bits; else 0). */
 #define MC_VAR_DIRECT 1
 #define MC_VAR_BOUNDED 2
 #define MC_VAR_MINB2 4
@@ -643,6 +661,7 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 #define MC_VAR_BITMASK 512
 #define MC_VAR_STREAM 1024
 #define MC_VAR_SEARCH 2048
+#define MC_VAR_NOPDL 4096
 extern "C" {
 int pmi_mc_profile;
 double pmi_mc_stage_ms[4];
@@ -663,7 +682,8 @@ static int mc_variant(void)
     if (e && !strcmp(e, "old"))
         var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS | MC_VAR_BITMASK | MC_VAR_SEARCH;
     if (e && !strcmp(e, "search")) var = MC_VAR_SEARCH;
-    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 4095;
+    if (e && !strcmp(e, "nopdl")) var = MC_VAR_NOPDL;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 8191;
     __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
     return var;
 }
@@ -676,6 +696,7 @@ typedef struct mc_plan {
     mc_stream_grid sg;
     size_t npoints;
     int indexed, var, cls_indexed, use_rows, cls_tables, cls_kernel, use_stream, per_record, vblock;
+    int pdl; /* kernels chained by programmatic dependent launch */
 } mc_plan;
 
 /* async: pm_isosurface_async, whose pass 2 needs the indexed vertices for
@@ -739,6 +760,7 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * triangles (keys of the per-triangle soup kernels, divisor 3, or of
      * the triangle kernel, divisor 1) and crossings (mc_vertex_kernel). */
     pl->per_record = !pl->indexed && pl->use_rows && !(var & MC_VAR_SEARCH);
+    pl->pdl = st->pdl && !(var & MC_VAR_NOPDL);
     pl->vblock = pl->cls_indexed && !(var & MC_VAR_SEARCH);
     pl->cls_tables = !(var & (MC_VAR_OLDCLS | MC_VAR_NOSTARTS));
     /* Classification kernel: mc_classify2_kernel while the bitmask fits
@@ -850,7 +872,10 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     q += pmi_align256(rec_cap * 8);
     unsigned int *bits = (unsigned int *)q;
     if (ev[0]) cudaEventRecord(ev[0], s);
-    PMI_CU_TRY(cudaMemsetAsync(base, 0, head_b, s), "pm_isosurface: clearing tile states");
+    /* head_b is a multiple of 256 bytes. */
+    pmi_launch(pl.pdl, mc_clear_kernel, mc_blocks(head_b / 16), MC_THREADS, s, (uint4 *)base,
+               (unsigned long long)(head_b / 16));
+    PMI_TRY(pmi_cuda_launched("pm_isosurface: clearing tile states"));
     const mc_tables *tp = pl.cls_tables ? &tab : NULL;
     if (pl.use_stream) {
         mc_stream_mem sm;
@@ -862,13 +887,13 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
         sm.ticket = ticket;
         sm.state = state;
         PMI_TRY(mc_stream_classify(ctx, pl.v, vol->type, sg, pl.cls_indexed, sm, p->rec, rec_cap, p->rows,
-                                   p->totals, tp, ev[4]));
+                                   p->totals, tp, ev[4], pl.pdl));
     } else {
-        PMI_TRY(mc_inside_bits(ctx, pl.v, tl, vol->type, bits));
+        PMI_TRY(mc_inside_bits(ctx, pl.v, tl, vol->type, bits, pl.pdl));
         if (ev[4]) cudaEventRecord(ev[4], s);
         PMI_TRY(mc_classify(ctx, pl.v, tl, pl.cls_indexed, bits, ticket, state, p->rec, rec_cap, p->rows, p->totals,
                             pl.cls_kernel, pl.var & MC_VAR_MINB2 ? 2 : pl.var & MC_VAR_MINB5 ? 5 : 4,
-                            (pl.var & MC_VAR_RELOAD) != 0, tp));
+                            (pl.var & MC_VAR_RELOAD) != 0, tp, pl.pdl));
     }
     if (ev[1]) cudaEventRecord(ev[1], s);
     return PM_STATUS_OK;
@@ -1051,23 +1076,26 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     }
     if (ev[2]) cudaEventRecord(ev[2], s);
     if (search_starts)
-        mc_starts_kernel<<<mc_blocks(qa.nblocks + qb.nblocks), MC_THREADS, 0, s>>>(nrec, qa, qb);
+        pmi_launch(pl.pdl, mc_starts_kernel, mc_blocks(qa.nblocks + qb.nblocks), MC_THREADS, s, nrec, qa, qb);
     if (vpos) {
-        mc_launch_expand(s, vol->type, opt->normals, vkind, v, rec, nrec, sa.out, ncross, vpos, vnrm);
+        mc_launch_expand(s, pl.pdl, vol->type, opt->normals, vkind, v, rec, nrec, sa.out, ncross, vpos, vnrm);
         if (ev[5]) cudaEventRecord(ev[5], s);
         if (cudaPeekAtLastError() == cudaSuccess && soup_rec)
-            mc_soup_record_kernel<<<(unsigned)rgrid, MC_THREADS, 0, s>>>(v, rec, rows, nrec, nv_w / 3, o.pos, o.nrm, vpos,
-                                                                         o.nrm ? vnrm : NULL, NULL);
+            pmi_launch(pl.pdl, mc_soup_record_kernel, (unsigned)rgrid, MC_THREADS, s, v, rec, rows, nrec, nv_w / 3,
+                       o.pos, o.nrm, (const float *)vpos, (const float *)(o.nrm ? vnrm : NULL),
+                       (const mc_dcounts *)NULL);
         else if (cudaPeekAtLastError() == cudaSuccess)
-            mc_gather_kernel<<<mc_blocks(nv_w / 3), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nv_w / 3, vpos,
-                                                                     o.nrm ? vnrm : NULL, o.pos, o.nrm, NULL);
+            pmi_launch(pl.pdl, mc_gather_kernel, mc_blocks(nv_w / 3), MC_THREADS, s, v, rec, rows, nrec,
+                       (const long long *)sb.out, nv_w / 3, (const float *)vpos,
+                       (const float *)(o.nrm ? vnrm : NULL), o.pos, o.nrm, (const mc_dcounts *)NULL);
     } else if (nv_w) {
-        mc_launch_expand(s, vol->type, opt->normals, indexed ? vkind : 0, v, rec, nrec, sa.out, nv_w, o.pos, o.nrm);
+        mc_launch_expand(s, pl.pdl, vol->type, opt->normals, indexed ? vkind : 0, v, rec, nrec, sa.out, nv_w, o.pos, o.nrm);
         if (ev[5]) cudaEventRecord(ev[5], s);
     }
     pm_status ls = pmi_cuda_launched("pm_isosurface: vertices");
     if (ls == PM_STATUS_OK && tri_k)
-        mc_triangle_kernel<<<mc_blocks(nt_w), MC_THREADS, 0, s>>>(v, rec, rows, nrec, sb.out, nt_w, o.idx, NULL);
+        pmi_launch(pl.pdl, mc_triangle_kernel, mc_blocks(nt_w), MC_THREADS, s, v, rec, rows, nrec,
+                   (const long long *)sb.out, nt_w, o.idx, (const mc_dcounts *)NULL);
     if (ls == PM_STATUS_OK) ls = pmi_cuda_launched("pm_isosurface: triangles");
     if (ev[3]) cudaEventRecord(ev[3], s);
     if (ls == PM_STATUS_OK && !to_ctx) {
@@ -1113,6 +1141,7 @@ __global__ void mc_final_kernel(const unsigned long long *totals, int indexed, u
                                 unsigned long long vcap, unsigned long long tcap, unsigned long long vroom,
                                 mc_dcounts *dc, unsigned long long *counts)
 {
+    pmi_pdl_enter();
     const unsigned long long nrec = totals[0], ntri = totals[1], ncross = totals[2];
     const unsigned long long nv = indexed ? ncross : 3 * ntri;
     unsigned long long flags = 0;
@@ -1171,30 +1200,33 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     mc_dcounts *dc = (mc_dcounts *)p1.extra;
     float *vpos = indexed ? NULL : (float *)(p1.extra + 256);
     float *vnrm = !indexed && want_n ? vpos + (size_t)nvk * 3 : NULL;
-    mc_final_kernel<<<1, 1, 0, s>>>(p1.totals, indexed, rec_cap, vcap, tcap, indexed ? vcap : nvk, dc,
-                                    (unsigned long long *)counts_ctx);
+    pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, (const unsigned long long *)p1.totals, indexed, rec_cap, vcap, tcap,
+               indexed ? vcap : nvk, dc, (unsigned long long *)counts_ctx);
     PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
     float *pnrm = want_n ? opt->normals_out : NULL;
     const long long nrb = (long long)rec_cap; /* replaced by dc->nrec */
     const int vkind = pl.vblock && (rec_cap + MC_THREADS - 1) / MC_THREADS <= 0x7fffffffull ? 2 : 1;
     if (indexed) {
         if (nvk)
-            mc_launch_expand(s, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, opt->positions,
+            mc_launch_expand(s, pl.pdl, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, opt->positions,
                              pnrm, dc);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
         if (ntk && opt->indices)
-            mc_triangle_kernel<<<mc_blocks(ntk), MC_THREADS, 0, s>>>(pl.v, p1.rec, p1.rows, nrb, p1.ctab.t, ntk,
-                                                                     opt->indices, dc);
+            pmi_launch(pl.pdl, mc_triangle_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec,
+                       (const unsigned long long *)p1.rows, nrb, (const long long *)p1.ctab.t, ntk, opt->indices,
+                       (const mc_dcounts *)dc);
     } else {
-        if (nvk) mc_launch_expand(s, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, vpos, vnrm, dc);
+        if (nvk) mc_launch_expand(s, pl.pdl, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, vpos, vnrm, dc);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
         const unsigned long long rgrid = (rec_cap + MC_THREADS - 1) / MC_THREADS;
         if (ntk && pl.per_record && rgrid <= 0x7fffffffull && nvk <= UINT32_MAX + 1ull)
-            mc_soup_record_kernel<<<(unsigned)rgrid, MC_THREADS, 0, s>>>(pl.v, p1.rec, p1.rows, nrb, ntk,
-                                                                         opt->positions, pnrm, vpos, vnrm, dc);
+            pmi_launch(pl.pdl, mc_soup_record_kernel, (unsigned)rgrid, MC_THREADS, s, pl.v, p1.rec,
+                       (const unsigned long long *)p1.rows, nrb, ntk, opt->positions, pnrm, (const float *)vpos,
+                       (const float *)vnrm, (const mc_dcounts *)dc);
         else if (ntk)
-            mc_gather_kernel<<<mc_blocks(ntk), MC_THREADS, 0, s>>>(pl.v, p1.rec, p1.rows, nrb, p1.ctab.t, ntk, vpos,
-                                                                   vnrm, opt->positions, pnrm, dc);
+            pmi_launch(pl.pdl, mc_gather_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec,
+                       (const unsigned long long *)p1.rows, nrb, (const long long *)p1.ctab.t, ntk,
+                       (const float *)vpos, (const float *)vnrm, opt->positions, pnrm, (const mc_dcounts *)dc);
     }
     return pmi_cuda_launched("pm_isosurface_async: triangles");
 }

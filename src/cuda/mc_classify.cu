@@ -26,6 +26,7 @@ template <typename T, int VEC>
 __global__ void __launch_bounds__(MC_THREADS)
 mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long nitems, unsigned *bits)
 {
+    pmi_pdl_enter();
     constexpr int E = 16 / (int)sizeof(T), TPW = 32 / E;
     __shared__ long long s_row, s_j, s_k;
     __shared__ unsigned s_c;
@@ -70,13 +71,10 @@ mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long n
                 if (e < cnt[u]) w[u].s[e] = __ldg(p + e);
         }
     }
-    /* Integer samples against an integer threshold (no conversion to
-     * float, which runs at a quarter of the integer rate): x < fthr <=>
-     * x < ceil(fthr) when inside is below, x > fthr <=> x > floor(fthr)
-     * when above, i.e. sgn x < sgn thr with sgn = -1 above. */
+    /* Integer samples against the integer threshold (mcd_int_threshold)
+     * as sgn x < sgn thr, sgn = -1 when inside is above. */
     const bool above = v.sg < 0;
-    const float fc = fminf(fmaxf(v.fthr, -2e9f), 2e9f);
-    const int sgn = above ? -1 : 1, ithr = above ? -(int)floorf(fc) : (int)ceilf(fc);
+    const int sgn = above ? -1 : 1, ithr = sgn * mcd_int_threshold(v.fthr, above);
 #pragma unroll
     for (int u = 0; u < MC_BU; u++) {
         unsigned m = 0;
@@ -187,6 +185,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
                    unsigned long long *state, mc_records rec, unsigned long long rec_cap,
                    unsigned long long *rows, mc_tables tab, unsigned long long *totals)
 {
+    pmi_pdl_enter();
     __shared__ uint8_t s_nt[256];
     __shared__ unsigned long long warp_sum[MC_ROUNDS][MC_THREADS / 32];
     __shared__ unsigned long long base[3];
@@ -375,6 +374,7 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bit
                     unsigned long long *state, mc_records rec, unsigned long long rec_cap,
                     unsigned long long *rows, mc_tables tab, unsigned long long *totals)
 {
+    pmi_pdl_enter();
     __shared__ uint8_t s_nt[256];
     __shared__ uint4 s_act[MC_ROUNDS * MC_THREADS];               /* active masks of (round, thread) */
     __shared__ unsigned long long s_scan[MC_ROUNDS * MC_THREADS]; /* counts, then exclusive prefixes */
@@ -515,19 +515,20 @@ mc_tiling mc_make_tiling(const pm_volume *vol)
 }
 
 template <typename T>
-static void mc_launch_bits(cudaStream_t s, const mcd_volume &v, const mc_tiling &tl, int vec, unsigned *bits)
+static void mc_launch_bits(cudaStream_t s, int pdl, const mcd_volume &v, const mc_tiling &tl, int vec,
+                           unsigned *bits)
 {
     constexpr int E = 16 / (int)sizeof(T);
     const unsigned cpr = (unsigned)(tl.words * (32 / E));
     const unsigned long long nitems = (unsigned long long)tl.nwords * (32 / E);
     const unsigned long long per = MC_THREADS * MC_BU;
     const unsigned grid = (unsigned)((nitems + per - 1) / per);
-    if (vec) mc_bits_kernel<T, 1><<<grid, MC_THREADS, 0, s>>>(v, tl.words, cpr, nitems, bits);
-    else mc_bits_kernel<T, 0><<<grid, MC_THREADS, 0, s>>>(v, tl.words, cpr, nitems, bits);
+    pmi_launch(pdl, vec ? mc_bits_kernel<T, 1> : mc_bits_kernel<T, 0>, grid, MC_THREADS, s, v, tl.words, cpr,
+               nitems, bits);
 }
 
 pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
-                         unsigned int *bits)
+                         unsigned int *bits, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
@@ -540,11 +541,11 @@ pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &
     int vec = ((uintptr_t)v.data % 16) == 0 && (v.rs * (long long)es) % 16 == 0 &&
               (v.ss * (long long)es) % 16 == 0;
     switch (type) {
-    case PM_SAMPLE_U8: mc_launch_bits<uint8_t>(s, v, tl, vec, bits); break;
-    case PM_SAMPLE_U16: mc_launch_bits<uint16_t>(s, v, tl, vec, bits); break;
-    case PM_SAMPLE_I16: mc_launch_bits<int16_t>(s, v, tl, vec, bits); break;
-    case PM_SAMPLE_F32: mc_launch_bits<float>(s, v, tl, vec, bits); break;
-    case PM_SAMPLE_F64: mc_launch_bits<double>(s, v, tl, vec, bits); break;
+    case PM_SAMPLE_U8: mc_launch_bits<uint8_t>(s, pdl, v, tl, vec, bits); break;
+    case PM_SAMPLE_U16: mc_launch_bits<uint16_t>(s, pdl, v, tl, vec, bits); break;
+    case PM_SAMPLE_I16: mc_launch_bits<int16_t>(s, pdl, v, tl, vec, bits); break;
+    case PM_SAMPLE_F32: mc_launch_bits<float>(s, pdl, v, tl, vec, bits); break;
+    case PM_SAMPLE_F64: mc_launch_bits<double>(s, pdl, v, tl, vec, bits); break;
     }
     return pmi_cuda_launched("pm_isosurface: inside bits");
 }
@@ -552,7 +553,7 @@ pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
                       const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
                       mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
-                      unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab)
+                      unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
@@ -563,27 +564,16 @@ pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl,
     mc_tables tb = {NULL, NULL, 0, 0, 1};
     if (tab) tb = *tab;
     if (!indexed) tb.c = NULL;
+    void (*k)(mcd_volume, mc_tiling, int, const unsigned *, unsigned int *, unsigned long long *, mc_records,
+              unsigned long long, unsigned long long *, mc_tables, unsigned long long *);
     if (kernel == 2) {
         /* 16-byte loads when every row (and so every slice) is a whole
          * number of 16-byte groups of words. */
         const int vec = ((uintptr_t)bits % 16) == 0 && tl.words % 4 == 0;
-        if (vec && reload)
-            mc_classify2_kernel<1, 1><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap,
-                                                               rw, tb, totals);
-        else if (vec)
-            mc_classify2_kernel<1, 0><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap,
-                                                               rw, tb, totals);
-        else
-            mc_classify2_kernel<0, 0><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap,
-                                                               rw, tb, totals);
-    } else if (minb == 2)
-        mc_classify_kernel<2><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap, rw,
-                                                       tb, totals);
-    else if (minb == 5)
-        mc_classify_kernel<5><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap, rw,
-                                                       tb, totals);
-    else
-        mc_classify_kernel<4><<<g, MC_THREADS, 0, s>>>(v, tl, indexed, bits, ticket, state, rec, rec_cap, rw,
-                                                       tb, totals);
+        k = vec && reload ? mc_classify2_kernel<1, 1> : vec ? mc_classify2_kernel<1, 0> : mc_classify2_kernel<0, 0>;
+    } else {
+        k = minb == 2 ? mc_classify_kernel<2> : minb == 5 ? mc_classify_kernel<5> : mc_classify_kernel<4>;
+    }
+    pmi_launch(pdl, k, g, MC_THREADS, s, v, tl, indexed, bits, ticket, state, rec, rec_cap, rw, tb, totals);
     return pmi_cuda_launched("pm_isosurface: classification");
 }

@@ -68,6 +68,16 @@ static __device__ __forceinline__ int mcd_inside(const mcd_volume &v, double x)
  * gradient(): (v[ip] - v[im]) / ((ip - im) * h) for forward and central;
  * Sobel sums w * (v[ip] - v[im]) over the clamped 3x3 cross-section, outer
  * loop over the higher cross axis, and divides by 16 * (ip - im) * h. */
+/* The integer threshold of an integer sample type's inside test, for
+ * comparisons with no conversion to float (a quarter of the integer rate):
+ * x < fthr <=> x < ceil(fthr) when inside is below, x > fthr <=> x >
+ * floor(fthr) when above (fthr clamped to the int range first). */
+static __device__ __forceinline__ int mcd_int_threshold(float fthr, bool above)
+{
+    const float fc = fminf(fmaxf(fthr, -2e9f), 2e9f);
+    return above ? (int)floorf(fc) : (int)ceilf(fc);
+}
+
 template <typename T> static __device__ __forceinline__ unsigned mcd_inside_t(const mcd_volume &v, T x)
 {
     if constexpr (sizeof(T) == 8) return (unsigned)mcd_inside(v, (double)x);

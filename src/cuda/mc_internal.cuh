@@ -56,9 +56,10 @@ typedef struct mc_tables {
 #define MC_RECORD_BYTES (8 + 2 + 8 + 8)
 
 mc_tiling mc_make_tiling(const pm_volume *vol);
-/* Pass 1: (a) the inside bits, (b) classification + compaction. */
+/* Pass 1: (a) the inside bits, (b) classification + compaction. pdl: the
+ * kernels are launched with programmatic dependent launch (pmi_launch). */
 pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
-                         unsigned int *bits);
+                         unsigned int *bits, int pdl);
 /* indexed: records for every point that owns a crossing edge too, with the
  * crossing prefixes. rows (indexed only, else NULL): rows[r] = the records
  * before lattice row r (j + ny*k), i.e. its first record. kernel: 2
@@ -72,7 +73,7 @@ pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &
 pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
                       const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
                       mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
-                      unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab);
+                      unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab, int pdl);
 
 /* Streaming classification (mc_stream.cu, the default for all sample types
  * but f64): the same records, row table, start tables and totals as
@@ -106,6 +107,6 @@ mc_stream_grid mc_stream_make_grid(const pm_volume *vol, int nsm, long long slic
 pm_status mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type, const mc_stream_grid &g,
                              int indexed, const mc_stream_mem &m, mc_records rec, unsigned long long rec_cap,
                              unsigned long long *rows, unsigned long long *totals, const mc_tables *tab,
-                             cudaEvent_t after_stream);
+                             cudaEvent_t after_stream, int pdl);
 
 #endif

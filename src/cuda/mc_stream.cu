@@ -50,8 +50,8 @@ MCD_TABLES_UPLOAD
 
 /* Inside test on a loaded sample, as mcd_inside_t but with one compare:
  * floats against fthr, integer samples (exact in float) against the
- * integer threshold it (x < fthr <=> x < ceil(fthr); x > fthr <=> x >
- * floor(fthr)). ABOVE: inside is above iso. NaN is never inside. */
+ * integer threshold it (mcd_int_threshold). ABOVE: inside is above iso.
+ * NaN is never inside. */
 template <typename T, int ABOVE>
 static __device__ __forceinline__ bool ms_inside(T x, float ft, int it)
 {
@@ -115,6 +115,7 @@ __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
 mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, uint4 *pool,
                  unsigned long long pool_cap, unsigned long long *pool_ctr, unsigned long long *totals)
 {
+    pmi_pdl_enter();
     __shared__ uint8_t s_nt[256];
     /* Three buffers: slice step n packs buffer n % 3 while slow warps may
      * still classify from (n - 2) % 3 and (n - 1) % 3, so one barrier per
@@ -133,8 +134,7 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
     const int back = (int)(zr & 1);
     const long long words = (v.nx + 31) / 32;
     const float ft = v.fthr;
-    const float fc = fminf(fmaxf(ft, -2e9f), 2e9f);
-    const int it = ABOVE ? (int)floorf(fc) : (int)ceilf(fc);
+    const int it = mcd_int_threshold(ft, ABOVE);
 
     /* The thread's word: row jj of the band, word wq of the segment. */
     const int jj = t >> 3, wq = t & 7;
@@ -275,6 +275,7 @@ mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const uns
                   unsigned long long *state, unsigned long long *segbase, unsigned long long *rows,
                   unsigned long long *totals)
 {
+    pmi_pdl_enter();
     __shared__ unsigned long long s_w[2][2][MC_THREADS / 32];
     __shared__ unsigned long long s_out[3][1024];
     __shared__ unsigned s_cnt[1024];
@@ -413,6 +414,7 @@ mc_scatter_kernel(mcd_volume v, long long nchunks, long long nseg, const uint4 *
                   unsigned long long pool_cap, const unsigned long long *segbase, mc_records rec,
                   unsigned long long rec_cap, int indexed, mc_tables tab)
 {
+    pmi_pdl_enter();
     const unsigned long long n = min(*pool_ctr, pool_cap), nx = (unsigned long long)v.nx;
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
@@ -467,21 +469,17 @@ mc_stream_grid mc_stream_make_grid(const pm_volume *vol, int nsm, long long slic
 }
 
 template <typename T>
-static void ms_launch(cudaStream_t s, unsigned grid, const mcd_volume &v, const mc_stream_grid &g, int indexed,
-                      const mc_stream_mem &m, unsigned long long *totals)
+static void ms_launch(cudaStream_t s, int pdl, unsigned grid, const mcd_volume &v, const mc_stream_grid &g,
+                      int indexed, const mc_stream_mem &m, unsigned long long *totals)
 {
-    if (v.sg < 0)
-        mc_stream_kernel<T, 1><<<grid, MC_THREADS, 0, s>>>(v, g, indexed, m.segc, m.pool, m.pool_cap, m.pool_ctr,
-                                                           totals);
-    else
-        mc_stream_kernel<T, 0><<<grid, MC_THREADS, 0, s>>>(v, g, indexed, m.segc, m.pool, m.pool_cap, m.pool_ctr,
-                                                           totals);
+    pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 1> : mc_stream_kernel<T, 0>, grid, MC_THREADS, s, v, g, indexed,
+               m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
 }
 
 pm_status mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type, const mc_stream_grid &g,
                              int indexed, const mc_stream_mem &m, mc_records rec, unsigned long long rec_cap,
                              unsigned long long *rows, unsigned long long *totals, const mc_tables *tab,
-                             cudaEvent_t after_stream)
+                             cudaEvent_t after_stream, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -491,22 +489,22 @@ pm_status mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_typ
     if (blocks > 0x7fffffffll || g.ntiles > 0x7fffffffll)
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: the lattice is too large for the GPU tiling");
     switch (type) {
-    case PM_SAMPLE_U8: ms_launch<uint8_t>(s, (unsigned)blocks, v, g, indexed, m, totals); break;
-    case PM_SAMPLE_U16: ms_launch<uint16_t>(s, (unsigned)blocks, v, g, indexed, m, totals); break;
-    case PM_SAMPLE_I16: ms_launch<int16_t>(s, (unsigned)blocks, v, g, indexed, m, totals); break;
-    case PM_SAMPLE_F32: ms_launch<float>(s, (unsigned)blocks, v, g, indexed, m, totals); break;
+    case PM_SAMPLE_U8: ms_launch<uint8_t>(s, pdl, (unsigned)blocks, v, g, indexed, m, totals); break;
+    case PM_SAMPLE_U16: ms_launch<uint16_t>(s, pdl, (unsigned)blocks, v, g, indexed, m, totals); break;
+    case PM_SAMPLE_I16: ms_launch<int16_t>(s, pdl, (unsigned)blocks, v, g, indexed, m, totals); break;
+    case PM_SAMPLE_F32: ms_launch<float>(s, pdl, (unsigned)blocks, v, g, indexed, m, totals); break;
     default: return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface: no streaming classification for f64");
     }
     PMI_TRY(pmi_cuda_launched("pm_isosurface: streaming classification"));
     if (after_stream) cudaEventRecord(after_stream, s);
-    mc_segscan_kernel<<<(unsigned)g.ntiles, MC_THREADS, 0, s>>>(g.nseg, g.nchunks, g.ntiles, m.segc, m.ticket,
-                                                                m.state, m.segbase, rows, totals);
+    pmi_launch(pdl, mc_segscan_kernel, (unsigned)g.ntiles, MC_THREADS, s, g.nseg, g.nchunks, g.ntiles, m.segc,
+               m.ticket, m.state, m.segbase, rows, totals);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: segment scan"));
     mc_tables tb = {NULL, NULL, 0, 0, 1};
     if (tab) tb = *tab;
     if (!indexed) tb.c = NULL;
     const unsigned sgrid = (unsigned)(st->num_sms > 0 ? st->num_sms * 16 : 2048);
-    mc_scatter_kernel<<<sgrid, MC_THREADS, 0, s>>>(v, g.nchunks, g.nseg, m.pool, m.pool_ctr, m.pool_cap, m.segbase, rec,
-                                                    rec_cap, indexed, tb);
+    pmi_launch(pdl, mc_scatter_kernel, sgrid, MC_THREADS, s, v, g.nchunks, g.nseg, m.pool, m.pool_ctr, m.pool_cap,
+               m.segbase, rec, rec_cap, indexed, tb);
     return pmi_cuda_launched("pm_isosurface: record scatter");
 }
