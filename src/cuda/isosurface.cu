@@ -188,19 +188,19 @@ mc_vertex_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *
 
 /* Indexed vertices by blocks of records (kind 2 of mc_launch_vertices):
  * block b takes records [256 b, 256 b + 256), whose crossings are a
- * contiguous range starting at the first one's prefix; thread u of the
- * range finds its record by a binary search over the block's 256 crossing
- * prefixes in shared memory (no start table, no window of another
- * block's prefixes to wait for), then computes the vertex as
- * mc_vertex_kernel. Vertices from nvout on are not written. */
+ * contiguous range starting at the first one's prefix. Each record lists
+ * its crossings (record and axis) at its prefix in shared memory, so
+ * thread u of the range reads its record there (no search, no start
+ * table, no window of another block's prefixes to wait for), then computes
+ * the vertex as mc_vertex_kernel. Vertices from nvout on are not
+ * written. */
 template <typename T, int MODE>
 __global__ void __launch_bounds__(MC_THREADS)
 mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout, float *pos,
                        float *nrm, const mc_dcounts *dc)
 {
     pmi_pdl_enter();
-    __shared__ unsigned s_cp[MC_THREADS];
-    __shared__ uint8_t s_bits[MC_THREADS];
+    __shared__ uint16_t s_own[3 * MC_THREADS]; /* the block's crossings: record | axis << 8 */
     __shared__ unsigned s_total;
     MC_DCOUNTS_RECORDS(nvout, dc->ncross);
     const int t = threadIdx.x;
@@ -209,19 +209,18 @@ mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned lo
     const unsigned long long C0 = __ldg(rec.cross + r0);
     const unsigned long long cross = valid ? __ldg(rec.cross + r) : 0;
     const unsigned bits = valid ? __ldg(rec.info + r) >> 8 & 7u : 0u;
-    s_cp[t] = valid ? (unsigned)(cross - C0) : 0xffffffffu;
-    s_bits[t] = (uint8_t)bits;
+    /* Each record lists its crossings (at most 3) at its prefix. */
+    const unsigned cp = (unsigned)(cross - C0);
+    for (unsigned b = bits, q = 0; b; b &= b - 1, q++) s_own[cp + q] = (uint16_t)(t | (__ffs(b) - 1) << 8);
     const int nvalid = (int)min((long long)MC_THREADS, nrec - r0);
-    if (t == nvalid - 1) s_total = (unsigned)(cross + __popc(bits) - C0);
+    if (t == nvalid - 1) s_total = cp + __popc(bits);
     __syncthreads();
     const unsigned n = s_total;
     for (unsigned u = t; u < n; u += MC_THREADS) {
-        const int a = mc_last_le_shared(s_cp, nvalid, u);
         const unsigned long long o = C0 + u;
         if (o >= nvout) continue;
-        unsigned rb = s_bits[a];
-        for (unsigned rank = u - s_cp[a]; rank; rank--) rb &= rb - 1;
-        const int axis = __ffs(rb) - 1;
+        const unsigned e = s_own[u];
+        const int a = (int)(e & 255u), axis = (int)(e >> 8);
         long long i, j, k;
         mc_point_ijk(v, __ldg(rec.point + r0 + a), &i, &j, &k);
         float p[3], nn[3];
@@ -360,8 +359,9 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
  * corners 2 and 5 are the records after 3 and 4 when those points have
  * records of their own. The indices go to shared memory; the block then
  * writes its records' triangles (a contiguous range) as consecutive soup
- * corners, each finding its record by a search over the block's 256
- * triangle prefixes in shared memory and copying its vertex from
+ * corners, each reading its record from the list of the block's triangles
+ * in shared memory (each record writes its own at its prefix) and copying
+ * its vertex from
  * vpos/vnrm (the indexed vertices, computed once each by
  * mc_vertex_block_kernel or mc_vertex_kernel). Triangles from ntout on are
  * not written (the caller's capacity; from dc in pm_isosurface_async).
@@ -382,6 +382,7 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
     __shared__ uint32_t s_v[12][MC_THREADS];
     __shared__ unsigned s_tp[MC_THREADS];
     __shared__ uint8_t s_cs[MC_THREADS];
+    __shared__ uint8_t s_own[5 * MC_THREADS]; /* the record of each of the block's triangles */
     __shared__ unsigned s_total;
     MC_DCOUNTS_RECORDS(ntout, dc->ntri);
     const int t = threadIdx.x;
@@ -472,7 +473,8 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
         s_v[5][t] = (uint32_t)(c5 + (b5 & 1u));
         s_v[6][t] = (uint32_t)c7;
     }
-    s_tp[t] = valid ? (unsigned)(tri - T0) : 0xffffffffu;
+    s_tp[t] = (unsigned)(tri - T0);
+    for (unsigned q = 0; q < nt; q++) s_own[tri - T0 + q] = (uint8_t)t;
     s_cs[t] = (uint8_t)cs;
     const int nvalid = (int)min((long long)MC_THREADS, nrec - r0);
     if (t == nvalid - 1) s_total = (unsigned)(tri + nt - T0);
@@ -480,7 +482,7 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
     const unsigned n3 = 3 * s_total;
     for (unsigned u = t; u < n3; u += MC_THREADS) {
         const unsigned lt = u / 3, m = u - 3 * lt;
-        const int a = mc_last_le_shared(s_tp, nvalid, lt);
+        const int a = s_own[lt];
         const uint32_t vi = s_v[mcd_tri_table[s_cs[a]][3 * (lt - s_tp[a]) + m]][a];
         const unsigned long long q = T0 + lt, o = 3 * q + m;
         if (q < ntout) {
