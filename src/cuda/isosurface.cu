@@ -109,6 +109,13 @@ typedef struct mc_dcounts {
 static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigned long long p, long long *i,
                                                     long long *j, long long *k)
 {
+    if ((p | (unsigned long long)v.nx | (unsigned long long)v.ny) >> 32 == 0) { /* 32-bit divisions */
+        const unsigned nx = (unsigned)v.nx, ny = (unsigned)v.ny, row = (unsigned)p / nx, kk = row / ny;
+        *i = (long long)((unsigned)p - row * nx);
+        *k = (long long)kk;
+        *j = (long long)(row - kk * ny);
+        return;
+    }
     unsigned long long row = p / (unsigned long long)v.nx;
     *i = (long long)(p - row * (unsigned long long)v.nx);
     *k = (long long)(row / (unsigned long long)v.ny);
@@ -153,6 +160,66 @@ mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *st
         mcd_vertex<T, MODE>(v, i + mcd_corner[c][0], j + mcd_corner[c][1], k + mcd_corner[c][2],
                             mcd_edge_axis[e], p, n);
         mc_store(pos, nrm, o, p, n);
+    }
+}
+
+/* Soup from the cells (kind 3 of mc_launch_vertices, pl.soup_cells: small
+ * volumes, where pass 2 is bound by its latencies rather than by its
+ * arithmetic): block b takes records [64 b, 64 b + 64) (few records per
+ * block: more warps to hide the latencies of small volumes) of a
+ * classification that is not indexed (each record a cell with triangles),
+ * whose triangles are a contiguous range. Each record lists its triangles
+ * at its prefix in shared memory; thread u of the range's soup vertices
+ * reads its record there and computes the vertex of its corner's edge from
+ * the edge's owner point and axis, as mc_soup_kernel (and as the indexed
+ * vertices: the same function of the same edge, so the same bits). One
+ * kernel, no search, no vertex scratch, but an edge shared by n triangles
+ * is computed n times. Vertices from nvout on are not written. */
+#define MC_CELL_RECS 64 /* records per block of mc_soup_cell_kernel */
+template <typename T, int MODE>
+__global__ void __launch_bounds__(MC_THREADS)
+mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout, float *pos, float *nrm,
+                    const mc_dcounts *dc)
+{
+    pmi_pdl_enter();
+    __shared__ unsigned long long s_pt[MC_CELL_RECS];
+    __shared__ unsigned s_tp[MC_CELL_RECS];
+    __shared__ uint8_t s_cs[MC_CELL_RECS];
+    __shared__ uint8_t s_own[5 * MC_CELL_RECS]; /* the record of each of the block's triangles */
+    __shared__ unsigned s_total;
+    if (dc) {
+        if (!dc->ok) return;
+        nrec = (long long)dc->nrec;
+        nvout = 3 * dc->ntri;
+    }
+    const long long r0 = (long long)blockIdx.x * MC_CELL_RECS;
+    if (r0 >= nrec) return; /* block-uniform, before the barrier */
+    const int t = threadIdx.x, nvalid = (int)min((long long)MC_CELL_RECS, nrec - r0);
+    if (t < nvalid) {
+        const long long r = r0 + t;
+        const unsigned long long T0 = __ldg(rec.tri + r0), tri = __ldg(rec.tri + r);
+        const unsigned info = __ldg(rec.info + r), nt = info >> 11 & 7u;
+        s_tp[t] = (unsigned)(tri - T0);
+        s_pt[t] = __ldg(rec.point + r);
+        s_cs[t] = (uint8_t)(info & 255u);
+        for (unsigned q = 0; q < nt; q++) s_own[tri - T0 + q] = (uint8_t)t;
+        if (t == nvalid - 1) s_total = (unsigned)(tri + nt - T0);
+    }
+    __syncthreads();
+    const unsigned long long T0 = __ldg(rec.tri + r0);
+    const unsigned n3 = 3 * s_total;
+    for (unsigned u = t; u < n3; u += MC_THREADS) {
+        const unsigned lt = u / 3, m = u - 3 * lt;
+        const unsigned long long o = 3 * (T0 + lt) + m;
+        if (o >= nvout) break; /* o grows with u; no barrier follows */
+        const int a = s_own[lt];
+        const int e = mcd_tri_table[s_cs[a]][3 * (lt - s_tp[a]) + m], c = mcd_edge_corner[e][0];
+        long long i, j, k;
+        mc_point_ijk(v, s_pt[a], &i, &j, &k);
+        float pp[3], n[3];
+        mcd_vertex<T, MODE>(v, i + mcd_corner[c][0], j + mcd_corner[c][1], k + mcd_corner[c][2],
+                            mcd_edge_axis[e], pp, n);
+        mc_store(pos, nrm, o, pp, n);
     }
 }
 
@@ -542,7 +609,10 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int indexed, const mcd_v
                                long long nrec, const long long *st, unsigned long long n, float *pos, float *nrm,
                                const mc_dcounts *dc)
 {
-    if (indexed == 2)
+    if (indexed == 3)
+        pmi_launch(pdl, mc_soup_cell_kernel<T, MODE>, (unsigned)(((unsigned long long)nrec + MC_CELL_RECS - 1) / MC_CELL_RECS),
+                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
+    else if (indexed == 2)
         pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec), MC_THREADS, s, v, rec,
                    nrec, n, pos, nrm, dc);
     else
@@ -647,10 +717,12 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * (vertices per crossing, the soup gathered per triangle) instead of by
  * blocks of records; bit 12 (MC_VAR_NOPDL): every kernel launched the
  * ordinary way (by default they are chained by programmatic dependent
- * launch on devices of compute capability 9.0 and later, pmi_launch).
- * -1: read once from PYRAMESH_CUDA_MC ("direct", "bounded", "oldcls",
- * "bitmask", "stream", "search", "nopdl", "old" = the older paths, a
- * number = the bits; else 0). */
+ * launch on devices of compute capability 9.0 and later, pmi_launch);
+ * bit 13 (MC_VAR_CELLS): soup computed from the cells (mc_soup_cell_kernel)
+ * at every size, bit 14 (MC_VAR_NOCELLS) at none (by default up to
+ * MC_CELLS_MAX points). -1: read once from PYRAMESH_CUDA_MC ("direct",
+ * "bounded", "oldcls", "bitmask", "stream", "search", "nopdl", "cells",
+ * "nocells", "old" = the older paths, a number = the bits; else 0). */
 #define MC_VAR_DIRECT 1
 #define MC_VAR_BOUNDED 2
 #define MC_VAR_MINB2 4
@@ -664,6 +736,14 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 #define MC_VAR_STREAM 1024
 #define MC_VAR_SEARCH 2048
 #define MC_VAR_NOPDL 4096
+#define MC_VAR_CELLS 8192
+#define MC_VAR_NOCELLS 16384
+/* Soup from the cells up to 2^23 points (about 203^3). Measured on the
+ * H100 (cayley f32, pm_isosurface_async, session 8): from the cells /
+ * from the indexed vertices 0.049-0.050 / 0.060 ms at 128^3, 0.055 /
+ * 0.063 at 160^3, 0.072-0.073 / 0.074-0.075 at 192^3, 0.089-0.091 / 0.090
+ * at 224^3, 0.107-0.111 / 0.104-0.106 at 256^3, 0.241 / 0.214 at 384^3. */
+#define MC_CELLS_MAX ((size_t)1 << 23)
 extern "C" {
 int pmi_mc_profile;
 double pmi_mc_stage_ms[4];
@@ -685,7 +765,9 @@ static int mc_variant(void)
         var = MC_VAR_DIRECT | MC_VAR_BOUNDED | MC_VAR_NOSTARTS | MC_VAR_OLDCLS | MC_VAR_BITMASK | MC_VAR_SEARCH;
     if (e && !strcmp(e, "search")) var = MC_VAR_SEARCH;
     if (e && !strcmp(e, "nopdl")) var = MC_VAR_NOPDL;
-    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 8191;
+    if (e && !strcmp(e, "cells")) var = MC_VAR_CELLS;
+    if (e && !strcmp(e, "nocells")) var = MC_VAR_NOCELLS;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 32767;
     __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
     return var;
 }
@@ -698,6 +780,7 @@ typedef struct mc_plan {
     mc_stream_grid sg;
     size_t npoints;
     int indexed, var, cls_indexed, use_rows, cls_tables, cls_kernel, use_stream, per_record, vblock;
+    int soup_cells; /* soup from the cells (mc_soup_cell_kernel) */
     int pdl; /* kernels chained by programmatic dependent launch */
 } mc_plan;
 
@@ -742,7 +825,14 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     int var = mc_variant();
     if (async) var &= ~(MC_VAR_DIRECT | MC_VAR_NOSTARTS | MC_VAR_OLDCLS);
     pl->var = var;
-    pl->cls_indexed = pl->indexed || !(var & MC_VAR_DIRECT);
+    /* Soup from the cells (mc_soup_cell_kernel: one kernel for pass 2, a
+     * classification that is not indexed) up to MC_CELLS_MAX points, from
+     * the indexed vertices above (measured on the H100,
+     * bench/RESULTS-cudamc.md, session 8). */
+    pl->soup_cells = !pl->indexed && !(var & (MC_VAR_DIRECT | MC_VAR_NOCELLS | MC_VAR_SEARCH)) &&
+                     ((var & MC_VAR_CELLS) || pl->npoints <= MC_CELLS_MAX) &&
+                     (pl->npoints + MC_CELL_RECS - 1) / MC_CELL_RECS <= 0x7fffffffull;
+    pl->cls_indexed = pl->indexed || !(var & MC_VAR_DIRECT) && !pl->soup_cells;
     pl->use_rows = pl->cls_indexed && !(var & MC_VAR_BOUNDED);
     /* Pass 2 (bench/RESULTS-cudamc.md, session 7, measured on the H100):
      * - vertices by blocks of 256 records (mc_vertex_block_kernel; the
@@ -837,7 +927,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     mc_tables tab = {NULL, NULL, 0, 0, pl.indexed ? 1u : 3u};
     if (pl.cls_tables) {
         /* The per-record triangle kernels need no triangle table. */
-        tab.nt = pl.per_record ? 0 : ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
+        tab.nt = pl.per_record || pl.soup_cells ? 0 : ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
         tab.nc = pl.cls_indexed && !pl.vblock ? ((unsigned long long)rec_cap * 3 + 255) / 256 + 1 : 0;
     }
     size_t tab_b = pl.cls_tables ? pmi_align256((size_t)tab.nt * 8) + pmi_align256((size_t)tab.nc * 8) : 0;
@@ -1022,8 +1112,9 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
      * and the bitmask, both dead after pass 1) holds, when they fit: the
      * soup's indexed vertices (ncross * 24 bytes, 12 without normals), then
      * the expansion kernels' block start tables (8 bytes per block). Soup
-     * goes through the indexed vertices when they fit (else, and for the
-     * direct variant, one vertex computation per soup vertex). */
+     * goes through the indexed vertices when they fit; else (and for small
+     * volumes, pl.soup_cells) it is computed from the cells, one vertex
+     * computation per soup vertex (per output for the direct variant). */
     char *fb = base + pmi_align256((size_t)((char *)(rec.cross + nrec) - base));
     size_t fleft = fb <= base_end ? (size_t)(base_end - fb) : 0;
     float *vpos = NULL, *vnrm = NULL;
@@ -1046,12 +1137,17 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     /* Vertices by blocks of records (pl.vblock: not MC_VAR_SEARCH), or per
      * crossing. */
     const int vkind = pl.vblock && rgrid <= 0x7fffffffull ? 2 : 1;
+    /* Soup without the indexed vertices (pl.soup_cells, or when they do not
+     * fit): from the cells, or one vertex computation per soup vertex for
+     * the direct variant. */
+    const int skind = !indexed && !vpos && !(var & MC_VAR_DIRECT) &&
+                      ((unsigned long long)nrec + MC_CELL_RECS - 1) / MC_CELL_RECS <= 0x7fffffffull ? 3 : 0;
     /* Start tables of the kernels that search their records: a (the
      * per-crossing vertex kernel, or the direct soup), b (the
      * per-triangle gather, or the triangle kernel); written by the
      * classification, else searched here for all blocks at once. */
     mc_starts sa = {NULL, 0, 1, NULL}, sb = {NULL, 0, 1, NULL};
-    if (vpos ? vkind == 1 : nv_w && !(indexed && vkind == 2)) {
+    if (vpos ? vkind == 1 : nv_w && !(indexed && vkind == 2) && !(!indexed && skind == 3)) {
         const int vx = vpos || indexed;
         sa.pref = vx ? rec.cross : rec.tri;
         sa.nblocks = mc_blocks(vpos ? ncross : nv_w);
@@ -1091,7 +1187,8 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
                        (const long long *)sb.out, nv_w / 3, (const float *)vpos,
                        (const float *)(o.nrm ? vnrm : NULL), o.pos, o.nrm, (const mc_dcounts *)NULL);
     } else if (nv_w) {
-        mc_launch_expand(s, pl.pdl, vol->type, opt->normals, indexed ? vkind : 0, v, rec, nrec, sa.out, nv_w, o.pos, o.nrm);
+        mc_launch_expand(s, pl.pdl, vol->type, opt->normals, indexed ? vkind : skind, v, rec, nrec, sa.out, nv_w, o.pos,
+                         o.nrm);
         if (ev[5]) cudaEventRecord(ev[5], s);
     }
     pm_status ls = pmi_cuda_launched("pm_isosurface: vertices");
@@ -1194,16 +1291,16 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: the capacities are too large for one launch");
     const int want_n = opt->normals != PM_NORMALS_NONE && opt->normals_out;
     size_t vroom_b = 0;
-    if (!indexed && !pmi_mul3_size((size_t)nvk, (size_t)3 * sizeof(float), want_n ? 2 : 1, &vroom_b))
+    if (!indexed && !pl.soup_cells && !pmi_mul3_size((size_t)nvk, (size_t)3 * sizeof(float), want_n ? 2 : 1, &vroom_b))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: vertex room overflows");
     mc_pass1 p1;
     cudaEvent_t ev[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     PMI_TRY(mc_pass1_launch(ctx, vol, pl, (size_t)rec_cap, 256 + vroom_b, &p1, ev));
     mc_dcounts *dc = (mc_dcounts *)p1.extra;
-    float *vpos = indexed ? NULL : (float *)(p1.extra + 256);
-    float *vnrm = !indexed && want_n ? vpos + (size_t)nvk * 3 : NULL;
+    float *vpos = indexed || pl.soup_cells ? NULL : (float *)(p1.extra + 256);
+    float *vnrm = vpos && want_n ? vpos + (size_t)nvk * 3 : NULL;
     pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, (const unsigned long long *)p1.totals, indexed, rec_cap, vcap, tcap,
-               indexed ? vcap : nvk, dc, (unsigned long long *)counts_ctx);
+               indexed ? vcap : pl.soup_cells ? ~0ull : nvk, dc, (unsigned long long *)counts_ctx);
     PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
     float *pnrm = want_n ? opt->normals_out : NULL;
     const long long nrb = (long long)rec_cap; /* replaced by dc->nrec */
@@ -1217,6 +1314,10 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
             pmi_launch(pl.pdl, mc_triangle_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec,
                        (const unsigned long long *)p1.rows, nrb, (const long long *)p1.ctab.t, ntk, opt->indices,
                        (const mc_dcounts *)dc);
+    } else if (pl.soup_cells) {
+        if (ntk)
+            mc_launch_expand(s, pl.pdl, vol->type, opt->normals, 3, pl.v, p1.rec, nrb, NULL, 3 * ntk, opt->positions,
+                             pnrm, dc);
     } else {
         if (nvk) mc_launch_expand(s, pl.pdl, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, vpos, vnrm, dc);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
