@@ -8,11 +8,14 @@
  * the few samples around its edge and writes position and normal, so the
  * writes are coalesced and the reads stay in L1/L2. The vertices and the
  * soup take blocks of 256 records, whose outputs are a contiguous range,
- * and search the block's prefixes in shared memory; the indexed triangles
- * take blocks of 256 triangles, whose first record comes from a start
- * table. An edge's owner comes from the row table (each lattice row's
- * first record). Soup is the indexed vertices, computed once each,
- * gathered by one thread per record (the CPU's mc_soup_from_indexed).
+ * each record listing its outputs at its prefix in shared memory; the
+ * indexed triangles take blocks of 256 triangles, whose first record comes
+ * from a start table. An edge's owner comes from the row table (each
+ * lattice row's first record). Soup is the indexed vertices, computed
+ * once each, gathered by one thread per record (the CPU's
+ * mc_soup_from_indexed); small volumes' soup is computed from the cells
+ * instead (mc_soup_cell_kernel). All kernels are chained by programmatic
+ * dependent launch where the device has it (pmi_launch).
  * Output order and arithmetic are the CPU backend's (src/cpu/isosurface.c),
  * bit for bit. */
 #include <stdlib.h>
@@ -610,8 +613,9 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int indexed, const mcd_v
                                const mc_dcounts *dc)
 {
     if (indexed == 3)
-        pmi_launch(pdl, mc_soup_cell_kernel<T, MODE>, (unsigned)(((unsigned long long)nrec + MC_CELL_RECS - 1) / MC_CELL_RECS),
-                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
+        pmi_launch(pdl, mc_soup_cell_kernel<T, MODE>,
+                   (unsigned)(nrec > 0 ? ((unsigned long long)nrec + MC_CELL_RECS - 1) / MC_CELL_RECS : 1), MC_THREADS,
+                   s, v, rec, nrec, n, pos, nrm, dc);
     else if (indexed == 2)
         pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec), MC_THREADS, s, v, rec,
                    nrec, n, pos, nrm, dc);
@@ -719,10 +723,15 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
  * ordinary way (by default they are chained by programmatic dependent
  * launch on devices of compute capability 9.0 and later, pmi_launch);
  * bit 13 (MC_VAR_CELLS): soup computed from the cells (mc_soup_cell_kernel)
- * at every size, bit 14 (MC_VAR_NOCELLS) at none (by default up to
- * MC_CELLS_MAX points). -1: read once from PYRAMESH_CUDA_MC ("direct",
- * "bounded", "oldcls", "bitmask", "stream", "search", "nopdl", "cells",
- * "nocells", "old" = the older paths, a number = the bits; else 0). */
+ * at every size, bit 14 (MC_VAR_NOCELLS) from the indexed vertices at
+ * every size where they fit (by default from the cells up to MC_CELLS_MAX
+ * points, and where they do not fit); bit 15 (MC_VAR_NOVROOM):
+ * pm_isosurface leaves the soup's indexed vertices no room in the
+ * scratch, as when they do not fit ("novroom" sets it with
+ * MC_VAR_NOCELLS: the fallback's test). -1: read once from PYRAMESH_CUDA_MC
+ * ("direct", "bounded", "oldcls", "bitmask", "stream", "search", "nopdl",
+ * "cells", "nocells", "novroom", "old" = the older paths, a number = the
+ * bits; else 0). */
 #define MC_VAR_DIRECT 1
 #define MC_VAR_BOUNDED 2
 #define MC_VAR_MINB2 4
@@ -738,6 +747,7 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 #define MC_VAR_NOPDL 4096
 #define MC_VAR_CELLS 8192
 #define MC_VAR_NOCELLS 16384
+#define MC_VAR_NOVROOM 32768
 /* Soup from the cells up to 2^23 points (about 203^3). Measured on the
  * H100 (cayley f32, pm_isosurface_async, session 8): from the cells /
  * from the indexed vertices 0.049-0.050 / 0.060 ms at 128^3, 0.055 /
@@ -767,9 +777,29 @@ static int mc_variant(void)
     if (e && !strcmp(e, "nopdl")) var = MC_VAR_NOPDL;
     if (e && !strcmp(e, "cells")) var = MC_VAR_CELLS;
     if (e && !strcmp(e, "nocells")) var = MC_VAR_NOCELLS;
-    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 32767;
+    if (e && !strcmp(e, "novroom")) var = MC_VAR_NOVROOM | MC_VAR_NOCELLS;
+    if (e && *e >= '0' && *e <= '9') var = atoi(e) & 65535;
     __atomic_store_n(&pmi_mc_variant, var, __ATOMIC_RELAXED);
     return var;
+}
+
+/* Whether the kernels running on the current device were compiled for
+ * compute capability 9.0 or later, i.e. have the wait of pmi_pdl_enter
+ * (a build for older architectures only runs on the H100 from their PTX,
+ * without it): checked once per process on the first device asked (a
+ * later device of another architecture gets no chaining where its own
+ * st->pdl says so). */
+static int mc_pdl_compiled(void)
+{
+    static int known = -1;
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (k < 0) {
+        cudaFuncAttributes a;
+        k = cudaFuncGetAttributes(&a, mc_clear_kernel) == cudaSuccess && a.ptxVersion >= 90;
+        cudaGetLastError();
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k;
 }
 
 /* How pass 1 runs, decided on the host: the volume as the kernels see it,
@@ -852,7 +882,7 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * triangles (keys of the per-triangle soup kernels, divisor 3, or of
      * the triangle kernel, divisor 1) and crossings (mc_vertex_kernel). */
     pl->per_record = !pl->indexed && pl->use_rows && !(var & MC_VAR_SEARCH);
-    pl->pdl = st->pdl && !(var & MC_VAR_NOPDL);
+    pl->pdl = st->pdl && mc_pdl_compiled() && !(var & MC_VAR_NOPDL);
     pl->vblock = pl->cls_indexed && !(var & MC_VAR_SEARCH);
     pl->cls_tables = !(var & (MC_VAR_OLDCLS | MC_VAR_NOSTARTS));
     /* Classification kernel: mc_classify2_kernel while the bitmask fits
@@ -1120,7 +1150,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     float *vpos = NULL, *vnrm = NULL;
     if (!indexed && cls_indexed && nv_w) {
         size_t need = pmi_align256((size_t)ncross * 3 * sizeof(float) * (want_n ? 2 : 1));
-        if (need <= fleft) {
+        if (need <= fleft && !(var & MC_VAR_NOVROOM)) {
             vpos = (float *)fb;
             vnrm = want_n ? vpos + (size_t)ncross * 3 : NULL;
             fb += need;
@@ -1139,8 +1169,8 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     const int vkind = pl.vblock && rgrid <= 0x7fffffffull ? 2 : 1;
     /* Soup without the indexed vertices (pl.soup_cells, or when they do not
      * fit): from the cells, or one vertex computation per soup vertex for
-     * the direct variant. */
-    const int skind = !indexed && !vpos && !(var & MC_VAR_DIRECT) &&
+     * the direct and search variants. */
+    const int skind = !indexed && !vpos && !(var & (MC_VAR_DIRECT | MC_VAR_SEARCH)) &&
                       ((unsigned long long)nrec + MC_CELL_RECS - 1) / MC_CELL_RECS <= 0x7fffffffull ? 3 : 0;
     /* Start tables of the kernels that search their records: a (the
      * per-crossing vertex kernel, or the direct soup), b (the

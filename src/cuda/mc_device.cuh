@@ -64,10 +64,6 @@ static __device__ __forceinline__ int mcd_inside(const mcd_volume &v, double x)
     return v.sg * x < v.siso;
 }
 
-/* Gradient at lattice point (i,j,k) per unit length, as the CPU's
- * gradient(): (v[ip] - v[im]) / ((ip - im) * h) for forward and central;
- * Sobel sums w * (v[ip] - v[im]) over the clamped 3x3 cross-section, outer
- * loop over the higher cross axis, and divides by 16 * (ip - im) * h. */
 /* The integer threshold of an integer sample type's inside test, for
  * comparisons with no conversion to float (a quarter of the integer rate):
  * x < fthr <=> x < ceil(fthr) when inside is below, x > fthr <=> x >
@@ -78,12 +74,18 @@ static __device__ __forceinline__ int mcd_int_threshold(float fthr, bool above)
     return above ? (int)floorf(fc) : (int)ceilf(fc);
 }
 
+/* The inside test on a sample of type T: the float test (fthr) for the
+ * types exact in float, the double one for f64. */
 template <typename T> static __device__ __forceinline__ unsigned mcd_inside_t(const mcd_volume &v, T x)
 {
     if constexpr (sizeof(T) == 8) return (unsigned)mcd_inside(v, (double)x);
     else return v.sg > 0 ? (float)x < v.fthr : (float)x > v.fthr;
 }
 
+/* Gradient at lattice point (i,j,k) per unit length, as the CPU's
+ * gradient(): (v[ip] - v[im]) / ((ip - im) * h) for forward and central;
+ * Sobel sums w * (v[ip] - v[im]) over the clamped 3x3 cross-section, outer
+ * loop over the higher cross axis, and divides by 16 * (ip - im) * h. */
 template <typename T, int MODE>
 static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long long i, long long j, long long k,
                                                     double g[3])
