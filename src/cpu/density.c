@@ -9,9 +9,6 @@
 #include "cpu/cpu.h"
 #include "cpu/density.h"
 
-/* Lattice indices stay below 2^52 so that (double)g * s is exact enough to
- * tell neighbouring lattice points apart. */
-
 static double gb(double bytes) { return bytes / 1e9; }
 
 /* Lays out the lattice over [bmin, bmax] grown by `margin` plus one lattice

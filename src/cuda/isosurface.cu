@@ -38,19 +38,6 @@ static __device__ __forceinline__ long long mc_last_le(const unsigned long long 
     return lo;
 }
 
-/* Last i in [0, n) with s[i] <= key (s ascending in shared memory, s[0] <=
- * key): the record of a block's output among the prefixes it loaded. */
-template <typename K> static __device__ __forceinline__ int mc_last_le_shared(const K *s, int n, K key)
-{
-    int a = 0, b = n - 1;
-    while (a < b) {
-        const int mid = (a + b + 1) >> 1;
-        if (s[mid] <= key) a = mid;
-        else b = mid - 1;
-    }
-    return a;
-}
-
 /* The block's outputs start at key `first` of the sorted prefixes `pref`:
  * thread 0 reads the first record from `starts` (entry sstride * block:
  * the soup's per-triangle gather reads the table of 256 / 3 triangles per
@@ -74,7 +61,13 @@ static __device__ __forceinline__ long long mc_find(const unsigned long long *pr
         if (nwin < MC_WIN) return r0 + nwin - 1;
         return mc_last_le(pref, r0 + nwin - 1, nrec - 1, key);
     }
-    return r0 + mc_last_le_shared(s_pref, nwin, key);
+    int lo = 0, hi = nwin - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) >> 1;
+        if (s_pref[mid] <= key) lo = mid;
+        else hi = mid - 1;
+    }
+    return r0 + lo;
 }
 
 /* Counts of pm_isosurface_async's pass 2, written on the device by
@@ -198,9 +191,10 @@ mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long 
     const long long r0 = (long long)blockIdx.x * MC_CELL_RECS;
     if (r0 >= nrec) return; /* block-uniform, before the barrier */
     const int t = threadIdx.x, nvalid = (int)min((long long)MC_CELL_RECS, nrec - r0);
+    const unsigned long long T0 = __ldg(rec.tri + r0);
     if (t < nvalid) {
         const long long r = r0 + t;
-        const unsigned long long T0 = __ldg(rec.tri + r0), tri = __ldg(rec.tri + r);
+        const unsigned long long tri = __ldg(rec.tri + r);
         const unsigned info = __ldg(rec.info + r), nt = info >> 11 & 7u;
         s_tp[t] = (unsigned)(tri - T0);
         s_pt[t] = __ldg(rec.point + r);
@@ -209,7 +203,6 @@ mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long 
         if (t == nvalid - 1) s_total = (unsigned)(tri + nt - T0);
     }
     __syncthreads();
-    const unsigned long long T0 = __ldg(rec.tri + r0);
     const unsigned n3 = 3 * s_total;
     for (unsigned u = t; u < n3; u += MC_THREADS) {
         const unsigned lt = u / 3, m = u - 3 * lt;
@@ -431,8 +424,7 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
  * writes its records' triangles (a contiguous range) as consecutive soup
  * corners, each reading its record from the list of the block's triangles
  * in shared memory (each record writes its own at its prefix) and copying
- * its vertex from
- * vpos/vnrm (the indexed vertices, computed once each by
+ * its vertex from vpos/vnrm (the indexed vertices, computed once each by
  * mc_vertex_block_kernel or mc_vertex_kernel). Triangles from ntout on are
  * not written (the caller's capacity; from dc in pm_isosurface_async).
  * Vertex indices fit 32 bits (the host checks).
@@ -814,9 +806,9 @@ typedef struct mc_plan {
     int pdl; /* kernels chained by programmatic dependent launch */
 } mc_plan;
 
-/* async: pm_isosurface_async, whose pass 2 needs the indexed vertices for
- * soup and, where its kernels search their records, the start tables
- * (the direct, no-start-table and older classification variants are not
+/* async: pm_isosurface_async, whose pass 2 needs, where its kernels search
+ * their records, the start tables written by the classification (the
+ * direct, no-start-table and older classification variants are not
  * taken). */
 static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso, const pm_isosurface_options *opt,
                               int async, mc_plan *pl)
@@ -849,9 +841,9 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     pl->tl = mc_make_tiling(vol);
     if (!pmi_mul3_size(vol->nx, vol->ny, vol->nz, &pl->npoints))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: lattice size overflows");
-    /* Soup is classified as indexed (records with crossing prefixes)
-     * unless the direct variant is asked for, so that pass 2 can compute
-     * each edge vertex once. */
+    /* Soup is classified as indexed (records with crossing prefixes), so
+     * that pass 2 can compute each edge vertex once, unless it is computed
+     * from the cells (below) or the direct variant is asked for. */
     int var = mc_variant();
     if (async) var &= ~(MC_VAR_DIRECT | MC_VAR_NOSTARTS | MC_VAR_OLDCLS);
     pl->var = var;
@@ -1177,7 +1169,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
      * per-triangle gather, or the triangle kernel); written by the
      * classification, else searched here for all blocks at once. */
     mc_starts sa = {NULL, 0, 1, NULL}, sb = {NULL, 0, 1, NULL};
-    if (vpos ? vkind == 1 : nv_w && !(indexed && vkind == 2) && !(!indexed && skind == 3)) {
+    if (vpos ? vkind == 1 : nv_w && !(indexed && vkind == 2) && skind != 3) {
         const int vx = vpos || indexed;
         sa.pref = vx ? rec.cross : rec.tri;
         sa.nblocks = mc_blocks(vpos ? ncross : nv_w);
@@ -1210,12 +1202,10 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         if (ev[5]) cudaEventRecord(ev[5], s);
         if (cudaPeekAtLastError() == cudaSuccess && soup_rec)
             pmi_launch(pl.pdl, mc_soup_record_kernel, (unsigned)rgrid, MC_THREADS, s, v, rec, rows, nrec, nv_w / 3,
-                       o.pos, o.nrm, (const float *)vpos, (const float *)(o.nrm ? vnrm : NULL),
-                       (const mc_dcounts *)NULL);
+                       o.pos, o.nrm, vpos, o.nrm ? vnrm : NULL, (const mc_dcounts *)NULL);
         else if (cudaPeekAtLastError() == cudaSuccess)
-            pmi_launch(pl.pdl, mc_gather_kernel, mc_blocks(nv_w / 3), MC_THREADS, s, v, rec, rows, nrec,
-                       (const long long *)sb.out, nv_w / 3, (const float *)vpos,
-                       (const float *)(o.nrm ? vnrm : NULL), o.pos, o.nrm, (const mc_dcounts *)NULL);
+            pmi_launch(pl.pdl, mc_gather_kernel, mc_blocks(nv_w / 3), MC_THREADS, s, v, rec, rows, nrec, sb.out,
+                       nv_w / 3, vpos, o.nrm ? vnrm : NULL, o.pos, o.nrm, (const mc_dcounts *)NULL);
     } else if (nv_w) {
         mc_launch_expand(s, pl.pdl, vol->type, opt->normals, indexed ? vkind : skind, v, rec, nrec, sa.out, nv_w, o.pos,
                          o.nrm);
@@ -1223,8 +1213,8 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     }
     pm_status ls = pmi_cuda_launched("pm_isosurface: vertices");
     if (ls == PM_STATUS_OK && tri_k)
-        pmi_launch(pl.pdl, mc_triangle_kernel, mc_blocks(nt_w), MC_THREADS, s, v, rec, rows, nrec,
-                   (const long long *)sb.out, nt_w, o.idx, (const mc_dcounts *)NULL);
+        pmi_launch(pl.pdl, mc_triangle_kernel, mc_blocks(nt_w), MC_THREADS, s, v, rec, rows, nrec, sb.out, nt_w,
+                   o.idx, (const mc_dcounts *)NULL);
     if (ls == PM_STATUS_OK) ls = pmi_cuda_launched("pm_isosurface: triangles");
     if (ev[3]) cudaEventRecord(ev[3], s);
     if (ls == PM_STATUS_OK && !to_ctx) {
@@ -1329,7 +1319,7 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     mc_dcounts *dc = (mc_dcounts *)p1.extra;
     float *vpos = indexed || pl.soup_cells ? NULL : (float *)(p1.extra + 256);
     float *vnrm = vpos && want_n ? vpos + (size_t)nvk * 3 : NULL;
-    pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, (const unsigned long long *)p1.totals, indexed, rec_cap, vcap, tcap,
+    pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, p1.totals, indexed, rec_cap, vcap, tcap,
                indexed ? vcap : pl.soup_cells ? ~0ull : nvk, dc, (unsigned long long *)counts_ctx);
     PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
     float *pnrm = want_n ? opt->normals_out : NULL;
@@ -1341,9 +1331,8 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
                              pnrm, dc);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
         if (ntk && opt->indices)
-            pmi_launch(pl.pdl, mc_triangle_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec,
-                       (const unsigned long long *)p1.rows, nrb, (const long long *)p1.ctab.t, ntk, opt->indices,
-                       (const mc_dcounts *)dc);
+            pmi_launch(pl.pdl, mc_triangle_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec, p1.rows, nrb,
+                       p1.ctab.t, ntk, opt->indices, dc);
     } else if (pl.soup_cells) {
         if (ntk)
             mc_launch_expand(s, pl.pdl, vol->type, opt->normals, 3, pl.v, p1.rec, nrb, NULL, 3 * ntk, opt->positions,
@@ -1353,13 +1342,11 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
         const unsigned long long rgrid = (rec_cap + MC_THREADS - 1) / MC_THREADS;
         if (ntk && pl.per_record && rgrid <= 0x7fffffffull && nvk <= UINT32_MAX + 1ull)
-            pmi_launch(pl.pdl, mc_soup_record_kernel, (unsigned)rgrid, MC_THREADS, s, pl.v, p1.rec,
-                       (const unsigned long long *)p1.rows, nrb, ntk, opt->positions, pnrm, (const float *)vpos,
-                       (const float *)vnrm, (const mc_dcounts *)dc);
+            pmi_launch(pl.pdl, mc_soup_record_kernel, (unsigned)rgrid, MC_THREADS, s, pl.v, p1.rec, p1.rows, nrb, ntk,
+                       opt->positions, pnrm, vpos, vnrm, dc);
         else if (ntk)
-            pmi_launch(pl.pdl, mc_gather_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec,
-                       (const unsigned long long *)p1.rows, nrb, (const long long *)p1.ctab.t, ntk,
-                       (const float *)vpos, (const float *)vnrm, opt->positions, pnrm, (const mc_dcounts *)dc);
+            pmi_launch(pl.pdl, mc_gather_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec, p1.rows, nrb, p1.ctab.t,
+                       ntk, vpos, vnrm, opt->positions, pnrm, dc);
     }
     return pmi_cuda_launched("pm_isosurface_async: triangles");
 }

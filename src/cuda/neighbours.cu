@@ -262,11 +262,6 @@ pm_status dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_fi
     return PM_STATUS_OK;
 }
 
-static size_t dn_al(size_t b)
-{
-    return (b + 255) & ~(size_t)255;
-}
-
 /* The neighbour grid on the caller's lattice (pm_field_compute_async):
  * nothing is read back. Every particle gets a cell key (dropped ones,
  * outside the aabb or non-finite, the key ncells, sorted last; others
@@ -320,9 +315,9 @@ pm_status dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n, const
                                                (uint32_t *)NULL, (int)n, 0, end_bit, st),
                "pm_field_compute_async: sort size");
     const size_t nc1 = (size_t)g->ncells + 1, tb_scan = pmi_cuda_scan_tmp_bytes(nc1);
-    const size_t b4 = dn_al(n * 4), bc = dn_al(nc1 * 4);
-    const size_t bytes = 4 * b4 + 2 * bc + dn_al(n * 12) + (sph ? dn_al(n * 8) : 0) + dn_al(tb_sort) +
-                         dn_al(tb_scan) + dn_al(extra_b);
+    const size_t b4 = pmi_align256(n * 4), bc = pmi_align256(nc1 * 4);
+    const size_t bytes = 4 * b4 + 2 * bc + pmi_align256(n * 12) + (sph ? pmi_align256(n * 8) : 0) +
+                         pmi_align256(tb_sort) + pmi_align256(tb_scan) + pmi_align256(extra_b);
     const double need = (double)bytes + 4.0 * (double)points;
     if (!(need <= (double)p->max_memory_bytes))
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,
@@ -338,16 +333,16 @@ pm_status dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n, const
     uint32_t *counts = (uint32_t *)q, *start = (uint32_t *)(q + bc);
     q += 2 * bc;
     float *sxyz = (float *)q;
-    q += dn_al(n * 12);
+    q += pmi_align256(n * 12);
     *vol = NULL;
     if (sph) {
         *vol = (double *)q;
-        q += dn_al(n * 8);
+        q += pmi_align256(n * 8);
     }
     void *sort_tmp = q;
-    q += dn_al(tb_sort);
+    q += pmi_align256(tb_sort);
     void *scan_tmp = q;
-    q += dn_al(tb_scan);
+    q += pmi_align256(tb_scan);
     *extra = q;
 
     PMI_CU_TRY(cudaMemsetAsync(counts, 0, nc1 * 4, st), "pm_field_compute_async: clear counts");
