@@ -14,7 +14,10 @@
  * pmi_mc_variant ("direct" soup, "bounded" owner search, "oldcls" the
  * older classification kernel with the start tables searched by their own
  * kernel); "p2 vertices" is the
- * vertex part of pass 2 (the start table search included).
+ * vertex part of pass 2 (the start table search included). At the end, a
+ * table of measured floors: floor_kernel reads each default row's volume
+ * once and writes its mesh's bytes, with nothing computed, against the
+ * computed floor and the async time.
  * Usage: bench_cuda_isosurface [maxN [checkN [N,N,...]]] (the list picks sizes). */
 #include <stdio.h>
 #include <stdlib.h>
