@@ -90,16 +90,16 @@ typedef struct mc_dcounts {
         if ((unsigned long long)blockIdx.x * blockDim.x >= nout) return;                                       \
     } while (0)
 
-/* The same for the kernels that take blocks of MC_THREADS records: nrec and
- * the output limit from dc; returns when the block has no record. Defines
- * r0, the block's first record. */
-#define MC_DCOUNTS_RECORDS(limit, dc_limit)                                                                    \
+/* The same for the kernels that take blocks of `per` records: nrec and the
+ * output limit from dc; returns when the block has no record. Defines r0,
+ * the block's first record. */
+#define MC_DCOUNTS_RECORDS(limit, dc_limit, per)                                                               \
     if (dc) {                                                                                                  \
         if (!dc->ok) return;                                                                                   \
         nrec = (long long)dc->nrec;                                                                            \
         limit = (dc_limit);                                                                                    \
     }                                                                                                          \
-    const long long r0 = (long long)blockIdx.x * MC_THREADS;                                                   \
+    const long long r0 = (long long)blockIdx.x * (per);                                                        \
     if (r0 >= nrec) return /* block-uniform, before any barrier */
 
 static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigned long long p, long long *i,
@@ -172,6 +172,11 @@ mc_soup_kernel(mcd_volume v, mc_records rec, long long nrec, const long long *st
  * kernel, no search, no vertex scratch, but an edge shared by n triangles
  * is computed n times. Vertices from nvout on are not written. */
 #define MC_CELL_RECS 64 /* records per block of mc_soup_cell_kernel */
+/* Blocks of mc_soup_cell_kernel for n records (at least one launched). */
+static unsigned long long mc_cell_blocks(unsigned long long n)
+{
+    return n ? (n + MC_CELL_RECS - 1) / MC_CELL_RECS : 1;
+}
 template <typename T, int MODE>
 __global__ void __launch_bounds__(MC_THREADS)
 mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout, float *pos, float *nrm,
@@ -183,13 +188,7 @@ mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long 
     __shared__ uint8_t s_cs[MC_CELL_RECS];
     __shared__ uint8_t s_own[5 * MC_CELL_RECS]; /* the record of each of the block's triangles */
     __shared__ unsigned s_total;
-    if (dc) {
-        if (!dc->ok) return;
-        nrec = (long long)dc->nrec;
-        nvout = 3 * dc->ntri;
-    }
-    const long long r0 = (long long)blockIdx.x * MC_CELL_RECS;
-    if (r0 >= nrec) return; /* block-uniform, before the barrier */
+    MC_DCOUNTS_RECORDS(nvout, 3 * dc->ntri, MC_CELL_RECS);
     const int t = threadIdx.x, nvalid = (int)min((long long)MC_CELL_RECS, nrec - r0);
     const unsigned long long T0 = __ldg(rec.tri + r0);
     if (t < nvalid) {
@@ -265,7 +264,7 @@ mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned lo
     pmi_pdl_enter();
     __shared__ uint16_t s_own[3 * MC_THREADS]; /* the block's crossings: record | axis << 8 */
     __shared__ unsigned s_total;
-    MC_DCOUNTS_RECORDS(nvout, dc->ncross);
+    MC_DCOUNTS_RECORDS(nvout, dc->ncross, MC_THREADS);
     const int t = threadIdx.x;
     const long long r = r0 + t;
     const bool valid = r < nrec;
@@ -435,6 +434,16 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
  * (x + 1, y + 1) edge 10 (z); corner 4 (z + 1) edges 4 (x), 7 (y); corner
  * 5 (x + 1, z + 1) edge 5 (y); corner 7 (y + 1, z + 1) edge 6 (x). */
 #define MC_E(e) (1u << (e))
+/* Crossing bits (*b) and crossing prefix (*c) of owner record o, when
+ * `used` (the cell uses an edge it owns). */
+static __device__ __forceinline__ void mc_owner_load(const mc_records &rec, unsigned used, long long o, unsigned *b,
+                                                     unsigned long long *c)
+{
+    if (used) {
+        *b = __ldg(rec.info + o) >> 8;
+        *c = __ldg(rec.cross + o);
+    }
+}
 __global__ void __launch_bounds__(MC_THREADS)
 mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
                       unsigned long long ntout, float *pos, float *nrm, const float *vpos, const float *vnrm,
@@ -446,7 +455,7 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
     __shared__ uint8_t s_cs[MC_THREADS];
     __shared__ uint8_t s_own[5 * MC_THREADS]; /* the record of each of the block's triangles */
     __shared__ unsigned s_total;
-    MC_DCOUNTS_RECORDS(ntout, dc->ntri);
+    MC_DCOUNTS_RECORDS(ntout, dc->ntri, MC_THREADS);
     const int t = threadIdx.x;
     const long long r = r0 + t;
     const bool valid = r < nrec;
@@ -495,30 +504,16 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
         long long o2 = lo[0], o5 = lo[1];
         if (em & MC_E(10)) o2 += __ldg(rec.point + lo[0]) == tgt[0];
         if (em & MC_E(5)) o5 += __ldg(rec.point + lo[1]) == tgt[1];
-        /* Owners' crossing bits (x, y, z) and prefixes. */
+        /* Owners' crossing bits (x, y, z) and prefixes, loaded where the
+         * cell uses one of their edges. */
         unsigned b1 = 0, b3 = 0, b2 = 0, b4 = 0, b5 = 0;
         unsigned long long c1 = 0, c3 = 0, c2 = 0, c4 = 0, c5 = 0, c7 = 0;
-        if (em & (MC_E(1) | MC_E(9))) {
-            b1 = __ldg(rec.info + r + 1) >> 8;
-            c1 = __ldg(rec.cross + r + 1);
-        }
-        if (em & (MC_E(2) | MC_E(11))) {
-            b3 = __ldg(rec.info + lo[0]) >> 8;
-            c3 = __ldg(rec.cross + lo[0]);
-        }
-        if (em & MC_E(10)) {
-            b2 = __ldg(rec.info + o2) >> 8;
-            c2 = __ldg(rec.cross + o2);
-        }
-        if (em & (MC_E(4) | MC_E(7))) {
-            b4 = __ldg(rec.info + lo[1]) >> 8;
-            c4 = __ldg(rec.cross + lo[1]);
-        }
-        if (em & MC_E(5)) {
-            b5 = __ldg(rec.info + o5) >> 8;
-            c5 = __ldg(rec.cross + o5);
-        }
-        if (em & MC_E(6)) c7 = __ldg(rec.cross + lo[2]);
+        mc_owner_load(rec, em & (MC_E(1) | MC_E(9)), r + 1, &b1, &c1);
+        mc_owner_load(rec, em & (MC_E(2) | MC_E(11)), lo[0], &b3, &c3);
+        mc_owner_load(rec, em & MC_E(10), o2, &b2, &c2);
+        mc_owner_load(rec, em & (MC_E(4) | MC_E(7)), lo[1], &b4, &c4);
+        mc_owner_load(rec, em & MC_E(5), o5, &b5, &c5);
+        if (em & MC_E(6)) c7 = __ldg(rec.cross + lo[2]); /* edge 6 is x, the owner's first */
         const unsigned b0 = info >> 8;
         /* The crossing on an owner's axis a: its prefix plus the owner's
          * crossings on the axes before a. */
@@ -606,7 +601,7 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int indexed, const mcd_v
 {
     if (indexed == 3)
         pmi_launch(pdl, mc_soup_cell_kernel<T, MODE>,
-                   (unsigned)(nrec > 0 ? ((unsigned long long)nrec + MC_CELL_RECS - 1) / MC_CELL_RECS : 1), MC_THREADS,
+                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0)), MC_THREADS,
                    s, v, rec, nrec, n, pos, nrm, dc);
     else if (indexed == 2)
         pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec), MC_THREADS, s, v, rec,
@@ -853,7 +848,7 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * bench/RESULTS-cudamc.md, session 8). */
     pl->soup_cells = !pl->indexed && !(var & (MC_VAR_DIRECT | MC_VAR_NOCELLS | MC_VAR_SEARCH)) &&
                      ((var & MC_VAR_CELLS) || pl->npoints <= MC_CELLS_MAX) &&
-                     (pl->npoints + MC_CELL_RECS - 1) / MC_CELL_RECS <= 0x7fffffffull;
+                     mc_cell_blocks(pl->npoints) <= 0x7fffffffull;
     pl->cls_indexed = pl->indexed || !(var & MC_VAR_DIRECT) && !pl->soup_cells;
     pl->use_rows = pl->cls_indexed && !(var & MC_VAR_BOUNDED);
     /* Pass 2 (bench/RESULTS-cudamc.md, session 7, measured on the H100):
@@ -1163,7 +1158,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
      * fit): from the cells, or one vertex computation per soup vertex for
      * the direct and search variants. */
     const int skind = !indexed && !vpos && !(var & (MC_VAR_DIRECT | MC_VAR_SEARCH)) &&
-                      ((unsigned long long)nrec + MC_CELL_RECS - 1) / MC_CELL_RECS <= 0x7fffffffull ? 3 : 0;
+                      mc_cell_blocks((unsigned long long)nrec) <= 0x7fffffffull ? 3 : 0;
     /* Start tables of the kernels that search their records: a (the
      * per-crossing vertex kernel, or the direct soup), b (the
      * per-triangle gather, or the triangle kernel); written by the
