@@ -94,11 +94,11 @@ static void run(job *j)
     double r;
     uint64_t total;
     switch (j->kind) {
-    case J_REDUCE: check(pm_reduce_f32(j->ctx, j->op, j->f, j->n, &r), "reduce"); break;
+    case J_REDUCE: check(pm_reduce_f32(j->ctx, j->f, j->n, j->op, &r), "reduce"); break;
     case J_IMAGE:
-        check(pm_reduce_image_f32(j->ctx, j->op, j->f, j->w, j->h, j->w, &r), "reduce_image");
+        check(pm_reduce_image_f32(j->ctx, j->f, j->w, j->h, j->w, j->op, &r), "reduce_image");
         break;
-    case J_SCAN: check(pm_scan_exclusive_u32(j->ctx, j->u, j->uout, j->n, &total), "scan"); break;
+    case J_SCAN: check(pm_scan_exclusive_u32(j->ctx, j->u, j->n, j->uout, &total), "scan"); break;
     case J_FILTER:
         check(pm_filter_f32(j->ctx, j->f, j->n, PM_LESS, j->t, j->fout, j->cap, &count), "filter");
         break;

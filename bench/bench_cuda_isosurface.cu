@@ -251,9 +251,9 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     CK(cudaMalloc(&pos, 12 * nv + 16));
     CK(cudaMalloc(&nrm, 12 * nv + 16));
     if (mode == PM_MESH_INDEXED) CK(cudaMalloc(&idx, 12 * nt + 16));
-    o.positions = pos;
-    o.normals_out = nrm;
-    o.indices = idx;
+    o.out_positions = pos;
+    o.out_normals = nrm;
+    o.out_indices = idx;
     o.vertex_capacity = nv;
     o.triangle_capacity = nt;
     cudaEvent_t e0, e1;
@@ -285,7 +285,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     for (int r = 0; r < 33; r++) {
         cudaEventRecord(e0, s);
         const auto h0 = std::chrono::steady_clock::now();
-        PK(pm_isosurface_async(ctx, &v, iso, &o, cnt));
+        PK(pm_isosurface_async(ctx, &v, iso, &o, (pm_isosurface_counts *)cnt));
         const auto h1 = std::chrono::steady_clock::now();
         if (r >= 3) th.push_back(std::chrono::duration<double, std::milli>(h1 - h0).count());
         cudaEventRecord(e1, s);

@@ -144,9 +144,9 @@ static void bench_reduce(const char *label, size_t n)
     double ref = 0, abs = 0;
     for (size_t i = 0; i < n; i++) ref += h[i], abs += fabs(h[i]);
     double r = 0;
-    PK(pm_reduce_f32(g_ctx, PM_REDUCE_SUM, in, n, &r));
+    PK(pm_reduce_f32(g_ctx, in, n, PM_REDUCE_SUM, &r));
     check(fabs(r - ref) <= 1e-12 * abs, "reduce vs host double");
-    double ours = time_ms(n * 4, [&] { PK(pm_reduce_f32(g_ctx, PM_REDUCE_SUM, in, n, &r)); });
+    double ours = time_ms(n * 4, [&] { PK(pm_reduce_f32(g_ctx, in, n, PM_REDUCE_SUM, &r)); });
     double cub = time_ms(n * 4, [&] {
         CK(cub::DeviceReduce::Sum(cub_temp, tb, in, out, (int64_t)n, g_stream));
         CK(cudaMemcpyAsync(g_pinned, out, 4, cudaMemcpyDeviceToHost, g_stream));
@@ -171,9 +171,9 @@ static void bench_image(size_t w, size_t hgt)
     CK(cudaMemcpy(h.data(), in, n * 4, cudaMemcpyDeviceToHost));
     double ref = 0, abs = 0, r = 0;
     for (size_t i = 0; i < n; i++) ref += h[i], abs += fabs(h[i]);
-    PK(pm_reduce_image_f32(g_ctx, PM_REDUCE_SUM, in, w, hgt, w, &r));
+    PK(pm_reduce_image_f32(g_ctx, in, w, hgt, w, PM_REDUCE_SUM, &r));
     check(fabs(r - ref) <= 1e-12 * abs, "image reduce vs host");
-    double ours = time_ms(n * 4, [&] { PK(pm_reduce_image_f32(g_ctx, PM_REDUCE_SUM, in, w, hgt, w, &r)); });
+    double ours = time_ms(n * 4, [&] { PK(pm_reduce_image_f32(g_ctx, in, w, hgt, w, PM_REDUCE_SUM, &r)); });
     double cub = time_ms(n * 4, [&] {
         CK(cub::DeviceReduce::Sum(cub_temp, tb, in, out, (int64_t)n, g_stream));
         CK(cudaMemcpyAsync(g_pinned, out, 4, cudaMemcpyDeviceToHost, g_stream));
@@ -187,7 +187,7 @@ static void bench_image(size_t w, size_t hgt)
     size_t s = w + 4;
     CK(cudaMalloc(&in, s * hgt * 4));
     fill_unit<<<1024, 256, 0, g_stream>>>(in, s * hgt, g_seed++);
-    double ours2 = time_ms(n * 4, [&] { PK(pm_reduce_image_f32(g_ctx, PM_REDUCE_SUM, in, w, hgt, s, &r)); });
+    double ours2 = time_ms(n * 4, [&] { PK(pm_reduce_image_f32(g_ctx, in, w, hgt, s, PM_REDUCE_SUM, &r)); });
     snprintf(label, sizeof label, "%zux%zu/%zu", w, hgt, s);
     row("reduce_image_f32 (pad)", label, n * 4.0, ours2, cub);
     CK(cudaFree(in));
@@ -205,14 +205,14 @@ static void bench_scan(const char *label, size_t n)
     CK(cub::DeviceScan::ExclusiveSum(nullptr, tb, in, out2, (int64_t)n, g_stream));
     ensure_temp(tb);
     uint64_t total = 0;
-    PK(pm_scan_exclusive_u32(g_ctx, in, out, n, &total));
+    PK(pm_scan_exclusive_u32(g_ctx, in, n, out, &total));
     CK(cub::DeviceScan::ExclusiveSum(cub_temp, tb, in, out2, (int64_t)n, g_stream));
     CK(cudaStreamSynchronize(g_stream));
     std::vector<unsigned> a(n), b(n);
     CK(cudaMemcpy(a.data(), out, n * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(b.data(), out2, n * 4, cudaMemcpyDeviceToHost));
     check(a == b, "scan vs CUB");
-    double ours = time_ms(n * 8, [&] { PK(pm_scan_exclusive_u32(g_ctx, in, out, n, &total)); });
+    double ours = time_ms(n * 8, [&] { PK(pm_scan_exclusive_u32(g_ctx, in, n, out, &total)); });
     double cub = time_ms(n * 8, [&] {
         CK(cub::DeviceScan::ExclusiveSum(cub_temp, tb, in, out2, (int64_t)n, g_stream));
     });

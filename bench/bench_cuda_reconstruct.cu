@@ -213,17 +213,17 @@ int main(int argc, char **argv)
         PK(pm_alloc(ctx, 6 * sizeof(uint64_t), (void **)&st));
         pm_volume fv = f.volume;
         fv.data = field;
-        o.positions = pos;
-        o.normals_out = nrm;
-        o.indices = idx;
+        o.out_positions = pos;
+        o.out_normals = nrm;
+        o.out_indices = idx;
         o.vertex_capacity = vc;
         o.triangle_capacity = tc;
         double abest = 1e30, hbest = 1e30;
         for (int rep = 0; rep < 4; rep++) {
             PK(pm_context_synchronize(ctx));
             double t0 = now_ms();
-            PK(pm_field_compute_async(ctx, xyz, n, &p, &g, field, st));
-            PK(pm_isosurface_async(ctx, &fv, f.iso, &o, st + 2));
+            PK(pm_field_compute_async(ctx, xyz, n, &p, &g, field, (pm_field_status *)st));
+            PK(pm_isosurface_async(ctx, &fv, f.iso, &o, (pm_isosurface_counts *)(st + 2)));
             double t1 = now_ms();
             PK(pm_context_synchronize(ctx));
             double t2 = now_ms();

@@ -107,7 +107,8 @@ PM_API pm_status pm_upload(pm_context *ctx, void *dst, const void *src_host, siz
 PM_API pm_status pm_download(pm_context *ctx, void *dst_host, const void *src, size_t bytes);
 
 /* ------------------------------------------------------------------------ */
-/* Data-parallel primitives (seeds 000, 001, 002)                            */
+/* Data-parallel primitives: reductions, scan, filtering, compaction,       */
+/* expansion and the HistoPyramid (Ziegler et al. 2006; Horn 2005)         */
 /* All pointers are in context memory unless marked _host.                   */
 /* ------------------------------------------------------------------------ */
 
@@ -119,24 +120,28 @@ typedef enum pm_reduce_op {
     PM_REDUCE_GEOMEAN /* exp(mean(log(x))); inputs must be > 0 */
 } pm_reduce_op;
 
+/* Argument order of every primitive: context, inputs, their count,
+ * parameters (operator, comparison, threshold), outputs, capacity, then the
+ * count or result written back. */
+
 /* Reduces n floats into *result (host). Accumulation is in double per
  * block, so SUM/MEAN have relative error <= 1e-6 even for 1e8 elements.
  * n == 0: SUM gives 0, others PM_STATUS_INVALID_ARGUMENT. NaNs propagate
  * for SUM/MEAN/GEOMEAN; MIN/MAX ignore NaN unless all elements are NaN. */
-PM_API pm_status pm_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+PM_API pm_status pm_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                                double *result);
 /* Reduces a width x height image whose rows are row_stride elements apart
  * (row_stride >= width). Seed 001: large fan-in, never reads outside the
  * valid width x height region, exact for non-power-of-two sizes. */
-PM_API pm_status pm_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
-                                     size_t width, size_t height, size_t row_stride,
+PM_API pm_status pm_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
+                                     size_t height, size_t row_stride, pm_reduce_op op,
                                      double *result);
 
 /* Exclusive scan: out[i] = in[0] + ... + in[i-1]; *total (host, may be NULL)
  * = sum of all n. Returns PM_STATUS_OVERFLOW if a prefix or the total does
  * not fit 32 bits (out is then unspecified, *total still exact). out may
  * alias in. */
-PM_API pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+PM_API pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                        uint64_t *total);
 
 typedef enum pm_compare { PM_LESS, PM_LESS_EQUAL, PM_GREATER, PM_GREATER_EQUAL } pm_compare;
@@ -147,8 +152,7 @@ typedef enum pm_compare { PM_LESS, PM_LESS_EQUAL, PM_GREATER, PM_GREATER_EQUAL }
  * PM_STATUS_TRUNCATED is returned. out must not overlap in. */
 PM_API pm_status pm_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                                float threshold, float *out, size_t capacity, size_t *count);
-/* The same contract computed by seed 002's reference method (Horn, GPU Gems
- * 2 ch. 36): Hillis-Steele scan of the keep flags, then a parallel binary
+/* The same contract computed by Horn's method (GPU Gems 2, ch. 36, 2005): Hillis-Steele scan of the keep flags, then a parallel binary
  * search and gather per output. O(n log n); kept for comparison. */
 PM_API pm_status pm_filter_horn_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                                     float threshold, float *out, size_t capacity, size_t *count);
@@ -166,8 +170,8 @@ PM_API pm_status pm_expand(pm_context *ctx, const uint32_t *counts, size_t n, ui
 
 /* Variants that never wait for the device: the full count is written to
  * *count_ctx, a uint64_t in CONTEXT memory, so a caller can chain calls
- * (size the next launch from a device-side count, seed 000's "expected
- * count") without a host round trip. Outputs past capacity are dropped as
+ * (size the next launch from a device-side count, the "expected count"
+ * of HistoPyramid compaction) without a host round trip. Outputs past capacity are dropped as
  * above; PM_STATUS_TRUNCATED cannot be reported without waiting, so these
  * return PM_STATUS_OK and the caller compares *count_ctx with capacity. On
  * the CPU backend they are synchronous. */
@@ -180,7 +184,7 @@ PM_API pm_status pm_expand_async(pm_context *ctx, const uint32_t *counts, size_t
                                  uint64_t *out_source, uint32_t *out_local, size_t capacity,
                                  uint64_t *count_ctx);
 
-/* The HistoPyramid itself (seed 000's two phases), for users who build once
+/* The HistoPyramid itself (Ziegler et al. 2006: build, then traverse), for users who build once
  * and traverse many times. The pyramid lives in context memory and owns a
  * copy of nothing but its levels: counts may be freed after build. */
 typedef struct pm_histopyramid pm_histopyramid;
@@ -198,7 +202,7 @@ PM_API pm_status pm_histopyramid_traverse(pm_context *ctx, const pm_histopyramid
 PM_API void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
 
 /* ------------------------------------------------------------------------ */
-/* Float packing (seeds 004 and 000): host memory, cannot fail               */
+/* Float packing into RGBA8 bytes (GPGPU readback): host memory, cannot fail */
 /* ------------------------------------------------------------------------ */
 
 /* Exact IEEE-754 float <-> RGBA8: r = mantissa bits 0-7, g = bits 8-15,
@@ -207,7 +211,7 @@ PM_API void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
  * value including NaN payloads, infinities, denormals and -0. */
 PM_API void pm_pack_f32_rgba8(const float *in, size_t n, uint8_t *out_rgba);
 PM_API void pm_unpack_rgba8_f32(const uint8_t *in_rgba, size_t n, float *out);
-/* Fixed-point v in [0,1] <-> RGBA8 (seed 000's count readback): N =
+/* Fixed-point v in [0,1] <-> RGBA8 (a count read back through an 8-bit texture): N =
  * round(v * 255^4), ties up, stored as base-255 digits with r most
  * significant (every byte 0..254). NaN and values <= 0 encode as 0, values
  * >= 1 as the largest code, which decodes to 1.0f, so decoded values lie in
@@ -216,7 +220,8 @@ PM_API void pm_pack_unorm_rgba8(const float *in, size_t n, uint8_t *out_rgba);
 PM_API void pm_unpack_unorm_rgba8(const uint8_t *in_rgba, size_t n, float *out);
 
 /* ------------------------------------------------------------------------ */
-/* Volumes and isosurfaces (seed 003)                                        */
+/* Volumes and isosurfaces: marching cubes (Lorensen and Cline 1987) by     */
+/* HistoPyramid expansion (Dyken et al. 2008)                               */
 /* ------------------------------------------------------------------------ */
 
 typedef enum pm_sample_type {
@@ -249,14 +254,14 @@ typedef struct pm_volume {
 typedef enum pm_normals {
     PM_NORMALS_DEFAULT = 0, /* = PM_NORMALS_CENTRAL */
     PM_NORMALS_NONE,
-    PM_NORMALS_FORWARD, /* seed 003's fast normals: forward differences */
+    PM_NORMALS_FORWARD, /* forward differences (fast) */
     PM_NORMALS_CENTRAL, /* central differences (one-sided at the border) */
-    PM_NORMALS_SOBEL    /* seed 003's 3x3x3 Sobel kernel */
+    PM_NORMALS_SOBEL    /* 3x3x3 Sobel kernel */
 } pm_normals;
 
 typedef enum pm_mesh_mode {
-    PM_MESH_INDEXED = 0, /* shared vertices on edges 0, 3, 8 (seed 003's third method) */
-    PM_MESH_SOUP         /* 3 vertices per triangle (seed 003's main method) */
+    PM_MESH_INDEXED = 0, /* shared vertices: each lattice point owns its edges 0, 3, 8 */
+    PM_MESH_SOUP         /* 3 vertices per triangle */
 } pm_mesh_mode;
 
 typedef struct pm_isosurface_options {
@@ -272,17 +277,34 @@ typedef struct pm_isosurface_options {
      * memory (device memory on a CUDA context, no host copy). */
     int output_in_context_memory;
     /* Optional caller-provided output buffers (in the memory chosen above);
-     * when positions is non-NULL the mesh is written there, at most
+     * when out_positions is non-NULL the mesh is written there, at most
      * vertex_capacity vertices and triangle_capacity triangles, and
      * PM_STATUS_TRUNCATED is returned when they do not fit (the mesh's
-     * counts are still the full ones). normals/indices may be NULL when
-     * not wanted. */
-    float *positions;
-    float *normals_out;
-    uint32_t *indices;
+     * counts are still the full ones). out_normals/out_indices may be NULL
+     * when not wanted. */
+    float *out_positions;
+    float *out_normals;
+    uint32_t *out_indices;
     size_t vertex_capacity;
     size_t triangle_capacity;
+    /* Optional: filled with what the call did (see pm_isosurface_report). */
+    struct pm_isosurface_report *report;
 } pm_isosurface_options;
+
+/* What one extraction did, for --stats, benchmarks and tests: the path
+ * the backend took and, when `timed` is set by the caller before the call,
+ * the time of each stage. `path` is a space-separated list of key=value
+ * words, e.g. "backend=cuda pass1=stream pass2=cells launch=chained"
+ * (docs/isosurface.md and docs/cuda_isosurface.md list every key and
+ * value). Timing a CUDA extraction records events between its stages and
+ * waits for them, so leave `timed` at 0 in a timed loop; the async call
+ * fills the path and never the timings. */
+typedef struct pm_isosurface_report {
+    int timed;                  /* in: fill stage_ms */
+    char path[120];             /* out: the path taken */
+    double stage_ms[4];         /* out: stage times (ms) when timed, else 0 */
+    const char *stage_names[4]; /* out: static names of the stages, NULL past the last */
+} pm_isosurface_report;
 
 /* Timings of one pipeline, in milliseconds (0 where a stage did not run). */
 typedef struct pm_timings {
@@ -305,7 +327,7 @@ typedef struct pm_mesh {
     pm_timings timings;    /* extract_ms filled by pm_isosurface */
 } pm_mesh;
 
-/* Extracts the iso surface of `volume` at `iso` (marching cubes, seed 003):
+/* Extracts the iso surface of `volume` at `iso` (marching cubes):
  * a corner is inside when its value is below iso (or above iso with
  * options->inside_above); values equal to iso and NaN are outside (see
  * docs/isosurface.md). Normals come from the field gradient; where it
@@ -317,18 +339,26 @@ typedef struct pm_mesh {
  * is zero-initialised first and must be freed with pm_mesh_free. */
 PM_API pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
                                const pm_isosurface_options *options, pm_mesh *mesh);
+/* The counts pm_isosurface_async writes in context memory when its work
+ * is done. flags: 0 when the mesh was written, else
+ * PM_ISOSURFACE_DOES_NOT_FIT (it exceeds a capacity: the buffers' contents
+ * are then unspecified; call again with at least the counts) or
+ * PM_ISOSURFACE_INDEX_OVERFLOW (an indexed mesh of more than UINT32_MAX
+ * vertices), on every backend. */
+typedef struct pm_isosurface_counts {
+    uint64_t num_vertices;
+    uint64_t num_triangles;
+    uint64_t active_cells;
+    uint64_t flags;
+} pm_isosurface_counts;
+
 /* pm_isosurface for a per-frame loop: queues the whole extraction on the
  * context's stream and returns without waiting for the device (on the CPU
  * backend it runs synchronously). The volume and the output buffers are in
- * context memory: options->positions (required; normals_out and indices
- * as for pm_isosurface) with vertex_capacity / triangle_capacity, and
- * output_in_context_memory is ignored. counts_ctx: 4 uint64_t in context
- * memory that receive, when the work is done, the mesh's vertex count,
- * triangle count, active cells and flags: 0 when the mesh was written,
- * else PM_ISOSURFACE_DOES_NOT_FIT (it exceeds a capacity: the buffers'
- * contents are then unspecified; call again with at least the counts) or
- * PM_ISOSURFACE_INDEX_OVERFLOW (an indexed mesh of more than 2^32
- * vertices; the CPU backend returns PM_STATUS_OVERFLOW instead). Read them
+ * context memory: options->out_positions (required; out_normals and
+ * out_indices as for pm_isosurface) with vertex_capacity /
+ * triangle_capacity, and output_in_context_memory is ignored. counts_ctx
+ * (in context memory) receives the counts when the work is done. Read them
  * after pm_context_synchronize, or use them on the device. Errors found on
  * the host (arguments, scratch memory, launch failures) are returned; the
  * counts are then not written. The CUDA backend sizes its scratch and its
@@ -338,12 +368,13 @@ PM_API pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double 
 #define PM_ISOSURFACE_DOES_NOT_FIT 1u
 #define PM_ISOSURFACE_INDEX_OVERFLOW 2u
 PM_API pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,
-                                     const pm_isosurface_options *options, uint64_t *counts_ctx);
+                                     const pm_isosurface_options *options,
+                                     pm_isosurface_counts *counts_ctx);
 /* Frees the arrays a mesh owns (in host or context memory) and zeroes it. */
 PM_API void pm_mesh_free(pm_context *ctx, pm_mesh *mesh);
 
 /* ------------------------------------------------------------------------ */
-/* Points and density fields (seed 003's point clouds, splashsurf's SPH)      */
+/* Points and density fields (SPH colour field as splashsurf; splatting)    */
 /* ------------------------------------------------------------------------ */
 
 /* A point set in host memory: xyz has 3 floats per point. */
@@ -410,9 +441,9 @@ PM_API pm_status pm_field_grid_for_box(const pm_field_params *params, const doub
 /* pm_field_compute on a lattice the caller fixes, for a per-frame loop:
  * queued on the context's stream without waiting for the device (on the
  * CPU backend it runs synchronously). xyz, field_ctx (dims[0] * dims[1] *
- * dims[2] floats, every one written, x fastest) and status_ctx (2 uint64_t)
- * are in context memory. status_ctx receives, when the work is done: [0]
- * the particles used (those inside the aabb when use_aabb is set), [1] the
+ * dims[2] floats, every one written, x fastest) and status_ctx are in
+ * context memory. status_ctx receives, when the work is done, the
+ * particles used (those inside the aabb when use_aabb is set) and the
  * index of the first particle with a non-finite coordinate, or UINT64_MAX
  * (otherwise the field is unspecified). Particles outside the lattice
  * still count at the points they reach. The field has pm_field_compute's
@@ -423,9 +454,13 @@ PM_API pm_status pm_field_grid_for_box(const pm_field_params *params, const doub
  * and sums may round differently (docs/reconstruct.md). The CPU backend
  * computes pm_field_compute's field and copies it into the lattice.
  * Host-side errors (arguments, memory, launches) are returned. */
+typedef struct pm_field_status {
+    uint64_t particles_used;
+    uint64_t first_nonfinite; /* UINT64_MAX when every coordinate is finite */
+} pm_field_status;
 PM_API pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
                                         const pm_field_params *params, const pm_field_grid *grid,
-                                        float *field_ctx, uint64_t *status_ctx);
+                                        float *field_ctx, pm_field_status *status_ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Files (host memory)                                                       */
@@ -516,7 +551,7 @@ typedef struct pm_mesh_report {
  * of the mesh. */
 PM_API pm_status pm_mesh_analyze(const pm_mesh *mesh, pm_mesh_report *report);
 
-/* Debug images (seeds 000 and 003): writes PNGs into directory `dir`:
+/* Debug images: writes PNGs into directory `dir`:
  * active_cells.png, the middle z slice's cells coloured by triangles per
  * cell (blue 1, green 2, red 3, aqua 4, purple 5), and hp_level_<L>.png,
  * the levels of a 2x2 HistoPyramid built over that slice's triangle counts.

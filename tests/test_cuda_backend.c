@@ -40,16 +40,16 @@ static void test_reduce(pm_context *ctx)
                 mx = fmax(mx, hin[i]);
             }
             double r;
-            PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_SUM, in, n, &r));
+            PMT_OK(pm_reduce_f32(ctx, in, n, PM_REDUCE_SUM, &r));
             PMT_CHECK(fabs(r - sum) <= 1e-12 * abs + 1e-300, "sum n=%zu: %.17g vs %.17g", n, r,
                       sum);
-            PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MEAN, in, n, &r));
+            PMT_OK(pm_reduce_f32(ctx, in, n, PM_REDUCE_MEAN, &r));
             PMT_CHECK(fabs(r - sum / n) <= 1e-12 * abs / n, "mean n=%zu", n);
-            PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MIN, in, n, &r));
+            PMT_OK(pm_reduce_f32(ctx, in, n, PM_REDUCE_MIN, &r));
             PMT_CHECK(r == mn, "min n=%zu: %g vs %g", n, r, mn);
-            PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MAX, in, n, &r));
+            PMT_OK(pm_reduce_f32(ctx, in, n, PM_REDUCE_MAX, &r));
             PMT_CHECK(r == mx, "max n=%zu", n);
-            PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_GEOMEAN, in, n, &r));
+            PMT_OK(pm_reduce_f32(ctx, in, n, PM_REDUCE_GEOMEAN, &r));
             PMT_CHECK(fabs(r - exp(lg / n)) <= 1e-12 * exp(lg / n), "geomean n=%zu", n);
             pm_free(ctx, d);
             free(h);
@@ -59,11 +59,11 @@ static void test_reduce(pm_context *ctx)
     float h[5] = {3, NAN, -2, 7, NAN};
     float *d = pmt_to_ctx(ctx, h, sizeof h);
     double r;
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, 5, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 5, PM_REDUCE_SUM, &r));
     PMT_CHECK(isnan(r), "NaN sum");
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MIN, d, 5, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 5, PM_REDUCE_MIN, &r));
     PMT_CHECK(r == -2, "min ignores NaN");
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MAX, d + 4, 1, &r));
+    PMT_OK(pm_reduce_f32(ctx, d + 4, 1, PM_REDUCE_MAX, &r));
     PMT_CHECK(isnan(r), "all-NaN max");
     pm_free(ctx, d);
     /* Strided images, aligned and not, never reading the padding (NaN). */
@@ -79,9 +79,9 @@ static void test_reduce(pm_context *ctx)
                 if (x < w) sum += v, abs += fabs(v), mx = fmax(mx, v);
             }
         float *di = pmt_to_ctx(ctx, img, tot * sizeof *img);
-        PMT_OK(pm_reduce_image_f32(ctx, PM_REDUCE_SUM, di, w, hgt, s, &r));
+        PMT_OK(pm_reduce_image_f32(ctx, di, w, hgt, s, PM_REDUCE_SUM, &r));
         PMT_CHECK(fabs(r - sum) <= 1e-12 * abs, "image sum %zux%zu/%zu", w, hgt, s);
-        PMT_OK(pm_reduce_image_f32(ctx, PM_REDUCE_MAX, di, w, hgt, s, &r));
+        PMT_OK(pm_reduce_image_f32(ctx, di, w, hgt, s, PM_REDUCE_MAX, &r));
         PMT_CHECK(r == mx, "image max %zux%zu/%zu", w, hgt, s);
         pm_free(ctx, di);
         free(img);
@@ -104,7 +104,7 @@ static void test_scan(pm_context *ctx)
             PMT_OK(pm_alloc(ctx, (n + 1) * sizeof *o, (void **)&o));
             uint32_t *out = mode == 2 ? d : o + shift;
             uint64_t total = 0;
-            PMT_OK(pm_scan_exclusive_u32(ctx, d + shift, out, n, &total));
+            PMT_OK(pm_scan_exclusive_u32(ctx, d + shift, n, out, &total));
             uint32_t *got = pmt_to_host(ctx, out, n * sizeof *got);
             size_t bad = 0;
             for (size_t i = 0; i < n; i++)
@@ -126,7 +126,7 @@ static void test_scan(pm_context *ctx)
         h[i] = 0xfff00000u + (uint32_t)(pmt_rand() & 0xffff), acc += h[i];
     uint32_t *d = pmt_to_ctx(ctx, h, n * sizeof *h);
     uint64_t total = 0;
-    pm_status s = pm_scan_exclusive_u32(ctx, d, d, n, &total);
+    pm_status s = pm_scan_exclusive_u32(ctx, d, n, d, &total);
     PMT_CHECK(s == PM_STATUS_OVERFLOW && total == acc, "overflow: %s total %llu vs %llu",
               pm_status_string(s), (unsigned long long)total, (unsigned long long)acc);
     pm_free(ctx, d);
@@ -313,7 +313,7 @@ static void test_caller_stream(void)
         h[i] = (uint32_t)(pmt_rand() & 7), acc += h[i];
     uint32_t *d = pmt_to_ctx(c2, h, n * sizeof *h);
     uint64_t total = 0;
-    PMT_OK(pm_scan_exclusive_u32(c2, d, d, n, &total));
+    PMT_OK(pm_scan_exclusive_u32(c2, d, n, d, &total));
     uint32_t *got = pmt_to_host(c2, d, n * sizeof *got);
     uint64_t run = 0;
     size_t bad = 0;
@@ -343,7 +343,7 @@ static void test_errors(pm_context *ctx)
     float h[3] = {1, 2, 3};
     float *d = pmt_to_ctx(ctx, h, sizeof h);
     double r = 0;
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, 3, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 3, PM_REDUCE_SUM, &r));
     PMT_CHECK(r == 6, "reduce after errors");
     pm_free(ctx, d);
 }

@@ -43,9 +43,9 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
     memset(poison, 0xA5, vb > ib ? vb : ib);
     float *bp = pmt_to_ctx(ctx, poison, vb), *bn = pmt_to_ctx(ctx, poison, vb);
     uint32_t *bi = pmt_to_ctx(ctx, poison, ib);
-    o.positions = bp;
-    o.normals_out = bn;
-    o.indices = bi;
+    o.out_positions = bp;
+    o.out_normals = bn;
+    o.out_indices = bi;
     o.vertex_capacity = vcap;
     o.triangle_capacity = tcap;
     pm_mesh m;
@@ -140,12 +140,12 @@ static void check_async(pm_context *ctx, const pm_volume *dv, double iso, const 
     uint64_t *cnt;
     PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&cnt));
     pm_isosurface_options o = *base;
-    o.positions = bp;
-    o.normals_out = bn;
-    o.indices = bi;
+    o.out_positions = bp;
+    o.out_normals = bn;
+    o.out_indices = bi;
     o.vertex_capacity = vcap;
     o.triangle_capacity = tcap;
-    PMT_OK(pm_isosurface_async(ctx, dv, iso, &o, cnt));
+    PMT_OK(pm_isosurface_async(ctx, dv, iso, &o, (pm_isosurface_counts *)cnt));
     PMT_OK(pm_context_synchronize(ctx));
     uint64_t c[4];
     PMT_OK(pm_download(ctx, c, cnt, sizeof c));
@@ -244,11 +244,11 @@ static void test_async(pm_context *ctx)
         PMT_OK(pm_alloc(ctx, 12 * cap, (void **)&pos[f]));
         PMT_OK(pm_alloc(ctx, 12 * cap, (void **)&nrm[f]));
         pm_isosurface_options a = o;
-        a.positions = pos[f];
-        a.normals_out = nrm[f];
+        a.out_positions = pos[f];
+        a.out_normals = nrm[f];
         a.vertex_capacity = cap;
         a.triangle_capacity = cap / 3;
-        PMT_OK(pm_isosurface_async(ctx, &v, isos[f], &a, cnt + 4 * f));
+        PMT_OK(pm_isosurface_async(ctx, &v, isos[f], &a, (pm_isosurface_counts *)(cnt + 4 * f)));
     }
     PMT_OK(pm_context_synchronize(ctx));
     uint64_t c[FRAMES * 4];
@@ -274,7 +274,7 @@ static void test_async(pm_context *ctx)
     /* Arguments. */
     uint64_t *one;
     PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&one));
-    PMT_CHECK(pm_isosurface_async(ctx, &v, 0.0, &o, one) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_isosurface_async(ctx, &v, 0.0, &o, (pm_isosurface_counts *)one) == PM_STATUS_INVALID_ARGUMENT,
               "async without positions must be refused");
     PMT_CHECK(pm_isosurface_async(ctx, &v, 0.0, &o, NULL) == PM_STATUS_INVALID_ARGUMENT,
               "async without counts must be refused");

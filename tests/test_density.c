@@ -757,7 +757,7 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
     if (nonfinite) {
         float *out;
         PMT_OK(pm_alloc(ctx, 4 * 40 * 40 * 40, (void **)&out));
-        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g0, out, st));
+        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g0, out, (pm_field_status *)st));
         uint64_t h[2];
         PMT_OK(pm_download(ctx, h, st, sizeof h));
         PMT_CHECK(h[1] == 1234, "async field: first non-finite particle %llu, expected 1234",
@@ -803,7 +803,7 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         const size_t np = g.dims[0] * g.dims[1] * g.dims[2];
         float *out;
         PMT_OK(pm_alloc(ctx, 4 * np, (void **)&out));
-        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g, out, st));
+        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g, out, (pm_field_status *)st));
         /* The mesh, queued right behind the field. */
         pm_volume fv = {out, PM_SAMPLE_F32, g.dims[0], g.dims[1], g.dims[2], 0, 0, {0, 0, 0}, {0, 0, 0}};
         for (int a = 0; a < 3; a++) {
@@ -825,12 +825,12 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         PMT_OK(pm_alloc(ctx, 12 * vc, (void **)&mn));
         PMT_OK(pm_alloc(ctx, 12 * tc, (void **)&mi));
         PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&mc));
-        o.positions = mp;
-        o.normals_out = mn;
-        o.indices = mi;
+        o.out_positions = mp;
+        o.out_normals = mn;
+        o.out_indices = mi;
         o.vertex_capacity = vc;
         o.triangle_capacity = tc;
-        if (c < 2) PMT_OK(pm_isosurface_async(ctx, &fv, f.iso, &o, mc));
+        if (c < 2) PMT_OK(pm_isosurface_async(ctx, &fv, f.iso, &o, (pm_isosurface_counts *)mc));
         PMT_OK(pm_context_synchronize(ctx));
 
         uint64_t h[2];
@@ -901,7 +901,7 @@ static void test_async(pm_context *ctx)
     uint64_t *st;
     PMT_OK(pm_alloc(ctx, 4 * 40 * 40 * 2, (void **)&out));
     PMT_OK(pm_alloc(ctx, 16, (void **)&st));
-    PMT_CHECK(pm_field_compute_async(ctx, d, 1, &p, &g, out, st) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_field_compute_async(ctx, d, 1, &p, &g, out, (pm_field_status *)st) == PM_STATUS_INVALID_ARGUMENT,
               "a lattice of one point per row must be refused");
     PMT_CHECK(pm_field_compute_async(ctx, d, 1, &p, &g, out, NULL) == PM_STATUS_INVALID_ARGUMENT,
               "a NULL status must be refused");

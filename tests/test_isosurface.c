@@ -592,9 +592,9 @@ static void test_edges(pm_context *c)
         pm_mesh full, part;
         PMT_OK(pm_isosurface(c, &s, 0.0, &o, &full));
         size_t vc = full.num_vertices / 2, tc = full.num_triangles / 3;
-        o.positions = xmalloc(12 * vc);
-        o.normals_out = xmalloc(12 * vc);
-        o.indices = xmalloc(12 * tc);
+        o.out_positions = xmalloc(12 * vc);
+        o.out_normals = xmalloc(12 * vc);
+        o.out_indices = xmalloc(12 * tc);
         o.vertex_capacity = vc;
         o.triangle_capacity = tc;
         pm_status st = pm_isosurface(c, &s, 0.0, &o, &part);
@@ -605,30 +605,30 @@ static void test_edges(pm_context *c)
                   "truncated mesh reports %zu/%zu, full %zu/%zu", part.num_vertices,
                   part.num_triangles, full.num_vertices, full.num_triangles);
         size_t vw = mode ? 3 * (tc < vc / 3 ? tc : vc / 3) : vc;
-        PMT_CHECK(!memcmp(o.positions, full.positions, 12 * vw) &&
-                      !memcmp(o.normals_out, full.normals, 12 * vw),
+        PMT_CHECK(!memcmp(o.out_positions, full.positions, 12 * vw) &&
+                      !memcmp(o.out_normals, full.normals, 12 * vw),
                   "truncated %s prefix differs", mode ? "soup" : "indexed");
-        if (!mode) PMT_CHECK(!memcmp(o.indices, full.indices, 12 * tc), "truncated indices differ");
+        if (!mode) PMT_CHECK(!memcmp(o.out_indices, full.indices, 12 * tc), "truncated indices differ");
         /* Exactly enough room: OK and identical. */
-        free(o.positions);
-        free(o.normals_out);
-        free(o.indices);
-        o.positions = xmalloc(12 * full.num_vertices);
-        o.normals_out = xmalloc(12 * full.num_vertices);
-        o.indices = xmalloc(12 * full.num_triangles);
+        free(o.out_positions);
+        free(o.out_normals);
+        free(o.out_indices);
+        o.out_positions = xmalloc(12 * full.num_vertices);
+        o.out_normals = xmalloc(12 * full.num_vertices);
+        o.out_indices = xmalloc(12 * full.num_triangles);
         o.vertex_capacity = full.num_vertices;
         o.triangle_capacity = full.num_triangles;
         PMT_OK(pm_isosurface(c, &s, 0.0, &o, &part));
-        PMT_CHECK(part.positions == o.positions &&
-                      !memcmp(o.positions, full.positions, 12 * full.num_vertices) &&
-                      !memcmp(o.normals_out, full.normals, 12 * full.num_vertices) &&
-                      (mode || !memcmp(o.indices, full.indices, 12 * full.num_triangles)),
+        PMT_CHECK(part.positions == o.out_positions &&
+                      !memcmp(o.out_positions, full.positions, 12 * full.num_vertices) &&
+                      !memcmp(o.out_normals, full.normals, 12 * full.num_vertices) &&
+                      (mode || !memcmp(o.out_indices, full.indices, 12 * full.num_triangles)),
                   "caller buffers with exact capacity differ");
         pm_mesh_free(c, &part);
-        PMT_CHECK(o.positions != NULL, "pm_mesh_free must not free caller buffers");
-        free(o.positions);
-        free(o.normals_out);
-        free(o.indices);
+        PMT_CHECK(o.out_positions != NULL, "pm_mesh_free must not free caller buffers");
+        free(o.out_positions);
+        free(o.out_normals);
+        free(o.out_indices);
         pm_mesh_free(c, &full);
     }
     free(d);
@@ -722,9 +722,9 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
                         PMT_OK(pm_alloc(gpu, 12 * a.num_vertices + 4, &cb[0]));
                         PMT_OK(pm_alloc(gpu, 12 * a.num_vertices + 4, &cb[1]));
                         PMT_OK(pm_alloc(gpu, 12 * a.num_triangles + 4, &cb[2]));
-                        o.positions = cb[0];
-                        o.normals_out = cb[1];
-                        o.indices = cb[2];
+                        o.out_positions = cb[0];
+                        o.out_normals = cb[1];
+                        o.out_indices = cb[2];
                         o.vertex_capacity = a.num_vertices;
                         o.triangle_capacity = a.num_triangles;
                     }

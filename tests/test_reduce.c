@@ -72,9 +72,9 @@ static void check_image(pm_context *ctx, size_t w, size_t h, size_t pad, int pos
                        : ops[k] == PM_REDUCE_MEAN ? abs_sum / ((double)w * (double)h)
                                                   : 0;
         if (h == 1 && pad == 0)
-            PMT_OK(pm_reduce_f32(ctx, ops[k], d, w, &got));
+            PMT_OK(pm_reduce_f32(ctx, d, w, ops[k], &got));
         else
-            PMT_OK(pm_reduce_image_f32(ctx, ops[k], d, w, h, stride, &got));
+            PMT_OK(pm_reduce_image_f32(ctx, d, w, h, stride, ops[k], &got));
         PMT_CHECK(close_enough(ops[k], got, want, scale),
                   "%s of %zux%zu (stride %zu): %.17g vs %.17g", op_names[k], w, h, stride, got,
                   want);
@@ -88,17 +88,17 @@ static void check_nan_rules(pm_context *ctx)
     float h[5] = {NAN, 3.0f, NAN, -2.0f, 7.0f};
     float *d = pmt_to_ctx(ctx, h, sizeof h);
     double r;
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, 5, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 5, PM_REDUCE_SUM, &r));
     PMT_CHECK(isnan(r), "SUM with NaN gives %g", r);
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MEAN, d, 5, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 5, PM_REDUCE_MEAN, &r));
     PMT_CHECK(isnan(r), "MEAN with NaN gives %g", r);
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MIN, d, 5, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 5, PM_REDUCE_MIN, &r));
     PMT_CHECK(r == -2.0, "MIN ignoring NaN gives %g", r);
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MAX, d, 5, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 5, PM_REDUCE_MAX, &r));
     PMT_CHECK(r == 7.0, "MAX ignoring NaN gives %g", r);
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MIN, d, 1, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 1, PM_REDUCE_MIN, &r));
     PMT_CHECK(isnan(r), "MIN of all-NaN gives %g", r);
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MAX, d, 1, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, 1, PM_REDUCE_MAX, &r));
     PMT_CHECK(isnan(r), "MAX of all-NaN gives %g", r);
     pm_free(ctx, d);
 
@@ -110,11 +110,11 @@ static void check_nan_rules(pm_context *ctx)
     for (size_t i = 0; i < n; i++)
         a[i] = i < 70000 ? NAN : (float)(i % 1000);
     d = pmt_to_ctx(ctx, a, n * sizeof *a);
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MIN, d, n, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, n, PM_REDUCE_MIN, &r));
     PMT_CHECK(r == 0.0, "MIN after an all-NaN block gives %g", r);
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MAX, d, n, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, n, PM_REDUCE_MAX, &r));
     PMT_CHECK(r == 999.0, "MAX after an all-NaN block gives %g", r);
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, n, &r));
+    PMT_OK(pm_reduce_f32(ctx, d, n, PM_REDUCE_SUM, &r));
     PMT_CHECK(isnan(r), "SUM with an all-NaN block gives %g", r);
     pm_free(ctx, d);
     free(a);
@@ -136,7 +136,7 @@ static void check_thread_independence(pm_device dev)
         float *d = pmt_to_ctx(c, a, n * sizeof *a);
         for (int k = 0; k < 4; k++) {
             double r;
-            PMT_OK(pm_reduce_f32(c, ops[k], d, n, &r));
+            PMT_OK(pm_reduce_f32(c, d, n, ops[k], &r));
             if (t == 1)
                 first[k] = r;
             else
@@ -172,8 +172,8 @@ static void check_huge(pm_context *ctx)
         PMT_OK(pm_upload(ctx, (float *)d + b, a, len * sizeof *a));
     }
     double s, m;
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, n, &s));
-    PMT_OK(pm_reduce_f32(ctx, PM_REDUCE_MEAN, d, n, &m));
+    PMT_OK(pm_reduce_f32(ctx, d, n, PM_REDUCE_SUM, &s));
+    PMT_OK(pm_reduce_f32(ctx, d, n, PM_REDUCE_MEAN, &m));
     PMT_CHECK(fabs(s - ref) <= 1e-6 * ref, "1e8 sum %.17g vs %.17g", s, ref);
     PMT_CHECK(fabs(m - ref / (double)n) <= 1e-6 * ref / (double)n, "1e8 mean %.17g vs %.17g", m,
               ref / (double)n);
@@ -187,31 +187,31 @@ static void check_bad_arguments(pm_context *ctx)
     double r;
     float x = 1.0f;
     float *d = pmt_to_ctx(ctx, &x, sizeof x);
-    PMT_CHECK(pm_reduce_f32(NULL, PM_REDUCE_SUM, d, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_reduce_f32(NULL, d, 1, PM_REDUCE_SUM, &r) == PM_STATUS_INVALID_ARGUMENT,
               "NULL ctx");
-    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, NULL, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_reduce_f32(ctx, NULL, 1, PM_REDUCE_SUM, &r) == PM_STATUS_INVALID_ARGUMENT,
               "NULL in");
-    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, 1, NULL) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_reduce_f32(ctx, d, 1, PM_REDUCE_SUM, NULL) == PM_STATUS_INVALID_ARGUMENT,
               "NULL result");
-    PMT_CHECK(pm_reduce_f32(ctx, (pm_reduce_op)99, d, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_reduce_f32(ctx, d, 1, (pm_reduce_op)99, &r) == PM_STATUS_INVALID_ARGUMENT,
               "bad op");
-    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, d, SIZE_MAX / 2, &r) == PM_STATUS_OVERFLOW,
+    PMT_CHECK(pm_reduce_f32(ctx, d, SIZE_MAX / 2, PM_REDUCE_SUM, &r) == PM_STATUS_OVERFLOW,
               "byte count overflow");
     r = -1;
-    PMT_CHECK(pm_reduce_f32(ctx, PM_REDUCE_SUM, NULL, 0, &r) == PM_STATUS_OK && r == 0.0,
+    PMT_CHECK(pm_reduce_f32(ctx, NULL, 0, PM_REDUCE_SUM, &r) == PM_STATUS_OK && r == 0.0,
               "empty sum");
     for (int k = 1; k < 5; k++)
-        PMT_CHECK(pm_reduce_f32(ctx, ops[k], d, 0, &r) == PM_STATUS_INVALID_ARGUMENT, "empty %s",
+        PMT_CHECK(pm_reduce_f32(ctx, d, 0, ops[k], &r) == PM_STATUS_INVALID_ARGUMENT, "empty %s",
                   op_names[k]);
-    PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_SUM, d, 2, 1, 1, &r) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_reduce_image_f32(ctx, d, 2, 1, 1, PM_REDUCE_SUM, &r) == PM_STATUS_INVALID_ARGUMENT,
               "row_stride < width");
-    PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_SUM, d, 4, SIZE_MAX / 4, 4, &r) ==
+    PMT_CHECK(pm_reduce_image_f32(ctx, d, 4, SIZE_MAX / 4, 4, PM_REDUCE_SUM, &r) ==
                   PM_STATUS_OVERFLOW,
               "image size overflow");
-    PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_MAX, NULL, 1, 1, 1, &r) ==
+    PMT_CHECK(pm_reduce_image_f32(ctx, NULL, 1, 1, 1, PM_REDUCE_MAX, &r) ==
                   PM_STATUS_INVALID_ARGUMENT,
               "NULL image");
-    PMT_CHECK(pm_reduce_image_f32(ctx, PM_REDUCE_MAX, d, 0, 5, 5, &r) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_CHECK(pm_reduce_image_f32(ctx, d, 0, 5, 5, PM_REDUCE_MAX, &r) == PM_STATUS_INVALID_ARGUMENT,
               "empty image max");
     pm_free(ctx, d);
 }

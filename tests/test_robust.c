@@ -24,7 +24,7 @@ static size_t extract(pm_context *ctx, pm_context *cpu, const float *host, size_
     size_t bytes = n * n * n * sizeof(float);
     void *d = pmt_to_ctx(ctx, host, bytes);
     pm_volume v = {d, PM_SAMPLE_F32, n, n, n, 0, 0, {1, 1, 1}, {0, 0, 0}};
-    pm_isosurface_options o = {sizeof o, normals, mode, 0, 0, NULL, NULL, NULL, 0, 0};
+    pm_isosurface_options o = {sizeof o, normals, mode, 0, 0, NULL, NULL, NULL, 0, 0, NULL};
     pm_mesh m;
     PMT_OK(pm_isosurface(ctx, &v, iso, &o, &m));
     PMT_CHECK(mesh_finite(&m), "%s: non-finite vertex or normal", what);

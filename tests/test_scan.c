@@ -20,7 +20,7 @@ static void check_scan(pm_context *ctx, size_t n, uint32_t range, int in_place)
     uint32_t *din = pmt_to_ctx(ctx, in, n * sizeof *in);
     uint32_t *dout = in_place ? din : pmt_to_ctx(ctx, in, n * sizeof *in);
     uint64_t total = 12345;
-    pm_status s = pm_scan_exclusive_u32(ctx, din, dout, n, &total);
+    pm_status s = pm_scan_exclusive_u32(ctx, din, n, dout, &total);
     uint64_t ref = 0;
     for (size_t i = 0; i < n; i++)
         ref += in[i];
@@ -41,7 +41,7 @@ static void check_scan(pm_context *ctx, size_t n, uint32_t range, int in_place)
         }
         free(out);
         /* total may be NULL */
-        if (!in_place) PMT_OK(pm_scan_exclusive_u32(ctx, din, dout, n, NULL));
+        if (!in_place) PMT_OK(pm_scan_exclusive_u32(ctx, din, n, dout, NULL));
     }
     if (!in_place) pm_free(ctx, dout);
     pm_free(ctx, din);
@@ -55,7 +55,7 @@ static void check_overflow_edges(pm_context *ctx)
     uint32_t *d = pmt_to_ctx(ctx, a, sizeof a);
     uint32_t *o = pmt_to_ctx(ctx, a, sizeof a);
     uint64_t total = 0;
-    PMT_CHECK(pm_scan_exclusive_u32(ctx, d, o, 4, &total) == PM_STATUS_OK && total == UINT32_MAX,
+    PMT_CHECK(pm_scan_exclusive_u32(ctx, d, 4, o, &total) == PM_STATUS_OK && total == UINT32_MAX,
               "total 2^32-1 must fit (got %" PRIu64 ")", total);
     uint32_t *h = pmt_to_host(ctx, o, sizeof a);
     PMT_CHECK(h[3] == UINT32_MAX && h[1] == UINT32_MAX - 10, "prefixes near 2^32: %u %u", h[1],
@@ -63,7 +63,7 @@ static void check_overflow_edges(pm_context *ctx)
     free(h);
     a[3] = 1; /* the total overflows, no prefix does */
     PMT_OK(pm_upload(ctx, d, a, sizeof a));
-    PMT_CHECK(pm_scan_exclusive_u32(ctx, d, o, 4, &total) == PM_STATUS_OVERFLOW &&
+    PMT_CHECK(pm_scan_exclusive_u32(ctx, d, 4, o, &total) == PM_STATUS_OVERFLOW &&
                   total == (uint64_t)UINT32_MAX + 1,
               "total 2^32 must overflow and be exact (got %" PRIu64 ")", total);
     pm_free(ctx, d);
@@ -77,13 +77,13 @@ static void check_bad_arguments(pm_context *ctx)
     uint32_t x = 1;
     uint32_t *d = pmt_to_ctx(ctx, &x, sizeof x);
     uint64_t t;
-    PMT_CHECK(pm_scan_exclusive_u32(NULL, d, d, 1, &t) == PM_STATUS_INVALID_ARGUMENT, "NULL ctx");
-    PMT_CHECK(pm_scan_exclusive_u32(ctx, NULL, d, 1, &t) == PM_STATUS_INVALID_ARGUMENT, "NULL in");
-    PMT_CHECK(pm_scan_exclusive_u32(ctx, d, NULL, 1, &t) == PM_STATUS_INVALID_ARGUMENT, "NULL out");
-    PMT_CHECK(pm_scan_exclusive_u32(ctx, d, d, SIZE_MAX / 2, &t) == PM_STATUS_OVERFLOW,
+    PMT_CHECK(pm_scan_exclusive_u32(NULL, d, 1, d, &t) == PM_STATUS_INVALID_ARGUMENT, "NULL ctx");
+    PMT_CHECK(pm_scan_exclusive_u32(ctx, NULL, 1, d, &t) == PM_STATUS_INVALID_ARGUMENT, "NULL in");
+    PMT_CHECK(pm_scan_exclusive_u32(ctx, d, 1, NULL, &t) == PM_STATUS_INVALID_ARGUMENT, "NULL out");
+    PMT_CHECK(pm_scan_exclusive_u32(ctx, d, SIZE_MAX / 2, d, &t) == PM_STATUS_OVERFLOW,
               "byte count overflow");
     t = 7;
-    PMT_CHECK(pm_scan_exclusive_u32(ctx, NULL, NULL, 0, &t) == PM_STATUS_OK && t == 0,
+    PMT_CHECK(pm_scan_exclusive_u32(ctx, NULL, 0, NULL, &t) == PM_STATUS_OK && t == 0,
               "empty scan");
     pm_free(ctx, d);
 }

@@ -19,11 +19,11 @@ typedef struct pmi_backend {
     pm_status (*upload)(pm_context *ctx, void *dst, const void *src_host, size_t bytes);
     pm_status (*download)(pm_context *ctx, void *dst_host, const void *src, size_t bytes);
 
-    pm_status (*reduce_f32)(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+    pm_status (*reduce_f32)(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                             double *result);
-    pm_status (*reduce_image_f32)(pm_context *ctx, pm_reduce_op op, const float *image,
-                                  size_t width, size_t height, size_t row_stride, double *result);
-    pm_status (*scan_exclusive_u32)(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+    pm_status (*reduce_image_f32)(pm_context *ctx, const float *image, size_t width,
+                                  size_t height, size_t row_stride, pm_reduce_op op, double *result);
+    pm_status (*scan_exclusive_u32)(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                     uint64_t *total);
     pm_status (*filter_f32)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                             float threshold, float *out, size_t capacity, size_t *count);
@@ -55,21 +55,19 @@ typedef struct pmi_backend {
      * (normals never DEFAULT, struct_size full). mesh is zeroed. */
     pm_status (*isosurface)(pm_context *ctx, const pm_volume *volume, double iso,
                             const pm_isosurface_options *options, pm_mesh *mesh);
-    /* As isosurface, never waiting for the device: options->positions (and
-     * the other outputs) in context memory, the counts to counts_ctx (4
-     * words, see pm_isosurface_async). NULL: the core runs isosurface and
-     * writes the counts itself (synchronous backends). */
+    /* As isosurface, never waiting for the device: options->out_positions (and
+     * the other outputs) in context memory, the counts to counts_ctx (see
+     * pm_isosurface_async). */
     pm_status (*isosurface_async)(pm_context *ctx, const pm_volume *volume, double iso,
-                                  const pm_isosurface_options *options, uint64_t *counts_ctx);
+                                  const pm_isosurface_options *options, pm_isosurface_counts *counts_ctx);
     /* params resolved to defaults; xyz in context memory. */
     pm_status (*field_compute)(pm_context *ctx, const float *xyz, size_t n,
                                const pm_field_params *params, pm_field *out);
     /* The field on a fixed lattice without waiting (pm_field_compute_async):
-     * params resolved, grid checked. NULL: the core runs field_compute and
-     * copies the field into the lattice. */
+     * params resolved, grid checked. */
     pm_status (*field_compute_async)(pm_context *ctx, const float *xyz, size_t n,
                                      const pm_field_params *params, const pm_field_grid *grid,
-                                     float *field_ctx, uint64_t *status_ctx);
+                                     float *field_ctx, pm_field_status *status_ctx);
 } pmi_backend;
 
 struct pm_context {

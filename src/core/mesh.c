@@ -2,11 +2,13 @@
  * (zeroed structs mean defaults), volume validation with checked sizes,
  * then dispatch to the context's backend. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/backend.h"
 #include "core/field_rule.h"
+#include "core/mesh_out.h"
 #include "core/util.h"
 
 size_t pm_sample_size(pm_sample_type t)
@@ -69,6 +71,17 @@ pm_status pmi_volume_resolve(const pm_volume *in, pm_volume *out)
     return PM_STATUS_OK;
 }
 
+/* A report before a call: nothing taken, no stage. */
+static void report_reset(pm_isosurface_report *r)
+{
+    if (!r) return;
+    r->path[0] = 0;
+    for (int i = 0; i < 4; i++) {
+        r->stage_ms[i] = 0.0;
+        r->stage_names[i] = NULL;
+    }
+}
+
 /* The arguments of pm_isosurface and pm_isosurface_async, checked and
  * resolved (volume strides and spacing, options with defaults). */
 static pm_status isosurface_args(const char *fn, pm_context *ctx, const pm_volume *volume, double iso,
@@ -105,6 +118,7 @@ pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
     pm_isosurface_options opt;
     pm_status s = isosurface_args("pm_isosurface", ctx, volume, iso, options, &vol, &opt);
     if (s != PM_STATUS_OK) return s;
+    report_reset(opt.report);
     double t0 = pmi_now_ms();
     s = ctx->backend->isosurface(ctx, &vol, iso, &opt, mesh);
     mesh->timings.extract_ms = pmi_now_ms() - t0;
@@ -112,7 +126,7 @@ pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
 }
 
 pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,
-                              const pm_isosurface_options *options, uint64_t *counts_ctx)
+                              const pm_isosurface_options *options, pm_isosurface_counts *counts_ctx)
 {
     pmi_clear_error();
     if (!ctx || !counts_ctx)
@@ -121,24 +135,120 @@ pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double i
     pm_isosurface_options opt;
     pm_status s = isosurface_args("pm_isosurface_async", ctx, volume, iso, options, &vol, &opt);
     if (s != PM_STATUS_OK) return s;
-    if (!opt.positions)
+    if (!opt.out_positions)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_isosurface_async: options->positions (the caller's vertex buffer) is NULL");
+                         "pm_isosurface_async: options->out_positions (the caller's vertex buffer) is NULL");
     opt.output_in_context_memory = 1;
-    if (ctx->backend->isosurface_async) return ctx->backend->isosurface_async(ctx, &vol, iso, &opt, counts_ctx);
-    /* Synchronous backends (context memory is host memory): the mesh is
-     * written where it fits, as pm_isosurface does. */
-    pm_mesh mesh;
-    memset(&mesh, 0, sizeof mesh);
-    s = ctx->backend->isosurface(ctx, &vol, iso, &opt, &mesh);
-    if (s != PM_STATUS_OK && s != PM_STATUS_TRUNCATED) return s;
-    counts_ctx[0] = mesh.num_vertices;
-    counts_ctx[1] = mesh.num_triangles;
-    counts_ctx[2] = mesh.active_cells;
-    counts_ctx[3] = s == PM_STATUS_TRUNCATED ? PM_ISOSURFACE_DOES_NOT_FIT : 0;
-    pm_mesh_free(ctx, &mesh);
-    pmi_clear_error();
+    if (!ctx->backend->isosurface_async)
+        return pmi_error(PM_STATUS_UNSUPPORTED, "pm_isosurface_async: not supported on the %s backend",
+                         ctx->backend->name);
+    report_reset(opt.report);
+    return ctx->backend->isosurface_async(ctx, &vol, iso, &opt, counts_ctx);
+}
+
+void pmi_mesh_limits(int indexed, uint64_t nv, uint64_t nt, uint64_t vcap, uint64_t tcap, uint64_t *vertex_limit,
+                     uint64_t *tri_limit)
+{
+    uint64_t t = nt < tcap ? nt : tcap;
+    if (indexed) {
+        *vertex_limit = nv < vcap ? nv : vcap;
+        *tri_limit = t;
+    } else {
+        if (t > vcap / 3) t = vcap / 3;
+        *vertex_limit = 3 * t;
+        *tri_limit = t;
+    }
+}
+
+pm_status pmi_mesh_index_overflow(uint64_t nv)
+{
+    return pmi_error(PM_STATUS_OVERFLOW,
+                     "pm_isosurface: %llu vertices do not fit the 32-bit indices of an indexed mesh",
+                     (unsigned long long)nv);
+}
+
+/* One array of the mesh: host memory or context memory. */
+static pm_status mesh_array(pm_context *ctx, int in_context, uint64_t count, size_t elem, void **out)
+{
+    size_t bytes;
+    if (count > SIZE_MAX || !pmi_mul_size((size_t)count, elem, &bytes))
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
+    if (in_context) return ctx->backend->alloc(ctx, bytes, out);
+    *out = malloc(bytes ? bytes : 1);
+    if (!*out)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory for a mesh array of %zu bytes",
+                         bytes);
     return PM_STATUS_OK;
+}
+
+pm_status pmi_mesh_prepare(pm_context *ctx, const pm_isosurface_options *opt, int indexed, uint64_t nv,
+                           uint64_t nt, uint64_t active_cells, pm_mesh *mesh, pmi_mesh_dest *dest)
+{
+    memset(dest, 0, sizeof *dest);
+    if (indexed && !pmi_mesh_indices_fit(nv)) return pmi_mesh_index_overflow(nv);
+    if (nv > SIZE_MAX || nt > SIZE_MAX) return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
+    const int want_normals = opt->normals != PM_NORMALS_NONE;
+    const int in_context = opt->output_in_context_memory != 0;
+    pm_status s = PM_STATUS_OK;
+    if (opt->out_positions) {
+        /* The caller's buffers: write what fits, report the full counts. */
+        dest->positions = opt->out_positions;
+        dest->normals = want_normals ? opt->out_normals : NULL;
+        dest->indices = indexed ? opt->out_indices : NULL;
+        pmi_mesh_limits(indexed, nv, nt, opt->vertex_capacity, opt->triangle_capacity, &dest->vertex_limit,
+                        &dest->tri_limit);
+        if (indexed && !dest->indices) dest->tri_limit = 0;
+        if (nv > opt->vertex_capacity || nt > opt->triangle_capacity)
+            s = pmi_error(PM_STATUS_TRUNCATED,
+                          "pm_isosurface: %llu vertices / %llu triangles exceed the capacity %zu / %zu",
+                          (unsigned long long)nv, (unsigned long long)nt, opt->vertex_capacity,
+                          opt->triangle_capacity);
+        mesh->owns_arrays = 0;
+    } else {
+        void *p = NULL, *n = NULL, *i = NULL;
+        s = mesh_array(ctx, in_context, nv, 3 * sizeof(float), &p);
+        if (s == PM_STATUS_OK && want_normals) s = mesh_array(ctx, in_context, nv, 3 * sizeof(float), &n);
+        if (s == PM_STATUS_OK && indexed) s = mesh_array(ctx, in_context, nt, 3 * sizeof(uint32_t), &i);
+        if (s != PM_STATUS_OK) {
+            if (in_context) {
+                pm_free(ctx, p);
+                pm_free(ctx, n);
+            } else {
+                free(p);
+                free(n);
+            }
+            memset(dest, 0, sizeof *dest);
+            return s;
+        }
+        dest->positions = (float *)p;
+        dest->normals = (float *)n;
+        dest->indices = (uint32_t *)i;
+        dest->vertex_limit = nv;
+        dest->tri_limit = indexed ? nt : 0;
+        mesh->owns_arrays = 1;
+    }
+    mesh->positions = dest->positions;
+    mesh->normals = dest->normals;
+    mesh->indices = dest->indices;
+    mesh->num_vertices = (size_t)nv;
+    mesh->num_triangles = (size_t)nt;
+    mesh->active_cells = active_cells;
+    mesh->in_context_memory = in_context;
+    return s;
+}
+
+void pmi_report_path(pm_isosurface_report *report, const char *key, const char *value)
+{
+    if (!report) return;
+    size_t len = strlen(report->path), room = sizeof report->path - len;
+    snprintf(report->path + len, room, "%s%s=%s", len ? " " : "", key, value);
+}
+
+void pmi_report_stage(pm_isosurface_report *report, int i, const char *name, double ms)
+{
+    if (!report || i < 0 || i >= 4) return;
+    report->stage_names[i] = name;
+    report->stage_ms[i] = report->timed ? ms : 0.0;
 }
 
 void pm_mesh_free(pm_context *ctx, pm_mesh *mesh)
@@ -240,60 +350,8 @@ pm_status pm_field_grid_for_box(const pm_field_params *params, const double bmin
     return PM_STATUS_OK;
 }
 
-/* The CPU's pm_field_compute_async: the field of pm_field_compute copied
- * into the caller's lattice (zero where that field has no points; its
- * lattice is the global one, so points line up exactly). */
-static pm_status field_into_grid(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
-                                 const pm_field_grid *grid, float *out, uint64_t *status)
-{
-    size_t points;
-    if (!pmi_mul3_size(grid->dims[0], grid->dims[1], grid->dims[2], &points))
-        return pmi_error(PM_STATUS_OVERFLOW, "pm_field_compute_async: grid size overflows");
-    status[0] = 0;
-    status[1] = UINT64_MAX;
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        const float *q = xyz + 3 * i;
-        if (!isfinite(q[0]) || !isfinite(q[1]) || !isfinite(q[2])) {
-            status[1] = i; /* the field is unspecified: left as it is */
-            return PM_STATUS_OK;
-        }
-        kept += !p->use_aabb || (q[0] >= p->aabb_min[0] && q[0] <= p->aabb_max[0] && q[1] >= p->aabb_min[1] &&
-                                 q[1] <= p->aabb_max[1] && q[2] >= p->aabb_min[2] && q[2] <= p->aabb_max[2]);
-    }
-    memset(out, 0, points * sizeof *out);
-    if (kept == 0) return PM_STATUS_OK;
-    pm_field f;
-    pm_status s = ctx->backend->field_compute(ctx, xyz, n, p, &f);
-    if (s != PM_STATUS_OK) return s;
-    const pm_volume *v = &f.volume;
-    const float *src = (const float *)v->data;
-    int64_t off[3]; /* the caller's point 0 in the field's lattice */
-    const size_t fd[3] = {v->nx, v->ny, v->nz};
-    for (int a = 0; a < 3; a++) off[a] = grid->lo[a] - (int64_t)llround(v->origin[a] / v->spacing[a]);
-    for (size_t k = 0; k < grid->dims[2]; k++) {
-        const int64_t sk = off[2] + (int64_t)k;
-        if (sk < 0 || sk >= (int64_t)fd[2]) continue;
-        for (size_t j = 0; j < grid->dims[1]; j++) {
-            const int64_t sj = off[1] + (int64_t)j;
-            if (sj < 0 || sj >= (int64_t)fd[1]) continue;
-            /* Columns i with 0 <= off[0] + i < nx. */
-            const int64_t i0 = off[0] < 0 ? -off[0] : 0;
-            const int64_t nxs = (int64_t)fd[0] - off[0];
-            const int64_t i1 = nxs < (int64_t)grid->dims[0] ? nxs : (int64_t)grid->dims[0];
-            if (i1 > i0)
-                memcpy(out + (k * grid->dims[1] + j) * grid->dims[0] + (size_t)i0,
-                       src + ((size_t)sk * fd[1] + (size_t)sj) * fd[0] + (size_t)(off[0] + i0),
-                       (size_t)(i1 - i0) * sizeof *out);
-        }
-    }
-    status[0] = f.particles_used;
-    pm_field_free(ctx, &f);
-    return PM_STATUS_OK;
-}
-
 pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *params,
-                                 const pm_field_grid *grid, float *field_ctx, uint64_t *status_ctx)
+                                 const pm_field_grid *grid, float *field_ctx, pm_field_status *status_ctx)
 {
     pmi_clear_error();
     if (!ctx || !params || !grid || !field_ctx || !status_ctx)
@@ -307,9 +365,10 @@ pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_t n, co
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "pm_field_compute_async: the grid has %zu points on axis %d, at least 2 needed",
                              grid->dims[a], a);
-    if (ctx->backend->field_compute_async)
-        return ctx->backend->field_compute_async(ctx, xyz, n, &p, grid, field_ctx, status_ctx);
-    return field_into_grid(ctx, xyz, n, &p, grid, field_ctx, status_ctx);
+    if (!ctx->backend->field_compute_async)
+        return pmi_error(PM_STATUS_UNSUPPORTED, "pm_field_compute_async: not supported on the %s backend",
+                         ctx->backend->name);
+    return ctx->backend->field_compute_async(ctx, xyz, n, &p, grid, field_ctx, status_ctx);
 }
 
 void pm_field_free(pm_context *ctx, pm_field *field)

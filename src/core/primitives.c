@@ -40,7 +40,7 @@ static pm_status check_array(const char *fn, const char *what, const void *p, si
 static int valid_op(pm_reduce_op op) { return op >= PM_REDUCE_SUM && op <= PM_REDUCE_GEOMEAN; }
 static int valid_cmp(pm_compare c) { return c >= PM_LESS && c <= PM_GREATER_EQUAL; }
 
-pm_status pm_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n, double *result)
+pm_status pm_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_reduce_op op, double *result)
 {
     CHECK_CTX("pm_reduce_f32");
     if (!result || !valid_op(op))
@@ -53,11 +53,11 @@ pm_status pm_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_
         }
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_f32: empty input");
     }
-    DISPATCH("pm_reduce_f32", reduce_f32, op, in, n, result);
+    DISPATCH("pm_reduce_f32", reduce_f32, in, n, op, result);
 }
 
-pm_status pm_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image, size_t width,
-                              size_t height, size_t row_stride, double *result)
+pm_status pm_reduce_image_f32(pm_context *ctx, const float *image, size_t width, size_t height,
+                              size_t row_stride, pm_reduce_op op, double *result)
 {
     CHECK_CTX("pm_reduce_image_f32");
     if (!result || !valid_op(op))
@@ -77,10 +77,10 @@ pm_status pm_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *ima
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_image_f32: empty image");
     }
     CHECK(check_array("pm_reduce_image_f32", "image", image, span, sizeof(float)));
-    DISPATCH("pm_reduce_image_f32", reduce_image_f32, op, image, width, height, row_stride, result);
+    DISPATCH("pm_reduce_image_f32", reduce_image_f32, image, width, height, row_stride, op, result);
 }
 
-pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                 uint64_t *total)
 {
     CHECK_CTX("pm_scan_exclusive_u32");
@@ -90,7 +90,7 @@ pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *o
         if (total) *total = 0;
         return PM_STATUS_OK;
     }
-    DISPATCH("pm_scan_exclusive_u32", scan_exclusive_u32, in, out, n, total);
+    DISPATCH("pm_scan_exclusive_u32", scan_exclusive_u32, in, n, out, total);
 }
 
 static pm_status check_filter(const char *fn, pm_context *ctx, const float *in, size_t n,

@@ -53,7 +53,9 @@ static const pmi_backend cpu_backend = {
     .histopyramid_traverse = pmi_cpu_histopyramid_traverse,
     .histopyramid_destroy = pmi_cpu_histopyramid_destroy,
     .isosurface = pmi_cpu_isosurface,
+    .isosurface_async = pmi_cpu_isosurface_async,
     .field_compute = pmi_cpu_field_compute,
+    .field_compute_async = pmi_cpu_field_compute_async,
 };
 
 const pmi_backend *pmi_cpu_backend(void) { return &cpu_backend; }

@@ -6,11 +6,11 @@
 
 #include "core/backend.h"
 
-pm_status pmi_cpu_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+pm_status pmi_cpu_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                              double *result);
-pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
-                                   size_t width, size_t height, size_t row_stride, double *result);
-pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
+                                   size_t height, size_t row_stride, pm_reduce_op op, double *result);
+pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                      uint64_t *total);
 pm_status pmi_cpu_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                              float threshold, float *out, size_t capacity, size_t *count);
@@ -33,5 +33,11 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *volume, double is
 void pmi_cpu_isosurface_release(pm_context *ctx);
 pm_status pmi_cpu_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                 const pm_field_params *params, pm_field *out);
+/* The per-frame entry points, synchronous on the CPU (async.c). */
+pm_status pmi_cpu_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,
+                                   const pm_isosurface_options *options, pm_isosurface_counts *counts);
+pm_status pmi_cpu_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
+                                      const pm_field_params *params, const pm_field_grid *grid, float *field,
+                                      pm_field_status *status);
 
 #endif

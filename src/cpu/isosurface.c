@@ -551,11 +551,11 @@ static pm_status mc_extract(pm_context *ctx, const pm_volume *vol, double iso,
     memset(&D, 0, sizeof D);
     D.indexed = indexed;
     D.voff = voff;
-    if (opt->positions) {
+    if (opt->out_positions) {
         /* Caller's buffers: write what fits, report the full counts. */
-        D.positions = opt->positions;
-        D.normals = want_normals ? opt->normals_out : NULL;
-        D.indices = indexed ? opt->indices : NULL;
+        D.positions = opt->out_positions;
+        D.normals = want_normals ? opt->out_normals : NULL;
+        D.indices = indexed ? opt->out_indices : NULL;
         D.vertex_limit = nvert < opt->vertex_capacity ? nvert : opt->vertex_capacity;
         D.tri_limit = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
         if (!indexed && D.tri_limit > D.vertex_limit / 3) D.tri_limit = D.vertex_limit / 3;
@@ -590,7 +590,7 @@ static pm_status mc_extract(pm_context *ctx, const pm_volume *vol, double iso,
         D.vertex_limit = nvert;
         D.tri_limit = ntri;
     }
-    if (opt->positions) {
+    if (opt->out_positions) {
         mesh->positions = D.positions;
         mesh->normals = D.normals;
         mesh->indices = D.indices;
@@ -1310,10 +1310,10 @@ static pm_status mc_fused_place(const mc_fused *F, const mc_slab *S,
         tb += S[s].nt;
     }
     pm_status st = PM_STATUS_OK;
-    if (opt->positions) {
-        PL->pos = opt->positions;
-        PL->nrm = F->normals ? opt->normals_out : NULL;
-        PL->idx = opt->indices;
+    if (opt->out_positions) {
+        PL->pos = opt->out_positions;
+        PL->nrm = F->normals ? opt->out_normals : NULL;
+        PL->idx = opt->out_indices;
         PL->vlim = nvert < opt->vertex_capacity ? nvert : opt->vertex_capacity;
         PL->tlim = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
         mesh->owns_arrays = 0;
@@ -1510,8 +1510,8 @@ static pm_status mc_soup_from_indexed(pm_context *ctx, const pm_volume *vol, dou
 {
     pm_isosurface_options io = *opt;
     io.mode = PM_MESH_INDEXED;
-    io.positions = io.normals_out = NULL;
-    io.indices = NULL;
+    io.out_positions = io.out_normals = NULL;
+    io.out_indices = NULL;
     io.vertex_capacity = io.triangle_capacity = 0;
     pm_mesh im;
     memset(&im, 0, sizeof im);
@@ -1524,9 +1524,9 @@ static pm_status mc_soup_from_indexed(pm_context *ctx, const pm_volume *vol, dou
     int want_normals = opt->normals != PM_NORMALS_NONE;
     float *pos, *nrm;
     uint64_t tri_limit = ntri;
-    if (opt->positions) {
-        pos = opt->positions;
-        nrm = want_normals ? opt->normals_out : NULL;
+    if (opt->out_positions) {
+        pos = opt->out_positions;
+        nrm = want_normals ? opt->out_normals : NULL;
         if (tri_limit > opt->triangle_capacity) tri_limit = opt->triangle_capacity;
         if (tri_limit > opt->vertex_capacity / 3) tri_limit = opt->vertex_capacity / 3;
         mesh->owns_arrays = 0;

@@ -67,7 +67,7 @@ pm_status pmi_cells_build(pm_context *ctx, const pmi_field_layout *lay, const fl
     /* Exclusive scan of the counts into start[] (n < 2^32 was checked by
      * the caller, so no prefix overflows). */
     uint64_t total = 0;
-    pm_status s = pmi_cpu_scan_exclusive_u32(ctx, cursor, cells->start, nc, &total);
+    pm_status s = pmi_cpu_scan_exclusive_u32(ctx, cursor, nc, cells->start, &total);
     if (s != PM_STATUS_OK) {
         free(cell);
         free(cursor);

@@ -158,14 +158,14 @@ static pm_status reduce_2d(pm_context *ctx, pm_reduce_op op, const float *image,
     return PM_STATUS_OK;
 }
 
-pm_status pmi_cpu_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+pm_status pmi_cpu_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                              double *result)
 {
     return reduce_2d(ctx, op, in, n, 1, n, result);
 }
 
-pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
-                                   size_t width, size_t height, size_t row_stride, double *result)
+pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
+                                   size_t height, size_t row_stride, pm_reduce_op op, double *result)
 {
     return reduce_2d(ctx, op, image, width, height, row_stride, result);
 }

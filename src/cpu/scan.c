@@ -6,7 +6,7 @@
 #include "core/util.h"
 #include "cpu/primitives_internal.h"
 
-pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                      uint64_t *total)
 {
     size_t nchunks = pmi_cpu_num_chunks(n);

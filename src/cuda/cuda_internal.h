@@ -185,11 +185,11 @@ static __device__ __forceinline__ unsigned long long pmi_lookback_backoff(unsign
 
 /* Entry points of the algorithm files (C linkage for the table). */
 extern "C" {
-pm_status pmi_cuda_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in, size_t n,
+pm_status pmi_cuda_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                               double *result);
-pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, pm_reduce_op op, const float *image,
-                                    size_t width, size_t height, size_t row_stride, double *result);
-pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
+                                    size_t height, size_t row_stride, pm_reduce_op op, double *result);
+pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                       uint64_t *total);
 /* The scan queued without waiting: scratch tmp of pmi_cuda_scan_tmp_bytes(n)
  * bytes (device), the total (sum of all n inputs) to *total (device or

@@ -380,7 +380,7 @@ extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, s
  * the splat goes to whichever buffer makes the last pass land there). */
 extern "C" pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
                                                   const pm_field_params *p, const pm_field_grid *grid, float *field,
-                                                  uint64_t *status)
+                                                  pm_field_status *status)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     cudaStream_t st = pmi_cuda(ctx)->stream;

@@ -1061,7 +1061,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     pm_status result = PM_STATUS_OK;
     float *hpos = NULL, *hnrm = NULL;
     uint32_t *hidx = NULL;
-    if (opt->positions) {
+    if (opt->out_positions) {
         /* The CPU's rule: write what fits; soup writes whole triangles. */
         nv_w = nv < opt->vertex_capacity ? nv : opt->vertex_capacity;
         unsigned long long tl_ = ntri < opt->triangle_capacity ? ntri : opt->triangle_capacity;
@@ -1076,9 +1076,9 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
                                "pm_isosurface: %llu vertices / %llu triangles exceed the capacity "
                                "%zu / %zu",
                                nv, ntri, opt->vertex_capacity, opt->triangle_capacity);
-        hpos = opt->positions;
-        hnrm = want_n ? opt->normals_out : NULL;
-        hidx = indexed ? opt->indices : NULL;
+        hpos = opt->out_positions;
+        hnrm = want_n ? opt->out_normals : NULL;
+        hidx = indexed ? opt->out_indices : NULL;
         mesh->positions = hpos;
         mesh->normals = hnrm;
         mesh->indices = hidx;
@@ -1284,7 +1284,7 @@ static unsigned long long mc_min(unsigned long long a, unsigned long long b)
  * scratch stays in use until the queued work ends; the next call on the
  * context comes after it in stream order. */
 extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *vol, double iso,
-                                               const pm_isosurface_options *opt, uint64_t *counts_ctx)
+                                               const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx)
 {
     mc_plan pl;
     PMI_TRY(mc_plan_make(ctx, vol, iso, opt, 1, &pl));
@@ -1304,7 +1304,7 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     const unsigned long long nvk = mc_min(vcap, 3 * rec_cap), ntk = mc_min(tfit, 5 * rec_cap);
     if ((nvk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull || (ntk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull)
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: the capacities are too large for one launch");
-    const int want_n = opt->normals != PM_NORMALS_NONE && opt->normals_out;
+    const int want_n = opt->normals != PM_NORMALS_NONE && opt->out_normals;
     size_t vroom_b = 0;
     if (!indexed && !pl.soup_cells && !pmi_mul3_size((size_t)nvk, (size_t)3 * sizeof(float), want_n ? 2 : 1, &vroom_b))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: vertex room overflows");
@@ -1317,20 +1317,20 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, p1.totals, indexed, rec_cap, vcap, tcap,
                indexed ? vcap : pl.soup_cells ? ~0ull : nvk, dc, (unsigned long long *)counts_ctx);
     PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
-    float *pnrm = want_n ? opt->normals_out : NULL;
+    float *pnrm = want_n ? opt->out_normals : NULL;
     const long long nrb = (long long)rec_cap; /* replaced by dc->nrec */
     const int vkind = pl.vblock && (rec_cap + MC_THREADS - 1) / MC_THREADS <= 0x7fffffffull ? 2 : 1;
     if (indexed) {
         if (nvk)
-            mc_launch_expand(s, pl.pdl, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, opt->positions,
+            mc_launch_expand(s, pl.pdl, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, opt->out_positions,
                              pnrm, dc);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: vertices"));
-        if (ntk && opt->indices)
+        if (ntk && opt->out_indices)
             pmi_launch(pl.pdl, mc_triangle_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec, p1.rows, nrb,
-                       p1.ctab.t, ntk, opt->indices, dc);
+                       p1.ctab.t, ntk, opt->out_indices, dc);
     } else if (pl.soup_cells) {
         if (ntk)
-            mc_launch_expand(s, pl.pdl, vol->type, opt->normals, 3, pl.v, p1.rec, nrb, NULL, 3 * ntk, opt->positions,
+            mc_launch_expand(s, pl.pdl, vol->type, opt->normals, 3, pl.v, p1.rec, nrb, NULL, 3 * ntk, opt->out_positions,
                              pnrm, dc);
     } else {
         if (nvk) mc_launch_expand(s, pl.pdl, vol->type, opt->normals, vkind, pl.v, p1.rec, nrb, p1.ctab.c, nvk, vpos, vnrm, dc);
@@ -1338,10 +1338,10 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
         const unsigned long long rgrid = (rec_cap + MC_THREADS - 1) / MC_THREADS;
         if (ntk && pl.per_record && rgrid <= 0x7fffffffull && nvk <= UINT32_MAX + 1ull)
             pmi_launch(pl.pdl, mc_soup_record_kernel, (unsigned)rgrid, MC_THREADS, s, pl.v, p1.rec, p1.rows, nrb, ntk,
-                       opt->positions, pnrm, vpos, vnrm, dc);
+                       opt->out_positions, pnrm, vpos, vnrm, dc);
         else if (ntk)
             pmi_launch(pl.pdl, mc_gather_kernel, mc_blocks(ntk), MC_THREADS, s, pl.v, p1.rec, p1.rows, nrb, p1.ctab.t,
-                       ntk, vpos, vnrm, opt->positions, pnrm, dc);
+                       ntk, vpos, vnrm, opt->out_positions, pnrm, dc);
     }
     return pmi_cuda_launched("pm_isosurface_async: triangles");
 }

@@ -245,7 +245,7 @@ pm_status dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_fi
      * order inside each cell comes from a stable radix sort of (cell, index)
      * pairs (CUB, shipped with the CUDA toolkit), so cells list their
      * particles in input order as the CPU's counting sort does. */
-    PMI_TRY(pmi_cuda_scan_exclusive_u32(ctx, counts, start, (size_t)g->ncells + 1, NULL));
+    PMI_TRY(pmi_cuda_scan_exclusive_u32(ctx, counts, (size_t)g->ncells + 1, start, NULL));
     cub::DeviceRadixSort::SortPairs(NULL, tb_sort, keys, skeys, vals, svals, (int)n, 0, end_bit, st);
     void *tmp;
     PMI_TRY(dn_alloc(sc, tb_sort, &tmp, "sort scratch"));

@@ -169,8 +169,8 @@ static pm_status red_result(pm_context *ctx, pm_reduce_op op, size_t count, doub
     return PM_STATUS_OK;
 }
 
-extern "C" pm_status pmi_cuda_reduce_f32(pm_context *ctx, pm_reduce_op op, const float *in,
-                                         size_t n, double *result)
+extern "C" pm_status pmi_cuda_reduce_f32(pm_context *ctx, const float *in, size_t n,
+                                         pm_reduce_op op, double *result)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -184,11 +184,11 @@ extern "C" pm_status pmi_cuda_reduce_f32(pm_context *ctx, pm_reduce_op op, const
     return red_result(ctx, op, n, result);
 }
 
-extern "C" pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, pm_reduce_op op,
-                                               const float *image, size_t width, size_t height,
-                                               size_t row_stride, double *result)
+extern "C" pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, const float *image,
+                                               size_t width, size_t height, size_t row_stride,
+                                               pm_reduce_op op, double *result)
 {
-    if (row_stride == width) return pmi_cuda_reduce_f32(ctx, op, image, width * height, result);
+    if (row_stride == width) return pmi_cuda_reduce_f32(ctx, image, width * height, op, result);
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);
     int vec = ((uintptr_t)image & 15) == 0 && row_stride % 4 == 0;

@@ -173,7 +173,7 @@ pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *ou
 }
 
 extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in,
-                                                 uint32_t *out, size_t n, uint64_t *total)
+                                                 size_t n, uint32_t *out, uint64_t *total)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);

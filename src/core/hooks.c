@@ -1,0 +1,48 @@
+/* PYRAMESH_TEST_HOOKS, parsed strictly (see hooks.h). */
+#include "core/hooks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+#ifdef PM_TEST_HOOKS
+static const struct {
+    const char *name;
+    unsigned bit;
+} hook_names[] = {
+    {"novroom", PMI_HOOK_NOVROOM}, {"search", PMI_HOOK_SEARCH},   {"nopdl", PMI_HOOK_NOPDL},
+    {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS},
+};
+#endif
+
+pm_status pmi_hooks(unsigned *hooks)
+{
+    *hooks = 0;
+    const char *e = getenv("PYRAMESH_TEST_HOOKS");
+    if (!e || !*e) return PM_STATUS_OK;
+#ifndef PM_TEST_HOOKS
+    return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                     "PYRAMESH_TEST_HOOKS is set (\"%s\") but this build has no test hooks "
+                     "(configure with -DPM_TEST_HOOKS=ON)",
+                     e);
+#else
+    const char *p = e;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        unsigned bit = 0;
+        for (size_t h = 0; h < sizeof hook_names / sizeof hook_names[0]; h++)
+            if (strlen(hook_names[h].name) == len && strncmp(p, hook_names[h].name, len) == 0)
+                bit = hook_names[h].bit;
+        if (!bit)
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
+                             "comma-separated list of novroom, search, nopdl, scalar, twopass)",
+                             (int)len, p, e);
+        *hooks |= bit;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return PM_STATUS_OK;
+#endif
+}

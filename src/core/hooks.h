@@ -1,0 +1,42 @@
+/* Test hooks: force a fallback path that users reach only with inputs too
+ * large or too rare for the test suite, so that every path has a test.
+ * Compiled in only with the CMake option PM_TEST_HOOKS (ON by default; a
+ * packager may turn it off). The environment variable PYRAMESH_TEST_HOOKS
+ * holds a comma-separated list of hook names; an unknown name, or the
+ * variable set in a build without hooks, is an error of the call that reads
+ * it, so a misspelled test variant fails instead of testing the default.
+ * Each path that ran is reported in pm_isosurface_report.path, and the
+ * tests assert it. Internal header (pmi_ prefix). */
+#ifndef PM_CORE_HOOKS_H
+#define PM_CORE_HOOKS_H
+
+#include "pyramesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CUDA marching cubes: no scratch room for a soup's indexed vertices (the
+ * fallback when they do not fit: soup computed from the cells). */
+#define PMI_HOOK_NOVROOM 1u
+/* CUDA marching cubes: pass 2 one thread per output element, searching
+ * its record (the path for soups whose vertex indices pass 2^32). */
+#define PMI_HOOK_SEARCH 2u
+/* CUDA: every kernel launched the ordinary way (devices before 9.0). */
+#define PMI_HOOK_NOPDL 4u
+/* CPU marching cubes: the portable path of CPUs without AVX2. */
+#define PMI_HOOK_SCALAR 8u
+/* CPU marching cubes: the two-pass extraction (taken when the slab walk
+ * declines). */
+#define PMI_HOOK_TWOPASS 16u
+
+/* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
+ * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or
+ * when the variable is set in a build without PM_TEST_HOOKS. The variable
+ * is read at every call (tests change it between calls). */
+pm_status pmi_hooks(unsigned *hooks);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
