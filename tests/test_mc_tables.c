@@ -5,6 +5,7 @@
 #include "test_common.h"
 
 #include "core/mc_tables.h"
+#include "mc_tables_gen.h"
 
 static int8_t gen_tri[256][16];
 static uint8_t gen_count[256];
@@ -62,7 +63,7 @@ static int face_segments(int cs, int axis, int side, int seg[12][2])
 int main(int argc, char **argv)
 {
     pmt_seed_init();
-    int r = pmi_mc_generate_tables(gen_tri, gen_count);
+    int r = mc_generate_tables(gen_tri, gen_count);
     PMT_CHECK(r == 0, "generator reported a broken invariant");
     if (argc > 1 && strcmp(argv[1], "print") == 0) {
         print_tables();

@@ -32,6 +32,7 @@ static double sample(const pm_volume *v, size_t i, size_t j, size_t k, size_t ro
     return 0;
 }
 
+#ifdef PM_HAVE_PNG
 typedef struct png_job {
     const char *path;
     jmp_buf jmp;
@@ -100,6 +101,18 @@ static pm_status write_png(const char *path, const uint8_t *rgb, size_t src_w, s
         return pmi_error(PM_STATUS_IO_ERROR, "%s: write failed: %s", path, strerror(errno));
     return PM_STATUS_OK;
 }
+#else
+/* A build without libpng: the images cannot be written. */
+static pm_status write_png(const char *path, const uint8_t *rgb, size_t src_w, size_t src_h, size_t scale)
+{
+    (void)rgb;
+    (void)src_w;
+    (void)src_h;
+    (void)scale;
+    return pmi_error(PM_STATUS_UNSUPPORTED, "%s: this build of pyramesh has no libpng (debug images unavailable)",
+                     path);
+}
+#endif
 
 static size_t upscale(size_t w, size_t h)
 {

@@ -1,6 +1,7 @@
 /* Marching cubes tables (Lorensen and Cline 1987), in Paul Bourke's corner
- * and edge numbering, generated from first principles by mc_tables_gen.c
- * (face-local disambiguation: ambiguous faces separate the inside corners).
+ * and edge numbering, generated from first principles by
+ * tests/mc_tables_gen.c (face-local disambiguation: ambiguous faces separate
+ * the inside corners; test_mc_tables guards this copy).
  * Shared by the CPU and CUDA backends. Internal header. */
 #ifndef PM_CORE_MC_TABLES_H
 #define PM_CORE_MC_TABLES_H
@@ -20,10 +21,5 @@ extern const uint8_t pmi_mc_edge_axis[12];
  * outside the inside region); the list ends with -1. At most 5 triangles. */
 extern const int8_t pmi_mc_tri_table[256][16];
 extern const uint8_t pmi_mc_tri_count[256];
-
-/* Regenerates the triangle table from first principles (for the test that
- * guards the committed copy). Returns 0 on success, -1 when the rule
- * breaks an invariant (inconsistent chaining, more than 5 triangles). */
-int pmi_mc_generate_tables(int8_t tri[256][16], uint8_t count[256]);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/mc_tables.h"
+#include "mc_tables_gen.h"
 
 /* Corner position times 1 (0/1 per axis). */
 static void corner_pos(int c, int p[3])
@@ -205,7 +206,7 @@ static int generate_case(int cs, int8_t out[16], uint8_t *count)
     return 0;
 }
 
-int pmi_mc_generate_tables(int8_t tri[256][16], uint8_t count[256])
+int mc_generate_tables(int8_t tri[256][16], uint8_t count[256])
 {
     for (int cs = 0; cs < 256; cs++)
         if (generate_case(cs, tri[cs], &count[cs])) return -1;
