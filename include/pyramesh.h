@@ -93,6 +93,8 @@ PM_API const char *pm_last_error(void);
 PM_API const char *pm_device_string(pm_device d);
 /* A one-line description of the context's device, e.g. the GPU name. */
 PM_API const char *pm_context_device_name(const pm_context *ctx);
+/* The CPU threads the context's host work uses (>= 1). */
+PM_API int pm_context_num_threads(const pm_context *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Memory in the context's space                                             */

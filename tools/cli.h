@@ -114,6 +114,8 @@ typedef struct cli_result {
     /* timings in ms */
     pm_timings t;
     double upload_ms, total_ms;
+    int threads;
+    pm_isosurface_report report; /* the extraction's path and stages */
 } cli_result;
 
 /* The one-screen summary on stdout. */

@@ -205,6 +205,8 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
         }
         in.data = dev;
     }
+    r->report.timed = 1;
+    opt.report = &r->report;
     s = pm_isosurface(job->ctx, &in, job->iso, &opt, &mesh);
     r->t.extract_ms = cli_now_ms() - t0;
     pm_free(job->ctx, dev);
@@ -249,6 +251,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     r->output = f->output;
     r->device = pm_device_string(pm_context_device(job->ctx));
     snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(job->ctx));
+    r->threads = pm_context_num_threads(job->ctx);
     r->nx = vol.nx;
     r->ny = vol.ny;
     r->nz = vol.nz;

@@ -134,6 +134,8 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
     pm_mesh mesh;
     memset(&mesh, 0, sizeof mesh);
     t0 = cli_now_ms();
+    r->report.timed = 1;
+    iso.report = &r->report;
     s = pm_isosurface(ctx, &field.volume, field.iso, &iso, &mesh);
     r->t.extract_ms = cli_now_ms() - t0;
     if (s != PM_STATUS_OK) {
@@ -161,6 +163,7 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
     r->output = output;
     r->device = pm_device_string(pm_context_device(ctx));
     snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(ctx));
+    r->threads = pm_context_num_threads(ctx);
     r->have_points = 1;
     r->particles_read = n;
     r->particles_used = field.particles_used;

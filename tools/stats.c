@@ -151,7 +151,9 @@ void cli_print_summary(const cli_result *r)
     printf("  device         %s", r->device);
     if (r->device_name[0] && strcmp(r->device_name, r->device) != 0)
         printf(" (%s)", r->device_name);
-    printf("\n  output         %s\n", r->output);
+    printf(", %d thread%s\n", r->threads, r->threads == 1 ? "" : "s");
+    if (r->report.path[0]) printf("  path           %s\n", r->report.path);
+    printf("  output         %s\n", r->output);
     printf("  time           ");
     int first = 1;
     print_ms("read", r->t.read_ms, &first);
@@ -183,6 +185,15 @@ void cli_result_json(cli_buf *b, const cli_result *r, int indent)
     cli_buf_json_string(b, r->device);
     cli_buf_printf(b, ",\n%s\"device_name\": ", in);
     cli_buf_json_string(b, r->device_name);
+    cli_buf_printf(b, ",\n%s\"threads\": %d,\n%s\"path\": ", in, r->threads, in);
+    cli_buf_json_string(b, r->report.path);
+    cli_buf_printf(b, ",\n%s\"extract_stages_ms\": {", in);
+    for (int i = 0; i < 4 && r->report.stage_names[i]; i++) {
+        cli_buf_printf(b, "%s", i ? ", " : "");
+        cli_buf_json_string(b, r->report.stage_names[i]);
+        cli_buf_printf(b, ": %.3f", r->report.stage_ms[i]);
+    }
+    cli_buf_printf(b, "}");
     cli_buf_printf(b, ",\n%s\"dims\": [%zu, %zu, %zu],\n", in, r->nx, r->ny, r->nz);
     if (r->sample_type) cli_buf_printf(b, "%s\"sample_type\": \"%s\",\n", in, r->sample_type);
     cli_buf_printf(b, "%s\"spacing\": [%.17g, %.17g, %.17g],\n", in, r->spacing[0], r->spacing[1],

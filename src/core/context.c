@@ -100,6 +100,8 @@ pm_device pm_context_device(const pm_context *ctx) { return ctx ? ctx->device : 
 
 const char *pm_context_device_name(const pm_context *ctx) { return ctx ? ctx->device_name : ""; }
 
+int pm_context_num_threads(const pm_context *ctx) { return ctx ? ctx->num_threads : 1; }
+
 pm_status pm_context_synchronize(pm_context *ctx)
 {
     if (!ctx) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_context_synchronize: NULL");
