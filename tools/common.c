@@ -6,6 +6,7 @@
 #endif
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "cli.h"
@@ -64,6 +65,12 @@ int cli_common_option(const char *cmd, const cli_args *a, int id, const char *va
 int cli_common_finish(const char *cmd, cli_common *c)
 {
     if (!c->output) return cli_usage_error(cmd, "missing -o OUTPUT"), 0;
+    struct stat st;
+    if (stat(c->output, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error("cannot write '%s': it is a directory (give a file name, e.g. %s/mesh.ply)", c->output,
+                  c->output);
+        return 0;
+    }
     if (!cli_mesh_extension_ok(c->output))
         return cli_usage_error(cmd,
                                "cannot tell the mesh format of '%s': use .ply, .obj, .stl or .vtk",

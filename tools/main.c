@@ -170,6 +170,25 @@ int cli_check_input(const char *path)
     return 1;
 }
 
+int cli_check_io(const char *input, const char *output)
+{
+    if (!cli_check_input(input)) return 0;
+    struct stat si, so;
+    if (stat(output, &so) == 0) {
+        if (S_ISDIR(so.st_mode)) {
+            cli_error("cannot write '%s': it is a directory", output);
+            return 0;
+        }
+        /* The same file under another name (or through a link): writing it
+         * would replace the input. */
+        if (stat(input, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+            cli_error("the output '%s' is the input file '%s': refusing to overwrite the input", output, input);
+            return 0;
+        }
+    }
+    return cli_check_output_dir(output);
+}
+
 int cli_check_output_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');

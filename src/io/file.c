@@ -448,14 +448,28 @@ pm_status pmi_writer_open(pmi_writer *w, const char *path)
     memset(w, 0, sizeof *w);
     w->fd = -1;
     w->path = path;
-    size_t n = strlen(path) + 48;
+    /* A directory is refused by name; a symbolic link is written through
+     * to its target (as cp does), the temporary file beside the target so
+     * the rename stays atomic and the link stays a link. */
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return w->status = pmi_error(PM_STATUS_IO_ERROR, "%s: is a directory, expected a file name", path);
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        w->target = realpath(path, NULL);
+        if (!w->target)
+            return w->status = pmi_error(PM_STATUS_IO_ERROR,
+                                         "%s: a symbolic link whose target cannot be resolved: %s", path,
+                                         strerror(errno));
+    } else {
+        w->target = strdup(path);
+        if (!w->target) return w->status = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
+    }
+    const char *dest = w->target;
+    size_t n = strlen(dest) + 48;
     w->tmp_path = malloc(n);
     w->buf = malloc(PMI_WRITE_BUFFER);
     if (!w->tmp_path || !w->buf) {
-        free(w->tmp_path);
-        free(w->buf);
-        w->tmp_path = NULL;
-        w->buf = NULL;
+        pmi_writer_abort(w);
         return w->status = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
     }
     /* A fresh name in the target's directory so the final rename() is
@@ -466,16 +480,15 @@ pm_status pmi_writer_open(pmi_writer *w, const char *path)
     for (int attempt = 0; attempt < 100; attempt++) {
         unsigned c = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
         salt = salt * 6364136223846793005ull + 1442695040888963407ull + c;
-        snprintf(w->tmp_path, n, "%s.tmp.%06llx", path, (salt >> 20) & 0xffffffull);
+        snprintf(w->tmp_path, n, "%s.tmp.%06llx", dest, (salt >> 20) & 0xffffffull);
         w->fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_EXCL, 0666);
         if (w->fd >= 0 || errno != EEXIST) break;
     }
     if (w->fd < 0) {
         int e = errno;
         free(w->tmp_path);
-        free(w->buf);
         w->tmp_path = NULL;
-        w->buf = NULL;
+        pmi_writer_abort(w);
         return w->status = pmi_error(PM_STATUS_IO_ERROR, "%s: cannot create the output file: %s",
                                      path, strerror(e));
     }
@@ -560,9 +573,11 @@ void pmi_writer_abort(pmi_writer *w)
     if (w->tmp_path) unlink(w->tmp_path);
     free(w->tmp_path);
     free(w->buf);
+    free(w->target);
     w->fd = -1;
     w->tmp_path = NULL;
     w->buf = NULL;
+    w->target = NULL;
 }
 
 pm_status pmi_writer_commit(pmi_writer *w)
@@ -575,7 +590,7 @@ pm_status pmi_writer_commit(pmi_writer *w)
             w->status =
                 pmi_error(PM_STATUS_IO_ERROR, "%s: write failed: %s", w->path, strerror(errno));
     }
-    if (w->status == PM_STATUS_OK && rename(w->tmp_path, w->path) != 0)
+    if (w->status == PM_STATUS_OK && rename(w->tmp_path, w->target) != 0)
         w->status = pmi_error(PM_STATUS_IO_ERROR, "%s: cannot rename the temporary file '%s': %s",
                               w->path, w->tmp_path, strerror(errno));
     pm_status s = w->status;
