@@ -474,15 +474,28 @@ typedef struct pm_raw_options {
     pm_sample_type type;
     double spacing[3]; /* 0 = 1 */
     int big_endian;
-    uint64_t offset_bytes;
+    uint64_t offset_bytes; /* bytes before the samples (a header) */
+    /* The samples are the file's last bytes (NRRD's "byte skip: -1");
+     * offset_bytes is then ignored. Not for gzip files. */
+    int data_at_end;
+    /* Bytes after the samples are allowed. By default they are an error
+     * (a header left in, dims too small or the wrong sample type). */
+    int allow_extra;
 } pm_raw_options;
 
 /* Reads a volume into host memory: NRRD (.nrrd/.nhdr, raw or gzip), VTK
- * legacy STRUCTURED_POINTS (.vtk), or raw samples when raw != NULL. Fills
+ * legacy STRUCTURED_POINTS (.vtk), or raw samples when raw != NULL (the
+ * file plain or gzip-compressed, told by its first bytes; the offset then
+ * counts uncompressed bytes). Fills
  * *out (data owned: free with pm_volume_free). max_memory_bytes 0 = no
  * limit beyond the file's own size checks. */
 PM_API pm_status pm_volume_read(const char *path, const pm_raw_options *raw,
                                 size_t max_memory_bytes, pm_volume *out);
+/* The smallest and largest sample of a volume in host memory, NaN left
+ * out (both NaN when every sample is NaN), and the number of NaN samples.
+ * An iso value outside [min, max] gives an empty surface. */
+PM_API pm_status pm_volume_range(const pm_volume *volume, double *min, double *max,
+                                 size_t *nan_count);
 PM_API void pm_volume_free(pm_volume *volume);
 
 /* Point file formats; AUTO chooses from the extension (.ply, .xyz, .vtk). */

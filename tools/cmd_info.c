@@ -27,7 +27,8 @@ static const char help[] =
     "options:\n"
     "  --json                   print the mesh description as JSON (meshes only)\n"
     "  --raw-dims NX,NY,NZ --raw-type T [--raw-spacing SX,SY,SZ]\n"
-    "      [--raw-endian little|big] [--raw-offset BYTES]   read FILE as a raw volume\n"
+    "      [--raw-endian little|big] [--raw-offset BYTES|-1] [--raw-allow-extra]\n"
+    "                           read FILE as a raw volume (see isosurface --help)\n"
     "  --max-memory SIZE        refuse files needing more than SIZE (e.g. 512M, 8G)\n";
 
 enum {
@@ -38,6 +39,7 @@ enum {
     I_RAW_SPACING,
     I_RAW_ENDIAN,
     I_RAW_OFFSET,
+    I_RAW_ALLOW_EXTRA,
     I_JSON
 };
 static const cli_option options[] = {
@@ -49,6 +51,7 @@ static const cli_option options[] = {
     {"raw-spacing", 0, 1, I_RAW_SPACING},
     {"raw-endian", 0, 1, I_RAW_ENDIAN},
     {"raw-offset", 0, 1, I_RAW_OFFSET},
+    {"raw-allow-extra", 0, 0, I_RAW_ALLOW_EXTRA},
     {NULL, 0, 0, 0},
 };
 

@@ -38,7 +38,10 @@ static const char help[] =
     "  --raw-type T             u8|u16|i16|f32|f64 (required with --raw-dims)\n"
     "  --raw-spacing SX,SY,SZ   sample spacing (default 1,1,1)\n"
     "  --raw-endian E           little|big (default little)\n"
-    "  --raw-offset BYTES       bytes to skip at the start (a header)\n"
+    "  --raw-offset BYTES       bytes to skip at the start (a header); -1: the samples\n"
+    "                           are the file's last bytes\n"
+    "  --raw-allow-extra        accept bytes after the samples (an error by default:\n"
+    "                           a header left in, dims too small or the wrong type)\n"
     "  -s, --start N / -e, --end N\n"
     "                           frame range when VOLUME holds '{}' (frames/ct_{}.nrrd)\n"
     "\n"
@@ -53,6 +56,7 @@ enum {
     OPT_RAW_SPACING,
     OPT_RAW_ENDIAN,
     OPT_RAW_OFFSET,
+    OPT_RAW_ALLOW_EXTRA,
     OPT_DEBUG_DIR
 };
 
@@ -64,6 +68,7 @@ static const cli_option options[] = {
     {"raw-spacing", 0, 1, OPT_RAW_SPACING},
     {"raw-endian", 0, 1, OPT_RAW_ENDIAN},
     {"raw-offset", 0, 1, OPT_RAW_OFFSET},
+    {"raw-allow-extra", 0, 0, OPT_RAW_ALLOW_EXTRA},
     {"debug-dir", 0, 1, OPT_DEBUG_DIR},
     {NULL, 0, 0, 0},
 };
@@ -116,8 +121,16 @@ static int raw_option(const char *cmd, const cli_args *a, int id, const char *v,
         *have_other = 1;
         return 1;
     case OPT_RAW_OFFSET:
-        if (!cli_parse_size(cmd, a->name, v, &off)) return -1;
-        raw->offset_bytes = off;
+        if (strcmp(v, "-1") == 0) {
+            raw->data_at_end = 1;
+        } else {
+            if (!cli_parse_size(cmd, a->name, v, &off)) return -1;
+            raw->offset_bytes = off;
+        }
+        *have_other = 1;
+        return 1;
+    case OPT_RAW_ALLOW_EXTRA:
+        raw->allow_extra = 1;
         *have_other = 1;
         return 1;
     default: return 0;
@@ -130,7 +143,7 @@ int cli_raw_option(const char *cmd, const cli_args *a, const char *long_name, co
 {
     for (const cli_option *o = options; o->id; o++)
         if (o->long_name && strcmp(o->long_name, long_name) == 0 && o->id >= OPT_RAW_DIMS &&
-            o->id <= OPT_RAW_OFFSET)
+            o->id <= OPT_RAW_ALLOW_EXTRA)
             return raw_option(cmd, a, o->id, v, raw, have_dims, have_type, have_other);
     return 0;
 }
@@ -156,6 +169,25 @@ static int fail(cli_progress *p, pm_status s, const char *what)
     return CLI_FAIL;
 }
 
+/* Words where the result would be empty or partial without saying why: an
+ * iso value outside the data's range, NaN samples. */
+static void warn_range(cli_progress *p, const char *input, const pm_volume *vol, double iso)
+{
+    double lo, hi;
+    size_t nan;
+    if (pm_volume_range(vol, &lo, &hi, &nan) != PM_STATUS_OK) return;
+    if (nan) {
+        cli_progress_clear(p);
+        fprintf(stderr, "pyramesh: warning: %s: %zu NaN sample%s (counted as outside the surface)\n", input,
+                nan, nan == 1 ? "" : "s");
+    }
+    if (!(iso >= lo && iso <= hi)) {
+        cli_progress_clear(p);
+        fprintf(stderr, "pyramesh: warning: %s: iso value %g is outside the data range [%g, %g]: the surface is "
+                "empty\n", input, iso, lo, hi);
+    }
+}
+
 static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result *r)
 {
     iso_job *job = user;
@@ -175,6 +207,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
         pm_volume_free(&vol);
         return CLI_INTERRUPTED;
     }
+    warn_range(p, f->input, &vol, job->iso);
 
     /* Extract: upload (CUDA only) plus all of pm_isosurface; no file I/O. */
     cli_progress_stage(p, "extracting");

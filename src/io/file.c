@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "io/io.h"
 
@@ -737,4 +738,78 @@ void pm_points_free(pm_points *points)
     if (!points) return;
     free(points->xyz);
     memset(points, 0, sizeof *points);
+}
+
+/* ------------------------------------------------------------------------ */
+/* gzip                                                                      */
+/* ------------------------------------------------------------------------ */
+
+pm_status pmi_inflate_exact(pmi_reader *r, uint64_t skip, unsigned char *dst, size_t bytes,
+                            const char *declared_by, int allow_more)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 32) != Z_OK)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot initialise zlib", r->path);
+    unsigned char scratch[4096];
+    uint64_t total = skip + (uint64_t)bytes, produced = 0;
+    pm_status s = PM_STATUS_OK;
+    for (;;) {
+        if (z.avail_in == 0) {
+            size_t n = pmi_reader_peek(r, PMI_READ_BUFFER);
+            if (n == 0) {
+                s = pmi_error(PM_STATUS_PARSE_ERROR,
+                              "%s: byte %llu: gzip data end after %llu of the %llu bytes that "
+                              "%s, or before the gzip trailer (truncated file?)",
+                              r->path, (unsigned long long)pmi_reader_tell(r),
+                              (unsigned long long)(produced > skip ? produced - skip : 0),
+                              (unsigned long long)bytes, declared_by);
+                break;
+            }
+            z.next_in = r->buf + r->pos;
+            z.avail_in = (uInt)n;
+        }
+        unsigned char *out;
+        uint64_t room;
+        if (produced < skip) {
+            out = scratch;
+            room = skip - produced < sizeof scratch ? skip - produced : sizeof scratch;
+        } else if (produced < total) {
+            out = dst + (produced - skip);
+            room = total - produced;
+        } else if (allow_more) {
+            break; /* the rest of the stream is not wanted */
+        } else {
+            out = scratch; /* probe: any further byte is too many */
+            room = 1;
+        }
+        if (room > (1u << 30)) room = 1u << 30;
+        z.next_out = out;
+        z.avail_out = (uInt)room;
+        uInt in_before = z.avail_in;
+        int ret = inflate(&z, Z_NO_FLUSH);
+        r->pos += in_before - z.avail_in;
+        produced += room - z.avail_out;
+        if (produced > total) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: gzip data hold more than the %llu bytes that %s", r->path,
+                          (unsigned long long)bytes, declared_by);
+            break;
+        }
+        if (ret == Z_STREAM_END) {
+            if (produced == total) break;
+            /* Another gzip member may follow. */
+            if (z.avail_in == 0 && pmi_reader_peek(r, 1) == 0) continue; /* reports truncation */
+            inflateReset(&z);
+            continue;
+        }
+        if (ret == Z_BUF_ERROR && z.avail_in == 0) continue;
+        if (ret != Z_OK) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: byte %llu: corrupt gzip data: %s", r->path,
+                          (unsigned long long)pmi_reader_tell(r), z.msg ? z.msg : "inflate failed");
+            break;
+        }
+    }
+    inflateEnd(&z);
+    return s;
 }

@@ -69,6 +69,13 @@ void pmi_swap_bytes(void *data, size_t n, size_t elem_size);
  * at most `available` bytes when that is not UINT64_MAX, at most
  * max_memory_bytes when non-zero), then allocates it. `where` names the
  * header field for messages. */
+/* Inflates exactly skip + bytes bytes (gzip or zlib wrapper, concatenated
+ * members allowed) from the reader, keeping the last `bytes`. A stream
+ * that ends early is an error, and so is one that holds more unless
+ * allow_more (a gzip bomb stops at the declared size either way).
+ * declared_by ends the messages: "... the N bytes that <declared_by>". */
+pm_status pmi_inflate_exact(pmi_reader *r, uint64_t skip, unsigned char *dst, size_t bytes,
+                            const char *declared_by, int allow_more);
 pm_status pmi_volume_alloc(const char *path, const char *where, size_t nx, size_t ny, size_t nz,
                            pm_sample_type type, size_t max_memory_bytes, uint64_t available,
                            void **data, size_t *bytes);
