@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all configure build test demo bench sanitize fuzz deps clean format
+.PHONY: all configure build test demo bench sanitize fuzz deps clean format install
 
 all: build
 
@@ -19,6 +19,12 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# make install PREFIX=/opt/pyramesh: header, libpyramesh.a and .so, the CLI
+# and its man page, pkg-config and CMake package files.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 demo: build
 	./$(BUILD)/pyramesh demo
@@ -40,7 +46,7 @@ fuzz:
 	sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 format:
-	clang-format -i include/*.h src/*/*.c src/*/*.h tools/*.c tools/*.h tests/*.c tests/*.h bench/*.c fuzz/*.c fuzz/*.h
+	clang-format -i include/*.h src/*/*.c src/*/*.h src/*/*.cu src/*/*.cuh tools/*.c tools/*.h tests/*.c tests/*.h bench/*.c bench/*.cu fuzz/*.c fuzz/*.h
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

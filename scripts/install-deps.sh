@@ -17,6 +17,7 @@ command -v make >/dev/null 2>&1 || missing="$missing make"
 [ -f /usr/include/zlib.h ] || missing="$missing zlib1g-dev"
 [ -f /usr/include/png.h ] || missing="$missing libpng-dev"
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 if [ -z "$missing" ]; then exit 0; fi
 if [ "$1" = "--check-only" ]; then
   echo "missing:$missing" >&2

@@ -254,7 +254,7 @@ int main(int argc, char **argv)
             void *fd = big ? swapped(d, n, es) : NULL;
             snprintf(name, sizeof name, "v%d_%d.raw", t, big);
             write_file2(path_in(name), "seventeen bytes..", 17, fd ? fd : d, n * es);
-            pm_raw_options ro = {sizeof ro, 5, 4, 3, (pm_sample_type)t, {0.5, 1.5, 2}, big, 17};
+            pm_raw_options ro = {sizeof ro, 5, 4, 3, (pm_sample_type)t, {0.5, 1.5, 2}, big, 17, 0, 0};
             PMT_OK(pm_volume_read(path_in(name), &ro, 0, &v));
             check_volume(name, &v, (pm_sample_type)t, dims, sp, zero, d);
             pm_volume_free(&v);
@@ -478,7 +478,7 @@ int main(int argc, char **argv)
     expect_fail(path_in("v0_0_0.nrrd.txt"), NULL, 0, PM_STATUS_INVALID_ARGUMENT, "extension",
                 "ext");
     {
-        pm_raw_options ro = {sizeof ro, 5, 4, 4, PM_SAMPLE_U16, {0, 0, 0}, 0, 17};
+        pm_raw_options ro = {sizeof ro, 5, 4, 4, PM_SAMPLE_U16, {0, 0, 0}, 0, 17, 0, 0};
         expect_fail(path_in("v1_0.raw"), &ro, 0, PM_STATUS_PARSE_ERROR, "bytes", "raw too small");
         ro.nz = 3;
         ro.offset_bytes = 1000;

@@ -59,21 +59,22 @@ pm_status pmi_raw_read(const char *path, const pm_raw_options *raw, size_t max_m
         if (o.offset_bytes > r.size)
             s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: raw offset %llu is beyond the end of the file (%llu bytes)",
                           path, (unsigned long long)o.offset_bytes, (unsigned long long)r.size);
+        if (s == PM_STATUS_OK) s = pmi_skip_bytes(&r, o.offset_bytes, "raw offset");
+        if (s == PM_STATUS_OK)
+            s = pmi_volume_alloc(path, "raw dims", o.nx, o.ny, o.nz, o.type, max_memory_bytes,
+                                 pmi_reader_remaining(&r), &data, &bytes);
+        /* Checked once the dims are known to be valid (pmi_volume_alloc). */
         const uint64_t avail = s == PM_STATUS_OK ? r.size - o.offset_bytes : 0;
-        if (s == PM_STATUS_OK && avail > want && !o.allow_extra) {
-            const uint64_t extra = avail - want;
+        if (s == PM_STATUS_OK && avail > bytes && !o.allow_extra) {
+            const uint64_t extra = avail - bytes;
             s = pmi_error(PM_STATUS_PARSE_ERROR,
                           "%s: %llu bytes more than %zu x %zu x %zu %s samples (%llu bytes) after offset %llu: a "
                           "header? try --raw-offset %llu (it comes first) or --raw-offset -1 (it comes last); "
                           "else the dims or the type are wrong (--raw-allow-extra reads the first bytes anyway)",
                           path, (unsigned long long)extra, o.nx, o.ny, o.nz, pm_sample_type_string(o.type),
-                          (unsigned long long)want, (unsigned long long)o.offset_bytes,
+                          (unsigned long long)bytes, (unsigned long long)o.offset_bytes,
                           (unsigned long long)(o.offset_bytes + extra));
         }
-        if (s == PM_STATUS_OK) s = pmi_skip_bytes(&r, o.offset_bytes, "raw offset");
-        if (s == PM_STATUS_OK)
-            s = pmi_volume_alloc(path, "raw dims", o.nx, o.ny, o.nz, o.type, max_memory_bytes,
-                                 pmi_reader_remaining(&r), &data, &bytes);
         if (s == PM_STATUS_OK) s = pmi_read_bytes(&r, data, bytes, "raw sample data");
     }
     pmi_reader_close(&r);
