@@ -1,5 +1,5 @@
 #!/bin/bash
-# SIGINT during a frame sequence (issue 7 item 5): pyramesh stops at the next
+# SIGINT during a frame sequence: pyramesh stops at the next
 # stage boundary, prints "pyramesh: interrupted", exits 130, leaves the
 # outputs it completed intact (each identical to a normal run's), writes no
 # --stats file and leaves no temporary file.

@@ -1,4 +1,4 @@
-/* Hostile numerics (issue 7 item 4): volumes full of NaN, NaN islands,
+/* Hostile numerics: volumes full of NaN, NaN islands,
  * infinities, denormals around the iso value, constant volumes, iso equal
  * to every sample; particles all at one point, duplicated, or spread over
  * 1e9 radii. Nothing may crash and no vertex or normal may be NaN. Runs on

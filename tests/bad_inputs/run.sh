@@ -1,5 +1,5 @@
 #!/bin/bash
-# The bad-inputs suite (issue 7): every hostile file must make pyramesh exit
+# The bad-inputs suite: every hostile file must make pyramesh exit
 # with status 1, print one "pyramesh: error:" message naming the file, and
 # leave no output (nor temporary) file behind. Also: a directory, a missing
 # file and unwritable output locations. Usage: run.sh PYRAMESH WORKDIR
