@@ -86,5 +86,8 @@ expect 1 "nodir" "$PM" demo -o "$W/nodir/demo.ply" --quiet
 if ! "$PM" --version | grep -q "CUDA backend: available"; then
   expect 1 "CUDA" "$PM" isosurface "$W/in.raw" -o "$W/m.ply" --iso 1 --raw-dims 2,2,2 --raw-type u8 --device cuda
 fi
+# A misspelt PYRAMESH_DEVICE is an error naming it, not a silent "auto".
+expect 1 "PYRAMESH_DEVICE=\"gpu\"" env PYRAMESH_DEVICE=gpu "$PM" isosurface "$W/in.raw" -o "$W/m.ply" --iso 1 \
+  --raw-dims 2,2,2 --raw-type u8
 [ $fail -eq 0 ] && echo "cli_usage: all passed"
 exit $fail

@@ -10,13 +10,19 @@
 #include <omp.h>
 #endif
 
-static pm_device device_from_env(pm_device requested)
+/* PYRAMESH_DEVICE overrides an AUTO request; a value other than cpu, cuda,
+ * auto (or empty) is an error, not a silent "auto". */
+static pm_status device_from_env(pm_device requested, pm_device *out)
 {
     const char *e = getenv("PYRAMESH_DEVICE");
-    if (requested != PM_DEVICE_AUTO || !e) return requested;
-    if (strcmp(e, "cpu") == 0) return PM_DEVICE_CPU;
-    if (strcmp(e, "cuda") == 0) return PM_DEVICE_CUDA;
-    return PM_DEVICE_AUTO;
+    *out = requested;
+    if (requested != PM_DEVICE_AUTO || !e || !*e || strcmp(e, "auto") == 0) return PM_STATUS_OK;
+    if (strcmp(e, "cpu") == 0) *out = PM_DEVICE_CPU;
+    else if (strcmp(e, "cuda") == 0) *out = PM_DEVICE_CUDA;
+    else
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "PYRAMESH_DEVICE=\"%s\": expected cpu, cuda or auto", e);
+    return PM_STATUS_OK;
 }
 
 int pm_cuda_available(void) { return pmi_cuda_backend() != NULL && pmi_cuda_device_count() > 0; }
@@ -45,7 +51,9 @@ pm_status pm_context_create(const pm_context_desc *desc_in, pm_context **out)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_context_create: negative num_threads or cuda_device");
 
-    pm_device dev = device_from_env(desc.device);
+    pm_device dev;
+    pm_status es = device_from_env(desc.device, &dev);
+    if (es != PM_STATUS_OK) return es;
     const pmi_backend *be = NULL;
     if (dev == PM_DEVICE_CUDA) {
         if (!pm_cuda_available())
