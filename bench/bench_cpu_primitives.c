@@ -1,5 +1,5 @@
 /* Times every CPU primitive (median of repeated runs, elements per second):
- * reductions, image reductions, scan, filter, seed 002's Horn filter beside
+ * reductions, image reductions, scan, filter, Horn's filter beside
  * the blocked filter, compaction and expansion through both paths (blocked
  * scan and HistoPyramid), packing. Usage: bench_cpu_primitives [--quick]
  * [--threads N] [--log2n K]. */
@@ -145,6 +145,97 @@ static double bench(const char *name, const char *detail, job *j, size_t element
     return med;
 }
 
+/* Reductions of the whole array and of two image sizes. */
+static void bench_reductions(job *j, size_t n)
+{
+    const char *opn[] = {"sum", "mean", "min", "max", "geomean"};
+    char d[64];
+    j->kind = J_REDUCE;
+    for (int op = 0; op < 5; op++) {
+        if (op == 1) continue;
+        j->op = (pm_reduce_op)op;
+        snprintf(d, sizeof d, "%s", opn[op]);
+        bench("reduce_f32", d, j, n);
+    }
+    j->kind = J_IMAGE;
+    j->op = PM_REDUCE_SUM;
+    size_t dims[][2] = {{1920, 1080}, {7680, 4320}};
+    for (int k = 0; k < 2; k++) {
+        if (dims[k][0] * dims[k][1] > n) continue;
+        j->w = dims[k][0];
+        j->h = dims[k][1];
+        snprintf(d, sizeof d, "sum %zux%zu", j->w, j->h);
+        bench("reduce_image_f32", d, j, j->w * j->h);
+    }
+}
+
+/* Filter: threshold p keeps a fraction p of uniform values; then Horn's
+ * O(n log n) filter beside the blocked one, per element, as n grows (10%
+ * kept). */
+static void bench_filters(job *j, size_t n, int log2n, int quick)
+{
+    const float sel[] = {0.01f, 0.1f, 0.5f};
+    char d[64];
+    j->kind = J_FILTER;
+    for (int k = 0; k < 3; k++) {
+        j->t = sel[k];
+        snprintf(d, sizeof d, "blocked, %g%% kept", sel[k] * 100);
+        bench("filter_f32", d, j, n);
+    }
+    j->t = 0.1f;
+    for (int k = 16; k <= (quick ? 18 : 24) && k <= log2n; k += 2) {
+        j->n = (size_t)1 << k;
+        j->kind = J_HORN;
+        snprintf(d, sizeof d, "horn, 10%%, n = 2^%d", k);
+        bench("filter_horn_f32", d, j, j->n);
+        j->kind = J_FILTER;
+        snprintf(d, sizeof d, "blocked, 10%%, n = 2^%d", k);
+        bench("filter_f32", d, j, j->n);
+    }
+    j->n = n;
+}
+
+/* Compaction and expansion, each through both paths. Expansion: sparse
+ * counts (5% of inputs produce 1..15, as in marching cubes on a smooth
+ * field) and dense counts 0..15; the capacity is the exact output count. */
+static void bench_compaction(job *j, size_t n, uint8_t *flags, uint32_t *u)
+{
+    const double csel[] = {0.01, 0.1, 0.5};
+    char d[64];
+    for (int k = 0; k < 3; k++) {
+        uint64_t th = (uint64_t)(csel[k] * 1e6);
+        for (size_t i = 0; i < n; i++)
+            flags[i] = rnd() % 1000000 < th;
+        j->kind = J_COMPACT;
+        snprintf(d, sizeof d, "blocked scan, %g%%", csel[k] * 100);
+        bench("compact", d, j, n);
+        j->kind = J_COMPACT_HP;
+        snprintf(d, sizeof d, "histopyramid, %g%%", csel[k] * 100);
+        bench("compact", d, j, n);
+    }
+    for (int k = 0; k < 2; k++) {
+        size_t m = k == 0 ? n : n / 8, total = 0;
+        for (size_t i = 0; i < m; i++) {
+            u[i] = k == 0 ? (rnd() % 20 == 0 ? (uint32_t)(1 + rnd() % 15) : 0)
+                          : (uint32_t)(rnd() % 16);
+            total += u[i];
+        }
+        if (total > n) continue; /* outputs must fit idx/uout */
+        j->n = m;
+        j->cap = total;
+        j->kind = J_EXPAND;
+        snprintf(d, sizeof d, "blocked scan, %s", k == 0 ? "sparse 5%" : "dense 0..15");
+        bench("expand", d, j, m);
+        j->kind = J_EXPAND_HP;
+        snprintf(d, sizeof d, "histopyramid, %s", k == 0 ? "sparse 5%" : "dense 0..15");
+        bench("expand", d, j, m);
+        printf("| %-22s | %-26s | %11zu | %9s | %8s | %7s |\n", "  (expand outputs)", "", total, "",
+               "", "");
+    }
+    j->n = n;
+    j->cap = n;
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0, threads = 0, log2n = 26;
@@ -193,27 +284,7 @@ int main(int argc, char **argv)
              .bytes = bytes,
              .n = n,
              .cap = n};
-    char d[64];
-
-    /* Reductions. */
-    const char *opn[] = {"sum", "mean", "min", "max", "geomean"};
-    j.kind = J_REDUCE;
-    for (int op = 0; op < 5; op++) {
-        if (op == 1) continue;
-        j.op = (pm_reduce_op)op;
-        snprintf(d, sizeof d, "%s", opn[op]);
-        bench("reduce_f32", d, &j, n);
-    }
-    j.kind = J_IMAGE;
-    j.op = PM_REDUCE_SUM;
-    size_t dims[][2] = {{1920, 1080}, {7680, 4320}};
-    for (int k = 0; k < 2; k++) {
-        if (dims[k][0] * dims[k][1] > n) continue;
-        j.w = dims[k][0];
-        j.h = dims[k][1];
-        snprintf(d, sizeof d, "sum %zux%zu", j.w, j.h);
-        bench("reduce_image_f32", d, &j, j.w * j.h);
-    }
+    bench_reductions(&j, n);
 
     /* Scan of marching-cubes-like counts 0..15. */
     for (size_t i = 0; i < n; i++)
@@ -221,67 +292,8 @@ int main(int argc, char **argv)
     j.kind = J_SCAN;
     bench("scan_exclusive_u32", "counts 0..15", &j, n);
 
-    /* Filter: threshold p keeps a fraction p of uniform values. */
-    const float sel[] = {0.01f, 0.1f, 0.5f};
-    j.kind = J_FILTER;
-    for (int k = 0; k < 3; k++) {
-        j.t = sel[k];
-        snprintf(d, sizeof d, "blocked, %g%% kept", sel[k] * 100);
-        bench("filter_f32", d, &j, n);
-    }
-
-    /* Seed 002's table in spirit: Horn's O(n log n) filter beside the
-     * blocked one, per element, as n grows (10% kept). */
-    j.t = 0.1f;
-    for (int k = 16; k <= (quick ? 18 : 24) && k <= log2n; k += 2) {
-        j.n = (size_t)1 << k;
-        j.kind = J_HORN;
-        snprintf(d, sizeof d, "horn, 10%%, n = 2^%d", k);
-        bench("filter_horn_f32", d, &j, j.n);
-        j.kind = J_FILTER;
-        snprintf(d, sizeof d, "blocked, 10%%, n = 2^%d", k);
-        bench("filter_f32", d, &j, j.n);
-    }
-    j.n = n;
-
-    /* Compaction, both paths. */
-    const double csel[] = {0.01, 0.1, 0.5};
-    for (int k = 0; k < 3; k++) {
-        uint64_t th = (uint64_t)(csel[k] * 1e6);
-        for (size_t i = 0; i < n; i++)
-            flags[i] = rnd() % 1000000 < th;
-        j.kind = J_COMPACT;
-        snprintf(d, sizeof d, "blocked scan, %g%%", csel[k] * 100);
-        bench("compact", d, &j, n);
-        j.kind = J_COMPACT_HP;
-        snprintf(d, sizeof d, "histopyramid, %g%%", csel[k] * 100);
-        bench("compact", d, &j, n);
-    }
-
-    /* Expansion, both paths: sparse counts (5% of inputs produce 1..15, as
-     * in marching cubes on a smooth field) and dense counts 0..15; the
-     * capacity is the exact output count. */
-    for (int k = 0; k < 2; k++) {
-        size_t m = k == 0 ? n : n / 8, total = 0;
-        for (size_t i = 0; i < m; i++) {
-            u[i] = k == 0 ? (rnd() % 20 == 0 ? (uint32_t)(1 + rnd() % 15) : 0)
-                          : (uint32_t)(rnd() % 16);
-            total += u[i];
-        }
-        if (total > n) continue; /* outputs must fit idx/uout */
-        j.n = m;
-        j.cap = total;
-        j.kind = J_EXPAND;
-        snprintf(d, sizeof d, "blocked scan, %s", k == 0 ? "sparse 5%" : "dense 0..15");
-        bench("expand", d, &j, m);
-        j.kind = J_EXPAND_HP;
-        snprintf(d, sizeof d, "histopyramid, %s", k == 0 ? "sparse 5%" : "dense 0..15");
-        bench("expand", d, &j, m);
-        printf("| %-22s | %-26s | %11zu | %9s | %8s | %7s |\n", "  (expand outputs)", "", total, "",
-               "", "");
-    }
-    j.n = n;
-    j.cap = n;
+    bench_filters(&j, n, log2n, quick);
+    bench_compaction(&j, n, flags, u);
 
     /* Packing (single-threaded host functions). */
     j.kind = J_PACK;

@@ -43,7 +43,7 @@ static int g_reps = 25;
 static int g_failures;
 static unsigned long long *g_pinned; // CUB's host-visible results
 
-__device__ unsigned hash32(unsigned long long x)
+static __device__ unsigned hash32(unsigned long long x)
 {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
@@ -52,19 +52,19 @@ __device__ unsigned hash32(unsigned long long x)
     x ^= x >> 33;
     return (unsigned)x;
 }
-__global__ void fill_unit(float *p, size_t n, unsigned long long seed)
+static __global__ void fill_unit(float *p, size_t n, unsigned long long seed)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         p[i] = (hash32(i ^ (seed << 40)) >> 8) * (1.0f / 16777216.0f);
 }
-__global__ void fill_u32(unsigned *p, size_t n, unsigned long long seed, unsigned mod)
+static __global__ void fill_u32(unsigned *p, size_t n, unsigned long long seed, unsigned mod)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         p[i] = hash32(i ^ (seed << 40)) % mod;
 }
-__global__ void fill_flags(unsigned char *p, size_t n, unsigned long long seed, unsigned per1000)
+static __global__ void fill_flags(unsigned char *p, size_t n, unsigned long long seed, unsigned per1000)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)

@@ -1,7 +1,7 @@
-/* Order-preserving filtering (seed 002): pm_filter_f32 and seed 002's own
- * method pm_filter_horn_f32 against a serial reference, every comparison,
+/* Order-preserving filtering: pm_filter_f32 and Horn's method
+ * pm_filter_horn_f32 against a serial reference, every comparison,
  * selectivities 0% .. 100%, NaN inputs, truncation (with guard elements past
- * the capacity), bad arguments. */
+ * the capacity), bad arguments, and on CUDA both paths of the filter. */
 #include <math.h>
 
 #include "test_common.h"
@@ -68,13 +68,18 @@ static void check_one(pm_context *ctx, int fi, const float *h, const float *d, s
 
 /* Uniform [0,1) values with 1% NaNs and a few infinities; threshold p
  * with PM_LESS keeps a fraction p. */
-static void check_size(pm_context *ctx, size_t n)
+static void fill_uniform(float *h, size_t n)
 {
-    float *h = malloc((n ? n : 1) * sizeof *h);
     for (size_t i = 0; i < n; i++) {
         uint64_t r = pmt_rand() % 1000;
         h[i] = r < 10 ? NAN : r == 10 ? INFINITY : r == 11 ? -INFINITY : (float)pmt_uniform();
     }
+}
+
+static void check_size(pm_context *ctx, size_t n)
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    fill_uniform(h, n);
     float *d = pmt_to_ctx(ctx, h, n * sizeof *h);
     const float sel[] = {0.0f, 0.001f, 0.01f, 0.5f, 1.0f};
     /* The full matrix on small sizes; on large ones (and for the O(n log n)
@@ -150,6 +155,83 @@ static void check_async(pm_context *ctx)
     free(h);
 }
 
+/* pm_filter_f32_async's count, written in context memory, is the full one. */
+static void check_async_count(pm_context *ctx, const float *d, size_t n, pm_compare cmp, float t,
+                              size_t capacity, size_t want)
+{
+    float *out = NULL;
+    uint64_t *dcount, hc = 0;
+    PMT_OK(pm_alloc(ctx, (capacity ? capacity : 1) * sizeof *out, (void **)&out));
+    PMT_OK(pm_alloc(ctx, sizeof *dcount, (void **)&dcount));
+    PMT_OK(pm_filter_f32_async(ctx, d, n, cmp, t, out, capacity, dcount));
+    PMT_OK(pm_context_synchronize(ctx));
+    PMT_OK(pm_download(ctx, &hc, dcount, sizeof hc));
+    PMT_CHECK(hc == want, "filter_async n %zu t %g: count %" PRIu64 ", want %zu", n, t, hc, want);
+    pm_free(ctx, out);
+    pm_free(ctx, dcount);
+}
+
+/* The CUDA filter has two paths (src/cuda/filter.cu): below FLT_STAGE_MIN_N
+ * = 2^26 elements always the single look-back pass; from there on a sample
+ * (64 windows of 1024 elements, window b starting at b * (n / 64)) picks
+ * the staged two-pass filter when at most 3% of it passes, else the
+ * look-back pass. These inputs take each path by their size and their
+ * selectivity, with no switch in the library; the last two make the sample
+ * misjudge the input both ways, so the staged path must hold a dense output
+ * and the look-back path a sparse one. CUDA only: the CPU filter has one
+ * path, which the sizes of check_size cover. */
+#define STAGE_MIN_N ((size_t)1 << 26)
+#define SAMPLE_WINDOWS 64
+#define SAMPLE_WINDOW 1024
+
+static void check_paths(pm_context *ctx)
+{
+    const size_t nmax = STAGE_MIN_N + 8193;
+    float *h = malloc((nmax + 1) * sizeof *h);
+    fill_uniform(h, nmax + 1);
+    float *d = pmt_to_ctx(ctx, h, (nmax + 1) * sizeof *h);
+    struct {
+        size_t n, shift;
+        float t;
+        const char *path;
+    } cases[] = {
+        {STAGE_MIN_N - 1, 0, 0.01f, "look-back, no sample (below the size)"},
+        {STAGE_MIN_N, 0, 0.01f, "staged (1% kept)"},
+        {nmax, 1, 0.005f, "staged, unaligned, partial last tile"},
+        {nmax, 0, 0.10f, "look-back after the sample (10% kept)"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        size_t n = cases[k].n, sh = cases[k].shift, m = 0;
+        float t = cases[k].t;
+        printf("filter path: n %zu, %s\n", n, cases[k].path);
+        for (size_t i = 0; i < n; i++)
+            m += ref_keep(h[sh + i], PM_LESS, t);
+        check_one(ctx, 0, h + sh, d + sh, n, PM_LESS, t, SIZE_MAX);
+        check_one(ctx, 0, h + sh, d + sh, n, PM_LESS, t, m / 2);
+        check_async_count(ctx, d + sh, n, PM_LESS, t, m / 3, m);
+    }
+    /* The sample sees nothing pass (staged, about half the input kept),
+     * then 1/16 of it pass while nothing outside the windows does
+     * (look-back, 4096 of 2^26 kept). */
+    const size_t n = STAGE_MIN_N, win = n / SAMPLE_WINDOWS;
+    for (size_t i = 0; i < n; i++)
+        if (i % win < SAMPLE_WINDOW) h[i] = 2.0f;
+    float *d2 = pmt_to_ctx(ctx, h, n * sizeof *h);
+    printf("filter path: n %zu, staged, the sample sees nothing pass\n", n);
+    check_one(ctx, 0, h, d2, n, PM_LESS, 0.5f, SIZE_MAX);
+    check_one(ctx, 0, h, d2, n, PM_LESS, 0.5f, 1000);
+    pm_free(ctx, d2);
+    for (size_t i = 0; i < n; i++)
+        h[i] = i % win < SAMPLE_WINDOW ? (float)(i % 16) : 100.0f;
+    d2 = pmt_to_ctx(ctx, h, n * sizeof *h);
+    printf("filter path: n %zu, look-back, only the sampled windows pass\n", n);
+    check_one(ctx, 0, h, d2, n, PM_LESS, 1.0f, SIZE_MAX);
+    check_one(ctx, 0, h, d2, n, PM_GREATER_EQUAL, 15.0f, 100);
+    pm_free(ctx, d2);
+    pm_free(ctx, d);
+    free(h);
+}
+
 static void check_bad_arguments(pm_context *ctx)
 {
     float x = 1.0f;
@@ -189,6 +271,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         check_size(ctx, sizes[i]);
     check_async(ctx);
+#if !defined(__SANITIZE_ADDRESS__)
+    if (dev == PM_DEVICE_CUDA) check_paths(ctx);
+#endif
     check_bad_arguments(ctx);
     pm_context_destroy(ctx);
     return pmt_finish("test_filter");

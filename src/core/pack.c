@@ -1,6 +1,6 @@
-/* Float <-> RGBA8 packing: the exact IEEE-754 bit layout of seed 004, and the
- * fixed-point [0,1) encoding of seed 000's count readback (the base-255
- * scheme of Aras Pranckevicius, "Encoding floats to RGBA - the final?"). */
+/* Float <-> RGBA8 packing: the exact IEEE-754 bit layout, and the
+ * fixed-point [0,1) encoding of a GPGPU count readback (the base-255 scheme
+ * of Aras Pranckevicius, "Encoding floats to RGBA - the final?"). */
 #include <string.h>
 
 #include "pyramesh.h"
@@ -31,7 +31,7 @@ void pm_unpack_rgba8_f32(const uint8_t *in_rgba, size_t n, float *out)
     }
 }
 
-/* Seed 000's shader computes enc = fract(v * (1, 255, 255^2, 255^3)) and
+/* The readback shader computes enc = fract(v * (1, 255, 255^2, 255^3)) and
  * subtracts enc.yzww / 255, which leaves in each channel one base-255 digit
  * of v: v ~ r/255 + g/255^2 + b/255^3 + a/255^4, r the most significant.
  * Here the digits come from the integer N = round(v * 255^4), computed
@@ -75,7 +75,7 @@ void pm_pack_unorm_rgba8(const float *in, size_t n, uint8_t *out_rgba)
     }
 }
 
-/* The seed's decode, dot(rgba / 255, (1, 1/255, 1/255^2, 1/255^3)), done as
+/* The shader's decode, dot(rgba / 255, (1, 1/255, 1/255^2, 1/255^3)), done as
  * one exact integer and one division in double. Bytes of 255 (never written
  * by the encoder) decode by the same formula and may give values >= 1. */
 void pm_unpack_unorm_rgba8(const uint8_t *in_rgba, size_t n, float *out)

@@ -93,10 +93,9 @@ pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, u
     DISPATCH("pm_scan_exclusive_u32", scan_exclusive_u32, in, n, out, total);
 }
 
-static pm_status check_filter(const char *fn, pm_context *ctx, const float *in, size_t n,
-                              pm_compare cmp, float *out, size_t capacity, size_t *count)
+static pm_status check_filter(const char *fn, const float *in, size_t n, pm_compare cmp, float *out,
+                              size_t capacity, size_t *count)
 {
-    (void)ctx;
     if (!count || !valid_cmp(cmp))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL count or bad comparison", fn);
     CHECK(check_array(fn, "in", in, n, sizeof(float)));
@@ -108,7 +107,7 @@ pm_status pm_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare c
                         float *out, size_t capacity, size_t *count)
 {
     CHECK_CTX("pm_filter_f32");
-    CHECK(check_filter("pm_filter_f32", ctx, in, n, cmp, out, capacity, count));
+    CHECK(check_filter("pm_filter_f32", in, n, cmp, out, capacity, count));
     if (n == 0) {
         *count = 0;
         return PM_STATUS_OK;
@@ -120,7 +119,7 @@ pm_status pm_filter_horn_f32(pm_context *ctx, const float *in, size_t n, pm_comp
                              float threshold, float *out, size_t capacity, size_t *count)
 {
     CHECK_CTX("pm_filter_horn_f32");
-    CHECK(check_filter("pm_filter_horn_f32", ctx, in, n, cmp, out, capacity, count));
+    CHECK(check_filter("pm_filter_horn_f32", in, n, cmp, out, capacity, count));
     if (n == 0) {
         *count = 0;
         return PM_STATUS_OK;
@@ -196,7 +195,8 @@ void pm_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp)
 }
 
 /* Device-count variants: the backend's own entry when it has one; else the
- * synchronous call, with the count stored into context memory. */
+ * synchronous call, with the count stored into context memory through the
+ * backend's upload (the core never writes context memory itself). */
 static pm_status store_count(pm_context *ctx, pm_status s, size_t count, uint64_t *count_ctx)
 {
     if (s != PM_STATUS_OK && s != PM_STATUS_TRUNCATED) return s;
@@ -212,7 +212,7 @@ pm_status pm_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_com
     size_t dummy;
     if (!count_ctx)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_filter_f32_async: count_ctx is NULL");
-    CHECK(check_filter("pm_filter_f32_async", ctx, in, n, cmp, out, capacity, &dummy));
+    CHECK(check_filter("pm_filter_f32_async", in, n, cmp, out, capacity, &dummy));
     if (ctx->backend->filter_f32_async)
         return ctx->backend->filter_f32_async(ctx, in, n, cmp, threshold, out, capacity, count_ctx);
     size_t count = 0;

@@ -1,6 +1,6 @@
-/* Order-preserving stream compaction and expansion (seeds 000 and 003).
- * Two paths with one contract: a blocked two-pass scan (the default on a
- * CPU, where a sequential pass per chunk is cheapest) and the HistoPyramid
+/* Order-preserving stream compaction and expansion. Two paths with one
+ * contract: a blocked two-pass scan (the default on a CPU, where a
+ * sequential pass per chunk is cheapest) and the HistoPyramid
  * (Ziegler et al. 2006; Dyken et al. 2008): build, then traverse one key per
  * output, as a GPU does it. */
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Order-preserving filtering of floats. The fast path is a blocked two-pass
  * scan (count per chunk, then write from the chunk's offset); the reference
- * path is seed 002's method (Horn, GPU Gems 2 ch. 36): a Hillis-Steele scan
+ * path is Horn's method (GPU Gems 2, ch. 36, 2005): a Hillis-Steele scan
  * of the keep flags in log2 n steps, then a binary search and gather per
  * output. */
 #include <stdlib.h>
@@ -57,7 +57,7 @@ pm_status pmi_cpu_filter_f32(pm_context *ctx, const float *in, size_t n, pm_comp
     return run > capacity ? PM_STATUS_TRUNCATED : PM_STATUS_OK;
 }
 
-/* Seed 002's filter, with the running count type T (uint32_t when n fits,
+/* Horn's filter, with the running count type T (uint32_t when n fits,
  * else uint64_t). A: inclusive running count of kept elements, built by
  * Hillis-Steele: step d adds the value d to the left, ping-ponging between
  * two buffers, log2 n steps of n additions each. Output k then binary-

@@ -1,4 +1,4 @@
-/* The HistoPyramid (Ziegler, Tevs, Theobalt, Seidel 2006; seed 000), in the
+/* The HistoPyramid (Ziegler, Tevs, Theobalt, Seidel 2006), in the
  * HP5 layout of Dyken, Ziegler, Theobalt, Seidel 2008: fan-in 5, each node
  * storing the running partial sums of its first four children, so one
  * traversal step is one read of a 4-, 8-, 16- or 32-byte element and four

@@ -1,6 +1,6 @@
-/* Reductions of floats and non-power-of-two images (seed 001: large fan-in
- * per pass, never reading outside the valid width x height region), with
- * per-block accumulation in double. */
+/* Reductions of floats and non-power-of-two images (large fan-in per pass,
+ * never reading outside the valid width x height region), with per-block
+ * accumulation in double. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -164,8 +164,8 @@ pm_status pmi_cpu_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_redu
     return reduce_2d(ctx, op, in, n, 1, n, result);
 }
 
-pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
-                                   size_t height, size_t row_stride, pm_reduce_op op, double *result)
+pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, const float *image, size_t width, size_t height,
+                                   size_t row_stride, pm_reduce_op op, double *result)
 {
     return reduce_2d(ctx, op, image, width, height, row_stride, result);
 }

@@ -1,6 +1,6 @@
-/* Exclusive prefix sum of u32 (seed 002's scan), as the classic blocked
- * two-pass parallel scan: chunk totals, a serial scan of the totals, then
- * each chunk rescans itself from its offset. */
+/* Exclusive prefix sum of u32, as the classic blocked two-pass parallel
+ * scan: chunk totals, a serial scan of the totals, then each chunk rescans
+ * itself from its offset. */
 #include <stdlib.h>
 
 #include "core/util.h"

@@ -36,6 +36,16 @@ pm_status pmi_cuda_wait(pm_context *ctx, const char *what)
     return PM_STATUS_OK;
 }
 
+pm_status pmi_cuda_host_count(pm_context *ctx, size_t capacity, size_t *count, const char *fn)
+{
+    PMI_TRY(pmi_cuda_wait(ctx, fn));
+    unsigned long long c = pmi_cuda(ctx)->host[PMI_HOST_RESULT];
+    *count = (size_t)c;
+    if (c > capacity)
+        return pmi_error(PM_STATUS_TRUNCATED, "%s: %llu outputs, capacity %zu", fn, c, capacity);
+    return PM_STATUS_OK;
+}
+
 pm_status pmi_cuda_scratch(pm_context *ctx, size_t bytes, void **out)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);

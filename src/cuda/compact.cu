@@ -15,11 +15,10 @@ static __device__ __forceinline__ unsigned nz4(unsigned w)
     return (((__vcmpne4(w, 0u) & 0x01010101u) * 0x00204081u) >> 21) & 0xfu;
 }
 
-__global__ void __launch_bounds__(CMP_THREADS)
+static __global__ void __launch_bounds__(CMP_THREADS)
     compact_kernel(const uint8_t *__restrict__ flags, size_t n, int vec,
                    unsigned long long *__restrict__ out, size_t capacity,
-                   unsigned long long *state, unsigned *tile_counter,
-                   unsigned long long num_tiles, unsigned long long *count_out)
+                   unsigned long long *state, unsigned long long num_tiles, unsigned long long *count_out)
 {
     __shared__ unsigned short stage[CMP_TILE];
     __shared__ unsigned warp_tot[CMP_THREADS / 32];
@@ -30,7 +29,6 @@ __global__ void __launch_bounds__(CMP_THREADS)
     /* Tiles follow blockIdx: blocks are dispatched in index order, so every
      * predecessor of a resident block is resident or done (as in CUB); an
      * atomic tile counter would add a round trip before the first load. */
-    (void)tile_counter;
     const unsigned long long tile = blockIdx.x;
     const size_t base = (size_t)tile * CMP_TILE;
     unsigned m[CMP_ROUNDS];
@@ -114,11 +112,11 @@ static pm_status compact_launch(pm_context *ctx, const uint8_t *flags, size_t n,
     if (tiles > UINT32_MAX)
         return pmi_error(PM_STATUS_OVERFLOW, "pm_compact: %zu elements is too many", n);
     void *arena;
-    PMI_TRY(pmi_cuda_scratch(ctx, 256 + tiles * 8, &arena));
-    PMI_CU_TRY(cudaMemsetAsync(arena, 0, 256 + tiles * 8, st->stream), "pm_compact");
+    PMI_TRY(pmi_cuda_scratch(ctx, tiles * 8, &arena));
+    PMI_CU_TRY(cudaMemsetAsync(arena, 0, tiles * 8, st->stream), "pm_compact");
     compact_kernel<<<(unsigned)tiles, CMP_THREADS, 0, st->stream>>>(
         flags, n, ((uintptr_t)flags & 15) == 0, (unsigned long long *)out, capacity,
-        (unsigned long long *)((char *)arena + 256), (unsigned *)arena, tiles, count_d);
+        (unsigned long long *)arena, tiles, count_d);
     return pmi_cuda_launched("pm_compact");
 }
 

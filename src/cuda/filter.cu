@@ -2,12 +2,12 @@
  * input with decoupled look-back (Merrill and Garland 2016): each
  * 8192-element tile is read once with 16-byte loads, ranked with packed warp
  * scans, staged in shared memory in output order and written contiguously.
- * Sparse inputs (a 64K-element sample decides on the device): the same tiles
- * skip the look-back and append their kept values to a per-tile slot of the
- * scratch arena; a copy kernel then moves them to their final place (staged
- * two-pass filter, see docs/cuda.md). A HistoPyramid would read the kept
- * elements a second time. Also seed 002's reference method (Horn, GPU Gems 2
- * ch. 36) for comparison. */
+ * Sparse large inputs (a 64K-element sample decides on the device): the same
+ * tiles skip the look-back and append their kept values to a per-tile slot
+ * of the scratch arena; a copy kernel then moves them to their final place
+ * (staged two-pass filter, see docs/cuda.md). A HistoPyramid would read the
+ * kept elements a second time. Also Horn's method (GPU Gems 2, ch. 36,
+ * 2005) for comparison. */
 #include "cuda/cuda_internal.h"
 
 #define FLT_THREADS 256
@@ -20,15 +20,13 @@
  * measured 1% and 10% cases, bench/RESULTS-cudaprims.md). */
 #define FLT_SAMPLE_BLOCKS 64
 #define FLT_SAMPLES (FLT_SAMPLE_BLOCKS * FLT_THREADS * 4)
-#ifndef FLT_STAGE_PERCENT
 #define FLT_STAGE_PERCENT 3
-#endif
 /* Inputs below this many elements always take the single pass: there the
  * sample and copy launches cost more than the look-back (measured: 2^22
  * and 2^24 at 10% kept were 1.4x / 1.1x slower with them). */
 #define FLT_STAGE_MIN_N ((size_t)1 << 26)
-/* Modes of one call: look-back only; staged (forced); decided by the sample. */
-enum { FLT_DENSE = 0, FLT_STAGED = 1, FLT_AUTO = 2 };
+/* Modes of one call: look-back only, or staged when the sample says so. */
+enum { FLT_DENSE = 0, FLT_AUTO = 1 };
 
 static __device__ __forceinline__ unsigned flt_pass(int cmp, float x, float t)
 {
@@ -39,7 +37,7 @@ static __device__ __forceinline__ unsigned flt_pass(int cmp, float x, float t)
 }
 
 /* Counts the passing elements of block b's sample slice into sample[b]. */
-__global__ void __launch_bounds__(FLT_THREADS)
+static __global__ void __launch_bounds__(FLT_THREADS)
     filter_sample(const float *__restrict__ in, size_t n, int cmp, float thr, unsigned *sample)
 {
     const size_t base = (size_t)blockIdx.x * (n / FLT_SAMPLE_BLOCKS) + 4 * (size_t)threadIdx.x;
@@ -61,12 +59,16 @@ static __device__ __forceinline__ unsigned flt_sample_load(int mode, const unsig
  * stages (the same answer in every block and in the copy kernel). */
 static __device__ __forceinline__ bool flt_staged(int mode, unsigned c)
 {
-    if (mode != FLT_AUTO) return mode == FLT_STAGED;
+    if (mode != FLT_AUTO) return false;
     for (int off = 16; off; off >>= 1) c += __shfl_xor_sync(0xffffffffu, c, off);
     return (unsigned long long)c * 100 <= (unsigned long long)FLT_STAGE_PERCENT * FLT_SAMPLES;
 }
 
-__global__ void __launch_bounds__(FLT_THREADS)
+/* One tile per block: load, rank, stage in shared memory, then either the
+ * look-back and a contiguous write to out (dense) or an append to the
+ * tile's slot of the staging area (staged; state words are plain tile
+ * counts then, and group_sum collects them per copy group). */
+static __global__ void __launch_bounds__(FLT_THREADS)
     filter_kernel(const float *__restrict__ in, size_t n, int vec, int cmp, float thr,
                   float *__restrict__ out, size_t capacity, unsigned long long *state,
                   unsigned long long num_tiles, unsigned long long *count_out, int mode,
@@ -195,7 +197,7 @@ __global__ void __launch_bounds__(FLT_THREADS)
  * [b * tiles_per_group, ...) to their output places (first `capacity` only);
  * its offset is the sum of the group sums before it. The last block writes
  * the full count. */
-__global__ void __launch_bounds__(FLT_THREADS)
+static __global__ void __launch_bounds__(FLT_THREADS)
     filter_copy(int mode, const unsigned *sample, const unsigned long long *counts,
                 const unsigned long long *group_sum, unsigned long long num_tiles,
                 unsigned tiles_per_group, const float *__restrict__ staging,
@@ -262,17 +264,6 @@ __global__ void __launch_bounds__(FLT_THREADS)
     if (blockIdx.x == gridDim.x - 1 && t == 0) *count_out = base;
 }
 
-/* Mode of a call: PM_CUDA_FILTER=lookback|staged forces one (tests and
- * benchmarks); otherwise inputs of FLT_STAGE_MIN_N or more let the sample
- * decide. */
-static int filter_mode(size_t n)
-{
-    const char *e = getenv("PM_CUDA_FILTER");
-    if (e && strcmp(e, "lookback") == 0) return FLT_DENSE;
-    if (e && strcmp(e, "staged") == 0) return FLT_STAGED;
-    return n >= FLT_STAGE_MIN_N ? FLT_AUTO : FLT_DENSE;
-}
-
 /* Launches the filter; the full count goes to count_d (device or mapped
  * host memory). Arena: sample counts (256 B), tile states, group sums, and
  * for staging one 8192-float slot per tile (4n bytes: any selectivity fits).
@@ -284,7 +275,8 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     unsigned long long tiles = (n + FLT_TILE - 1) / FLT_TILE;
     if (tiles > UINT32_MAX)
         return pmi_error(PM_STATUS_OVERFLOW, "pm_filter_f32: %zu elements is too many", n);
-    int mode = filter_mode(n);
+    /* Inputs of FLT_STAGE_MIN_N or more let the sample decide. */
+    int mode = n >= FLT_STAGE_MIN_N ? FLT_AUTO : FLT_DENSE;
     /* Copy groups: about 8 blocks per SM (four loads in flight per lane). */
     const unsigned long long want_groups = 8ull * (unsigned)st->num_sms;
     const unsigned tpg = (unsigned)((tiles + want_groups - 1) / want_groups);
@@ -294,8 +286,10 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     if (mode != FLT_DENSE) {
         size_t bytes;
         if (!pmi_mul_size(tiles, (size_t)FLT_TILE * 4, &bytes) || bytes > SIZE_MAX - head ||
-            pmi_cuda_scratch(ctx, head + bytes, &arena) != PM_STATUS_OK)
+            pmi_cuda_scratch(ctx, head + bytes, &arena) != PM_STATUS_OK) {
             mode = FLT_DENSE;
+            pmi_clear_error(); /* the fallback is no failure */
+        }
     }
     if (mode == FLT_DENSE) PMI_TRY(pmi_cuda_scratch(ctx, head, &arena));
     unsigned *sample = (unsigned *)arena;
@@ -316,17 +310,6 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     filter_copy<<<(unsigned)groups, FLT_THREADS, 0, st->stream>>>(
         mode, sample, state, group_sum, tiles, tpg, staging, out, capacity, count_d);
     return pmi_cuda_launched("pm_filter_f32");
-}
-
-/* Reads the count the kernel left in the mapped host word. */
-pm_status pmi_cuda_host_count(pm_context *ctx, size_t capacity, size_t *count, const char *fn)
-{
-    PMI_TRY(pmi_cuda_wait(ctx, fn));
-    unsigned long long c = pmi_cuda(ctx)->host[PMI_HOST_RESULT];
-    *count = (size_t)c;
-    if (c > capacity)
-        return pmi_error(PM_STATUS_TRUNCATED, "%s: %llu outputs, capacity %zu", fn, c, capacity);
-    return PM_STATUS_OK;
 }
 
 extern "C" pm_status pmi_cuda_filter_f32(pm_context *ctx, const float *in, size_t n,
@@ -355,15 +338,15 @@ extern "C" pm_status pmi_cuda_filter_f32_async(pm_context *ctx, const float *in,
 
 /* ---- Horn's method: Hillis-Steele scan, then binary search per output ---- */
 
-__global__ void horn_flags(const float *in, size_t n, int cmp, float thr, unsigned long long *s)
+static __global__ void horn_flags(const float *in, size_t n, int cmp, float thr, unsigned long long *s)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) s[i] = flt_pass(cmp, in[i], thr);
 }
 
 /* One Hillis-Steele step: dst[i] = src[i] + src[i - d] (inclusive scan after
- * log2(n) steps; O(n log n) work, as in the seed). */
-__global__ void horn_step(const unsigned long long *src, unsigned long long *dst, size_t n,
+ * log2(n) steps; O(n log n) work, as Horn describes it). */
+static __global__ void horn_step(const unsigned long long *src, unsigned long long *dst, size_t n,
                           size_t d)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -371,7 +354,7 @@ __global__ void horn_step(const unsigned long long *src, unsigned long long *dst
 }
 
 /* Output k is the first i whose inclusive count exceeds k. */
-__global__ void horn_gather(const float *in, const unsigned long long *incl, size_t n,
+static __global__ void horn_gather(const float *in, const unsigned long long *incl, size_t n,
                             float *out, size_t capacity, unsigned long long *count_out)
 {
     unsigned long long total = incl[n - 1];

@@ -83,7 +83,7 @@ static pm_status hp_make_plan(size_t n, hp_plan *p)
 
 /* Builds three levels over m inputs (u32 counts or u64 node totals): each
  * block reduces 625 inputs to 125, 25 and 5 nodes and writes the 5 totals. */
-__global__ void __launch_bounds__(HP_THREADS)
+static __global__ void __launch_bounds__(HP_THREADS)
     hp_build(const uint32_t *__restrict__ in32, const unsigned long long *__restrict__ in64,
              size_t m, hp_node *lvA, hp_node *lvB, hp_node *lvC, size_t nA, size_t nB, size_t nC,
              unsigned long long *out_tot, unsigned *overflow)
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(HP_THREADS)
 
 /* The apex: exclusive prefix of at most HP_APEX_MAX totals, in one block of
  * 1024 threads with 4 consecutive items each. Also publishes the total. */
-__global__ void __launch_bounds__(1024)
+static __global__ void __launch_bounds__(1024)
     hp_apex(const unsigned long long *tot, unsigned m, unsigned long long *apex,
             unsigned long long *total_d, const unsigned *overflow, unsigned long long *count_out,
             unsigned *flag_out)
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(1024)
 /* One thread per output key, grid-stride; the number of keys is bounded on
  * the device by the total when limit_by_total is set (pm_expand with a
  * capacity larger than the output). */
-__global__ void __launch_bounds__(256)
+static __global__ void __launch_bounds__(256)
     hp_traverse(hp_view v, unsigned long long first_key, unsigned long long num_keys,
                 int limit_by_total, unsigned long long *out_source, unsigned *out_local)
 {

@@ -1,5 +1,4 @@
-/* Reductions in double (seed 001's large fan-in reduction, done the way GPUs
- * like it): a grid-stride pass with 16-byte loads, one double partial per
+/* Reductions in double (a large fan-in reduction, done the way GPUs like it): a grid-stride pass with 16-byte loads, one double partial per
  * block, and the last block to finish (a ticket) combines the partials in
  * block order, so the result is deterministic on a given GPU. */
 #include <math.h>
@@ -70,9 +69,9 @@ static __device__ void red_finish(int op, double v, double *partial, unsigned *t
 
 /* Contiguous input. The op is a uniform kernel argument; the SUM loop is the
  * hot one, so it is written out separately from the general one. */
-__global__ void __launch_bounds__(RED_THREADS) red_linear(int op, const float *__restrict__ in,
-                                                          size_t n, double *partial,
-                                                          unsigned *ticket, double *result)
+static __global__ void __launch_bounds__(RED_THREADS)
+    red_linear(int op, const float *__restrict__ in, size_t n, double *partial, unsigned *ticket,
+               double *result)
 {
     double acc = red_identity(op);
     const size_t tid = (size_t)blockIdx.x * RED_THREADS + threadIdx.x;
@@ -119,11 +118,9 @@ __global__ void __launch_bounds__(RED_THREADS) red_linear(int op, const float *_
 /* Strided image: each warp takes whole rows; the lanes walk a row, with
  * 16-byte loads when every row start is 16-byte aligned. Never touches the
  * padding between width and row_stride. */
-__global__ void __launch_bounds__(RED_THREADS) red_image(int op, const float *__restrict__ img,
-                                                         size_t width, size_t height,
-                                                         size_t stride, int vec,
-                                                         double *partial, unsigned *ticket,
-                                                         double *result)
+static __global__ void __launch_bounds__(RED_THREADS)
+    red_image(int op, const float *__restrict__ img, size_t width, size_t height, size_t stride,
+              int vec, double *partial, unsigned *ticket, double *result)
 {
     double acc = red_identity(op);
     const unsigned lane = threadIdx.x & 31;

@@ -4,8 +4,9 @@
  * loads, transposed through shared memory to 24 consecutive items per
  * thread, scanned, and each tile takes its prefix from its predecessors'
  * published aggregates, napping before the look-back and between looks
- * (pmi_lookback_naps; CUB's sm90 scan does the same). Plain loads and stores: the streaming hints
- * (__ldcs/__stcs) were slower here (bench/RESULTS-cudaprims.md). Prefixes
+ * (pmi_lookback_naps; CUB's sm90 scan does the same). Plain loads and
+ * stores: the streaming hints (__ldcs/__stcs) were slower here
+ * (bench/RESULTS-cudaprims.md). Prefixes
  * are carried in 64 bits so the total (and hence the overflow status) is
  * exact. */
 #include "cuda/cuda_internal.h"
@@ -13,10 +14,8 @@
 #define SCAN_THREADS 128
 #define SCAN_ITEMS 24
 /* The scan's look-back naps (grids of PMI_LB_DELAY_GRID blocks or more):
- * longer than the filter's. Measured on the H100 at 2^28 in one run
- * (CUB/ours): 1250/650 ns 1.02-1.03x, 2000/1000 1.03x, 3000/1000 1.06x
- * (2^30 1.07x), 4000/1000 1.06x, 5000/1000 1.00x, 6000/2000 1.01x. The
- * filter measured slower with longer naps (10% kept: 0.52 vs 0.49 ms). */
+ * longer than the filter's, the fastest pair of those measured on the H100;
+ * the filter is slower with them (bench/RESULTS-cudaprims.md). */
 #define SCAN_NAP_FIRST_NS 3000
 #define SCAN_NAP_RETRY_NS 1000
 #define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
@@ -28,13 +27,12 @@
 
 /* Position of 16-byte chunk c of a warp's segment in shared memory. The
  * striped pattern (32k + lane) is conflict-free; the blocked one (6 lane + j
- * with 24 items) keeps some 2- and 3-way conflicts (the swizzle was made for
- * 8 lane + j, 32 items, where it is conflict-free; not measured since). */
+ * with 24 items) keeps some 2- and 3-way conflicts (the swizzle is
+ * conflict-free for 8 lane + j, 32 items). */
 static __device__ __forceinline__ unsigned swz(unsigned c) { return c ^ ((c >> 3) & 7); }
 
-__global__ void __launch_bounds__(SCAN_THREADS)
-    scan_kernel(const uint32_t *in, uint32_t *out, size_t n, int vec,
-                unsigned long long *state, unsigned *tile_counter,
+static __global__ void __launch_bounds__(SCAN_THREADS)
+    scan_kernel(const uint32_t *in, uint32_t *out, size_t n, int vec, unsigned long long *state,
                 const unsigned long long *carry_in, unsigned long long *carry_out,
                 unsigned long long num_tiles)
 {
@@ -45,7 +43,6 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     /* Tiles follow blockIdx: blocks are dispatched in index order, so every
      * predecessor of a resident block is resident or done (as in CUB); an
      * atomic tile counter would add a round trip before the first load. */
-    (void)tile_counter;
     const unsigned long long tile = blockIdx.x;
     const size_t seg = (size_t)tile * SCAN_TILE + (size_t)warp * (SCAN_ITEMS * 32);
     const bool fast = vec && (size_t)(tile + 1) * SCAN_TILE <= n;
@@ -142,7 +139,7 @@ __global__ void __launch_bounds__(SCAN_THREADS)
 size_t pmi_cuda_scan_tmp_bytes(size_t n)
 {
     const size_t max_tiles = ((n < SCAN_CHUNK ? n : SCAN_CHUNK) + SCAN_TILE - 1) / SCAN_TILE;
-    return 256 + max_tiles * 8 + 16;
+    return max_tiles * 8 + 16;
 }
 
 pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n, void *tmp,
@@ -150,10 +147,9 @@ pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *ou
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     const size_t max_tiles = ((n < SCAN_CHUNK ? n : SCAN_CHUNK) + SCAN_TILE - 1) / SCAN_TILE;
-    /* tmp: [tile counter][tile states][two carries], so one memset clears
-     * the counter and the states and leaves the carries. */
-    unsigned *counter = (unsigned *)tmp;
-    unsigned long long *state = (unsigned long long *)((char *)tmp + 256);
+    /* tmp: [tile states][two carries], so one memset clears the states and
+     * leaves the carries. */
+    unsigned long long *state = (unsigned long long *)tmp;
     unsigned long long *carry = state + max_tiles;
     const int vec = ((uintptr_t)in & 15) == 0 && ((uintptr_t)out & 15) == 0;
     size_t chunk_index = 0;
@@ -161,12 +157,12 @@ pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *ou
         size_t len = n - off < SCAN_CHUNK ? n - off : SCAN_CHUNK;
         unsigned long long tiles = (len + SCAN_TILE - 1) / SCAN_TILE;
         bool last = off + len == n;
-        PMI_CU_TRY(cudaMemsetAsync(tmp, 0, 256 + tiles * 8, st->stream),
+        PMI_CU_TRY(cudaMemsetAsync(tmp, 0, tiles * 8, st->stream),
                    "pm_scan_exclusive_u32: clearing tile states");
         const unsigned long long *cin = chunk_index ? carry + ((chunk_index - 1) & 1) : NULL;
         unsigned long long *cout = last ? total : carry + (chunk_index & 1);
         scan_kernel<<<(unsigned)tiles, SCAN_THREADS, 0, st->stream>>>(
-            in + off, out + off, len, vec, state, counter, cin, cout, tiles);
+            in + off, out + off, len, vec, state, cin, cout, tiles);
         PMI_TRY(pmi_cuda_launched("pm_scan_exclusive_u32"));
     }
     return PM_STATUS_OK;
