@@ -205,12 +205,14 @@ int main(int argc, char **argv)
         const size_t np = g.dims[0] * g.dims[1] * g.dims[2], vc = m.num_vertices, tc = m.num_triangles;
         float *field, *pos, *nrm;
         uint32_t *idx;
-        uint64_t *st;
+        pm_field_status *fst;
+        pm_isosurface_counts *mst;
         PK(pm_alloc(ctx, 4 * np, (void **)&field));
         PK(pm_alloc(ctx, 12 * vc, (void **)&pos));
         PK(pm_alloc(ctx, 12 * vc, (void **)&nrm));
         PK(pm_alloc(ctx, 12 * tc, (void **)&idx));
-        PK(pm_alloc(ctx, 6 * sizeof(uint64_t), (void **)&st));
+        PK(pm_alloc(ctx, sizeof *fst, (void **)&fst));
+        PK(pm_alloc(ctx, sizeof *mst, (void **)&mst));
         pm_volume fv = f.volume;
         fv.data = field;
         o.out_positions = pos;
@@ -222,17 +224,20 @@ int main(int argc, char **argv)
         for (int rep = 0; rep < 4; rep++) {
             PK(pm_context_synchronize(ctx));
             double t0 = now_ms();
-            PK(pm_field_compute_async(ctx, xyz, n, &p, &g, field, (pm_field_status *)st));
-            PK(pm_isosurface_async(ctx, &fv, f.iso, &o, (pm_isosurface_counts *)(st + 2)));
+            PK(pm_field_compute_async(ctx, xyz, n, &p, &g, field, fst));
+            PK(pm_isosurface_async(ctx, &fv, f.iso, &o, mst));
             double t1 = now_ms();
             PK(pm_context_synchronize(ctx));
             double t2 = now_ms();
             if (rep > 0 && t2 - t0 < abest) abest = t2 - t0;
             if (rep > 0 && t1 - t0 < hbest) hbest = t1 - t0;
         }
-        uint64_t h[6];
-        PK(pm_download(ctx, h, st, sizeof h));
-        int same = h[0] == f.particles_used && h[1] == UINT64_MAX && h[2] == vc && h[3] == tc && h[5] == 0;
+        pm_field_status hf;
+        pm_isosurface_counts hm;
+        PK(pm_download(ctx, &hf, fst, sizeof hf));
+        PK(pm_download(ctx, &hm, mst, sizeof hm));
+        int same = hf.particles_used == f.particles_used && hf.first_nonfinite == UINT64_MAX &&
+                   hm.num_vertices == vc && hm.num_triangles == tc && hm.flags == 0;
         if (same) {
             char *a = (char *)malloc(24 * vc + 12 * tc), *b = (char *)malloc(24 * vc + 12 * tc);
             PK(pm_download(ctx, a, pos, 12 * vc));
@@ -253,7 +258,8 @@ int main(int argc, char **argv)
         pm_free(ctx, pos);
         pm_free(ctx, nrm);
         pm_free(ctx, idx);
-        pm_free(ctx, st);
+        pm_free(ctx, fst);
+        pm_free(ctx, mst);
         pm_mesh_free(ctx, &m);
         pm_field_free(ctx, &f);
     }

@@ -635,11 +635,92 @@ static void test_golden(void)
                sizeof cases / sizeof cases[0]);
 }
 
-/* The vectorised field against the scalar reference loops (sph.c), byte
- * for byte, on random particle sets, cell sizes, smoothing lengths,
+/* The sorted-slot runs [b, e) of the (up to 9) rows of neighbour cells
+ * around cell (cx, cy, cz), in the documented order (cells z, y, x). */
+static int neighbour_runs(const pmi_field_layout *lay, const pmi_cell_list *cells, size_t cx,
+                          size_t cy, size_t cz, uint32_t b[9], uint32_t e[9])
+{
+    int q = 0;
+    for (int dz = -1; dz <= 1; dz++)
+        for (int dy = -1; dy <= 1; dy++) {
+            if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= lay->cdims[2]) || (dy < 0 && cy == 0) ||
+                (dy > 0 && cy + 1 >= lay->cdims[1]))
+                continue;
+            pmi_row_range(lay, cells, cx, ((cz + dz) * lay->cdims[1] + (cy + dy)) * lay->cdims[0],
+                          &b[q], &e[q]);
+            q++;
+        }
+    return q;
+}
+
+/* The SPH definition (docs/reconstruct.md), one term at a time: rho_j sums
+ * W(|x_j - x_k|) over the particles k of the 27 cells around j's cell, in
+ * sorted order; phi at a lattice point sums vol_j W over the particles of
+ * the 27 cells around the point's cell, in the same order. sph.c's
+ * vectorised stages and the CUDA kernels must give the same bits. */
+static pm_status ref_volumes(pm_context *ctx, const pmi_field_layout *lay,
+                             const pmi_cell_list *cells, double h, double mass, double *vol)
+{
+    (void)ctx;
+    const pmi_sph_kernel w = pmi_sph_kernel_of(h);
+    const size_t cdx = lay->cdims[0], cdy = lay->cdims[1];
+    const float *X = cells->xyz;
+    for (size_t c = 0; c < lay->ncells; c++) {
+        const size_t cx = c % cdx, cy = (c / cdx) % cdy, cz = c / (cdx * cdy);
+        for (uint32_t t = cells->start[c]; t < cells->start[c + 1]; t++) {
+            double sum = 0.0;
+            uint32_t b[9], e[9];
+            const int runs = neighbour_runs(lay, cells, cx, cy, cz, b, e);
+            for (int r = 0; r < runs; r++)
+                for (uint32_t j = b[r]; j < e[r]; j++) {
+                    const double d2 =
+                        pmi_dist2((double)X[3 * (size_t)j] - X[3 * (size_t)t],
+                                  (double)X[3 * (size_t)j + 1] - X[3 * (size_t)t + 1],
+                                  (double)X[3 * (size_t)j + 2] - X[3 * (size_t)t + 2]);
+                    if (d2 < w.h2) sum += pmi_sph_w(d2, &w);
+                }
+            vol[t] = pmi_sph_volume(mass, sum);
+        }
+    }
+    return PM_STATUS_OK;
+}
+
+static pm_status ref_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
+                           double h, const double *vol, float *out)
+{
+    (void)ctx;
+    const pmi_sph_kernel w = pmi_sph_kernel_of(h);
+    const size_t B = lay->block, nx = lay->dims[0], ny = lay->dims[1], nz = lay->dims[2];
+    const double s = lay->spacing;
+    const float *X = cells->xyz;
+    for (size_t k = 0; k < nz; k++)
+        for (size_t j = 0; j < ny; j++)
+            for (size_t i = 0; i < nx; i++) {
+                const double lx = pmi_lattice_coord(lay->lo[0] + (int64_t)i, s),
+                             ly = pmi_lattice_coord(lay->lo[1] + (int64_t)j, s),
+                             lz = pmi_lattice_coord(lay->lo[2] + (int64_t)k, s);
+                const size_t cx = i / B, cy = j / B, cz = k / B;
+                double acc = 0.0;
+                uint32_t b[9], e[9];
+                const int runs = neighbour_runs(lay, cells, cx, cy, cz, b, e);
+                for (int r = 0; r < runs; r++)
+                    for (uint32_t p = b[r]; p < e[r]; p++) {
+                        const double d2 =
+                            pmi_dist2(X[3 * (size_t)p] - lx, X[3 * (size_t)p + 1] - ly,
+                                      X[3 * (size_t)p + 2] - lz);
+                        if (d2 < w.h2) acc += vol[p] * pmi_sph_w(d2, &w);
+                    }
+                out[(k * ny + j) * nx + i] = (float)acc;
+            }
+    return PM_STATUS_OK;
+}
+
+/* The vectorised field against the one-term-at-a-time definition above,
+ * byte for byte, on random particle sets, cell sizes, smoothing lengths,
  * offsets and thread counts (the seed is printed on failure). */
 static void test_vs_reference(void)
 {
+    static const pmi_sph_stages reference = {ref_volumes, ref_field};
     const int rounds = 10;
     for (int round = 0; round < rounds; round++) {
         double r = 0.01 + 0.09 * pmt_uniform(), c = 0.25 + 2.75 * pmt_uniform();
@@ -668,7 +749,7 @@ static void test_vs_reference(void)
         p.smoothing_length = l;
         pm_field fa, fb;
         PMT_OK(pm_field_compute(ctx, xyz, n, &p, &fa));
-        PMT_OK(pmi_cpu_field_compute_reference(ctx, xyz, n, &p, &fb));
+        PMT_OK(pmi_cpu_field_compute_with(ctx, xyz, n, &p, &reference, &fb));
         size_t np = fa.volume.nx * fa.volume.ny * fa.volume.nz, diff = 0;
         PMT_CHECK(fb.volume.nx * fb.volume.ny * fb.volume.nz == np, "grids differ");
         const float *a = fa.volume.data, *b = fb.volume.data;
@@ -683,7 +764,7 @@ static void test_vs_reference(void)
         pm_context_destroy(ctx);
         free(xyz);
     }
-    printf("reference: %d random fields bit-identical to the scalar loops\n", rounds);
+    printf("reference: %d random fields bit-identical to the one-term-at-a-time definition\n", rounds);
 }
 
 static int compare_with_cpu(pm_context *ctx)
@@ -751,17 +832,17 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
             p.aabb_max[a] = 0.75;
         }
     }
-    uint64_t *st;
-    PMT_OK(pm_alloc(ctx, 2 * sizeof(uint64_t), (void **)&st));
+    pm_field_status *st;
+    PMT_OK(pm_alloc(ctx, sizeof *st, (void **)&st));
     pm_field_grid g0 = {{0, 0, 0}, {40, 40, 40}};
     if (nonfinite) {
         float *out;
         PMT_OK(pm_alloc(ctx, 4 * 40 * 40 * 40, (void **)&out));
-        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g0, out, (pm_field_status *)st));
-        uint64_t h[2];
-        PMT_OK(pm_download(ctx, h, st, sizeof h));
-        PMT_CHECK(h[1] == 1234, "async field: first non-finite particle %llu, expected 1234",
-                  (unsigned long long)h[1]);
+        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g0, out, st));
+        pm_field_status h;
+        PMT_OK(pm_download(ctx, &h, st, sizeof h));
+        PMT_CHECK(h.first_nonfinite == 1234, "async field: first non-finite particle %llu, expected 1234",
+                  (unsigned long long)h.first_nonfinite);
         pm_free(ctx, out);
         pm_free(ctx, st);
         pm_free(ctx, d);
@@ -803,7 +884,7 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         const size_t np = g.dims[0] * g.dims[1] * g.dims[2];
         float *out;
         PMT_OK(pm_alloc(ctx, 4 * np, (void **)&out));
-        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g, out, (pm_field_status *)st));
+        PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g, out, st));
         /* The mesh, queued right behind the field. */
         pm_volume fv = {out, PM_SAMPLE_F32, g.dims[0], g.dims[1], g.dims[2], 0, 0, {0, 0, 0}, {0, 0, 0}};
         for (int a = 0; a < 3; a++) {
@@ -819,24 +900,25 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         PMT_OK(pm_isosurface(ctx, v, f.iso, &o, &ms));
         float *mp, *mn;
         uint32_t *mi;
-        uint64_t *mc;
+        pm_isosurface_counts *mc;
         const size_t vc = ms.num_vertices + 10, tc = ms.num_triangles + 10;
         PMT_OK(pm_alloc(ctx, 12 * vc, (void **)&mp));
         PMT_OK(pm_alloc(ctx, 12 * vc, (void **)&mn));
         PMT_OK(pm_alloc(ctx, 12 * tc, (void **)&mi));
-        PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&mc));
+        PMT_OK(pm_alloc(ctx, sizeof *mc, (void **)&mc));
         o.out_positions = mp;
         o.out_normals = mn;
         o.out_indices = mi;
         o.vertex_capacity = vc;
         o.triangle_capacity = tc;
-        if (c < 2) PMT_OK(pm_isosurface_async(ctx, &fv, f.iso, &o, (pm_isosurface_counts *)mc));
+        if (c < 2) PMT_OK(pm_isosurface_async(ctx, &fv, f.iso, &o, mc));
         PMT_OK(pm_context_synchronize(ctx));
 
-        uint64_t h[2];
-        PMT_OK(pm_download(ctx, h, st, sizeof h));
-        PMT_CHECK(h[0] == f.particles_used && h[1] == UINT64_MAX, "%s lattice %d: status %llu %llu, expected %zu",
-                  what, c, (unsigned long long)h[0], (unsigned long long)h[1], f.particles_used);
+        pm_field_status h;
+        PMT_OK(pm_download(ctx, &h, st, sizeof h));
+        PMT_CHECK(h.particles_used == f.particles_used && h.first_nonfinite == UINT64_MAX,
+                  "%s lattice %d: status %llu %llu, expected %zu", what, c, (unsigned long long)h.particles_used,
+                  (unsigned long long)h.first_nonfinite, f.particles_used);
         float *got = pmt_to_host(ctx, out, 4 * np);
         size_t differ = 0, far = 0;
         for (size_t k = 0; k < g.dims[2]; k++)
@@ -857,13 +939,13 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         if (c < 2) {
             /* Same field values: the same mesh, moved by whole points in
              * index only (positions are absolute). */
-            uint64_t hc[4];
-            PMT_OK(pm_download(ctx, hc, mc, sizeof hc));
-            PMT_CHECK(hc[0] == ms.num_vertices && hc[1] == ms.num_triangles && hc[3] == 0,
+            pm_isosurface_counts hc;
+            PMT_OK(pm_download(ctx, &hc, mc, sizeof hc));
+            PMT_CHECK(hc.num_vertices == ms.num_vertices && hc.num_triangles == ms.num_triangles && hc.flags == 0,
                       "%s lattice %d: async mesh %llu/%llu flags %llu, expected %zu/%zu", what, c,
-                      (unsigned long long)hc[0], (unsigned long long)hc[1], (unsigned long long)hc[3],
-                      ms.num_vertices, ms.num_triangles);
-            if (c == 0 && hc[0] == ms.num_vertices && hc[1] == ms.num_triangles) {
+                      (unsigned long long)hc.num_vertices, (unsigned long long)hc.num_triangles,
+                      (unsigned long long)hc.flags, ms.num_vertices, ms.num_triangles);
+            if (c == 0 && hc.num_vertices == ms.num_vertices && hc.num_triangles == ms.num_triangles) {
                 float *a = pmt_to_host(ctx, mp, 12 * ms.num_vertices), *b = pmt_to_host(ctx, ms.positions, 12 * ms.num_vertices);
                 uint32_t *ia = pmt_to_host(ctx, mi, 12 * ms.num_triangles),
                          *ib = pmt_to_host(ctx, ms.indices, 12 * ms.num_triangles);
@@ -898,10 +980,10 @@ static void test_async(pm_context *ctx)
     pm_field_grid g = {{0, 0, 0}, {1, 40, 40}};
     pm_field_params p = params(0.03);
     float one[3] = {0.5f, 0.5f, 0.5f}, *d = upload(ctx, one, 1), *out;
-    uint64_t *st;
+    pm_field_status *st;
     PMT_OK(pm_alloc(ctx, 4 * 40 * 40 * 2, (void **)&out));
-    PMT_OK(pm_alloc(ctx, 16, (void **)&st));
-    PMT_CHECK(pm_field_compute_async(ctx, d, 1, &p, &g, out, (pm_field_status *)st) == PM_STATUS_INVALID_ARGUMENT,
+    PMT_OK(pm_alloc(ctx, sizeof *st, (void **)&st));
+    PMT_CHECK(pm_field_compute_async(ctx, d, 1, &p, &g, out, st) == PM_STATUS_INVALID_ARGUMENT,
               "a lattice of one point per row must be refused");
     PMT_CHECK(pm_field_compute_async(ctx, d, 1, &p, &g, out, NULL) == PM_STATUS_INVALID_ARGUMENT,
               "a NULL status must be refused");

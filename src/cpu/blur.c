@@ -1,5 +1,6 @@
-/* The blur density of seed 003's point-cloud demo (particles splatted into a
- * 3D texture, then blurred): cloud-in-cell splatting of each particle's cube
+/* The blur density (docs/reconstruct.md): particles splatted into a 3D
+ * texture, then blurred: cloud-in-cell splatting (Hockney and Eastwood,
+ * "Computer Simulation Using Particles", 1981) of each particle's cube
  * (edge 2r) into the lattice, then separable binomial [1 2 1]/4 passes. */
 #include <math.h>
 #include <stdlib.h>
@@ -7,16 +8,6 @@
 
 #include "core/util.h"
 #include "cpu/density.h"
-
-/* Fraction of the lattice point's box [l - s/2, l + s/2] covered along one
- * axis by the particle's cube [p - r, p + r], in units of s. */
-static double box_weight(double p, double r, double l, double s)
-{
-    double hs = 0.5 * s;
-    double a = p - r > l - hs ? p - r : l - hs;
-    double b = p + r < l + hs ? p + r : l + hs;
-    return b > a ? (b - a) / s : 0.0;
-}
 
 /* Splat: each lattice point gets the fraction of its box (edge s) that
  * particle cubes cover, so particles packed at rest (one per (2r)^3, cubes
@@ -73,13 +64,13 @@ static pm_status splat(pm_context *ctx, const pmi_field_layout *lay, const pmi_c
                                 continue;
                             double *wx = w, *wy = w + B, *wz = w + 2 * B;
                             for (size_t i = ia; i <= ib; i++)
-                                wx[i - ia] = box_weight(
+                                wx[i - ia] = pmi_box_weight(
                                     px, r, pmi_lattice_coord(lay->lo[0] + (int64_t)i, s), s);
                             for (size_t j = ja; j <= jb; j++)
-                                wy[j - ja] = box_weight(
+                                wy[j - ja] = pmi_box_weight(
                                     py, r, pmi_lattice_coord(lay->lo[1] + (int64_t)j, s), s);
                             for (size_t k = ka; k <= kb; k++)
-                                wz[k - ka] = box_weight(
+                                wz[k - ka] = pmi_box_weight(
                                     pz, r, pmi_lattice_coord(lay->lo[2] + (int64_t)k, s), s);
                             for (size_t k = ka; k <= kb; k++) {
                                 if (wz[k - ka] == 0.0) continue;
@@ -112,9 +103,6 @@ static pm_status splat(pm_context *ctx, const pmi_field_layout *lay, const pmi_c
     return PM_STATUS_OK;
 }
 
-/* One binomial tap: (a + 2b + c) / 4 in float, in this order. */
-static inline float tap(float a, float b, float c) { return ((a + 2.0f * b) + c) * 0.25f; }
-
 /* Passes along x, y and z. Values outside the grid count as zero; the grid
  * margin covers the blur's spread, so the border holds zeros anyway and a
  * clamped border would give the same field. Each pass reads the original
@@ -130,7 +118,7 @@ static pm_status blur_passes(pm_context *ctx, const pmi_field_layout *lay, int s
             float *v = f + (size_t)row * nx, prev = 0.0f;
             for (size_t i = 0; i < nx; i++) {
                 float cur = v[i], next = i + 1 < nx ? v[i + 1] : 0.0f;
-                v[i] = tap(prev, cur, next);
+                v[i] = pmi_blur_tap(prev, cur, next);
                 prev = cur;
             }
         }
@@ -155,7 +143,7 @@ static pm_status blur_passes(pm_context *ctx, const pmi_field_layout *lay, int s
                         const float *next = t + 1 < len ? cur + stride : NULL;
                         for (size_t i = 0; i < nx; i++) {
                             float c = cur[i];
-                            cur[i] = tap(prev[i], c, next ? next[i] : 0.0f);
+                            cur[i] = pmi_blur_tap(prev[i], c, next ? next[i] : 0.0f);
                             prev[i] = c;
                         }
                     }

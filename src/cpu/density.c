@@ -120,9 +120,8 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
                      8.0 * ((double)pts[0] + (double)pts[1] + (double)pts[2] + 4.0);
     }
     pmi_field_layout lay;
-    pm_status st =
-        layout(&f, bmin, bmax, 8.0,
-               per_particle * (double)kept + T * per_thread + 4.0, p->max_memory_bytes, &lay);
+    pm_status st = layout(&f, bmin, bmax, 8.0, per_particle * (double)kept + T * per_thread + 4.0,
+                          p->max_memory_bytes, &lay);
     if (st != PM_STATUS_OK) return st;
     if (!sph) {
         /* The blur's line buffers are one x-row of floats per thread. */
@@ -163,8 +162,9 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
     return PM_STATUS_OK;
 }
 
-static pm_status field_compute(pm_context *ctx, const float *xyz, size_t n,
-                               const pm_field_params *p, int reference, pm_field *out)
+pm_status pmi_cpu_field_compute_with(pm_context *ctx, const float *xyz, size_t n,
+                                     const pm_field_params *p, const pmi_sph_stages *stages,
+                                     pm_field *out)
 {
     double t0 = pmi_now_ms();
     pmi_field_layout lay;
@@ -173,7 +173,8 @@ static pm_status field_compute(pm_context *ctx, const float *xyz, size_t n,
     pm_status st = prepare(ctx, xyz, n, p, &lay, &cells, &kept);
     if (st != PM_STATUS_OK) return st;
     const int sph = p->method == PM_FIELD_SPH;
-    const double r = p->radius, s = p->cube_size * r, h = 2.0 * p->smoothing_length * r;
+    const pmi_field_rule f = pmi_field_rule_of(p);
+    const double r = p->radius, s = f.s, h = f.h;
     const int steps = sph ? 0 : p->blur_steps;
     double t1 = pmi_now_ms();
 
@@ -185,13 +186,10 @@ static pm_status field_compute(pm_context *ctx, const float *xyz, size_t n,
                        "pm_field_compute: could not allocate %zu particle densities", kept);
     double t2 = t1;
     if (st == PM_STATUS_OK && sph) {
-        const double d = 2.0 * r, mass = p->rest_density * (d * d * d);
-        st = (reference ? pmi_sph_volumes_reference : pmi_sph_volumes)(ctx, &lay, &cells, h, mass,
-                                                                       vol);
+        const double mass = pmi_sph_mass(r, p->rest_density);
+        st = stages->volumes(ctx, &lay, &cells, h, mass, vol);
         t2 = pmi_now_ms();
-        if (st == PM_STATUS_OK)
-            st = (reference ? pmi_sph_field_reference : pmi_sph_field)(ctx, &lay, &cells, h, vol,
-                                                                       data);
+        if (st == PM_STATUS_OK) st = stages->field(ctx, &lay, &cells, h, vol, data);
     } else if (st == PM_STATUS_OK) {
         st = pmi_blur_field(ctx, &lay, &cells, r, steps, data);
     }
@@ -228,13 +226,8 @@ static pm_status field_compute(pm_context *ctx, const float *xyz, size_t n,
 pm_status pmi_cpu_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                 const pm_field_params *p, pm_field *out)
 {
-    return field_compute(ctx, xyz, n, p, 0, out);
-}
-
-pm_status pmi_cpu_field_compute_reference(pm_context *ctx, const float *xyz, size_t n,
-                                          const pm_field_params *p, pm_field *out)
-{
-    return field_compute(ctx, xyz, n, p, 1, out);
+    static const pmi_sph_stages fast = {pmi_sph_volumes, pmi_sph_field};
+    return pmi_cpu_field_compute_with(ctx, xyz, n, p, &fast, out);
 }
 
 pm_status pmi_cpu_particle_densities(pm_context *ctx, const float *xyz, size_t n,
@@ -247,8 +240,7 @@ pm_status pmi_cpu_particle_densities(pm_context *ctx, const float *xyz, size_t n
     size_t kept;
     pm_status st = prepare(ctx, xyz, n, p, &lay, &cells, &kept);
     if (st != PM_STATUS_OK) return st;
-    const double r = p->radius, h = 2.0 * p->smoothing_length * r, d = 2.0 * r;
-    const double mass = p->rest_density * (d * d * d);
+    const double h = pmi_field_rule_of(p).h, mass = pmi_sph_mass(p->radius, p->rest_density);
     double *vol = malloc(kept * sizeof *vol);
     if (!vol) st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "particle densities: out of memory");
     if (st == PM_STATUS_OK) st = pmi_sph_volumes(ctx, &lay, &cells, h, mass, vol);

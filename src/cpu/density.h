@@ -1,20 +1,19 @@
 /* Shared pieces of the CPU density fields (pm_field_compute): the lattice
  * and neighbour-cell layout, the counting-sort cell list (neighbours.c),
- * the SPH sums (sph.c) and the blur method (blur.c). Internal header; the
- * exact arithmetic and summation order are documented in docs/reconstruct.md
- * because the CUDA backend must reproduce them. */
+ * the SPH sums (sph.c) and the blur method (blur.c). Internal header. The
+ * per-term arithmetic is shared with the CUDA backend through
+ * core/sph_kernel.h; the summation order is documented in
+ * docs/reconstruct.md because the CUDA backend must reproduce it. */
 #ifndef PM_CPU_DENSITY_H
 #define PM_CPU_DENSITY_H
 
 #include <stddef.h>
 #include <math.h>
 #include <stdint.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "core/backend.h"
 #include "core/field_rule.h"
+#include "core/sph_kernel.h"
 
 /* The output lattice and the neighbour cells laid over it. Lattice point
  * (i,j,k) is at ((i0+i)*s, (j0+j)*s, (k0+k)*s) with the global integer
@@ -42,8 +41,6 @@ typedef struct pmi_cell_list {
     float *xyz;      /* positions in sorted order, 3 per slot */
 } pmi_cell_list;
 
-#define PMI_PI 3.14159265358979323846
-
 /* Lattice points accumulated at once per thread (doubles): a whole cell
  * block for every sane -l/-c ratio, z-slabs of a block beyond that. */
 #define PMI_ACC_CAP ((size_t)1 << 18)
@@ -68,21 +65,6 @@ static inline void pmi_sph_superblock(size_t B, size_t sbc[3], size_t pts[3], si
     *slab = pts[2];
     if (plane * pts[2] > PMI_ACC_CAP) *slab = PMI_ACC_CAP / plane ? PMI_ACC_CAP / plane : 1;
 }
-
-/* IEEE square root (correctly rounded, as CUDA's sqrt) of d2 >= 0. The
- * SSE2 form skips the errno check libm's sqrt carries without
- * -fno-math-errno, which costs a compare and branch in the hottest loop. */
-static inline double pmi_sqrt(double d2)
-{
-#if defined(__SSE2__)
-    return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(d2)));
-#else
-    return sqrt(d2);
-#endif
-}
-
-/* Lattice coordinate of global index g on one axis. */
-static inline double pmi_lattice_coord(int64_t g, double s) { return (double)g * s; }
 
 /* The range of sorted slots of the (up to) three cells x-1..x+1 in one
  * row of cells: cells along x are adjacent in linear order, so the three
@@ -121,44 +103,29 @@ pm_status pmi_sph_volumes(pm_context *ctx, const pmi_field_layout *lay, const pm
                           double h, double mass, double *vol);
 pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                         double h, const double *vol, float *out);
-/* The same two, one scalar term at a time (the original loops): the
- * reference the vectorised versions match bit for bit (test_density). */
-pm_status pmi_sph_volumes_reference(pm_context *ctx, const pmi_field_layout *lay,
-                                    const pmi_cell_list *cells, double h, double mass, double *vol);
-pm_status pmi_sph_field_reference(pm_context *ctx, const pmi_field_layout *lay,
-                                  const pmi_cell_list *cells, double h, const double *vol,
-                                  float *out);
+/* The two SPH stages, so that tests can run pm_field_compute with their
+ * reference loops in place of the vectorised ones. */
+typedef struct pmi_sph_stages {
+    pm_status (*volumes)(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
+                         double h, double mass, double *vol);
+    pm_status (*field)(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
+                       double h, const double *vol, float *out);
+} pmi_sph_stages;
 
 /* Blur: box splat of each particle's cube (edge 2r) then `steps` binomial
  * [1 2 1]/4 passes along x, y and z (zero outside the grid). */
 pm_status pmi_blur_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                          double r, int steps, float *out);
 
-/* For tests: pm_field_compute on the CPU (p resolved) with the scalar
- * reference loops of sph.c; the result must be bit-identical. */
-pm_status pmi_cpu_field_compute_reference(pm_context *ctx, const float *xyz, size_t n,
-                                          const pm_field_params *p, pm_field *out);
+/* For tests: pm_field_compute on the CPU (p resolved) with the given SPH
+ * stages (the result must be bit-identical to pm_field_compute's). */
+pm_status pmi_cpu_field_compute_with(pm_context *ctx, const float *xyz, size_t n,
+                                     const pm_field_params *p, const pmi_sph_stages *stages,
+                                     pm_field *out);
 
 /* For tests: the SPH densities rho_j in input order (method sph, no aabb;
  * p resolved as pm_field_compute resolves it). */
 pm_status pmi_cpu_particle_densities(pm_context *ctx, const float *xyz, size_t n,
                                      const pm_field_params *p, double *rho);
-
-/* The cubic spline kernel of splashsurf (CubicSplineKernel in
- * splashsurf_lib/src/kernel.rs) with compact support radius h:
- * sigma = 8 / (pi h^3), q = d / h,
- * W = sigma (6q^3 - 6q^2 + 1) for q <= 1/2, 2 sigma (1-q)^3 for q <= 1, 0
- * beyond. Written as 6q^2 (q - 1) + 1 and (1-q)^3 with the operations in
- * this exact order; sigma2 = 2 sigma. */
-static inline double pmi_cubic_spline(double q, double sigma, double sigma2)
-{
-    if (q <= 0.5) {
-        double q2 = q * q;
-        return sigma * ((6.0 * q2) * (q - 1.0) + 1.0);
-    }
-    double v = 1.0 - q;
-    if (v <= 0.0) return 0.0;
-    return sigma2 * ((v * v) * v);
-}
 
 #endif

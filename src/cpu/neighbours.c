@@ -15,15 +15,10 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The cell of one coordinate: floor((x - origin) / edge), clamped. The
- * clamp never triggers for points inside the grid's margin; it only keeps a
- * rounding accident at the border from indexing outside. */
+/* The cell of one coordinate (pmi_cell_of, shared with the CUDA grid). */
 static size_t cell_of(float x, double origin, double edge, size_t cells)
 {
-    double c = floor(((double)x - origin) / edge);
-    if (!(c >= 0.0)) return 0;
-    if (c >= (double)(cells - 1)) return cells - 1;
-    return (size_t)c;
+    return (size_t)pmi_cell_of(x, origin, edge, (long long)cells);
 }
 
 pm_status pmi_cells_build(pm_context *ctx, const pmi_field_layout *lay, const float *xyz, size_t n,

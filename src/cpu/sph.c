@@ -3,20 +3,15 @@
  * cubic spline kernel, phi(x) = sum_j (m / rho_j) W(|x - x_j|, h).
  * Vectorised ACROSS sums only: four lattice points (field) or four particles
  * (densities) in the lanes, each lane adding its own terms in the documented
- * order with the scalar operations, so every value is bit-identical to the
- * scalar reference kept at the end of this file (docs/reconstruct.md). */
+ * order with the scalar operations of core/sph_kernel.h, so every value is
+ * bit-identical to the one-term-at-a-time definition (docs/reconstruct.md;
+ * test_density holds it as the reference). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
 #include "cpu/density.h"
-
-/* 32-byte vectors are passed only between always-inline functions, never
- * across an ABI boundary, so GCC's note about their ABI does not apply. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 
 /* An AVX2 copy of the hot loops, chosen at run time, beside the x86-64
  * baseline (SSE2) one. Same operations in both (no FMA: -ffp-contract=off,
@@ -30,9 +25,14 @@ typedef double v4d __attribute__((vector_size(32)));
 typedef long long v4l __attribute__((vector_size(32)));
 #define ALWAYS static inline __attribute__((always_inline))
 
-typedef struct sph_k {
-    double h, h2, inv_h, sigma, sigma2, s;
-} sph_k;
+/* The vector helpers below are always inlined, so no 32-byte vector crosses
+ * a call boundary and the SSE2 build's ABI for them never matters. GCC and
+ * clang still warn about returning one without AVX (-Wpsabi, silenced
+ * here), and GCC prints a note about passing one as a parameter that no
+ * pragma silences: hence the vectors go into helpers by pointer. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 ALWAYS v4d splat4(double x) { return (v4d){x, x, x, x}; }
 ALWAYS v4d load4(const double *p)
@@ -41,25 +41,24 @@ ALWAYS v4d load4(const double *p)
     memcpy(&v, p, sizeof v);
     return v;
 }
-ALWAYS void store4(double *p, v4d v) { memcpy(p, &v, sizeof v); }
 
 /* Lane-wise IEEE sqrt; GCC turns it into one sqrtpd (x2) / vsqrtpd. */
-ALWAYS v4d sqrt4(v4d x)
+ALWAYS v4d sqrt4(const v4d *x)
 {
-    return (v4d){__builtin_sqrt(x[0]), __builtin_sqrt(x[1]), __builtin_sqrt(x[2]),
-                 __builtin_sqrt(x[3])};
+    return (v4d){__builtin_sqrt((*x)[0]), __builtin_sqrt((*x)[1]), __builtin_sqrt((*x)[2]),
+                 __builtin_sqrt((*x)[3])};
 }
 
-/* pmi_cubic_spline(sqrt(d2) * inv_h) per lane, with both branches computed
- * by the scalar operations and selected; lanes where !(live && d2 < h2)
- * give exactly +0.0. Adding +0.0 to a sum >= +0.0 leaves its bits alone
- * (every term is >= 0 and sums start at +0.0), so a masked lane is the
- * same as the scalar code's skipped term. */
-ALWAYS v4d spline4(v4d d2, v4l live, const sph_k *k)
+/* pmi_sph_w(d2) per lane: pmi_cubic_spline_select (core/sph_kernel.h)
+ * lane-wise, each piece by the scalar operations; lanes where !(live &&
+ * d2 < h2) give exactly +0.0. Adding +0.0 to a sum >= +0.0 leaves its bits
+ * alone (every term is >= 0 and sums start at +0.0), so a masked lane is
+ * the same as the scalar code's skipped term. */
+ALWAYS v4d spline4(const v4d *d2p, const v4l *live, const pmi_sph_kernel *k)
 {
-    const v4d one = splat4(1.0);
-    v4l m = live & (d2 < splat4(k->h2));
-    v4d q = sqrt4(d2) * splat4(k->inv_h);
+    const v4d one = splat4(1.0), d2 = *d2p;
+    v4l m = *live & (d2 < splat4(k->h2));
+    v4d q = sqrt4(&d2) * splat4(k->inv_h);
     v4d q2 = q * q;
     v4d w1 = splat4(k->sigma) * ((splat4(6.0) * q2) * (q - one) + one);
     v4d v = one - q;
@@ -78,7 +77,7 @@ ALWAYS v4l lanes_below(long long n)
 /* ---- densities: lanes are four particles of one cell ---- */
 
 ALWAYS void volumes_cell(const pmi_field_layout *lay, const pmi_cell_list *cells, size_t c,
-                         const sph_k *k, double mass, double *vol)
+                         const pmi_sph_kernel *k, double mass, double *vol)
 {
     const size_t cdx = lay->cdims[0], cdy = lay->cdims[1], cdz = lay->cdims[2];
     const float *X = cells->xyz;
@@ -104,28 +103,25 @@ ALWAYS void volumes_cell(const pmi_field_layout *lay, const pmi_cell_list *cells
                     v4d ddx = splat4(X[3 * (size_t)j]) - xk;
                     v4d ddy = splat4(X[3 * (size_t)j + 1]) - yk;
                     v4d ddz = splat4(X[3 * (size_t)j + 2]) - zk;
-                    v4d d2 = ddx * ddx + (ddy * ddy + ddz * ddz);
-                    sum += spline4(d2, lv, k);
+                    v4d d2 = ddx * ddx + (ddy * ddy + ddz * ddz); /* pmi_dist2 */
+                    sum += spline4(&d2, &lv, k);
                 }
             }
         }
-        /* The particle itself is one of the terms (d = 0), so sum > 0. */
-        for (int l = 0; l < VW && l < live; l++) {
-            double rho = mass * sum[l];
-            vol[g + (uint32_t)l] = mass / rho;
-        }
+        for (int l = 0; l < VW && l < live; l++)
+            vol[g + (uint32_t)l] = pmi_sph_volume(mass, sum[l]);
     }
 }
 
 static void volumes_cell_base(const pmi_field_layout *lay, const pmi_cell_list *cells, size_t c,
-                              const sph_k *k, double mass, double *vol)
+                              const pmi_sph_kernel *k, double mass, double *vol)
 {
     volumes_cell(lay, cells, c, k, mass, vol);
 }
 #ifdef PMI_SPH_AVX2
 __attribute__((target("avx2"))) static void volumes_cell_avx2(const pmi_field_layout *lay,
                                                               const pmi_cell_list *cells, size_t c,
-                                                              const sph_k *k, double mass,
+                                                              const pmi_sph_kernel *k, double mass,
                                                               double *vol)
 {
     volumes_cell(lay, cells, c, k, mass, vol);
@@ -144,11 +140,9 @@ static int use_avx2(void)
 pm_status pmi_sph_volumes(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                           double h, double mass, double *vol)
 {
-    const sph_k k = {
-        h,           h * h, 1.0 / h, 8.0 / (PMI_PI * h * h * h), 2.0 * (8.0 / (PMI_PI * h * h * h)),
-        lay->spacing};
-    void (*fn)(const pmi_field_layout *, const pmi_cell_list *, size_t, const sph_k *, double,
-               double *) = volumes_cell_base;
+    const pmi_sph_kernel k = pmi_sph_kernel_of(h);
+    void (*fn)(const pmi_field_layout *, const pmi_cell_list *, size_t, const pmi_sph_kernel *,
+               double, double *) = volumes_cell_base;
 #ifdef PMI_SPH_AVX2
     if (use_avx2()) fn = volumes_cell_avx2;
 #endif
@@ -168,7 +162,8 @@ typedef struct field_job {
     const pmi_cell_list *cells;
     const double *vol;
     float *out;
-    sph_k k;
+    pmi_sph_kernel k;
+    double s;      /* lattice spacing */
     size_t sbc[3]; /* neighbour cells per superblock edge */
     size_t nsb[3]; /* superblocks per axis */
     size_t slab;   /* lattice points per z slab of a superblock */
@@ -179,14 +174,15 @@ typedef struct field_job {
  * row's dy^2 + dz^2: four points at once. Lanes past ib add +0.0 to
  * row[] (padded), which leaves it unchanged. */
 ALWAYS void field_row(double *row, const double *lx, size_t ia, size_t ib, double px, double dyz,
-                      double v, const sph_k *k)
+                      double v, const pmi_sph_kernel *k)
 {
     const v4d pxv = splat4(px), dyzv = splat4(dyz), vv = splat4(v);
     for (size_t i = ia; i <= ib; i += VW) {
         v4d ddx = pxv - load4(lx + i);
         v4d d2 = ddx * ddx + dyzv;
-        v4d t = vv * spline4(d2, lanes_below((long long)(ib - i) + 1), k);
-        store4(row + i, load4(row + i) + t);
+        v4l live = lanes_below((long long)(ib - i) + 1);
+        v4d t = vv * spline4(&d2, &live, k), r = load4(row + i) + t;
+        memcpy(row + i, &r, sizeof r);
     }
 }
 
@@ -202,9 +198,9 @@ ALWAYS void field_superblock(const field_job *J, size_t sb, double *acc, double 
 {
     const pmi_field_layout *lay = J->lay;
     const pmi_cell_list *cells = J->cells;
-    const sph_k *k = &J->k;
+    const pmi_sph_kernel *k = &J->k;
     const float *X = cells->xyz;
-    const double h = k->h, h2 = k->h2, s = k->s, inv_s = 1.0 / s;
+    const double h = k->h, h2 = k->h2, s = J->s, inv_s = 1.0 / s;
     const size_t B = lay->block, nx = lay->dims[0], ny = lay->dims[1];
     const size_t cdx = lay->cdims[0], cdy = lay->cdims[1];
     size_t sbi[3] = {sb % J->nsb[0], (sb / J->nsb[0]) % J->nsb[1], sb / (J->nsb[0] * J->nsb[1])};
@@ -340,8 +336,8 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
     J.vol = vol;
     J.out = out;
     const double s = lay->spacing;
-    J.k = (sph_k){h, h * h, 1.0 / h, 8.0 / (PMI_PI * h * h * h), 2.0 * (8.0 / (PMI_PI * h * h * h)),
-                  s};
+    J.k = pmi_sph_kernel_of(h);
+    J.s = s;
     size_t pts[3];
     pmi_sph_superblock(lay->block, J.sbc, pts, &J.slab);
     for (int a = 0; a < 3; a++)
@@ -378,167 +374,6 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
             if (acc && lxyz) fn(&J, (size_t)sb, acc, lxyz);
         free(acc);
         free(lxyz);
-    }
-    if (failed)
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
-                         "pm_field_compute: could not allocate the per-thread field buffers");
-    return PM_STATUS_OK;
-}
-
-/* ---- scalar reference (the original loops, one term at a time): the
- * definition the vectorised code above must match bit for bit; used by
- * test_density. ---- */
-
-pm_status pmi_sph_volumes_reference(pm_context *ctx, const pmi_field_layout *lay,
-                                    const pmi_cell_list *cells, double h, double mass, double *vol)
-{
-    const double h2 = h * h, inv_h = 1.0 / h;
-    const double sigma = 8.0 / (PMI_PI * h * h * h), sigma2 = 2.0 * sigma;
-    const size_t cdx = lay->cdims[0], cdy = lay->cdims[1], cdz = lay->cdims[2];
-    const long long snc = (long long)lay->ncells;
-    const float *X = cells->xyz;
-
-#pragma omp parallel for num_threads(ctx->num_threads) schedule(dynamic, 64)
-    for (long long lc = 0; lc < snc; lc++) {
-        size_t c = (size_t)lc;
-        uint32_t b0 = cells->start[c], e0 = cells->start[c + 1];
-        if (b0 == e0) continue;
-        size_t cx = c % cdx, cy = (c / cdx) % cdy, cz = c / (cdx * cdy);
-        for (uint32_t k = b0; k < e0; k++) {
-            const double xk = X[3 * (size_t)k], yk = X[3 * (size_t)k + 1],
-                         zk = X[3 * (size_t)k + 2];
-            double sum = 0.0;
-            /* Neighbour cells in z, y, x order; particles in sorted order. */
-            for (int dz = -1; dz <= 1; dz++) {
-                if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= cdz)) continue;
-                for (int dy = -1; dy <= 1; dy++) {
-                    if ((dy < 0 && cy == 0) || (dy > 0 && cy + 1 >= cdy)) continue;
-                    uint32_t b, e;
-                    pmi_row_range(lay, cells, cx, ((cz + dz) * cdy + (cy + dy)) * cdx, &b, &e);
-                    for (uint32_t j = b; j < e; j++) {
-                        double ddx = (double)X[3 * (size_t)j] - xk;
-                        double ddy = (double)X[3 * (size_t)j + 1] - yk;
-                        double ddz = (double)X[3 * (size_t)j + 2] - zk;
-                        double d2 = ddx * ddx + (ddy * ddy + ddz * ddz);
-                        if (d2 < h2) sum += pmi_cubic_spline(pmi_sqrt(d2) * inv_h, sigma, sigma2);
-                    }
-                }
-            }
-            /* The particle itself is one of the terms (d = 0), so sum > 0. */
-            double rho = mass * sum;
-            vol[k] = mass / rho;
-        }
-    }
-    return PM_STATUS_OK;
-}
-
-pm_status pmi_sph_field_reference(pm_context *ctx, const pmi_field_layout *lay,
-                                  const pmi_cell_list *cells, double h, const double *vol,
-                                  float *out)
-{
-    const double h2 = h * h, inv_h = 1.0 / h, s = lay->spacing;
-    const double sigma = 8.0 / (PMI_PI * h * h * h), sigma2 = 2.0 * sigma;
-    const size_t B = lay->block, nx = lay->dims[0], ny = lay->dims[1], nz = lay->dims[2];
-    const size_t cdx = lay->cdims[0], cdy = lay->cdims[1], cdz = lay->cdims[2];
-    size_t slab = B;
-    if (B * B * B > PMI_ACC_CAP) slab = PMI_ACC_CAP / (B * B) ? PMI_ACC_CAP / (B * B) : 1;
-    const long long snc = (long long)lay->ncells;
-    const float *X = cells->xyz;
-    int failed = 0;
-
-#pragma omp parallel num_threads(ctx->num_threads)
-    {
-        double *acc = malloc(B * B * slab * sizeof *acc);
-        double *lc3 = malloc(3 * B * sizeof *lc3);
-        if (!acc || !lc3) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (long long lc = 0; lc < snc; lc++) {
-            if (!acc || !lc3) continue;
-            size_t c = (size_t)lc;
-            size_t cx = c % cdx, cy = (c / cdx) % cdy, cz = c / (cdx * cdy);
-            size_t i0 = cx * B, j0 = cy * B, k0 = cz * B;
-            size_t i1 = i0 + B < nx ? i0 + B : nx, j1 = j0 + B < ny ? j0 + B : ny;
-            size_t k1 = k0 + B < nz ? k0 + B : nz;
-            size_t ni = i1 - i0, nj = j1 - j0;
-            double *lx = lc3, *ly = lc3 + B, *lz = lc3 + 2 * B;
-            for (size_t i = 0; i < ni; i++)
-                lx[i] = pmi_lattice_coord(lay->lo[0] + (int64_t)(i0 + i), s);
-            for (size_t j = 0; j < nj; j++)
-                ly[j] = pmi_lattice_coord(lay->lo[1] + (int64_t)(j0 + j), s);
-            for (size_t k = 0; k < k1 - k0; k++)
-                lz[k] = pmi_lattice_coord(lay->lo[2] + (int64_t)(k0 + k), s);
-
-            /* Blocks with no particle in reach: zeros, no gather. */
-            int any = 0;
-            for (int dz = -1; dz <= 1 && !any; dz++) {
-                if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= cdz)) continue;
-                for (int dy = -1; dy <= 1; dy++) {
-                    if ((dy < 0 && cy == 0) || (dy > 0 && cy + 1 >= cdy)) continue;
-                    uint32_t b, e;
-                    pmi_row_range(lay, cells, cx, ((cz + dz) * cdy + (cy + dy)) * cdx, &b, &e);
-                    if (b != e) any = 1;
-                }
-            }
-            if (!any) {
-                for (size_t k = k0; k < k1; k++)
-                    for (size_t j = j0; j < j1; j++)
-                        memset(out + (k * ny + j) * nx + i0, 0, ni * sizeof *out);
-                continue;
-            }
-            for (size_t ks = k0; ks < k1; ks += slab) {
-                size_t ke = ks + slab < k1 ? ks + slab : k1;
-                size_t nk = ke - ks;
-                memset(acc, 0, ni * nj * nk * sizeof *acc);
-                /* Neighbour cells in z, y, x order; particles in sorted order:
-                 * every lattice point sums its terms in this order. */
-                for (int dz = -1; dz <= 1; dz++) {
-                    if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= cdz)) continue;
-                    for (int dy = -1; dy <= 1; dy++) {
-                        if ((dy < 0 && cy == 0) || (dy > 0 && cy + 1 >= cdy)) continue;
-                        uint32_t b, e;
-                        pmi_row_range(lay, cells, cx, ((cz + dz) * cdy + (cy + dy)) * cdx, &b, &e);
-                        for (uint32_t p = b; p < e; p++) {
-                            const double px = X[3 * (size_t)p], py = X[3 * (size_t)p + 1],
-                                         pz = X[3 * (size_t)p + 2], v = vol[p];
-                            size_t ia, ib, ja, jb, ka, kb;
-                            if (!pmi_index_range(pz, h, s, lay->lo[2], ks, ke, &ka, &kb) ||
-                                !pmi_index_range(py, h, s, lay->lo[1], j0, j1, &ja, &jb) ||
-                                !pmi_index_range(px, h, s, lay->lo[0], i0, i1, &ia, &ib))
-                                continue;
-                            for (size_t k = ka; k <= kb; k++) {
-                                double ddz = pz - lz[k - k0], dz2 = ddz * ddz;
-                                if (dz2 >= h2) continue;
-                                for (size_t j = ja; j <= jb; j++) {
-                                    double ddy = py - ly[j - j0], dyz = ddy * ddy + dz2;
-                                    if (dyz >= h2) continue;
-                                    double *row = acc + ((k - ks) * nj + (j - j0)) * ni - i0;
-                                    const double *lxr = lx - i0;
-                                    for (size_t i = ia; i <= ib; i++) {
-                                        double ddx = px - lxr[i];
-                                        double d2 = ddx * ddx + dyz;
-                                        if (d2 < h2)
-                                            row[i] += v * pmi_cubic_spline(pmi_sqrt(d2) * inv_h,
-                                                                           sigma, sigma2);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                for (size_t k = ks; k < ke; k++)
-                    for (size_t j = j0; j < j1; j++) {
-                        float *o = out + (k * ny + j) * nx + i0;
-                        const double *a = acc + ((k - ks) * nj + (j - j0)) * ni;
-                        for (size_t i = 0; i < ni; i++)
-                            o[i] = (float)a[i];
-                    }
-            }
-        }
-        free(acc);
-        free(lc3);
     }
     if (failed)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,

@@ -1,11 +1,12 @@
 /* Density fields on the GPU (pm_field_compute, CUDA backend): splashsurf's
- * SPH colour field and seed 003's splat-and-blur, with exactly the
- * definitions and summation order of docs/reconstruct.md (the CPU code in
- * src/cpu/density.c, sph.c, blur.c), so the f32 field is bit-identical to
- * the CPU's: every term is the same double expression (--fmad=false), added
- * in the same order (neighbour cells z, y, x; particles by cell, then input
+ * SPH colour field and the splat-and-blur density, with the definitions and
+ * summation order of docs/reconstruct.md (the CPU code in src/cpu/density.c,
+ * sph.c, blur.c), so the f32 field is bit-identical to the CPU's: every term
+ * comes from the same functions (core/sph_kernel.h, --fmad=false), added in
+ * the same order (neighbour cells z, y, x; particles by cell, then input
  * index). The neighbour grid is in neighbours.cu. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda/cuda_mc.h"
@@ -15,20 +16,8 @@
 #define DN_WARPS (DN_THREADS / 32)
 #define DN_CAP 64 /* particles staged per warp: up to 31 left + 32 new */
 
-/* splashsurf's cubic spline, as pmi_cubic_spline (src/cpu/density.h). */
-static __device__ __forceinline__ double dn_spline(double q, double sigma, double sigma2)
-{
-    if (q <= 0.5) {
-        double q2 = q * q;
-        return sigma * ((6.0 * q2) * (q - 1.0) + 1.0);
-    }
-    double v = 1.0 - q;
-    if (v <= 0.0) return 0.0;
-    return sigma2 * ((v * v) * v);
-}
-
 /* Sorted slots of cells cx-1..cx+1 of one row of cells: one contiguous run. */
-static __device__ __forceinline__ void dn_row_range(const dn_grid &g, long long cx, long long rowbase,
+static __device__ __forceinline__ void dn_row_range(const pmi_dn_grid &g, long long cx, long long rowbase,
                                                     uint32_t *b, uint32_t *e)
 {
     long long x0 = cx > 0 ? cx - 1 : 0, x1 = cx + 1 < g.cd[0] ? cx + 1 : g.cd[0] - 1;
@@ -37,13 +26,12 @@ static __device__ __forceinline__ void dn_row_range(const dn_grid &g, long long 
 }
 
 /* rho_j and vol_j = m / rho_j for every sorted slot. */
-__global__ void __launch_bounds__(DN_THREADS)
-dn_volumes_kernel(dn_grid g, double h, double mass, double *vol)
+static __global__ void __launch_bounds__(DN_THREADS)
+dn_volumes_kernel(pmi_dn_grid g, double h, double mass, double *vol)
 {
     const long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (k >= g.n) return;
-    const double h2 = h * h, inv_h = 1.0 / h;
-    const double sigma = 8.0 / (DN_PI * h * h * h), sigma2 = 2.0 * sigma;
+    const pmi_sph_kernel w = pmi_sph_kernel_of(h);
     const long long c = g.cell[k];
     if (c >= g.ncells) return; /* dropped (fixed lattice) */
     const long long cx = c % g.cd[0], cy = (c / g.cd[0]) % g.cd[1], cz = c / (g.cd[0] * g.cd[1]);
@@ -56,26 +44,13 @@ dn_volumes_kernel(dn_grid g, double h, double mass, double *vol)
             uint32_t b, e;
             dn_row_range(g, cx, ((cz + dz) * g.cd[1] + (cy + dy)) * g.cd[0], &b, &e);
             for (uint32_t j = b; j < e; j++) {
-                double ddx = (double)g.xyz[3 * (size_t)j] - xk;
-                double ddy = (double)g.xyz[3 * (size_t)j + 1] - yk;
-                double ddz = (double)g.xyz[3 * (size_t)j + 2] - zk;
-                double d2 = ddx * ddx + (ddy * ddy + ddz * ddz);
-                if (d2 < h2) sum += dn_spline(sqrt(d2) * inv_h, sigma, sigma2);
+                const double d2 = pmi_dist2((double)g.xyz[3 * (size_t)j] - xk, (double)g.xyz[3 * (size_t)j + 1] - yk,
+                                            (double)g.xyz[3 * (size_t)j + 2] - zk);
+                if (d2 < w.h2) sum += pmi_sph_w(d2, &w);
             }
         }
     }
-    double rho = mass * sum;
-    vol[k] = mass / rho;
-}
-
-/* Fraction of the lattice point's box covered by the particle's cube along
- * one axis, as box_weight in src/cpu/blur.c. */
-static __device__ __forceinline__ double dn_box(double p, double r, double l, double s)
-{
-    double hs = 0.5 * s;
-    double a = p - r > l - hs ? p - r : l - hs;
-    double b = p + r < l + hs ? p + r : l + hs;
-    return b > a ? (b - a) / s : 0.0;
+    vol[k] = pmi_sph_volume(mass, sum);
 }
 
 /* Can the particle at p reach some lattice point of the warp's box (lo, hi:
@@ -87,7 +62,7 @@ static __device__ __forceinline__ double dn_box(double p, double r, double l, do
  * monotone, so |fl(p - l)| >= d for every l in [lo, hi], and with the
  * point test's expression shape d2box = dx*dx + (dy*dy + dz*dz) <= d2 of
  * every point: d2box >= h2 means d2 >= h2 for all of them, terms the point
- * loop skips anyway. Blur: fl(p - r) >= fl(hi + hs) gives b <= a in dn_box
+ * loop skips anyway. Blur: fl(p - r) >= fl(hi + hs) gives b <= a in pmi_box_weight
  * for every l <= hi (and the mirror case), a zero weight on that axis for
  * every point, a term the point loop skips. */
 static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double3 &lo, const double3 &hi, double h2,
@@ -97,7 +72,7 @@ static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double
         double dx = p.x < lo.x ? lo.x - p.x : p.x > hi.x ? p.x - hi.x : 0.0;
         double dy = p.y < lo.y ? lo.y - p.y : p.y > hi.y ? p.y - hi.y : 0.0;
         double dz = p.z < lo.z ? lo.z - p.z : p.z > hi.z ? p.z - hi.z : 0.0;
-        return dx * dx + (dy * dy + dz * dz) < h2;
+        return pmi_dist2(dx, dy, dz) < h2;
     }
     double hs = 0.5 * s;
     return !(p.x - r >= hi.x + hs || p.x + r <= lo.x - hs || p.y - r >= hi.y + hs || p.y + r <= lo.y - hs ||
@@ -108,8 +83,8 @@ static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double
  * order) for this lane's point, added to acc. SPH: vol * W; blur: the box
  * splat (wx * wy) * wz. */
 static __device__ __forceinline__ double dn_terms(const double2 *sxy, const double2 *szv, int cnt, double lx,
-                                                  double ly, double lz, double h2, double inv_h, double sigma,
-                                                  double sigma2, double r, double s, bool sph, double acc)
+                                                  double ly, double lz, const pmi_sph_kernel *w, double r, double s,
+                                                  bool sph, double acc)
 {
     if (sph) {
         /* Branch-free: every lane evaluates both spline pieces and adds the
@@ -118,25 +93,18 @@ static __device__ __forceinline__ double dn_terms(const double2 *sxy, const doub
          * as skipping. */
         for (int e = 0; e < cnt; e++) {
             const double2 a = sxy[e], b = szv[e];
-            double ddx = a.x - lx, ddy = a.y - ly, ddz = b.x - lz;
-            double d2 = ddx * ddx + (ddy * ddy + ddz * ddz);
-            double q = sqrt(d2) * inv_h;
-            double q2 = q * q;
-            double wa = sigma * ((6.0 * q2) * (q - 1.0) + 1.0);
-            double v = 1.0 - q;
-            double wb = sigma2 * ((v * v) * v);
-            double w = q <= 0.5 ? wa : v <= 0.0 ? 0.0 : wb;
-            double t = b.y * w;
-            acc += d2 < h2 ? t : 0.0;
+            const double d2 = pmi_dist2(a.x - lx, a.y - ly, b.x - lz);
+            const double t = b.y * pmi_cubic_spline_select(pmi_sqrt(d2) * w->inv_h, w->sigma, w->sigma2);
+            acc += d2 < w->h2 ? t : 0.0;
         }
     } else {
         for (int e = 0; e < cnt; e++) {
             const double2 a = sxy[e];
-            double wx = dn_box(a.x, r, lx, s);
+            double wx = pmi_box_weight(a.x, r, lx, s);
             if (wx == 0.0) continue;
-            double wy = dn_box(a.y, r, ly, s);
+            double wy = pmi_box_weight(a.y, r, ly, s);
             if (wy == 0.0) continue;
-            double wz = dn_box(szv[e].x, r, lz, s);
+            double wz = pmi_box_weight(szv[e].x, r, lz, s);
             if (wz == 0.0) continue;
             acc += (wx * wy) * wz;
         }
@@ -153,7 +121,7 @@ static __device__ __forceinline__ double dn_terms(const double2 *sxy, const doub
  * the terms of the list to its point's sum. Every point therefore sees
  * exactly the particles the plain loop would add, in the same order. SPH
  * (sph, vol: the volumes) or blur (r: the particle radius). */
-static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, const double *vol, double r, int3 br,
+static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, const double *vol, double r, int3 br,
                                                 float *out, bool sph)
 {
     __shared__ double2 sxy[DN_WARPS][DN_CAP], szv[DN_WARPS][DN_CAP];
@@ -164,8 +132,8 @@ static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, cons
     const long long B = g.block;
     const long long i0 = cx * B, j0 = cy * B, k0 = cz * B;
     const long long ni = min(B, g.dims[0] - i0), nj = min(B, g.dims[1] - j0), nk = min(B, g.dims[2] - k0);
-    const double s = g.s, h2 = h * h, inv_h = 1.0 / h;
-    const double sigma = 8.0 / (DN_PI * h * h * h), sigma2 = 2.0 * sigma;
+    const double s = g.s;
+    const pmi_sph_kernel w = pmi_sph_kernel_of(h);
     if (threadIdx.x == 0) {
         int q = 0;
         for (int dz = -1; dz <= 1; dz++) {
@@ -190,18 +158,19 @@ static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, cons
     const int oi = lane % br.x, oj = (lane / br.x) % br.y, ok = lane / (br.x * br.y);
     const long long nbx = (ni + br.x - 1) / br.x, nby = (nj + br.y - 1) / br.y, nbz = (nk + br.z - 1) / br.z;
     const long long nbricks = nbx * nby * nbz;
-    for (long long w = warp; w < nbricks; w += DN_WARPS) {
-        const long long bi = (w % nbx) * br.x, bj = ((w / nbx) % nby) * br.y, bk = (w / (nbx * nby)) * br.z;
+    for (long long wb = warp; wb < nbricks; wb += DN_WARPS) {
+        const long long bi = (wb % nbx) * br.x, bj = ((wb / nbx) % nby) * br.y, bk = (wb / (nbx * nby)) * br.z;
         const long long li = bi + oi, lj = bj + oj, lk = bk + ok;
         const bool live = ok < br.z && li < ni && lj < nj && lk < nk;
         /* The point and the brick's extreme points, by the same expression. */
-        const double lx = (double)(g.lo[0] + i0 + li) * s, ly = (double)(g.lo[1] + j0 + lj) * s,
-                     lz = (double)(g.lo[2] + k0 + lk) * s;
-        const double3 lo = make_double3((double)(g.lo[0] + i0 + bi) * s, (double)(g.lo[1] + j0 + bj) * s,
-                                        (double)(g.lo[2] + k0 + bk) * s);
-        const double3 hi = make_double3((double)(g.lo[0] + i0 + min(bi + br.x, ni) - 1) * s,
-                                        (double)(g.lo[1] + j0 + min(bj + br.y, nj) - 1) * s,
-                                        (double)(g.lo[2] + k0 + min(bk + br.z, nk) - 1) * s);
+        const double lx = pmi_lattice_coord(g.lo[0] + i0 + li, s), ly = pmi_lattice_coord(g.lo[1] + j0 + lj, s),
+                     lz = pmi_lattice_coord(g.lo[2] + k0 + lk, s);
+        const double3 lo =
+            make_double3(pmi_lattice_coord(g.lo[0] + i0 + bi, s), pmi_lattice_coord(g.lo[1] + j0 + bj, s),
+                         pmi_lattice_coord(g.lo[2] + k0 + bk, s));
+        const double3 hi = make_double3(pmi_lattice_coord(g.lo[0] + i0 + min(bi + br.x, ni) - 1, s),
+                                        pmi_lattice_coord(g.lo[1] + j0 + min(bj + br.y, nj) - 1, s),
+                                        pmi_lattice_coord(g.lo[2] + k0 + min(bk + br.z, nk) - 1, s));
         double acc = 0.0;
         int cnt = 0, q = 0;
         uint32_t cb = nrun > 0 ? run_b[0] : 0;
@@ -213,7 +182,7 @@ static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, cons
             double3 p = make_double3(0.0, 0.0, 0.0);
             if ((uint32_t)lane < left) {
                 p = make_double3(g.xyz[3 * (size_t)t], g.xyz[3 * (size_t)t + 1], g.xyz[3 * (size_t)t + 2]);
-                keep = dn_reaches(p, lo, hi, h2, r, s, sph);
+                keep = dn_reaches(p, lo, hi, w.h2, r, s, sph);
             }
             const unsigned m = __ballot_sync(0xffffffffu, keep);
             if (keep) {
@@ -228,7 +197,7 @@ static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, cons
                 cb = run_b[q];
             if (cnt >= 32 || (q == nrun && cnt > 0)) {
                 __syncwarp();
-                acc = dn_terms(wxy, wzv, cnt, lx, ly, lz, h2, inv_h, sigma, sigma2, r, s, sph, acc);
+                acc = dn_terms(wxy, wzv, cnt, lx, ly, lz, &w, r, s, sph, acc);
                 __syncwarp();
                 cnt = 0;
             }
@@ -239,26 +208,23 @@ static __device__ __forceinline__ void dn_field(const dn_grid &g, double h, cons
 
 /* 5 blocks of 256 per multiprocessor (48 registers, ~230 bytes of spills,
  * nvcc 13 for sm_90): occupancy hides the double-precision latency better
- * than the spill-free 104 registers (2 blocks) do. Measured on the H100 at
- * 10^7 particles (bench_cuda_reconstruct), before the branch-free terms:
- * 135.1 ms with 5 blocks, 135.9 with 4, 135.6 with 6, 138.1 with 8, 153.3
- * with 3, 190.6 with no bound; now 126.4 ms with 5 (issue-bound: Nsight
- * Compute, bench/RESULTS-density.md). */
-__global__ void __launch_bounds__(DN_THREADS, 5) dn_sph_field_kernel(dn_grid g, double h, const double *vol, int3 br,
+ * than the spill-free 104 registers (2 blocks) do; the fastest bound on the
+ * H100 (bench_cuda_reconstruct; the sweep is in bench/RESULTS-density.md). */
+static __global__ void __launch_bounds__(DN_THREADS, 5) dn_sph_field_kernel(pmi_dn_grid g, double h, const double *vol, int3 br,
                                                                      float *out)
 {
     dn_field(g, h, vol, 0.0, br, out, true);
 }
 
 /* Not measured for speed (the benchmark times SPH); spill-free, 106 registers. */
-__global__ void __launch_bounds__(DN_THREADS) dn_splat_kernel(dn_grid g, double r, int3 br, float *out)
+static __global__ void __launch_bounds__(DN_THREADS) dn_splat_kernel(pmi_dn_grid g, double r, int3 br, float *out)
 {
     dn_field(g, 1.0, NULL, r, br, out, false);
 }
 
-/* One binomial pass along `axis`, out of place: ((a + 2b) + c) * 0.25f with
- * zeros outside the grid, as tap() in src/cpu/blur.c. */
-__global__ void dn_blur_kernel(const float *in, float *out, long long nx, long long ny, long long nz, int axis)
+/* One binomial pass along `axis`, out of place: pmi_blur_tap with zeros
+ * outside the grid, as the CPU's passes in src/cpu/blur.c. */
+static __global__ void dn_blur_kernel(const float *in, float *out, long long nx, long long ny, long long nz, int axis)
 {
     const long long total = nx * ny * nz;
     const long long st = axis == 0 ? 1 : axis == 1 ? nx : nx * ny;
@@ -267,7 +233,7 @@ __global__ void dn_blur_kernel(const float *in, float *out, long long nx, long l
          p += (long long)gridDim.x * blockDim.x) {
         long long t = axis == 0 ? p % nx : axis == 1 ? (p / nx) % ny : p / (nx * ny);
         float a = t > 0 ? in[p - st] : 0.0f, b = in[p], c = t + 1 < len ? in[p + st] : 0.0f;
-        out[p] = ((a + 2.0f * b) + c) * 0.25f;
+        out[p] = pmi_blur_tap(a, b, c);
     }
 }
 
@@ -299,55 +265,85 @@ static unsigned dn_blocks(long long n, long long cap)
     return (unsigned)b;
 }
 
+/* pmi_cuda_launched with the message "fn: stage". */
+static pm_status dn_launched(const char *fn, const char *stage)
+{
+    const cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return PM_STATUS_OK;
+    char what[96];
+    snprintf(what, sizeof what, "%s: %s", fn, stage);
+    return pmi_cuda_status(e, what);
+}
+
+/* The plan both drivers queue on the grid g. SPH: the particle volumes
+ * (dn_queue_volumes), then the colour field over them; blur: the splat,
+ * then 3 * blur_steps passes ping-ponging with tmp (as many points),
+ * started in whichever buffer makes the last pass land in field. */
+static pm_status dn_queue_volumes(pm_context *ctx, const pmi_dn_grid &g, const pm_field_params *p, double *vol,
+                                  const char *fn)
+{
+    dn_volumes_kernel<<<dn_blocks(g.n, 1ll << 31), DN_THREADS, 0, pmi_cuda(ctx)->stream>>>(
+        g, pmi_field_rule_of(p).h, pmi_sph_mass(p->radius, p->rest_density), vol);
+    return dn_launched(fn, "particle densities");
+}
+
+static pm_status dn_queue_field(pm_context *ctx, const pmi_dn_grid &g, const pm_field_params *p, const double *vol,
+                                float *field, float *tmp, const char *fn)
+{
+    cudaStream_t st = pmi_cuda(ctx)->stream;
+    if (p->method == PM_FIELD_SPH) {
+        dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, pmi_field_rule_of(p).h, vol,
+                                                                     dn_brick(g.block), field);
+        return dn_launched(fn, "colour field");
+    }
+    const int passes = 3 * p->blur_steps;
+    float *a = (passes & 1) ? tmp : field, *b = (passes & 1) ? field : tmp;
+    dn_splat_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, p->radius, dn_brick(g.block), a);
+    PMI_TRY(dn_launched(fn, "splat"));
+    for (int q = 0; q < passes; q++) {
+        dn_blur_kernel<<<dn_blocks(g.points, 65536), DN_THREADS, 0, st>>>(a, b, g.dims[0], g.dims[1], g.dims[2],
+                                                                        q % 3);
+        PMI_TRY(dn_launched(fn, "blur"));
+        float *x = a;
+        a = b;
+        b = x;
+    }
+    return PM_STATUS_OK;
+}
+
 extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                             const pm_field_params *p, pm_field *out)
 {
+    static const char fn[] = "pm_field_compute";
     PMI_TRY(pmi_cuda_begin(ctx));
-    cudaStream_t st = pmi_cuda(ctx)->stream;
     double t0 = pmi_now_ms();
-    dn_grid g;
-    dn_scratch sc;
+    pmi_dn_grid g;
+    pmi_dn_scratch sc;
     memset(&sc, 0, sizeof sc);
-    pm_status s = dn_grid_build(ctx, xyz, n, p, &g, &sc);
+    pm_status s = pmi_dn_grid_build(ctx, xyz, n, p, &g, &sc);
     if (s != PM_STATUS_OK) {
-        dn_scratch_free(&sc);
+        pmi_dn_scratch_free(&sc);
         return s;
     }
     const int sph = p->method == PM_FIELD_SPH;
-    const double r = p->radius, h = 2.0 * p->smoothing_length * r;
     double t1 = pmi_now_ms(), t2 = t1;
 
     float *field = NULL, *tmp = NULL;
     size_t fb = (size_t)g.points * sizeof(float);
     s = ctx->backend->alloc(ctx, fb, (void **)&field);
     if (s == PM_STATUS_OK && sph) {
-        const double d = 2.0 * r, mass = p->rest_density * (d * d * d);
-        dn_volumes_kernel<<<dn_blocks(g.n, 1ll << 31), DN_THREADS, 0, st>>>(g, h, mass, sc.vol);
-        s = pmi_cuda_launched("pm_field_compute: particle densities");
+        /* Waits between the two kernels for the stage timings. */
+        s = dn_queue_volumes(ctx, g, p, sc.vol, fn);
         if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, "pm_field_compute: particle densities");
         t2 = pmi_now_ms();
-        if (s == PM_STATUS_OK) {
-            dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, h, sc.vol, dn_brick(g.block), field);
-            s = pmi_cuda_launched("pm_field_compute: colour field");
-        }
-    } else if (s == PM_STATUS_OK) {
-        dn_splat_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, r, dn_brick(g.block), field);
-        s = pmi_cuda_launched("pm_field_compute: splat");
-        if (s == PM_STATUS_OK && p->blur_steps > 0) s = ctx->backend->alloc(ctx, fb, (void **)&tmp);
-        for (int step = 0; s == PM_STATUS_OK && step < p->blur_steps; step++)
-            for (int axis = 0; axis < 3 && s == PM_STATUS_OK; axis++) {
-                dn_blur_kernel<<<dn_blocks(g.points, 65536), DN_THREADS, 0, st>>>(field, tmp, g.dims[0], g.dims[1],
-                                                                               g.dims[2], axis);
-                s = pmi_cuda_launched("pm_field_compute: blur");
-                float *x = field;
-                field = tmp;
-                tmp = x;
-            }
+    } else if (s == PM_STATUS_OK && p->blur_steps > 0) {
+        s = ctx->backend->alloc(ctx, fb, (void **)&tmp);
     }
+    if (s == PM_STATUS_OK) s = dn_queue_field(ctx, g, p, sc.vol, field, tmp, fn);
     if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, "pm_field_compute: field");
     double t3 = pmi_now_ms();
     if (tmp) ctx->backend->free(ctx, tmp);
-    dn_scratch_free(&sc);
+    pmi_dn_scratch_free(&sc);
     if (s != PM_STATUS_OK) {
         if (field) ctx->backend->free(ctx, field);
         return s;
@@ -362,7 +358,7 @@ extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, s
     v->slice_stride = v->nx * v->ny;
     for (int a = 0; a < 3; a++) {
         v->spacing[a] = g.s;
-        v->origin[a] = (double)g.lo[a] * g.s;
+        v->origin[a] = pmi_lattice_coord(g.lo[a], g.s);
     }
     out->iso = p->iso;
     out->inside_above = 1;
@@ -375,43 +371,24 @@ extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, s
 }
 
 /* pm_field_compute on the caller's lattice, queued without waiting: the
- * same kernels as pmi_cuda_field_compute over the fixed-lattice neighbour
- * grid (neighbours.cu), the field written into the caller's buffer (blur:
- * the splat goes to whichever buffer makes the last pass land there). */
+ * same plan as pmi_cuda_field_compute over the fixed-lattice neighbour
+ * grid (neighbours.cu), the field written into the caller's buffer. */
 extern "C" pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
                                                   const pm_field_params *p, const pm_field_grid *grid, float *field,
                                                   pm_field_status *status)
 {
+    static const char fn[] = "pm_field_compute_async";
     PMI_TRY(pmi_cuda_begin(ctx));
-    cudaStream_t st = pmi_cuda(ctx)->stream;
     const int sph = p->method == PM_FIELD_SPH;
     const int passes = sph ? 0 : 3 * p->blur_steps;
     size_t points;
     if (!pmi_mul3_size(grid->dims[0], grid->dims[1], grid->dims[2], &points))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_field_compute_async: grid size overflows");
-    dn_grid g;
+    pmi_dn_grid g;
     double *vol;
     void *extra;
-    PMI_TRY(dn_grid_build_fixed(ctx, xyz, n, p, grid, passes ? points * sizeof(float) : 0, &g, &vol, &extra,
-                                (unsigned long long *)status));
-    const double r = p->radius, h = 2.0 * p->smoothing_length * r;
-    if (sph) {
-        const double d = 2.0 * r, mass = p->rest_density * (d * d * d);
-        dn_volumes_kernel<<<dn_blocks(g.n, 1ll << 31), DN_THREADS, 0, st>>>(g, h, mass, vol);
-        PMI_TRY(pmi_cuda_launched("pm_field_compute_async: particle densities"));
-        dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, h, vol, dn_brick(g.block), field);
-        return pmi_cuda_launched("pm_field_compute_async: colour field");
-    }
-    float *a = (passes & 1) ? (float *)extra : field, *b = (passes & 1) ? field : (float *)extra;
-    dn_splat_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, r, dn_brick(g.block), a);
-    PMI_TRY(pmi_cuda_launched("pm_field_compute_async: splat"));
-    for (int q = 0; q < passes; q++) {
-        dn_blur_kernel<<<dn_blocks(g.points, 65536), DN_THREADS, 0, st>>>(a, b, g.dims[0], g.dims[1], g.dims[2],
-                                                                        q % 3);
-        PMI_TRY(pmi_cuda_launched("pm_field_compute_async: blur"));
-        float *x = a;
-        a = b;
-        b = x;
-    }
-    return PM_STATUS_OK;
+    PMI_TRY(pmi_dn_grid_build_fixed(ctx, xyz, n, p, grid, passes ? points * sizeof(float) : 0, &g, &vol, &extra,
+                                    status));
+    if (sph) PMI_TRY(dn_queue_volumes(ctx, g, p, vol, fn));
+    return dn_queue_field(ctx, g, p, vol, field, (float *)extra, fn);
 }

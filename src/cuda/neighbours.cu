@@ -11,9 +11,6 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/density_internal.cuh"
-extern "C" {
-#include "core/field_rule.h"
-}
 
 /* Order-preserving map of floats to unsigned keys (for min/max atomics). */
 static __device__ __forceinline__ unsigned dn_key(float f)
@@ -30,7 +27,7 @@ static float dn_unkey(unsigned k)
 }
 
 /* res: [0] first bad index (u64), [1] kept (u64), then 6 u32 keys: min x y z, max x y z. */
-__global__ void dn_scan_kernel(const float *xyz, long long n, int aabb, double3 amin, double3 amax,
+static __global__ void dn_scan_kernel(const float *xyz, long long n, int aabb, double3 amin, double3 amax,
                                unsigned long long *res)
 {
     unsigned *key = (unsigned *)(res + 2);
@@ -72,18 +69,9 @@ __global__ void dn_scan_kernel(const float *xyz, long long n, int aabb, double3 
     }
 }
 
-/* The cell of one coordinate, as cell_of in src/cpu/neighbours.c. */
-static __device__ __forceinline__ long long dn_cell_of(float x, double origin, double edge, long long cells)
-{
-    double c = floor(((double)x - origin) / edge);
-    if (!(c >= 0.0)) return 0;
-    if (c >= (double)(cells - 1)) return cells - 1;
-    return (long long)c;
-}
-
 /* Cell key per particle (dropped ones get ncells: sorted last), value = input
  * index, and the per-cell counts. */
-__global__ void dn_cells_kernel(const float *xyz, long long n, int aabb, double3 amin, double3 amax,
+static __global__ void dn_cells_kernel(const float *xyz, long long n, int aabb, double3 amin, double3 amax,
                                 double3 origin, double edge, long long cx, long long cy, long long cz,
                                 uint32_t *keys, uint32_t *vals, uint32_t *counts, unsigned long long *bad)
 {
@@ -97,8 +85,8 @@ __global__ void dn_cells_kernel(const float *xyz, long long n, int aabb, double3
         if (!fin) atomicMin(bad, (unsigned long long)i);
         if (fin && (!aabb || (q0 >= amin.x && q0 <= amax.x && q1 >= amin.y && q1 <= amax.y && q2 >= amin.z &&
                               q2 <= amax.z))) {
-            c = (uint32_t)((dn_cell_of(q2, origin.z, edge, cz) * cy + dn_cell_of(q1, origin.y, edge, cy)) * cx +
-                           dn_cell_of(q0, origin.x, edge, cx));
+            c = (uint32_t)((pmi_cell_of(q2, origin.z, edge, cz) * cy + pmi_cell_of(q1, origin.y, edge, cy)) * cx +
+                           pmi_cell_of(q0, origin.x, edge, cx));
             atomicAdd(&counts[c], 1u);
         }
         keys[i] = c;
@@ -106,7 +94,7 @@ __global__ void dn_cells_kernel(const float *xyz, long long n, int aabb, double3
     }
 }
 
-__global__ void dn_gather_kernel(const float *xyz, const uint32_t *order, long long n, float *out)
+static __global__ void dn_gather_kernel(const float *xyz, const uint32_t *order, long long n, float *out)
 {
     for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n;
          k += (long long)gridDim.x * blockDim.x) {
@@ -117,7 +105,7 @@ __global__ void dn_gather_kernel(const float *xyz, const uint32_t *order, long l
     }
 }
 
-static pm_status dn_alloc(dn_scratch *sc, size_t bytes, void **p, const char *what)
+static pm_status dn_alloc(pmi_dn_scratch *sc, size_t bytes, void **p, const char *what)
 {
     cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
@@ -131,7 +119,7 @@ static pm_status dn_alloc(dn_scratch *sc, size_t bytes, void **p, const char *wh
     return PM_STATUS_OK;
 }
 
-void dn_scratch_free(dn_scratch *sc)
+void pmi_dn_scratch_free(pmi_dn_scratch *sc)
 {
     for (int b = 0; b < sc->nbuf; b++) cudaFree(sc->buf[b]);
     sc->nbuf = 0;
@@ -144,8 +132,8 @@ static unsigned dn_grid_blocks(long long n)
     return (unsigned)(b < 1 ? 1 : (b > 65536 ? 65536 : b));
 }
 
-pm_status dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p, dn_grid *g,
-                        dn_scratch *sc)
+pm_status pmi_dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                            pmi_dn_grid *g, pmi_dn_scratch *sc)
 {
     cudaStream_t st = pmi_cuda(ctx)->stream;
     memset(g, 0, sizeof *g);
@@ -268,14 +256,14 @@ pm_status dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_fi
  * clamped into the lattice's cells, which keeps every neighbour within one
  * cell: clamping does not move two particles further apart in cells), so
  * the kernels run over all n sorted slots and the kept count is the cell
- * scan's total, written to status[0]; status[1] gets the first
- * non-finite particle. One scratch block from the context's arena: keys,
+ * scan's total, written to status->particles_used; status->first_nonfinite
+ * gets the first non-finite particle. One scratch block from the context's arena: keys,
  * values, sorted keys and values, counts, starts, sorted positions,
  * volumes (SPH), the sort's and the scan's scratch, then extra_b bytes for
  * the caller (*extra). */
-pm_status dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
-                              const pm_field_grid *grid, size_t extra_b, dn_grid *g, double **vol, void **extra,
-                              unsigned long long *status)
+pm_status pmi_dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                                  const pm_field_grid *grid, size_t extra_b, pmi_dn_grid *g, double **vol,
+                                  void **extra, pm_field_status *status)
 {
     cudaStream_t st = pmi_cuda(ctx)->stream;
     memset(g, 0, sizeof *g);
@@ -346,16 +334,21 @@ pm_status dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n, const
     *extra = q;
 
     PMI_CU_TRY(cudaMemsetAsync(counts, 0, nc1 * 4, st), "pm_field_compute_async: clear counts");
-    PMI_CU_TRY(cudaMemsetAsync(&status[1], 0xff, sizeof *status, st), "pm_field_compute_async: status");
+    /* The status words are uint64_t; the scan's total and atomicMin take
+     * unsigned long long, the same 64-bit integer. */
+    static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "64-bit status words");
+    unsigned long long *used = (unsigned long long *)&status->particles_used;
+    unsigned long long *first_bad = (unsigned long long *)&status->first_nonfinite;
+    PMI_CU_TRY(cudaMemsetAsync(first_bad, 0xff, sizeof *first_bad, st), "pm_field_compute_async: status");
     const double3 amin = make_double3(p->aabb_min[0], p->aabb_min[1], p->aabb_min[2]);
     const double3 amax = make_double3(p->aabb_max[0], p->aabb_max[1], p->aabb_max[2]);
     const double edge = (double)g->block * f.s;
     const double3 origin = make_double3((double)g->lo[0] * f.s, (double)g->lo[1] * f.s, (double)g->lo[2] * f.s);
     dn_cells_kernel<<<dn_grid_blocks((long long)n), 256, 0, st>>>(xyz, (long long)n, p->use_aabb, amin, amax, origin,
                                                                    edge, g->cd[0], g->cd[1], g->cd[2], keys, vals,
-                                                                   counts, &status[1]);
+                                                                   counts, first_bad);
     PMI_TRY(pmi_cuda_launched("pm_field_compute_async: cell keys"));
-    PMI_TRY(pmi_cuda_scan_launch(ctx, counts, start, nc1, scan_tmp, &status[0]));
+    PMI_TRY(pmi_cuda_scan_launch(ctx, counts, start, nc1, scan_tmp, used));
     size_t tb = tb_sort;
     PMI_CU_TRY(cub::DeviceRadixSort::SortPairs(sort_tmp, tb, keys, skeys, vals, svals, (int)n, 0, end_bit, st),
                "pm_field_compute_async: cell sort");
