@@ -95,6 +95,13 @@ PM_API const char *pm_device_string(pm_device d);
 PM_API const char *pm_context_device_name(const pm_context *ctx);
 /* The CPU threads the context's host work uses (>= 1). */
 PM_API int pm_context_num_threads(const pm_context *ctx);
+/* Why a PM_DEVICE_AUTO context runs on the CPU although a GPU is present
+ * (e.g. this build has no kernel image for the GPU's architecture), or "".
+ * PM_DEVICE_CUDA fails with PM_STATUS_UNSUPPORTED and that message instead. */
+PM_API const char *pm_context_note(const pm_context *ctx);
+/* What this build has: its backends and, for CUDA, the GPU architectures it
+ * was compiled for, e.g. "cpu (OpenMP); cuda (sm_70 ... sm_90, PTX 90)". */
+PM_API const char *pm_build_info(void);
 
 /* ------------------------------------------------------------------------ */
 /* Memory in the context's space                                             */

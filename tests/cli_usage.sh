@@ -83,9 +83,12 @@ expect 1 "nodir" "$PM" demo -o "$W/nodir/demo.ply" --quiet
 [ -e "$W/nodir" ] && { echo "FAIL: $W/nodir was created"; fail=1; }
 [ -e "$W/m.ply" ] && { echo "FAIL: $W/m.ply was created"; fail=1; }
 # CUDA asked for where there is none: a clear error, exit 1.
-if ! "$PM" --version | grep -q "CUDA backend: available"; then
+if ! "$PM" --version | grep -q "default device: cuda"; then
   expect 1 "CUDA" "$PM" isosurface "$W/in.raw" -o "$W/m.ply" --iso 1 --raw-dims 2,2,2 --raw-type u8 --device cuda
 fi
+# --version names the backends built in and the device a default context takes.
+expect 0 "backends: cpu (OpenMP)" "$PM" --version
+expect 0 "default device: " "$PM" --version
 # A misspelt PYRAMESH_DEVICE is an error naming it, not a silent "auto".
 expect 1 "PYRAMESH_DEVICE=\"gpu\"" env PYRAMESH_DEVICE=gpu "$PM" isosurface "$W/in.raw" -o "$W/m.ply" --iso 1 \
   --raw-dims 2,2,2 --raw-type u8

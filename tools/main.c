@@ -280,8 +280,16 @@ int main(int argc, char **argv)
         return CLI_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
-        printf("pyramesh %s (CUDA backend: %s)\n", PM_VERSION_STRING,
-               pm_cuda_available() ? "available" : "not available");
+        printf("pyramesh %s\nbackends: %s\n", PM_VERSION_STRING, pm_build_info());
+        pm_context *ctx = NULL;
+        if (pm_context_create(NULL, &ctx) == PM_STATUS_OK) {
+            printf("default device: %s", pm_context_device_name(ctx));
+            if (*pm_context_note(ctx)) printf(" (%s)", pm_context_note(ctx));
+            printf("\n");
+            pm_context_destroy(ctx);
+        } else {
+            printf("default device: none (%s)\n", pm_last_error());
+        }
         return CLI_OK;
     }
     for (size_t k = 0; k < NUM_COMMANDS; k++)

@@ -78,6 +78,7 @@ struct pm_context {
     void *cuda_stream;   /* caller's stream or NULL */
     void *backend_state; /* owned by the backend */
     char device_name[128];
+    char note[256]; /* why an AUTO context is not on the GPU, or "" */
 };
 
 /* The CPU backend (always present) and the CUDA backend (NULL-returning

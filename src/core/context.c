@@ -1,5 +1,6 @@
 /* Contexts: choosing a device, resolving the descriptor (struct_size keeps
  * older callers working), and the memory functions of the context's space. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,16 @@ pm_status pm_context_create(const pm_context_desc *desc_in, pm_context **out)
     strcpy(ctx->device_name, dev == PM_DEVICE_CPU ? "cpu" : "cuda");
     if (be->init) {
         pm_status s = be->init(ctx);
+        if (s == PM_STATUS_UNSUPPORTED && desc.device == PM_DEVICE_AUTO && dev == PM_DEVICE_CUDA) {
+            /* A GPU this build cannot run on (no kernel image for its
+             * architecture): AUTO takes the CPU and says why. */
+            snprintf(ctx->note, sizeof ctx->note, "%s; using the CPU", pm_last_error());
+            pmi_clear_error();
+            ctx->device = dev = PM_DEVICE_CPU;
+            ctx->backend = be = pmi_cpu_backend();
+            strcpy(ctx->device_name, "cpu");
+            s = be->init ? be->init(ctx) : PM_STATUS_OK;
+        }
         if (s != PM_STATUS_OK) {
             free(ctx);
             return s;
@@ -109,6 +120,17 @@ pm_device pm_context_device(const pm_context *ctx) { return ctx ? ctx->device : 
 const char *pm_context_device_name(const pm_context *ctx) { return ctx ? ctx->device_name : ""; }
 
 int pm_context_num_threads(const pm_context *ctx) { return ctx ? ctx->num_threads : 1; }
+
+const char *pm_context_note(const pm_context *ctx) { return ctx ? ctx->note : ""; }
+
+const char *pm_build_info(void)
+{
+#ifdef PM_HAVE_CUDA
+    return "cpu (OpenMP); cuda (" PM_CUDA_ARCH_LIST ")";
+#else
+    return "cpu (OpenMP); no cuda (built without nvcc)";
+#endif
+}
 
 pm_status pm_context_synchronize(pm_context *ctx)
 {

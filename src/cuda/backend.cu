@@ -90,6 +90,11 @@ static void cuda_shutdown(pm_context *ctx)
     ctx->backend_state = NULL;
 }
 
+/* An empty kernel: whether the running GPU has a kernel image of this
+ * build (cudaFuncGetAttributes fails when none of the compiled
+ * architectures, nor the PTX, runs on it). */
+static __global__ void cuda_probe_kernel(void) {}
+
 static pm_status cuda_init(pm_context *ctx)
 {
     int count = 0;
@@ -109,6 +114,18 @@ static pm_status cuda_init(pm_context *ctx)
     if (e != cudaSuccess) {
         s = pmi_cuda_status(e, "CUDA context: device set-up");
         goto fail;
+    }
+    {
+        cudaFuncAttributes fa;
+        e = cudaFuncGetAttributes(&fa, cuda_probe_kernel);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            s = pmi_error(PM_STATUS_UNSUPPORTED,
+                          "GPU cuda:%d %.100s (compute capability %d.%d) has no kernel image in this build "
+                          "(built for " PM_CUDA_ARCH_LIST ")",
+                          st->device, prop.name, prop.major, prop.minor);
+            goto fail;
+        }
     }
     st->num_sms = prop.multiProcessorCount;
     st->pdl = prop.major >= 9; /* pmi_launch */
