@@ -5,19 +5,20 @@
  * (the whole pm_isosurface call, the count read-back included; "async":
  * the whole pm_isosurface_async call, no host wait, its mesh checked
  * byte for byte against pm_isosurface's; "async host ms": the host's time
- * inside that call, the GPU still working when it returns), the two
- * passes, the floor (read the field once + write the mesh once at the
- * device-copy bandwidth measured in this run), and the ratio to HP5's
- * figures as published in our ANCHORS.md (not run here). N <= checkN (128)
- * is checked byte for byte against the CPU backend. Rows per size: the
- * default paths ("new") and, for comparison, the older ones picked by
- * pmi_mc_variant ("direct" soup, "bounded" owner search, "oldcls" the
- * older classification kernel with the start tables searched by their own
- * kernel); "p2 vertices" is the
- * vertex part of pass 2 (the start table search included). At the end, a
- * table of measured floors: floor_kernel reads each default row's volume
- * once and writes its mesh's bytes, with nothing computed, against the
- * computed floor and the async time.
+ * inside that call, the GPU still working when it returns), the stages of
+ * a timed call (pm_isosurface_report: pass 1 "classify", the count
+ * "readback" with the mesh's allocation, pass 2 "expand"), the floor (read
+ * the field once + write the mesh once at the device-copy bandwidth
+ * measured in this run), and the ratio to HP5's figures as published in
+ * our ANCHORS.md (not run here). N <= checkN (128) is checked byte for
+ * byte against the CPU backend. Rows per size: the default paths
+ * ("default", twice, the second as a noise check) and, in a build with
+ * test hooks, the fallbacks that PYRAMESH_TEST_HOOKS forces (PM_BENCH_HOOKS
+ * lists them, default "search,novroom,nopdl"; "none" for none); the path
+ * column is the hook, the "pass 1" column the report's pass1 (and
+ * classify) words. At the end, a table of measured floors: floor_kernel
+ * reads each default row's volume once and writes its mesh's bytes, with
+ * nothing computed, against the computed floor and the async time.
  * Usage: bench_cuda_isosurface [maxN [checkN [N,N,...]]] (the list picks sizes). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +32,6 @@
 #include <cuda_runtime.h>
 
 #include "pyramesh.h"
-
-extern "C" {
-extern int pmi_mc_profile;
-extern double pmi_mc_stage_ms[4];
-extern int pmi_mc_variant;
-}
 
 #define CK(x)                                                                                  \
     do {                                                                                       \
@@ -209,19 +204,23 @@ static int check_n = 128;
 static int quick;
 static int async_differs;
 
-/* var: pmi_mc_variant (src/cuda/isosurface.cu): 0 the default paths, 512
- * pass 1 by the bitmask kernels, 1024 by the streaming classification
- * (the default picks one by type and size); 1 soup
- * by one vertex computation per soup vertex (before this branch), 2 owner
- * search without the row table (indexed triangles as before this branch),
- * 32 the older classification kernel (before branch mccls), 64 the older
- * kernel writing the start tables at every size, 256 the new kernel
- * (mc_classify2_kernel) at every size, 128 the new kernel reloading each
- * active word in its record pass. The default
- * rows are run twice per size, after the others, as a noise check. */
-static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int mode, double gbs, int var)
+/* The word `key`=... of a report's path (its value, up to the next space),
+ * or "-". */
+static std::string path_word(const pm_isosurface_report &r, const char *key)
 {
-    pmi_mc_variant = var;
+    const std::string p = r.path, k = std::string(key) + "=";
+    size_t at = p.find(k);
+    if (at == std::string::npos || (at > 0 && p[at - 1] != ' ')) return "-";
+    at += k.size();
+    return p.substr(at, p.find(' ', at) - at);
+}
+
+/* hook: the PYRAMESH_TEST_HOOKS value of the row, NULL for the default
+ * paths. */
+static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int mode, double gbs, const char *hook)
+{
+    if (hook) setenv("PYRAMESH_TEST_HOOKS", hook, 1);
+    else unsetenv("PYRAMESH_TEST_HOOKS");
     size_t es = pm_sample_size(type), cells = (size_t)n * n * n, bytes = es * cells;
     void *vol;
     CK(cudaMalloc(&vol, bytes));
@@ -259,8 +258,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
-    std::vector<double> tt, t1, t2, t3, t4;
-    pmi_mc_profile = 0;
+    std::vector<double> tt, t1, t2, t3;
     for (int r = 0; r < 33; r++) {
         cudaEventRecord(e0, s);
         PK(pm_isosurface(ctx, &v, iso, &o, &m));
@@ -307,47 +305,37 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     }
     cudaFree(cnt);
     const double async_host_ms = median(th); /* host time inside the call */
-    pmi_mc_profile = 1;
+    /* The stages of timed calls (classify, readback, expand, copy). */
+    pm_isosurface_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.timed = 1;
+    o.report = &rep;
     for (int r = 0; r < 11; r++) {
         PK(pm_isosurface(ctx, &v, iso, &o, &m));
         if (r >= 1) {
-            t1.push_back(pmi_mc_stage_ms[0]);
-            t2.push_back(pmi_mc_stage_ms[1]);
-            t3.push_back(pmi_mc_stage_ms[2]);
-            t4.push_back(pmi_mc_stage_ms[3]);
+            t1.push_back(rep.stage_ms[0]);
+            t2.push_back(rep.stage_ms[1]);
+            t3.push_back(rep.stage_ms[2]);
         }
     }
-    pmi_mc_profile = 0;
+    o.report = NULL;
+    std::string pass1 = path_word(rep, "pass1");
+    if (pass1 == "bitmask") pass1 += "/" + path_word(rep, "classify");
     double out_b = 24.0 * nv + (mode == PM_MESH_INDEXED ? 12.0 * nt : 0.0);
     double floor_ms = ((double)bytes + out_b) / (gbs * 1e6);
     double med = median(tt), h = type == PM_SAMPLE_F32 ? hp5(n, mode == PM_MESH_INDEXED) : 0;
     char hs[32] = "-";
     if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
-    const char *vs = var == 0    ? "new"
-                     : var == 512 ? "bitmask"
-                     : var == 1024 ? "stream"
-                     : var == 2048 ? "search"
-                     : var == 4096 ? "nopdl"
-                     : var == 8192 ? "cells"
-                     : var == 16384 ? "nocells"
-                     : var == 1  ? "direct"
-                     : var == 2  ? "bounded"
-                     : var == 4  ? "strm-2"
-                     : var == 8  ? "cls-5"
-                     : var == 32 ? "oldcls"
-                     : var == 64 ? "cls1+t"
-                     : var == 128 ? "reload"
-                     : var == 256 ? "cls2"
-                                 : "other";
+    const char *vs = hook ? hook : "default";
     const double mea = median(ta);
     char ha[32] = "-";
     if (h > 0) snprintf(ha, sizeof ha, "%.2fx", mea / h);
-    printf("| %4d | %-7s | %-7s | %-3s | %10zu | %10zu | %8.3f | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | "
+    printf("| %4d | %-7s | %-7s | %-3s | %-15s | %10zu | %10zu | %8.3f | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | "
            "%5.2fx | %-15s | %-6s | %6.3f |\n",
-           n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), nv, nt, med, mea, median(t1), median(t3),
-           median(t2), median(t4), floor_ms, med / floor_ms, hs, ha, async_host_ms);
+           n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), pass1.c_str(), nv, nt, med, mea, median(t1),
+           median(t2), median(t3), floor_ms, med / floor_ms, hs, ha, async_host_ms);
     fflush(stdout);
-    if (var == 0) {
+    if (!hook) {
         /* The measured floor of this extraction's traffic, for the table
          * printed at the end. */
         char line[256];
@@ -378,8 +366,8 @@ int main(int argc, char **argv)
     double gbs = copy_gbs((size_t)1 << 30, s);
     printf("device %s; device-to-device copy of 1 GiB: %.0f GB/s (read + write)\n",
            pm_context_device_name(ctx), gbs);
-    printf("| N | mode | path | type | vertices | triangles | median ms | async ms | pass 1 ms | (bits ms) | pass 2 ms | "
-           "(p2 vertices ms) | floor ms | / floor | HP5 ms (ANCHORS.md) | async / HP5 | async host ms |\n");
+    printf("| N | mode | path | type | pass 1 | vertices | triangles | median ms | async ms | classify ms | "
+           "readback ms | expand ms | floor ms | / floor | HP5 ms (ANCHORS.md) | async / HP5 | async host ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int ns[16] = {128, 256, 384, 512, 640, 768, 1024}, nn = 7;
     if (argc > 3) {
@@ -390,41 +378,42 @@ int main(int argc, char **argv)
             else break;
         }
     }
-    /* PM_BENCH_VARS=v,v,...: the f32 rows' paths (pmi_mc_variant values)
-     * instead of the default list, and no u8/u16 rows (tuning runs). */
-    int vars[16] = {0, 512, 1024, 0}, nvars = quick ? 3 : 4, f32_only = 0;
-    if (getenv("PM_BENCH_VARS")) {
-        nvars = 0;
-        f32_only = 1;
-        for (char *p = getenv("PM_BENCH_VARS"); *p && nvars < 16;) {
-            char *e;
-            vars[nvars++] = (int)strtol(p, &e, 10);
-            if (e == p) {
-                fprintf(stderr, "PM_BENCH_VARS: expected numbers separated by commas at \"%s\"\n", p);
-                return 2;
-            }
-            p = e;
-            if (*p == ',') p++;
-            else break;
+    /* PM_BENCH_HOOKS=h,h,...: the fallback rows (hook names of
+     * PYRAMESH_TEST_HOOKS), "none" for none; PM_BENCH_F32=1: no u8/u16
+     * rows (tuning runs). */
+    const char *hl = getenv("PM_BENCH_HOOKS");
+    std::vector<std::string> hooks;
+    if (!hl) hl = "search,novroom,nopdl";
+    if (strcmp(hl, "none") != 0)
+        for (const char *p = hl; *p;) {
+            const size_t len = strcspn(p, ",");
+            if (len) hooks.push_back(std::string(p, len));
+            p += len + (p[len] == ',');
         }
-    }
+    const int f32_only = getenv("PM_BENCH_F32") != NULL;
     for (int q = 0; q < nn; q++) {
         if (ns[q] > maxn) break;
-        /* The default path, pass 1 forced onto the bitmask kernels and
-         * onto the streaming classification; the default again as a noise
+        /* The default paths, the fallbacks, the default again as a noise
          * check. */
-        for (int vi = 0; vi < nvars; vi++) {
-            run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, vars[vi]);
-            run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, vars[vi]);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, NULL);
+        run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, NULL);
+        if (!quick)
+            for (const std::string &h : hooks) {
+                run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, h.c_str());
+                run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, h.c_str());
+            }
+        if (!quick) {
+            run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_SOUP, gbs, NULL);
+            run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, NULL);
         }
         if (quick || f32_only) continue;
-        /* u16 and u8 up to 512^3: the default and both pass-1 paths. */
+        /* u16 and u8 up to 512^3 (streamed up to 256^3, by the bitmask
+         * kernels above). */
         if (ns[q] <= 512)
-            for (int mode = 1; mode >= 0; mode--)
-                for (int vi = 0; vi < 3; vi++) {
-                    run(ctx, s, ns[q], PM_SAMPLE_U16, mode, gbs, vars[vi]);
-                    run(ctx, s, ns[q], PM_SAMPLE_U8, mode, gbs, vars[vi]);
-                }
+            for (int mode = 1; mode >= 0; mode--) {
+                run(ctx, s, ns[q], PM_SAMPLE_U16, mode, gbs, NULL);
+                run(ctx, s, ns[q], PM_SAMPLE_U8, mode, gbs, NULL);
+            }
     }
     if (!floors.empty()) {
         printf("\nMeasured floors (floor_kernel: reads the volume once, then writes the mesh's bytes; best median "

@@ -3,16 +3,86 @@
  * with a capacity (prefix written, nothing past it, TRUNCATED with full
  * counts), every sample type against the CPU backend (also on strided
  * volumes shaped for the streaming classification's chunks and bands,
- * with either inside side), a device allocation
- * refused as PM_STATUS_OUT_OF_MEMORY with the amount, a volume whose records
- * exceed pass 1's first guess of their room, and a volume of more than
- * 2^32 cells (skipped when the GPU or host lacks the memory);
- * pm_isosurface_async against pm_isosurface. In `cpu` mode the capacity
- * and async contracts are checked on the CPU backend. */
+ * with either inside side), volumes large enough to take each path that
+ * the CUDA backend picks by size and type (the bitmask classification of
+ * 1- and 2-byte samples, the soup from the indexed vertices, streaming
+ * blocks of several slices), a device allocation refused as
+ * PM_STATUS_OUT_OF_MEMORY with the amount, a volume whose records exceed
+ * pass 1's first guess of their room, and a volume of more than 2^32
+ * cells (skipped when the GPU or host lacks the memory);
+ * pm_isosurface_async against pm_isosurface. Every CUDA extraction's
+ * pm_isosurface_report.path is checked against the path its volume should
+ * take, and the paths that PYRAMESH_TEST_HOOKS forces must run. In `cpu`
+ * mode the capacity and async contracts are checked on the CPU backend. */
 #include <math.h>
 
 #include "test_common.h"
 #include "test_volumes.h"
+
+/* Whether hook `name` is in PYRAMESH_TEST_HOOKS (a comma-separated list). */
+static int hook_set(const char *name)
+{
+    const char *e = getenv("PYRAMESH_TEST_HOOKS");
+    size_t n = strlen(name);
+    for (const char *p = e; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* Whether the report's path holds the word "key=value". */
+static int path_has(const pm_isosurface_report *r, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = r->path; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && !strncmp(p, word, n)) return 1;
+        p += len + (p[len] == ' ');
+    }
+    return 0;
+}
+
+/* The path a CUDA extraction of v must take (docs/cuda_isosurface.md):
+ * pass 1 streamed for f32 and for other types but f64 up to 2^24 points,
+ * else by the bitmask kernels (the batched classification while the
+ * bitmask is small, checked below 4 MB; the per-word one above 512 MB,
+ * beyond any L2); a soup from the cells up to 2^23 points, else from the
+ * indexed vertices by blocks of records; under the hooks, the forced
+ * paths (counted, and main() asserts that they ran). */
+static size_t search_runs, novroom_runs, nopdl_runs;
+static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_volume *v, int soup, int async,
+                       const char *what)
+{
+    if (pm_context_device(ctx) != PM_DEVICE_CUDA) return;
+    const size_t points = v->nx * v->ny * v->nz, mask_bytes = points / 8;
+    const int stream = v->type != PM_SAMPLE_F64 && (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24));
+    PMT_CHECK(path_has(r, "backend=cuda"), "%s: path \"%s\"", what, r->path);
+    PMT_CHECK(path_has(r, stream ? "pass1=stream" : "pass1=bitmask"), "%s: path \"%s\"", what, r->path);
+    if (!stream && mask_bytes < ((size_t)4 << 20))
+        PMT_CHECK(path_has(r, "classify=batched"), "%s: path \"%s\"", what, r->path);
+    if (!stream && mask_bytes > ((size_t)512 << 20))
+        PMT_CHECK(path_has(r, "classify=perword"), "%s: path \"%s\"", what, r->path);
+    const int search = hook_set("search"), novroom = hook_set("novroom");
+    if (!soup) {
+        PMT_CHECK(path_has(r, "pass2=blocks") && !strstr(r->path, "soup="), "%s: path \"%s\"", what, r->path);
+    } else if (novroom && !async) {
+        PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells-fallback"), "%s: hook novroom, path \"%s\"",
+                  what, r->path);
+    } else if (search) {
+        PMT_CHECK(path_has(r, "pass2=search") && path_has(r, "soup=indexed"), "%s: hook search, path \"%s\"", what,
+                  r->path);
+    } else if (points <= ((size_t)1 << 23) && !novroom) {
+        PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells"), "%s: path \"%s\"", what, r->path);
+    } else {
+        PMT_CHECK(path_has(r, "pass2=blocks") && path_has(r, "soup=indexed"), "%s: path \"%s\"", what, r->path);
+    }
+    if (hook_set("nopdl")) PMT_CHECK(path_has(r, "launch=plain"), "%s: hook nopdl, path \"%s\"", what, r->path);
+    search_runs += path_has(r, "pass2=search");
+    novroom_runs += path_has(r, "soup=cells-fallback");
+    nopdl_runs += path_has(r, "launch=plain");
+}
 
 static pm_context *cpu_ctx(void)
 {
@@ -31,8 +101,11 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
     o.mode = (pm_mesh_mode)mode;
     o.normals = PM_NORMALS_CENTRAL;
     o.output_in_context_memory = 1;
+    pm_isosurface_report rep;
+    o.report = &rep;
     pm_mesh full;
     PMT_OK(pm_isosurface(ctx, dv, 0.0, &o, &full));
+    check_path(ctx, &rep, dv, mode, 0, "capacity, full mesh");
     size_t nv = full.num_vertices, nt = full.num_triangles;
     float *fp = pmt_to_host(ctx, full.positions, 12 * nv);
     float *fn = pmt_to_host(ctx, full.normals, 12 * nv);
@@ -55,6 +128,7 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
               mode ? "soup" : "indexed", vcap, tcap, nv, nt, pm_status_string(s));
     PMT_CHECK(m.num_vertices == nv && m.num_triangles == nt && !m.owns_arrays && m.positions == bp,
               "capacity run must report the full counts in the caller's buffers");
+    check_path(ctx, &rep, dv, mode, 0, "capacity");
     size_t wv = nv < vcap ? nv : vcap, wt = nt < tcap ? nt : tcap;
     if (mode == PM_MESH_SOUP) {
         if (wt > wv / 3) wt = wv / 3;
@@ -137,24 +211,28 @@ static void check_async(pm_context *ctx, const pm_volume *dv, double iso, const 
     memset(poison, 0x5A, pb);
     float *bp = pmt_to_ctx(ctx, poison, vb), *bn = want_n ? pmt_to_ctx(ctx, poison, vb) : NULL;
     uint32_t *bi = want_i ? pmt_to_ctx(ctx, poison, ib) : NULL;
-    uint64_t *cnt;
-    PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&cnt));
+    pm_isosurface_counts *cnt;
+    PMT_OK(pm_alloc(ctx, sizeof *cnt, (void **)&cnt));
     pm_isosurface_options o = *base;
+    pm_isosurface_report rep;
+    o.report = &rep;
     o.out_positions = bp;
     o.out_normals = bn;
     o.out_indices = bi;
     o.vertex_capacity = vcap;
     o.triangle_capacity = tcap;
-    PMT_OK(pm_isosurface_async(ctx, dv, iso, &o, (pm_isosurface_counts *)cnt));
+    PMT_OK(pm_isosurface_async(ctx, dv, iso, &o, cnt));
+    check_path(ctx, &rep, dv, base->mode == PM_MESH_SOUP, 1, what);
     PMT_OK(pm_context_synchronize(ctx));
-    uint64_t c[4];
-    PMT_OK(pm_download(ctx, c, cnt, sizeof c));
+    pm_isosurface_counts c;
+    PMT_OK(pm_download(ctx, &c, cnt, sizeof c));
     const int over = nv > vcap || nt > tcap;
-    PMT_CHECK(c[0] == nv && c[1] == nt && c[2] == full->active_cells &&
-                  c[3] == (over ? PM_ISOSURFACE_DOES_NOT_FIT : 0u),
+    PMT_CHECK(c.num_vertices == nv && c.num_triangles == nt && c.active_cells == full->active_cells &&
+                  c.flags == (over ? PM_ISOSURFACE_DOES_NOT_FIT : 0u),
               "%s cap %zu/%zu: async counts %llu/%llu/%llu flags %llu, expected %zu/%zu/%llu over %d", what, vcap,
-              tcap, (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2],
-              (unsigned long long)c[3], nv, nt, (unsigned long long)full->active_cells, over);
+              tcap, (unsigned long long)c.num_vertices, (unsigned long long)c.num_triangles,
+              (unsigned long long)c.active_cells, (unsigned long long)c.flags, nv, nt,
+              (unsigned long long)full->active_cells, over);
     float *hp = pmt_to_host(ctx, bp, vb), *hn = want_n ? pmt_to_host(ctx, bn, vb) : NULL;
     uint32_t *hi = want_i ? pmt_to_host(ctx, bi, ib) : NULL;
     if (!over) {
@@ -205,11 +283,15 @@ static void test_async(pm_context *ctx)
                 o.normals = nm == 1 ? PM_NORMALS_NONE : nm == 2 ? PM_NORMALS_SOBEL : PM_NORMALS_CENTRAL;
                 o.inside_above = vi;
                 o.output_in_context_memory = 1;
+                pm_isosurface_report rep;
+                o.report = &rep;
                 pm_mesh full;
                 PMT_OK(pm_isosurface(ctx, dv, iso, &o, &full));
+                o.report = NULL;
                 char what[96];
                 snprintf(what, sizeof what, "async %s %s normals %d", vi ? "random u8" : "cayley f32",
                          mode ? "soup" : "indexed", (int)o.normals);
+                check_path(ctx, &rep, dv, mode, 0, what);
                 size_t nv = full.num_vertices, nt = full.num_triangles;
                 PMT_CHECK(nv > 100 && nt > 100, "%s: too small a mesh", what);
                 check_async(ctx, dv, iso, &o, &full, nv, nt, what);
@@ -238,8 +320,8 @@ static void test_async(pm_context *ctx)
         if (ref[f].num_vertices > cap) cap = ref[f].num_vertices;
     }
     float *pos[FRAMES], *nrm[FRAMES];
-    uint64_t *cnt;
-    PMT_OK(pm_alloc(ctx, FRAMES * 4 * sizeof(uint64_t), (void **)&cnt));
+    pm_isosurface_counts *cnt;
+    PMT_OK(pm_alloc(ctx, FRAMES * sizeof *cnt, (void **)&cnt));
     for (int f = 0; f < FRAMES; f++) {
         PMT_OK(pm_alloc(ctx, 12 * cap, (void **)&pos[f]));
         PMT_OK(pm_alloc(ctx, 12 * cap, (void **)&nrm[f]));
@@ -248,16 +330,16 @@ static void test_async(pm_context *ctx)
         a.out_normals = nrm[f];
         a.vertex_capacity = cap;
         a.triangle_capacity = cap / 3;
-        PMT_OK(pm_isosurface_async(ctx, &v, isos[f], &a, (pm_isosurface_counts *)(cnt + 4 * f)));
+        PMT_OK(pm_isosurface_async(ctx, &v, isos[f], &a, cnt + f));
     }
     PMT_OK(pm_context_synchronize(ctx));
-    uint64_t c[FRAMES * 4];
+    pm_isosurface_counts c[FRAMES];
     PMT_OK(pm_download(ctx, c, cnt, sizeof c));
     for (int f = 0; f < FRAMES; f++) {
         size_t nv = ref[f].num_vertices;
-        PMT_CHECK(c[4 * f] == nv && c[4 * f + 1] == ref[f].num_triangles && c[4 * f + 3] == 0,
-                  "frame %d: counts %llu/%llu flags %llu, expected %zu/%zu", f, (unsigned long long)c[4 * f],
-                  (unsigned long long)c[4 * f + 1], (unsigned long long)c[4 * f + 3], nv, ref[f].num_triangles);
+        PMT_CHECK(c[f].num_vertices == nv && c[f].num_triangles == ref[f].num_triangles && c[f].flags == 0,
+                  "frame %d: counts %llu/%llu flags %llu, expected %zu/%zu", f, (unsigned long long)c[f].num_vertices,
+                  (unsigned long long)c[f].num_triangles, (unsigned long long)c[f].flags, nv, ref[f].num_triangles);
         float *a = pmt_to_host(ctx, pos[f], 12 * nv), *b = pmt_to_host(ctx, ref[f].positions, 12 * nv);
         float *an = pmt_to_host(ctx, nrm[f], 12 * nv), *bn = pmt_to_host(ctx, ref[f].normals, 12 * nv);
         PMT_CHECK(!memcmp(a, b, 12 * nv) && !memcmp(an, bn, 12 * nv), "frame %d: async mesh differs", f);
@@ -272,9 +354,9 @@ static void test_async(pm_context *ctx)
     pm_free(ctx, cnt);
 
     /* Arguments. */
-    uint64_t *one;
-    PMT_OK(pm_alloc(ctx, 4 * sizeof(uint64_t), (void **)&one));
-    PMT_CHECK(pm_isosurface_async(ctx, &v, 0.0, &o, (pm_isosurface_counts *)one) == PM_STATUS_INVALID_ARGUMENT,
+    pm_isosurface_counts *one;
+    PMT_OK(pm_alloc(ctx, sizeof *one, (void **)&one));
+    PMT_CHECK(pm_isosurface_async(ctx, &v, 0.0, &o, one) == PM_STATUS_INVALID_ARGUMENT,
               "async without positions must be refused");
     PMT_CHECK(pm_isosurface_async(ctx, &v, 0.0, &o, NULL) == PM_STATUS_INVALID_ARGUMENT,
               "async without counts must be refused");
@@ -293,7 +375,11 @@ static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *h
 {
     pm_mesh a, b;
     PMT_OK(pm_isosurface(cpu, hv, iso, o, &a));
-    PMT_OK(pm_isosurface(gpu, dv, iso, o, &b));
+    pm_isosurface_options og = *o;
+    pm_isosurface_report rep;
+    og.report = &rep;
+    PMT_OK(pm_isosurface(gpu, dv, iso, &og, &b));
+    check_path(gpu, &rep, dv, o->mode == PM_MESH_SOUP, 0, what);
     PMT_CHECK(a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles,
               "%s: counts %zu/%zu vs cpu %zu/%zu", what, b.num_vertices, b.num_triangles, a.num_vertices,
               a.num_triangles);
@@ -378,6 +464,22 @@ static void test_stream_shapes(pm_context *gpu)
         types_match(cpu, gpu, shapes[c][0], shapes[c][1], shapes[c][2], rs, ss, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
                     0.0, 100.25);
     }
+    pm_context_destroy(cpu);
+}
+
+/* Volumes that take the paths the CUDA backend picks by size and type
+ * (check_path asserts which), against the CPU backend: 1- and 2-byte
+ * samples past 2^24 points (the bitmask classification, with rows of
+ * whole 16-byte groups of bitmask words and without), whose soups, past
+ * 2^23 points, come from the indexed vertices; f64 rows of whole groups;
+ * an f32 volume whose streaming blocks walk several slices each (4 on a
+ * GPU of 132 multiprocessors), the ranges of odd blocks backwards. */
+static void test_size_paths(pm_context *gpu)
+{
+    pm_context *cpu = cpu_ctx();
+    types_match(cpu, gpu, 2048, 124, 132, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
+    types_match(cpu, gpu, 260, 255, 258, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0, 100.25);
+    types_match(cpu, gpu, 128, 40, 30, 128, 128 * 40, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0, 100.25);
     pm_context_destroy(cpu);
 }
 
@@ -497,9 +599,15 @@ int main(int argc, char **argv)
     if (dev == PM_DEVICE_CUDA) {
         test_types(ctx);
         test_stream_shapes(ctx);
+        test_size_paths(ctx);
         test_oom(ctx);
         test_rerun(ctx);
         test_huge(ctx);
+        printf("forced paths: %zu pass2=search, %zu soup=cells-fallback, %zu launch=plain\n", search_runs,
+               novroom_runs, nopdl_runs);
+        if (hook_set("search")) PMT_CHECK(search_runs > 0, "hook search: never pass2=search");
+        if (hook_set("novroom")) PMT_CHECK(novroom_runs > 0, "hook novroom: never soup=cells-fallback");
+        if (hook_set("nopdl")) PMT_CHECK(nopdl_runs > 0, "hook nopdl: never launch=plain");
     }
     pm_context_destroy(ctx);
     return pmt_finish("test_cuda_isosurface");

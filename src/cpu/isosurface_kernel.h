@@ -1,18 +1,14 @@
 /* Marching cubes kernels for one sample type, included by isosurface.c once
  * per type with MC_T (the C type) and MC_SUF (a name suffix) defined, so the
- * inner loops compare samples without a switch per sample. The rules (what
- * is inside, how a vertex and its normal are computed, in which order) are
- * the reference the CUDA backend reproduces bit for bit: see
- * docs/isosurface.md before changing any expression here. */
+ * inner loops compare samples without a switch per sample. Their arithmetic
+ * (what is inside, how a vertex and its normal are computed) is that of
+ * core/mc_math.h, which the CUDA backend compiles too; this file holds the
+ * loads and the loops around it. */
+#include "core/mc_math.h"
 
 #define MC_CAT2(a, b) a##_##b
 #define MC_CAT(a, b) MC_CAT2(a, b)
 #define MC_FN(name) MC_CAT(name, MC_SUF)
-
-/* Inside test, in double (exact for every sample type): sg = +1 makes
- * "value < iso" inside, sg = -1 makes "value > iso" inside (-v < -iso is
- * exactly v > iso). NaN is never inside. */
-#define MC_IN(v) (J->sg * (double)(v) < J->siso)
 
 static inline double MC_FN(val)(const mc_job *J, size_t i, size_t j, size_t k)
 {
@@ -21,8 +17,8 @@ static inline double MC_FN(val)(const mc_job *J, size_t i, size_t j, size_t k)
 
 /* The inside bits of the cnt <= 64 samples s[0..cnt) (bit t for s[t]). The
  * compare runs in MC_CT (float for every type but f64) against a threshold
- * that makes it exactly equal to the double compare of MC_IN (see
- * mc_float_threshold). */
+ * that makes it exactly equal to the double compare of pmi_mc_inside (see
+ * pmi_mc_float_threshold). */
 static inline uint64_t MC_FN(bits_run)(const mc_job *J, const MC_T *s, size_t cnt)
 {
     const MC_CT sgc = (MC_CT)J->sg, thr = (MC_CT)MC_THR(J);
@@ -80,52 +76,41 @@ static void MC_FN(bits_row)(const mc_job *J, size_t L, uint64_t *out)
         out[x >> 6] = MC_FN(bits_run)(J, row + x, J->nx - x < 64 ? J->nx - x : 64);
 }
 
-/* Gradient of the field at lattice point (i,j,k), per unit length. Central
- * and forward differences share one formula with different neighbours:
- * (v[ip] - v[im]) / ((ip - im) * h). Sobel: the 3x3x3 Sobel kernel
+/* Gradient of the field at lattice point (i,j,k), per unit length (the
+ * differences of core/mc_math.h). Sobel: the 3x3x3 Sobel kernel
  * (derivative -1 0 1 along the axis, smoothing 1 2 1 across it), indices
- * clamped to the volume, divided by 16 * (ip - im) * h. */
+ * clamped to the volume. */
 static void MC_FN(gradient)(const mc_job *J, size_t i, size_t j, size_t k, double g[3])
 {
     size_t p[3] = {i, j, k}, n[3] = {J->nx, J->ny, J->nz};
     for (int a = 0; a < 3; a++) {
-        size_t ip, im;
-        if (J->normals == PM_NORMALS_FORWARD) {
-            ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
-            im = p[a] + 1 < n[a] ? p[a] : p[a] - 1;
-        } else {
-            ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
-            im = p[a] > 0 ? p[a] - 1 : 0;
-        }
+        size_t ip = PMI_MC_DIFF_HI(p[a], n[a]);
+        size_t im = J->normals == PM_NORMALS_FORWARD ? PMI_MC_DIFF_LO_FORWARD(p[a], n[a])
+                                                     : PMI_MC_DIFF_LO_CENTRAL(p[a]);
         if (J->normals != PM_NORMALS_SOBEL) {
             const MC_T *c = (const MC_T *)J->data + i + j * J->rs + k * J->ss;
             size_t st = a == 0 ? 1 : a == 1 ? J->rs : J->ss;
-            double d = (double)c[(ip - p[a]) * st] - (double)*(c - (p[a] - im) * st);
-            g[a] = d / ((double)(ip - im) * J->h[a]);
+            g[a] = pmi_mc_diff((double)c[(ip - p[a]) * st], (double)*(c - (p[a] - im) * st),
+                               (double)(ip - im), J->h[a]);
             continue;
         }
         /* The two axes across a, b < c; c is the outer loop. */
         int b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
         double s = 0.0;
         for (int dc = -1; dc <= 1; dc++) {
-            size_t qc = p[c];
-            if (dc < 0 && qc > 0) qc--;
-            if (dc > 0 && qc + 1 < n[c]) qc++;
+            size_t qc = PMI_MC_SOBEL_STEP(p[c], dc, n[c]);
             for (int db = -1; db <= 1; db++) {
-                size_t qb = p[b];
-                if (db < 0 && qb > 0) qb--;
-                if (db > 0 && qb + 1 < n[b]) qb++;
+                size_t qb = PMI_MC_SOBEL_STEP(p[b], db, n[b]);
                 size_t qp[3], qm[3];
                 qp[a] = ip;
                 qm[a] = im;
                 qp[b] = qm[b] = qb;
                 qp[c] = qm[c] = qc;
-                double w = (double)((2 - (db < 0 ? -db : db)) * (2 - (dc < 0 ? -dc : dc)));
-                double d = MC_FN(val)(J, qp[0], qp[1], qp[2]) - MC_FN(val)(J, qm[0], qm[1], qm[2]);
-                s = s + w * d;
+                s = pmi_mc_sobel_add(s, db, dc, MC_FN(val)(J, qp[0], qp[1], qp[2]),
+                                     MC_FN(val)(J, qm[0], qm[1], qm[2]));
             }
         }
-        g[a] = s / ((16.0 * (double)(ip - im)) * J->h[a]);
+        g[a] = pmi_mc_sobel_grad(s, (double)(ip - im), J->h[a]);
     }
 }
 
@@ -137,10 +122,10 @@ static inline void MC_FN(gradient_central)(const mc_job *J, size_t i, size_t j, 
     const MC_T *c = (const MC_T *)J->data + i + j * J->rs + k * J->ss;
     const size_t p[3] = {i, j, k}, n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};
     for (int a = 0; a < 3; a++) {
-        size_t ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
-        size_t im = p[a] > 0 ? p[a] - 1 : 0;
-        double d = (double)c[(ip - p[a]) * st[a]] - (double)*(c - (p[a] - im) * st[a]);
-        g[a] = d / ((double)(ip - im) * J->h[a]);
+        size_t ip = PMI_MC_DIFF_HI(p[a], n[a]);
+        size_t im = PMI_MC_DIFF_LO_CENTRAL(p[a]);
+        g[a] = pmi_mc_diff((double)c[(ip - p[a]) * st[a]], (double)*(c - (p[a] - im) * st[a]),
+                           (double)(ip - im), J->h[a]);
     }
 }
 
@@ -153,15 +138,10 @@ static void MC_FN(vertex)(const mc_job *J, size_t i, size_t j, size_t k, int axi
     size_t idx = i + j * J->rs + k * J->ss;
     const MC_T *d = (const MC_T *)J->data;
     double vlo = (double)d[idx], vhi = (double)d[idx + st];
-    double t = (J->iso - vlo) / (vhi - vlo);
-    /* Only non-finite samples can leave [0, 1] (or give NaN). */
-    if (!(t >= 0.0 && t <= 1.0)) t = 0.5;
-    double q[3] = {(double)i, (double)j, (double)k};
-    q[axis] = q[axis] + t;
-    for (int c = 0; c < 3; c++)
-        pos[c] = (float)(J->origin[c] + J->h[c] * q[c]);
+    double t = pmi_mc_edge_t(J->iso, vlo, vhi);
+    pmi_mc_position(J->origin, J->h, (long long)i, (long long)j, (long long)k, axis, t, pos);
     if (!nrm) return;
-    double g0[3], g1[3], n[3];
+    double g0[3], g1[3];
     if (J->normals == PM_NORMALS_CENTRAL) {
         MC_FN(gradient_central)(J, i, j, k, g0);
         MC_FN(gradient_central)(J, i + (axis == 0), j + (axis == 1), k + (axis == 2), g1);
@@ -169,30 +149,9 @@ static void MC_FN(vertex)(const mc_job *J, size_t i, size_t j, size_t k, int axi
         MC_FN(gradient)(J, i, j, k, g0);
         MC_FN(gradient)(J, i + (axis == 0), j + (axis == 1), k + (axis == 2), g1);
     }
-    for (int c = 0; c < 3; c++)
-        n[c] = (1.0 - t) * g0[c] + t * g1[c];
-    /* Out of the inside region: +gradient when inside is below iso. */
-    for (int c = 0; c < 3; c++)
-        n[c] = J->sg * n[c];
-    double l2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
-    if (l2 > 0.0 && l2 <= DBL_MAX) {
-        double inv = 1.0 / sqrt(l2);
-        double m0 = n[0] * inv, m1 = n[1] * inv, m2 = n[2] * inv;
-        if (m0 - m0 == 0.0 && m1 - m1 == 0.0 && m2 - m2 == 0.0) {
-            nrm[0] = (float)m0;
-            nrm[1] = (float)m1;
-            nrm[2] = (float)m2;
-            return;
-        }
-    }
-    /* Vanishing or non-finite gradient: the edge direction from its inside
-     * end to its outside end. */
-    float s = MC_IN(d[idx]) ? 1.0f : -1.0f;
-    nrm[0] = nrm[1] = nrm[2] = 0.0f;
-    nrm[axis] = s;
+    pmi_mc_normal(t, J->sg, J->siso, vlo, axis, g0, g1, nrm);
 }
 
-#undef MC_IN
 #undef MC_FN
 #undef MC_CAT
 #undef MC_CAT2

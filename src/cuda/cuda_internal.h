@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdint.h>
 
 extern "C" {
 #include "core/backend.h"
@@ -41,6 +40,9 @@ static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
     return (pmi_cuda_state *)ctx->backend_state;
 }
 
+/* The backend's helpers (backend.cu), with C linkage like every pmi_
+ * symbol. */
+extern "C" {
 /* Converts a CUDA error into a status with a message naming the step. */
 pm_status pmi_cuda_status(cudaError_t e, const char *what);
 /* Makes the context's device current (cheap) and clears stale launch errors. */
@@ -56,6 +58,7 @@ pm_status pmi_cuda_launched(const char *what);
 pm_status pmi_cuda_host_count(pm_context *ctx, size_t capacity, size_t *count, const char *fn);
 /* Waits for the stream (used only where a host value is required). */
 pm_status pmi_cuda_wait(pm_context *ctx, const char *what);
+}
 
 static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
@@ -79,7 +82,7 @@ static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
  * writes visible), then lets the next kernel be scheduled. Waiting before
  * letting the next one go keeps the chain transitive: when a kernel starts,
  * every kernel before its predecessor has completed. Without pdl (older
- * devices, PYRAMESH_CUDA_MC=nopdl) the launch is an ordinary one and
+ * devices, the test hook nopdl) the launch is an ordinary one and
  * pmi_pdl_enter() returns at once. */
 static __device__ __forceinline__ void pmi_pdl_enter(void)
 {

@@ -10,9 +10,10 @@
  * look-back (Merrill & Garland 2016), so the records come out in lattice
  * order with exact 64-bit prefixes of triangles and owned-edge crossings:
  * everything the expansion needs, and the expansion kernels' block start
- * tables. Two classification kernels with the same output:
+ * table. Two classification kernels with the same output:
  * mc_classify2_kernel (fewer instructions per word; used while the bitmask
- * fits in half the L2) and the older mc_classify_kernel. */
+ * fits in half the L2) and mc_classify_kernel (fewer loads in flight,
+ * faster when the bitmask does not stay in L2). */
 #include "cuda/mc_words.cuh"
 
 MCD_TABLES_UPLOAD
@@ -23,7 +24,7 @@ MCD_TABLES_UPLOAD
  * used, to keep many loads in flight. */
 #define MC_BU 4
 template <typename T, int VEC>
-__global__ void __launch_bounds__(MC_THREADS)
+static __global__ void __launch_bounds__(MC_THREADS)
 mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long nitems, unsigned *bits)
 {
     pmi_pdl_enter();
@@ -148,11 +149,11 @@ static __device__ __forceinline__ void mc_word_next(long long words, long long n
 
 /* The records of the active points am of word m (first point row0), in
  * order: record rb, triangle prefix tb, crossing prefix cb, advanced past
- * them; and the block start tables' entries they hold. */
+ * them; and the start table's entries they hold. */
 static __device__ __forceinline__ void mc_emit_records(const mc_word &m, unsigned am,
                                                        unsigned long long row0, const uint8_t *s_nt,
                                                        const mc_records &rec,
-                                                       unsigned long long rec_cap, int indexed,
+                                                       unsigned long long rec_cap, int edges,
                                                        const mc_tables &tab, unsigned long long *rb,
                                                        unsigned long long *tb,
                                                        unsigned long long *cb)
@@ -166,22 +167,20 @@ static __device__ __forceinline__ void mc_emit_records(const mc_word &m, unsigne
             rec.point[*rb] = row0 + (unsigned long long)p;
             rec.info[*rb] = (uint16_t)info;
             rec.tri[*rb] = *tb;
-            if (indexed) rec.cross[*rb] = *cb;
+            if (edges) rec.cross[*rb] = *cb;
         }
         if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, *tb, nt, (long long)*rb);
-        if (nc && tab.c) mc_table_put(tab.c, tab.nc, 1, *cb, nc, (long long)*rb);
         ++*rb;
         *tb += nt;
         *cb += nc;
     }
 }
 
-/* MINB blocks per SM: 4 (64 registers; the row-table stores would otherwise
- * take it to 73 and 3 blocks) by default; 2 and 5 as experiments (bits 2
- * and 3 of pmi_mc_variant). */
-template <int MINB>
-__global__ void __launch_bounds__(MC_THREADS, MINB)
-mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits, unsigned int *ticket,
+/* 4 blocks per SM: 64 registers (the row-table stores would otherwise take
+ * it to 73 and 3 blocks). One long kernel: its phases (counts, block scan,
+ * look-back, records) run between barriers on shared state. */
+static __global__ void __launch_bounds__(MC_THREADS, 4)
+mc_classify_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits, unsigned int *ticket,
                    unsigned long long *state, mc_records rec, unsigned long long rec_cap,
                    unsigned long long *rows, mc_tables tab, unsigned long long *totals)
 {
@@ -232,7 +231,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
                 mc_word m;
                 mc_make_word(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1],
                              raw[3][q], raw[3][q + 1], v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
-                mine[r] += mc_word_counts(m, s_nt, indexed, &act[r][q], &cells);
+                mine[r] += mc_word_counts(m, s_nt, edges, &act[r][q], &cells);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
@@ -272,7 +271,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
     __syncthreads();
 
     /* Records of the active points (the words' masks again, from L1/L2).
-     * Points without a record have no triangles and, when indexed, no
+     * Points without a record have no triangles and, with edges, no
      * crossings, so only the record points advance the prefixes that are
      * written. A word that starts a row writes the row's first record. */
     if (!rows) rstart = 0;
@@ -295,7 +294,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
                 mc_load_word(bits, w, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
                 const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
                                                 32ull * (unsigned long long)wi;
-                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, indexed, tab, &rb, &tb, &cb);
+                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, edges, tab, &rb, &tb, &cb);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
@@ -303,7 +302,7 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits
 }
 
 /* ---- Classification, second version: same records, row table, totals
- * and start tables as mc_classify_kernel, with fewer instructions per
+ * and start table as mc_classify_kernel, with fewer instructions per
  * word: a round's 20 words come as
  * four 16-byte loads plus a shuffle for the word after (rows of a multiple
  * of 4 words, VEC) and without per-load guards except in the tile rounds
@@ -366,11 +365,10 @@ static __device__ __forceinline__ void mc_make_word32(const unsigned raw[4][MC_W
 }
 
 /* 3 blocks per SM: 80 registers, no spills (4 blocks: 64 registers with
- * spills, measured slower). RELOAD (experiment, MC_VAR_RELOAD): the record
- * pass loads each active word's neighbours as the older kernel does. */
-template <int VEC, int RELOAD>
-__global__ void __launch_bounds__(MC_THREADS, 3)
-mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bits, unsigned int *ticket,
+ * spills, measured slower). One long kernel, as mc_classify_kernel. */
+template <int VEC>
+static __global__ void __launch_bounds__(MC_THREADS, 3)
+mc_classify2_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits, unsigned int *ticket,
                     unsigned long long *state, mc_records rec, unsigned long long rec_cap,
                     unsigned long long *rows, mc_tables tab, unsigned long long *totals)
 {
@@ -410,7 +408,7 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bit
             if (safe || w0 + q < tl.nwords) {
                 mc_word m;
                 mc_make_word32(raw, q, nx32 - 32 * (int)wi, j + 1 < v.ny, k + 1 < v.nz, m);
-                cnt += mc_word_counts(m, s_nt, indexed, &act[q], &cells);
+                cnt += mc_word_counts(m, s_nt, edges, &act[q], &cells);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
@@ -461,7 +459,7 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bit
     if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
     __syncthreads();
 
-    /* Records, row table and start tables, round by round. */
+    /* Records, row table and start table, round by round. */
 #pragma unroll 1
     for (int r = 0; r < MC_ROUNDS; r++) {
         const long long rbase = (tile * MC_ROUNDS + r) * MC_TILE_WORDS, w0 = rbase + (long long)t * MC_WPT;
@@ -485,27 +483,24 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int indexed, const unsigned *bit
         }
         const bool safe = rbase + MC_TILE_WORDS + offs[3] < tl.nwords;
         unsigned raw[4][MC_WPT + 1];
-        if (!RELOAD) mc_round_words<VEC>(bits, w0, offs, safe, tl.nwords, raw);
+        mc_round_words<VEC>(bits, w0, offs, safe, tl.nwords, raw);
 #pragma unroll
         for (int q = 0; q < MC_WPT; q++) {
             if (rows && w0 + q < tl.nwords && wi == 0) rows[j + v.ny * k] = rb;
             unsigned am = act[q];
             if (am) {
                 mc_word m;
-                if (RELOAD)
-                    mc_load_word(bits, w0 + q, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
-                else
-                    mc_make_word32(raw, q, nx32 - 32 * (int)wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                mc_make_word32(raw, q, nx32 - 32 * (int)wi, j + 1 < v.ny, k + 1 < v.nz, m);
                 const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
                                                 32ull * (unsigned long long)wi;
-                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, indexed, tab, &rb, &tb, &cb);
+                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, edges, tab, &rb, &tb, &cb);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
     }
 }
 
-mc_tiling mc_make_tiling(const pm_volume *vol)
+mc_tiling pmi_mc_make_tiling(const pm_volume *vol)
 {
     mc_tiling tl;
     tl.words = ((long long)vol->nx + 31) / 32;
@@ -527,8 +522,8 @@ static void mc_launch_bits(cudaStream_t s, int pdl, const mcd_volume &v, const m
                nitems, bits);
 }
 
-pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
-                         unsigned int *bits, int pdl)
+pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
+                             unsigned int *bits, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
@@ -550,30 +545,29 @@ pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &
     return pmi_cuda_launched("pm_isosurface: inside bits");
 }
 
-pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
-                      const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
-                      mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
-                      unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab, int pdl)
+pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int edges,
+                          const unsigned int *bits, unsigned int *ticket, unsigned long long *state, mc_records rec,
+                          unsigned long long rec_cap, unsigned long long *rows, unsigned long long *totals,
+                          mc_cls_kernel kernel, const mc_tables *tab, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     if (tl.nwords == 0) return PM_STATUS_OK;
     if (tl.ntiles > 0x7fffffffll) return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many tiles");
-    unsigned long long *rw = indexed ? rows : NULL;
+    unsigned long long *rw = edges ? rows : NULL;
     const unsigned g = (unsigned)tl.ntiles;
-    mc_tables tb = {NULL, NULL, 0, 0, 1};
+    mc_tables tb = {NULL, 0, 1};
     if (tab) tb = *tab;
-    if (!indexed) tb.c = NULL;
     void (*k)(mcd_volume, mc_tiling, int, const unsigned *, unsigned int *, unsigned long long *, mc_records,
               unsigned long long, unsigned long long *, mc_tables, unsigned long long *);
-    if (kernel == 2) {
+    if (kernel == MC_CLS_BATCHED) {
         /* 16-byte loads when every row (and so every slice) is a whole
          * number of 16-byte groups of words. */
         const int vec = ((uintptr_t)bits % 16) == 0 && tl.words % 4 == 0;
-        k = vec && reload ? mc_classify2_kernel<1, 1> : vec ? mc_classify2_kernel<1, 0> : mc_classify2_kernel<0, 0>;
+        k = vec ? mc_classify2_kernel<1> : mc_classify2_kernel<0>;
     } else {
-        k = minb == 2 ? mc_classify_kernel<2> : minb == 5 ? mc_classify_kernel<5> : mc_classify_kernel<4>;
+        k = mc_classify_kernel;
     }
-    pmi_launch(pdl, k, g, MC_THREADS, s, v, tl, indexed, bits, ticket, state, rec, rec_cap, rw, tb, totals);
+    pmi_launch(pdl, k, g, MC_THREADS, s, v, tl, edges, bits, ticket, state, rec, rec_cap, rw, tb, totals);
     return pmi_cuda_launched("pm_isosurface: classification");
 }

@@ -1,8 +1,7 @@
 /* Device helpers of the CUDA marching cubes: sample loads of every type,
  * the corner/edge tables in device memory, and the vertex position and
- * normal arithmetic, written operation for operation as the CPU reference
- * (src/cpu/isosurface.c) so both backends give the same bits (doubles,
- * no contraction: the library is compiled with --fmad=false). */
+ * normal, whose arithmetic is core/mc_math.h's, shared with the CPU
+ * backend (src/cpu/isosurface_kernel.h), so both give the same bits. */
 #ifndef PM_CUDA_MC_DEVICE_CUH
 #define PM_CUDA_MC_DEVICE_CUH
 
@@ -10,6 +9,7 @@
 #include <stdint.h>
 
 #include "pyramesh.h"
+#include "core/mc_math.h"
 
 /* The volume as the kernels see it (strides in elements). */
 typedef struct mcd_volume {
@@ -57,11 +57,10 @@ template <typename T> static __device__ __forceinline__ double mcd_load(const mc
     return (double)__ldg((const T *)v.data + (i + j * v.rs + k * v.ss));
 }
 
-/* Inside test, in double, exactly as the CPU: sg = +1 makes value < iso
- * inside, sg = -1 makes value > iso inside (-v < -iso). NaN is never inside. */
+/* The inside test in double (pmi_mc_inside). */
 static __device__ __forceinline__ int mcd_inside(const mcd_volume &v, double x)
 {
-    return v.sg * x < v.siso;
+    return pmi_mc_inside(v.sg, v.siso, x);
 }
 
 /* The integer threshold of an integer sample type's inside test, for
@@ -83,9 +82,9 @@ template <typename T> static __device__ __forceinline__ unsigned mcd_inside_t(co
 }
 
 /* Gradient at lattice point (i,j,k) per unit length, as the CPU's
- * gradient(): (v[ip] - v[im]) / ((ip - im) * h) for forward and central;
- * Sobel sums w * (v[ip] - v[im]) over the clamped 3x3 cross-section, outer
- * loop over the higher cross axis, and divides by 16 * (ip - im) * h. */
+ * gradient() (the differences of core/mc_math.h): forward and central
+ * from two samples, Sobel over the clamped 3x3 cross-section, outer loop
+ * over the higher cross axis. */
 template <typename T, int MODE>
 static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long long i, long long j, long long k,
                                                     double g[3])
@@ -93,44 +92,34 @@ static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long lo
     const long long p[3] = {i, j, k}, n[3] = {v.nx, v.ny, v.nz};
 #pragma unroll
     for (int a = 0; a < 3; a++) {
-        long long ip, im;
-        if constexpr (MODE == PM_NORMALS_FORWARD) {
-            ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
-            im = p[a] + 1 < n[a] ? p[a] : p[a] - 1;
-        } else {
-            ip = p[a] + 1 < n[a] ? p[a] + 1 : p[a];
-            im = p[a] > 0 ? p[a] - 1 : 0;
-        }
+        const long long ip = PMI_MC_DIFF_HI(p[a], n[a]);
+        const long long im =
+            MODE == PM_NORMALS_FORWARD ? PMI_MC_DIFF_LO_FORWARD(p[a], n[a]) : PMI_MC_DIFF_LO_CENTRAL(p[a]);
         if constexpr (MODE != PM_NORMALS_SOBEL) {
             long long qp[3] = {i, j, k}, qm[3] = {i, j, k};
             qp[a] = ip;
             qm[a] = im;
-            double d = mcd_load<T>(v, qp[0], qp[1], qp[2]) - mcd_load<T>(v, qm[0], qm[1], qm[2]);
-            g[a] = d / ((double)(ip - im) * v.sp[a]);
+            g[a] = pmi_mc_diff(mcd_load<T>(v, qp[0], qp[1], qp[2]), mcd_load<T>(v, qm[0], qm[1], qm[2]),
+                               (double)(ip - im), v.sp[a]);
         } else {
             const int b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
             double s = 0.0;
 #pragma unroll
             for (int dc = -1; dc <= 1; dc++) {
-                long long qc = p[c];
-                if (dc < 0 && qc > 0) qc--;
-                if (dc > 0 && qc + 1 < n[c]) qc++;
+                const long long qc = PMI_MC_SOBEL_STEP(p[c], dc, n[c]);
 #pragma unroll
                 for (int db = -1; db <= 1; db++) {
-                    long long qb = p[b];
-                    if (db < 0 && qb > 0) qb--;
-                    if (db > 0 && qb + 1 < n[b]) qb++;
+                    const long long qb = PMI_MC_SOBEL_STEP(p[b], db, n[b]);
                     long long qp[3], qm[3];
                     qp[a] = ip;
                     qm[a] = im;
                     qp[b] = qm[b] = qb;
                     qp[c] = qm[c] = qc;
-                    double w = (double)((2 - (db < 0 ? -db : db)) * (2 - (dc < 0 ? -dc : dc)));
-                    double d = mcd_load<T>(v, qp[0], qp[1], qp[2]) - mcd_load<T>(v, qm[0], qm[1], qm[2]);
-                    s = s + w * d;
+                    s = pmi_mc_sobel_add(s, db, dc, mcd_load<T>(v, qp[0], qp[1], qp[2]),
+                                         mcd_load<T>(v, qm[0], qm[1], qm[2]));
                 }
             }
-            g[a] = s / ((16.0 * (double)(ip - im)) * v.sp[a]);
+            g[a] = pmi_mc_sobel_grad(s, (double)(ip - im), v.sp[a]);
         }
     }
 }
@@ -143,40 +132,13 @@ static __device__ __forceinline__ void mcd_vertex(const mcd_volume &v, long long
 {
     const long long i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
     const double vlo = mcd_load<T>(v, i, j, k), vhi = mcd_load<T>(v, i1, j1, k1);
-    double t = (v.iso - vlo) / (vhi - vlo);
-    /* Only non-finite samples can leave [0, 1] (or give NaN). */
-    if (!(t >= 0.0 && t <= 1.0)) t = 0.5;
-    /* The lattice coordinates, t added along the edge's axis (selects, not
-     * an index by axis: that would put the array in local memory). */
-    const double q[3] = {axis == 0 ? (double)i + t : (double)i, axis == 1 ? (double)j + t : (double)j,
-                         axis == 2 ? (double)k + t : (double)k};
-#pragma unroll
-    for (int c = 0; c < 3; c++) pos[c] = (float)(v.org[c] + v.sp[c] * q[c]);
+    const double t = pmi_mc_edge_t(v.iso, vlo, vhi);
+    pmi_mc_position(v.org, v.sp, i, j, k, axis, t, pos);
     if constexpr (MODE != PM_NORMALS_NONE) {
-        double g0[3], g1[3], n[3];
+        double g0[3], g1[3];
         mcd_gradient<T, MODE>(v, i, j, k, g0);
         mcd_gradient<T, MODE>(v, i1, j1, k1, g1);
-#pragma unroll
-        for (int c = 0; c < 3; c++) n[c] = (1.0 - t) * g0[c] + t * g1[c];
-#pragma unroll
-        for (int c = 0; c < 3; c++) n[c] = v.sg * n[c];
-        double l2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
-        if (l2 > 0.0 && l2 <= DBL_MAX) {
-            double inv = 1.0 / sqrt(l2);
-            double m0 = n[0] * inv, m1 = n[1] * inv, m2 = n[2] * inv;
-            if (m0 - m0 == 0.0 && m1 - m1 == 0.0 && m2 - m2 == 0.0) {
-                nrm[0] = (float)m0;
-                nrm[1] = (float)m1;
-                nrm[2] = (float)m2;
-                return;
-            }
-        }
-        /* Vanishing or non-finite gradient: the edge direction from its
-         * inside end to its outside end. */
-        float s = mcd_inside(v, vlo) ? 1.0f : -1.0f;
-        nrm[0] = axis == 0 ? s : 0.0f;
-        nrm[1] = axis == 1 ? s : 0.0f;
-        nrm[2] = axis == 2 ? s : 0.0f;
+        pmi_mc_normal(t, v.sg, v.siso, vlo, axis, g0, g1, nrm);
     }
 }
 

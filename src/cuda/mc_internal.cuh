@@ -1,6 +1,7 @@
-/* Shared declarations of the CUDA marching cubes files (mc_classify.cu,
- * mc_stream.cu, isosurface.cu): tiling, the compacted records, launch
- * helpers. */
+/* Shared declarations of the CUDA marching cubes files (mc_classify.cu and
+ * mc_stream.cu: pass 1; mc_expand.cu: pass 2; isosurface.cu: the host
+ * drivers): tiling, the compacted records, the start table, the entry
+ * points of each file. */
 #ifndef PM_CUDA_MC_INTERNAL_CUH
 #define PM_CUDA_MC_INTERNAL_CUH
 
@@ -13,6 +14,14 @@ extern "C" {
 #include "cuda/mc_device.cuh"
 
 #define MC_THREADS 256
+
+/* Blocks of MC_THREADS for one thread per output, at least one (n <= 2^32
+ * * 3 keeps the grid below 2^31). */
+static inline unsigned mc_blocks(unsigned long long n)
+{
+    unsigned long long b = (n + MC_THREADS - 1) / MC_THREADS;
+    return (unsigned)(b < 1 ? 1 : b);
+}
 /* Pass 1 works on a bitmask of inside bits: row r = j + ny*k of the
  * lattice is `words` 32-bit words (bit i % 32 of word i / 32 is point i),
  * rows back to back. A classification tile is MC_ROUNDS rounds of
@@ -39,46 +48,46 @@ typedef struct mc_records {
     unsigned long long *cross;
 } mc_records;
 
-/* Start tables of the expansion kernels, written by the classification:
- * t[b] = the record whose triangles hold key floor(b * 256 / tdiv) (the
- * first record of block b of the soup kernels, tdiv = 3, or of the
- * triangle kernel, tdiv = 1); c[b] = the record whose crossings hold key
- * b * 256 (vertex kernel). Exactly mc_starts_kernel's last record with
- * prefix <= key: the records after it start past the key. NULL: not
- * wanted. */
+/* The start table of the kernels that search their records per triangle
+ * (the indexed triangles, tdiv = 1, and the soup gathered per triangle,
+ * tdiv = 3), written by the classification: t[b] = the record whose
+ * triangles hold key floor(b * 256 / tdiv), the first record of block b
+ * (the last record with prefix <= key: the records after it start past
+ * the key). t NULL: not wanted. */
 typedef struct mc_tables {
-    long long *t, *c;
-    unsigned long long nt, nc; /* entries */
+    long long *t;
+    unsigned long long nt; /* entries */
     unsigned tdiv;
 } mc_tables;
 
-/* Bytes of one record. */
-#define MC_RECORD_BYTES (8 + 2 + 8 + 8)
+/* The classification kernel of the bitmask path: mc_classify2_kernel
+ * (a round's words in a few batched loads; the default while the bitmask
+ * fits in half the L2) or mc_classify_kernel (each active word's
+ * neighbours loaded again in the record pass; larger bitmasks). */
+typedef enum mc_cls_kernel { MC_CLS_BATCHED, MC_CLS_PERWORD } mc_cls_kernel;
 
-mc_tiling mc_make_tiling(const pm_volume *vol);
-/* Pass 1: (a) the inside bits, (b) classification + compaction. pdl: the
- * kernels are launched with programmatic dependent launch (pmi_launch). */
-pm_status mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
-                         unsigned int *bits, int pdl);
-/* indexed: records for every point that owns a crossing edge too, with the
- * crossing prefixes. rows (indexed only, else NULL): rows[r] = the records
- * before lattice row r (j + ny*k), i.e. its first record. kernel: 2
- * mc_classify2_kernel, 1 the older mc_classify_kernel (the caller picks by
- * bitmask size; same output; minb
- * its blocks per SM bound: 4; 2 and 5 are experiments). reload: the
- * default kernel's record pass loads each active word's neighbours (as the
- * older kernel) instead of the round's words at once (an experiment, rows
- * of whole 16-byte groups only). tab (NULL: none):
- * the start tables to write (tab->c only when indexed). */
-pm_status mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int indexed,
-                      const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
-                      mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
-                      unsigned long long *totals, int kernel, int minb, int reload, const mc_tables *tab, int pdl);
+extern "C" {
+mc_tiling pmi_mc_make_tiling(const pm_volume *vol);
+/* Pass 1 by the bitmask kernels (mc_classify.cu): (a) the inside bits,
+ * (b) classification + compaction. pdl: the kernels are launched with
+ * programmatic dependent launch (pmi_launch). */
+pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
+                             unsigned int *bits, int pdl);
+/* edges: records for every point that owns a crossing edge too, with the
+ * crossing prefixes, and the row table rows[r] = the records before
+ * lattice row r (j + ny*k), i.e. its first record (else rows unused).
+ * tab (NULL: none): the start table to write. */
+pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int edges,
+                          const unsigned int *bits, unsigned int *ticket, unsigned long long *state, mc_records rec,
+                          unsigned long long rec_cap, unsigned long long *rows, unsigned long long *totals,
+                          mc_cls_kernel kernel, const mc_tables *tab, int pdl);
+}
 
 /* Streaming classification (mc_stream.cu, the default for all sample types
- * but f64): the same records, row table, start tables and totals as
- * mc_classify, from the volume directly. A segment is one MS_CHUNK-point
- * chunk of one lattice row; segments are numbered in lattice order. */
+ * but f64 up to a size, see mc_plan_make): the same records, row table,
+ * start table and totals as pmi_mc_classify, from the volume directly. A
+ * segment is one MS_CHUNK-point chunk of one lattice row; segments are
+ * numbered in lattice order. */
 #define MS_CHUNK 256
 typedef struct mc_stream_grid {
     long long nchunks; /* segments per row */
@@ -100,13 +109,58 @@ typedef struct mc_stream_mem {
     unsigned int *ticket;
     unsigned long long *state;
 } mc_stream_mem;
-int mc_stream_supported(const pm_volume *vol);
-/* slices: slices per block (<= 0: chosen for nsm multiprocessors). */
-mc_stream_grid mc_stream_make_grid(const pm_volume *vol, int nsm, long long slices);
-/* after_stream (may be NULL): recorded after the streaming kernel. */
-pm_status mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type, const mc_stream_grid &g,
-                             int indexed, const mc_stream_mem &m, mc_records rec, unsigned long long rec_cap,
-                             unsigned long long *rows, unsigned long long *totals, const mc_tables *tab,
-                             cudaEvent_t after_stream, int pdl);
+extern "C" {
+int pmi_mc_stream_supported(const pm_volume *vol);
+/* The grid for nsm multiprocessors. */
+mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm);
+pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
+                                 const mc_stream_grid &g, int edges, const mc_stream_mem &m, mc_records rec,
+                                 unsigned long long rec_cap, unsigned long long *rows, unsigned long long *totals,
+                                 const mc_tables *tab, int pdl);
+}
+
+/* Counts of pm_isosurface_async's pass 2, written on the device after
+ * pass 1 (mc_final_kernel): records, crossings, triangles, and whether the
+ * mesh is written at all (0 when it does not fit the caller's
+ * capacities). Its kernels are launched for the capacities: a block past
+ * the outputs returns at once (block-uniform, before any barrier), as does
+ * every block when ok is 0. NULL in pm_isosurface, whose counts come from
+ * the host. */
+typedef struct mc_dcounts {
+    unsigned long long nrec, ncross, ntri, ok;
+} mc_dcounts;
+
+/* How pass 2 makes a soup: none (an indexed mesh: vertices by blocks of
+ * records, triangles one thread each); from the cells (mc_soup_cell_kernel:
+ * small volumes, and the fallback where the indexed vertices get no
+ * scratch room); from the indexed vertices, computed once each and
+ * gathered per record (mc_soup_record_kernel: the default above
+ * MC_CELLS_MAX points) or per triangle, each thread searching its record
+ * (mc_gather_kernel: where the vertex indices do not fit 32 bits, and the
+ * search hook). */
+typedef enum mc_soup { MC_SOUP_NONE, MC_SOUP_CELLS, MC_SOUP_RECORDS, MC_SOUP_GATHER } mc_soup;
+
+/* One pass 2 (mc_expand.cu): nrec records (the room when dc is set);
+ * nvert the crossings to compute (indexed vertices: into pos/nrm for an
+ * indexed mesh, into vpos/vnrm for a soup from them); ntri the triangles
+ * to write (indices, or soup triangles); tstarts the start table (NULL:
+ * each block searches its first record). */
+typedef struct mc_expand_job {
+    mc_soup soup;
+    long long nrec;
+    unsigned long long nvert, ntri;
+    float *pos, *nrm;
+    uint32_t *idx;
+    float *vpos, *vnrm;
+    const long long *tstarts;
+    const mc_dcounts *dc;
+} mc_expand_job;
+extern "C" {
+/* Queues pass 2 (no wait); *soup_ran gets the soup path taken
+ * (MC_SOUP_GATHER where the records path does not apply). */
+pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normals mode, const mcd_volume &v,
+                        const mc_records &rec, const unsigned long long *rows, const mc_expand_job &job,
+                        mc_soup *soup_ran);
+}
 
 #endif

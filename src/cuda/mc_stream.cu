@@ -1,6 +1,6 @@
 /* CUDA marching cubes, pass 1, streaming version (the default for f32
- * volumes and for u8/u16/i16 ones up to 2^24 points, see isosurface.cu;
- * any type but f64 on request): the volume is read once and classified in
+ * volumes and for u8/u16/i16 ones up to 2^24 points, see mc_plan_make in
+ * isosurface.cu): the volume is read once and classified in
  * the same kernel, and the records come out in lattice order with the same exact
  * prefixes as the bitmask kernels of mc_classify.cu, in three kernels:
  *
@@ -22,7 +22,7 @@
  *     (decoupled look-back, as the classification kernels): each segment's
  *     first record, triangle and crossing, the row table, the totals.
  * (c) mc_scatter_kernel: each pooled record to its place in lattice order,
- *     with its global prefixes, and the expansion's start tables.
+ *     with its global prefixes, and the expansion's start table.
  *
  * The bitmask kernels chain tiles in lattice order while they read; here
  * the blocks stream independently (only the pool counter is shared) and
@@ -110,9 +110,12 @@ static __device__ __forceinline__ void ms_flush(const uint4 *stage, unsigned n, 
     __syncwarp();
 }
 
+/* (a), one long kernel: the slice loop's load, pack, classify and stage
+ * steps share the loaded samples, the shared buffers and the staging
+ * state. */
 template <typename T, int ABOVE>
-__global__ void __launch_bounds__(MC_THREADS, MS_MINB)
-mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, uint4 *pool,
+static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
+mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint4 *pool,
                  unsigned long long pool_cap, unsigned long long *pool_ctr, unsigned long long *totals)
 {
     pmi_pdl_enter();
@@ -199,7 +202,7 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
                 const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj], *d = s_b[hi][jj + 1];
                 mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq], d[wq + 1], left,
                               j + 1 < v.ny, kk + 1 < v.nz, m);
-                const unsigned long long val = mc_word_counts(m, s_nt, indexed, &act, &cells);
+                const unsigned long long val = mc_word_counts(m, s_nt, edges, &act, &cells);
                 sv = (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 | (unsigned)MC_F(val, 2) << 20;
             }
             /* Scan of each segment's 8 lanes in segc's packed form (a
@@ -269,8 +272,9 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int indexed, unsigned *segc, ui
  * s]); the row table from each row's first segment; totals[0..2] from the
  * last tile. A tile is MS_SEG_ROUNDS rounds of 1024 consecutive segments,
  * 4 per thread, so loads and stores are coalesced; its sums are chained by
- * the look-back before the rounds are scanned. */
-__global__ void __launch_bounds__(MC_THREADS, 2)
+ * the look-back before the rounds are scanned. One long kernel: its phases
+ * run between barriers on shared state. */
+static __global__ void __launch_bounds__(MC_THREADS, 2)
 mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const unsigned *segc, unsigned int *ticket,
                   unsigned long long *state, unsigned long long *segbase, unsigned long long *rows,
                   unsigned long long *totals)
@@ -409,10 +413,10 @@ mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const uns
 }
 
 /* (c) Pooled records to their places. */
-__global__ void __launch_bounds__(MC_THREADS)
+static __global__ void __launch_bounds__(MC_THREADS)
 mc_scatter_kernel(mcd_volume v, long long nchunks, long long nseg, const uint4 *pool, const unsigned long long *pool_ctr,
                   unsigned long long pool_cap, const unsigned long long *segbase, mc_records rec,
-                  unsigned long long rec_cap, int indexed, mc_tables tab)
+                  unsigned long long rec_cap, int edges, mc_tables tab)
 {
     pmi_pdl_enter();
     const unsigned long long n = min(*pool_ctr, pool_cap), nx = (unsigned long long)v.nx;
@@ -425,24 +429,23 @@ mc_scatter_kernel(mcd_volume v, long long nchunks, long long nseg, const uint4 *
         const unsigned long long r = __ldg(segbase + seg) + (e.z >> 16);
         const unsigned long long tb = __ldg(segbase + nseg + seg) + (e.w & 0xffffu);
         const unsigned long long cb = __ldg(segbase + 2 * nseg + seg) + (e.w >> 16);
-        const unsigned info = e.z & 0xffffu, nt = info >> 11 & 7u, nc = __popc(info >> 8 & 7u);
+        const unsigned info = e.z & 0xffffu, nt = info >> 11 & 7u;
         if (r < rec_cap) {
             rec.point[r] = pt;
             rec.info[r] = (uint16_t)info;
             rec.tri[r] = tb;
-            if (indexed) rec.cross[r] = cb;
+            if (edges) rec.cross[r] = cb;
         }
         if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, tb, nt, (long long)r);
-        if (nc && tab.c) mc_table_put(tab.c, tab.nc, 1, cb, nc, (long long)r);
     }
 }
 
-int mc_stream_supported(const pm_volume *vol)
+int pmi_mc_stream_supported(const pm_volume *vol)
 {
     return vol->type != PM_SAMPLE_F64 && vol->nx < ((size_t)1 << 30) && vol->nx > 0 && vol->ny > 0 && vol->nz > 0;
 }
 
-mc_stream_grid mc_stream_make_grid(const pm_volume *vol, int nsm, long long slices)
+mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
 {
     mc_stream_grid g;
     const long long nx = (long long)vol->nx, ny = (long long)vol->ny, nz = (long long)vol->nz;
@@ -455,13 +458,10 @@ mc_stream_grid mc_stream_make_grid(const pm_volume *vol, int nsm, long long slic
      * 512^3 kernel: short blocks balance the surface's uneven cost, the
      * shared slice between ranges costs 1/slices more reads), fewer when
      * that leaves under four waves of blocks (MS_MINB per SM). */
-    if (slices <= 0) {
-        const long long layer = g.nchunks * g.nbands, slots = (long long)MS_MINB * (nsm > 0 ? nsm : 1);
-        const long long nzr = (4 * slots + layer - 1) / layer;
-        slices = nz / nzr;
-        if (slices > 4) slices = 4;
-        if (slices < 1) slices = 1;
-    }
+    const long long layer = g.nchunks * g.nbands, slots = (long long)MS_MINB * (nsm > 0 ? nsm : 1);
+    long long slices = nz / ((4 * slots + layer - 1) / layer);
+    if (slices > 4) slices = 4;
+    if (slices < 1) slices = 1;
     if (slices > nz) slices = nz;
     g.S = slices;
     g.nzr = (nz + g.S - 1) / g.S;
@@ -470,16 +470,16 @@ mc_stream_grid mc_stream_make_grid(const pm_volume *vol, int nsm, long long slic
 
 template <typename T>
 static void ms_launch(cudaStream_t s, int pdl, unsigned grid, const mcd_volume &v, const mc_stream_grid &g,
-                      int indexed, const mc_stream_mem &m, unsigned long long *totals)
+                      int edges, const mc_stream_mem &m, unsigned long long *totals)
 {
-    pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 1> : mc_stream_kernel<T, 0>, grid, MC_THREADS, s, v, g, indexed,
+    pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 1> : mc_stream_kernel<T, 0>, grid, MC_THREADS, s, v, g, edges,
                m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
 }
 
-pm_status mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type, const mc_stream_grid &g,
-                             int indexed, const mc_stream_mem &m, mc_records rec, unsigned long long rec_cap,
-                             unsigned long long *rows, unsigned long long *totals, const mc_tables *tab,
-                             cudaEvent_t after_stream, int pdl)
+pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
+                                 const mc_stream_grid &g, int edges, const mc_stream_mem &m, mc_records rec,
+                                 unsigned long long rec_cap, unsigned long long *rows, unsigned long long *totals,
+                                 const mc_tables *tab, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -489,22 +489,20 @@ pm_status mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_typ
     if (blocks > 0x7fffffffll || g.ntiles > 0x7fffffffll)
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: the lattice is too large for the GPU tiling");
     switch (type) {
-    case PM_SAMPLE_U8: ms_launch<uint8_t>(s, pdl, (unsigned)blocks, v, g, indexed, m, totals); break;
-    case PM_SAMPLE_U16: ms_launch<uint16_t>(s, pdl, (unsigned)blocks, v, g, indexed, m, totals); break;
-    case PM_SAMPLE_I16: ms_launch<int16_t>(s, pdl, (unsigned)blocks, v, g, indexed, m, totals); break;
-    case PM_SAMPLE_F32: ms_launch<float>(s, pdl, (unsigned)blocks, v, g, indexed, m, totals); break;
+    case PM_SAMPLE_U8: ms_launch<uint8_t>(s, pdl, (unsigned)blocks, v, g, edges, m, totals); break;
+    case PM_SAMPLE_U16: ms_launch<uint16_t>(s, pdl, (unsigned)blocks, v, g, edges, m, totals); break;
+    case PM_SAMPLE_I16: ms_launch<int16_t>(s, pdl, (unsigned)blocks, v, g, edges, m, totals); break;
+    case PM_SAMPLE_F32: ms_launch<float>(s, pdl, (unsigned)blocks, v, g, edges, m, totals); break;
     default: return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface: no streaming classification for f64");
     }
     PMI_TRY(pmi_cuda_launched("pm_isosurface: streaming classification"));
-    if (after_stream) cudaEventRecord(after_stream, s);
     pmi_launch(pdl, mc_segscan_kernel, (unsigned)g.ntiles, MC_THREADS, s, g.nseg, g.nchunks, g.ntiles, m.segc,
                m.ticket, m.state, m.segbase, rows, totals);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: segment scan"));
-    mc_tables tb = {NULL, NULL, 0, 0, 1};
+    mc_tables tb = {NULL, 0, 1};
     if (tab) tb = *tab;
-    if (!indexed) tb.c = NULL;
     const unsigned sgrid = (unsigned)(st->num_sms > 0 ? st->num_sms * 16 : 2048);
     pmi_launch(pdl, mc_scatter_kernel, sgrid, MC_THREADS, s, v, g.nchunks, g.nseg, m.pool, m.pool_ctr, m.pool_cap,
-               m.segbase, rec, rec_cap, indexed, tb);
+               m.segbase, rec, rec_cap, edges, tb);
     return pmi_cuda_launched("pm_isosurface: record scatter");
 }

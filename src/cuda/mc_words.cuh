@@ -88,10 +88,10 @@ static __device__ __forceinline__ unsigned mc_mixed(const mc_word &m)
 }
 
 /* Classifies word m: *act gets the points that get a record (with
- * triangles, or when indexed also with an owned crossing), *cells += the
+ * triangles, or with edges also those with an owned crossing), *cells += the
  * points whose cell has triangles; returns the packed counts records |
  * triangles << 21 | crossings << 42. */
-static __device__ __forceinline__ unsigned long long mc_word_counts(const mc_word &m, const uint8_t *s_nt, int indexed,
+static __device__ __forceinline__ unsigned long long mc_word_counts(const mc_word &m, const uint8_t *s_nt, int edges,
                                                                     unsigned *act, unsigned *cells)
 {
     unsigned mix = mc_mixed(m), tmask = 0, ntri = 0;
@@ -103,7 +103,7 @@ static __device__ __forceinline__ unsigned long long mc_word_counts(const mc_wor
         tmask |= (nt > 0) << p;
     }
     *cells += __popc(tmask);
-    *act = indexed ? tmask | m.xc | m.yc | m.zc : tmask;
+    *act = edges ? tmask | m.xc | m.yc | m.zc : tmask;
     return (unsigned long long)__popc(*act) | (unsigned long long)ntri << 21 |
            (unsigned long long)(__popc(m.xc) + __popc(m.yc) + __popc(m.zc)) << 42;
 }
