@@ -2,7 +2,8 @@
  * (f32, N^3 over [-1,1]^3, iso 0): indexed and soup, with and without
  * central-difference normals, 1 and 2 threads. Median of R runs, each a full
  * call (output allocation included). Usage: bench_cpu_isosurface [N...]
- * (default 128 256 384); env PM_BENCH_REPS (default 7). Prints markdown.
+ * (default 128 256 384); env PM_BENCH_REPS (default 7). Prints markdown,
+ * with the path each call took (pm_isosurface_report.path).
  * `bench_cpu_isosurface --write-field N PATH` writes the f32 field as raw
  * little-endian samples (x fastest) for bench/peers_cpu.py. */
 #include <stdio.h>
@@ -49,7 +50,7 @@ int main(int argc, char **argv)
     int reps = getenv("PM_BENCH_REPS") ? atoi(getenv("PM_BENCH_REPS")) : 7;
     if (reps < 1) reps = 1;
     printf("| N | mode | normals | threads | median ms | min ms | vertices | triangles | "
-           "Mcells/s |\n|---|---|---|---|---|---|---|---|---|\n");
+           "Mcells/s | path |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int s = 0; s < nsizes; s++) {
         size_t n = sizes[s];
         float *d = pmt_cayley_f32(n);
@@ -61,7 +62,9 @@ int main(int argc, char **argv)
             for (int mode = 0; mode < 2; mode++)
                 for (int nm = 0; nm < 2; nm++) {
                     pm_isosurface_options o;
+                    pm_isosurface_report rep;
                     memset(&o, 0, sizeof o);
+                    o.report = &rep;
                     o.mode = mode ? PM_MESH_SOUP : PM_MESH_INDEXED;
                     o.normals = nm ? PM_NORMALS_CENTRAL : PM_NORMALS_NONE;
                     double t[64];
@@ -83,9 +86,9 @@ int main(int argc, char **argv)
                     int k = reps < 63 ? reps : 63;
                     qsort(t, (size_t)k, sizeof t[0], cmp_d);
                     double cells = (double)(n - 1) * (n - 1) * (n - 1);
-                    printf("| %zu | %s | %s | %d | %.2f | %.2f | %zu | %zu | %.0f |\n", n,
+                    printf("| %zu | %s | %s | %d | %.2f | %.2f | %zu | %zu | %.0f | %s |\n", n,
                            mode ? "soup" : "indexed", nm ? "central" : "none", threads, t[k / 2],
-                           t[0], nv, nt, cells / (t[k / 2] * 1e3));
+                           t[0], nv, nt, cells / (t[k / 2] * 1e3), rep.path);
                     fflush(stdout);
                 }
             pm_context_destroy(ctx);

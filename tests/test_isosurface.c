@@ -5,7 +5,9 @@
  * surfaces (sphere, torus) are watertight, consistently oriented, with the
  * right Euler characteristic, volume and normals; the cayley field gives the
  * crossing count of ANCHORS.md. cuda: the CUDA mesh equals the CPU mesh
- * byte for byte. */
+ * byte for byte. Every call's pm_isosurface_report.path is checked: the
+ * paths that PYRAMESH_TEST_HOOKS forces (the CTest variants) really ran,
+ * and without hooks the default paths did. */
 #include <math.h>
 
 #include "test_common.h"
@@ -363,6 +365,73 @@ static pm_context *make_ctx(int threads)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The path a call took (pm_isosurface_report.path)                          */
+/* ------------------------------------------------------------------------ */
+
+/* Whether hook `name` is in PYRAMESH_TEST_HOOKS (a comma-separated list). */
+static int hook_set(const char *name)
+{
+    const char *e = getenv("PYRAMESH_TEST_HOOKS");
+    size_t n = strlen(name);
+    for (const char *p = e; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* Whether the report's path holds the word "key=value". */
+static int path_has(const pm_isosurface_report *r, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = r->path; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && !strncmp(p, word, n)) return 1;
+        p += len + (p[len] == ' ');
+    }
+    return 0;
+}
+
+/* The CPU's path words: the forced ones under the hooks; by default the
+ * AVX2 kernels where the CPU has them (the slab walk; the two-pass
+ * extraction has none). Counts the extractions that ran. */
+static size_t cpu_slab_runs, cpu_twopass_runs;
+static void check_cpu_path(const pm_isosurface_report *r, int soup, const char *what)
+{
+    int slab = path_has(r, "extract=slab"), twopass = path_has(r, "extract=twopass");
+    cpu_slab_runs += slab;
+    cpu_twopass_runs += twopass;
+    PMT_CHECK(path_has(r, "backend=cpu") && slab + twopass == 1, "%s: path \"%s\"", what, r->path);
+    PMT_CHECK(soup == path_has(r, "soup=gather"), "%s: path \"%s\"", what, r->path);
+    if (hook_set("twopass")) PMT_CHECK(twopass, "%s: hook twopass, path \"%s\"", what, r->path);
+    int avx2 = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    avx2 = __builtin_cpu_supports("avx2") && !hook_set("scalar");
+#endif
+    const char *simd = avx2 && slab ? "simd=avx2" : "simd=scalar";
+    PMT_CHECK(path_has(r, simd), "%s: expected %s, path \"%s\"", what, simd, r->path);
+}
+
+/* The CUDA's path words under the hooks: nopdl launches every kernel the
+ * plain way; search and novroom force their fallback where it applies (a
+ * soup whose default is the cells path is not affected by novroom), so
+ * they are counted and main() asserts that they ran. */
+static size_t cuda_search_runs, cuda_novroom_runs;
+static void check_cuda_path(const pm_isosurface_report *r, int soup, const char *what)
+{
+    PMT_CHECK(path_has(r, "backend=cuda"), "%s: path \"%s\"", what, r->path);
+    if (hook_set("nopdl")) PMT_CHECK(path_has(r, "launch=plain"), "%s: path \"%s\"", what, r->path);
+    if (hook_set("novroom") && soup)
+        PMT_CHECK(!path_has(r, "soup=indexed"), "%s: hook novroom, path \"%s\"", what, r->path);
+    if (!getenv("PYRAMESH_TEST_HOOKS"))
+        PMT_CHECK(!path_has(r, "pass2=search") && !path_has(r, "soup=cells-fallback"),
+                  "%s: a fallback without hooks, path \"%s\"", what, r->path);
+    cuda_search_runs += path_has(r, "pass2=search");
+    cuda_novroom_runs += path_has(r, "soup=cells-fallback");
+}
+
+/* ------------------------------------------------------------------------ */
 /* CPU tests                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -421,10 +490,12 @@ static void test_random(pm_context *c1, pm_context *c2)
                         if (n > 50000) all = 0;
                         if (!all && nm != PM_NORMALS_NONE && nm != PM_NORMALS_SOBEL) continue;
                         pm_isosurface_options o;
+                        pm_isosurface_report rep;
                         memset(&o, 0, sizeof o);
                         o.normals = (pm_normals)nm;
                         o.mode = (pm_mesh_mode)mode;
                         o.inside_above = above;
+                        o.report = &rep;
                         /* Integer volumes: iso also between sample values. */
                         double is = (!is_float && (nm & 1)) ? iso + 0.5 : iso;
                         ref_mesh r;
@@ -439,6 +510,7 @@ static void test_random(pm_context *c1, pm_context *c2)
                                      nx, ny, nz, pm_sample_type_string((pm_sample_type)type), is,
                                      normals_name[nm], mode ? "soup" : "indexed", above, th + 1);
                             same_mesh(&m, &r, nm != PM_NORMALS_NONE, what);
+                            check_cpu_path(&rep, mode, what);
                             PMT_CHECK(m.owns_arrays == 1, "%s: owns_arrays", what);
                             pm_mesh_free(th ? c2 : c1, &m);
                         }
@@ -480,13 +552,16 @@ static void test_closed(pm_context *c1, pm_context *c2)
         vn.data = n32;
         for (int nm = PM_NORMALS_FORWARD; nm <= PM_NORMALS_SOBEL; nm++) {
             pm_isosurface_options o;
+            pm_isosurface_report rep;
             memset(&o, 0, sizeof o);
             o.normals = (pm_normals)nm;
+            o.report = &rep;
             pm_mesh m, m2, mn, ms;
             PMT_OK(pm_isosurface(c1, &v, 0.0, &o, &m));
-            PMT_OK(pm_isosurface(c2, &v, 0.0, &o, &m2));
             char what[96];
             snprintf(what, sizeof what, "%s normals %s", cases[cI].name, normals_name[nm]);
+            check_cpu_path(&rep, 0, what);
+            PMT_OK(pm_isosurface(c2, &v, 0.0, &o, &m2));
             double vol, area;
             long chi = closed_check(&m, what, &vol, &area);
             PMT_CHECK(chi == cases[cI].chi, "%s: Euler characteristic %ld, expected %ld", what, chi,
@@ -608,7 +683,8 @@ static void test_edges(pm_context *c)
         PMT_CHECK(!memcmp(o.out_positions, full.positions, 12 * vw) &&
                       !memcmp(o.out_normals, full.normals, 12 * vw),
                   "truncated %s prefix differs", mode ? "soup" : "indexed");
-        if (!mode) PMT_CHECK(!memcmp(o.out_indices, full.indices, 12 * tc), "truncated indices differ");
+        if (!mode)
+            PMT_CHECK(!memcmp(o.out_indices, full.indices, 12 * tc), "truncated indices differ");
         /* Exactly enough room: OK and identical. */
         free(o.out_positions);
         free(o.out_normals);
@@ -641,6 +717,29 @@ static void test_edges(pm_context *c)
     PMT_CHECK(pm_isosurface(c, &s, NAN, NULL, &m) == PM_STATUS_INVALID_ARGUMENT, "iso NaN");
 }
 
+/* A misspelled hook is an error naming it, not a silent default (in a
+ * build without hooks any value is an error, naming it too). */
+static void test_bad_hook(pm_context *c)
+{
+    const char *e = getenv("PYRAMESH_TEST_HOOKS");
+    char saved[256];
+    snprintf(saved, sizeof saved, "%s", e ? e : "");
+    float vals[8] = {0, 1, 0, 1, 0, 1, 0, 1};
+    pm_volume v = {vals, PM_SAMPLE_F32, 2, 2, 2, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    setenv("PYRAMESH_TEST_HOOKS", "scalar,bogus", 1);
+    pm_mesh m;
+    pm_status st = pm_isosurface(c, &v, 0.5, NULL, &m);
+    PMT_CHECK(st == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), "bogus"),
+              "PYRAMESH_TEST_HOOKS=scalar,bogus: %s (%s)", pm_status_string(st), pm_last_error());
+    if (st == PM_STATUS_OK) pm_mesh_free(c, &m);
+    if (e)
+        setenv("PYRAMESH_TEST_HOOKS", saved, 1);
+    else
+        unsetenv("PYRAMESH_TEST_HOOKS");
+    PMT_OK(pm_isosurface(c, &v, 0.5, NULL, &m));
+    pm_mesh_free(c, &m);
+}
+
 /* Cayley at N = 256 (ANCHORS.md): the crossing count is table-independent
  * (153,984 edge crossings); the triangle count depends on the case table. */
 static void test_cayley(pm_context *c)
@@ -649,12 +748,30 @@ static void test_cayley(pm_context *c)
     float *d = pmt_cayley_f32(n);
     pm_volume v = {d, PM_SAMPLE_F32, n, n, n, 0, 0, {0, 0, 0}, {0, 0, 0}};
     pm_isosurface_options o;
+    pm_isosurface_report rep;
     memset(&o, 0, sizeof o);
+    memset(&rep, 0, sizeof rep);
     o.normals = PM_NORMALS_NONE;
+    o.report = &rep;
+    rep.timed = 1;
     pm_mesh mi, ms;
     PMT_OK(pm_isosurface(c, &v, 0.0, &o, &mi));
+    check_cpu_path(&rep, 0, "cayley 256 indexed");
+    PMT_CHECK(path_has(&rep, hook_set("twopass") ? "extract=twopass" : "extract=slab"),
+              "cayley 256: path \"%s\"", rep.path);
+    PMT_CHECK(rep.stage_names[0] && rep.stage_names[1] && !rep.stage_names[2] &&
+                  rep.stage_ms[0] >= 0 && rep.stage_ms[1] >= 0 &&
+                  rep.stage_ms[0] + rep.stage_ms[1] > 0,
+              "cayley 256: stages %s %.3f, %s %.3f", rep.stage_names[0] ? rep.stage_names[0] : "-",
+              rep.stage_ms[0], rep.stage_names[1] ? rep.stage_names[1] : "-", rep.stage_ms[1]);
     o.mode = PM_MESH_SOUP;
     PMT_OK(pm_isosurface(c, &v, 0.0, &o, &ms));
+    check_cpu_path(&rep, 1, "cayley 256 soup");
+    PMT_CHECK(rep.stage_names[2] && !strcmp(rep.stage_names[2], "gather"),
+              "cayley 256 soup: no gather stage");
+    printf("cayley 256 soup: %s; %s %.2f ms, %s %.2f ms, %s %.2f ms\n", rep.path,
+           rep.stage_names[0], rep.stage_ms[0], rep.stage_names[1], rep.stage_ms[1],
+           rep.stage_names[2], rep.stage_ms[2]);
     printf("cayley 256: indexed %zu vertices, %zu triangles; soup %zu vertices; %llu active "
            "cells\n",
            mi.num_vertices, mi.num_triangles, ms.num_vertices, (unsigned long long)mi.active_cells);
@@ -728,10 +845,13 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
                         o.vertex_capacity = a.num_vertices;
                         o.triangle_capacity = a.num_triangles;
                     }
+                    pm_isosurface_report rep;
+                    o.report = &rep;
                     PMT_OK(pm_isosurface(gpu, &dv, iso, &o, &b));
                     char what[160];
                     snprintf(what, sizeof what, "cuda %s normals %s %s above %d ctxmem %d", name,
                              normals_name[nm], mode ? "soup" : "indexed", above, inctx);
+                    check_cuda_path(&rep, mode, what);
                     PMT_CHECK(a.num_vertices == b.num_vertices &&
                                   a.num_triangles == b.num_triangles &&
                                   a.active_cells == b.active_cells,
@@ -760,7 +880,8 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
                     }
                     pm_mesh_free(cpu, &a);
                     pm_mesh_free(gpu, &b);
-                    for (int q = 0; q < 3; q++) pm_free(gpu, cb[q]);
+                    for (int q = 0; q < 3; q++)
+                        pm_free(gpu, cb[q]);
                 }
     pm_free(gpu, (void *)dv.data);
 }
@@ -799,7 +920,8 @@ static void test_cuda(pm_context *gpu)
                 src[p] = is_float ? (u < 0.05 ? 0.0 : 2 * u - 1) : floor(u * 21);
                 if (is_float && pmt_uniform() < 0.01) src[p] = NAN;
             }
-            size_t rs = aligned ? (nx + 15) & ~(size_t)15 : nx + 1, ss = aligned ? rs * ny : rs * ny + 2;
+            size_t rs = aligned ? (nx + 15) & ~(size_t)15 : nx + 1,
+                   ss = aligned ? rs * ny : rs * ny + 2;
             void *data = pmt_convert(src, nx, ny, nz, (pm_sample_type)type, rs, ss);
             pm_volume v = {data,
                            (pm_sample_type)type,
@@ -811,8 +933,8 @@ static void test_cuda(pm_context *gpu)
                            {0.5, 1.25, 2.0},
                            {-3.0, 1.5, 0.25}};
             char name[64];
-            snprintf(name, sizeof name, "%s %zux%zux%zu %s", aligned ? "aligned random" : "random", nx, ny, nz,
-                     pm_sample_type_string((pm_sample_type)type));
+            snprintf(name, sizeof name, "%s %zux%zux%zu %s", aligned ? "aligned random" : "random",
+                     nx, ny, nz, pm_sample_type_string((pm_sample_type)type));
             cuda_compare(gpu, cpu, &v, is_float ? 0.0 : 10.0, name);
             free(data);
         }
@@ -832,6 +954,11 @@ int main(int argc, char **argv)
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
     if (dev == PM_DEVICE_CUDA) {
         test_cuda(ctx);
+        printf("cuda fallbacks: %zu pass2=search, %zu soup=cells-fallback\n", cuda_search_runs,
+               cuda_novroom_runs);
+        if (hook_set("search")) PMT_CHECK(cuda_search_runs > 0, "hook search: never pass2=search");
+        if (hook_set("novroom"))
+            PMT_CHECK(cuda_novroom_runs > 0, "hook novroom: never soup=cells-fallback");
     } else {
         pm_context *c1 = make_ctx(1), *c2 = make_ctx(2);
         clock_t t0 = clock();
@@ -841,13 +968,14 @@ int main(int argc, char **argv)
         clock_t t2 = clock();
         test_edges(ctx);
         test_cayley(ctx);
-        /* Indexed meshes come from the slab walk, or from the two-pass
-         * extraction when the walk's memory budget is passed (the noisy
-         * 67x45x21 volume above): run the two-pass path on everything too. */
-        setenv("PYRAMESH_CPU_MC", "twopass", 1);
-        test_random(c1, c2);
-        test_edges(ctx);
-        unsetenv("PYRAMESH_CPU_MC");
+        test_bad_hook(ctx);
+        /* Without hooks both extractions ran: the slab walk, and the
+         * two-pass extraction where the walk declined (the noisy volumes of
+         * test_random pass its memory budget). */
+        printf("extractions: %zu slab walks, %zu two-pass\n", cpu_slab_runs, cpu_twopass_runs);
+        if (!hook_set("twopass"))
+            PMT_CHECK(cpu_slab_runs > 0 && cpu_twopass_runs > 0,
+                      "%zu slab walks, %zu two-pass extractions", cpu_slab_runs, cpu_twopass_runs);
         clock_t t3 = clock();
         printf("cpu seconds: random %.2f, closed %.2f, edges+cayley %.2f\n",
                (double)(t1 - t0) / CLOCKS_PER_SEC, (double)(t2 - t1) / CLOCKS_PER_SEC,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/backend.h"
 #include "core/field_rule.h"
@@ -167,6 +168,20 @@ pm_status pmi_mesh_index_overflow(uint64_t nv)
                      (unsigned long long)nv);
 }
 
+void *pmi_alloc_huge(size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= huge / 2) {
+        size_t rounded = (bytes + huge - 1) & ~(huge - 1);
+        void *p = aligned_alloc(huge, rounded);
+        if (p) madvise(p, rounded, MADV_HUGEPAGE); /* a hint; failure is harmless */
+        return p;
+    }
+#endif
+    return malloc(bytes ? bytes : 1);
+}
+
 /* One array of the mesh: host memory or context memory. */
 static pm_status mesh_array(pm_context *ctx, int in_context, uint64_t count, size_t elem, void **out)
 {
@@ -174,7 +189,7 @@ static pm_status mesh_array(pm_context *ctx, int in_context, uint64_t count, siz
     if (count > SIZE_MAX || !pmi_mul_size((size_t)count, elem, &bytes))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
     if (in_context) return ctx->backend->alloc(ctx, bytes, out);
-    *out = malloc(bytes ? bytes : 1);
+    *out = pmi_alloc_huge(bytes);
     if (!*out)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory for a mesh array of %zu bytes",
                          bytes);

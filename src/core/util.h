@@ -44,6 +44,11 @@ void pmi_clear_error(void);
 /* Monotonic wall clock in milliseconds. */
 double pmi_now_ms(void);
 
+/* malloc for large arrays: from 1 MiB on, 2 MiB-aligned and advised to
+ * use transparent huge pages (a machine with THP on "madvise" otherwise
+ * takes a page fault per 4 KiB of a fresh mesh). Free with free(). */
+void *pmi_alloc_huge(size_t bytes);
+
 /* Physical memory of the machine in bytes (0 if unknown). */
 uint64_t pmi_total_ram_bytes(void);
 

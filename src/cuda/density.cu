@@ -206,11 +206,19 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
     }
 }
 
+/* Five resident blocks of the field kernel per SM (1280 threads), where
+ * the SM holds that many: Turing (sm_75) holds 1024 threads, so four. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define DN_FIELD_MIN_BLOCKS 4
+#else
+#define DN_FIELD_MIN_BLOCKS 5
+#endif
+
 /* 5 blocks of 256 per multiprocessor (48 registers, ~230 bytes of spills,
  * nvcc 13 for sm_90): occupancy hides the double-precision latency better
  * than the spill-free 104 registers (2 blocks) do; the fastest bound on the
  * H100 (bench_cuda_reconstruct; the sweep is in bench/RESULTS-density.md). */
-static __global__ void __launch_bounds__(DN_THREADS, 5) dn_sph_field_kernel(pmi_dn_grid g, double h, const double *vol, int3 br,
+static __global__ void __launch_bounds__(DN_THREADS, DN_FIELD_MIN_BLOCKS) dn_sph_field_kernel(pmi_dn_grid g, double h, const double *vol, int3 br,
                                                                      float *out)
 {
     dn_field(g, h, vol, 0.0, br, out, true);

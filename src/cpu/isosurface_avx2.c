@@ -1,0 +1,254 @@
+/* The AVX2 kernels of the CPU marching cubes' slab walk (picked at run time
+ * on CPUs that have AVX2): the inside bits of a lattice row, and the
+ * vertices with central-difference normals four at a time. Each computes
+ * the same bits as the portable kernels of isosurface_kernel.h. */
+#include "core/mc_math.h"
+#include "cpu/isosurface_internal.h"
+
+#if MC_AVX2
+#include <immintrin.h>
+
+/* bits_row_f32 with 8 compares at a time: the same ordered compares, so
+ * the same bits. */
+__attribute__((target("avx2"))) static void mc_bits_row_f32_avx2(const mc_job *J, size_t L,
+                                                                 uint64_t *out)
+{
+    const float thr = J->fthr;
+    const float *row = (const float *)J->data + (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const __m256 vt = _mm256_set1_ps(J->sg < 0 ? -thr : thr);
+    const int above = J->sg < 0;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        const float *s = row + x;
+        uint64_t w = 0;
+        if (above)
+            for (; t + 8 <= cnt; t += 8)
+                w |= (uint64_t)(unsigned)_mm256_movemask_ps(
+                         _mm256_cmp_ps(_mm256_loadu_ps(s + t), vt, _CMP_GT_OQ))
+                     << t;
+        else
+            for (; t + 8 <= cnt; t += 8)
+                w |= (uint64_t)(unsigned)_mm256_movemask_ps(
+                         _mm256_cmp_ps(_mm256_loadu_ps(s + t), vt, _CMP_LT_OQ))
+                     << t;
+        for (; t < cnt; t++)
+            w |= (uint64_t)((float)J->sg * s[t] < thr) << t;
+        out[x >> 6] = w;
+    }
+}
+
+/* Integer samples: sg * v < siso in double is v <= A (inside below iso,
+ * A = ceil(iso) - 1) or v >= B (inside above, B = floor(iso) + 1), exact
+ * for integers; *none / *all when the bound is outside the type's range. */
+static void mc_int_bounds(const mc_job *J, double lo, double hi, int *bound, int *none, int *all)
+{
+    double b = J->sg > 0 ? ceil(J->iso) - 1.0 : floor(J->iso) + 1.0;
+    *none = J->sg > 0 ? b < lo : b > hi;
+    *all = J->sg > 0 ? b >= hi : b <= lo;
+    *bound = *none || *all ? 0 : (int)b;
+}
+
+/* The tail of a row (fewer than a vector): the scalar rule. */
+static inline uint64_t mc_bits_tail(const mc_job *J, size_t row, size_t x, size_t t, size_t cnt)
+{
+    uint64_t w = 0;
+    for (; t < cnt; t++)
+        w |= (uint64_t)pmi_mc_inside(J->sg, J->siso, mc_sample(J, row + x + t)) << t;
+    return w;
+}
+
+__attribute__((target("avx2"))) static void mc_bits_row_u8_avx2(const mc_job *J, size_t L,
+                                                                uint64_t *out)
+{
+    size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const uint8_t *d = (const uint8_t *)J->data + row;
+    int bound, none, all;
+    mc_int_bounds(J, 0, 255, &bound, &none, &all);
+    const __m256i vb = _mm256_set1_epi8((char)(unsigned char)bound);
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        uint64_t w = 0;
+        if (none || all) {
+            out[x >> 6] = all ? mc_low(cnt) : 0;
+            continue;
+        }
+        for (; t + 32 <= cnt; t += 32) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(d + x + t));
+            __m256i m = J->sg > 0 ? _mm256_cmpeq_epi8(_mm256_min_epu8(v, vb), v)
+                                  : _mm256_cmpeq_epi8(_mm256_max_epu8(v, vb), v);
+            w |= (uint64_t)(uint32_t)_mm256_movemask_epi8(m) << t;
+        }
+        out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
+    }
+}
+
+/* 16 compare results (0 / 0xffff per lane) of a and b into 32 bits, in order. */
+__attribute__((target("avx2"))) static inline uint32_t mc_mask16x2(__m256i a, __m256i b)
+{
+    __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi16(a, b), 0xd8);
+    return (uint32_t)_mm256_movemask_epi8(p);
+}
+
+/* 16-bit samples; i16 is compared as u16 after flipping the sign bit
+ * (flip = 0x8000), which keeps the order. */
+__attribute__((target("avx2"))) static void mc_bits_row_16_avx2(const mc_job *J, size_t L,
+                                                                uint64_t *out, int is_signed)
+{
+    size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const uint16_t *d = (const uint16_t *)J->data + row;
+    const unsigned short flip = is_signed ? 0x8000 : 0;
+    int bound, none, all;
+    mc_int_bounds(J, is_signed ? -32768 : 0, is_signed ? 32767 : 65535, &bound, &none, &all);
+    const __m256i vb = _mm256_set1_epi16((short)((unsigned short)bound ^ flip));
+    const __m256i vf = _mm256_set1_epi16((short)flip);
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        uint64_t w = 0;
+        if (none || all) {
+            out[x >> 6] = all ? mc_low(cnt) : 0;
+            continue;
+        }
+        for (; t + 32 <= cnt; t += 32) {
+            __m256i m[2];
+            for (int h = 0; h < 2; h++) {
+                __m256i v =
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(d + x + t + 16 * h)), vf);
+                m[h] = J->sg > 0 ? _mm256_cmpeq_epi16(_mm256_min_epu16(v, vb), v)
+                                 : _mm256_cmpeq_epi16(_mm256_max_epu16(v, vb), v);
+            }
+            w |= (uint64_t)mc_mask16x2(m[0], m[1]) << t;
+        }
+        out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
+    }
+}
+
+__attribute__((target("avx2"))) static void mc_bits_row_u16_avx2(const mc_job *J, size_t L,
+                                                                 uint64_t *out)
+{
+    mc_bits_row_16_avx2(J, L, out, 0);
+}
+
+__attribute__((target("avx2"))) static void mc_bits_row_i16_avx2(const mc_job *J, size_t L,
+                                                                 uint64_t *out)
+{
+    mc_bits_row_16_avx2(J, L, out, 1);
+}
+
+/* f64: sg * v < siso as v < siso or v > -siso (exact negation). */
+__attribute__((target("avx2"))) static void mc_bits_row_f64_avx2(const mc_job *J, size_t L,
+                                                                 uint64_t *out)
+{
+    size_t row = (L % J->ny) * J->rs + (L / J->ny) * J->ss;
+    const double *d = (const double *)J->data + row;
+    const __m256d vt = _mm256_set1_pd(J->sg < 0 ? -J->siso : J->siso);
+    for (size_t x = 0; x < J->nx; x += 64) {
+        size_t cnt = J->nx - x < 64 ? J->nx - x : 64, t = 0;
+        uint64_t w = 0;
+        if (J->sg < 0)
+            for (; t + 4 <= cnt; t += 4)
+                w |= (uint64_t)(unsigned)_mm256_movemask_pd(
+                         _mm256_cmp_pd(_mm256_loadu_pd(d + x + t), vt, _CMP_GT_OQ))
+                     << t;
+        else
+            for (; t + 4 <= cnt; t += 4)
+                w |= (uint64_t)(unsigned)_mm256_movemask_pd(
+                         _mm256_cmp_pd(_mm256_loadu_pd(d + x + t), vt, _CMP_LT_OQ))
+                     << t;
+        out[x >> 6] = w | mc_bits_tail(J, row, x, t, cnt);
+    }
+}
+
+const mc_bits_row_fn pmi_mc_bits_row_avx2[5] = {mc_bits_row_u8_avx2, mc_bits_row_u16_avx2,
+                                                mc_bits_row_i16_avx2, mc_bits_row_f32_avx2,
+                                                mc_bits_row_f64_avx2};
+
+/* Central-difference samples of the point at element offset c along axis
+ * a: the two samples and (ip - im) * h[a], as gradient_central reads and
+ * computes them. */
+static inline void mc_central_taps(const mc_job *J, size_t c, const size_t p[3], int a, double *hi,
+                                   double *lo, double *div)
+{
+    const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};
+    size_t ip = PMI_MC_DIFF_HI(p[a], n[a]);
+    size_t im = PMI_MC_DIFF_LO_CENTRAL(p[a]);
+    *hi = mc_sample(J, c + (ip - p[a]) * st[a]);
+    *lo = mc_sample(J, c - (p[a] - im) * st[a]);
+    *div = (double)(ip - im) * J->h[a];
+}
+
+/* vertex() with central normals for 4 vertices at once, any sample type:
+ * the operations of core/mc_math.h (pmi_mc_edge_t, pmi_mc_position,
+ * pmi_mc_diff, pmi_mc_normal) in the same order, 4 lanes wide (division and
+ * square root are correctly rounded in both; no fused multiply-add in this
+ * target), so the same bits as 4 calls of vertex_<type>. */
+__attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, const mc_pending *V)
+{
+    /* 32-byte aligned: whole vectors, whatever the caller's stack. */
+    _Alignas(32) double vlo[4], vhi[4], q[3][4], g0h[3][4], g0l[3][4], g0d[3][4], g1h[3][4],
+        g1l[3][4], g1d[3][4], tl[4];
+    for (int l = 0; l < 4; l++) {
+        const mc_pending *v = &V[l];
+        size_t st = v->axis == 0 ? 1 : v->axis == 1 ? J->rs : J->ss;
+        size_t idx = v->i + v->j * J->rs + v->k * J->ss;
+        vlo[l] = mc_sample(J, idx);
+        vhi[l] = mc_sample(J, idx + st);
+        size_t p0[3] = {v->i, v->j, v->k}, p1[3] = {v->i, v->j, v->k};
+        p1[v->axis]++;
+        for (int a = 0; a < 3; a++) {
+            q[a][l] = (double)p0[a];
+            mc_central_taps(J, idx, p0, a, &g0h[a][l], &g0l[a][l], &g0d[a][l]);
+            mc_central_taps(J, idx + st, p1, a, &g1h[a][l], &g1l[a][l], &g1d[a][l]);
+        }
+    }
+    const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
+    __m256d lo = _mm256_loadu_pd(vlo), hi = _mm256_loadu_pd(vhi);
+    __m256d t = _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(J->iso), lo), _mm256_sub_pd(hi, lo));
+    __m256d ok_t =
+        _mm256_and_pd(_mm256_cmp_pd(t, zero, _CMP_GE_OQ), _mm256_cmp_pd(t, one, _CMP_LE_OQ));
+    t = _mm256_blendv_pd(_mm256_set1_pd(0.5), t, ok_t);
+    _mm256_store_pd(tl, t);
+    for (int l = 0; l < 4; l++)
+        q[V[l].axis][l] = q[V[l].axis][l] + tl[l];
+    _Alignas(16) float pf[3][4], nf[3][4];
+    __m256d n[3];
+    for (int a = 0; a < 3; a++) {
+        __m256d qa = _mm256_loadu_pd(q[a]);
+        __m256d pa =
+            _mm256_add_pd(_mm256_set1_pd(J->origin[a]), _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
+        _mm_storeu_ps(pf[a], _mm256_cvtpd_ps(pa));
+        __m256d g0 = _mm256_div_pd(_mm256_sub_pd(_mm256_loadu_pd(g0h[a]), _mm256_loadu_pd(g0l[a])),
+                                   _mm256_loadu_pd(g0d[a]));
+        __m256d g1 = _mm256_div_pd(_mm256_sub_pd(_mm256_loadu_pd(g1h[a]), _mm256_loadu_pd(g1l[a])),
+                                   _mm256_loadu_pd(g1d[a]));
+        __m256d na = _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t), g0), _mm256_mul_pd(t, g1));
+        n[a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
+    }
+    __m256d l2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(n[0], n[0]), _mm256_mul_pd(n[1], n[1])),
+                               _mm256_mul_pd(n[2], n[2]));
+    __m256d ok = _mm256_and_pd(_mm256_cmp_pd(l2, zero, _CMP_GT_OQ),
+                               _mm256_cmp_pd(l2, _mm256_set1_pd(DBL_MAX), _CMP_LE_OQ));
+    __m256d inv = _mm256_div_pd(one, _mm256_sqrt_pd(l2));
+    for (int a = 0; a < 3; a++) {
+        __m256d m = _mm256_mul_pd(n[a], inv);
+        ok = _mm256_and_pd(ok, _mm256_cmp_pd(_mm256_sub_pd(m, m), zero, _CMP_EQ_OQ));
+        _mm_storeu_ps(nf[a], _mm256_cvtpd_ps(m));
+    }
+    int okm = _mm256_movemask_pd(ok);
+    for (int l = 0; l < 4; l++) {
+        const mc_pending *v = &V[l];
+        for (int a = 0; a < 3; a++)
+            v->pos[a] = pf[a][l];
+        if (okm >> l & 1) {
+            for (int a = 0; a < 3; a++)
+                v->nrm[a] = nf[a][l];
+        } else {
+            /* pmi_mc_normal's fallback: the edge direction, inside to outside. */
+            float sgn = pmi_mc_inside(J->sg, J->siso, vlo[l]) ? 1.0f : -1.0f;
+            v->nrm[0] = v->nrm[1] = v->nrm[2] = 0.0f;
+            v->nrm[v->axis] = sgn;
+        }
+    }
+}
+#else
+typedef int mc_no_avx2; /* ISO C wants a declaration in every file */
+#endif

@@ -1,0 +1,114 @@
+/* What the files of the CPU marching cubes share: isosurface.c (entry, path
+ * choice, the soup gathered from the indexed mesh, the per-type kernels),
+ * isosurface_slab.c (the default extraction), isosurface_twopass.c (its
+ * fallback) and isosurface_avx2.c (the slab walk's AVX2 kernels). Internal
+ * header. */
+#ifndef PM_CPU_ISOSURFACE_INTERNAL_H
+#define PM_CPU_ISOSURFACE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/backend.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MC_AVX2 1
+#else
+#define MC_AVX2 0
+#endif
+
+/* One extraction: the volume, the iso value and the rules of the call. */
+typedef struct mc_job {
+    const void *data;
+    size_t nx, ny, nz, rs, ss; /* dims, row and slice strides (elements) */
+    size_t P;                  /* lattice points nx * ny * nz */
+    size_t es;                 /* bytes per sample */
+    double h[3], origin[3];
+    double iso, sg, siso; /* sg = -1 for inside_above; siso = sg * iso */
+    float fthr;           /* siso rounded up to float (the float threshold rule) */
+    pm_normals normals;
+    pm_sample_type type;
+    const uint64_t *bits; /* two-pass: inside bit of every lattice point, logical order */
+} mc_job;
+
+/* The per-type kernels of isosurface_kernel.h, indexed by pm_sample_type. */
+typedef void (*mc_vertex_fn)(const mc_job *, size_t, size_t, size_t, int, float *, float *);
+typedef void (*mc_bits_row_fn)(const mc_job *, size_t, uint64_t *);
+typedef struct mc_kernels {
+    void (*bits_words)(const mc_job *, uint64_t *, size_t, size_t);
+    mc_bits_row_fn bits_row;
+    mc_vertex_fn vertex;
+} mc_kernels;
+extern const mc_kernels pmi_mc_kernels[5];
+
+void pmi_mc_job_init(mc_job *J, const pm_volume *vol, double iso, const pm_isosurface_options *opt);
+
+/* Edge e of cell (i,j,k) is owned by lattice point (i + dx, j + dy, k + dz):
+ * pmi_mc_edge_dx[e] = dx, pmi_mc_edge_row[e] = dy + 2 dz. */
+extern const uint8_t pmi_mc_edge_dx[12], pmi_mc_edge_row[12];
+
+/* Sample idx (an element offset from the volume's start) as a double, as
+ * the per-type kernels read it. */
+static inline double mc_sample(const mc_job *J, size_t idx)
+{
+    switch (J->type) {
+    case PM_SAMPLE_U8: return (double)((const uint8_t *)J->data)[idx];
+    case PM_SAMPLE_U16: return (double)((const uint16_t *)J->data)[idx];
+    case PM_SAMPLE_I16: return (double)((const int16_t *)J->data)[idx];
+    case PM_SAMPLE_F32: return (double)((const float *)J->data)[idx];
+    default: return ((const double *)J->data)[idx];
+    }
+}
+
+/* Population count. The baseline x86-64 target has no popcnt instruction
+ * (the builtin becomes a library call), so the functions that count bits
+ * are cloned for CPUs with popcnt and picked at load time (MC_POPCNT). */
+#define mc_popc(x) ((unsigned)__builtin_popcountll(x))
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(__POPCNT__)
+#define MC_POPCNT __attribute__((target_clones("popcnt", "default")))
+#else
+#define MC_POPCNT
+#endif
+
+/* Low n bits set (n may be >= 64). */
+static inline uint64_t mc_low(size_t n) { return n >= 64 ? ~0ull : ((1ull << n) - 1); }
+
+/* Case index of the cell at bit b of 8 corner words: w[0] row (j,k), w[1]
+ * row (j+1,k), w[2] row (j,k+1), w[3] row (j+1,k+1), w[4..7] the same
+ * shifted by one point (corner c's bit set when inside). */
+static inline unsigned mc_case(const uint64_t w[8], unsigned b)
+{
+    return (unsigned)((w[0] >> b & 1) | (w[4] >> b & 1) << 1 | (w[5] >> b & 1) << 2 |
+                      (w[1] >> b & 1) << 3 | (w[2] >> b & 1) << 4 | (w[6] >> b & 1) << 5 |
+                      (w[7] >> b & 1) << 6 | (w[3] >> b & 1) << 7);
+}
+
+/* The indexed mesh by the slab walk (isosurface_slab.c), with the AVX2
+ * kernels when avx2 is set. Returns PM_STATUS_UNSUPPORTED, with nothing
+ * set, when it declines: its slab arrays would pass its memory budget
+ * (volumes with far more crossings than smooth fields have, such as
+ * noise) or could not be allocated. */
+pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
+                      const pm_isosurface_options *opt, int avx2, pm_mesh *mesh);
+/* The indexed mesh by the two-pass extraction (isosurface_twopass.c). */
+pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
+                         const pm_isosurface_options *opt, pm_mesh *mesh);
+
+/* A vertex waiting for pmi_mc_vertex4_central: its edge and where it goes. */
+typedef struct mc_pending {
+    size_t i, j, k;
+    int axis;
+    float *pos, *nrm;
+} mc_pending;
+
+#if MC_AVX2
+/* isosurface_avx2.c: bits_row of each sample type with 8 to 32 compares at
+ * a time (the same bits as the kernels'), for CPUs with AVX2. */
+extern const mc_bits_row_fn pmi_mc_bits_row_avx2[5];
+
+/* vertex() with central normals for the 4 vertices V[0..3], bit for bit
+ * as 4 calls of the kernel's vertex(). */
+void pmi_mc_vertex4_central(const mc_job *J, const mc_pending *V);
+#endif
+
+#endif

@@ -1,0 +1,370 @@
+/* The two-pass marching cubes of the CPU (Lorensen and Cline 1987), the
+ * fallback of the slab walk: a 1-bit-per-sample inside mask of the whole
+ * volume (word-parallel skipping of uniform runs, in the spirit of Flying
+ * Edges, Schroeder, Maynard and Geveci 2015), then over blocks of cell rows
+ * count, scan, write. It needs memory only for the mask, the counts and the
+ * mesh, so it takes the volumes whose slab arrays would pass the slab
+ * walk's budget. The output is the same as the slab walk's, bit for bit. */
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/mc_tables.h"
+#include "core/mesh_out.h"
+#include "core/util.h"
+#include "cpu/isosurface_internal.h"
+
+/* 64 inside bits starting at logical point p (the array has a zero word of
+ * padding at the end). */
+static inline uint64_t mc_win(const uint64_t *B, size_t p)
+{
+    size_t q = p >> 6;
+    unsigned s = (unsigned)(p & 63);
+    uint64_t w = B[q] >> s;
+    if (s) w |= B[q + 1] << (64 - s);
+    return w;
+}
+
+/* The 8 corner words of cells x..x+63 of cell row (j,k): w[0] row (j,k),
+ * w[1] row (j+1,k), w[2] row (j,k+1), w[3] row (j+1,k+1); w[4..7] the same
+ * shifted by one point (the cells' right corners). Returns the mask of
+ * cells that are neither all inside nor all outside. */
+static inline uint64_t mc_cell_words(const mc_job *J, size_t j, size_t k, size_t x, uint64_t w[8])
+{
+    size_t p = (j + k * J->ny) * J->nx + x, nxy = J->nx * J->ny;
+    size_t base[4] = {p, p + J->nx, p + nxy, p + nxy + J->nx};
+    for (int r = 0; r < 4; r++) {
+        w[r] = mc_win(J->bits, base[r]);
+        w[r + 4] = mc_win(J->bits, base[r] + 1);
+    }
+    uint64_t all_in = w[0] & w[1] & w[2] & w[3] & w[4] & w[5] & w[6] & w[7];
+    uint64_t any_in = w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7];
+    return ~all_in & any_in & mc_low(J->nx - 1 - x);
+}
+
+/* Owned crossings of points x..x+63 of lattice row L = (j,k): X (+x edge),
+ * Y (+y edge), Z (+z edge), as bit masks. */
+static inline void mc_row_words(const mc_job *J, size_t L, size_t x, uint64_t *X, uint64_t *Y,
+                                uint64_t *Z)
+{
+    size_t p = L * J->nx + x;
+    uint64_t r = mc_win(J->bits, p), pm = mc_low(J->nx - x);
+    *X = (r ^ mc_win(J->bits, p + 1)) & mc_low(J->nx - 1 - x);
+    *Y = (L % J->ny) + 1 < J->ny ? (r ^ mc_win(J->bits, p + J->nx)) & pm : 0;
+    *Z = (L / J->ny) + 1 < J->nz ? (r ^ mc_win(J->bits, p + J->nx * J->ny)) & pm : 0;
+}
+
+/* Pass 2: triangles and active cells of cell rows [r0, r1). */
+MC_POPCNT static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint64_t *tris,
+                                     uint64_t *active)
+{
+    uint64_t nt = 0, na = 0;
+    for (size_t r = r0; r < r1; r++) {
+        size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
+        for (size_t x = 0; x + 1 < J->nx; x += 64) {
+            uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
+            na += (uint64_t)mc_popc(act);
+            while (act) {
+                unsigned b = (unsigned)__builtin_ctzll(act);
+                act &= act - 1;
+                nt += pmi_mc_tri_count[mc_case(w, b)];
+            }
+        }
+    }
+    *tris = nt;
+    *active = na;
+}
+
+/* Owned crossings of lattice row L. */
+MC_POPCNT static uint64_t mc_count_row(const mc_job *J, size_t L)
+{
+    uint64_t n = 0;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        uint64_t X, Y, Z;
+        mc_row_words(J, L, x, &X, &Y, &Z);
+        n += (uint64_t)(mc_popc(X) + mc_popc(Y) + mc_popc(Z));
+    }
+    return n;
+}
+
+/* Vertices read samples around both ends of an edge (gradients), lines
+ * that pass 1 streamed through long ago: prefetching them for a row ahead
+ * turns one dependent cache miss after another into overlapping ones. */
+static void mc_prefetch_row(const mc_job *J, size_t L)
+{
+    if (L >= J->ny * J->nz) return;
+    size_t j = L % J->ny, k = L / J->ny;
+    const char *base = (const char *)J->data + (j * J->rs + k * J->ss) * J->es;
+    ptrdiff_t rs = (ptrdiff_t)(J->rs * J->es), ss = (ptrdiff_t)(J->ss * J->es);
+    ptrdiff_t lo_y = j ? -rs : 0, lo_z = k ? -ss : 0;
+    ptrdiff_t hi_y = j + 1 < J->ny ? rs : 0, hi_z = k + 1 < J->nz ? ss : 0;
+    ptrdiff_t hi2_y = j + 2 < J->ny ? 2 * rs : hi_y, hi2_z = k + 2 < J->nz ? 2 * ss : hi_z;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        uint64_t m[3];
+        mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
+        uint64_t any = m[0] | m[1] | m[2];
+        while (any) {
+            unsigned b = (unsigned)__builtin_ctzll(any);
+            any &= any - 1;
+            const char *c = base + (x + b) * J->es;
+            __builtin_prefetch(c + lo_y);
+            __builtin_prefetch(c + lo_z);
+            __builtin_prefetch(c + hi_y);
+            __builtin_prefetch(c + hi_z);
+            if (m[1] >> b & 1) {
+                __builtin_prefetch(c + hi2_y);
+                __builtin_prefetch(c + hi_y + lo_z);
+                __builtin_prefetch(c + hi_y + hi_z);
+            }
+            if (m[2] >> b & 1) {
+                __builtin_prefetch(c + hi2_z);
+                __builtin_prefetch(c + hi_z + lo_y);
+                __builtin_prefetch(c + hi_z + hi_y);
+            }
+        }
+    }
+}
+
+/* Pass 3: the vertices of lattice row L from slot voff[L] on, by point,
+ * then x, y, z edge. Slots past the caller's capacity are skipped. */
+static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, const pmi_mesh_dest *D,
+                         mc_vertex_fn vertex)
+{
+    uint64_t id = voff[L];
+    size_t j = L % J->ny, k = L / J->ny;
+    mc_prefetch_row(J, L + 2);
+    for (size_t x = 0; x < J->nx; x += 64) {
+        uint64_t m[3];
+        mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
+        uint64_t any = m[0] | m[1] | m[2];
+        while (any) {
+            unsigned b = (unsigned)__builtin_ctzll(any);
+            any &= any - 1;
+            for (int a = 0; a < 3; a++) {
+                if (!(m[a] >> b & 1)) continue;
+                if (id < D->vertex_limit)
+                    vertex(J, x + b, j, k, a, D->positions + 3 * id,
+                           D->normals ? D->normals + 3 * id : NULL);
+                id++;
+            }
+        }
+    }
+}
+
+/* Per-thread scratch of the indexed triangle pass: for the 4 lattice rows
+ * around a cell row, per 64-point word the id of its first vertex and the
+ * X, Y, Z crossing masks. */
+typedef struct mc_rowids {
+    uint64_t *pre, *m; /* pre[w]; m[3 w + axis] */
+} mc_rowids;
+
+static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_rowids *R)
+{
+    uint64_t id = voff[L];
+    for (size_t x = 0, w = 0; x < J->nx; x += 64, w++) {
+        uint64_t *m = R->m + 3 * w;
+        mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
+        R->pre[w] = id;
+        id += (uint64_t)(mc_popc(m[0]) + mc_popc(m[1]) + mc_popc(m[2]));
+    }
+}
+
+/* Vertex id of the `axis` edge of point p in a row filled above. */
+static inline uint32_t mc_rowid(const mc_rowids *R, size_t p, int axis)
+{
+    size_t w = p >> 6;
+    unsigned b = (unsigned)(p & 63);
+    const uint64_t *m = R->m + 3 * w;
+    uint64_t below = (1ull << b) - 1;
+    uint64_t id = R->pre[w] +
+                  (uint64_t)(mc_popc(m[0] & below) + mc_popc(m[1] & below) + mc_popc(m[2] & below));
+    if (axis >= 1) id += m[0] >> b & 1;
+    if (axis >= 2) id += m[1] >> b & 1;
+    return (uint32_t)id;
+}
+
+/* Pass 3: the triangles of cell rows [r0, r1), the first being number t0,
+ * as indices into the vertices of the 4 lattice rows around each cell row
+ * (R: this thread's scratch). Stops at the caller's capacity. */
+MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0,
+                                     const uint64_t *voff, const pmi_mesh_dest *D, mc_rowids *R)
+{
+    uint64_t t = t0;
+    for (size_t r = r0; r < r1; r++) {
+        size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
+        int filled = 0;
+        for (size_t x = 0; x + 1 < J->nx; x += 64) {
+            uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
+            if (act && !filled) {
+                for (int q = 0; q < 4; q++)
+                    mc_fill_rowids(J, (j + (q & 1)) + (k + (q >> 1)) * J->ny, voff, &R[q]);
+                filled = 1;
+            }
+            while (act) {
+                unsigned b = (unsigned)__builtin_ctzll(act);
+                act &= act - 1;
+                unsigned cs = mc_case(w, b), n = pmi_mc_tri_count[cs];
+                const int8_t *tab = pmi_mc_tri_table[cs];
+                size_t i = x + b;
+                /* The caller's capacity: the triangles that fit, then stop. */
+                if (t >= D->tri_limit) return;
+                int last = t + n > D->tri_limit;
+                if (last) n = (unsigned)(D->tri_limit - t);
+                for (unsigned v = 0; v < 3 * n; v++) {
+                    int e = tab[v];
+                    D->indices[3 * t + v] = mc_rowid(&R[pmi_mc_edge_row[e]], i + pmi_mc_edge_dx[e],
+                                                     pmi_mc_edge_axis[e]);
+                }
+                t += n;
+                if (last) return;
+            }
+        }
+    }
+}
+
+/* Blocks of cell rows: big enough to amortise scheduling, enough of them
+ * to balance the threads. Only the speed depends on the blocking. */
+static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
+{
+    size_t b = 16384 / (nx - 1);
+    if (b < 1) b = 1;
+    size_t per_thread = (cell_rows + 8 * (size_t)threads - 1) / (8 * (size_t)threads);
+    if (per_thread >= 1 && b > per_thread) b = per_thread;
+    return b;
+}
+
+/* Scratch of one two-pass extraction. */
+typedef struct mc_twopass {
+    mc_job J;
+    const mc_kernels *K;
+    int threads, par;
+    size_t lattice_rows, cell_rows, brows, nblocks, row_words;
+    uint64_t *bits;    /* inside mask */
+    uint64_t *btri;    /* per block: triangles, then the first triangle */
+    uint64_t *bact;    /* per block: active cells */
+    uint64_t *voff;    /* per lattice row: owned crossings, then the first vertex */
+    uint64_t *scratch; /* per thread: 4 rows of (first id + 3 masks) per word */
+} mc_twopass;
+
+/* Passes 1 (inside bits) and 2 (triangles and active cells per block of
+ * cell rows, owned edge crossings per lattice row), then their exclusive
+ * scans. */
+static void mc_twopass_count(mc_twopass *T, uint64_t *nvert, uint64_t *ntri, uint64_t *nact)
+{
+    const mc_job *J = &T->J;
+    const size_t data_words = (J->P + 63) / 64, brows = T->brows, cell_rows = T->cell_rows;
+#pragma omp parallel num_threads(T->threads) if (T->par)
+    {
+#pragma omp for schedule(static)
+        for (size_t q = 0; q < data_words; q += 64) {
+            size_t q1 = q + 64 < data_words ? q + 64 : data_words;
+            T->K->bits_words(J, T->bits, q, q1);
+        }
+#pragma omp for schedule(dynamic, 1) nowait
+        for (size_t b = 0; b < T->nblocks; b++) {
+            size_t r1 = (b + 1) * brows < cell_rows ? (b + 1) * brows : cell_rows;
+            mc_count_cells(J, b * brows, r1, &T->btri[b], &T->bact[b]);
+        }
+#pragma omp for schedule(dynamic, 256)
+        for (size_t L = 0; L < T->lattice_rows; L++)
+            T->voff[L] = mc_count_row(J, L);
+    }
+    /* Serial: one entry per block or row. */
+    uint64_t nt = 0, na = 0, nv = 0;
+    for (size_t b = 0; b < T->nblocks; b++) {
+        uint64_t c = T->btri[b];
+        T->btri[b] = nt;
+        nt += c;
+        na += T->bact[b];
+    }
+    for (size_t L = 0; L < T->lattice_rows; L++) {
+        uint64_t c = T->voff[L];
+        T->voff[L] = nv;
+        nv += c;
+    }
+    *nvert = nv;
+    *ntri = nt;
+    *nact = na;
+}
+
+/* Pass 3: the vertices per lattice row, the triangles per block. */
+static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
+{
+    const mc_job *J = &T->J;
+    const size_t brows = T->brows, cell_rows = T->cell_rows, row_words = T->row_words;
+#pragma omp parallel num_threads(T->threads) if (T->par)
+    {
+#pragma omp for schedule(dynamic, 64) nowait
+        for (size_t L = 0; L < T->lattice_rows; L++)
+            mc_write_row(J, L, T->voff, D, T->K->vertex);
+        if (D->indices) {
+            int tid = 0;
+#ifdef _OPENMP
+            tid = omp_get_thread_num();
+#endif
+            mc_rowids R[4];
+            for (int q = 0; q < 4; q++) {
+                R[q].pre = T->scratch + ((size_t)tid * 16 + 4 * (size_t)q) * row_words;
+                R[q].m = R[q].pre + row_words;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (size_t b = 0; b < T->nblocks; b++) {
+                size_t r1 = (b + 1) * brows < cell_rows ? (b + 1) * brows : cell_rows;
+                mc_write_cells(J, b * brows, r1, T->btri[b], T->voff, D, R);
+            }
+        }
+    }
+}
+
+pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
+                         const pm_isosurface_options *opt, pm_mesh *mesh)
+{
+    mc_twopass T;
+    memset(&T, 0, sizeof T);
+    pmi_mc_job_init(&T.J, vol, iso, opt);
+    T.K = &pmi_mc_kernels[vol->type];
+    T.threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    /* Small volumes run on the calling thread (same blocks, same output):
+     * waking a team costs more than the work. */
+    T.par = T.J.P >= 32768;
+    T.lattice_rows = T.J.ny * T.J.nz;
+    T.cell_rows = (T.J.ny - 1) * (T.J.nz - 1);
+    T.brows = mc_block_rows(T.cell_rows, T.J.nx, T.threads);
+    T.nblocks = (T.cell_rows + T.brows - 1) / T.brows;
+    T.row_words = (T.J.nx + 63) / 64;
+    const size_t nwords = T.J.P / 64 + 2;
+    const int timed = opt->report && opt->report->timed;
+    double t0 = timed ? pmi_now_ms() : 0.0;
+    T.bits = pmi_alloc_huge(sizeof(uint64_t) * nwords);
+    T.btri = calloc(T.nblocks + 1, sizeof(uint64_t));
+    T.bact = calloc(T.nblocks + 1, sizeof(uint64_t));
+    T.voff = malloc(sizeof(uint64_t) * T.lattice_rows);
+    T.scratch = malloc(sizeof(uint64_t) * 16 * T.row_words * (size_t)T.threads);
+    pm_status st;
+    if (!T.bits || !T.btri || !T.bact || !T.voff || !T.scratch) {
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                       "pm_isosurface: no memory for the %zu-word inside mask", nwords);
+        goto done;
+    }
+    T.bits[nwords - 1] = T.bits[nwords - 2] = 0;
+    T.J.bits = T.bits;
+    uint64_t nvert, ntri, nact;
+    mc_twopass_count(&T, &nvert, &ntri, &nact);
+    pmi_mesh_dest D;
+    st = pmi_mesh_prepare(ctx, opt, 1, nvert, ntri, nact, mesh, &D);
+    if (st != PM_STATUS_OK && st != PM_STATUS_TRUNCATED) goto done;
+    double t1 = timed ? pmi_now_ms() : 0.0;
+    mc_twopass_write(&T, &D);
+    pmi_report_stage(opt->report, 0, "count", t1 - t0);
+    pmi_report_stage(opt->report, 1, "write", timed ? pmi_now_ms() - t1 : 0.0);
+done:
+    free(T.bits);
+    free(T.btri);
+    free(T.bact);
+    free(T.voff);
+    free(T.scratch);
+    return st;
+}
