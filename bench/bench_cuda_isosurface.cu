@@ -33,22 +33,22 @@
 
 #include "pyramesh.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));        \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));            \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
-#define PK(x)                                                                                  \
-    do {                                                                                       \
-        pm_status s_ = (x);                                                                    \
-        if (s_ != PM_STATUS_OK) {                                                              \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, pm_status_string(s_),       \
-                    pm_last_error());                                                          \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define PK(x)                                                                                      \
+    do {                                                                                           \
+        pm_status s_ = (x);                                                                        \
+        if (s_ != PM_STATUS_OK) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, pm_status_string(s_),           \
+                    pm_last_error());                                                              \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* The field in double, rounded once to the sample type (u8/u16: the range
@@ -60,7 +60,8 @@ __global__ void cayley_kernel(T *out, long long n, double scale, double offset)
     for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < total;
          p += (long long)gridDim.x * blockDim.x) {
         long long i = p % n, j = (p / n) % n, k = p / (n * n);
-        double x = 2.0 * (double)i / (double)(n - 1) - 1.0, y = 2.0 * (double)j / (double)(n - 1) - 1.0,
+        double x = 2.0 * (double)i / (double)(n - 1) - 1.0,
+               y = 2.0 * (double)j / (double)(n - 1) - 1.0,
                z = 2.0 * (double)k / (double)(n - 1) - 1.0;
         double v = 1.0 - 16.0 * x * y * z - 4.0 * (x * x + y * y + z * z);
         out[p] = (T)(scale == 0.0 ? v : rint((v + offset) * scale));
@@ -116,15 +117,19 @@ static double copy_gbs(size_t bytes, cudaStream_t s)
  * at least; the best median over a few grid sizes. */
 __global__ void floor_kernel(const uint4 *in, size_t n16, uint4 *out, size_t o16, unsigned *sink)
 {
-    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x, st = gridDim.x * (size_t)blockDim.x;
+    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x,
+                 st = gridDim.x * (size_t)blockDim.x;
     unsigned acc = 0;
     size_t i = t;
     for (; i + 3 * st < n16; i += 4 * st) {
-        const uint4 a = __ldg(in + i), b = __ldg(in + i + st), c = __ldg(in + i + 2 * st), d = __ldg(in + i + 3 * st);
+        const uint4 a = __ldg(in + i), b = __ldg(in + i + st), c = __ldg(in + i + 2 * st),
+                    d = __ldg(in + i + 3 * st);
         acc ^= a.x ^ b.y ^ c.z ^ d.w;
     }
-    for (; i < n16; i += st) acc ^= __ldg(in + i).x;
-    for (size_t j = t; j < o16; j += st) out[j] = make_uint4(acc, (unsigned)j, 0u, 0u);
+    for (; i < n16; i += st)
+        acc ^= __ldg(in + i).x;
+    for (size_t j = t; j < o16; j += st)
+        out[j] = make_uint4(acc, (unsigned)j, 0u, 0u);
     if (acc == 0x9e3779b9u) *sink = acc;
 }
 
@@ -144,7 +149,8 @@ static double measured_floor_ms(const void *in, size_t bytes, size_t ob, cudaStr
         std::vector<double> t;
         for (int r = 0; r < 33; r++) {
             cudaEventRecord(e0, s);
-            floor_kernel<<<nsm * bps, 256, 0, s>>>((const uint4 *)in, bytes / 16, out, ob / 16, sink);
+            floor_kernel<<<nsm * bps, 256, 0, s>>>((const uint4 *)in, bytes / 16, out, ob / 16,
+                                                   sink);
             cudaEventRecord(e1, s);
             CK(cudaEventSynchronize(e1));
             float ms;
@@ -182,13 +188,15 @@ static void compare_cpu(pm_context *gpu, const pm_volume *dv, double iso, size_t
                (!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles));
     if (!same && a.num_triangles && b.num_triangles) {
         size_t nv = a.num_vertices < b.num_vertices ? a.num_vertices : b.num_vertices, f = 0;
-        while (f < nv && !memcmp(a.positions + 3 * f, b.positions + 3 * f, 12)) f++;
+        while (f < nv && !memcmp(a.positions + 3 * f, b.positions + 3 * f, 12))
+            f++;
         if (f < nv)
-            printf("first differing vertex %zu: cpu (%g %g %g) gpu (%g %g %g)\n", f, a.positions[3 * f],
-                   a.positions[3 * f + 1], a.positions[3 * f + 2], b.positions[3 * f], b.positions[3 * f + 1],
-                   b.positions[3 * f + 2]);
-        printf("cpu %zu/%zu gpu %zu/%zu active %llu/%llu\n", a.num_vertices, a.num_triangles, b.num_vertices,
-               b.num_triangles, (unsigned long long)a.active_cells, (unsigned long long)b.active_cells);
+            printf("first differing vertex %zu: cpu (%g %g %g) gpu (%g %g %g)\n", f,
+                   a.positions[3 * f], a.positions[3 * f + 1], a.positions[3 * f + 2],
+                   b.positions[3 * f], b.positions[3 * f + 1], b.positions[3 * f + 2]);
+        printf("cpu %zu/%zu gpu %zu/%zu active %llu/%llu\n", a.num_vertices, a.num_triangles,
+               b.num_vertices, b.num_triangles, (unsigned long long)a.active_cells,
+               (unsigned long long)b.active_cells);
     }
     printf("check N=%zu %s %s: GPU mesh %s the CPU mesh (%zu vertices, %zu triangles)\n", dv->nx,
            pm_sample_type_string(dv->type), mode ? "soup" : "indexed",
@@ -217,18 +225,26 @@ static std::string path_word(const pm_isosurface_report &r, const char *key)
 
 /* hook: the PYRAMESH_TEST_HOOKS value of the row, NULL for the default
  * paths. */
-static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int mode, double gbs, const char *hook)
+static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int mode, double gbs,
+                const char *hook)
 {
-    if (hook) setenv("PYRAMESH_TEST_HOOKS", hook, 1);
-    else unsetenv("PYRAMESH_TEST_HOOKS");
+    if (hook)
+        setenv("PYRAMESH_TEST_HOOKS", hook, 1);
+    else
+        unsetenv("PYRAMESH_TEST_HOOKS");
     size_t es = pm_sample_size(type), cells = (size_t)n * n * n, bytes = es * cells;
     void *vol;
     CK(cudaMalloc(&vol, bytes));
-    if (type == PM_SAMPLE_F32) cayley_kernel<float><<<4096, 256, 0, s>>>((float *)vol, n, 0.0, 0.0);
-    else if (type == PM_SAMPLE_U16) cayley_kernel<uint16_t><<<4096, 256, 0, s>>>((uint16_t *)vol, n, 65535.0 / 44.0, 27.0);
-    else cayley_kernel<uint8_t><<<4096, 256, 0, s>>>((uint8_t *)vol, n, 255.0 / 44.0, 27.0);
+    if (type == PM_SAMPLE_F32)
+        cayley_kernel<float><<<4096, 256, 0, s>>>((float *)vol, n, 0.0, 0.0);
+    else if (type == PM_SAMPLE_U16)
+        cayley_kernel<uint16_t><<<4096, 256, 0, s>>>((uint16_t *)vol, n, 65535.0 / 44.0, 27.0);
+    else
+        cayley_kernel<uint8_t><<<4096, 256, 0, s>>>((uint8_t *)vol, n, 255.0 / 44.0, 27.0);
     CK(cudaStreamSynchronize(s));
-    double iso = type == PM_SAMPLE_F32 ? 0.0 : (type == PM_SAMPLE_U16 ? 27.0 * 65535.0 / 44.0 : 27.0 * 255.0 / 44.0);
+    double iso = type == PM_SAMPLE_F32
+                     ? 0.0
+                     : (type == PM_SAMPLE_U16 ? 27.0 * 65535.0 / 44.0 : 27.0 * 255.0 / 44.0);
     pm_volume v = {vol, type, (size_t)n, (size_t)n, (size_t)n, 0, 0, {0, 0, 0}, {0, 0, 0}};
     if (n <= check_n) compare_cpu(ctx, &v, iso, bytes, mode);
 
@@ -299,8 +315,8 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     if (idx) CK(cudaMemcpy(got.data() + 24 * nv, idx, 12 * nt, cudaMemcpyDeviceToHost));
     const int async_same = hc[0] == nv && hc[1] == nt && hc[3] == 0 && got == ref;
     if (!async_same) {
-        printf("ASYNC MESH DIFFERS: N %d mode %d counts %llu/%llu flags %llu\n", n, mode, (unsigned long long)hc[0],
-               (unsigned long long)hc[1], (unsigned long long)hc[3]);
+        printf("ASYNC MESH DIFFERS: N %d mode %d counts %llu/%llu flags %llu\n", n, mode,
+               (unsigned long long)hc[0], (unsigned long long)hc[1], (unsigned long long)hc[3]);
         async_differs++;
     }
     cudaFree(cnt);
@@ -330,19 +346,22 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     const double mea = median(ta);
     char ha[32] = "-";
     if (h > 0) snprintf(ha, sizeof ha, "%.2fx", mea / h);
-    printf("| %4d | %-7s | %-7s | %-3s | %-15s | %10zu | %10zu | %8.3f | %8.3f | %7.3f | %7.3f | %7.3f | %7.3f | "
+    printf("| %4d | %-7s | %-7s | %-3s | %-15s | %10zu | %10zu | %8.3f | %8.3f | %7.3f | %7.3f | "
+           "%7.3f | %7.3f | "
            "%5.2fx | %-15s | %-6s | %6.3f |\n",
-           n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), pass1.c_str(), nv, nt, med, mea, median(t1),
-           median(t2), median(t3), floor_ms, med / floor_ms, hs, ha, async_host_ms);
+           n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), pass1.c_str(), nv, nt,
+           med, mea, median(t1), median(t2), median(t3), floor_ms, med / floor_ms, hs, ha,
+           async_host_ms);
     fflush(stdout);
     if (!hook) {
         /* The measured floor of this extraction's traffic, for the table
          * printed at the end. */
         char line[256];
         const double mf = measured_floor_ms(vol, bytes, (size_t)out_b, s);
-        snprintf(line, sizeof line, "| %4d | %-7s | %-3s | %9.1f | %9.1f | %7.3f | %7.3f | %7.3f | %5.2fx |\n", n,
-                 mode ? "soup" : "indexed", pm_sample_type_string(type), bytes / 1e6, out_b / 1e6, floor_ms, mf, mea,
-                 mea / mf);
+        snprintf(line, sizeof line,
+                 "| %4d | %-7s | %-3s | %9.1f | %9.1f | %7.3f | %7.3f | %7.3f | %5.2fx |\n", n,
+                 mode ? "soup" : "indexed", pm_sample_type_string(type), bytes / 1e6, out_b / 1e6,
+                 floor_ms, mf, mea, mea / mf);
         floors.push_back(line);
     }
     cudaFree(pos);
@@ -366,16 +385,20 @@ int main(int argc, char **argv)
     double gbs = copy_gbs((size_t)1 << 30, s);
     printf("device %s; device-to-device copy of 1 GiB: %.0f GB/s (read + write)\n",
            pm_context_device_name(ctx), gbs);
-    printf("| N | mode | path | type | pass 1 | vertices | triangles | median ms | async ms | classify ms | "
-           "readback ms | expand ms | floor ms | / floor | HP5 ms (ANCHORS.md) | async / HP5 | async host ms |\n");
+    printf("| N | mode | path | type | pass 1 | vertices | triangles | median ms | async ms | "
+           "classify ms | "
+           "readback ms | expand ms | floor ms | / floor | HP5 ms (ANCHORS.md) | async / HP5 | "
+           "async host ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int ns[16] = {128, 256, 384, 512, 640, 768, 1024}, nn = 7;
     if (argc > 3) {
         nn = 0;
         for (char *p = argv[3]; *p && nn < 16;) {
             ns[nn++] = (int)strtol(p, &p, 10);
-            if (*p == ',') p++;
-            else break;
+            if (*p == ',')
+                p++;
+            else
+                break;
         }
     }
     /* PM_BENCH_HOOKS=h,h,...: the fallback rows (hook names of
@@ -416,14 +439,19 @@ int main(int argc, char **argv)
             }
     }
     if (!floors.empty()) {
-        printf("\nMeasured floors (floor_kernel: reads the volume once, then writes the mesh's bytes; best median "
-               "of 30 over grids of 2-16 blocks per SM) against the computed floor (bytes at the copy bandwidth):\n");
-        printf("| N | mode | type | MB read | MB written | computed floor ms | measured floor ms | async ms | async / "
+        printf("\nMeasured floors (floor_kernel: reads the volume once, then writes the mesh's "
+               "bytes; best median "
+               "of 30 over grids of 2-16 blocks per SM) against the computed floor (bytes at the "
+               "copy bandwidth):\n");
+        printf("| N | mode | type | MB read | MB written | computed floor ms | measured floor ms | "
+               "async ms | async / "
                "measured floor |\n|---|---|---|---|---|---|---|---|---|\n");
-        for (const std::string &l : floors) fputs(l.c_str(), stdout);
+        for (const std::string &l : floors)
+            fputs(l.c_str(), stdout);
     }
     pm_context_destroy(ctx);
     cudaStreamDestroy(s);
-    if (async_differs) printf("%d pm_isosurface_async meshes differed from pm_isosurface\n", async_differs);
+    if (async_differs)
+        printf("%d pm_isosurface_async meshes differed from pm_isosurface\n", async_differs);
     return async_differs ? 1 : 0;
 }

@@ -17,22 +17,22 @@
 
 #include "pyramesh.h"
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
-#define PK(x)                                                                                  \
-    do {                                                                                       \
-        pm_status s_ = (x);                                                                    \
-        if (s_ != PM_STATUS_OK && s_ != PM_STATUS_TRUNCATED) {                                 \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #x,                     \
-                    pm_status_string(s_), pm_last_error());                                    \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define PK(x)                                                                                      \
+    do {                                                                                           \
+        pm_status s_ = (x);                                                                        \
+        if (s_ != PM_STATUS_OK && s_ != PM_STATUS_TRUNCATED) {                                     \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #x, pm_status_string(s_),   \
+                    pm_last_error());                                                              \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static cudaStream_t g_stream;
@@ -64,7 +64,8 @@ static __global__ void fill_u32(unsigned *p, size_t n, unsigned long long seed, 
          i += (size_t)gridDim.x * blockDim.x)
         p[i] = hash32(i ^ (seed << 40)) % mod;
 }
-static __global__ void fill_flags(unsigned char *p, size_t n, unsigned long long seed, unsigned per1000)
+static __global__ void fill_flags(unsigned char *p, size_t n, unsigned long long seed,
+                                  unsigned per1000)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
@@ -81,7 +82,8 @@ struct LessThan {
 // when the working set is under 200 MB.
 template <class F> static double time_ms(size_t bytes, F fn)
 {
-    for (int i = 0; i < 3; i++) fn();
+    for (int i = 0; i < 3; i++)
+        fn();
     CK(cudaStreamSynchronize(g_stream));
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
@@ -142,7 +144,8 @@ static void bench_reduce(const char *label, size_t n)
     std::vector<float> h(n);
     CK(cudaMemcpy(h.data(), in, n * 4, cudaMemcpyDeviceToHost));
     double ref = 0, abs = 0;
-    for (size_t i = 0; i < n; i++) ref += h[i], abs += fabs(h[i]);
+    for (size_t i = 0; i < n; i++)
+        ref += h[i], abs += fabs(h[i]);
     double r = 0;
     PK(pm_reduce_f32(g_ctx, in, n, PM_REDUCE_SUM, &r));
     check(fabs(r - ref) <= 1e-12 * abs, "reduce vs host double");
@@ -170,10 +173,12 @@ static void bench_image(size_t w, size_t hgt)
     std::vector<float> h(n);
     CK(cudaMemcpy(h.data(), in, n * 4, cudaMemcpyDeviceToHost));
     double ref = 0, abs = 0, r = 0;
-    for (size_t i = 0; i < n; i++) ref += h[i], abs += fabs(h[i]);
+    for (size_t i = 0; i < n; i++)
+        ref += h[i], abs += fabs(h[i]);
     PK(pm_reduce_image_f32(g_ctx, in, w, hgt, w, PM_REDUCE_SUM, &r));
     check(fabs(r - ref) <= 1e-12 * abs, "image reduce vs host");
-    double ours = time_ms(n * 4, [&] { PK(pm_reduce_image_f32(g_ctx, in, w, hgt, w, PM_REDUCE_SUM, &r)); });
+    double ours =
+        time_ms(n * 4, [&] { PK(pm_reduce_image_f32(g_ctx, in, w, hgt, w, PM_REDUCE_SUM, &r)); });
     double cub = time_ms(n * 4, [&] {
         CK(cub::DeviceReduce::Sum(cub_temp, tb, in, out, (int64_t)n, g_stream));
         CK(cudaMemcpyAsync(g_pinned, out, 4, cudaMemcpyDeviceToHost, g_stream));
@@ -187,7 +192,8 @@ static void bench_image(size_t w, size_t hgt)
     size_t s = w + 4;
     CK(cudaMalloc(&in, s * hgt * 4));
     fill_unit<<<1024, 256, 0, g_stream>>>(in, s * hgt, g_seed++);
-    double ours2 = time_ms(n * 4, [&] { PK(pm_reduce_image_f32(g_ctx, in, w, hgt, s, PM_REDUCE_SUM, &r)); });
+    double ours2 =
+        time_ms(n * 4, [&] { PK(pm_reduce_image_f32(g_ctx, in, w, hgt, s, PM_REDUCE_SUM, &r)); });
     snprintf(label, sizeof label, "%zux%zu/%zu", w, hgt, s);
     row("reduce_image_f32 (pad)", label, n * 4.0, ours2, cub);
     CK(cudaFree(in));
@@ -245,7 +251,8 @@ static void bench_filter(const char *label, size_t n, float keep)
     CK(cudaMemcpy(a.data(), out, cnt * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(b.data(), out2, cub_cnt * 4, cudaMemcpyDeviceToHost));
     check(cnt == cub_cnt && a == b, "filter vs CUB");
-    double ours = time_ms(n * 4, [&] { PK(pm_filter_f32(g_ctx, in, n, PM_LESS, keep, out, n, &cnt)); });
+    double ours =
+        time_ms(n * 4, [&] { PK(pm_filter_f32(g_ctx, in, n, PM_LESS, keep, out, n, &cnt)); });
     double cub = time_ms(n * 4, [&] {
         CK(cub::DeviceSelect::If(cub_temp, tb, in, out2, nsel, (int64_t)n, op, g_stream));
         CK(cudaMemcpyAsync(g_pinned, nsel, 8, cudaMemcpyDeviceToHost, g_stream));
@@ -307,7 +314,8 @@ static void bench_expand(const char *label, size_t n)
     std::vector<unsigned> h(n);
     CK(cudaMemcpy(h.data(), counts, n * 4, cudaMemcpyDeviceToHost));
     size_t total = 0;
-    for (unsigned c : h) total += c;
+    for (unsigned c : h)
+        total += c;
     CK(cudaMalloc(&src, total * 8 + 8));
     CK(cudaMalloc(&loc, total * 4 + 4));
     size_t cnt = 0;
@@ -319,9 +327,11 @@ static void bench_expand(const char *label, size_t n)
     bool ok = cnt == total;
     size_t k = 0;
     for (size_t i = 0; i < n && ok; i++)
-        for (unsigned j = 0; j < h[i] && ok; j++, k++) ok = s[k] == i && l[k] == j;
+        for (unsigned j = 0; j < h[i] && ok; j++, k++)
+            ok = s[k] == i && l[k] == j;
     check(ok, "expand vs host");
-    double ours = time_ms(n * 4, [&] { PK(pm_expand(g_ctx, counts, n, (uint64_t *)src, loc, total, &cnt)); });
+    double ours =
+        time_ms(n * 4, [&] { PK(pm_expand(g_ctx, counts, n, (uint64_t *)src, loc, total, &cnt)); });
     double bytes = n * 4.0 + total * 12.0;
     printf("| %-22s | %-14s | %9s | %7s | %9.4f | %7.0f | %6s |\n", "expand (no CUB peer)", label,
            "-", "-", ours, bytes / ours / 1e6, "-");
@@ -336,7 +346,8 @@ static void bench_copy(size_t bytes)
     CK(cudaMalloc(&a, bytes));
     CK(cudaMalloc(&b, bytes));
     CK(cudaMemsetAsync(a, 1, bytes, g_stream));
-    double ms = time_ms(bytes, [&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_stream)); });
+    double ms = time_ms(
+        bytes, [&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_stream)); });
     printf("device-to-device copy %zu MiB: %.4f ms = %.0f GB/s (read + write)\n\n", bytes >> 20, ms,
            2.0 * bytes / ms / 1e6);
     CK(cudaFree(a));
@@ -356,7 +367,8 @@ static std::vector<int> ints(const char *list)
     std::vector<int> v;
     for (const char *p = list; *p;) {
         v.push_back(atoi(p));
-        while (*p && *p != ',') p++;
+        while (*p && *p != ',')
+            p++;
         if (*p) p++;
     }
     return v;
@@ -367,11 +379,16 @@ int main(int argc, char **argv)
     bool quick = false;
     const char *only = nullptr, *sizes = nullptr, *keeps = nullptr;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) quick = true;
-        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-        else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) sizes = argv[++i];
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) g_reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--keeps") == 0 && i + 1 < argc) keeps = argv[++i];
+        if (strcmp(argv[i], "--quick") == 0)
+            quick = true;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
+            sizes = argv[++i];
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+            g_reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--keeps") == 0 && i + 1 < argc)
+            keeps = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s [--quick] [--only ops] [--sizes logs] [--reps n] [--keeps pcts]\n",
@@ -399,7 +416,7 @@ int main(int argc, char **argv)
     if (has(only, "copy")) bench_copy((size_t)1 << 30);
     printf("| op | size | CUB ms | CUB GB/s | ours ms | ours GB/s | CUB/ours |\n");
     printf("|---|---|---|---|---|---|---|\n");
-    std::vector<int> logs = sizes ? ints(sizes)
+    std::vector<int> logs = sizes   ? ints(sizes)
                             : quick ? std::vector<int>{16, 20, 24, 28}
                                     : std::vector<int>{16, 18, 20, 22, 24, 26, 28, 30};
     char label[32];
@@ -422,7 +439,8 @@ int main(int argc, char **argv)
             if (l > 28) continue;
             snprintf(label, sizeof label, "2^%d", l);
             if (keeps) {
-                for (int kp : ints(keeps)) bench_filter(label, (size_t)1 << l, kp / 100.0f);
+                for (int kp : ints(keeps))
+                    bench_filter(label, (size_t)1 << l, kp / 100.0f);
                 continue;
             }
             if (l == 28) {

@@ -19,14 +19,14 @@
 
 #include "pyramesh.h"
 
-#define PK(x)                                                                                  \
-    do {                                                                                       \
-        pm_status s_ = (x);                                                                    \
-        if (s_ != PM_STATUS_OK) {                                                              \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, pm_status_string(s_),       \
-                    pm_last_error());                                                          \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define PK(x)                                                                                      \
+    do {                                                                                           \
+        pm_status s_ = (x);                                                                        \
+        if (s_ != PM_STATUS_OK) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, pm_status_string(s_),           \
+                    pm_last_error());                                                              \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static double now_ms(void)
@@ -99,17 +99,20 @@ static size_t check_cpu(pm_context *gpu, pm_context *cpu, size_t n, double c)
         PK(pm_field_compute(gpu, d, n, &p, &fg));
         size_t np = fc.volume.nx * fc.volume.ny * fc.volume.nz;
         int same_grid = fc.volume.nx == fg.volume.nx && fc.volume.ny == fg.volume.ny &&
-                        fc.volume.nz == fg.volume.nz && fc.volume.origin[0] == fg.volume.origin[0] &&
+                        fc.volume.nz == fg.volume.nz &&
+                        fc.volume.origin[0] == fg.volume.origin[0] &&
                         fc.particles_used == fg.particles_used;
         float *gf = (float *)malloc(np * 4);
         cudaMemcpy(gf, fg.volume.data, np * 4, cudaMemcpyDeviceToHost);
         size_t diff = 0;
         if (same_grid)
-            for (size_t i = 0; i < np; i++) diff += memcmp(gf + i, (const float *)fc.volume.data + i, 4) != 0;
-        printf("check %zu particles c %g %s%s: grid %zux%zux%zu %s, %zu of %zu values differ from the CPU "
+            for (size_t i = 0; i < np; i++)
+                diff += memcmp(gf + i, (const float *)fc.volume.data + i, 4) != 0;
+        printf("check %zu particles c %g %s%s: grid %zux%zux%zu %s, %zu of %zu values differ from "
+               "the CPU "
                "(bitwise)\n",
-               n, c, m ? "blur" : "sph", m ? " (aabb)" : "", fc.volume.nx, fc.volume.ny, fc.volume.nz,
-               same_grid ? "same" : "DIFFERENT", diff, np);
+               n, c, m ? "blur" : "sph", m ? " (aabb)" : "", fc.volume.nx, fc.volume.ny,
+               fc.volume.nz, same_grid ? "same" : "DIFFERENT", diff, np);
         bad += diff + !same_grid;
         pm_isosurface_options o;
         memset(&o, 0, sizeof o);
@@ -150,11 +153,13 @@ int main(int argc, char **argv)
     PK(pm_context_create(&dc, &cpu));
     size_t bad = check_cpu(ctx, cpu, 100000, 0.5);
     const double cs[3] = {1.5, 0.3, 0.9};
-    for (int i = 0; i < 3; i++) bad += check_cpu(ctx, cpu, 30000, cs[i]);
+    for (int i = 0; i < 3; i++)
+        bad += check_cpu(ctx, cpu, 30000, cs[i]);
     pm_context_destroy(cpu);
     printf("CPU check: %s\n", bad ? "FAILED" : "all bit-identical");
     float *xyz = make_particles(n, 0.01);
-    printf("| particles | grid | neighbours ms | densities ms | field ms | extract ms | total ms | triangles |\n");
+    printf("| particles | grid | neighbours ms | densities ms | field ms | extract ms | total ms | "
+           "triangles |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
     double best = 1e30;
     for (int rep = 0; rep < 4; rep++) {
@@ -173,9 +178,9 @@ int main(int argc, char **argv)
         PK(pm_context_synchronize(ctx));
         double t2 = now_ms();
         if (rep > 0) {
-            printf("| %zu | %zux%zux%zu | %.1f | %.1f | %.1f | %.1f | %.1f | %zu |\n", n, f.volume.nx, f.volume.ny,
-                   f.volume.nz, f.timings.neighbours_ms, f.timings.density_ms, f.timings.field_ms, t2 - t1,
-                   t2 - t0, m.num_triangles);
+            printf("| %zu | %zux%zux%zu | %.1f | %.1f | %.1f | %.1f | %.1f | %zu |\n", n,
+                   f.volume.nx, f.volume.ny, f.volume.nz, f.timings.neighbours_ms,
+                   f.timings.density_ms, f.timings.field_ms, t2 - t1, t2 - t0, m.num_triangles);
             if (t2 - t0 < best) best = t2 - t0;
         }
         (void)t1;
@@ -198,11 +203,13 @@ int main(int argc, char **argv)
         pm_mesh m;
         PK(pm_isosurface(ctx, &f.volume, f.iso, &o, &m));
         pm_field_grid g;
-        for (int a = 0; a < 3; a++) g.lo[a] = (int64_t)llround(f.volume.origin[a] / f.volume.spacing[a]);
+        for (int a = 0; a < 3; a++)
+            g.lo[a] = (int64_t)llround(f.volume.origin[a] / f.volume.spacing[a]);
         g.dims[0] = f.volume.nx;
         g.dims[1] = f.volume.ny;
         g.dims[2] = f.volume.nz;
-        const size_t np = g.dims[0] * g.dims[1] * g.dims[2], vc = m.num_vertices, tc = m.num_triangles;
+        const size_t np = g.dims[0] * g.dims[1] * g.dims[2], vc = m.num_vertices,
+                     tc = m.num_triangles;
         float *field, *pos, *nrm;
         uint32_t *idx;
         pm_field_status *fst;
@@ -250,7 +257,8 @@ int main(int argc, char **argv)
             free(a);
             free(b);
         }
-        printf("async (pm_field_compute_async + pm_isosurface_async, one wait): best %.1f ms end to end, the host "
+        printf("async (pm_field_compute_async + pm_isosurface_async, one wait): best %.1f ms end "
+               "to end, the host "
                "back after %.2f ms; mesh %s the synchronous one\n",
                abest, hbest, same ? "byte-identical to" : "DIFFERS FROM");
         if (!same) bad++;

@@ -161,8 +161,9 @@ typedef enum pm_compare { PM_LESS, PM_LESS_EQUAL, PM_GREATER, PM_GREATER_EQUAL }
  * PM_STATUS_TRUNCATED is returned. out must not overlap in. */
 PM_API pm_status pm_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                                float threshold, float *out, size_t capacity, size_t *count);
-/* The same contract computed by Horn's method (GPU Gems 2, ch. 36, 2005): Hillis-Steele scan of the keep flags, then a parallel binary
- * search and gather per output. O(n log n); kept for comparison. */
+/* The same contract computed by Horn's method (GPU Gems 2, ch. 36, 2005): Hillis-Steele scan of the
+ * keep flags, then a parallel binary search and gather per output. O(n log n); kept for comparison.
+ */
 PM_API pm_status pm_filter_horn_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                                     float threshold, float *out, size_t capacity, size_t *count);
 

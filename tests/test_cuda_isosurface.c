@@ -52,33 +52,39 @@ static int path_has(const pm_isosurface_report *r, const char *word)
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
 static size_t search_runs, novroom_runs, nopdl_runs;
-static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_volume *v, int soup, int async,
-                       const char *what)
+static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_volume *v, int soup,
+                       int async, const char *what)
 {
     if (pm_context_device(ctx) != PM_DEVICE_CUDA) return;
     const size_t points = v->nx * v->ny * v->nz, mask_bytes = points / 8;
-    const int stream = v->type != PM_SAMPLE_F64 && (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24));
+    const int stream =
+        v->type != PM_SAMPLE_F64 && (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24));
     PMT_CHECK(path_has(r, "backend=cuda"), "%s: path \"%s\"", what, r->path);
-    PMT_CHECK(path_has(r, stream ? "pass1=stream" : "pass1=bitmask"), "%s: path \"%s\"", what, r->path);
+    PMT_CHECK(path_has(r, stream ? "pass1=stream" : "pass1=bitmask"), "%s: path \"%s\"", what,
+              r->path);
     if (!stream && mask_bytes < ((size_t)4 << 20))
         PMT_CHECK(path_has(r, "classify=batched"), "%s: path \"%s\"", what, r->path);
     if (!stream && mask_bytes > ((size_t)512 << 20))
         PMT_CHECK(path_has(r, "classify=perword"), "%s: path \"%s\"", what, r->path);
     const int search = hook_set("search"), novroom = hook_set("novroom");
     if (!soup) {
-        PMT_CHECK(path_has(r, "pass2=blocks") && !strstr(r->path, "soup="), "%s: path \"%s\"", what, r->path);
-    } else if (novroom && !async) {
-        PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells-fallback"), "%s: hook novroom, path \"%s\"",
-                  what, r->path);
-    } else if (search) {
-        PMT_CHECK(path_has(r, "pass2=search") && path_has(r, "soup=indexed"), "%s: hook search, path \"%s\"", what,
+        PMT_CHECK(path_has(r, "pass2=blocks") && !strstr(r->path, "soup="), "%s: path \"%s\"", what,
                   r->path);
+    } else if (novroom && !async) {
+        PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells-fallback"),
+                  "%s: hook novroom, path \"%s\"", what, r->path);
+    } else if (search) {
+        PMT_CHECK(path_has(r, "pass2=search") && path_has(r, "soup=indexed"),
+                  "%s: hook search, path \"%s\"", what, r->path);
     } else if (points <= ((size_t)1 << 23) && !novroom) {
-        PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells"), "%s: path \"%s\"", what, r->path);
+        PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells"), "%s: path \"%s\"", what,
+                  r->path);
     } else {
-        PMT_CHECK(path_has(r, "pass2=blocks") && path_has(r, "soup=indexed"), "%s: path \"%s\"", what, r->path);
+        PMT_CHECK(path_has(r, "pass2=blocks") && path_has(r, "soup=indexed"), "%s: path \"%s\"",
+                  what, r->path);
     }
-    if (hook_set("nopdl")) PMT_CHECK(path_has(r, "launch=plain"), "%s: hook nopdl, path \"%s\"", what, r->path);
+    if (hook_set("nopdl"))
+        PMT_CHECK(path_has(r, "launch=plain"), "%s: hook nopdl, path \"%s\"", what, r->path);
     search_runs += path_has(r, "pass2=search");
     novroom_runs += path_has(r, "soup=cells-fallback");
     nopdl_runs += path_has(r, "launch=plain");
@@ -186,12 +192,13 @@ static void test_capacity(pm_context *ctx)
 
 /* got (host copy of a caller buffer of cap bytes): its first n bytes are
  * want's (context memory), the rest still the poison. */
-static void same_then_poison(pm_context *ctx, const void *got, const void *want, size_t n, const void *poison,
-                             size_t cap, const char *what, const char *array)
+static void same_then_poison(pm_context *ctx, const void *got, const void *want, size_t n,
+                             const void *poison, size_t cap, const char *what, const char *array)
 {
     void *w = pmt_to_host(ctx, want, n);
     PMT_CHECK(!memcmp(got, w, n), "%s: async %s differ from pm_isosurface's", what, array);
-    PMT_CHECK(!memcmp((const char *)got + n, poison, cap - n), "%s: %s written past %zu bytes", what, array, n);
+    PMT_CHECK(!memcmp((const char *)got + n, poison, cap - n), "%s: %s written past %zu bytes",
+              what, array, n);
     free(w);
 }
 
@@ -201,8 +208,9 @@ static void same_then_poison(pm_context *ctx, const void *got, const void *want,
  * it exceeds a capacity; a mesh that fits is byte for byte pm_isosurface's
  * and nothing is written past it; on the CUDA backend a mesh that does not
  * fit writes nothing at all. */
-static void check_async(pm_context *ctx, const pm_volume *dv, double iso, const pm_isosurface_options *base,
-                        const pm_mesh *full, size_t vcap, size_t tcap, const char *what)
+static void check_async(pm_context *ctx, const pm_volume *dv, double iso,
+                        const pm_isosurface_options *base, const pm_mesh *full, size_t vcap,
+                        size_t tcap, const char *what)
 {
     const int want_n = base->normals != PM_NORMALS_NONE, want_i = base->mode == PM_MESH_INDEXED;
     size_t nv = full->num_vertices, nt = full->num_triangles;
@@ -227,12 +235,13 @@ static void check_async(pm_context *ctx, const pm_volume *dv, double iso, const 
     pm_isosurface_counts c;
     PMT_OK(pm_download(ctx, &c, cnt, sizeof c));
     const int over = nv > vcap || nt > tcap;
-    PMT_CHECK(c.num_vertices == nv && c.num_triangles == nt && c.active_cells == full->active_cells &&
-                  c.flags == (over ? PM_ISOSURFACE_DOES_NOT_FIT : 0u),
-              "%s cap %zu/%zu: async counts %llu/%llu/%llu flags %llu, expected %zu/%zu/%llu over %d", what, vcap,
-              tcap, (unsigned long long)c.num_vertices, (unsigned long long)c.num_triangles,
-              (unsigned long long)c.active_cells, (unsigned long long)c.flags, nv, nt,
-              (unsigned long long)full->active_cells, over);
+    PMT_CHECK(
+        c.num_vertices == nv && c.num_triangles == nt && c.active_cells == full->active_cells &&
+            c.flags == (over ? PM_ISOSURFACE_DOES_NOT_FIT : 0u),
+        "%s cap %zu/%zu: async counts %llu/%llu/%llu flags %llu, expected %zu/%zu/%llu over %d",
+        what, vcap, tcap, (unsigned long long)c.num_vertices, (unsigned long long)c.num_triangles,
+        (unsigned long long)c.active_cells, (unsigned long long)c.flags, nv, nt,
+        (unsigned long long)full->active_cells, over);
     float *hp = pmt_to_host(ctx, bp, vb), *hn = want_n ? pmt_to_host(ctx, bn, vb) : NULL;
     uint32_t *hi = want_i ? pmt_to_host(ctx, bi, ib) : NULL;
     if (!over) {
@@ -242,7 +251,8 @@ static void check_async(pm_context *ctx, const pm_volume *dv, double iso, const 
         if (want_n) same_then_poison(ctx, hn, full->normals, 12 * nv, poison, vb, wc, "normals");
         if (want_i) same_then_poison(ctx, hi, full->indices, 12 * nt, poison, ib, wc, "indices");
     } else if (pm_context_device(ctx) == PM_DEVICE_CUDA) {
-        PMT_CHECK(!memcmp(hp, poison, vb) && (!hn || !memcmp(hn, poison, vb)) && (!hi || !memcmp(hi, poison, ib)),
+        PMT_CHECK(!memcmp(hp, poison, vb) && (!hn || !memcmp(hn, poison, vb)) &&
+                      (!hi || !memcmp(hi, poison, ib)),
                   "%s cap %zu/%zu: a mesh that does not fit was written", what, vcap, tcap);
     }
     free(hp);
@@ -269,7 +279,8 @@ static void test_async(pm_context *ctx)
     v.data = pmt_to_ctx(ctx, cy, 4 * n * n * n);
     size_t nr = 60;
     uint8_t *rnd = malloc(nr * nr * nr);
-    for (size_t p = 0; p < nr * nr * nr; p++) rnd[p] = (uint8_t)(pmt_uniform() * 2.0);
+    for (size_t p = 0; p < nr * nr * nr; p++)
+        rnd[p] = (uint8_t)(pmt_uniform() * 2.0);
     pm_volume vr = {NULL, PM_SAMPLE_U8, nr, nr, nr, 0, 0, {0, 0, 0}, {0, 0, 0}};
     vr.data = pmt_to_ctx(ctx, rnd, nr * nr * nr);
     for (int vi = 0; vi < 2; vi++)
@@ -280,7 +291,9 @@ static void test_async(pm_context *ctx)
                 pm_isosurface_options o;
                 memset(&o, 0, sizeof o);
                 o.mode = (pm_mesh_mode)mode;
-                o.normals = nm == 1 ? PM_NORMALS_NONE : nm == 2 ? PM_NORMALS_SOBEL : PM_NORMALS_CENTRAL;
+                o.normals = nm == 1   ? PM_NORMALS_NONE
+                            : nm == 2 ? PM_NORMALS_SOBEL
+                                      : PM_NORMALS_CENTRAL;
                 o.inside_above = vi;
                 o.output_in_context_memory = 1;
                 pm_isosurface_report rep;
@@ -289,8 +302,9 @@ static void test_async(pm_context *ctx)
                 PMT_OK(pm_isosurface(ctx, dv, iso, &o, &full));
                 o.report = NULL;
                 char what[96];
-                snprintf(what, sizeof what, "async %s %s normals %d", vi ? "random u8" : "cayley f32",
-                         mode ? "soup" : "indexed", (int)o.normals);
+                snprintf(what, sizeof what, "async %s %s normals %d",
+                         vi ? "random u8" : "cayley f32", mode ? "soup" : "indexed",
+                         (int)o.normals);
                 check_path(ctx, &rep, dv, mode, 0, what);
                 size_t nv = full.num_vertices, nt = full.num_triangles;
                 PMT_CHECK(nv > 100 && nt > 100, "%s: too small a mesh", what);
@@ -337,12 +351,17 @@ static void test_async(pm_context *ctx)
     PMT_OK(pm_download(ctx, c, cnt, sizeof c));
     for (int f = 0; f < FRAMES; f++) {
         size_t nv = ref[f].num_vertices;
-        PMT_CHECK(c[f].num_vertices == nv && c[f].num_triangles == ref[f].num_triangles && c[f].flags == 0,
-                  "frame %d: counts %llu/%llu flags %llu, expected %zu/%zu", f, (unsigned long long)c[f].num_vertices,
-                  (unsigned long long)c[f].num_triangles, (unsigned long long)c[f].flags, nv, ref[f].num_triangles);
-        float *a = pmt_to_host(ctx, pos[f], 12 * nv), *b = pmt_to_host(ctx, ref[f].positions, 12 * nv);
-        float *an = pmt_to_host(ctx, nrm[f], 12 * nv), *bn = pmt_to_host(ctx, ref[f].normals, 12 * nv);
-        PMT_CHECK(!memcmp(a, b, 12 * nv) && !memcmp(an, bn, 12 * nv), "frame %d: async mesh differs", f);
+        PMT_CHECK(c[f].num_vertices == nv && c[f].num_triangles == ref[f].num_triangles &&
+                      c[f].flags == 0,
+                  "frame %d: counts %llu/%llu flags %llu, expected %zu/%zu", f,
+                  (unsigned long long)c[f].num_vertices, (unsigned long long)c[f].num_triangles,
+                  (unsigned long long)c[f].flags, nv, ref[f].num_triangles);
+        float *a = pmt_to_host(ctx, pos[f], 12 * nv),
+              *b = pmt_to_host(ctx, ref[f].positions, 12 * nv);
+        float *an = pmt_to_host(ctx, nrm[f], 12 * nv),
+              *bn = pmt_to_host(ctx, ref[f].normals, 12 * nv);
+        PMT_CHECK(!memcmp(a, b, 12 * nv) && !memcmp(an, bn, 12 * nv),
+                  "frame %d: async mesh differs", f);
         free(a);
         free(b);
         free(an);
@@ -370,8 +389,9 @@ static void test_async(pm_context *ctx)
 /* The mesh of hv on the CPU and of dv (the same samples in context memory)
  * on the GPU: same counts, positions, normals and indices byte for byte.
  * *out gets the CPU mesh's counts (its arrays are freed). */
-static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *hv, const pm_volume *dv, double iso,
-                            const pm_isosurface_options *o, const char *what, pm_mesh *out)
+static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *hv,
+                            const pm_volume *dv, double iso, const pm_isosurface_options *o,
+                            const char *what, pm_mesh *out)
 {
     pm_mesh a, b;
     PMT_OK(pm_isosurface(cpu, hv, iso, o, &a));
@@ -381,13 +401,15 @@ static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *h
     PMT_OK(pm_isosurface(gpu, dv, iso, &og, &b));
     check_path(gpu, &rep, dv, o->mode == PM_MESH_SOUP, 0, what);
     PMT_CHECK(a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles,
-              "%s: counts %zu/%zu vs cpu %zu/%zu", what, b.num_vertices, b.num_triangles, a.num_vertices,
-              a.num_triangles);
+              "%s: counts %zu/%zu vs cpu %zu/%zu", what, b.num_vertices, b.num_triangles,
+              a.num_vertices, a.num_triangles);
     if (a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles) {
         size_t vb = 12 * a.num_vertices;
-        PMT_CHECK(!memcmp(a.positions, b.positions, vb) && (!a.normals || !memcmp(a.normals, b.normals, vb)),
+        PMT_CHECK(!memcmp(a.positions, b.positions, vb) &&
+                      (!a.normals || !memcmp(a.normals, b.normals, vb)),
                   "%s: vertices differ", what);
-        PMT_CHECK(!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles), "%s: indices differ", what);
+        PMT_CHECK(!a.indices || !memcmp(a.indices, b.indices, 12 * a.num_triangles),
+                  "%s: indices differ", what);
     }
     pm_mesh_free(gpu, &b);
     memset(out, 0, sizeof *out);
@@ -402,8 +424,9 @@ static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *h
  * from u8 to last (u8/u16 clamp negative values to 0): the GPU mesh equals
  * the CPU mesh, indexed and soup, at iso with normals `normals`; above:
  * inside is above iso (the soup only when above is 2). */
-static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, size_t nz, size_t rs, size_t ss,
-                        int last, pm_normals normals, int above, double offset, double iso)
+static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, size_t nz,
+                        size_t rs, size_t ss, int last, pm_normals normals, int above,
+                        double offset, double iso)
 {
     size_t n = nx * ny * nz;
     double *f = pmt_field_f64(PMT_FIELD_TORUS, nx, ny, nz, 0.6, 0.25);
@@ -422,9 +445,9 @@ static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, 
             o.normals = normals;
             o.inside_above = above == 1 || (above == 2 && mode);
             char what[128];
-            snprintf(what, sizeof what, "%zux%zux%zu (strides %zu, %zu) %s %s iso %g%s", nx, ny, nz, rs, ss,
-                     pm_sample_type_string((pm_sample_type)type), mode ? "soup" : "indexed", iso,
-                     o.inside_above ? " above" : "");
+            snprintf(what, sizeof what, "%zux%zux%zu (strides %zu, %zu) %s %s iso %g%s", nx, ny, nz,
+                     rs, ss, pm_sample_type_string((pm_sample_type)type), mode ? "soup" : "indexed",
+                     iso, o.inside_above ? " above" : "");
             pm_mesh a;
             gpu_matches_cpu(cpu, gpu, &hv, &dv, iso, &o, what, &a);
             /* Negative iso values leave the clamped unsigned types flat. */
@@ -444,9 +467,12 @@ static void test_types(pm_context *gpu)
     types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0, 100.25);
     /* Integer iso (the integer threshold's ceil and floor agree), negative
      * samples and iso (i16 and the floats), both inside sides. */
-    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_CENTRAL, 1, 0.0, 100.0);
-    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_CENTRAL, 1, -100.0, -3.5);
-    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_FORWARD, 0, -100.0, -3.0);
+    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_CENTRAL, 1, 0.0,
+                100.0);
+    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_CENTRAL, 1, -100.0,
+                -3.5);
+    types_match(cpu, gpu, 37, 29, 23, 37, 37 * 29, PM_SAMPLE_F64, PM_NORMALS_FORWARD, 0, -100.0,
+                -3.0);
     pm_context_destroy(cpu);
 }
 
@@ -458,11 +484,14 @@ static void test_stream_shapes(pm_context *gpu)
     pm_context *cpu = cpu_ctx();
     static const size_t shapes[][5] = {
         /* nx, ny, nz, extra row stride, extra slice stride (samples) */
-        {272, 33, 11, 0, 0}, {48, 62, 9, 0, 0}, {16, 31, 7, 16, 32}, {528, 5, 6, 32, 16}};
+        {272, 33, 11, 0, 0},
+        {48, 62, 9, 0, 0},
+        {16, 31, 7, 16, 32},
+        {528, 5, 6, 32, 16}};
     for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
         size_t rs = shapes[c][0] + shapes[c][3], ss = rs * shapes[c][1] + shapes[c][4];
-        types_match(cpu, gpu, shapes[c][0], shapes[c][1], shapes[c][2], rs, ss, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
-                    0.0, 100.25);
+        types_match(cpu, gpu, shapes[c][0], shapes[c][1], shapes[c][2], rs, ss, PM_SAMPLE_F32,
+                    PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     }
     pm_context_destroy(cpu);
 }
@@ -477,9 +506,12 @@ static void test_stream_shapes(pm_context *gpu)
 static void test_size_paths(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
-    types_match(cpu, gpu, 2048, 124, 132, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
-    types_match(cpu, gpu, 260, 255, 258, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0, 100.25);
-    types_match(cpu, gpu, 128, 40, 30, 128, 128 * 40, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0, 100.25);
+    types_match(cpu, gpu, 2048, 124, 132, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
+                0.0, 100.25);
+    types_match(cpu, gpu, 260, 255, 258, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0,
+                100.25);
+    types_match(cpu, gpu, 128, 40, 30, 128, 128 * 40, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0,
+                100.25);
     pm_context_destroy(cpu);
 }
 
@@ -550,10 +582,11 @@ static void test_huge(pm_context *gpu)
         o.mode = (pm_mesh_mode)mode;
         o.inside_above = 1;
         pm_mesh a;
-        gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.0, &o, mode ? "> 2^32 cells, soup" : "> 2^32 cells, indexed", &a);
+        gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.0, &o,
+                        mode ? "> 2^32 cells, soup" : "> 2^32 cells, indexed", &a);
         PMT_CHECK(a.num_triangles > 1000, "> 2^32 cells: only %zu triangles", a.num_triangles);
-        printf("> 2^32 cells (%zu): %zu triangles, %s\n", (nx - 1) * (ny - 1) * (nz - 1), a.num_triangles,
-               mode ? "soup" : "indexed");
+        printf("> 2^32 cells (%zu): %zu triangles, %s\n", (nx - 1) * (ny - 1) * (nz - 1),
+               a.num_triangles, mode ? "soup" : "indexed");
     }
     pm_context_destroy(cpu);
     pm_free(gpu, d);
@@ -567,7 +600,8 @@ static void test_rerun(pm_context *gpu)
 {
     size_t nx = 128, ny = 128, nz = 128, n = nx * ny * nz;
     uint8_t *h = malloc(n);
-    for (size_t p = 0; p < n; p++) h[p] = (uint8_t)(pmt_uniform() * 2.0);
+    for (size_t p = 0; p < n; p++)
+        h[p] = (uint8_t)(pmt_uniform() * 2.0);
     pm_context *cpu = cpu_ctx();
     pm_volume hv = {h, PM_SAMPLE_U8, nx, ny, nz, 0, 0, {0, 0, 0}, {0, 0, 0}};
     pm_volume dv = hv;
@@ -603,10 +637,11 @@ int main(int argc, char **argv)
         test_oom(ctx);
         test_rerun(ctx);
         test_huge(ctx);
-        printf("forced paths: %zu pass2=search, %zu soup=cells-fallback, %zu launch=plain\n", search_runs,
-               novroom_runs, nopdl_runs);
+        printf("forced paths: %zu pass2=search, %zu soup=cells-fallback, %zu launch=plain\n",
+               search_runs, novroom_runs, nopdl_runs);
         if (hook_set("search")) PMT_CHECK(search_runs > 0, "hook search: never pass2=search");
-        if (hook_set("novroom")) PMT_CHECK(novroom_runs > 0, "hook novroom: never soup=cells-fallback");
+        if (hook_set("novroom"))
+            PMT_CHECK(novroom_runs > 0, "hook novroom: never soup=cells-fallback");
         if (hook_set("nopdl")) PMT_CHECK(nopdl_runs > 0, "hook nopdl: never launch=plain");
     }
     pm_context_destroy(ctx);

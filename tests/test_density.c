@@ -764,7 +764,8 @@ static void test_vs_reference(void)
         pm_context_destroy(ctx);
         free(xyz);
     }
-    printf("reference: %d random fields bit-identical to the one-term-at-a-time definition\n", rounds);
+    printf("reference: %d random fields bit-identical to the one-term-at-a-time definition\n",
+           rounds);
 }
 
 static int compare_with_cpu(pm_context *ctx)
@@ -817,7 +818,8 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
 {
     size_t n = 3000;
     float *xyz = malloc(n * 3 * sizeof *xyz);
-    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)(0.2 + 0.6 * pmt_uniform());
+    for (size_t i = 0; i < 3 * n; i++)
+        xyz[i] = (float)(0.2 + 0.6 * pmt_uniform());
     if (nonfinite) {
         xyz[3 * 1234 + 1] = NAN;
         xyz[3 * 2345] = INFINITY;
@@ -841,7 +843,8 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g0, out, st));
         pm_field_status h;
         PMT_OK(pm_download(ctx, &h, st, sizeof h));
-        PMT_CHECK(h.first_nonfinite == 1234, "async field: first non-finite particle %llu, expected 1234",
+        PMT_CHECK(h.first_nonfinite == 1234,
+                  "async field: first non-finite particle %llu, expected 1234",
                   (unsigned long long)h.first_nonfinite);
         pm_free(ctx, out);
         pm_free(ctx, st);
@@ -855,7 +858,8 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
     double bmin[3] = {INFINITY, INFINITY, INFINITY}, bmax[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (size_t i = 0; i < n; i++) {
         const float *q = xyz + 3 * i;
-        if (aabb && !(q[0] >= 0.3 && q[0] <= 0.75 && q[1] >= 0.3 && q[1] <= 0.75 && q[2] >= 0.3 && q[2] <= 0.75))
+        if (aabb && !(q[0] >= 0.3 && q[0] <= 0.75 && q[1] >= 0.3 && q[1] <= 0.75 && q[2] >= 0.3 &&
+                      q[2] <= 0.75))
             continue;
         for (int a = 0; a < 3; a++) {
             bmin[a] = fmin(bmin[a], q[a]);
@@ -866,13 +870,14 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
     const size_t fd[3] = {v->nx, v->ny, v->nz};
     for (int a = 0; a < 3; a++)
         PMT_CHECK(g0.dims[a] == fd[a] && (double)g0.lo[a] * v->spacing[a] == v->origin[a],
-                  "pm_field_grid_for_box axis %d: lo %lld dims %zu, the field's %g / %zu", a, (long long)g0.lo[a],
-                  g0.dims[a], v->origin[a], fd[a]);
+                  "pm_field_grid_for_box axis %d: lo %lld dims %zu, the field's %g / %zu", a,
+                  (long long)g0.lo[a], g0.dims[a], v->origin[a], fd[a]);
     pm_field_params rp = resolved(0.03);
     rp.method = m;
     const int64_t B = (int64_t)pmi_field_rule_of(&rp).B;
     float *ref = field_host(ctx, &f);
-    const char *what = m == PM_FIELD_SPH ? (aabb ? "sph, aabb" : "sph") : (aabb ? "blur, aabb" : "blur");
+    const char *what =
+        m == PM_FIELD_SPH ? (aabb ? "sph, aabb" : "sph") : (aabb ? "blur, aabb" : "blur");
     for (int c = 0; c < 3; c++) {
         /* 0: the field's lattice, 1: grown by 2 cells, 2: cut by 3 points. */
         pm_field_grid g = g0;
@@ -886,7 +891,8 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         PMT_OK(pm_alloc(ctx, 4 * np, (void **)&out));
         PMT_OK(pm_field_compute_async(ctx, d, n, &p, &g, out, st));
         /* The mesh, queued right behind the field. */
-        pm_volume fv = {out, PM_SAMPLE_F32, g.dims[0], g.dims[1], g.dims[2], 0, 0, {0, 0, 0}, {0, 0, 0}};
+        pm_volume fv = {out, PM_SAMPLE_F32, g.dims[0], g.dims[1], g.dims[2], 0,
+                        0,   {0, 0, 0},     {0, 0, 0}};
         for (int a = 0; a < 3; a++) {
             fv.spacing[a] = v->spacing[a];
             fv.origin[a] = (double)g.lo[a] * v->spacing[a];
@@ -917,40 +923,48 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         pm_field_status h;
         PMT_OK(pm_download(ctx, &h, st, sizeof h));
         PMT_CHECK(h.particles_used == f.particles_used && h.first_nonfinite == UINT64_MAX,
-                  "%s lattice %d: status %llu %llu, expected %zu", what, c, (unsigned long long)h.particles_used,
-                  (unsigned long long)h.first_nonfinite, f.particles_used);
+                  "%s lattice %d: status %llu %llu, expected %zu", what, c,
+                  (unsigned long long)h.particles_used, (unsigned long long)h.first_nonfinite,
+                  f.particles_used);
         float *got = pmt_to_host(ctx, out, 4 * np);
         size_t differ = 0, far = 0;
         for (size_t k = 0; k < g.dims[2]; k++)
             for (size_t j = 0; j < g.dims[1]; j++)
                 for (size_t i = 0; i < g.dims[0]; i++) {
-                    const int64_t si = (int64_t)i - grow, sj = (int64_t)j - grow, sk = (int64_t)k - grow;
-                    const int in = si >= 0 && sj >= 0 && sk >= 0 && si < (int64_t)fd[0] && sj < (int64_t)fd[1] &&
-                                   sk < (int64_t)fd[2];
-                    const float a = in ? ref[((size_t)sk * fd[1] + (size_t)sj) * fd[0] + (size_t)si] : 0.0f;
+                    const int64_t si = (int64_t)i - grow, sj = (int64_t)j - grow,
+                                  sk = (int64_t)k - grow;
+                    const int in = si >= 0 && sj >= 0 && sk >= 0 && si < (int64_t)fd[0] &&
+                                   sj < (int64_t)fd[1] && sk < (int64_t)fd[2];
+                    const float a =
+                        in ? ref[((size_t)sk * fd[1] + (size_t)sj) * fd[0] + (size_t)si] : 0.0f;
                     const float b = got[(k * g.dims[1] + j) * g.dims[0] + i];
                     if (memcmp(&a, &b, sizeof a)) differ++;
                     if (!(fabs(a - b) <= 1e-6 * fabs(a) + 1e-12)) far++;
                 }
         if (c < 2)
-            PMT_CHECK(differ == 0, "%s lattice %d: %zu of %zu values differ from pm_field_compute", what, c, differ,
-                      np);
-        PMT_CHECK(far == 0, "%s lattice %d: %zu of %zu values differ by more than 1e-6", what, c, far, np);
+            PMT_CHECK(differ == 0, "%s lattice %d: %zu of %zu values differ from pm_field_compute",
+                      what, c, differ, np);
+        PMT_CHECK(far == 0, "%s lattice %d: %zu of %zu values differ by more than 1e-6", what, c,
+                  far, np);
         if (c < 2) {
             /* Same field values: the same mesh, moved by whole points in
              * index only (positions are absolute). */
             pm_isosurface_counts hc;
             PMT_OK(pm_download(ctx, &hc, mc, sizeof hc));
-            PMT_CHECK(hc.num_vertices == ms.num_vertices && hc.num_triangles == ms.num_triangles && hc.flags == 0,
+            PMT_CHECK(hc.num_vertices == ms.num_vertices && hc.num_triangles == ms.num_triangles &&
+                          hc.flags == 0,
                       "%s lattice %d: async mesh %llu/%llu flags %llu, expected %zu/%zu", what, c,
                       (unsigned long long)hc.num_vertices, (unsigned long long)hc.num_triangles,
                       (unsigned long long)hc.flags, ms.num_vertices, ms.num_triangles);
-            if (c == 0 && hc.num_vertices == ms.num_vertices && hc.num_triangles == ms.num_triangles) {
-                float *a = pmt_to_host(ctx, mp, 12 * ms.num_vertices), *b = pmt_to_host(ctx, ms.positions, 12 * ms.num_vertices);
+            if (c == 0 && hc.num_vertices == ms.num_vertices &&
+                hc.num_triangles == ms.num_triangles) {
+                float *a = pmt_to_host(ctx, mp, 12 * ms.num_vertices),
+                      *b = pmt_to_host(ctx, ms.positions, 12 * ms.num_vertices);
                 uint32_t *ia = pmt_to_host(ctx, mi, 12 * ms.num_triangles),
                          *ib = pmt_to_host(ctx, ms.indices, 12 * ms.num_triangles);
-                PMT_CHECK(!memcmp(a, b, 12 * ms.num_vertices) && !memcmp(ia, ib, 12 * ms.num_triangles),
-                          "%s: the async field's async mesh differs from the synchronous one", what);
+                PMT_CHECK(
+                    !memcmp(a, b, 12 * ms.num_vertices) && !memcmp(ia, ib, 12 * ms.num_triangles),
+                    "%s: the async field's async mesh differs from the synchronous one", what);
                 free(a);
                 free(b);
                 free(ia);
@@ -975,7 +989,8 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
 static void test_async(pm_context *ctx)
 {
     for (int m = 0; m < 2; m++)
-        for (int aabb = 0; aabb < 2; aabb++) async_case(ctx, (pm_field_method)m, aabb, 0);
+        for (int aabb = 0; aabb < 2; aabb++)
+            async_case(ctx, (pm_field_method)m, aabb, 0);
     async_case(ctx, PM_FIELD_SPH, 0, 1);
     pm_field_grid g = {{0, 0, 0}, {1, 40, 40}};
     pm_field_params p = params(0.03);

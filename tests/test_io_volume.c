@@ -254,7 +254,8 @@ int main(int argc, char **argv)
             void *fd = big ? swapped(d, n, es) : NULL;
             snprintf(name, sizeof name, "v%d_%d.raw", t, big);
             write_file2(path_in(name), "seventeen bytes..", 17, fd ? fd : d, n * es);
-            pm_raw_options ro = {sizeof ro, 5, 4, 3, (pm_sample_type)t, {0.5, 1.5, 2}, big, 17, 0, 0};
+            pm_raw_options ro = {sizeof ro,     5,   4,  3, (pm_sample_type)t,
+                                 {0.5, 1.5, 2}, big, 17, 0, 0};
             PMT_OK(pm_volume_read(path_in(name), &ro, 0, &v));
             check_volume(name, &v, (pm_sample_type)t, dims, sp, zero, d);
             pm_volume_free(&v);

@@ -306,7 +306,8 @@ static void debug_images(void)
     pm_status ds = pm_debug_images(&vol, 7.5, 0, sub);
     if (ds == PM_STATUS_UNSUPPORTED) {
         /* A build without libpng: the call says so and writes nothing. */
-        PMT_CHECK(strstr(pm_last_error(), "libpng") != NULL, "unsupported without a reason: %s", pm_last_error());
+        PMT_CHECK(strstr(pm_last_error(), "libpng") != NULL, "unsupported without a reason: %s",
+                  pm_last_error());
         snprintf(path, sizeof path, "%s/active_cells.png", sub);
         PMT_CHECK(access(path, F_OK) != 0, "%s written without libpng", path);
         printf("debug images: this build has no libpng (checked the refusal)\n");

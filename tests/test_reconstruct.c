@@ -78,8 +78,8 @@ int main(int argc, char **argv)
         PMT_OK(pm_mesh_analyze(&m, &rep));
         PMT_CHECK(rep.closed && rep.manifold && rep.oriented && rep.components == 1 &&
                       rep.euler == 2,
-                  "%s sphere: closed %d manifold %d oriented %d components %zu euler %lld",
-                  name, rep.closed, rep.manifold, rep.oriented, rep.components, rep.euler);
+                  "%s sphere: closed %d manifold %d oriented %d components %zu euler %lld", name,
+                  rep.closed, rep.manifold, rep.oriented, rep.components, rep.euler);
         PMT_CHECK(fabs(rep.volume / sphere - 1) < 0.05, "%s sphere: volume %.6f vs %.6f", name,
                   rep.volume, sphere);
         printf("%s: %zu particles, %zu triangles, volume %.5f = %.3f of the sphere's\n", name, n,

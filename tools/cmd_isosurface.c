@@ -178,13 +178,17 @@ static void warn_range(cli_progress *p, const char *input, const pm_volume *vol,
     if (pm_volume_range(vol, &lo, &hi, &nan) != PM_STATUS_OK) return;
     if (nan) {
         cli_progress_clear(p);
-        fprintf(stderr, "pyramesh: warning: %s: %zu NaN sample%s (counted as outside the surface)\n", input,
+        fprintf(stderr,
+                "pyramesh: warning: %s: %zu NaN sample%s (counted as outside the surface)\n", input,
                 nan, nan == 1 ? "" : "s");
     }
     if (!(iso >= lo && iso <= hi)) {
         cli_progress_clear(p);
-        fprintf(stderr, "pyramesh: warning: %s: iso value %g is outside the data range [%g, %g]: the surface is "
-                "empty\n", input, iso, lo, hi);
+        fprintf(stderr,
+                "pyramesh: warning: %s: iso value %g is outside the data range [%g, %g]: the "
+                "surface is "
+                "empty\n",
+                input, iso, lo, hi);
     }
 }
 

@@ -67,8 +67,8 @@ int cli_common_finish(const char *cmd, cli_common *c)
     if (!c->output) return cli_usage_error(cmd, "missing -o OUTPUT"), 0;
     struct stat st;
     if (stat(c->output, &st) == 0 && S_ISDIR(st.st_mode)) {
-        cli_error("cannot write '%s': it is a directory (give a file name, e.g. %s/mesh.ply)", c->output,
-                  c->output);
+        cli_error("cannot write '%s': it is a directory (give a file name, e.g. %s/mesh.ply)",
+                  c->output, c->output);
         return 0;
     }
     if (!cli_mesh_extension_ok(c->output))

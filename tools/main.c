@@ -182,7 +182,8 @@ int cli_check_io(const char *input, const char *output)
         /* The same file under another name (or through a link): writing it
          * would replace the input. */
         if (stat(input, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
-            cli_error("the output '%s' is the input file '%s': refusing to overwrite the input", output, input);
+            cli_error("the output '%s' is the input file '%s': refusing to overwrite the input",
+                      output, input);
             return 0;
         }
     }

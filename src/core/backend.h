@@ -21,8 +21,8 @@ typedef struct pmi_backend {
 
     pm_status (*reduce_f32)(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                             double *result);
-    pm_status (*reduce_image_f32)(pm_context *ctx, const float *image, size_t width,
-                                  size_t height, size_t row_stride, pm_reduce_op op, double *result);
+    pm_status (*reduce_image_f32)(pm_context *ctx, const float *image, size_t width, size_t height,
+                                  size_t row_stride, pm_reduce_op op, double *result);
     pm_status (*scan_exclusive_u32)(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                     uint64_t *total);
     pm_status (*filter_f32)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
@@ -59,7 +59,8 @@ typedef struct pmi_backend {
      * the other outputs) in context memory, the counts to counts_ctx (see
      * pm_isosurface_async). */
     pm_status (*isosurface_async)(pm_context *ctx, const pm_volume *volume, double iso,
-                                  const pm_isosurface_options *options, pm_isosurface_counts *counts_ctx);
+                                  const pm_isosurface_options *options,
+                                  pm_isosurface_counts *counts_ctx);
     /* params resolved to defaults; xyz in context memory. */
     pm_status (*field_compute)(pm_context *ctx, const float *xyz, size_t n,
                                const pm_field_params *params, pm_field *out);

@@ -18,8 +18,10 @@ static pm_status device_from_env(pm_device requested, pm_device *out)
     const char *e = getenv("PYRAMESH_DEVICE");
     *out = requested;
     if (requested != PM_DEVICE_AUTO || !e || !*e || strcmp(e, "auto") == 0) return PM_STATUS_OK;
-    if (strcmp(e, "cpu") == 0) *out = PM_DEVICE_CPU;
-    else if (strcmp(e, "cuda") == 0) *out = PM_DEVICE_CUDA;
+    if (strcmp(e, "cpu") == 0)
+        *out = PM_DEVICE_CPU;
+    else if (strcmp(e, "cuda") == 0)
+        *out = PM_DEVICE_CUDA;
     else
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "PYRAMESH_DEVICE=\"%s\": expected cpu, cuda or auto", e);

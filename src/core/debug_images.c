@@ -103,14 +103,15 @@ static pm_status write_png(const char *path, const uint8_t *rgb, size_t src_w, s
 }
 #else
 /* A build without libpng: the images cannot be written. */
-static pm_status write_png(const char *path, const uint8_t *rgb, size_t src_w, size_t src_h, size_t scale)
+static pm_status write_png(const char *path, const uint8_t *rgb, size_t src_w, size_t src_h,
+                           size_t scale)
 {
     (void)rgb;
     (void)src_w;
     (void)src_h;
     (void)scale;
-    return pmi_error(PM_STATUS_UNSUPPORTED, "%s: this build of pyramesh has no libpng (debug images unavailable)",
-                     path);
+    return pmi_error(PM_STATUS_UNSUPPORTED,
+                     "%s: this build of pyramesh has no libpng (debug images unavailable)", path);
 }
 #endif
 

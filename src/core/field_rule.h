@@ -46,17 +46,19 @@ static inline pmi_field_rule pmi_field_rule_of(const pm_field_params *p)
  * point 0 and the points per axis on each axis (doubles).
  * PM_STATUS_INVALID_ARGUMENT (message prefixed by fn) when an index would
  * reach PMI_MAX_LATTICE_INDEX. */
-static inline pm_status pmi_field_extent(const char *fn, const pmi_field_rule *f, const double bmin[3],
-                                         const double bmax[3], double lo[3], double dims[3])
+static inline pm_status pmi_field_extent(const char *fn, const pmi_field_rule *f,
+                                         const double bmin[3], const double bmax[3], double lo[3],
+                                         double dims[3])
 {
     for (int a = 0; a < 3; a++) {
         const double g0 = floor((bmin[a] - f->margin) / f->s) - 1.0;
         const double g1 = ceil((bmax[a] + f->margin) / f->s) + 1.0;
         if (!(fabs(g0) < PMI_MAX_LATTICE_INDEX) || !(fabs(g1) < PMI_MAX_LATTICE_INDEX))
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "%s: coordinates up to %g are too large for the cell size %g (more than 2^52 "
-                             "cells from the origin)",
-                             fn, fmax(fabs(bmin[a]), fabs(bmax[a])), f->s);
+            return pmi_error(
+                PM_STATUS_INVALID_ARGUMENT,
+                "%s: coordinates up to %g are too large for the cell size %g (more than 2^52 "
+                "cells from the origin)",
+                fn, fmax(fabs(bmin[a]), fabs(bmax[a])), f->s);
         lo[a] = g0;
         dims[a] = g1 - g0 + 1.0;
     }

@@ -27,10 +27,7 @@
 /* The inside test, in double (exact for every sample type): sg = +1 makes
  * "x < iso" inside, sg = -1 makes "x > iso" inside (-x < -iso is exactly
  * x > iso); siso = sg * iso. NaN is never inside. */
-PMI_HD int pmi_mc_inside(double sg, double siso, double x)
-{
-    return sg * x < siso;
-}
+PMI_HD int pmi_mc_inside(double sg, double siso, double x) { return sg * x < siso; }
 
 /* The smallest float >= x. For a sample v exact in float (every type but
  * f64), v < x in double exactly when (float)v < pmi_mc_float_threshold(x)
@@ -57,10 +54,11 @@ PMI_HD double pmi_mc_edge_t(double iso, double vlo, double vhi)
  * `axis`: origin + spacing * lattice coordinates, t added along the axis
  * (selects rather than an index by axis, which would put the coordinates
  * in local memory on the GPU). Lattice indices are below 2^63. */
-PMI_HD void pmi_mc_position(const double origin[3], const double h[3], long long i, long long j, long long k,
-                            int axis, double t, float pos[3])
+PMI_HD void pmi_mc_position(const double origin[3], const double h[3], long long i, long long j,
+                            long long k, int axis, double t, float pos[3])
 {
-    const double q[3] = {axis == 0 ? (double)i + t : (double)i, axis == 1 ? (double)j + t : (double)j,
+    const double q[3] = {axis == 0 ? (double)i + t : (double)i,
+                         axis == 1 ? (double)j + t : (double)j,
                          axis == 2 ? (double)k + t : (double)k};
     PMI_UNROLL
     for (int c = 0; c < 3; c++)
@@ -73,11 +71,12 @@ PMI_HD void pmi_mc_position(const double origin[3], const double h[3], long long
  * Sobel kernel takes the central pair. Integer expressions of any index
  * type. */
 #define PMI_MC_DIFF_HI(p, n) ((p) + 1 < (n) ? (p) + 1 : (p))
-#define PMI_MC_DIFF_LO_CENTRAL(p) ((p) > 0 ? (p) - 1 : 0)
-#define PMI_MC_DIFF_LO_FORWARD(p, n) ((p) + 1 < (n) ? (p) : (p) - 1)
+#define PMI_MC_DIFF_LO_CENTRAL(p) ((p) > 0 ? (p)-1 : 0)
+#define PMI_MC_DIFF_LO_FORWARD(p, n) ((p) + 1 < (n) ? (p) : (p)-1)
 /* The Sobel kernel's neighbour across the axis: q + d for d in {-1, 0, 1},
  * clamped to [0, n). */
-#define PMI_MC_SOBEL_STEP(q, d, n) ((d) < 0 && (q) > 0 ? (q) - 1 : (d) > 0 && (q) + 1 < (n) ? (q) + 1 : (q))
+#define PMI_MC_SOBEL_STEP(q, d, n)                                                                 \
+    ((d) < 0 && (q) > 0 ? (q)-1 : (d) > 0 && (q) + 1 < (n) ? (q) + 1 : (q))
 
 /* Gradient component of central and forward differences: the samples at
  * the upper and lower points, span = their distance in lattice points,
@@ -100,10 +99,7 @@ PMI_HD double pmi_mc_sobel_add(double s, int db, int dc, double hi, double lo)
 }
 
 /* The Sobel gradient component from the sum of its 9 terms. */
-PMI_HD double pmi_mc_sobel_grad(double s, double span, double h)
-{
-    return s / ((16.0 * span) * h);
-}
+PMI_HD double pmi_mc_sobel_grad(double s, double span, double h) { return s / ((16.0 * span) * h); }
 
 /* The normal at the crossing t along the edge from lattice point p0 along
  * `axis`, whose ends have gradients g0 and g1: the blend, turned out of
@@ -111,8 +107,8 @@ PMI_HD double pmi_mc_sobel_grad(double s, double span, double h)
  * Where that gives no finite unit vector (a vanishing or non-finite
  * gradient), the edge's direction from its inside end to its outside end
  * (vlo: the sample at p0). */
-PMI_HD void pmi_mc_normal(double t, double sg, double siso, double vlo, int axis, const double g0[3],
-                          const double g1[3], float nrm[3])
+PMI_HD void pmi_mc_normal(double t, double sg, double siso, double vlo, int axis,
+                          const double g0[3], const double g1[3], float nrm[3])
 {
     double n[3];
     PMI_UNROLL

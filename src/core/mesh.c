@@ -85,13 +85,14 @@ static void report_reset(pm_isosurface_report *r)
 
 /* The arguments of pm_isosurface and pm_isosurface_async, checked and
  * resolved (volume strides and spacing, options with defaults). */
-static pm_status isosurface_args(const char *fn, pm_context *ctx, const pm_volume *volume, double iso,
-                                 const pm_isosurface_options *options, pm_volume *vol,
+static pm_status isosurface_args(const char *fn, pm_context *ctx, const pm_volume *volume,
+                                 double iso, const pm_isosurface_options *options, pm_volume *vol,
                                  pm_isosurface_options *opt)
 {
     pm_status s = pmi_volume_resolve(volume, vol);
     if (s != PM_STATUS_OK) return s;
-    if (!isfinite(iso)) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: iso value is not finite", fn);
+    if (!isfinite(iso))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: iso value is not finite", fn);
     memset(opt, 0, sizeof *opt);
     if (options) {
         size_t sz = options->struct_size ? options->struct_size : sizeof *opt;
@@ -127,28 +128,32 @@ pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
 }
 
 pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,
-                              const pm_isosurface_options *options, pm_isosurface_counts *counts_ctx)
+                              const pm_isosurface_options *options,
+                              pm_isosurface_counts *counts_ctx)
 {
     pmi_clear_error();
     if (!ctx || !counts_ctx)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface_async: NULL context or counts_ctx");
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_isosurface_async: NULL context or counts_ctx");
     pm_volume vol;
     pm_isosurface_options opt;
     pm_status s = isosurface_args("pm_isosurface_async", ctx, volume, iso, options, &vol, &opt);
     if (s != PM_STATUS_OK) return s;
     if (!opt.out_positions)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_isosurface_async: options->out_positions (the caller's vertex buffer) is NULL");
+        return pmi_error(
+            PM_STATUS_INVALID_ARGUMENT,
+            "pm_isosurface_async: options->out_positions (the caller's vertex buffer) is NULL");
     opt.output_in_context_memory = 1;
     if (!ctx->backend->isosurface_async)
-        return pmi_error(PM_STATUS_UNSUPPORTED, "pm_isosurface_async: not supported on the %s backend",
+        return pmi_error(PM_STATUS_UNSUPPORTED,
+                         "pm_isosurface_async: not supported on the %s backend",
                          ctx->backend->name);
     report_reset(opt.report);
     return ctx->backend->isosurface_async(ctx, &vol, iso, &opt, counts_ctx);
 }
 
-void pmi_mesh_limits(int indexed, uint64_t nv, uint64_t nt, uint64_t vcap, uint64_t tcap, uint64_t *vertex_limit,
-                     uint64_t *tri_limit)
+void pmi_mesh_limits(int indexed, uint64_t nv, uint64_t nt, uint64_t vcap, uint64_t tcap,
+                     uint64_t *vertex_limit, uint64_t *tri_limit)
 {
     uint64_t t = nt < tcap ? nt : tcap;
     if (indexed) {
@@ -163,9 +168,10 @@ void pmi_mesh_limits(int indexed, uint64_t nv, uint64_t nt, uint64_t vcap, uint6
 
 pm_status pmi_mesh_index_overflow(uint64_t nv)
 {
-    return pmi_error(PM_STATUS_OVERFLOW,
-                     "pm_isosurface: %llu vertices do not fit the 32-bit indices of an indexed mesh",
-                     (unsigned long long)nv);
+    return pmi_error(
+        PM_STATUS_OVERFLOW,
+        "pm_isosurface: %llu vertices do not fit the 32-bit indices of an indexed mesh",
+        (unsigned long long)nv);
 }
 
 void *pmi_alloc_huge(size_t bytes)
@@ -183,7 +189,8 @@ void *pmi_alloc_huge(size_t bytes)
 }
 
 /* One array of the mesh: host memory or context memory. */
-static pm_status mesh_array(pm_context *ctx, int in_context, uint64_t count, size_t elem, void **out)
+static pm_status mesh_array(pm_context *ctx, int in_context, uint64_t count, size_t elem,
+                            void **out)
 {
     size_t bytes;
     if (count > SIZE_MAX || !pmi_mul_size((size_t)count, elem, &bytes))
@@ -191,17 +198,19 @@ static pm_status mesh_array(pm_context *ctx, int in_context, uint64_t count, siz
     if (in_context) return ctx->backend->alloc(ctx, bytes, out);
     *out = pmi_alloc_huge(bytes);
     if (!*out)
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory for a mesh array of %zu bytes",
-                         bytes);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "pm_isosurface: no memory for a mesh array of %zu bytes", bytes);
     return PM_STATUS_OK;
 }
 
-pm_status pmi_mesh_prepare(pm_context *ctx, const pm_isosurface_options *opt, int indexed, uint64_t nv,
-                           uint64_t nt, uint64_t active_cells, pm_mesh *mesh, pmi_mesh_dest *dest)
+pm_status pmi_mesh_prepare(pm_context *ctx, const pm_isosurface_options *opt, int indexed,
+                           uint64_t nv, uint64_t nt, uint64_t active_cells, pm_mesh *mesh,
+                           pmi_mesh_dest *dest)
 {
     memset(dest, 0, sizeof *dest);
     if (indexed && !pmi_mesh_indices_fit(nv)) return pmi_mesh_index_overflow(nv);
-    if (nv > SIZE_MAX || nt > SIZE_MAX) return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
+    if (nv > SIZE_MAX || nt > SIZE_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
     const int want_normals = opt->normals != PM_NORMALS_NONE;
     const int in_context = opt->output_in_context_memory != 0;
     pm_status s = PM_STATUS_OK;
@@ -210,20 +219,23 @@ pm_status pmi_mesh_prepare(pm_context *ctx, const pm_isosurface_options *opt, in
         dest->positions = opt->out_positions;
         dest->normals = want_normals ? opt->out_normals : NULL;
         dest->indices = indexed ? opt->out_indices : NULL;
-        pmi_mesh_limits(indexed, nv, nt, opt->vertex_capacity, opt->triangle_capacity, &dest->vertex_limit,
-                        &dest->tri_limit);
+        pmi_mesh_limits(indexed, nv, nt, opt->vertex_capacity, opt->triangle_capacity,
+                        &dest->vertex_limit, &dest->tri_limit);
         if (indexed && !dest->indices) dest->tri_limit = 0;
         if (nv > opt->vertex_capacity || nt > opt->triangle_capacity)
-            s = pmi_error(PM_STATUS_TRUNCATED,
-                          "pm_isosurface: %llu vertices / %llu triangles exceed the capacity %zu / %zu",
-                          (unsigned long long)nv, (unsigned long long)nt, opt->vertex_capacity,
-                          opt->triangle_capacity);
+            s = pmi_error(
+                PM_STATUS_TRUNCATED,
+                "pm_isosurface: %llu vertices / %llu triangles exceed the capacity %zu / %zu",
+                (unsigned long long)nv, (unsigned long long)nt, opt->vertex_capacity,
+                opt->triangle_capacity);
         mesh->owns_arrays = 0;
     } else {
         void *p = NULL, *n = NULL, *i = NULL;
         s = mesh_array(ctx, in_context, nv, 3 * sizeof(float), &p);
-        if (s == PM_STATUS_OK && want_normals) s = mesh_array(ctx, in_context, nv, 3 * sizeof(float), &n);
-        if (s == PM_STATUS_OK && indexed) s = mesh_array(ctx, in_context, nt, 3 * sizeof(uint32_t), &i);
+        if (s == PM_STATUS_OK && want_normals)
+            s = mesh_array(ctx, in_context, nv, 3 * sizeof(float), &n);
+        if (s == PM_STATUS_OK && indexed)
+            s = mesh_array(ctx, in_context, nt, 3 * sizeof(uint32_t), &i);
         if (s != PM_STATUS_OK) {
             if (in_context) {
                 pm_free(ctx, p);
@@ -297,8 +309,8 @@ static pm_status field_params(const char *fn, const pm_field_params *params, pm_
     if (p->blur_steps == 0) p->blur_steps = 2;
     if (p->blur_steps < 0) p->blur_steps = 0;
     if (p->max_memory_bytes == 0) p->max_memory_bytes = (size_t)(pmi_total_ram_bytes() / 2);
-    if (!(p->radius > 0) || !isfinite(p->radius) || !(p->smoothing_length > 0) || !(p->cube_size > 0) ||
-        !isfinite(p->iso) || !(p->rest_density > 0) ||
+    if (!(p->radius > 0) || !isfinite(p->radius) || !(p->smoothing_length > 0) ||
+        !(p->cube_size > 0) || !isfinite(p->iso) || !(p->rest_density > 0) ||
         (p->method != PM_FIELD_SPH && p->method != PM_FIELD_BLUR))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "%s: radius, smoothing length, cube size and rest "
@@ -307,7 +319,8 @@ static pm_status field_params(const char *fn, const pm_field_params *params, pm_
     if (p->use_aabb)
         for (int a = 0; a < 3; a++)
             if (!(p->aabb_min[a] < p->aabb_max[a]))
-                return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: aabb min must be below max on every axis", fn);
+                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                                 "%s: aabb min must be below max on every axis", fn);
     return PM_STATUS_OK;
 }
 
@@ -322,7 +335,8 @@ static pm_status field_args(const char *fn, pm_context *ctx, const float *xyz, s
     pm_status s = field_params(fn, params, p);
     if (s != PM_STATUS_OK) return s;
     if (!ctx->backend->field_compute)
-        return pmi_error(PM_STATUS_UNSUPPORTED, "%s: not supported on the %s backend", fn, ctx->backend->name);
+        return pmi_error(PM_STATUS_UNSUPPORTED, "%s: not supported on the %s backend", fn,
+                         ctx->backend->name);
     return PM_STATUS_OK;
 }
 
@@ -339,8 +353,8 @@ pm_status pm_field_compute(pm_context *ctx, const float *xyz, size_t n,
     return ctx->backend->field_compute(ctx, xyz, n, &p, out);
 }
 
-pm_status pm_field_grid_for_box(const pm_field_params *params, const double bmin[3], const double bmax[3],
-                                pm_field_grid *grid)
+pm_status pm_field_grid_for_box(const pm_field_params *params, const double bmin[3],
+                                const double bmax[3], pm_field_grid *grid)
 {
     pmi_clear_error();
     if (!params || !bmin || !bmax || !grid)
@@ -350,23 +364,26 @@ pm_status pm_field_grid_for_box(const pm_field_params *params, const double bmin
     if (s != PM_STATUS_OK) return s;
     for (int a = 0; a < 3; a++)
         if (!isfinite(bmin[a]) || !isfinite(bmax[a]) || !(bmin[a] <= bmax[a]))
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "pm_field_grid_for_box: the box must be finite with min <= max on every axis");
+            return pmi_error(
+                PM_STATUS_INVALID_ARGUMENT,
+                "pm_field_grid_for_box: the box must be finite with min <= max on every axis");
     const pmi_field_rule f = pmi_field_rule_of(&p);
     double lo[3], dims[3];
     s = pmi_field_extent("pm_field_grid_for_box", &f, bmin, bmax, lo, dims);
     if (s != PM_STATUS_OK) return s;
     for (int a = 0; a < 3; a++) {
         if (!(dims[a] < (double)SIZE_MAX))
-            return pmi_error(PM_STATUS_OVERFLOW, "pm_field_grid_for_box: %.0f points on axis %d", dims[a], a);
+            return pmi_error(PM_STATUS_OVERFLOW, "pm_field_grid_for_box: %.0f points on axis %d",
+                             dims[a], a);
         grid->lo[a] = (int64_t)lo[a];
         grid->dims[a] = (size_t)dims[a];
     }
     return PM_STATUS_OK;
 }
 
-pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *params,
-                                 const pm_field_grid *grid, float *field_ctx, pm_field_status *status_ctx)
+pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
+                                 const pm_field_params *params, const pm_field_grid *grid,
+                                 float *field_ctx, pm_field_status *status_ctx)
 {
     pmi_clear_error();
     if (!ctx || !params || !grid || !field_ctx || !status_ctx)
@@ -374,14 +391,17 @@ pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_t n, co
     pm_field_params p;
     pm_status s = field_args("pm_field_compute_async", ctx, xyz, n, params, &p);
     if (s != PM_STATUS_OK) return s;
-    if (n == 0) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_field_compute_async: no particles");
+    if (n == 0)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_field_compute_async: no particles");
     for (int a = 0; a < 3; a++)
         if (grid->dims[a] < 2)
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "pm_field_compute_async: the grid has %zu points on axis %d, at least 2 needed",
-                             grid->dims[a], a);
+            return pmi_error(
+                PM_STATUS_INVALID_ARGUMENT,
+                "pm_field_compute_async: the grid has %zu points on axis %d, at least 2 needed",
+                grid->dims[a], a);
     if (!ctx->backend->field_compute_async)
-        return pmi_error(PM_STATUS_UNSUPPORTED, "pm_field_compute_async: not supported on the %s backend",
+        return pmi_error(PM_STATUS_UNSUPPORTED,
+                         "pm_field_compute_async: not supported on the %s backend",
                          ctx->backend->name);
     return ctx->backend->field_compute_async(ctx, xyz, n, &p, grid, field_ctx, status_ctx);
 }

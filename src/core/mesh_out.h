@@ -46,8 +46,9 @@ pm_status pmi_mesh_index_overflow(uint64_t nv);
  * alloc (owned by the mesh; PM_STATUS_OUT_OF_MEMORY or
  * PM_STATUS_OVERFLOW leave the mesh zeroed). Indexed meshes past the
  * index rule are PM_STATUS_OVERFLOW. */
-pm_status pmi_mesh_prepare(pm_context *ctx, const pm_isosurface_options *opt, int indexed, uint64_t nv,
-                           uint64_t nt, uint64_t active_cells, pm_mesh *mesh, pmi_mesh_dest *dest);
+pm_status pmi_mesh_prepare(pm_context *ctx, const pm_isosurface_options *opt, int indexed,
+                           uint64_t nv, uint64_t nt, uint64_t active_cells, pm_mesh *mesh,
+                           pmi_mesh_dest *dest);
 
 /* Writes the path word list of a report (NULL is fine): appends "key=value"
  * to report->path, space-separated, truncating at its size. */

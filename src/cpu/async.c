@@ -35,8 +35,9 @@ pm_status pmi_cpu_isosurface_async(pm_context *ctx, const pm_volume *vol, double
 /* The CPU's pm_field_compute_async: the field of pm_field_compute copied
  * into the caller's lattice (zero where that field has no points; its
  * lattice is the global one, so points line up exactly). */
-pm_status pmi_cpu_field_compute_async(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
-                                 const pm_field_grid *grid, float *out, pm_field_status *status)
+pm_status pmi_cpu_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
+                                      const pm_field_params *p, const pm_field_grid *grid,
+                                      float *out, pm_field_status *status)
 {
     size_t points;
     if (!pmi_mul3_size(grid->dims[0], grid->dims[1], grid->dims[2], &points))
@@ -50,8 +51,9 @@ pm_status pmi_cpu_field_compute_async(pm_context *ctx, const float *xyz, size_t 
             status->first_nonfinite = i; /* the field is unspecified: left as it is */
             return PM_STATUS_OK;
         }
-        kept += !p->use_aabb || (q[0] >= p->aabb_min[0] && q[0] <= p->aabb_max[0] && q[1] >= p->aabb_min[1] &&
-                                 q[1] <= p->aabb_max[1] && q[2] >= p->aabb_min[2] && q[2] <= p->aabb_max[2]);
+        kept += !p->use_aabb ||
+                (q[0] >= p->aabb_min[0] && q[0] <= p->aabb_max[0] && q[1] >= p->aabb_min[1] &&
+                 q[1] <= p->aabb_max[1] && q[2] >= p->aabb_min[2] && q[2] <= p->aabb_max[2]);
     }
     memset(out, 0, points * sizeof *out);
     if (kept == 0) return PM_STATUS_OK;
@@ -62,7 +64,8 @@ pm_status pmi_cpu_field_compute_async(pm_context *ctx, const float *xyz, size_t 
     const float *src = (const float *)v->data;
     int64_t off[3]; /* the caller's point 0 in the field's lattice */
     const size_t fd[3] = {v->nx, v->ny, v->nz};
-    for (int a = 0; a < 3; a++) off[a] = grid->lo[a] - (int64_t)llround(v->origin[a] / v->spacing[a]);
+    for (int a = 0; a < 3; a++)
+        off[a] = grid->lo[a] - (int64_t)llround(v->origin[a] / v->spacing[a]);
     for (size_t k = 0; k < grid->dims[2]; k++) {
         const int64_t sk = off[2] + (int64_t)k;
         if (sk < 0 || sk >= (int64_t)fd[2]) continue;
@@ -83,4 +86,3 @@ pm_status pmi_cpu_field_compute_async(pm_context *ctx, const float *xyz, size_t 
     pm_field_free(ctx, &f);
     return PM_STATUS_OK;
 }
-

@@ -8,8 +8,8 @@
 
 pm_status pmi_cpu_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                              double *result);
-pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
-                                   size_t height, size_t row_stride, pm_reduce_op op, double *result);
+pm_status pmi_cpu_reduce_image_f32(pm_context *ctx, const float *image, size_t width, size_t height,
+                                   size_t row_stride, pm_reduce_op op, double *result);
 pm_status pmi_cpu_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                      uint64_t *total);
 pm_status pmi_cpu_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
@@ -35,9 +35,10 @@ pm_status pmi_cpu_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                 const pm_field_params *params, pm_field *out);
 /* The per-frame entry points, synchronous on the CPU (async.c). */
 pm_status pmi_cpu_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,
-                                   const pm_isosurface_options *options, pm_isosurface_counts *counts);
+                                   const pm_isosurface_options *options,
+                                   pm_isosurface_counts *counts);
 pm_status pmi_cpu_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
-                                      const pm_field_params *params, const pm_field_grid *grid, float *field,
-                                      pm_field_status *status);
+                                      const pm_field_params *params, const pm_field_grid *grid,
+                                      float *field, pm_field_status *status);
 
 #endif

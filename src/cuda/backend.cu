@@ -53,7 +53,8 @@ pm_status pmi_cuda_scratch(pm_context *ctx, size_t bytes, void **out)
         /* Grow to at least 1 MiB and by at least half, so a series of slowly
          * growing calls does not reallocate every time. */
         size_t want = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes;
-        if (want < st->arena_bytes + st->arena_bytes / 2) want = st->arena_bytes + st->arena_bytes / 2;
+        if (want < st->arena_bytes + st->arena_bytes / 2)
+            want = st->arena_bytes + st->arena_bytes / 2;
         if (st->arena) cudaFree(st->arena); /* waits for queued work using it */
         st->arena = NULL;
         st->arena_bytes = 0;
@@ -120,10 +121,11 @@ static pm_status cuda_init(pm_context *ctx)
         e = cudaFuncGetAttributes(&fa, cuda_probe_kernel);
         if (e != cudaSuccess) {
             cudaGetLastError();
-            s = pmi_error(PM_STATUS_UNSUPPORTED,
-                          "GPU cuda:%d %.100s (compute capability %d.%d) has no kernel image in this build "
-                          "(built for " PM_CUDA_ARCH_LIST ")",
-                          st->device, prop.name, prop.major, prop.minor);
+            s = pmi_error(
+                PM_STATUS_UNSUPPORTED,
+                "GPU cuda:%d %.100s (compute capability %d.%d) has no kernel image in this build "
+                "(built for " PM_CUDA_ARCH_LIST ")",
+                st->device, prop.name, prop.major, prop.minor);
             goto fail;
         }
     }

@@ -17,8 +17,8 @@ static __device__ __forceinline__ unsigned nz4(unsigned w)
 
 static __global__ void __launch_bounds__(CMP_THREADS)
     compact_kernel(const uint8_t *__restrict__ flags, size_t n, int vec,
-                   unsigned long long *__restrict__ out, size_t capacity,
-                   unsigned long long *state, unsigned long long num_tiles, unsigned long long *count_out)
+                   unsigned long long *__restrict__ out, size_t capacity, unsigned long long *state,
+                   unsigned long long num_tiles, unsigned long long *count_out)
 {
     __shared__ unsigned short stage[CMP_TILE];
     __shared__ unsigned warp_tot[CMP_THREADS / 32];
@@ -104,8 +104,8 @@ static __global__ void __launch_bounds__(CMP_THREADS)
         if (start + i < capacity) __stcs(out + start + i, (unsigned long long)(base + stage[i]));
 }
 
-static pm_status compact_launch(pm_context *ctx, const uint8_t *flags, size_t n,
-                                uint64_t *out, size_t capacity, unsigned long long *count_d)
+static pm_status compact_launch(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *out,
+                                size_t capacity, unsigned long long *count_d)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     unsigned long long tiles = (n + CMP_TILE - 1) / CMP_TILE;

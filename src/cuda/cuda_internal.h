@@ -19,8 +19,12 @@ extern "C" {
 /* Slots of the mapped, pinned host block that kernels write results into,
  * so a primitive that must return a host value waits for one stream
  * synchronisation and no extra copy. */
-enum { PMI_HOST_RESULT = 0, PMI_HOST_FLAG = 1, PMI_HOST_COUNTS = 4 /* 4 words: pm_isosurface's totals */,
-       PMI_HOST_SLOTS = 8 };
+enum {
+    PMI_HOST_RESULT = 0,
+    PMI_HOST_FLAG = 1,
+    PMI_HOST_COUNTS = 4 /* 4 words: pm_isosurface's totals */,
+    PMI_HOST_SLOTS = 8
+};
 
 typedef struct pmi_cuda_state {
     int device;
@@ -93,8 +97,8 @@ static __device__ __forceinline__ void pmi_pdl_enter(void)
 }
 
 template <typename... P, typename... A>
-static inline void pmi_launch(int pdl, void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t s,
-                              A... args)
+static inline void pmi_launch(int pdl, void (*kernel)(P...), unsigned grid, unsigned block,
+                              cudaStream_t s, A... args)
 {
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -124,9 +128,8 @@ static __device__ __forceinline__ void pmi_tile_publish(unsigned long long *stat
 /* Called by all 32 lanes of one warp of tile `tile` (> 0): the exclusive
  * prefix of the tile, looking back 32 predecessors at a time; a warp that
  * finds a predecessor without a state naps `spin_ns` before looking again. */
-static __device__ __forceinline__ unsigned long long pmi_lookback_ns(unsigned long long *state,
-                                                                     unsigned long long tile,
-                                                                     unsigned spin_ns)
+static __device__ __forceinline__ unsigned long long
+pmi_lookback_ns(unsigned long long *state, unsigned long long tile, unsigned spin_ns)
 {
     const unsigned lane = threadIdx.x & 31;
     unsigned long long excl = 0;
@@ -171,9 +174,10 @@ static __device__ __forceinline__ unsigned long long pmi_lookback(unsigned long 
 #define PMI_LB_DELAY_GRID 500
 #define PMI_LB_FIRST_NS 1250
 #define PMI_LB_RETRY_NS 650
-static __device__ __forceinline__ unsigned long long
-pmi_lookback_naps(unsigned long long *state, unsigned long long tile, unsigned first_ns,
-                  unsigned retry_ns)
+static __device__ __forceinline__ unsigned long long pmi_lookback_naps(unsigned long long *state,
+                                                                       unsigned long long tile,
+                                                                       unsigned first_ns,
+                                                                       unsigned retry_ns)
 {
     if (gridDim.x < PMI_LB_DELAY_GRID) return pmi_lookback_ns(state, tile, 64);
     __nanosleep(first_ns);
@@ -191,15 +195,16 @@ extern "C" {
 pm_status pmi_cuda_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                               double *result);
 pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
-                                    size_t height, size_t row_stride, pm_reduce_op op, double *result);
+                                    size_t height, size_t row_stride, pm_reduce_op op,
+                                    double *result);
 pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                       uint64_t *total);
 /* The scan queued without waiting: scratch tmp of pmi_cuda_scan_tmp_bytes(n)
  * bytes (device), the total (sum of all n inputs) to *total (device or
  * mapped memory). */
 size_t pmi_cuda_scan_tmp_bytes(size_t n);
-pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n, void *tmp,
-                               unsigned long long *total);
+pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+                               void *tmp, unsigned long long *total);
 pm_status pmi_cuda_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                               float threshold, float *out, size_t capacity, size_t *count);
 pm_status pmi_cuda_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_compare cmp,

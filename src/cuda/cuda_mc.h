@@ -14,7 +14,8 @@ extern "C" {
 pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
                               const pm_isosurface_options *options, pm_mesh *mesh);
 pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,
-                                    const pm_isosurface_options *options, pm_isosurface_counts *counts_ctx);
+                                    const pm_isosurface_options *options,
+                                    pm_isosurface_counts *counts_ctx);
 pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                  const pm_field_params *params, pm_field *out);
 pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *xyz, size_t n,

@@ -17,8 +17,8 @@
 #define DN_CAP 64 /* particles staged per warp: up to 31 left + 32 new */
 
 /* Sorted slots of cells cx-1..cx+1 of one row of cells: one contiguous run. */
-static __device__ __forceinline__ void dn_row_range(const pmi_dn_grid &g, long long cx, long long rowbase,
-                                                    uint32_t *b, uint32_t *e)
+static __device__ __forceinline__ void dn_row_range(const pmi_dn_grid &g, long long cx,
+                                                    long long rowbase, uint32_t *b, uint32_t *e)
 {
     long long x0 = cx > 0 ? cx - 1 : 0, x1 = cx + 1 < g.cd[0] ? cx + 1 : g.cd[0] - 1;
     *b = g.start[rowbase + x0];
@@ -27,7 +27,7 @@ static __device__ __forceinline__ void dn_row_range(const pmi_dn_grid &g, long l
 
 /* rho_j and vol_j = m / rho_j for every sorted slot. */
 static __global__ void __launch_bounds__(DN_THREADS)
-dn_volumes_kernel(pmi_dn_grid g, double h, double mass, double *vol)
+    dn_volumes_kernel(pmi_dn_grid g, double h, double mass, double *vol)
 {
     const long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (k >= g.n) return;
@@ -44,7 +44,8 @@ dn_volumes_kernel(pmi_dn_grid g, double h, double mass, double *vol)
             uint32_t b, e;
             dn_row_range(g, cx, ((cz + dz) * g.cd[1] + (cy + dy)) * g.cd[0], &b, &e);
             for (uint32_t j = b; j < e; j++) {
-                const double d2 = pmi_dist2((double)g.xyz[3 * (size_t)j] - xk, (double)g.xyz[3 * (size_t)j + 1] - yk,
+                const double d2 = pmi_dist2((double)g.xyz[3 * (size_t)j] - xk,
+                                            (double)g.xyz[3 * (size_t)j + 1] - yk,
                                             (double)g.xyz[3 * (size_t)j + 2] - zk);
                 if (d2 < w.h2) sum += pmi_sph_w(d2, &w);
             }
@@ -65,8 +66,9 @@ dn_volumes_kernel(pmi_dn_grid g, double h, double mass, double *vol)
  * loop skips anyway. Blur: fl(p - r) >= fl(hi + hs) gives b <= a in pmi_box_weight
  * for every l <= hi (and the mirror case), a zero weight on that axis for
  * every point, a term the point loop skips. */
-static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double3 &lo, const double3 &hi, double h2,
-                                                  double r, double s, bool sph)
+static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double3 &lo,
+                                                  const double3 &hi, double h2, double r, double s,
+                                                  bool sph)
 {
     if (sph) {
         double dx = p.x < lo.x ? lo.x - p.x : p.x > hi.x ? p.x - hi.x : 0.0;
@@ -75,15 +77,16 @@ static __device__ __forceinline__ bool dn_reaches(const double3 &p, const double
         return pmi_dist2(dx, dy, dz) < h2;
     }
     double hs = 0.5 * s;
-    return !(p.x - r >= hi.x + hs || p.x + r <= lo.x - hs || p.y - r >= hi.y + hs || p.y + r <= lo.y - hs ||
-             p.z - r >= hi.z + hs || p.z + r <= lo.z - hs);
+    return !(p.x - r >= hi.x + hs || p.x + r <= lo.x - hs || p.y - r >= hi.y + hs ||
+             p.y + r <= lo.y - hs || p.z - r >= hi.z + hs || p.z + r <= lo.z - hs);
 }
 
 /* The terms of the warp's staged particles e = 0 .. cnt-1 (in neighbour
  * order) for this lane's point, added to acc. SPH: vol * W; blur: the box
  * splat (wx * wy) * wz. */
-static __device__ __forceinline__ double dn_terms(const double2 *sxy, const double2 *szv, int cnt, double lx,
-                                                  double ly, double lz, const pmi_sph_kernel *w, double r, double s,
+static __device__ __forceinline__ double dn_terms(const double2 *sxy, const double2 *szv, int cnt,
+                                                  double lx, double ly, double lz,
+                                                  const pmi_sph_kernel *w, double r, double s,
                                                   bool sph, double acc)
 {
     if (sph) {
@@ -94,7 +97,8 @@ static __device__ __forceinline__ double dn_terms(const double2 *sxy, const doub
         for (int e = 0; e < cnt; e++) {
             const double2 a = sxy[e], b = szv[e];
             const double d2 = pmi_dist2(a.x - lx, a.y - ly, b.x - lz);
-            const double t = b.y * pmi_cubic_spline_select(pmi_sqrt(d2) * w->inv_h, w->sigma, w->sigma2);
+            const double t =
+                b.y * pmi_cubic_spline_select(pmi_sqrt(d2) * w->inv_h, w->sigma, w->sigma2);
             acc += d2 < w->h2 ? t : 0.0;
         }
     } else {
@@ -121,8 +125,8 @@ static __device__ __forceinline__ double dn_terms(const double2 *sxy, const doub
  * the terms of the list to its point's sum. Every point therefore sees
  * exactly the particles the plain loop would add, in the same order. SPH
  * (sph, vol: the volumes) or blur (r: the particle radius). */
-static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, const double *vol, double r, int3 br,
-                                                float *out, bool sph)
+static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, const double *vol,
+                                                double r, int3 br, float *out, bool sph)
 {
     __shared__ double2 sxy[DN_WARPS][DN_CAP], szv[DN_WARPS][DN_CAP];
     __shared__ uint32_t run_b[9], run_e[9];
@@ -131,7 +135,8 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
     const long long cx = c % g.cd[0], cy = (c / g.cd[0]) % g.cd[1], cz = c / (g.cd[0] * g.cd[1]);
     const long long B = g.block;
     const long long i0 = cx * B, j0 = cy * B, k0 = cz * B;
-    const long long ni = min(B, g.dims[0] - i0), nj = min(B, g.dims[1] - j0), nk = min(B, g.dims[2] - k0);
+    const long long ni = min(B, g.dims[0] - i0), nj = min(B, g.dims[1] - j0),
+                    nk = min(B, g.dims[2] - k0);
     const double s = g.s;
     const pmi_sph_kernel w = pmi_sph_kernel_of(h);
     if (threadIdx.x == 0) {
@@ -156,21 +161,25 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
     const unsigned below = (1u << lane) - 1u;
     double2 *wxy = sxy[warp], *wzv = szv[warp];
     const int oi = lane % br.x, oj = (lane / br.x) % br.y, ok = lane / (br.x * br.y);
-    const long long nbx = (ni + br.x - 1) / br.x, nby = (nj + br.y - 1) / br.y, nbz = (nk + br.z - 1) / br.z;
+    const long long nbx = (ni + br.x - 1) / br.x, nby = (nj + br.y - 1) / br.y,
+                    nbz = (nk + br.z - 1) / br.z;
     const long long nbricks = nbx * nby * nbz;
     for (long long wb = warp; wb < nbricks; wb += DN_WARPS) {
-        const long long bi = (wb % nbx) * br.x, bj = ((wb / nbx) % nby) * br.y, bk = (wb / (nbx * nby)) * br.z;
+        const long long bi = (wb % nbx) * br.x, bj = ((wb / nbx) % nby) * br.y,
+                        bk = (wb / (nbx * nby)) * br.z;
         const long long li = bi + oi, lj = bj + oj, lk = bk + ok;
         const bool live = ok < br.z && li < ni && lj < nj && lk < nk;
         /* The point and the brick's extreme points, by the same expression. */
-        const double lx = pmi_lattice_coord(g.lo[0] + i0 + li, s), ly = pmi_lattice_coord(g.lo[1] + j0 + lj, s),
+        const double lx = pmi_lattice_coord(g.lo[0] + i0 + li, s),
+                     ly = pmi_lattice_coord(g.lo[1] + j0 + lj, s),
                      lz = pmi_lattice_coord(g.lo[2] + k0 + lk, s);
-        const double3 lo =
-            make_double3(pmi_lattice_coord(g.lo[0] + i0 + bi, s), pmi_lattice_coord(g.lo[1] + j0 + bj, s),
-                         pmi_lattice_coord(g.lo[2] + k0 + bk, s));
-        const double3 hi = make_double3(pmi_lattice_coord(g.lo[0] + i0 + min(bi + br.x, ni) - 1, s),
-                                        pmi_lattice_coord(g.lo[1] + j0 + min(bj + br.y, nj) - 1, s),
-                                        pmi_lattice_coord(g.lo[2] + k0 + min(bk + br.z, nk) - 1, s));
+        const double3 lo = make_double3(pmi_lattice_coord(g.lo[0] + i0 + bi, s),
+                                        pmi_lattice_coord(g.lo[1] + j0 + bj, s),
+                                        pmi_lattice_coord(g.lo[2] + k0 + bk, s));
+        const double3 hi =
+            make_double3(pmi_lattice_coord(g.lo[0] + i0 + min(bi + br.x, ni) - 1, s),
+                         pmi_lattice_coord(g.lo[1] + j0 + min(bj + br.y, nj) - 1, s),
+                         pmi_lattice_coord(g.lo[2] + k0 + min(bk + br.z, nk) - 1, s));
         double acc = 0.0;
         int cnt = 0, q = 0;
         uint32_t cb = nrun > 0 ? run_b[0] : 0;
@@ -181,7 +190,8 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
             bool keep = false;
             double3 p = make_double3(0.0, 0.0, 0.0);
             if ((uint32_t)lane < left) {
-                p = make_double3(g.xyz[3 * (size_t)t], g.xyz[3 * (size_t)t + 1], g.xyz[3 * (size_t)t + 2]);
+                p = make_double3(g.xyz[3 * (size_t)t], g.xyz[3 * (size_t)t + 1],
+                                 g.xyz[3 * (size_t)t + 2]);
                 keep = dn_reaches(p, lo, hi, w.h2, r, s, sph);
             }
             const unsigned m = __ballot_sync(0xffffffffu, keep);
@@ -218,21 +228,23 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
  * nvcc 13 for sm_90): occupancy hides the double-precision latency better
  * than the spill-free 104 registers (2 blocks) do; the fastest bound on the
  * H100 (bench_cuda_reconstruct; the sweep is in bench/RESULTS-density.md). */
-static __global__ void __launch_bounds__(DN_THREADS, DN_FIELD_MIN_BLOCKS) dn_sph_field_kernel(pmi_dn_grid g, double h, const double *vol, int3 br,
-                                                                     float *out)
+static __global__ void __launch_bounds__(DN_THREADS, DN_FIELD_MIN_BLOCKS)
+    dn_sph_field_kernel(pmi_dn_grid g, double h, const double *vol, int3 br, float *out)
 {
     dn_field(g, h, vol, 0.0, br, out, true);
 }
 
 /* Not measured for speed (the benchmark times SPH); spill-free, 106 registers. */
-static __global__ void __launch_bounds__(DN_THREADS) dn_splat_kernel(pmi_dn_grid g, double r, int3 br, float *out)
+static __global__ void __launch_bounds__(DN_THREADS)
+    dn_splat_kernel(pmi_dn_grid g, double r, int3 br, float *out)
 {
     dn_field(g, 1.0, NULL, r, br, out, false);
 }
 
 /* One binomial pass along `axis`, out of place: pmi_blur_tap with zeros
  * outside the grid, as the CPU's passes in src/cpu/blur.c. */
-static __global__ void dn_blur_kernel(const float *in, float *out, long long nx, long long ny, long long nz, int axis)
+static __global__ void dn_blur_kernel(const float *in, float *out, long long nx, long long ny,
+                                      long long nz, int axis)
 {
     const long long total = nx * ny * nz;
     const long long st = axis == 0 ? 1 : axis == 1 ? nx : nx * ny;
@@ -255,7 +267,8 @@ static int3 dn_brick(long long B)
     for (int x = (int)(B < 32 ? B : 32); x >= 1; x--) /* ties: the widest rows (coalesced stores) */
         for (int y = (int)(B < 32 ? B : 32); y >= 1; y--)
             for (int z = 1; x * y * z <= 32 && z <= B; z++) {
-                long long n = ((B + x - 1) / x) * ((B + y - 1) / y) * ((B + z - 1) / z), e = x + y + z;
+                long long n = ((B + x - 1) / x) * ((B + y - 1) / y) * ((B + z - 1) / z),
+                          e = x + y + z;
                 if (best_n < 0 || n < best_n || (n == best_n && e < best_e)) {
                     best = make_int3(x, y, z);
                     best_n = n;
@@ -287,21 +300,21 @@ static pm_status dn_launched(const char *fn, const char *stage)
  * (dn_queue_volumes), then the colour field over them; blur: the splat,
  * then 3 * blur_steps passes ping-ponging with tmp (as many points),
  * started in whichever buffer makes the last pass land in field. */
-static pm_status dn_queue_volumes(pm_context *ctx, const pmi_dn_grid &g, const pm_field_params *p, double *vol,
-                                  const char *fn)
+static pm_status dn_queue_volumes(pm_context *ctx, const pmi_dn_grid &g, const pm_field_params *p,
+                                  double *vol, const char *fn)
 {
     dn_volumes_kernel<<<dn_blocks(g.n, 1ll << 31), DN_THREADS, 0, pmi_cuda(ctx)->stream>>>(
         g, pmi_field_rule_of(p).h, pmi_sph_mass(p->radius, p->rest_density), vol);
     return dn_launched(fn, "particle densities");
 }
 
-static pm_status dn_queue_field(pm_context *ctx, const pmi_dn_grid &g, const pm_field_params *p, const double *vol,
-                                float *field, float *tmp, const char *fn)
+static pm_status dn_queue_field(pm_context *ctx, const pmi_dn_grid &g, const pm_field_params *p,
+                                const double *vol, float *field, float *tmp, const char *fn)
 {
     cudaStream_t st = pmi_cuda(ctx)->stream;
     if (p->method == PM_FIELD_SPH) {
-        dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, pmi_field_rule_of(p).h, vol,
-                                                                     dn_brick(g.block), field);
+        dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(
+            g, pmi_field_rule_of(p).h, vol, dn_brick(g.block), field);
         return dn_launched(fn, "colour field");
     }
     const int passes = 3 * p->blur_steps;
@@ -309,8 +322,8 @@ static pm_status dn_queue_field(pm_context *ctx, const pmi_dn_grid &g, const pm_
     dn_splat_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, p->radius, dn_brick(g.block), a);
     PMI_TRY(dn_launched(fn, "splat"));
     for (int q = 0; q < passes; q++) {
-        dn_blur_kernel<<<dn_blocks(g.points, 65536), DN_THREADS, 0, st>>>(a, b, g.dims[0], g.dims[1], g.dims[2],
-                                                                        q % 3);
+        dn_blur_kernel<<<dn_blocks(g.points, 65536), DN_THREADS, 0, st>>>(
+            a, b, g.dims[0], g.dims[1], g.dims[2], q % 3);
         PMI_TRY(dn_launched(fn, "blur"));
         float *x = a;
         a = b;
@@ -382,7 +395,8 @@ extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, s
  * same plan as pmi_cuda_field_compute over the fixed-lattice neighbour
  * grid (neighbours.cu), the field written into the caller's buffer. */
 extern "C" pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
-                                                  const pm_field_params *p, const pm_field_grid *grid, float *field,
+                                                  const pm_field_params *p,
+                                                  const pm_field_grid *grid, float *field,
                                                   pm_field_status *status)
 {
     static const char fn[] = "pm_field_compute_async";
@@ -395,8 +409,8 @@ extern "C" pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *
     pmi_dn_grid g;
     double *vol;
     void *extra;
-    PMI_TRY(pmi_dn_grid_build_fixed(ctx, xyz, n, p, grid, passes ? points * sizeof(float) : 0, &g, &vol, &extra,
-                                    status));
+    PMI_TRY(pmi_dn_grid_build_fixed(ctx, xyz, n, p, grid, passes ? points * sizeof(float) : 0, &g,
+                                    &vol, &extra, status));
     if (sph) PMI_TRY(dn_queue_volumes(ctx, g, p, vol, fn));
     return dn_queue_field(ctx, g, p, vol, field, (float *)extra, fn);
 }

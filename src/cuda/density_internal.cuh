@@ -14,8 +14,8 @@ extern "C" {
  * points [cx*block, cx*block+block) etc. and sorted slots start[c] ..
  * start[c+1]-1, particles in input order inside a cell. */
 typedef struct pmi_dn_grid {
-    long long n;        /* sorted slots: the particles kept (all of them, the
-                         * dropped ones with cell ncells, on a fixed lattice) */
+    long long n; /* sorted slots: the particles kept (all of them, the
+                  * dropped ones with cell ncells, on a fixed lattice) */
     long long lo[3], dims[3], cd[3];
     long long block, ncells, points;
     double s;
@@ -43,9 +43,10 @@ void pmi_dn_scratch_free(pmi_dn_scratch *sc);
  * sorted last, cell key ncells), *vol the SPH volumes (NULL for blur),
  * *extra extra_b bytes of scratch; status (context memory) receives the
  * kept count and the first non-finite particle (or UINT64_MAX). */
-pm_status pmi_dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
-                                  const pm_field_grid *grid, size_t extra_b, pmi_dn_grid *g, double **vol,
-                                  void **extra, pm_field_status *status);
+pm_status pmi_dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n,
+                                  const pm_field_params *p, const pm_field_grid *grid,
+                                  size_t extra_b, pmi_dn_grid *g, double **vol, void **extra,
+                                  pm_field_status *status);
 }
 
 #endif

@@ -31,8 +31,10 @@ enum { FLT_DENSE = 0, FLT_AUTO = 1 };
 static __device__ __forceinline__ unsigned flt_pass(int cmp, float x, float t)
 {
     /* NaN compares false everywhere, so it never passes. */
-    bool r = cmp == PM_LESS ? x < t : cmp == PM_LESS_EQUAL ? x <= t : cmp == PM_GREATER ? x > t
-                                                                                         : x >= t;
+    bool r = cmp == PM_LESS         ? x < t
+             : cmp == PM_LESS_EQUAL ? x <= t
+             : cmp == PM_GREATER    ? x > t
+                                    : x >= t;
     return r ? 1u : 0u;
 }
 
@@ -60,7 +62,8 @@ static __device__ __forceinline__ unsigned flt_sample_load(int mode, const unsig
 static __device__ __forceinline__ bool flt_staged(int mode, unsigned c)
 {
     if (mode != FLT_AUTO) return false;
-    for (int off = 16; off; off >>= 1) c += __shfl_xor_sync(0xffffffffu, c, off);
+    for (int off = 16; off; off >>= 1)
+        c += __shfl_xor_sync(0xffffffffu, c, off);
     return (unsigned long long)c * 100 <= (unsigned long long)FLT_STAGE_PERCENT * FLT_SAMPLES;
 }
 
@@ -109,7 +112,8 @@ static __global__ void __launch_bounds__(FLT_THREADS)
      * ranks four rounds at once. */
     unsigned m[FLT_ROUNDS], packed[FLT_PACKS], incl[FLT_PACKS];
 #pragma unroll
-    for (int q = 0; q < FLT_PACKS; q++) packed[q] = 0;
+    for (int q = 0; q < FLT_PACKS; q++)
+        packed[q] = 0;
 #pragma unroll
     for (int r = 0; r < FLT_ROUNDS; r++) {
         m[r] = flt_pass(cmp, v[r].x, thr) | flt_pass(cmp, v[r].y, thr) << 1 |
@@ -117,7 +121,8 @@ static __global__ void __launch_bounds__(FLT_THREADS)
         packed[r / 4] |= (unsigned)__popc(m[r]) << (8 * (r % 4));
     }
 #pragma unroll
-    for (int q = 0; q < FLT_PACKS; q++) incl[q] = packed[q];
+    for (int q = 0; q < FLT_PACKS; q++)
+        incl[q] = packed[q];
 #pragma unroll
     for (int off = 1; off < 32; off <<= 1) {
 #pragma unroll
@@ -128,7 +133,8 @@ static __global__ void __launch_bounds__(FLT_THREADS)
     }
     if (lane == 31)
 #pragma unroll
-        for (int q = 0; q < FLT_PACKS; q++) warp_tot[q][warp] = incl[q];
+        for (int q = 0; q < FLT_PACKS; q++)
+            warp_tot[q][warp] = incl[q];
     __syncthreads();
     if (warp == 0) {
         /* Output order is round-major, then warp: entry 8 round + warp. Each
@@ -214,12 +220,15 @@ static __global__ void __launch_bounds__(FLT_THREADS)
     __syncthreads();
     if (!s_staged) return; /* dense call: the look-back pass did it all */
     unsigned long long p = 0;
-    for (unsigned i = t; i < blockIdx.x; i += FLT_THREADS) p += group_sum[i];
-    for (int off = 16; off; off >>= 1) p += __shfl_xor_sync(0xffffffffu, p, off);
+    for (unsigned i = t; i < blockIdx.x; i += FLT_THREADS)
+        p += group_sum[i];
+    for (int off = 16; off; off >>= 1)
+        p += __shfl_xor_sync(0xffffffffu, p, off);
     if (lane == 0) s_part[warp] = p;
     __syncthreads();
     unsigned long long base = 0;
-    for (int w = 0; w < FLT_THREADS / 32; w++) base += s_part[w];
+    for (int w = 0; w < FLT_THREADS / 32; w++)
+        base += s_part[w];
     const unsigned long long first = (unsigned long long)blockIdx.x * tiles_per_group;
     unsigned long long last = first + tiles_per_group;
     if (last > num_tiles) last = num_tiles;
@@ -303,8 +312,8 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
         PMI_TRY(pmi_cuda_launched("pm_filter_f32"));
     }
     filter_kernel<<<(unsigned)tiles, FLT_THREADS, 0, st->stream>>>(
-        in, n, ((uintptr_t)in & 15) == 0, (int)cmp, thr, out, capacity, state, tiles, count_d,
-        mode, sample, staging, group_sum, tpg);
+        in, n, ((uintptr_t)in & 15) == 0, (int)cmp, thr, out, capacity, state, tiles, count_d, mode,
+        sample, staging, group_sum, tpg);
     PMI_TRY(pmi_cuda_launched("pm_filter_f32"));
     if (mode == FLT_DENSE) return PM_STATUS_OK;
     filter_copy<<<(unsigned)groups, FLT_THREADS, 0, st->stream>>>(
@@ -312,9 +321,9 @@ static pm_status filter_launch(pm_context *ctx, const float *in, size_t n, pm_co
     return pmi_cuda_launched("pm_filter_f32");
 }
 
-extern "C" pm_status pmi_cuda_filter_f32(pm_context *ctx, const float *in, size_t n,
-                                         pm_compare cmp, float threshold, float *out,
-                                         size_t capacity, size_t *count)
+extern "C" pm_status pmi_cuda_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
+                                         float threshold, float *out, size_t capacity,
+                                         size_t *count)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     PMI_TRY(filter_launch(ctx, in, n, cmp, threshold, out, capacity,
@@ -338,7 +347,8 @@ extern "C" pm_status pmi_cuda_filter_f32_async(pm_context *ctx, const float *in,
 
 /* ---- Horn's method: Hillis-Steele scan, then binary search per output ---- */
 
-static __global__ void horn_flags(const float *in, size_t n, int cmp, float thr, unsigned long long *s)
+static __global__ void horn_flags(const float *in, size_t n, int cmp, float thr,
+                                  unsigned long long *s)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) s[i] = flt_pass(cmp, in[i], thr);
@@ -347,7 +357,7 @@ static __global__ void horn_flags(const float *in, size_t n, int cmp, float thr,
 /* One Hillis-Steele step: dst[i] = src[i] + src[i - d] (inclusive scan after
  * log2(n) steps; O(n log n) work, as Horn describes it). */
 static __global__ void horn_step(const unsigned long long *src, unsigned long long *dst, size_t n,
-                          size_t d)
+                                 size_t d)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) dst[i] = src[i] + (i >= d ? src[i - d] : 0);
@@ -355,7 +365,7 @@ static __global__ void horn_step(const unsigned long long *src, unsigned long lo
 
 /* Output k is the first i whose inclusive count exceeds k. */
 static __global__ void horn_gather(const float *in, const unsigned long long *incl, size_t n,
-                            float *out, size_t capacity, unsigned long long *count_out)
+                                   float *out, size_t capacity, unsigned long long *count_out)
 {
     unsigned long long total = incl[n - 1];
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -364,8 +374,10 @@ static __global__ void horn_gather(const float *in, const unsigned long long *in
     size_t lo = 0, hi = n - 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (incl[mid] > k) hi = mid;
-        else lo = mid + 1;
+        if (incl[mid] > k)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
     out[k] = in[lo];
 }

@@ -10,15 +10,14 @@
 #include "cuda/cuda_internal.h"
 
 #define HP_THREADS 128
-#define HP_FANIN 625         /* inputs per build block: 5^4 (three levels) */
-#define HP_APEX_MAX 4096     /* the apex is a single-block prefix sum */
+#define HP_FANIN 625     /* inputs per build block: 5^4 (three levels) */
+#define HP_APEX_MAX 4096 /* the apex is a single-block prefix sum */
 #define HP_MAX_LEVELS 30
 
 /* Partial sums of the first four children; 32-byte aligned so a node is
  * one sector, read with two 16-byte loads. */
-typedef struct __align__(32) hp_node {
-    unsigned long long s1, s2, s3, s4;
-} hp_node;
+typedef struct __align__(32) hp_node { unsigned long long s1, s2, s3, s4; }
+hp_node;
 
 typedef struct hp_view {
     const hp_node *level[HP_MAX_LEVELS]; /* level[0] is over the base */
@@ -99,16 +98,16 @@ static __global__ void __launch_bounds__(HP_THREADS)
     __syncthreads();
     bool ovf = false;
     /* One node: partial sums of the first four of its five children. */
-#define HP_NODE(src, dst_level, dst_count, idx, tot_out)                                        \
-    do {                                                                                       \
-        unsigned long long s1 = src[5 * t], s2 = s1 + src[5 * t + 1], s3 = s2 + src[5 * t + 2]; \
-        unsigned long long s4 = s3 + src[5 * t + 3], sum_ = s4 + src[5 * t + 4];                \
-        if (sum_ < s4 || s4 < s3 || s3 < s2 || s2 < s1) ovf = true; /* 64-bit wrap */           \
-        if ((idx) < (dst_count)) {                                                             \
-            hp_node nd_ = {s1, s2, s3, s4};                                                    \
-            dst_level[idx] = nd_;                                                              \
-        }                                                                                      \
-        tot_out = sum_;                                                                        \
+#define HP_NODE(src, dst_level, dst_count, idx, tot_out)                                           \
+    do {                                                                                           \
+        unsigned long long s1 = src[5 * t], s2 = s1 + src[5 * t + 1], s3 = s2 + src[5 * t + 2];    \
+        unsigned long long s4 = s3 + src[5 * t + 3], sum_ = s4 + src[5 * t + 4];                   \
+        if (sum_ < s4 || s4 < s3 || s3 < s2 || s2 < s1) ovf = true; /* 64-bit wrap */              \
+        if ((idx) < (dst_count)) {                                                                 \
+            hp_node nd_ = {s1, s2, s3, s4};                                                        \
+            dst_level[idx] = nd_;                                                                  \
+        }                                                                                          \
+        tot_out = sum_;                                                                            \
     } while (0)
     if (t < 125) HP_NODE(buf, lvA, nA, (size_t)blockIdx.x * 125 + t, t1[t]);
     __syncthreads();
@@ -193,8 +192,10 @@ static __global__ void __launch_bounds__(256)
         unsigned lo = 0, hi = v.apex_n;
         while (hi - lo > 1) {
             unsigned mid = (lo + hi) >> 1;
-            if (__ldg(v.apex + mid) <= key) lo = mid;
-            else hi = mid;
+            if (__ldg(v.apex + mid) <= key)
+                lo = mid;
+            else
+                hi = mid;
         }
         unsigned long long local = key - __ldg(v.apex + lo);
         unsigned long long node = lo;
@@ -202,7 +203,11 @@ static __global__ void __launch_bounds__(256)
             const ulonglong2 *q = (const ulonglong2 *)(v.level[l] + node);
             const ulonglong2 a = __ldg(q), b = __ldg(q + 1);
             unsigned c = (local >= a.x) + (local >= a.y) + (local >= b.x) + (local >= b.y);
-            unsigned long long sub = c == 0 ? 0ull : c == 1 ? a.x : c == 2 ? a.y : c == 3 ? b.x : b.y;
+            unsigned long long sub = c == 0   ? 0ull
+                                     : c == 1 ? a.x
+                                     : c == 2 ? a.y
+                                     : c == 3 ? b.x
+                                              : b.y;
             local -= sub;
             node = node * 5 + c;
         }
@@ -212,9 +217,9 @@ static __global__ void __launch_bounds__(256)
 }
 
 /* Queues the build of a pyramid over counts in `mem` (plan p). */
-static pm_status hp_queue_build(pm_context *ctx, const uint32_t *counts, size_t n,
-                                const hp_plan *p, char *mem, hp_view *v,
-                                unsigned long long *count_out, unsigned *flag_out)
+static pm_status hp_queue_build(pm_context *ctx, const uint32_t *counts, size_t n, const hp_plan *p,
+                                char *mem, hp_view *v, unsigned long long *count_out,
+                                unsigned *flag_out)
 {
     cudaStream_t s = pmi_cuda(ctx)->stream;
     PMI_CU_TRY(cudaMemsetAsync(mem + p->total_off, 0, 16, s), "histopyramid build");
@@ -237,7 +242,8 @@ static pm_status hp_queue_build(pm_context *ctx, const uint32_t *counts, size_t 
                                flag_out);
     PMI_TRY(pmi_cuda_launched("histopyramid apex"));
     memset(v, 0, sizeof *v);
-    for (int l = 0; l < p->num_levels; l++) v->level[l] = (const hp_node *)(mem + p->level_off[l]);
+    for (int l = 0; l < p->num_levels; l++)
+        v->level[l] = (const hp_node *)(mem + p->level_off[l]);
     v->num_levels = p->num_levels;
     v->apex = (const unsigned long long *)(mem + p->apex_off);
     v->apex_n = p->apex_n;
@@ -282,8 +288,7 @@ extern "C" pm_status pmi_cuda_expand(pm_context *ctx, const uint32_t *counts, si
                          &st->host_d[PMI_HOST_RESULT], (unsigned *)&st->host_d[PMI_HOST_FLAG]));
     PMI_TRY(pmi_cuda_wait(ctx, "pm_expand"));
     if (*(volatile unsigned *)&st->host[PMI_HOST_FLAG])
-        return pmi_error(PM_STATUS_OVERFLOW,
-                         "pm_expand: the sum of the counts exceeds 2^64 - 1");
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_expand: the sum of the counts exceeds 2^64 - 1");
     return pmi_cuda_host_count(ctx, capacity, count, "pm_expand");
 }
 
@@ -301,8 +306,8 @@ extern "C" pm_status pmi_cuda_expand_async(pm_context *ctx, const uint32_t *coun
                         (unsigned long long *)count_ctx, NULL);
 }
 
-extern "C" pm_status pmi_cuda_histopyramid_build(pm_context *ctx, const uint32_t *counts,
-                                                 size_t n, pm_histopyramid **out)
+extern "C" pm_status pmi_cuda_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t n,
+                                                 pm_histopyramid **out)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     pm_histopyramid *hp = (pm_histopyramid *)calloc(1, sizeof *hp);

@@ -65,18 +65,18 @@ typedef struct mc_plan {
     mc_tiling tl;      /* the bitmask path's tiling */
     mc_stream_grid sg; /* the streaming path's grid */
     size_t npoints;
-    int indexed;     /* the mesh is indexed */
-    int edges;       /* records with crossings and the row table (all but the soup from the cells) */
-    mc_pass1 pass1;  /* streaming classification, or the bitmask kernels */
+    int indexed;    /* the mesh is indexed */
+    int edges;      /* records with crossings and the row table (all but the soup from the cells) */
+    mc_pass1 pass1; /* streaming classification, or the bitmask kernels */
     mc_cls_kernel cls; /* the bitmask path's classification kernel */
-    mc_soup soup;    /* how pass 2 makes a soup (MC_SOUP_NONE: indexed) */
-    int tables;      /* the classification writes the start table */
-    int pdl;         /* kernels chained by programmatic dependent launch */
-    unsigned hooks;  /* PYRAMESH_TEST_HOOKS */
+    mc_soup soup;      /* how pass 2 makes a soup (MC_SOUP_NONE: indexed) */
+    int tables;        /* the classification writes the start table */
+    int pdl;           /* kernels chained by programmatic dependent launch */
+    unsigned hooks;    /* PYRAMESH_TEST_HOOKS */
 } mc_plan;
 
-static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso, const pm_isosurface_options *opt,
-                              mc_plan *pl)
+static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
+                              const pm_isosurface_options *opt, mc_plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     PMI_TRY(pmi_hooks(&pl->hooks));
@@ -109,11 +109,16 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * vertices, gathered per record (one thread per record, no search),
      * or per triangle for the search hook. The novroom hook takes the
      * indexed vertices at every size, then denies them their room. */
-    const int search = (pl->hooks & PMI_HOOK_SEARCH) != 0, novroom = (pl->hooks & PMI_HOOK_NOVROOM) != 0;
-    if (pl->indexed) pl->soup = MC_SOUP_NONE;
-    else if (search) pl->soup = MC_SOUP_GATHER;
-    else if (pl->npoints <= MC_CELLS_MAX && !novroom) pl->soup = MC_SOUP_CELLS;
-    else pl->soup = MC_SOUP_RECORDS;
+    const int search = (pl->hooks & PMI_HOOK_SEARCH) != 0,
+              novroom = (pl->hooks & PMI_HOOK_NOVROOM) != 0;
+    if (pl->indexed)
+        pl->soup = MC_SOUP_NONE;
+    else if (search)
+        pl->soup = MC_SOUP_GATHER;
+    else if (pl->npoints <= MC_CELLS_MAX && !novroom)
+        pl->soup = MC_SOUP_CELLS;
+    else
+        pl->soup = MC_SOUP_RECORDS;
     pl->edges = pl->soup != MC_SOUP_CELLS;
     /* The kernels that search their records per triangle start from the
      * start table. */
@@ -127,7 +132,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * about the same per point whatever the sample size while the bits
      * kernel scales with the bytes, so u8/u16 are faster streamed up to
      * 256^3 and through the bitmask from 384^3). */
-    const int stream = pmi_mc_stream_supported(vol) && (vol->type == PM_SAMPLE_F32 || pl->npoints <= MC_STREAM_MAX);
+    const int stream = pmi_mc_stream_supported(vol) &&
+                       (vol->type == PM_SAMPLE_F32 || pl->npoints <= MC_STREAM_MAX);
     pl->pass1 = stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
     if (stream) {
         pl->sg = pmi_mc_stream_make_grid(vol, st->num_sms);
@@ -154,11 +160,16 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup s
     if (!r) return;
     pmi_report_path(r, "backend", "cuda");
     pmi_report_path(r, "pass1", pl.pass1 == MC_PASS1_STREAM ? "stream" : "bitmask");
-    if (pl.pass1 == MC_PASS1_BITMASK) pmi_report_path(r, "classify", pl.cls == MC_CLS_BATCHED ? "batched" : "perword");
-    pmi_report_path(r, "pass2", soup == MC_SOUP_CELLS ? "cells" : soup == MC_SOUP_GATHER ? "search" : "blocks");
+    if (pl.pass1 == MC_PASS1_BITMASK)
+        pmi_report_path(r, "classify", pl.cls == MC_CLS_BATCHED ? "batched" : "perword");
+    pmi_report_path(r, "pass2",
+                    soup == MC_SOUP_CELLS    ? "cells"
+                    : soup == MC_SOUP_GATHER ? "search"
+                                             : "blocks");
     pmi_report_path(r, "launch", pl.pdl ? "chained" : "plain");
     if (soup != MC_SOUP_NONE)
-        pmi_report_path(r, "soup", soup == MC_SOUP_CELLS ? (fallback ? "cells-fallback" : "cells") : "indexed");
+        pmi_report_path(
+            r, "soup", soup == MC_SOUP_CELLS ? (fallback ? "cells-fallback" : "cells") : "indexed");
 }
 
 /* Pass 1's scratch (in the context's arena) and results. */
@@ -176,8 +187,8 @@ typedef struct mc_scratch {
  * start table, extra, crossing prefix), then the bitmask last: after
  * pass 1 the records' unused room and the bitmask are free (pm_isosurface
  * puts the soup's vertices there). */
-static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc_plan &pl, size_t rec_cap,
-                                 size_t extra_b, mc_scratch *p)
+static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
+                                 size_t rec_cap, size_t extra_b, mc_scratch *p)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     cudaStream_t s = st->stream;
@@ -185,13 +196,15 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     const mc_tiling &tl = pl.tl;
     const mc_stream_grid &sg = pl.sg;
     const size_t nrows = (size_t)vol->ny * vol->nz;
-    size_t state_b = pmi_align256((size_t)(stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
+    size_t state_b =
+        pmi_align256((size_t)(stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
     size_t head_b = 256 + state_b;
     /* Last: the bitmask, or the streaming classification's segment
      * counts, segment bases and record pool. */
     size_t segc_b = stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
     size_t segb_b = stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
-    size_t bits_b = stream ? segc_b + segb_b + pmi_align256(rec_cap * 16) : pmi_align256((size_t)tl.nwords * 4 + 16);
+    size_t bits_b = stream ? segc_b + segb_b + pmi_align256(rec_cap * 16)
+                           : pmi_align256((size_t)tl.nwords * 4 + 16);
     size_t rows_b = pl.edges ? pmi_align256(nrows * 8) : 0;
     /* Table entries: blocks of up to 5 triangles per record (times 3 for
      * soup), for rec_cap records. */
@@ -199,8 +212,8 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     if (pl.tables) tab.nt = ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
     size_t tab_b = pmi_align256((size_t)tab.nt * 8);
     extra_b = pmi_align256(extra_b);
-    size_t bytes =
-        head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b + tab_b + extra_b + bits_b;
+    size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b +
+                   tab_b + extra_b + bits_b;
     char *base = NULL;
     PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
     p->base = base;
@@ -239,19 +252,20 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
         sm.pool_ctr = (unsigned long long *)(base + 128);
         sm.ticket = ticket;
         sm.state = state;
-        return pmi_mc_stream_classify(ctx, pl.v, vol->type, sg, pl.edges, sm, p->rec, rec_cap, p->rows, p->totals,
-                                      tp, pl.pdl);
+        return pmi_mc_stream_classify(ctx, pl.v, vol->type, sg, pl.edges, sm, p->rec, rec_cap,
+                                      p->rows, p->totals, tp, pl.pdl);
     }
     PMI_TRY(pmi_mc_inside_bits(ctx, pl.v, tl, vol->type, bits, pl.pdl));
-    return pmi_mc_classify(ctx, pl.v, tl, pl.edges, bits, ticket, state, p->rec, rec_cap, p->rows, p->totals, pl.cls,
-                           tp, pl.pdl);
+    return pmi_mc_classify(ctx, pl.v, tl, pl.edges, bits, ticket, state, p->rec, rec_cap, p->rows,
+                           p->totals, pl.cls, tp, pl.pdl);
 }
 
 /* The stages of a timed pm_isosurface, bracketed by events: pass 1 on the
  * device, the wait for its counts and the mesh's allocation, pass 2, and
  * the copy to host memory (when the mesh goes there). */
 enum { MC_EV_START, MC_EV_PASS1, MC_EV_PASS2, MC_EV_EXPANDED, MC_EV_END, MC_EV_COUNT };
-static const char *const mc_stage_names[MC_EV_COUNT - 1] = {"classify", "readback", "expand", "copy"};
+static const char *const mc_stage_names[MC_EV_COUNT - 1] = {"classify", "readback", "expand",
+                                                            "copy"};
 
 static void mc_event(cudaEvent_t *ev, int e, cudaStream_t s)
 {
@@ -268,7 +282,8 @@ static void mc_events_report(cudaEvent_t *ev, pm_isosurface_report *r)
         if (cudaEventElapsedTime(&ms, ev[i], ev[i + 1]) != cudaSuccess) ms = 0;
         pmi_report_stage(r, i, mc_stage_names[i], ms);
     }
-    for (int i = 0; i < MC_EV_COUNT; i++) cudaEventDestroy(ev[i]);
+    for (int i = 0; i < MC_EV_COUNT; i++)
+        cudaEventDestroy(ev[i]);
     cudaGetLastError();
 }
 
@@ -278,9 +293,10 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
     if (e != cudaSuccess) {
         cudaGetLastError();
         *p = NULL;
-        return pmi_error(e == cudaErrorMemoryAllocation ? PM_STATUS_OUT_OF_MEMORY : PM_STATUS_DEVICE_ERROR,
-                         "pm_isosurface: cannot allocate %zu bytes of device memory for %s (%s)", bytes, what,
-                         cudaGetErrorString(e));
+        return pmi_error(e == cudaErrorMemoryAllocation ? PM_STATUS_OUT_OF_MEMORY
+                                                        : PM_STATUS_DEVICE_ERROR,
+                         "pm_isosurface: cannot allocate %zu bytes of device memory for %s (%s)",
+                         bytes, what, cudaGetErrorString(e));
     }
     return PM_STATUS_OK;
 }
@@ -288,8 +304,9 @@ static pm_status mc_device_alloc(void **p, size_t bytes, const char *what)
 /* Pass 2 of pm_isosurface and the copy to host memory, once the mesh is
  * allocated (dest, of nv vertices), the counts known (tot) and pass 1's
  * scratch still in place (p1). */
-static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol, const pm_isosurface_options *opt,
-                               const mc_plan &pl, const mc_scratch &p1, const unsigned long long tot[4],
+static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
+                               const pm_isosurface_options *opt, const mc_plan &pl,
+                               const mc_scratch &p1, const unsigned long long tot[4],
                                const pmi_mesh_dest &dest, cudaEvent_t *ev)
 {
     cudaStream_t s = pmi_cuda(ctx)->stream;
@@ -343,17 +360,21 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol, const pm_i
     }
     mc_event(ev, MC_EV_PASS2, s);
     mc_soup ran;
-    pm_status ls = pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j, &ran);
+    pm_status ls =
+        pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j, &ran);
     mc_event(ev, MC_EV_EXPANDED, s);
     mc_report_path(opt->report, pl, ran, fallback);
     if (ls == PM_STATUS_OK && !to_ctx) {
-        cudaError_t e =
-            cudaMemcpyAsync(dest.positions, j.pos, (size_t)nv_w * 3 * sizeof(float), cudaMemcpyDeviceToHost, s);
+        cudaError_t e = cudaMemcpyAsync(dest.positions, j.pos, (size_t)nv_w * 3 * sizeof(float),
+                                        cudaMemcpyDeviceToHost, s);
         if (e == cudaSuccess && dest.normals)
-            e = cudaMemcpyAsync(dest.normals, j.nrm, (size_t)nv_w * 3 * sizeof(float), cudaMemcpyDeviceToHost, s);
+            e = cudaMemcpyAsync(dest.normals, j.nrm, (size_t)nv_w * 3 * sizeof(float),
+                                cudaMemcpyDeviceToHost, s);
         if (e == cudaSuccess && nt_w)
-            e = cudaMemcpyAsync(dest.indices, j.idx, (size_t)nt_w * 3 * sizeof(uint32_t), cudaMemcpyDeviceToHost, s);
-        if (e != cudaSuccess) ls = pmi_cuda_status(e, "pm_isosurface: copying the mesh to the host");
+            e = cudaMemcpyAsync(dest.indices, j.idx, (size_t)nt_w * 3 * sizeof(uint32_t),
+                                cudaMemcpyDeviceToHost, s);
+        if (e != cudaSuccess)
+            ls = pmi_cuda_status(e, "pm_isosurface: copying the mesh to the host");
     }
     mc_event(ev, MC_EV_END, s);
     /* The records live in the scratch arena, which the next call may
@@ -372,7 +393,8 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     cudaStream_t s = st->stream;
     cudaEvent_t ev[MC_EV_COUNT] = {NULL, NULL, NULL, NULL, NULL};
     if (opt->report && opt->report->timed)
-        for (int e = 0; e < MC_EV_COUNT; e++) cudaEventCreate(&ev[e]);
+        for (int e = 0; e < MC_EV_COUNT; e++)
+            cudaEventCreate(&ev[e]);
 
     /* Pass 1. The records' room is a guess (surfaces cross few cells); a
      * volume with more active points runs pass 1 again with the exact
@@ -389,8 +411,8 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         /* Into the context's pinned words: an asynchronous copy (a
          * pageable destination would make it a staged, blocking one). */
         if (s1 == PM_STATUS_OK) {
-            cudaError_t e =
-                cudaMemcpyAsync(&st->host[PMI_HOST_COUNTS], p1.totals, sizeof tot, cudaMemcpyDeviceToHost, s);
+            cudaError_t e = cudaMemcpyAsync(&st->host[PMI_HOST_COUNTS], p1.totals, sizeof tot,
+                                            cudaMemcpyDeviceToHost, s);
             if (e != cudaSuccess) s1 = pmi_cuda_status(e, "pm_isosurface: reading counts");
         }
         if (s1 == PM_STATUS_OK) s1 = pmi_cuda_wait(ctx, "pm_isosurface: classification");
@@ -412,9 +434,11 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
             }
         }
     }
-    if (result == PM_STATUS_OK || result == PM_STATUS_TRUNCATED) mc_events_report(ev, opt->report);
+    if (result == PM_STATUS_OK || result == PM_STATUS_TRUNCATED)
+        mc_events_report(ev, opt->report);
     else if (ev[0])
-        for (int e = 0; e < MC_EV_COUNT; e++) cudaEventDestroy(ev[e]);
+        for (int e = 0; e < MC_EV_COUNT; e++)
+            cudaEventDestroy(ev[e]);
     return result;
 }
 
@@ -426,15 +450,17 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
  * PM_ISOSURFACE_DOES_NOT_FIT is set and nothing is written. Indexed meshes
  * past the index rule (pmi_mesh_indices_fit) set
  * PM_ISOSURFACE_INDEX_OVERFLOW. */
-static __global__ void mc_final_kernel(const unsigned long long *totals, int indexed, unsigned long long rec_cap,
-                                       unsigned long long vcap, unsigned long long tcap, unsigned long long vroom,
+static __global__ void mc_final_kernel(const unsigned long long *totals, int indexed,
+                                       unsigned long long rec_cap, unsigned long long vcap,
+                                       unsigned long long tcap, unsigned long long vroom,
                                        mc_dcounts *dc, pm_isosurface_counts *counts)
 {
     pmi_pdl_enter();
     const unsigned long long nrec = totals[0], ntri = totals[1], ncross = totals[2];
     const unsigned long long nv = indexed ? ncross : 3 * ntri;
     unsigned long long flags = 0;
-    if (nv > vcap || ntri > tcap || nrec > rec_cap || ncross > vroom) flags |= PM_ISOSURFACE_DOES_NOT_FIT;
+    if (nv > vcap || ntri > tcap || nrec > rec_cap || ncross > vroom)
+        flags |= PM_ISOSURFACE_DOES_NOT_FIT;
     if (indexed && ncross > 0xffffffffull) flags |= PM_ISOSURFACE_INDEX_OVERFLOW;
     counts->num_vertices = nv;
     counts->num_triangles = ntri;
@@ -461,14 +487,16 @@ static unsigned long long mc_min(unsigned long long a, unsigned long long b)
  * always get their room here (under the novroom hook too, which only
  * makes small volumes' soups take them). */
 extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *vol, double iso,
-                                               const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx)
+                                               const pm_isosurface_options *opt,
+                                               pm_isosurface_counts *counts_ctx)
 {
     mc_plan pl;
     PMI_TRY(mc_plan_make(ctx, vol, iso, opt, &pl));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const int indexed = pl.indexed;
     const unsigned long long np = pl.npoints;
-    const unsigned long long inner = (unsigned long long)(vol->nx - 1) * (vol->ny - 1) * (vol->nz - 1);
+    const unsigned long long inner =
+        (unsigned long long)(vol->nx - 1) * (vol->ny - 1) * (vol->nz - 1);
     const unsigned long long border = np - inner;
     const unsigned long long vcap = opt->vertex_capacity, tcap = opt->triangle_capacity;
     /* Triangles that can be written, records they need (at most one per
@@ -479,18 +507,24 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
      * indexed vertices (at most its soup vertices), triangles (5 per
      * record). */
     const unsigned long long nvk = mc_min(vcap, 3 * rec_cap), ntk = mc_min(tfit, 5 * rec_cap);
-    if ((nvk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull || (ntk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull)
-        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: the capacities are too large for one launch");
+    if ((nvk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull ||
+        (ntk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull)
+        return pmi_error(PM_STATUS_OVERFLOW,
+                         "pm_isosurface_async: the capacities are too large for one launch");
     float *pnrm = opt->normals != PM_NORMALS_NONE ? opt->out_normals : NULL;
     const int from_vertices = pl.soup == MC_SOUP_RECORDS || pl.soup == MC_SOUP_GATHER;
     size_t vroom_b = 0;
-    if (from_vertices && !pmi_mul3_size((size_t)nvk, (size_t)3 * sizeof(float), pnrm ? 2 : 1, &vroom_b))
+    if (from_vertices &&
+        !pmi_mul3_size((size_t)nvk, (size_t)3 * sizeof(float), pnrm ? 2 : 1, &vroom_b))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: vertex room overflows");
     mc_scratch p1;
     PMI_TRY(mc_pass1_launch(ctx, vol, pl, (size_t)rec_cap, 256 + vroom_b, &p1));
     mc_dcounts *dc = (mc_dcounts *)p1.extra;
     pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, p1.totals, indexed, rec_cap, vcap, tcap,
-               indexed ? vcap : from_vertices ? nvk : ~0ull, dc, counts_ctx);
+               indexed         ? vcap
+               : from_vertices ? nvk
+                               : ~0ull,
+               dc, counts_ctx);
     PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
     /* Pass 2 for the capacities; the counts come from dc. */
     mc_expand_job j;
@@ -514,7 +548,8 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
         j.ntri = ntk;
     }
     mc_soup ran;
-    pm_status ls = pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j, &ran);
+    pm_status ls =
+        pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j, &ran);
     mc_report_path(opt->report, pl, ran, 0);
     return ls;
 }

@@ -25,7 +25,8 @@ MCD_TABLES_UPLOAD
 #define MC_BU 4
 template <typename T, int VEC>
 static __global__ void __launch_bounds__(MC_THREADS)
-mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long nitems, unsigned *bits)
+    mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long nitems,
+                   unsigned *bits)
 {
     pmi_pdl_enter();
     constexpr int E = 16 / (int)sizeof(T), TPW = 32 / E;
@@ -82,21 +83,25 @@ mc_bits_kernel(mcd_volume v, long long words, unsigned cpr, unsigned long long n
 #pragma unroll
         for (int e = 0; e < E; e++) {
             unsigned in;
-            if constexpr (sizeof(T) <= 2) in = sgn * (int)w[u].s[e] < ithr;
-            else in = mcd_inside_t<T>(v, w[u].s[e]);
+            if constexpr (sizeof(T) <= 2)
+                in = sgn * (int)w[u].s[e] < ithr;
+            else
+                in = mcd_inside_t<T>(v, w[u].s[e]);
             m |= (e < cnt[u] ? in : 0u) << e;
         }
         if (TPW < 32) m <<= E * (lane % TPW);
 #pragma unroll
-        for (int o = 1; o < TPW; o <<= 1) m |= __shfl_xor_sync(0xffffffffu, m, o);
+        for (int o = 1; o < TPW; o <<= 1)
+            m |= __shfl_xor_sync(0xffffffffu, m, o);
         if (lane % TPW == 0 && gb + u * MC_THREADS + t < nitems)
             bits[row[u] * words + col[u] / TPW] = m;
     }
 }
 
-static __device__ __forceinline__ void mc_load_word(const unsigned *bits, long long w, long long nwords,
-                                                    long long words, long long ny, long long nx, long long wi,
-                                                    int jy, int kz, mc_word &m)
+static __device__ __forceinline__ void mc_load_word(const unsigned *bits, long long w,
+                                                    long long nwords, long long words, long long ny,
+                                                    long long nx, long long wi, int jy, int kz,
+                                                    mc_word &m)
 {
     const long long up = words, back = words * ny;
     const unsigned a = __ldg(bits + w), an = w + 1 < nwords ? __ldg(bits + w + 1) : 0u;
@@ -117,8 +122,8 @@ static __device__ __forceinline__ void mc_load_word(const unsigned *bits, long l
 }
 
 /* Row coordinates of bitmask word w. */
-static __device__ __forceinline__ void mc_word_pos(long long w, long long words, long long ny, long long *wi,
-                                                   long long *j, long long *k)
+static __device__ __forceinline__ void mc_word_pos(long long w, long long words, long long ny,
+                                                   long long *wi, long long *j, long long *k)
 {
     if ((unsigned long long)w < (1ull << 32) && (unsigned long long)words < (1ull << 32) &&
         (unsigned long long)ny < (1ull << 32)) {
@@ -135,8 +140,8 @@ static __device__ __forceinline__ void mc_word_pos(long long w, long long words,
 }
 
 /* Advances (wi, j, k) to the next word. */
-static __device__ __forceinline__ void mc_word_next(long long words, long long ny, long long *wi, long long *j,
-                                                    long long *k)
+static __device__ __forceinline__ void mc_word_next(long long words, long long ny, long long *wi,
+                                                    long long *j, long long *k)
 {
     if (++*wi == words) {
         *wi = 0;
@@ -150,13 +155,10 @@ static __device__ __forceinline__ void mc_word_next(long long words, long long n
 /* The records of the active points am of word m (first point row0), in
  * order: record rb, triangle prefix tb, crossing prefix cb, advanced past
  * them; and the start table's entries they hold. */
-static __device__ __forceinline__ void mc_emit_records(const mc_word &m, unsigned am,
-                                                       unsigned long long row0, const uint8_t *s_nt,
-                                                       const mc_records &rec,
-                                                       unsigned long long rec_cap, int edges,
-                                                       const mc_tables &tab, unsigned long long *rb,
-                                                       unsigned long long *tb,
-                                                       unsigned long long *cb)
+static __device__ __forceinline__ void
+mc_emit_records(const mc_word &m, unsigned am, unsigned long long row0, const uint8_t *s_nt,
+                const mc_records &rec, unsigned long long rec_cap, int edges, const mc_tables &tab,
+                unsigned long long *rb, unsigned long long *tb, unsigned long long *cb)
 {
     while (am) {
         const int p = __ffs(am) - 1;
@@ -180,9 +182,10 @@ static __device__ __forceinline__ void mc_emit_records(const mc_word &m, unsigne
  * it to 73 and 3 blocks). One long kernel: its phases (counts, block scan,
  * look-back, records) run between barriers on shared state. */
 static __global__ void __launch_bounds__(MC_THREADS, 4)
-mc_classify_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits, unsigned int *ticket,
-                   unsigned long long *state, mc_records rec, unsigned long long rec_cap,
-                   unsigned long long *rows, mc_tables tab, unsigned long long *totals)
+    mc_classify_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits,
+                       unsigned int *ticket, unsigned long long *state, mc_records rec,
+                       unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
+                       unsigned long long *totals)
 {
     pmi_pdl_enter();
     __shared__ uint8_t s_nt[256];
@@ -229,14 +232,16 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits, 
             if (w < tl.nwords && wi == 0) rstart |= 1u << (r * MC_WPT + q);
             if (w < tl.nwords) {
                 mc_word m;
-                mc_make_word(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1],
-                             raw[3][q], raw[3][q + 1], v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
+                mc_make_word(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q],
+                             raw[2][q + 1], raw[3][q], raw[3][q + 1], v.nx, wi, j + 1 < v.ny,
+                             k + 1 < v.nz, m);
                 mine[r] += mc_word_counts(m, s_nt, edges, &act[r][q], &cells);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
     }
-    for (int off = 16; off; off >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, off);
+    for (int off = 16; off; off >>= 1)
+        cells += __shfl_xor_sync(0xffffffffu, cells, off);
     if (lane == 0 && cells) atomicAdd(&s_cells, cells);
 
     /* Block scans in lattice order: round by round, thread by thread. */
@@ -291,9 +296,11 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits, 
             if (am) {
                 const long long w = w0 + q;
                 mc_word m;
-                mc_load_word(bits, w, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny, k + 1 < v.nz, m);
-                const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
-                                                32ull * (unsigned long long)wi;
+                mc_load_word(bits, w, tl.nwords, tl.words, v.ny, v.nx, wi, j + 1 < v.ny,
+                             k + 1 < v.nz, m);
+                const unsigned long long row0 =
+                    (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
+                    32ull * (unsigned long long)wi;
                 mc_emit_records(m, am, row0, s_nt, rec, rec_cap, edges, tab, &rb, &tb, &cb);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
@@ -318,8 +325,9 @@ mc_classify_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits, 
  * is past the end, so no guards; with VEC the first four come as one
  * 16-byte load and the fifth from the next lane (lane 31 loads it). */
 template <int VEC>
-static __device__ __forceinline__ void mc_round_words(const unsigned *bits, long long w0, const long long offs[4],
-                                                      bool safe, long long nwords, unsigned raw[4][MC_WPT + 1])
+static __device__ __forceinline__ void mc_round_words(const unsigned *bits, long long w0,
+                                                      const long long offs[4], bool safe,
+                                                      long long nwords, unsigned raw[4][MC_WPT + 1])
 {
     if (safe) {
         if (VEC) {
@@ -334,18 +342,22 @@ static __device__ __forceinline__ void mc_round_words(const unsigned *bits, long
             }
             unsigned nx[4];
 #pragma unroll
-            for (int o = 0; o < 4; o++) nx[o] = __shfl_down_sync(0xffffffffu, raw[o][0], 1);
+            for (int o = 0; o < 4; o++)
+                nx[o] = __shfl_down_sync(0xffffffffu, raw[o][0], 1);
             if (lane == 31) {
 #pragma unroll
-                for (int o = 0; o < 4; o++) nx[o] = __ldg(bits + w0 + MC_WPT + offs[o]);
+                for (int o = 0; o < 4; o++)
+                    nx[o] = __ldg(bits + w0 + MC_WPT + offs[o]);
             }
 #pragma unroll
-            for (int o = 0; o < 4; o++) raw[o][MC_WPT] = nx[o];
+            for (int o = 0; o < 4; o++)
+                raw[o][MC_WPT] = nx[o];
         } else {
 #pragma unroll
             for (int o = 0; o < 4; o++)
 #pragma unroll
-                for (int q = 0; q <= MC_WPT; q++) raw[o][q] = __ldg(bits + w0 + q + offs[o]);
+                for (int q = 0; q <= MC_WPT; q++)
+                    raw[o][q] = __ldg(bits + w0 + q + offs[o]);
         }
     } else {
 #pragma unroll
@@ -357,25 +369,27 @@ static __device__ __forceinline__ void mc_round_words(const unsigned *bits, long
 }
 
 /* mc_make_word8 on the words of one round. */
-static __device__ __forceinline__ void mc_make_word32(const unsigned raw[4][MC_WPT + 1], int q, int left, bool jy,
-                                                      bool kz, mc_word &m)
+static __device__ __forceinline__ void mc_make_word32(const unsigned raw[4][MC_WPT + 1], int q,
+                                                      int left, bool jy, bool kz, mc_word &m)
 {
-    mc_make_word8(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1], raw[3][q],
-                  raw[3][q + 1], left, jy, kz, m);
+    mc_make_word8(raw[0][q], raw[0][q + 1], raw[1][q], raw[1][q + 1], raw[2][q], raw[2][q + 1],
+                  raw[3][q], raw[3][q + 1], left, jy, kz, m);
 }
 
 /* 3 blocks per SM: 80 registers, no spills (4 blocks: 64 registers with
  * spills, measured slower). One long kernel, as mc_classify_kernel. */
 template <int VEC>
 static __global__ void __launch_bounds__(MC_THREADS, 3)
-mc_classify2_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits, unsigned int *ticket,
-                    unsigned long long *state, mc_records rec, unsigned long long rec_cap,
-                    unsigned long long *rows, mc_tables tab, unsigned long long *totals)
+    mc_classify2_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits,
+                        unsigned int *ticket, unsigned long long *state, mc_records rec,
+                        unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
+                        unsigned long long *totals)
 {
     pmi_pdl_enter();
     __shared__ uint8_t s_nt[256];
-    __shared__ uint4 s_act[MC_ROUNDS * MC_THREADS];               /* active masks of (round, thread) */
-    __shared__ unsigned long long s_scan[MC_ROUNDS * MC_THREADS]; /* counts, then exclusive prefixes */
+    __shared__ uint4 s_act[MC_ROUNDS * MC_THREADS]; /* active masks of (round, thread) */
+    __shared__ unsigned long long
+        s_scan[MC_ROUNDS * MC_THREADS]; /* counts, then exclusive prefixes */
     __shared__ unsigned long long s_wsum[MC_THREADS / 32];
     __shared__ unsigned long long base[3];
     __shared__ long long s_tile;
@@ -394,7 +408,8 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits,
     unsigned int cells = 0;
 #pragma unroll
     for (int r = 0; r < MC_ROUNDS; r++) {
-        const long long rbase = (tile * MC_ROUNDS + r) * MC_TILE_WORDS, w0 = rbase + (long long)t * MC_WPT;
+        const long long rbase = (tile * MC_ROUNDS + r) * MC_TILE_WORDS,
+                        w0 = rbase + (long long)t * MC_WPT;
         const bool safe = rbase + MC_TILE_WORDS + offs[3] < tl.nwords;
         unsigned raw[4][MC_WPT + 1];
         mc_round_words<VEC>(bits, w0, offs, safe, tl.nwords, raw);
@@ -415,7 +430,8 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits,
         s_act[r * MC_THREADS + t] = make_uint4(act[0], act[1], act[2], act[3]);
         s_scan[r * MC_THREADS + t] = cnt;
     }
-    for (int off = 16; off; off >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, off);
+    for (int off = 16; off; off >>= 1)
+        cells += __shfl_xor_sync(0xffffffffu, cells, off);
     if (lane == 0 && cells) atomicAdd(&s_cells, cells);
     __syncthreads();
 
@@ -462,12 +478,14 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits,
     /* Records, row table and start table, round by round. */
 #pragma unroll 1
     for (int r = 0; r < MC_ROUNDS; r++) {
-        const long long rbase = (tile * MC_ROUNDS + r) * MC_TILE_WORDS, w0 = rbase + (long long)t * MC_WPT;
+        const long long rbase = (tile * MC_ROUNDS + r) * MC_TILE_WORDS,
+                        w0 = rbase + (long long)t * MC_WPT;
         if (rbase >= tl.nwords) break;
         const uint4 a4 = s_act[r * MC_THREADS + t];
         const unsigned act[MC_WPT] = {a4.x, a4.y, a4.z, a4.w};
         const unsigned long long ex = s_scan[r * MC_THREADS + t];
-        unsigned long long rb = base[0] + MC_F(ex, 0), tb = base[1] + MC_F(ex, 1), cb = base[2] + MC_F(ex, 2);
+        unsigned long long rb = base[0] + MC_F(ex, 0), tb = base[1] + MC_F(ex, 1),
+                           cb = base[2] + MC_F(ex, 2);
         long long wi = 0, j = 0, k = 0;
         if (w0 < tl.nwords) mc_word_pos(w0, tl.words, v.ny, &wi, &j, &k);
         const bool mine = (act[0] | act[1] | act[2] | act[3]) != 0;
@@ -491,8 +509,9 @@ mc_classify2_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits,
             if (am) {
                 mc_word m;
                 mc_make_word32(raw, q, nx32 - 32 * (int)wi, j + 1 < v.ny, k + 1 < v.nz, m);
-                const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
-                                                32ull * (unsigned long long)wi;
+                const unsigned long long row0 =
+                    (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
+                    32ull * (unsigned long long)wi;
                 mc_emit_records(m, am, row0, s_nt, rec, rec_cap, edges, tab, &rb, &tb, &cb);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
@@ -510,27 +529,28 @@ mc_tiling pmi_mc_make_tiling(const pm_volume *vol)
 }
 
 template <typename T>
-static void mc_launch_bits(cudaStream_t s, int pdl, const mcd_volume &v, const mc_tiling &tl, int vec,
-                           unsigned *bits)
+static void mc_launch_bits(cudaStream_t s, int pdl, const mcd_volume &v, const mc_tiling &tl,
+                           int vec, unsigned *bits)
 {
     constexpr int E = 16 / (int)sizeof(T);
     const unsigned cpr = (unsigned)(tl.words * (32 / E));
     const unsigned long long nitems = (unsigned long long)tl.nwords * (32 / E);
     const unsigned long long per = MC_THREADS * MC_BU;
     const unsigned grid = (unsigned)((nitems + per - 1) / per);
-    pmi_launch(pdl, vec ? mc_bits_kernel<T, 1> : mc_bits_kernel<T, 0>, grid, MC_THREADS, s, v, tl.words, cpr,
-               nitems, bits);
+    pmi_launch(pdl, vec ? mc_bits_kernel<T, 1> : mc_bits_kernel<T, 0>, grid, MC_THREADS, s, v,
+               tl.words, cpr, nitems, bits);
 }
 
-pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
-                             unsigned int *bits, int pdl)
+pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl,
+                             pm_sample_type type, unsigned int *bits, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     if (tl.nwords == 0) return PM_STATUS_OK;
     /* The bits kernel's grid and row chunks: 32-bit, checked. */
     if (tl.words * 32 > 0x7fffffffll || tl.nwords * 32 / (MC_THREADS * MC_BU) > 0x7fffffffll)
-        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: the lattice rows are too long for the GPU tiling");
+        return pmi_error(PM_STATUS_OVERFLOW,
+                         "pm_isosurface: the lattice rows are too long for the GPU tiling");
     /* Vector loads when every row starts 16-byte aligned. */
     size_t es = pm_sample_size(type);
     int vec = ((uintptr_t)v.data % 16) == 0 && (v.rs * (long long)es) % 16 == 0 &&
@@ -546,20 +566,23 @@ pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tili
 }
 
 pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int edges,
-                          const unsigned int *bits, unsigned int *ticket, unsigned long long *state, mc_records rec,
-                          unsigned long long rec_cap, unsigned long long *rows, unsigned long long *totals,
-                          mc_cls_kernel kernel, const mc_tables *tab, int pdl)
+                          const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
+                          mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
+                          unsigned long long *totals, mc_cls_kernel kernel, const mc_tables *tab,
+                          int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     if (tl.nwords == 0) return PM_STATUS_OK;
-    if (tl.ntiles > 0x7fffffffll) return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many tiles");
+    if (tl.ntiles > 0x7fffffffll)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many tiles");
     unsigned long long *rw = edges ? rows : NULL;
     const unsigned g = (unsigned)tl.ntiles;
     mc_tables tb = {NULL, 0, 1};
     if (tab) tb = *tab;
-    void (*k)(mcd_volume, mc_tiling, int, const unsigned *, unsigned int *, unsigned long long *, mc_records,
-              unsigned long long, unsigned long long *, mc_tables, unsigned long long *);
+    void (*k)(mcd_volume, mc_tiling, int, const unsigned *, unsigned int *, unsigned long long *,
+              mc_records, unsigned long long, unsigned long long *, mc_tables,
+              unsigned long long *);
     if (kernel == MC_CLS_BATCHED) {
         /* 16-byte loads when every row (and so every slice) is a whole
          * number of 16-byte groups of words. */
@@ -568,6 +591,7 @@ pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling 
     } else {
         k = mc_classify_kernel;
     }
-    pmi_launch(pdl, k, g, MC_THREADS, s, v, tl, edges, bits, ticket, state, rec, rec_cap, rw, tb, totals);
+    pmi_launch(pdl, k, g, MC_THREADS, s, v, tl, edges, bits, ticket, state, rec, rec_cap, rw, tb,
+               totals);
     return pmi_cuda_launched("pm_isosurface: classification");
 }

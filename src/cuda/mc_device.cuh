@@ -33,26 +33,31 @@ static __device__ uint8_t mcd_edge_corner[12][2];
 static __device__ uint8_t mcd_edge_axis[12];
 static __device__ uint8_t mcd_corner[8][3];
 
-#define MCD_TABLES_UPLOAD                                                                      \
-    static pm_status mcd_tables_upload(int device)                                             \
-    {                                                                                          \
-        static int done[64];                                                                   \
-        if (device >= 0 && device < 64 && __atomic_load_n(&done[device], __ATOMIC_ACQUIRE))    \
-            return PM_STATUS_OK;                                                               \
-        cudaError_t e = cudaMemcpyToSymbol(mcd_tri_table, pmi_mc_tri_table, sizeof pmi_mc_tri_table); \
-        if (e == cudaSuccess)                                                                  \
-            e = cudaMemcpyToSymbol(mcd_tri_count, pmi_mc_tri_count, sizeof pmi_mc_tri_count);  \
-        if (e == cudaSuccess)                                                                  \
-            e = cudaMemcpyToSymbol(mcd_edge_corner, pmi_mc_edge_corner, sizeof pmi_mc_edge_corner); \
-        if (e == cudaSuccess)                                                                  \
-            e = cudaMemcpyToSymbol(mcd_edge_axis, pmi_mc_edge_axis, sizeof pmi_mc_edge_axis);  \
-        if (e == cudaSuccess) e = cudaMemcpyToSymbol(mcd_corner, pmi_mc_corner, sizeof pmi_mc_corner); \
-        if (e != cudaSuccess) return pmi_cuda_status(e, "pm_isosurface: marching cubes tables"); \
-        if (device >= 0 && device < 64) __atomic_store_n(&done[device], 1, __ATOMIC_RELEASE);   \
-        return PM_STATUS_OK;                                                                   \
+#define MCD_TABLES_UPLOAD                                                                          \
+    static pm_status mcd_tables_upload(int device)                                                 \
+    {                                                                                              \
+        static int done[64];                                                                       \
+        if (device >= 0 && device < 64 && __atomic_load_n(&done[device], __ATOMIC_ACQUIRE))        \
+            return PM_STATUS_OK;                                                                   \
+        cudaError_t e =                                                                            \
+            cudaMemcpyToSymbol(mcd_tri_table, pmi_mc_tri_table, sizeof pmi_mc_tri_table);          \
+        if (e == cudaSuccess)                                                                      \
+            e = cudaMemcpyToSymbol(mcd_tri_count, pmi_mc_tri_count, sizeof pmi_mc_tri_count);      \
+        if (e == cudaSuccess)                                                                      \
+            e = cudaMemcpyToSymbol(mcd_edge_corner, pmi_mc_edge_corner,                            \
+                                   sizeof pmi_mc_edge_corner);                                     \
+        if (e == cudaSuccess)                                                                      \
+            e = cudaMemcpyToSymbol(mcd_edge_axis, pmi_mc_edge_axis, sizeof pmi_mc_edge_axis);      \
+        if (e == cudaSuccess)                                                                      \
+            e = cudaMemcpyToSymbol(mcd_corner, pmi_mc_corner, sizeof pmi_mc_corner);               \
+        if (e != cudaSuccess) return pmi_cuda_status(e, "pm_isosurface: marching cubes tables");   \
+        if (device >= 0 && device < 64) __atomic_store_n(&done[device], 1, __ATOMIC_RELEASE);      \
+        return PM_STATUS_OK;                                                                       \
     }
 
-template <typename T> static __device__ __forceinline__ double mcd_load(const mcd_volume &v, long long i, long long j, long long k)
+template <typename T>
+static __device__ __forceinline__ double mcd_load(const mcd_volume &v, long long i, long long j,
+                                                  long long k)
 {
     return (double)__ldg((const T *)v.data + (i + j * v.rs + k * v.ss));
 }
@@ -75,10 +80,13 @@ static __device__ __forceinline__ int mcd_int_threshold(float fthr, bool above)
 
 /* The inside test on a sample of type T: the float test (fthr) for the
  * types exact in float, the double one for f64. */
-template <typename T> static __device__ __forceinline__ unsigned mcd_inside_t(const mcd_volume &v, T x)
+template <typename T>
+static __device__ __forceinline__ unsigned mcd_inside_t(const mcd_volume &v, T x)
 {
-    if constexpr (sizeof(T) == 8) return (unsigned)mcd_inside(v, (double)x);
-    else return v.sg > 0 ? (float)x < v.fthr : (float)x > v.fthr;
+    if constexpr (sizeof(T) == 8)
+        return (unsigned)mcd_inside(v, (double)x);
+    else
+        return v.sg > 0 ? (float)x < v.fthr : (float)x > v.fthr;
 }
 
 /* Gradient at lattice point (i,j,k) per unit length, as the CPU's
@@ -86,21 +94,21 @@ template <typename T> static __device__ __forceinline__ unsigned mcd_inside_t(co
  * from two samples, Sobel over the clamped 3x3 cross-section, outer loop
  * over the higher cross axis. */
 template <typename T, int MODE>
-static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long long i, long long j, long long k,
-                                                    double g[3])
+static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long long i, long long j,
+                                                    long long k, double g[3])
 {
     const long long p[3] = {i, j, k}, n[3] = {v.nx, v.ny, v.nz};
 #pragma unroll
     for (int a = 0; a < 3; a++) {
         const long long ip = PMI_MC_DIFF_HI(p[a], n[a]);
-        const long long im =
-            MODE == PM_NORMALS_FORWARD ? PMI_MC_DIFF_LO_FORWARD(p[a], n[a]) : PMI_MC_DIFF_LO_CENTRAL(p[a]);
+        const long long im = MODE == PM_NORMALS_FORWARD ? PMI_MC_DIFF_LO_FORWARD(p[a], n[a])
+                                                        : PMI_MC_DIFF_LO_CENTRAL(p[a]);
         if constexpr (MODE != PM_NORMALS_SOBEL) {
             long long qp[3] = {i, j, k}, qm[3] = {i, j, k};
             qp[a] = ip;
             qm[a] = im;
-            g[a] = pmi_mc_diff(mcd_load<T>(v, qp[0], qp[1], qp[2]), mcd_load<T>(v, qm[0], qm[1], qm[2]),
-                               (double)(ip - im), v.sp[a]);
+            g[a] = pmi_mc_diff(mcd_load<T>(v, qp[0], qp[1], qp[2]),
+                               mcd_load<T>(v, qm[0], qm[1], qm[2]), (double)(ip - im), v.sp[a]);
         } else {
             const int b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
             double s = 0.0;
@@ -127,8 +135,8 @@ static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long lo
 /* Position and normal of the crossing on the lattice edge from (i,j,k)
  * along `axis` (the lower end), as the CPU's vertex(). */
 template <typename T, int MODE>
-static __device__ __forceinline__ void mcd_vertex(const mcd_volume &v, long long i, long long j, long long k, int axis,
-                                                  float pos[3], float nrm[3])
+static __device__ __forceinline__ void mcd_vertex(const mcd_volume &v, long long i, long long j,
+                                                  long long k, int axis, float pos[3], float nrm[3])
 {
     const long long i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
     const double vlo = mcd_load<T>(v, i, j, k), vhi = mcd_load<T>(v, i1, j1, k1);

@@ -16,13 +16,15 @@
 MCD_TABLES_UPLOAD
 
 /* Last r in [lo, hi] with a[r] <= key (a[lo] <= key holds). */
-static __device__ __forceinline__ long long mc_last_le(const unsigned long long *a, long long lo, long long hi,
-                                                       unsigned long long key)
+static __device__ __forceinline__ long long mc_last_le(const unsigned long long *a, long long lo,
+                                                       long long hi, unsigned long long key)
 {
     while (lo < hi) {
         long long mid = (lo + hi + 1) >> 1;
-        if (__ldg(a + mid) <= key) lo = mid;
-        else hi = mid - 1;
+        if (__ldg(a + mid) <= key)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     return lo;
 }
@@ -36,17 +38,19 @@ static __device__ __forceinline__ long long mc_last_le(const unsigned long long 
  * there (falling back to global memory past the window). Call from every
  * thread. */
 #define MC_WIN 512
-static __device__ __forceinline__ long long mc_find(const unsigned long long *pref, long long nrec,
-                                                   const long long *starts, unsigned long long first,
-                                                   unsigned long long key, unsigned long long *s_pref,
-                                                   long long *s_r0, unsigned sstride = 1)
+static __device__ __forceinline__ long long
+mc_find(const unsigned long long *pref, long long nrec, const long long *starts,
+        unsigned long long first, unsigned long long key, unsigned long long *s_pref,
+        long long *s_r0, unsigned sstride = 1)
 {
     if (threadIdx.x == 0)
-        *s_r0 = starts ? __ldg(starts + (unsigned long long)sstride * blockIdx.x) : mc_last_le(pref, 0, nrec - 1, first);
+        *s_r0 = starts ? __ldg(starts + (unsigned long long)sstride * blockIdx.x)
+                       : mc_last_le(pref, 0, nrec - 1, first);
     __syncthreads();
     const long long r0 = *s_r0;
     const int nwin = (int)min((long long)MC_WIN, nrec - r0);
-    for (int w = threadIdx.x; w < nwin; w += blockDim.x) s_pref[w] = __ldg(pref + r0 + w);
+    for (int w = threadIdx.x; w < nwin; w += blockDim.x)
+        s_pref[w] = __ldg(pref + r0 + w);
     __syncthreads();
     if (key >= s_pref[nwin - 1]) {
         if (nwin < MC_WIN) return r0 + nwin - 1;
@@ -55,41 +59,45 @@ static __device__ __forceinline__ long long mc_find(const unsigned long long *pr
     int lo = 0, hi = nwin - 1;
     while (lo < hi) {
         int mid = (lo + hi + 1) >> 1;
-        if (s_pref[mid] <= key) lo = mid;
-        else hi = mid - 1;
+        if (s_pref[mid] <= key)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     return r0 + lo;
 }
 
 /* The kernels' outputs from dc (pm_isosurface_async); returns when the
  * block has none (block-uniform, before any barrier). */
-#define MC_DCOUNTS(nout_expr)                                                                                   \
-    do {                                                                                                       \
-        if (dc) {                                                                                              \
-            if (!dc->ok) return;                                                                               \
-            nrec = (long long)dc->nrec;                                                                        \
-            nout = (nout_expr);                                                                                \
-        }                                                                                                      \
-        if ((unsigned long long)blockIdx.x * blockDim.x >= nout) return;                                       \
+#define MC_DCOUNTS(nout_expr)                                                                      \
+    do {                                                                                           \
+        if (dc) {                                                                                  \
+            if (!dc->ok) return;                                                                   \
+            nrec = (long long)dc->nrec;                                                            \
+            nout = (nout_expr);                                                                    \
+        }                                                                                          \
+        if ((unsigned long long)blockIdx.x * blockDim.x >= nout) return;                           \
     } while (0)
 
 /* The same for the kernels that take blocks of `per` records: nrec and the
  * output limit from dc; returns when the block has no record. Defines r0,
  * the block's first record. */
-#define MC_DCOUNTS_RECORDS(limit, dc_limit, per)                                                               \
-    if (dc) {                                                                                                  \
-        if (!dc->ok) return;                                                                                   \
-        nrec = (long long)dc->nrec;                                                                            \
-        limit = (dc_limit);                                                                                    \
-    }                                                                                                          \
-    const long long r0 = (long long)blockIdx.x * (per);                                                        \
+#define MC_DCOUNTS_RECORDS(limit, dc_limit, per)                                                   \
+    if (dc) {                                                                                      \
+        if (!dc->ok) return;                                                                       \
+        nrec = (long long)dc->nrec;                                                                \
+        limit = (dc_limit);                                                                        \
+    }                                                                                              \
+    const long long r0 = (long long)blockIdx.x * (per);                                            \
     if (r0 >= nrec) return /* block-uniform, before any barrier */
 
-static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigned long long p, long long *i,
-                                                    long long *j, long long *k)
+static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigned long long p,
+                                                    long long *i, long long *j, long long *k)
 {
-    if ((p | (unsigned long long)v.nx | (unsigned long long)v.ny) >> 32 == 0) { /* 32-bit divisions */
-        const unsigned nx = (unsigned)v.nx, ny = (unsigned)v.ny, row = (unsigned)p / nx, kk = row / ny;
+    if ((p | (unsigned long long)v.nx | (unsigned long long)v.ny) >> 32 ==
+        0) { /* 32-bit divisions */
+        const unsigned nx = (unsigned)v.nx, ny = (unsigned)v.ny, row = (unsigned)p / nx,
+                       kk = row / ny;
         *i = (long long)((unsigned)p - row * nx);
         *k = (long long)kk;
         *j = (long long)(row - kk * ny);
@@ -101,8 +109,8 @@ static __device__ __forceinline__ void mc_point_ijk(const mcd_volume &v, unsigne
     *j = (long long)(row - (unsigned long long)*k * (unsigned long long)v.ny);
 }
 
-static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned long long o, const float p[3],
-                                                const float n[3])
+static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned long long o,
+                                                const float p[3], const float n[3])
 {
     pos[3 * o] = p[0];
     pos[3 * o + 1] = p[1];
@@ -134,8 +142,8 @@ static unsigned long long mc_cell_blocks(unsigned long long n)
 }
 template <typename T, int MODE>
 static __global__ void __launch_bounds__(MC_THREADS)
-mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout, float *pos, float *nrm,
-                    const mc_dcounts *dc)
+    mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
+                        float *pos, float *nrm, const mc_dcounts *dc)
 {
     pmi_pdl_enter();
     __shared__ unsigned long long s_pt[MC_CELL_RECS];
@@ -153,7 +161,8 @@ mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long 
         s_tp[t] = (unsigned)(tri - T0);
         s_pt[t] = __ldg(rec.point + r);
         s_cs[t] = (uint8_t)(info & 255u);
-        for (unsigned q = 0; q < nt; q++) s_own[tri - T0 + q] = (uint8_t)t;
+        for (unsigned q = 0; q < nt; q++)
+            s_own[tri - T0 + q] = (uint8_t)t;
         if (t == nvalid - 1) s_total = (unsigned)(tri + nt - T0);
     }
     __syncthreads();
@@ -182,8 +191,8 @@ mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long 
  * Vertices from nvout on are not written. */
 template <typename T, int MODE>
 static __global__ void __launch_bounds__(MC_THREADS)
-mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout, float *pos,
-                       float *nrm, const mc_dcounts *dc)
+    mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
+                           float *pos, float *nrm, const mc_dcounts *dc)
 {
     pmi_pdl_enter();
     __shared__ uint16_t s_own[3 * MC_THREADS]; /* the block's crossings: record | axis << 8 */
@@ -197,7 +206,8 @@ mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned lo
     const unsigned bits = valid ? __ldg(rec.info + r) >> 8 & 7u : 0u;
     /* Each record lists its crossings (at most 3) at its prefix. */
     const unsigned cp = (unsigned)(cross - C0);
-    for (unsigned b = bits, q = 0; b; b &= b - 1, q++) s_own[cp + q] = (uint16_t)(t | (__ffs(b) - 1) << 8);
+    for (unsigned b = bits, q = 0; b; b &= b - 1, q++)
+        s_own[cp + q] = (uint16_t)(t | (__ffs(b) - 1) << 8);
     const int nvalid = (int)min((long long)MC_THREADS, nrec - r0);
     if (t == nvalid - 1) s_total = cp + __popc(bits);
     __syncthreads();
@@ -216,7 +226,8 @@ mc_vertex_block_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned lo
 }
 
 /* Lattice row (j + ny*k) of point p: 32-bit division when p and nx fit. */
-static __device__ __forceinline__ unsigned long long mc_row_of(const mcd_volume &v, unsigned long long p)
+static __device__ __forceinline__ unsigned long long mc_row_of(const mcd_volume &v,
+                                                               unsigned long long p)
 {
     const unsigned long long nx = (unsigned long long)v.nx;
     return (p | nx) >> 32 == 0 ? (unsigned long long)((unsigned)p / (unsigned)nx) : p / nx;
@@ -229,8 +240,9 @@ static __device__ __forceinline__ unsigned long long mc_row_of(const mcd_volume 
  * of the owner's row (row prow + dy + ny*dz; rows: each row's first
  * record). */
 static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const mc_records &rec,
-                                                     const unsigned long long *rows, long long nrec, long long r,
-                                                     unsigned long long p, unsigned long long prow, int c)
+                                                     const unsigned long long *rows, long long nrec,
+                                                     long long r, unsigned long long p,
+                                                     unsigned long long prow, int c)
 {
     const int dx = mcd_corner[c][0], dy = mcd_corner[c][1], dz = mcd_corner[c][2];
     if (!(dy | dz)) return r + dx;
@@ -242,8 +254,10 @@ static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const 
     long long hi = (orow + 1 < nrows ? (long long)__ldg(rows + orow + 1) : nrec) - 1;
     while (lo < hi) { /* first record with point >= owner */
         const long long mid = (lo + hi) >> 1;
-        if (__ldg(rec.point + mid) < owner) lo = mid + 1;
-        else hi = mid;
+        if (__ldg(rec.point + mid) < owner)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -251,33 +265,37 @@ static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const 
 /* Index of the vertex on edge e of the cell at point p (record r, row
  * prow): the owner's crossing prefix plus the edge's rank among its
  * crossings. */
-static __device__ __forceinline__ unsigned long long mc_edge_vertex(const mcd_volume &v, const mc_records &rec,
-                                                                    const unsigned long long *rows, long long nrec,
-                                                                    long long r, unsigned long long p,
-                                                                    unsigned long long prow, int e)
+static __device__ __forceinline__ unsigned long long
+mc_edge_vertex(const mcd_volume &v, const mc_records &rec, const unsigned long long *rows,
+               long long nrec, long long r, unsigned long long p, unsigned long long prow, int e)
 {
     const long long ow = mc_owner(v, rec, rows, nrec, r, p, prow, mcd_edge_corner[e][0]);
     const unsigned bits = __ldg(rec.info + ow) >> 8 & 7u;
-    return __ldg(rec.cross + ow) + (unsigned long long)__popc(bits & ((1u << mcd_edge_axis[e]) - 1u));
+    return __ldg(rec.cross + ow) +
+           (unsigned long long)__popc(bits & ((1u << mcd_edge_axis[e]) - 1u));
 }
 
 /* Indexed triangles: one thread per triangle, its three edges' vertices. */
 static __global__ void __launch_bounds__(MC_THREADS)
-mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
-                   const long long *starts, unsigned long long nout, uint32_t *idx, const mc_dcounts *dc)
+    mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
+                       const long long *starts, unsigned long long nout, uint32_t *idx,
+                       const mc_dcounts *dc)
 {
     pmi_pdl_enter();
     __shared__ unsigned long long s_pref[MC_WIN];
     __shared__ long long s_r0;
     MC_DCOUNTS(dc->ntri);
-    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, q = first + threadIdx.x;
-    const long long r = mc_find(rec.tri, nrec, starts, first, q < nout ? q : nout - 1, s_pref, &s_r0);
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x,
+                             q = first + threadIdx.x;
+    const long long r =
+        mc_find(rec.tri, nrec, starts, first, q < nout ? q : nout - 1, s_pref, &s_r0);
     if (q < nout) {
         const int l = (int)(q - __ldg(rec.tri + r));
         const unsigned cs = __ldg(rec.info + r) & 255u;
         const unsigned long long p = __ldg(rec.point + r), prow = mc_row_of(v, p);
         for (int m = 0; m < 3; m++)
-            idx[3 * q + m] = (uint32_t)mc_edge_vertex(v, rec, rows, nrec, r, p, prow, mcd_tri_table[cs][3 * l + m]);
+            idx[3 * q + m] = (uint32_t)mc_edge_vertex(v, rec, rows, nrec, r, p, prow,
+                                                      mcd_tri_table[cs][3 * l + m]);
     }
 }
 
@@ -290,9 +308,9 @@ mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows,
  * soup's start table (entry b: the record holding triangle 256 b / 3, so
  * this kernel's block b reads entry 3 b), or NULL. */
 static __global__ void __launch_bounds__(MC_THREADS)
-mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
-                 const long long *starts, unsigned long long nout, const float *vpos, const float *vnrm, float *pos,
-                 float *nrm, const mc_dcounts *dc)
+    mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
+                     const long long *starts, unsigned long long nout, const float *vpos,
+                     const float *vnrm, float *pos, float *nrm, const mc_dcounts *dc)
 {
     pmi_pdl_enter();
     __shared__ unsigned long long s_pref[MC_WIN];
@@ -300,15 +318,18 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
     __shared__ float s_o[2][MC_THREADS * 9];
     MC_DCOUNTS(dc->ntri);
     const unsigned long long ntri = nout;
-    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x, q = first + threadIdx.x;
-    const long long r = mc_find(rec.tri, nrec, starts, first, q < ntri ? q : ntri - 1, s_pref, &s_r0, 3);
+    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x,
+                             q = first + threadIdx.x;
+    const long long r =
+        mc_find(rec.tri, nrec, starts, first, q < ntri ? q : ntri - 1, s_pref, &s_r0, 3);
     if (q < ntri) {
         const int l = (int)(q - __ldg(rec.tri + r));
         const unsigned cs = __ldg(rec.info + r) & 255u;
         const unsigned long long p = __ldg(rec.point + r), prow = mc_row_of(v, p);
         unsigned long long vi[3];
 #pragma unroll
-        for (int m = 0; m < 3; m++) vi[m] = mc_edge_vertex(v, rec, rows, nrec, r, p, prow, mcd_tri_table[cs][3 * l + m]);
+        for (int m = 0; m < 3; m++)
+            vi[m] = mc_edge_vertex(v, rec, rows, nrec, r, p, prow, mcd_tri_table[cs][3 * l + m]);
 #pragma unroll
         for (int m = 0; m < 3; m++)
 #pragma unroll
@@ -352,8 +373,8 @@ mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, l
 #define MC_E(e) (1u << (e))
 /* Crossing bits (*b) and crossing prefix (*c) of owner record o, when
  * `used` (the cell uses an edge it owns). */
-static __device__ __forceinline__ void mc_owner_load(const mc_records &rec, unsigned used, long long o, unsigned *b,
-                                                     unsigned long long *c)
+static __device__ __forceinline__ void
+mc_owner_load(const mc_records &rec, unsigned used, long long o, unsigned *b, unsigned long long *c)
 {
     if (used) {
         *b = __ldg(rec.info + o) >> 8;
@@ -361,9 +382,9 @@ static __device__ __forceinline__ void mc_owner_load(const mc_records &rec, unsi
     }
 }
 static __global__ void __launch_bounds__(MC_THREADS)
-mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
-                      unsigned long long ntout, float *pos, float *nrm, const float *vpos, const float *vnrm,
-                      const mc_dcounts *dc)
+    mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows,
+                          long long nrec, unsigned long long ntout, float *pos, float *nrm,
+                          const float *vpos, const float *vnrm, const mc_dcounts *dc)
 {
     pmi_pdl_enter();
     __shared__ uint32_t s_v[12][MC_THREADS];
@@ -387,14 +408,16 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
     const unsigned long long T0 = __ldg(rec.tri + r0);
     if (nt) {
         unsigned em = 0; /* edges the cell's triangles use */
-        for (unsigned q = 0; q < 3 * nt; q++) em |= 1u << mcd_tri_table[cs][q];
+        for (unsigned q = 0; q < 3 * nt; q++)
+            em |= 1u << mcd_tri_table[cs][q];
         const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny;
         const unsigned long long nrows = ny * (unsigned long long)v.nz, prow = mc_row_of(v, p);
         /* Corners 3 (g = 0), 4 (g = 1), 7 (g = 2): the first record at or
          * after the corner's point, in the point's row. */
-        const unsigned need[3] = {em & (MC_E(2) | MC_E(11) | MC_E(10)), em & (MC_E(4) | MC_E(7) | MC_E(5)),
-                                  em & MC_E(6)};
-        const unsigned long long drow[3] = {1, ny, 1 + ny}, tgt[3] = {p + nx, p + nx * ny, p + nx + nx * ny};
+        const unsigned need[3] = {em & (MC_E(2) | MC_E(11) | MC_E(10)),
+                                  em & (MC_E(4) | MC_E(7) | MC_E(5)), em & MC_E(6)};
+        const unsigned long long drow[3] = {1, ny, 1 + ny},
+                                 tgt[3] = {p + nx, p + nx * ny, p + nx + nx * ny};
         long long lo[3], hi[3];
 #pragma unroll
         for (int g = 0; g < 3; g++) {
@@ -412,8 +435,10 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
                 if (lo[g] < hi[g]) {
                     more = true;
                     const long long mid = (lo[g] + hi[g]) >> 1;
-                    if (__ldg(rec.point + mid) < tgt[g]) lo[g] = mid + 1;
-                    else hi[g] = mid;
+                    if (__ldg(rec.point + mid) < tgt[g])
+                        lo[g] = mid + 1;
+                    else
+                        hi[g] = mid;
                 }
             if (!more) break;
         }
@@ -447,7 +472,8 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
         s_v[6][t] = (uint32_t)c7;
     }
     s_tp[t] = (unsigned)(tri - T0);
-    for (unsigned q = 0; q < nt; q++) s_own[tri - T0 + q] = (uint8_t)t;
+    for (unsigned q = 0; q < nt; q++)
+        s_own[tri - T0 + q] = (uint8_t)t;
     s_cs[t] = (uint8_t)cs;
     const int nvalid = (int)min((long long)MC_THREADS, nrec - r0);
     if (t == nvalid - 1) s_total = (unsigned)(tri + nt - T0);
@@ -460,52 +486,73 @@ mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *ro
         const unsigned long long q = T0 + lt, o = 3 * q + m;
         if (q < ntout) {
 #pragma unroll
-            for (int c = 0; c < 3; c++) pos[3 * o + c] = __ldg(vpos + 3 * (unsigned long long)vi + c);
+            for (int c = 0; c < 3; c++)
+                pos[3 * o + c] = __ldg(vpos + 3 * (unsigned long long)vi + c);
             if (nrm)
 #pragma unroll
-                for (int c = 0; c < 3; c++) nrm[3 * o + c] = __ldg(vnrm + 3 * (unsigned long long)vi + c);
+                for (int c = 0; c < 3; c++)
+                    nrm[3 * o + c] = __ldg(vnrm + 3 * (unsigned long long)vi + c);
         }
     }
 }
 
-
 /* The vertex kernels: indexed vertices by blocks of records, or the soup
  * from the cells; n vertices at most. */
 template <typename T, int MODE>
-static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_volume &v, mc_records rec,
-                               long long nrec, unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc)
+static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_volume &v,
+                               mc_records rec, long long nrec, unsigned long long n, float *pos,
+                               float *nrm, const mc_dcounts *dc)
 {
     if (cells)
         pmi_launch(pdl, mc_soup_cell_kernel<T, MODE>,
-                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0)), MC_THREADS, s, v, rec, nrec,
-                   n, pos, nrm, dc);
+                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0)), MC_THREADS,
+                   s, v, rec, nrec, n, pos, nrm, dc);
     else
-        pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec), MC_THREADS, s, v, rec,
-                   nrec, n, pos, nrm, dc);
+        pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec),
+                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
 }
 
 template <typename T>
-static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, const mcd_volume &v, mc_records rec,
-                           long long nrec, unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc)
+static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, const mcd_volume &v,
+                           mc_records rec, long long nrec, unsigned long long n, float *pos,
+                           float *nrm, const mc_dcounts *dc)
 {
     switch (mode) {
-    case PM_NORMALS_FORWARD: mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc); break;
-    case PM_NORMALS_SOBEL: mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc); break;
-    case PM_NORMALS_NONE: mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc); break;
-    default: mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc); break;
+    case PM_NORMALS_FORWARD:
+        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc);
+        break;
+    case PM_NORMALS_SOBEL:
+        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc);
+        break;
+    case PM_NORMALS_NONE:
+        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc);
+        break;
+    default:
+        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc);
+        break;
     }
 }
 
 static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_normals mode, int cells,
-                           const mcd_volume &v, mc_records rec, long long nrec, unsigned long long n, float *pos,
-                           float *nrm, const mc_dcounts *dc)
+                           const mcd_volume &v, mc_records rec, long long nrec,
+                           unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc)
 {
     switch (type) {
-    case PM_SAMPLE_U8: mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc); break;
-    case PM_SAMPLE_U16: mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc); break;
-    case PM_SAMPLE_I16: mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc); break;
-    case PM_SAMPLE_F32: mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc); break;
-    case PM_SAMPLE_F64: mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc); break;
+    case PM_SAMPLE_U8:
+        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        break;
+    case PM_SAMPLE_U16:
+        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        break;
+    case PM_SAMPLE_I16:
+        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        break;
+    case PM_SAMPLE_F32:
+        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        break;
+    case PM_SAMPLE_F64:
+        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        break;
     }
 }
 
@@ -517,9 +564,9 @@ static unsigned mc_record_blocks(unsigned long long nrec)
     return b > 0x7fffffffull ? 0u : b < 1 ? 1u : (unsigned)b;
 }
 
-pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normals mode, const mcd_volume &v,
-                        const mc_records &rec, const unsigned long long *rows, const mc_expand_job &j,
-                        mc_soup *soup_ran)
+pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normals mode,
+                        const mcd_volume &v, const mc_records &rec, const unsigned long long *rows,
+                        const mc_expand_job &j, mc_soup *soup_ran)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
@@ -529,20 +576,23 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     if (soup == MC_SOUP_CELLS) {
         if (mc_cell_blocks(nr) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
-        if (j.ntri) mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc);
+        if (j.ntri)
+            mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc);
         return pmi_cuda_launched("pm_isosurface: soup");
     }
     const unsigned rgrid = mc_record_blocks(nr);
-    if (!rgrid) return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
+    if (!rgrid)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
     /* The indexed vertices: the mesh's, or the soup's in the scratch. */
     if (j.nvert)
-        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, soup == MC_SOUP_NONE ? j.pos : j.vpos,
-                       soup == MC_SOUP_NONE ? j.nrm : j.vnrm, j.dc);
+        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert,
+                       soup == MC_SOUP_NONE ? j.pos : j.vpos, soup == MC_SOUP_NONE ? j.nrm : j.vnrm,
+                       j.dc);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
     if (soup == MC_SOUP_NONE) {
         if (j.ntri && j.idx)
-            pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec, j.tstarts,
-                       j.ntri, j.idx, j.dc);
+            pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows,
+                       j.nrec, j.tstarts, j.ntri, j.idx, j.dc);
         return pmi_cuda_launched("pm_isosurface: triangles");
     }
     /* The soup per record keeps its vertex indices in 32 bits. */
@@ -550,10 +600,10 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     *soup_ran = soup;
     const float *vn = j.nrm ? j.vnrm : NULL;
     if (j.ntri && soup == MC_SOUP_RECORDS)
-        pmi_launch(pdl, mc_soup_record_kernel, rgrid, MC_THREADS, s, v, rec, rows, j.nrec, j.ntri, j.pos, j.nrm,
-                   (const float *)j.vpos, vn, j.dc);
+        pmi_launch(pdl, mc_soup_record_kernel, rgrid, MC_THREADS, s, v, rec, rows, j.nrec, j.ntri,
+                   j.pos, j.nrm, (const float *)j.vpos, vn, j.dc);
     else if (j.ntri)
-        pmi_launch(pdl, mc_gather_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec, j.tstarts, j.ntri,
-                   (const float *)j.vpos, vn, j.pos, j.nrm, j.dc);
+        pmi_launch(pdl, mc_gather_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
+                   j.tstarts, j.ntri, (const float *)j.vpos, vn, j.pos, j.nrm, j.dc);
     return pmi_cuda_launched("pm_isosurface: soup");
 }

@@ -71,16 +71,17 @@ mc_tiling pmi_mc_make_tiling(const pm_volume *vol);
 /* Pass 1 by the bitmask kernels (mc_classify.cu): (a) the inside bits,
  * (b) classification + compaction. pdl: the kernels are launched with
  * programmatic dependent launch (pmi_launch). */
-pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, pm_sample_type type,
-                             unsigned int *bits, int pdl);
+pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl,
+                             pm_sample_type type, unsigned int *bits, int pdl);
 /* edges: records for every point that owns a crossing edge too, with the
  * crossing prefixes, and the row table rows[r] = the records before
  * lattice row r (j + ny*k), i.e. its first record (else rows unused).
  * tab (NULL: none): the start table to write. */
 pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int edges,
-                          const unsigned int *bits, unsigned int *ticket, unsigned long long *state, mc_records rec,
-                          unsigned long long rec_cap, unsigned long long *rows, unsigned long long *totals,
-                          mc_cls_kernel kernel, const mc_tables *tab, int pdl);
+                          const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
+                          mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
+                          unsigned long long *totals, mc_cls_kernel kernel, const mc_tables *tab,
+                          int pdl);
 }
 
 /* Streaming classification (mc_stream.cu, the default for all sample types
@@ -114,8 +115,9 @@ int pmi_mc_stream_supported(const pm_volume *vol);
 /* The grid for nsm multiprocessors. */
 mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm);
 pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
-                                 const mc_stream_grid &g, int edges, const mc_stream_mem &m, mc_records rec,
-                                 unsigned long long rec_cap, unsigned long long *rows, unsigned long long *totals,
+                                 const mc_stream_grid &g, int edges, const mc_stream_mem &m,
+                                 mc_records rec, unsigned long long rec_cap,
+                                 unsigned long long *rows, unsigned long long *totals,
                                  const mc_tables *tab, int pdl);
 }
 
@@ -158,9 +160,9 @@ typedef struct mc_expand_job {
 extern "C" {
 /* Queues pass 2 (no wait); *soup_ran gets the soup path taken
  * (MC_SOUP_GATHER where the records path does not apply). */
-pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normals mode, const mcd_volume &v,
-                        const mc_records &rec, const unsigned long long *rows, const mc_expand_job &job,
-                        mc_soup *soup_ran);
+pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normals mode,
+                        const mcd_volume &v, const mc_records &rec, const unsigned long long *rows,
+                        const mc_expand_job &job, mc_soup *soup_ran);
 }
 
 #endif

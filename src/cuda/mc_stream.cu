@@ -55,8 +55,10 @@ MCD_TABLES_UPLOAD
 template <typename T, int ABOVE>
 static __device__ __forceinline__ bool ms_inside(T x, float ft, int it)
 {
-    if constexpr (sizeof(T) == 4 && (T)0.5 != 0) return ABOVE ? x > ft : x < ft;
-    else return ABOVE ? (int)x > it : (int)x < it;
+    if constexpr (sizeof(T) == 4 && (T)0.5 != 0)
+        return ABOVE ? x > ft : x < ft;
+    else
+        return ABOVE ? (int)x > it : (int)x < it;
 }
 
 /* Loading one corner slice k: warp w's lane l loads the samples x0 + 32 q
@@ -70,8 +72,10 @@ static __device__ __forceinline__ void ms_load(const T *p0, long long rs, unsign
     const T *pr[4] = {p0, p0 + rs, p0 + 2 * rs, p0 + 3 * rs};
 #pragma unroll
     for (int m = 0; m < 32; m++) {
-        if (FULL || (okm >> m & 1)) s[m] = __ldg(pr[m >> 3] + 32 * (m & 7));
-        else s[m] = (T)0;
+        if (FULL || (okm >> m & 1))
+            s[m] = __ldg(pr[m >> 3] + 32 * (m & 7));
+        else
+            s[m] = (T)0;
     }
 }
 
@@ -79,14 +83,14 @@ static __device__ __forceinline__ void ms_load(const T *p0, long long rs, unsign
  * 4 w + m / 8, which lane 0 stores straight into the slice's buffer
  * (rows of MS_XW + 1 words); zero when the slice is past the volume. */
 template <typename T, int ABOVE, int FULL>
-static __device__ __forceinline__ void ms_pack(const T s[32], unsigned okm, float ft, int it, bool in,
-                                               unsigned (*rows)[MS_XW + 1])
+static __device__ __forceinline__ void ms_pack(const T s[32], unsigned okm, float ft, int it,
+                                               bool in, unsigned (*rows)[MS_XW + 1])
 {
     const unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
 #pragma unroll
     for (int m = 0; m < 32; m++) {
-        const unsigned wd =
-            __ballot_sync(0xffffffffu, in && (FULL || (okm >> m & 1)) && ms_inside<T, ABOVE>(s[m], ft, it));
+        const unsigned wd = __ballot_sync(0xffffffffu, in && (FULL || (okm >> m & 1)) &&
+                                                           ms_inside<T, ABOVE>(s[m], ft, it));
         if (lane == 0) rows[4 * w + (m >> 3)][m & 7] = wd;
     }
 }
@@ -98,7 +102,8 @@ static __device__ __forceinline__ void ms_pack(const T s[32], unsigned okm, floa
 
 /* Copies the warp's n staged records to the pool (one atomic). */
 static __device__ __forceinline__ void ms_flush(const uint4 *stage, unsigned n, uint4 *pool,
-                                                unsigned long long pool_cap, unsigned long long *pool_ctr)
+                                                unsigned long long pool_cap,
+                                                unsigned long long *pool_ctr)
 {
     const unsigned lane = threadIdx.x & 31;
     unsigned long long base = 0;
@@ -115,8 +120,9 @@ static __device__ __forceinline__ void ms_flush(const uint4 *stage, unsigned n, 
  * state. */
 template <typename T, int ABOVE>
 static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
-mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint4 *pool,
-                 unsigned long long pool_cap, unsigned long long *pool_ctr, unsigned long long *totals)
+    mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint4 *pool,
+                     unsigned long long pool_cap, unsigned long long *pool_ctr,
+                     unsigned long long *totals)
 {
     pmi_pdl_enter();
     __shared__ uint8_t s_nt[256];
@@ -168,8 +174,10 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint
     T h = (T)0;
     long long kl = back ? kend : k0; /* the slice in s */
     if (kl < v.nz) {
-        if (wfull) ms_load<T, 1>(prow + kl * v.ss, v.rs, okm, s);
-        else ms_load<T, 0>(prow + kl * v.ss, v.rs, okm, s);
+        if (wfull)
+            ms_load<T, 1>(prow + kl * v.ss, v.rs, okm, s);
+        else
+            ms_load<T, 0>(prow + kl * v.ss, v.rs, okm, s);
         if (hok) h = __ldg(phalo + kl * v.ss);
     }
     unsigned cells = 0, fill = 0;
@@ -179,15 +187,20 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint
     for (long long n = 0; n < nsteps; n++) {
         const long long kc = back ? kend - n : k0 + n; /* corner slice in s */
         {
-            if (wfull) ms_pack<T, ABOVE, 1>(s, okm, ft, it, kc < v.nz, s_b[buf]);
-            else ms_pack<T, ABOVE, 0>(s, okm, ft, it, kc < v.nz, s_b[buf]);
-            if (t < MS_ROWS) s_b[buf][t][MS_XW] = kc < v.nz && hok && ms_inside<T, ABOVE>(h, ft, it);
+            if (wfull)
+                ms_pack<T, ABOVE, 1>(s, okm, ft, it, kc < v.nz, s_b[buf]);
+            else
+                ms_pack<T, ABOVE, 0>(s, okm, ft, it, kc < v.nz, s_b[buf]);
+            if (t < MS_ROWS)
+                s_b[buf][t][MS_XW] = kc < v.nz && hok && ms_inside<T, ABOVE>(h, ft, it);
         }
         if (n + 1 < nsteps) {
             kl = back ? kc - 1 : kc + 1;
             if (kl < v.nz) {
-                if (wfull) ms_load<T, 1>(prow + kl * v.ss, v.rs, okm, s);
-                else ms_load<T, 0>(prow + kl * v.ss, v.rs, okm, s);
+                if (wfull)
+                    ms_load<T, 1>(prow + kl * v.ss, v.rs, okm, s);
+                else
+                    ms_load<T, 0>(prow + kl * v.ss, v.rs, okm, s);
                 if (hok) h = __ldg(phalo + kl * v.ss);
             }
         }
@@ -199,11 +212,13 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint
             unsigned act = 0, sv = 0;
             mc_word m;
             if (on) {
-                const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj], *d = s_b[hi][jj + 1];
-                mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq], d[wq + 1], left,
-                              j + 1 < v.ny, kk + 1 < v.nz, m);
+                const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj],
+                               *d = s_b[hi][jj + 1];
+                mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq],
+                              d[wq + 1], left, j + 1 < v.ny, kk + 1 < v.nz, m);
                 const unsigned long long val = mc_word_counts(m, s_nt, edges, &act, &cells);
-                sv = (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 | (unsigned)MC_F(val, 2) << 20;
+                sv = (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 |
+                     (unsigned)MC_F(val, 2) << 20;
             }
             /* Scan of each segment's 8 lanes in segc's packed form (a
              * segment has at most 256 records, 1280 triangles and 768
@@ -217,10 +232,13 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint
             }
             const unsigned loc = sinc - sv; /* exclusive, inside the segment */
             if ((lane & 7) == 7 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = sinc;
-            const unsigned r0 = __shfl_sync(0xffffffffu, sinc, 7) & 511u, r1 = __shfl_sync(0xffffffffu, sinc, 15) & 511u,
-                           r2 = __shfl_sync(0xffffffffu, sinc, 23) & 511u, r3 = __shfl_sync(0xffffffffu, sinc, 31) & 511u;
+            const unsigned r0 = __shfl_sync(0xffffffffu, sinc, 7) & 511u,
+                           r1 = __shfl_sync(0xffffffffu, sinc, 15) & 511u,
+                           r2 = __shfl_sync(0xffffffffu, sinc, 23) & 511u,
+                           r3 = __shfl_sync(0xffffffffu, sinc, 31) & 511u;
             const unsigned sgi = lane >> 3;
-            const unsigned exr = (sgi > 0 ? r0 : 0u) + (sgi > 1 ? r1 : 0u) + (sgi > 2 ? r2 : 0u) + (loc & 511u);
+            const unsigned exr =
+                (sgi > 0 ? r0 : 0u) + (sgi > 1 ? r1 : 0u) + (sgi > 2 ? r2 : 0u) + (loc & 511u);
             /* The warp's records of this step: staged, or straight to the
              * pool when they cannot fit the stage at all. */
             const unsigned tot = r0 + r1 + r2 + r3;
@@ -238,19 +256,23 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint
                     unsigned pi = fill + exr;
                     unsigned long long gi = direct + exr;
                     unsigned lrec = loc & 511u, ltri = loc >> 9 & 2047u, lcr = loc >> 20;
-                    const unsigned long long row0 = (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
-                                                    32ull * (unsigned long long)wi;
+                    const unsigned long long row0 =
+                        (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
+                        32ull * (unsigned long long)wi;
                     while (act) {
                         const int p = __ffs(act) - 1;
                         act &= act - 1;
                         unsigned nt, nc;
                         const unsigned info = mc_record_info(m, p, s_nt, &nt, &nc);
                         const unsigned long long pt = row0 + (unsigned long long)p;
-                        const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32), info | lrec << 16,
-                                                   ltri | lcr << 16);
-                        if (tot <= MS_STAGE) stage[pi++] = r;
-                        else if (gi < pool_cap) pool[gi++] = r;
-                        else gi++;
+                        const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32),
+                                                   info | lrec << 16, ltri | lcr << 16);
+                        if (tot <= MS_STAGE)
+                            stage[pi++] = r;
+                        else if (gi < pool_cap)
+                            pool[gi++] = r;
+                        else
+                            gi++;
                         lrec++;
                         ltri += nt;
                         lcr += nc;
@@ -263,7 +285,8 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint
         buf = buf == 2 ? 0 : buf + 1;
     }
     if (fill) ms_flush(stage, fill, pool, pool_cap, pool_ctr);
-    for (int off = 16; off; off >>= 1) cells += __shfl_xor_sync(0xffffffffu, cells, off);
+    for (int off = 16; off; off >>= 1)
+        cells += __shfl_xor_sync(0xffffffffu, cells, off);
     if (lane == 0 && cells) atomicAdd(&totals[3], (unsigned long long)cells);
 }
 
@@ -275,9 +298,9 @@ mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint
  * the look-back before the rounds are scanned. One long kernel: its phases
  * run between barriers on shared state. */
 static __global__ void __launch_bounds__(MC_THREADS, 2)
-mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const unsigned *segc, unsigned int *ticket,
-                  unsigned long long *state, unsigned long long *segbase, unsigned long long *rows,
-                  unsigned long long *totals)
+    mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const unsigned *segc,
+                      unsigned int *ticket, unsigned long long *state, unsigned long long *segbase,
+                      unsigned long long *rows, unsigned long long *totals)
 {
     pmi_pdl_enter();
     __shared__ unsigned long long s_w[2][2][MC_THREADS / 32];
@@ -301,8 +324,9 @@ mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const uns
         if (s + 4 <= nseg) {
             c[r] = __ldg((const uint4 *)(segc + s));
         } else {
-            c[r] = make_uint4(s < nseg ? __ldg(segc + s) : 0u, s + 1 < nseg ? __ldg(segc + s + 1) : 0u,
-                              s + 2 < nseg ? __ldg(segc + s + 2) : 0u, s + 3 < nseg ? __ldg(segc + s + 3) : 0u);
+            c[r] = make_uint4(
+                s < nseg ? __ldg(segc + s) : 0u, s + 1 < nseg ? __ldg(segc + s + 1) : 0u,
+                s + 2 < nseg ? __ldg(segc + s + 2) : 0u, s + 3 < nseg ? __ldg(segc + s + 3) : 0u);
         }
         const unsigned q[4] = {c[r].x, c[r].y, c[r].z, c[r].w};
 #pragma unroll
@@ -375,7 +399,8 @@ mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const uns
         /* The round's bases go through shared memory, so that the stores
          * below are coalesced (segment t + 256 i by thread t). */
         const unsigned long long ea = wa + ia - va;
-        unsigned long long r0 = rb + (ea & 0xffffffffull), tr = tb + wb + ib - vb, c0 = cb + (ea >> 32);
+        unsigned long long r0 = rb + (ea & 0xffffffffull), tr = tb + wb + ib - vb,
+                           c0 = cb + (ea >> 32);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             s_out[0][4 * t + i] = r0;
@@ -400,8 +425,9 @@ mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const uns
                     sc[s] = s_out[2][u];
                 }
                 if (rows) {
-                    const long long row = nseg < (1ll << 32) ? (long long)((unsigned)s / (unsigned)nchunks)
-                                                             : s / nchunks;
+                    const long long row = nseg < (1ll << 32)
+                                              ? (long long)((unsigned)s / (unsigned)nchunks)
+                                              : s / nchunks;
                     if (s == row * nchunks) rows[row] = x;
                 }
             }
@@ -414,9 +440,10 @@ mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const uns
 
 /* (c) Pooled records to their places. */
 static __global__ void __launch_bounds__(MC_THREADS)
-mc_scatter_kernel(mcd_volume v, long long nchunks, long long nseg, const uint4 *pool, const unsigned long long *pool_ctr,
-                  unsigned long long pool_cap, const unsigned long long *segbase, mc_records rec,
-                  unsigned long long rec_cap, int edges, mc_tables tab)
+    mc_scatter_kernel(mcd_volume v, long long nchunks, long long nseg, const uint4 *pool,
+                      const unsigned long long *pool_ctr, unsigned long long pool_cap,
+                      const unsigned long long *segbase, mc_records rec, unsigned long long rec_cap,
+                      int edges, mc_tables tab)
 {
     pmi_pdl_enter();
     const unsigned long long n = min(*pool_ctr, pool_cap), nx = (unsigned long long)v.nx;
@@ -442,7 +469,8 @@ mc_scatter_kernel(mcd_volume v, long long nchunks, long long nseg, const uint4 *
 
 int pmi_mc_stream_supported(const pm_volume *vol)
 {
-    return vol->type != PM_SAMPLE_F64 && vol->nx < ((size_t)1 << 30) && vol->nx > 0 && vol->ny > 0 && vol->nz > 0;
+    return vol->type != PM_SAMPLE_F64 && vol->nx < ((size_t)1 << 30) && vol->nx > 0 &&
+           vol->ny > 0 && vol->nz > 0;
 }
 
 mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
@@ -469,16 +497,18 @@ mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
 }
 
 template <typename T>
-static void ms_launch(cudaStream_t s, int pdl, unsigned grid, const mcd_volume &v, const mc_stream_grid &g,
-                      int edges, const mc_stream_mem &m, unsigned long long *totals)
+static void ms_launch(cudaStream_t s, int pdl, unsigned grid, const mcd_volume &v,
+                      const mc_stream_grid &g, int edges, const mc_stream_mem &m,
+                      unsigned long long *totals)
 {
-    pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 1> : mc_stream_kernel<T, 0>, grid, MC_THREADS, s, v, g, edges,
-               m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
+    pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 1> : mc_stream_kernel<T, 0>, grid, MC_THREADS, s,
+               v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
 }
 
 pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
-                                 const mc_stream_grid &g, int edges, const mc_stream_mem &m, mc_records rec,
-                                 unsigned long long rec_cap, unsigned long long *rows, unsigned long long *totals,
+                                 const mc_stream_grid &g, int edges, const mc_stream_mem &m,
+                                 mc_records rec, unsigned long long rec_cap,
+                                 unsigned long long *rows, unsigned long long *totals,
                                  const mc_tables *tab, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
@@ -487,22 +517,27 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     if (g.nseg == 0) return PM_STATUS_OK;
     const long long blocks = g.nchunks * g.nbands * g.nzr;
     if (blocks > 0x7fffffffll || g.ntiles > 0x7fffffffll)
-        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: the lattice is too large for the GPU tiling");
+        return pmi_error(PM_STATUS_OVERFLOW,
+                         "pm_isosurface: the lattice is too large for the GPU tiling");
     switch (type) {
     case PM_SAMPLE_U8: ms_launch<uint8_t>(s, pdl, (unsigned)blocks, v, g, edges, m, totals); break;
-    case PM_SAMPLE_U16: ms_launch<uint16_t>(s, pdl, (unsigned)blocks, v, g, edges, m, totals); break;
+    case PM_SAMPLE_U16:
+        ms_launch<uint16_t>(s, pdl, (unsigned)blocks, v, g, edges, m, totals);
+        break;
     case PM_SAMPLE_I16: ms_launch<int16_t>(s, pdl, (unsigned)blocks, v, g, edges, m, totals); break;
     case PM_SAMPLE_F32: ms_launch<float>(s, pdl, (unsigned)blocks, v, g, edges, m, totals); break;
-    default: return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface: no streaming classification for f64");
+    default:
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_isosurface: no streaming classification for f64");
     }
     PMI_TRY(pmi_cuda_launched("pm_isosurface: streaming classification"));
-    pmi_launch(pdl, mc_segscan_kernel, (unsigned)g.ntiles, MC_THREADS, s, g.nseg, g.nchunks, g.ntiles, m.segc,
-               m.ticket, m.state, m.segbase, rows, totals);
+    pmi_launch(pdl, mc_segscan_kernel, (unsigned)g.ntiles, MC_THREADS, s, g.nseg, g.nchunks,
+               g.ntiles, m.segc, m.ticket, m.state, m.segbase, rows, totals);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: segment scan"));
     mc_tables tb = {NULL, 0, 1};
     if (tab) tb = *tab;
     const unsigned sgrid = (unsigned)(st->num_sms > 0 ? st->num_sms * 16 : 2048);
-    pmi_launch(pdl, mc_scatter_kernel, sgrid, MC_THREADS, s, v, g.nchunks, g.nseg, m.pool, m.pool_ctr, m.pool_cap,
-               m.segbase, rec, rec_cap, edges, tb);
+    pmi_launch(pdl, mc_scatter_kernel, sgrid, MC_THREADS, s, v, g.nchunks, g.nseg, m.pool,
+               m.pool_ctr, m.pool_cap, m.segbase, rec, rec_cap, edges, tb);
     return pmi_cuda_launched("pm_isosurface: record scatter");
 }

@@ -14,8 +14,7 @@
  * last tile writes the total. */
 static __device__ __forceinline__ void mc_chain(unsigned long long *st, long long tile,
                                                 long long ntiles, unsigned long long a,
-                                                unsigned long long *base,
-                                                unsigned long long *total)
+                                                unsigned long long *base, unsigned long long *total)
 {
     const unsigned lane = threadIdx.x & 31;
     if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | a);
@@ -43,8 +42,9 @@ typedef struct mc_word {
 
 /* The masks of one word from the words of its four rows and the words
  * after them; left >= 1: points of the row from this word on (clamped). */
-static __device__ __forceinline__ void mc_make_word8(unsigned a, unsigned an, unsigned b, unsigned bn, unsigned c,
-                                                     unsigned cn, unsigned d, unsigned dn, int left, bool jy,
+static __device__ __forceinline__ void mc_make_word8(unsigned a, unsigned an, unsigned b,
+                                                     unsigned bn, unsigned c, unsigned cn,
+                                                     unsigned d, unsigned dn, int left, bool jy,
                                                      bool kz, mc_word &m)
 {
     const unsigned pv = left >= 32 ? 0xffffffffu : (1u << left) - 1u;
@@ -64,9 +64,10 @@ static __device__ __forceinline__ void mc_make_word8(unsigned a, unsigned an, un
 }
 
 /* The same from the row length nx and the word's index wi in its row. */
-static __device__ __forceinline__ void mc_make_word(unsigned a, unsigned an, unsigned b, unsigned bn, unsigned c,
-                                                    unsigned cn, unsigned d, unsigned dn, long long nx, long long wi,
-                                                    int jy, int kz, mc_word &m)
+static __device__ __forceinline__ void mc_make_word(unsigned a, unsigned an, unsigned b,
+                                                    unsigned bn, unsigned c, unsigned cn,
+                                                    unsigned d, unsigned dn, long long nx,
+                                                    long long wi, int jy, int kz, mc_word &m)
 {
     const long long left = nx - 32 * wi;
     mc_make_word8(a, an, b, bn, c, cn, d, dn, left > 64 ? 64 : (int)left, jy, kz, m);
@@ -91,8 +92,8 @@ static __device__ __forceinline__ unsigned mc_mixed(const mc_word &m)
  * triangles, or with edges also those with an owned crossing), *cells += the
  * points whose cell has triangles; returns the packed counts records |
  * triangles << 21 | crossings << 42. */
-static __device__ __forceinline__ unsigned long long mc_word_counts(const mc_word &m, const uint8_t *s_nt, int edges,
-                                                                    unsigned *act, unsigned *cells)
+static __device__ __forceinline__ unsigned long long
+mc_word_counts(const mc_word &m, const uint8_t *s_nt, int edges, unsigned *act, unsigned *cells)
 {
     unsigned mix = mc_mixed(m), tmask = 0, ntri = 0;
     while (mix) {
@@ -110,8 +111,8 @@ static __device__ __forceinline__ unsigned long long mc_word_counts(const mc_wor
 
 /* A record's info for point p of word m (case | crossings << 8 |
  * triangles << 11 | 1 << 14); *nt, *nc: its triangles and crossings. */
-static __device__ __forceinline__ unsigned mc_record_info(const mc_word &m, int p, const uint8_t *s_nt, unsigned *nt,
-                                                          unsigned *nc)
+static __device__ __forceinline__ unsigned
+mc_record_info(const mc_word &m, int p, const uint8_t *s_nt, unsigned *nt, unsigned *nc)
 {
     const unsigned cs = m.cell >> p & 1 ? mc_case(m, p) : 0u;
     const unsigned cr = (m.xc >> p & 1) | (m.yc >> p & 1) << 1 | (m.zc >> p & 1) << 2;
@@ -124,14 +125,16 @@ static __device__ __forceinline__ unsigned mc_record_info(const mc_word &m, int 
  * (n >= 1), i.e. 256 b in [p div, (p + n) div). Most records hold no
  * block's key: a multiple of 256 in (p div - 1, (p + n) div - 1] decides,
  * in 32 bits (2^32 is a multiple of 256 and the range is short). */
-static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned long long cap, unsigned div,
-                                                    unsigned long long p, unsigned n, long long r)
+static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned long long cap,
+                                                    unsigned div, unsigned long long p, unsigned n,
+                                                    long long r)
 {
     const unsigned lo = (unsigned)p * div - 1u, hi = lo + n * div;
     if (lo >> 8 == hi >> 8) return;
     unsigned long long b = (p * div + 255) >> 8;
     const unsigned long long e = ((p + n) * div + 255) >> 8;
-    for (; b < e && b < cap; b++) tab[b] = r;
+    for (; b < e && b < cap; b++)
+        tab[b] = r;
 }
 
 #endif

@@ -1,6 +1,6 @@
-/* Reductions in double (a large fan-in reduction, done the way GPUs like it): a grid-stride pass with 16-byte loads, one double partial per
- * block, and the last block to finish (a ticket) combines the partials in
- * block order, so the result is deterministic on a given GPU. */
+/* Reductions in double (a large fan-in reduction, done the way GPUs like it): a grid-stride pass
+ * with 16-byte loads, one double partial per block, and the last block to finish (a ticket)
+ * combines the partials in block order, so the result is deterministic on a given GPU. */
 #include <math.h>
 
 #include "cuda/cuda_internal.h"
@@ -31,7 +31,8 @@ static __device__ __forceinline__ double red_identity(int op)
 static __device__ double red_block(int op, double v)
 {
     __shared__ double warp_v[RED_THREADS / 32];
-    for (int off = 16; off; off >>= 1) v = red_comb(op, v, __shfl_down_sync(0xffffffffu, v, off));
+    for (int off = 16; off; off >>= 1)
+        v = red_comb(op, v, __shfl_down_sync(0xffffffffu, v, off));
     if ((threadIdx.x & 31) == 0) warp_v[threadIdx.x >> 5] = v;
     __syncthreads();
     if (threadIdx.x < 32) {
@@ -86,7 +87,8 @@ static __global__ void __launch_bounds__(RED_THREADS)
             for (; i + (RED_UNROLL - 1) * stride < n4; i += RED_UNROLL * stride) {
                 float4 v[RED_UNROLL];
 #pragma unroll
-                for (int u = 0; u < RED_UNROLL; u++) v[u] = __ldcs(in4 + i + u * stride);
+                for (int u = 0; u < RED_UNROLL; u++)
+                    v[u] = __ldcs(in4 + i + u * stride);
 #pragma unroll
                 for (int u = 0; u < RED_UNROLL; u++) {
                     acc += (double)v[u].x + (double)v[u].y;
@@ -110,7 +112,8 @@ static __global__ void __launch_bounds__(RED_THREADS)
         }
         head = n4 * 4;
     }
-    for (size_t i = head + tid; i < n; i += stride) acc = red_comb(op, acc, red_prep(op, in[i]));
+    for (size_t i = head + tid; i < n; i += stride)
+        acc = red_comb(op, acc, red_prep(op, in[i]));
     acc = red_block(op, acc);
     red_finish(op, acc, partial, ticket, result);
 }
@@ -140,7 +143,8 @@ static __global__ void __launch_bounds__(RED_THREADS)
             }
             x0 = width / 4 * 4;
         }
-        for (size_t x = x0 + lane; x < width; x += 32) acc = red_comb(op, acc, red_prep(op, row[x]));
+        for (size_t x = x0 + lane; x < width; x += 32)
+            acc = red_comb(op, acc, red_prep(op, row[x]));
     }
     acc = red_block(op, acc);
     red_finish(op, acc, partial, ticket, result);
@@ -174,16 +178,15 @@ extern "C" pm_status pmi_cuda_reduce_f32(pm_context *ctx, const float *in, size_
     unsigned grid = red_grid(ctx, (n + 3) / 4 / RED_UNROLL);
     void *partial;
     PMI_TRY(pmi_cuda_scratch(ctx, grid * sizeof(double), &partial));
-    red_linear<<<grid, RED_THREADS, 0, st->stream>>>((int)op, in, n, (double *)partial,
-                                                     st->ticket_d,
-                                                     (double *)&st->host_d[PMI_HOST_RESULT]);
+    red_linear<<<grid, RED_THREADS, 0, st->stream>>>(
+        (int)op, in, n, (double *)partial, st->ticket_d, (double *)&st->host_d[PMI_HOST_RESULT]);
     PMI_TRY(pmi_cuda_launched("pm_reduce_f32"));
     return red_result(ctx, op, n, result);
 }
 
-extern "C" pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, const float *image,
-                                               size_t width, size_t height, size_t row_stride,
-                                               pm_reduce_op op, double *result)
+extern "C" pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
+                                               size_t height, size_t row_stride, pm_reduce_op op,
+                                               double *result)
 {
     if (row_stride == width) return pmi_cuda_reduce_f32(ctx, image, width * height, op, result);
     PMI_TRY(pmi_cuda_begin(ctx));
@@ -193,8 +196,8 @@ extern "C" pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, const float *ima
     unsigned grid = red_grid(ctx, height * 32);
     void *partial;
     PMI_TRY(pmi_cuda_scratch(ctx, grid * sizeof(double), &partial));
-    red_image<<<grid, RED_THREADS, 0, st->stream>>>((int)op, image, width, height, row_stride,
-                                                    vec, (double *)partial, st->ticket_d,
+    red_image<<<grid, RED_THREADS, 0, st->stream>>>((int)op, image, width, height, row_stride, vec,
+                                                    (double *)partial, st->ticket_d,
                                                     (double *)&st->host_d[PMI_HOST_RESULT]);
     PMI_TRY(pmi_cuda_launched("pm_reduce_image_f32"));
     return red_result(ctx, op, width * height, result);

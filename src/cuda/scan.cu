@@ -142,8 +142,8 @@ size_t pmi_cuda_scan_tmp_bytes(size_t n)
     return max_tiles * 8 + 16;
 }
 
-pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n, void *tmp,
-                               unsigned long long *total)
+pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
+                               void *tmp, unsigned long long *total)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     const size_t max_tiles = ((n < SCAN_CHUNK ? n : SCAN_CHUNK) + SCAN_TILE - 1) / SCAN_TILE;
@@ -161,15 +161,15 @@ pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *ou
                    "pm_scan_exclusive_u32: clearing tile states");
         const unsigned long long *cin = chunk_index ? carry + ((chunk_index - 1) & 1) : NULL;
         unsigned long long *cout = last ? total : carry + (chunk_index & 1);
-        scan_kernel<<<(unsigned)tiles, SCAN_THREADS, 0, st->stream>>>(
-            in + off, out + off, len, vec, state, cin, cout, tiles);
+        scan_kernel<<<(unsigned)tiles, SCAN_THREADS, 0, st->stream>>>(in + off, out + off, len, vec,
+                                                                      state, cin, cout, tiles);
         PMI_TRY(pmi_cuda_launched("pm_scan_exclusive_u32"));
     }
     return PM_STATUS_OK;
 }
 
-extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in,
-                                                 size_t n, uint32_t *out, uint64_t *total)
+extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n,
+                                                 uint32_t *out, uint64_t *total)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);

@@ -454,16 +454,18 @@ pm_status pmi_writer_open(pmi_writer *w, const char *path)
      * the rename stays atomic and the link stays a link. */
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return w->status = pmi_error(PM_STATUS_IO_ERROR, "%s: is a directory, expected a file name", path);
+        return w->status =
+                   pmi_error(PM_STATUS_IO_ERROR, "%s: is a directory, expected a file name", path);
     if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
         w->target = realpath(path, NULL);
         if (!w->target)
             return w->status = pmi_error(PM_STATUS_IO_ERROR,
-                                         "%s: a symbolic link whose target cannot be resolved: %s", path,
-                                         strerror(errno));
+                                         "%s: a symbolic link whose target cannot be resolved: %s",
+                                         path, strerror(errno));
     } else {
         w->target = strdup(path);
-        if (!w->target) return w->status = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
+        if (!w->target)
+            return w->status = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
     }
     const char *dest = w->target;
     size_t n = strlen(dest) + 48;

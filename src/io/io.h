@@ -90,8 +90,8 @@ pm_status pmi_points_check_finite(const char *path, const float *xyz, size_t n);
  * does nothing and commit returns the failure (message already recorded). */
 typedef struct pmi_writer {
     int fd;
-    const char *path;  /* the caller's name, for messages */
-    char *target;      /* where the file goes: path, or a symlink's target */
+    const char *path; /* the caller's name, for messages */
+    char *target;     /* where the file goes: path, or a symlink's target */
     char *tmp_path;
     unsigned char *buf;
     size_t len;

@@ -235,7 +235,6 @@ static pm_status parse_header(pmi_reader *r, nrrd_header *h, int *attached)
     }
 }
 
-
 /* The detached data file's path: relative names are relative to the
  * header's directory. */
 static char *data_path(const char *header, const char *name)
@@ -393,7 +392,9 @@ pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *ou
         }
         s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h.type, max_memory_bytes,
                              UINT64_MAX, &data, &bytes);
-        if (s == PM_STATUS_OK) s = pmi_inflate_exact(r, (uint64_t)h.byte_skip, data, bytes, "'sizes' and 'type' declare", 0);
+        if (s == PM_STATUS_OK)
+            s = pmi_inflate_exact(r, (uint64_t)h.byte_skip, data, bytes,
+                                  "'sizes' and 'type' declare", 0);
     } else {
         if (h.byte_skip > 0) s = pmi_skip_bytes(r, (uint64_t)h.byte_skip, "byte skip");
         uint64_t rem = pmi_reader_remaining(r);

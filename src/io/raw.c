@@ -39,17 +39,20 @@ pm_status pmi_raw_read(const char *path, const pm_raw_options *raw, size_t max_m
     if (gz) {
         /* Uncompressed size unknown up front: the dims alone bound it. */
         if (o.data_at_end)
-            s = pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                          "%s: gzip data: the samples cannot be placed from the end (offset -1); give the "
-                          "offset from the start",
-                          path);
+            s = pmi_error(
+                PM_STATUS_INVALID_ARGUMENT,
+                "%s: gzip data: the samples cannot be placed from the end (offset -1); give the "
+                "offset from the start",
+                path);
         if (s == PM_STATUS_OK)
-            s = pmi_volume_alloc(path, "raw dims", o.nx, o.ny, o.nz, o.type, max_memory_bytes, UINT64_MAX,
-                                 &data, &bytes);
+            s = pmi_volume_alloc(path, "raw dims", o.nx, o.ny, o.nz, o.type, max_memory_bytes,
+                                 UINT64_MAX, &data, &bytes);
         if (s == PM_STATUS_OK)
-            s = pmi_inflate_exact(&r, o.offset_bytes, data, bytes, "--raw-dims and --raw-type declare (or the "
-                                  "type or dims are wrong; --raw-allow-extra reads the first bytes only)",
-                                  o.allow_extra);
+            s = pmi_inflate_exact(
+                &r, o.offset_bytes, data, bytes,
+                "--raw-dims and --raw-type declare (or the "
+                "type or dims are wrong; --raw-allow-extra reads the first bytes only)",
+                o.allow_extra);
     } else {
         const size_t esize = pm_sample_size(o.type);
         size_t want;
@@ -57,8 +60,9 @@ pm_status pmi_raw_read(const char *path, const pm_raw_options *raw, size_t max_m
             want = SIZE_MAX;
         if (o.data_at_end) o.offset_bytes = r.size >= want ? r.size - want : 0;
         if (o.offset_bytes > r.size)
-            s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: raw offset %llu is beyond the end of the file (%llu bytes)",
-                          path, (unsigned long long)o.offset_bytes, (unsigned long long)r.size);
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: raw offset %llu is beyond the end of the file (%llu bytes)", path,
+                          (unsigned long long)o.offset_bytes, (unsigned long long)r.size);
         if (s == PM_STATUS_OK) s = pmi_skip_bytes(&r, o.offset_bytes, "raw offset");
         if (s == PM_STATUS_OK)
             s = pmi_volume_alloc(path, "raw dims", o.nx, o.ny, o.nz, o.type, max_memory_bytes,
@@ -68,11 +72,15 @@ pm_status pmi_raw_read(const char *path, const pm_raw_options *raw, size_t max_m
         if (s == PM_STATUS_OK && avail > bytes && !o.allow_extra) {
             const uint64_t extra = avail - bytes;
             s = pmi_error(PM_STATUS_PARSE_ERROR,
-                          "%s: %llu bytes more than %zu x %zu x %zu %s samples (%llu bytes) after offset %llu: a "
-                          "header? try --raw-offset %llu (it comes first) or --raw-offset -1 (it comes last); "
-                          "else the dims or the type are wrong (--raw-allow-extra reads the first bytes anyway)",
-                          path, (unsigned long long)extra, o.nx, o.ny, o.nz, pm_sample_type_string(o.type),
-                          (unsigned long long)bytes, (unsigned long long)o.offset_bytes,
+                          "%s: %llu bytes more than %zu x %zu x %zu %s samples (%llu bytes) after "
+                          "offset %llu: a "
+                          "header? try --raw-offset %llu (it comes first) or --raw-offset -1 (it "
+                          "comes last); "
+                          "else the dims or the type are wrong (--raw-allow-extra reads the first "
+                          "bytes anyway)",
+                          path, (unsigned long long)extra, o.nx, o.ny, o.nz,
+                          pm_sample_type_string(o.type), (unsigned long long)bytes,
+                          (unsigned long long)o.offset_bytes,
                           (unsigned long long)(o.offset_bytes + extra));
         }
         if (s == PM_STATUS_OK) s = pmi_read_bytes(&r, data, bytes, "raw sample data");
