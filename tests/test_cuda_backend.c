@@ -143,6 +143,7 @@ static int pass(pm_compare c, float x, float t)
 static void filter_case(pm_context *ctx, const float *h, size_t n, size_t shift, pm_compare c,
                         float thr, int horn)
 {
+    if (n > ((size_t)1 << 40)) return; /* bounds the sizes for the compiler's allocation checks */
     float *ref = malloc((n ? n : 1) * sizeof *ref);
     size_t cnt = 0;
     for (size_t i = 0; i < n; i++)

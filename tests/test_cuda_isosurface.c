@@ -74,7 +74,12 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
         PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells-fallback"),
                   "%s: hook novroom, path \"%s\"", what, r->path);
     } else if (search) {
-        PMT_CHECK(path_has(r, "pass2=search") && path_has(r, "soup=indexed"),
+        /* The per-triangle gather from the indexed vertices, or, where
+         * those find no room in the scratch (dense random volumes), the
+         * soup from the cells as for any soup (main checks that the search
+         * ran at least once). */
+        PMT_CHECK((path_has(r, "pass2=search") && path_has(r, "soup=indexed")) ||
+                      (!async && path_has(r, "pass2=cells") && path_has(r, "soup=cells-fallback")),
                   "%s: hook search, path \"%s\"", what, r->path);
     } else if (points <= ((size_t)1 << 23) && !novroom) {
         PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells"), "%s: path \"%s\"", what,
