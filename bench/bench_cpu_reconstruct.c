@@ -166,7 +166,7 @@ int main(int argc, char **argv)
             pm_isosurface_options o;
             memset(&o, 0, sizeof o);
             o.struct_size = sizeof o;
-            o.inside_above = 1;
+            o.inside = PM_INSIDE_ABOVE;
             pm_mesh mesh;
             tx[rep] = NAN;
             cx[rep] = NAN;

@@ -116,7 +116,7 @@ static size_t check_cpu(pm_context *gpu, pm_context *cpu, size_t n, double c)
         bad += diff + !same_grid;
         pm_isosurface_options o;
         memset(&o, 0, sizeof o);
-        o.inside_above = 1;
+        o.inside = PM_INSIDE_ABOVE;
         pm_mesh mc, mg;
         PK(pm_isosurface(cpu, &fc.volume, fc.iso, &o, &mc));
         PK(pm_isosurface(gpu, &fg.volume, fg.iso, &o, &mg));
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
         pm_field_params p = params(PM_FIELD_SPH);
         pm_isosurface_options o;
         memset(&o, 0, sizeof o);
-        o.inside_above = 1;
+        o.inside = PM_INSIDE_ABOVE;
         o.output_in_context_memory = 1;
         PK(pm_context_synchronize(ctx));
         double t0 = now_ms();
@@ -196,7 +196,7 @@ int main(int argc, char **argv)
         pm_field_params p = params(PM_FIELD_SPH);
         pm_isosurface_options o;
         memset(&o, 0, sizeof o);
-        o.inside_above = 1;
+        o.inside = PM_INSIDE_ABOVE;
         o.output_in_context_memory = 1;
         pm_field f;
         PK(pm_field_compute(ctx, xyz, n, &p, &f));

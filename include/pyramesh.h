@@ -129,7 +129,15 @@ typedef enum pm_reduce_op {
     PM_REDUCE_GEOMEAN /* exp(mean(log(x))); inputs must be > 0 */
 } pm_reduce_op;
 
-/* Argument order of every primitive: context, inputs, their count,
+/* The primitives' pointers must be memory the backend can read and write:
+ * a host pointer on a CUDA context is PM_STATUS_INVALID_ARGUMENT naming the
+ * argument, found before any kernel runs (device, managed and mapped pinned
+ * memory are fine). The per-frame async calls refuse host memory likewise.
+ * A device fault that still happens (e.g. a freed device pointer) is
+ * PM_STATUS_DEVICE_ERROR on that call; CUDA then fails every later call in
+ * the process, so do not pass memory you did not allocate for the GPU.
+ *
+ * Argument order of every primitive: context, inputs, their count,
  * parameters (operator, comparison, threshold), outputs, capacity, then the
  * count or result written back. */
 
@@ -274,15 +282,24 @@ typedef enum pm_mesh_mode {
     PM_MESH_SOUP         /* 3 vertices per triangle */
 } pm_mesh_mode;
 
+/* Which side of the iso value is the object. Triangles (counter-clockwise
+ * seen from outside) and normals face out of the inside region either way. */
+typedef enum pm_inside {
+    PM_INSIDE_DEFAULT = 0, /* = PM_INSIDE_ABOVE, as VTK and scikit-image */
+    PM_INSIDE_ABOVE,       /* above iso is inside: bright objects (CT bone),
+                              densities, pm_field; normals point to
+                              decreasing values, closed surfaces of bright
+                              objects have a positive signed volume */
+    PM_INSIDE_BELOW        /* below iso is inside: signed distance fields
+                              (negative inside); exactly the mesh of the
+                              negated field at -iso with PM_INSIDE_ABOVE */
+} pm_inside;
+
 typedef struct pm_isosurface_options {
     size_t struct_size;
     pm_normals normals;
     pm_mesh_mode mode;
-    /* 0: a corner is inside when its value is below iso (CT, distance
-     * fields). 1: inside when above iso (densities, pm_field); exactly the
-     * mesh of the negated field at -iso. Triangles and normals face out of
-     * the inside region either way. */
-    int inside_above;
+    pm_inside inside;
     /* Where the output arrays live: 0 = host memory (malloc), 1 = context
      * memory (device memory on a CUDA context, no host copy). */
     int output_in_context_memory;
@@ -324,7 +341,7 @@ typedef struct pm_timings {
 /* A triangle mesh. positions: 3 floats per vertex; normals: 3 floats per
  * vertex or NULL; indices: 3 per triangle, or NULL for a soup (then
  * triangle t is vertices 3t, 3t+1, 3t+2). Triangles are counter-clockwise
- * seen from outside the "inside" region (values below the iso value). */
+ * seen from outside the "inside" region (pm_inside). */
 typedef struct pm_mesh {
     size_t num_vertices;
     size_t num_triangles;
@@ -338,15 +355,20 @@ typedef struct pm_mesh {
 } pm_mesh;
 
 /* Extracts the iso surface of `volume` at `iso` (marching cubes):
- * a corner is inside when its value is below iso (or above iso with
- * options->inside_above); values equal to iso and NaN are outside (see
+ * a corner is inside when its value is above iso (or below iso with
+ * options->inside = PM_INSIDE_BELOW); values equal to iso and NaN are
+ * outside (see
  * docs/isosurface.md). Normals come from the field gradient; where it
  * vanishes, a vertex takes the direction of its edge from the inside end to
  * the outside end. Output order is the cell
  * linear index, then triangle order in the case table, so every backend
  * produces the same mesh. Indexed meshes of closed surfaces are watertight
- * and consistently oriented. The volume data is in context memory. The mesh
- * is zero-initialised first and must be freed with pm_mesh_free. */
+ * and consistently oriented. The volume data is in context memory, or in
+ * host memory, which the call then copies in itself (on a CUDA context;
+ * device, managed and mapped pinned memory are used in place). Caller
+ * buffers with output_in_context_memory must be memory the backend can
+ * write (PM_STATUS_INVALID_ARGUMENT otherwise). The mesh is
+ * zero-initialised first and must be freed with pm_mesh_free. */
 PM_API pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
                                const pm_isosurface_options *options, pm_mesh *mesh);
 /* The counts pm_isosurface_async writes in context memory when its work
@@ -415,14 +437,14 @@ typedef struct pm_field_params {
 typedef struct pm_field {
     pm_volume volume; /* type PM_SAMPLE_F32, packed */
     double iso;       /* the value to extract at */
-    int inside_above; /* 1: the fluid is where the field is above iso */
+    pm_inside inside; /* PM_INSIDE_ABOVE: the fluid is where the field is above iso */
     size_t particles_used;
     size_t particles_dropped; /* outside the aabb */
     pm_timings timings;       /* neighbours_ms, density_ms, field_ms */
 } pm_field;
 
 /* Computes the density field of n points (xyz in context memory, 3 floats
- * each). The grid covers the bounding box of the points kept (those inside
+ * each; host memory is copied in by the call, as in pm_isosurface). The grid covers the bounding box of the points kept (those inside
  * the aabb when use_aabb is set) plus the kernel support, on a global
  * lattice of spacing cube_size*radius (docs/reconstruct.md). n == 0 and
  * non-finite coordinates are PM_STATUS_INVALID_ARGUMENT. Its memory is
@@ -457,7 +479,7 @@ PM_API pm_status pm_field_grid_for_box(const pm_field_params *params, const doub
  * index of the first particle with a non-finite coordinate, or UINT64_MAX
  * (otherwise the field is unspecified). Particles outside the lattice
  * still count at the points they reach. The field has pm_field_compute's
- * conventions (inside above params->iso: extract with inside_above = 1).
+ * conventions (inside above params->iso: extract with PM_INSIDE_ABOVE).
  * On pm_field_compute's own lattice, or on one grown by whole neighbour
  * cells on each side, the values are byte for byte pm_field_compute's on
  * the CUDA backend; elsewhere the neighbour cells are anchored differently
@@ -492,9 +514,18 @@ typedef struct pm_raw_options {
 } pm_raw_options;
 
 /* Reads a volume into host memory: NRRD (.nrrd/.nhdr, raw or gzip), VTK
- * legacy STRUCTURED_POINTS (.vtk), or raw samples when raw != NULL (the
+ * legacy STRUCTURED_POINTS (.vtk), VTK XML ImageData (.vti), INRIA
+ * (.inr, .inr.gz), MetaImage (.mha, .mhd), NIfTI-1/2 (.nii, .nii.gz), a
+ * directory of DICOM slices (with GDCM at build time, else
+ * PM_STATUS_UNSUPPORTED), or raw samples when raw != NULL (the
  * file plain or gzip-compressed, told by its first bytes; the offset then
- * counts uncompressed bytes). Fills
+ * counts uncompressed bytes). An unknown extension is told by the file's
+ * first bytes. Index axes that are permutations or flips of the world
+ * axes (NIfTI sform/qform, MetaImage TransformMatrix) are applied by
+ * reordering the samples; oblique ones are PM_STATUS_UNSUPPORTED. NIfTI's
+ * scl_slope/scl_inter and DICOM's rescale are applied (f32 samples, f64
+ * for f64 data); i8, u32 and i32 samples become f32 (docs/formats.md).
+ * Fills
  * *out (data owned: free with pm_volume_free). max_memory_bytes 0 = no
  * limit beyond the file's own size checks. */
 PM_API pm_status pm_volume_read(const char *path, const pm_raw_options *raw,
@@ -579,7 +610,7 @@ PM_API pm_status pm_mesh_analyze(const pm_mesh *mesh, pm_mesh_report *report);
  * cell (blue 1, green 2, red 3, aqua 4, purple 5), and hp_level_<L>.png,
  * the levels of a 2x2 HistoPyramid built over that slice's triangle counts.
  * The volume is in host memory. */
-PM_API pm_status pm_debug_images(const pm_volume *volume, double iso, int inside_above,
+PM_API pm_status pm_debug_images(const pm_volume *volume, double iso, pm_inside inside,
                                  const char *dir);
 
 #ifdef __cplusplus

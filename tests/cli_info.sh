@@ -52,5 +52,18 @@ printf 'garbage\n' > "$W/junk.vtk"
 "$PM" info "$W/junk.vtk" >/dev/null 2>"$W/stderr"; rc=$?
 [ $rc -eq 1 ] && grep -q "junk.vtk" "$W/stderr" || bad "junk .vtk: exit $rc $(cat "$W/stderr")"
 
+# --json for volumes and point sets, parsed as JSON.
+"$PM" info "$W/vol.nrrd" --json >"$W/v.json" 2>"$W/stderr" || bad "info --json on NRRD: $(cat "$W/stderr")"
+"$PM" info "$W/pts.xyz" --json >"$W/p.json" 2>"$W/stderr" || bad "info --json on XYZ: $(cat "$W/stderr")"
+python3 - "$W/v.json" "$W/p.json" <<'PY' || bad "info --json contents"
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert v["kind"] == "volume" and v["dims"] == [5, 4, 3] and v["type"] == "f32", v
+assert v["spacing"] == [0.5, 0.25, 2] and v["min"] == 1.5 and v["max"] == 617 and v["nan_samples"] == 0, v
+p = json.load(open(sys.argv[2]))
+assert p["kind"] == "points" and p["count"] == 4, p
+assert p["bounds_min"] == [-1.5, -4, 0] and p["bounds_max"] == [1, 2, 3], p
+PY
+
 [ $fail -eq 0 ] && echo "cli_info: all passed"
 exit $fail

@@ -44,7 +44,7 @@ if command -v pkg-config >/dev/null 2>&1; then
   cc -o "$W/ex_pc" "$S/tests/install_example/example.c" $(pkg-config --cflags --libs pyramesh) 2>"$W/pc.log" ||
     bad "pkg-config build failed: $(cat "$W/pc.log")"
   [ -x "$W/ex_pc" ] && run pkgconfig "$W/ex_pc"
-  cc -o "$W/ex_pc_static" "$S/tests/install_example/example.c" -Wl,-Bstatic $(pkg-config --cflags --libs-only-L pyramesh) \
+  cc -o "$W/ex_pc_static" "$S/tests/install_example/example.c" -Wl,-Bstatic $(pkg-config --static --cflags --libs-only-L pyramesh) \
     -lpyramesh -Wl,-Bdynamic $(pkg-config --static --libs-only-other --libs-only-l pyramesh | sed 's/-lpyramesh//') \
     2>"$W/pcs.log" || bad "pkg-config --static build failed: $(cat "$W/pcs.log")"
   [ -x "$W/ex_pc_static" ] && run pkgconfig_static "$W/ex_pc_static"

@@ -114,5 +114,30 @@ if command -v script >/dev/null 2>&1; then
   [ -s "$W/tty" ] && bad "--quiet on a terminal printed: $(head -c 300 "$W/tty")"
 fi
 
+# Orientation as VTK and scikit-image: a bright ball (CT-like u8) gives a
+# positive signed volume by default, a negative one with --inside below.
+python3 - "$W/bright.raw" <<'PY' || { echo "python3 failed"; exit 1; }
+import sys
+n = 32
+with open(sys.argv[1], "wb") as f:
+    f.write(bytes(200 if (i - 15.5) ** 2 + (j - 15.5) ** 2 + (k - 15.5) ** 2 < 100 else 10
+                  for k in range(n) for j in range(n) for i in range(n)))
+PY
+for side in default below; do
+  extra=(); [ $side = below ] && extra=(--inside below)
+  "$PM" isosurface "$W/bright.raw" --raw-dims 32,32,32 --raw-type u8 --iso 100 "${extra[@]}" \
+    -o "$W/bright_$side.ply" -q || bad "bright ball ($side) failed"
+  "$PM" info "$W/bright_$side.ply" --json > "$W/bright_$side.json" || bad "info on bright ball ($side)"
+done
+python3 - "$W/bright_default.json" "$W/bright_below.json" <<'PY' || bad "orientation of the bright ball"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["closed"] and a["volume"] > 3000, a["volume"]   # about 4/3 pi 10^3
+# the same surface turned inside out (ambiguous cells may resolve the other way)
+assert b["closed"] and abs(b["volume"] + a["volume"]) < 0.01 * a["volume"], (a["volume"], b["volume"])
+PY
+"$PM" isosurface "$W/bright.raw" --raw-dims 32,32,32 --raw-type u8 --iso 100 --inside sideways \
+  -o "$W/x.ply" -q 2>/dev/null && bad "--inside sideways accepted"
+
 [ $fail -eq 0 ] && echo "cli_isosurface: all passed"
 exit $fail

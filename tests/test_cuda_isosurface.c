@@ -299,7 +299,7 @@ static void test_async(pm_context *ctx)
                 o.normals = nm == 1   ? PM_NORMALS_NONE
                             : nm == 2 ? PM_NORMALS_SOBEL
                                       : PM_NORMALS_CENTRAL;
-                o.inside_above = vi;
+                o.inside = (vi) ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
                 o.output_in_context_memory = 1;
                 pm_isosurface_report rep;
                 o.report = &rep;
@@ -448,11 +448,11 @@ static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, 
             memset(&o, 0, sizeof o);
             o.mode = (pm_mesh_mode)mode;
             o.normals = normals;
-            o.inside_above = above == 1 || (above == 2 && mode);
+            o.inside = (above == 1 || (above == 2 && mode)) ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
             char what[128];
             snprintf(what, sizeof what, "%zux%zux%zu (strides %zu, %zu) %s %s iso %g%s", nx, ny, nz,
                      rs, ss, pm_sample_type_string((pm_sample_type)type), mode ? "soup" : "indexed",
-                     iso, o.inside_above ? " above" : "");
+                     iso, (o.inside != PM_INSIDE_BELOW) ? " above" : "");
             pm_mesh a;
             gpu_matches_cpu(cpu, gpu, &hv, &dv, iso, &o, what, &a);
             /* Negative iso values leave the clamped unsigned types flat. */
@@ -585,7 +585,7 @@ static void test_huge(pm_context *gpu)
         pm_isosurface_options o;
         memset(&o, 0, sizeof o);
         o.mode = (pm_mesh_mode)mode;
-        o.inside_above = 1;
+        o.inside = PM_INSIDE_ABOVE;
         pm_mesh a;
         gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.0, &o,
                         mode ? "> 2^32 cells, soup" : "> 2^32 cells, indexed", &a);

@@ -165,7 +165,7 @@ static void test_single(pm_context *ctx)
     PMT_CHECK(fabs(peak - 1.0) < 1e-6 && vmax == peak, "peak %.9g, max %.9g", peak, vmax);
     PMT_CHECK(fabs(sum * s * s * s * w0 - 1.0) < 0.01, "integral %g, expected 1/W(0) = %g",
               sum * s * s * s, 1.0 / w0);
-    PMT_CHECK(f.particles_used == 1 && f.particles_dropped == 0 && f.inside_above == 1 &&
+    PMT_CHECK(f.particles_used == 1 && f.particles_dropped == 0 && (f.inside != PM_INSIDE_BELOW) == 1 &&
                   f.iso == 0.6 && f.volume.type == PM_SAMPLE_F32 && f.volume.spacing[0] == s,
               "metadata");
     double rho;
@@ -242,7 +242,7 @@ static void test_packed(pm_context *ctx)
     interior_range(ctx, &f, lo, hi, &vmin, &vmax);
     printf("blur, packed lattice: interior in [%.6f, %.6f]\n", vmin, vmax);
     PMT_CHECK(vmin > 0.999 && vmax < 1.001, "blur interior in [%g, %g]", vmin, vmax);
-    PMT_CHECK(f.iso == 0.6 && f.inside_above == 1, "blur metadata");
+    PMT_CHECK(f.iso == 0.6 && (f.inside != PM_INSIDE_BELOW) == 1, "blur metadata");
     /* Far outside the block the blurred field is zero; at the border
      * lattice points too (the margin covers splat and blur). */
     float *v = field_host(ctx, &f);
@@ -472,7 +472,7 @@ static void test_ball_surface(pm_context *ctx, pm_field_method method)
     pm_isosurface_options o;
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
-    o.inside_above = f.inside_above;
+    o.inside = f.inside;
     pm_mesh mesh;
     pm_status s = pm_isosurface(ctx, &f.volume, f.iso, &o, &mesh);
     {
@@ -900,7 +900,7 @@ static void async_case(pm_context *ctx, pm_field_method m, int aabb, int nonfini
         pm_isosurface_options o;
         memset(&o, 0, sizeof o);
         o.mode = PM_MESH_INDEXED;
-        o.inside_above = 1;
+        o.inside = PM_INSIDE_ABOVE;
         o.output_in_context_memory = 1;
         pm_mesh ms;
         PMT_OK(pm_isosurface(ctx, v, f.iso, &o, &ms));

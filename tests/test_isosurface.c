@@ -105,7 +105,7 @@ static void ref_vertex(const ref_vol *R, double iso, const pm_isosurface_options
     ref_gradient(R, o->normals, i + d[0], j + d[1], k + d[2], g1);
     for (int c = 0; c < 3; c++) {
         n[c] = (1.0 - t) * g0[c] + t * g1[c];
-        if (o->inside_above) n[c] = -n[c];
+        if ((o->inside != PM_INSIDE_BELOW)) n[c] = -n[c];
     }
     double l2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
     if (l2 > 0 && isfinite(l2)) {
@@ -118,7 +118,7 @@ static void ref_vertex(const ref_vol *R, double iso, const pm_isosurface_options
     }
     for (int c = 0; c < 3; c++)
         nrm[c] = 0.0f;
-    nrm[axis] = ref_inside(vlo, iso, o->inside_above) ? 1.0f : -1.0f;
+    nrm[axis] = ref_inside(vlo, iso, (o->inside != PM_INSIDE_BELOW)) ? 1.0f : -1.0f;
 }
 
 typedef struct ref_mesh {
@@ -163,9 +163,9 @@ static void ref_isosurface(const pm_volume *v, double iso, const pm_isosurface_o
                         size_t d[3] = {0, 0, 0}, n[3] = {nx, ny, nz}, p[3] = {i, j, k};
                         d[a] = 1;
                         if (p[a] + 1 >= n[a]) continue;
-                        int in0 = ref_inside(rv(&R, i, j, k), iso, o->inside_above);
+                        int in0 = ref_inside(rv(&R, i, j, k), iso, (o->inside != PM_INSIDE_BELOW));
                         int in1 =
-                            ref_inside(rv(&R, i + d[0], j + d[1], k + d[2]), iso, o->inside_above);
+                            ref_inside(rv(&R, i + d[0], j + d[1], k + d[2]), iso, (o->inside != PM_INSIDE_BELOW));
                         if (in0 == in1) continue;
                         vid[3 * (i + nx * (j + ny * k)) + a] = (uint32_t)m->nv;
                         ref_vertex(&R, iso, o, i, j, k, a, m->pos + 3 * m->nv, m->nrm + 3 * m->nv);
@@ -181,7 +181,7 @@ static void ref_isosurface(const pm_volume *v, double iso, const pm_isosurface_o
                 for (int c = 0; c < 8; c++)
                     if (ref_inside(rv(&R, i + pmi_mc_corner[c][0], j + pmi_mc_corner[c][1],
                                       k + pmi_mc_corner[c][2]),
-                                   iso, o->inside_above))
+                                   iso, (o->inside != PM_INSIDE_BELOW)))
                         cs |= 1 << c;
                 for (int t = 0; t < pmi_mc_tri_count[cs]; t++) {
                     if (m->nt == cap) {
@@ -494,7 +494,7 @@ static void test_random(pm_context *c1, pm_context *c2)
                         memset(&o, 0, sizeof o);
                         o.normals = (pm_normals)nm;
                         o.mode = (pm_mesh_mode)mode;
-                        o.inside_above = above;
+                        o.inside = (above) ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
                         o.report = &rep;
                         /* Integer volumes: iso also between sample values. */
                         double is = (!is_float && (nm & 1)) ? iso + 0.5 : iso;
@@ -523,7 +523,7 @@ static void test_random(pm_context *c1, pm_context *c2)
 }
 
 /* Sphere and torus: watertight, oriented, Euler characteristic, volume,
- * area, normals; soup equals the expanded indexed mesh; inside_above on the
+ * area, normals; soup equals the expanded indexed mesh; PM_INSIDE_ABOVE on the
  * negated field gives the same bits; 1 and 2 threads agree. */
 static void test_closed(pm_context *c1, pm_context *c2)
 {
@@ -555,6 +555,7 @@ static void test_closed(pm_context *c1, pm_context *c2)
             pm_isosurface_report rep;
             memset(&o, 0, sizeof o);
             o.normals = (pm_normals)nm;
+            o.inside = PM_INSIDE_BELOW; /* signed distance fields: negative inside */
             o.report = &rep;
             pm_mesh m, m2, mn, ms;
             PMT_OK(pm_isosurface(c1, &v, 0.0, &o, &m));
@@ -575,17 +576,17 @@ static void test_closed(pm_context *c1, pm_context *c2)
                           !memcmp(m.normals, m2.normals, 12 * m.num_vertices) &&
                           !memcmp(m.indices, m2.indices, 12 * m.num_triangles),
                       "%s: 1 and 2 threads differ", what);
-            /* The negated field with inside_above: the same bits (but for
+            /* The negated field with PM_INSIDE_ABOVE: the same bits (but for
              * the sign of zero normal components). */
-            o.inside_above = 1;
+            o.inside = PM_INSIDE_ABOVE;
             PMT_OK(pm_isosurface(c2, &vn, -0.0, &o, &mn));
             PMT_CHECK(mn.num_vertices == m.num_vertices && mn.num_triangles == m.num_triangles &&
                           !memcmp(m.positions, mn.positions, 12 * m.num_vertices) &&
                           same_values(m.normals, mn.normals, 3 * m.num_vertices) &&
                           !memcmp(m.indices, mn.indices, 12 * m.num_triangles),
-                      "%s: inside_above on the negated field differs", what);
+                      "%s: PM_INSIDE_ABOVE on the negated field differs", what);
             /* Soup: the indexed triangles expanded, bit for bit. */
-            o.inside_above = 0;
+            o.inside = PM_INSIDE_BELOW;
             o.mode = PM_MESH_SOUP;
             PMT_OK(pm_isosurface(c2, &v, 0.0, &o, &ms));
             PMT_CHECK(ms.num_triangles == m.num_triangles && ms.indices == NULL,
@@ -830,7 +831,7 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
                     memset(&o, 0, sizeof o);
                     o.normals = (pm_normals)nm;
                     o.mode = (pm_mesh_mode)mode;
-                    o.inside_above = above;
+                    o.inside = (above) ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
                     o.output_in_context_memory = inctx > 0;
                     pm_mesh a, b;
                     PMT_OK(pm_isosurface(cpu, hv, iso, &o, &a));

@@ -19,9 +19,11 @@ static pm_context *cpu;
 
 /* Extracts (indexed, central normals) on ctx from host samples; on CUDA
  * also compares with the CPU mesh. Caller frees with pm_mesh_free(cpu,...). */
-static void extract(pm_context *ctx, const pm_volume *hv, double iso, pm_mesh *out)
+static void extract_side(pm_context *ctx, const pm_volume *hv, double iso, pm_inside inside,
+                         pm_mesh *out)
 {
     pm_isosurface_options o = {0};
+    o.inside = inside;
     size_t cells = hv->nx * hv->ny * hv->nz, bytes = cells * pm_sample_size(hv->type);
     PMT_OK(pm_isosurface(cpu, hv, iso, &o, out));
     if (pm_context_device(ctx) == PM_DEVICE_CUDA) {
@@ -37,6 +39,60 @@ static void extract(pm_context *ctx, const pm_volume *hv, double iso, pm_mesh *o
         pm_mesh_free(ctx, &g);
         pm_free(ctx, (void *)dv.data);
     }
+}
+
+/* The fields below are signed distances (negative inside). */
+static void extract(pm_context *ctx, const pm_volume *hv, double iso, pm_mesh *out)
+{
+    extract_side(ctx, hv, iso, PM_INSIDE_BELOW, out);
+}
+
+/* CT-like data, as a user meshes a bone or contrast: a bright ball (u16
+ * 1000 inside, 0 outside, a linear ramp over two voxels, a little noise) in
+ * a dark volume. By default (PM_INSIDE_DEFAULT = above) the surface faces
+ * out of the bright region: a positive signed volume close to the ball's,
+ * normals pointing away from the centre (to decreasing values), as VTK's
+ * flying edges and scikit-image give; PM_INSIDE_BELOW is the same surface
+ * turned inside out. */
+static void bright_object(pm_context *ctx)
+{
+    const size_t n = 72;
+    const double c = 35.5, R = 24.0;
+    uint16_t *v = malloc(n * n * n * sizeof *v);
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < n; i++) {
+                double d = sqrt((i - c) * (i - c) + (j - c) * (j - c) + (k - c) * (k - c));
+                double t = (R + 1.0 - d) / 2.0; /* 1 inside, 0 outside */
+                t = t < 0 ? 0 : t > 1 ? 1 : t;
+                v[i + n * (j + n * k)] = (uint16_t)(1000.0 * t + (double)(pmt_rand() % 20));
+            }
+    pm_volume hv = {v, PM_SAMPLE_U16, n, n, n, 0, 0, {0.5, 0.5, 0.5}, {0, 0, 0}};
+    const double ball = 4.0 / 3.0 * M_PI * pow(R * 0.5, 3);
+    for (int side = 0; side < 3; side++) {
+        const pm_inside in = side == 0 ? PM_INSIDE_DEFAULT : side == 1 ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
+        pm_mesh m;
+        extract_side(ctx, &hv, 510.0, in, &m);
+        pm_mesh_report rep;
+        PMT_OK(pm_mesh_analyze(&m, &rep));
+        const double want = in == PM_INSIDE_BELOW ? -ball : ball;
+        PMT_CHECK(rep.closed && fabs(rep.volume / want - 1) < 0.03,
+                  "bright ball, inside %d: signed volume %.1f, expected about %.1f (closed %d)", (int)in,
+                  rep.volume, want, rep.closed);
+        size_t outward = 0;
+        for (size_t q = 0; q < m.num_vertices; q++) {
+            const float *p = m.positions + 3 * q, *nr = m.normals + 3 * q;
+            double dot = 0;
+            for (int a = 0; a < 3; a++) dot += (p[a] - c * 0.5) * nr[a];
+            outward += dot > 0;
+        }
+        const int want_out = in != PM_INSIDE_BELOW;
+        PMT_CHECK(want_out ? outward > 0.99 * m.num_vertices : outward < 0.01 * m.num_vertices,
+                  "bright ball, inside %d: %zu of %zu normals point away from the centre", (int)in, outward,
+                  m.num_vertices);
+        pm_mesh_free(cpu, &m);
+    }
+    free(v);
 }
 
 static void analytic(pm_context *ctx, int torus)
@@ -184,6 +240,7 @@ int main(int argc, char **argv)
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
     pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
     PMT_OK(pm_context_create(&d, &cpu));
+    bright_object(ctx);
     analytic(ctx, 0);
     analytic(ctx, 1);
     gyroid(ctx);

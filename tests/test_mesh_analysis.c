@@ -303,7 +303,7 @@ static void debug_images(void)
                 v[i + nx * (j + ny * k)] = (float)sqrt(x * x + y * y + z * z);
             }
     pm_volume vol = {v, PM_SAMPLE_F32, nx, ny, nz, 0, 0, {1, 1, 1}, {0, 0, 0}};
-    pm_status ds = pm_debug_images(&vol, 7.5, 0, sub);
+    pm_status ds = pm_debug_images(&vol, 7.5, PM_INSIDE_BELOW, sub);
     if (ds == PM_STATUS_UNSUPPORTED) {
         /* A build without libpng: the call says so and writes nothing. */
         PMT_CHECK(strstr(pm_last_error(), "libpng") != NULL, "unsupported without a reason: %s",
@@ -333,7 +333,7 @@ static void debug_images(void)
     PMT_CHECK(access(path, F_OK) != 0, "an extra level 7 was written");
     /* A path under a regular file cannot be created: an IO error naming it. */
     snprintf(path, sizeof path, "%s/active_cells.png/x", sub);
-    pm_status s = pm_debug_images(&vol, 7.5, 0, path);
+    pm_status s = pm_debug_images(&vol, 7.5, PM_INSIDE_BELOW, path);
     PMT_CHECK(s == PM_STATUS_IO_ERROR && strstr(pm_last_error(), path), "bad dir: %s %s",
               pm_status_string(s), pm_last_error());
     free(v);

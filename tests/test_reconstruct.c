@@ -25,7 +25,7 @@ static void reconstruct(pm_context *ctx, const float *xyz, size_t n, pm_field_me
     pm_field f;
     PMT_OK(pm_field_compute(ctx, d, n, &p, &f));
     pm_isosurface_options o = {0};
-    o.inside_above = f.inside_above;
+    o.inside = f.inside;
     PMT_OK(pm_isosurface(ctx, &f.volume, f.iso, &o, mesh));
     pm_field_free(ctx, &f);
     pm_free(ctx, d);

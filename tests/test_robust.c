@@ -106,7 +106,7 @@ int main(int argc, char **argv)
         pm_status s = pm_field_compute(ctx, pd, np, &fp, &f);
         PMT_OK(s);
         pm_isosurface_options o = {0};
-        o.inside_above = f.inside_above;
+        o.inside = f.inside;
         pm_mesh m;
         PMT_OK(pm_isosurface(ctx, &f.volume, f.iso, &o, &m));
         PMT_CHECK(m.num_triangles > 0 && mesh_finite(&m), "one-point particles: %zu triangles",

@@ -25,7 +25,7 @@ static const char help[] =
     "POLYDATA/UNSTRUCTURED_GRID without polygons): count and bounding box.\n"
     "\n"
     "options:\n"
-    "  --json                   print the mesh description as JSON (meshes only)\n"
+    "  --json                   print the description as JSON (meshes, volumes, points)\n"
     "  --raw-dims NX,NY,NZ --raw-type T [--raw-spacing SX,SY,SZ]\n"
     "      [--raw-endian little|big] [--raw-offset BYTES|-1] [--raw-allow-extra]\n"
     "                           read FILE as a raw volume (see isosurface --help)\n"
@@ -67,76 +67,62 @@ static void print_bytes(uint64_t b)
     printf("%llu bytes (%.1f %s)", (unsigned long long)b, v, unit[u]);
 }
 
-/* Min/max over the samples (NaN skipped and counted), honouring strides. */
-static void value_range(const pm_volume *v, double *mn, double *mx, uint64_t *nans)
-{
-    size_t row = v->row_stride ? v->row_stride : v->nx;
-    size_t slice = v->slice_stride ? v->slice_stride : row * v->ny;
-    double lo = INFINITY, hi = -INFINITY;
-    uint64_t bad = 0;
-#define RANGE_LOOP(T)                                                                              \
-    do {                                                                                           \
-        const T *d = (const T *)v->data;                                                           \
-        for (size_t k = 0; k < v->nz; k++)                                                         \
-            for (size_t j = 0; j < v->ny; j++) {                                                   \
-                const T *line = d + k * slice + j * row;                                           \
-                for (size_t i = 0; i < v->nx; i++) {                                               \
-                    double x = (double)line[i];                                                    \
-                    if (x != x) {                                                                  \
-                        bad++;                                                                     \
-                        continue;                                                                  \
-                    }                                                                              \
-                    if (x < lo) lo = x;                                                            \
-                    if (x > hi) hi = x;                                                            \
-                }                                                                                  \
-            }                                                                                      \
-    } while (0)
-    switch (v->type) {
-    case PM_SAMPLE_U8: RANGE_LOOP(uint8_t); break;
-    case PM_SAMPLE_U16: RANGE_LOOP(uint16_t); break;
-    case PM_SAMPLE_I16: RANGE_LOOP(int16_t); break;
-    case PM_SAMPLE_F32: RANGE_LOOP(float); break;
-    case PM_SAMPLE_F64: RANGE_LOOP(double); break;
-    }
-#undef RANGE_LOOP
-    *mn = lo;
-    *mx = hi;
-    *nans = bad;
-}
-
-static void print_volume(const char *path, const pm_volume *v)
+/* A volume's description, as text or as JSON (--json). */
+static void print_volume(const char *path, const pm_volume *v, int json)
 {
     double sp[3];
     for (int k = 0; k < 3; k++)
         sp[k] = v->spacing[k] != 0 ? v->spacing[k] : 1.0;
     uint64_t samples = (uint64_t)v->nx * v->ny * v->nz;
     uint64_t cells = (uint64_t)(v->nx - 1) * (v->ny - 1) * (v->nz - 1);
-    double mn, mx;
-    uint64_t nans;
-    value_range(v, &mn, &mx, &nans);
+    double mn = NAN, mx = NAN;
+    size_t nans = 0;
+    pm_volume_range(v, &mn, &mx, &nans);
+    const uint64_t bytes = samples * pm_sample_size(v->type);
+    if (json) {
+        cli_buf b = {0};
+        cli_buf_printf(&b, "{\n  \"kind\": \"volume\",\n  \"file\": ");
+        cli_buf_json_string(&b, path);
+        cli_buf_printf(&b,
+                       ",\n  \"dims\": [%zu, %zu, %zu],\n  \"samples\": %llu,\n  \"cells\": %llu,\n"
+                       "  \"type\": \"%s\",\n  \"spacing\": [%.17g, %.17g, %.17g],\n"
+                       "  \"origin\": [%.17g, %.17g, %.17g],\n",
+                       v->nx, v->ny, v->nz, (unsigned long long)samples, (unsigned long long)cells,
+                       pm_sample_type_string(v->type), sp[0], sp[1], sp[2], v->origin[0], v->origin[1],
+                       v->origin[2]);
+        if (mn <= mx)
+            cli_buf_printf(&b, "  \"min\": %.17g,\n  \"max\": %.17g,\n", mn, mx);
+        else
+            cli_buf_printf(&b, "  \"min\": null,\n  \"max\": null,\n");
+        cli_buf_printf(&b, "  \"nan_samples\": %zu,\n  \"bytes\": %llu\n}\n", nans, (unsigned long long)bytes);
+        if (b.failed)
+            cli_error("out of memory formatting the JSON");
+        else
+            fputs(b.data, stdout);
+        cli_buf_free(&b);
+        return;
+    }
     printf("volume %s\n", path);
     printf("  dims         %zu x %zu x %zu (%llu samples, %llu cells)\n", v->nx, v->ny, v->nz,
            (unsigned long long)samples, (unsigned long long)cells);
     printf("  type         %s\n", pm_sample_type_string(v->type));
     printf("  spacing      %g x %g x %g\n", sp[0], sp[1], sp[2]);
     printf("  origin       %g, %g, %g\n", v->origin[0], v->origin[1], v->origin[2]);
-    printf("  extent       %g x %g x %g\n", sp[0] * (double)(v->nx - 1),
-           sp[1] * (double)(v->ny - 1), sp[2] * (double)(v->nz - 1));
+    printf("  extent       %g x %g x %g\n", sp[0] * (double)(v->nx - 1), sp[1] * (double)(v->ny - 1),
+           sp[2] * (double)(v->nz - 1));
     if (mn <= mx)
         printf("  value range  %.9g .. %.9g\n", mn, mx);
     else
         printf("  value range  none (every sample is NaN)\n");
-    if (nans) printf("  NaN samples  %llu\n", (unsigned long long)nans);
+    if (nans) printf("  NaN samples  %zu\n", nans);
     printf("  memory       ");
-    print_bytes(samples * pm_sample_size(v->type));
+    print_bytes(bytes);
     printf("\n");
 }
 
-static void print_points(const char *path, const pm_points *p)
+/* A point set's description, as text or as JSON (--json). */
+static void print_points(const char *path, const pm_points *p, int json)
 {
-    printf("points %s\n", path);
-    printf("  count        %zu\n", p->count);
-    if (p->count == 0) return;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (size_t i = 0; i < p->count; i++)
         for (int k = 0; k < 3; k++) {
@@ -144,6 +130,27 @@ static void print_points(const char *path, const pm_points *p)
             if (x < lo[k]) lo[k] = x;
             if (x > hi[k]) hi[k] = x;
         }
+    if (json) {
+        cli_buf b = {0};
+        cli_buf_printf(&b, "{\n  \"kind\": \"points\",\n  \"file\": ");
+        cli_buf_json_string(&b, path);
+        cli_buf_printf(&b, ",\n  \"count\": %zu,\n", p->count);
+        if (p->count)
+            cli_buf_printf(&b, "  \"bounds_min\": [%.9g, %.9g, %.9g],\n  \"bounds_max\": [%.9g, %.9g, %.9g],\n",
+                           lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
+        else
+            cli_buf_printf(&b, "  \"bounds_min\": null,\n  \"bounds_max\": null,\n");
+        cli_buf_printf(&b, "  \"bytes\": %llu\n}\n", (unsigned long long)p->count * 3 * sizeof(float));
+        if (b.failed)
+            cli_error("out of memory formatting the JSON");
+        else
+            fputs(b.data, stdout);
+        cli_buf_free(&b);
+        return;
+    }
+    printf("points %s\n", path);
+    printf("  count        %zu\n", p->count);
+    if (p->count == 0) return;
     printf("  bounds min   %.9g, %.9g, %.9g\n", lo[0], lo[1], lo[2]);
     printf("  bounds max   %.9g, %.9g, %.9g\n", hi[0], hi[1], hi[2]);
     printf("  extent       %g x %g x %g\n", hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
@@ -328,12 +335,7 @@ int cmd_info(int argc, char **argv)
         memset(&vol, 0, sizeof vol);
         s = pm_volume_read(path, have_dims ? &raw : NULL, (size_t)max_memory, &vol);
         if (s == PM_STATUS_OK) {
-            if (json) {
-                pm_volume_free(&vol);
-                cli_error("'%s': --json describes meshes only; this is a volume", path);
-                return CLI_FAIL;
-            }
-            print_volume(path, &vol);
+            print_volume(path, &vol, json);
             pm_volume_free(&vol);
             return CLI_OK;
         }
@@ -358,12 +360,7 @@ int cmd_info(int argc, char **argv)
         }
         return CLI_FAIL;
     }
-    if (json) {
-        pm_points_free(&pts);
-        cli_error("'%s': --json describes meshes only; this is a point set", path);
-        return CLI_FAIL;
-    }
-    print_points(path, &pts);
+    print_points(path, &pts, json);
     pm_points_free(&pts);
     return CLI_OK;
 }

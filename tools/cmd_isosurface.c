@@ -15,13 +15,16 @@ static const char help[] =
     "usage: pyramesh isosurface VOLUME -o MESH --iso V [options]\n"
     "\n"
     "Extracts the surface where the volume crosses V (marching cubes over a\n"
-    "HistoPyramid). A sample is inside when it is below V. VOLUME is NRRD\n"
+    "HistoPyramid). A sample is inside when it is above V (--inside below for\n"
+    "distance fields), and the triangles face out of the inside. VOLUME is NRRD\n"
     "(.nrrd/.nhdr), VTK legacy STRUCTURED_POINTS (.vtk), or raw with --raw-dims.\n"
     "MESH: .ply (binary; --ascii for text), .obj, .stl or .vtk.\n"
     "\n"
     "options:\n"
     "  -o, --output MESH        output file (required)\n"
     "  --iso V                  iso value (required)\n"
+    "  --inside SIDE            above|below: which side of V is the object (default\n"
+    "                           above: bright objects, as VTK and scikit-image)\n"
     "  --normals MODE           none|forward|central|sobel (default central)\n"
     "  --soup                   3 vertices per triangle instead of an indexed mesh\n"
     "  --ascii                  ASCII PLY\n"
@@ -57,7 +60,8 @@ enum {
     OPT_RAW_ENDIAN,
     OPT_RAW_OFFSET,
     OPT_RAW_ALLOW_EXTRA,
-    OPT_DEBUG_DIR
+    OPT_DEBUG_DIR,
+    OPT_INSIDE
 };
 
 static const cli_option options[] = {
@@ -70,6 +74,7 @@ static const cli_option options[] = {
     {"raw-offset", 0, 1, OPT_RAW_OFFSET},
     {"raw-allow-extra", 0, 0, OPT_RAW_ALLOW_EXTRA},
     {"debug-dir", 0, 1, OPT_DEBUG_DIR},
+    {"inside", 0, 1, OPT_INSIDE},
     {NULL, 0, 0, 0},
 };
 
@@ -80,6 +85,7 @@ typedef struct iso_job {
     pm_raw_options raw;
     pm_context *ctx;
     const char *debug_dir; /* --debug-dir, or NULL */
+    pm_inside inside;      /* --inside */
 } iso_job;
 
 /* Parses the --raw-* options shared with `info`; returns 1 handled, 0 not
@@ -222,6 +228,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     opt.struct_size = sizeof opt;
     opt.normals = c->normals;
     opt.mode = c->soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
+    opt.inside = job->inside;
     t0 = cli_now_ms();
     pm_volume in = vol;
     void *dev = NULL;
@@ -275,7 +282,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     if (job->debug_dir) {
         /* On the host volume, after the mesh: not part of any timing. */
         cli_progress_stage(p, "debug images");
-        s = pm_debug_images(&vol, job->iso, 0, job->debug_dir);
+        s = pm_debug_images(&vol, job->iso, job->inside, job->debug_dir);
         if (s != PM_STATUS_OK) {
             pm_mesh_free(job->ctx, &mesh);
             pm_volume_free(&vol);
@@ -335,6 +342,13 @@ int cmd_isosurface(int argc, char **argv)
         if (id == OPT_ISO) {
             if (!cli_parse_double(cmd, a.name, v, &job.iso)) return CLI_USAGE;
             have_iso = 1;
+            continue;
+        }
+        if (id == OPT_INSIDE) {
+            static const char *const sides[] = {"above", "below", NULL};
+            int k;
+            if (!cli_parse_choice(cmd, a.name, v, sides, &k)) return CLI_USAGE;
+            job.inside = k ? PM_INSIDE_BELOW : PM_INSIDE_ABOVE;
             continue;
         }
         if (id == OPT_DEBUG_DIR) {

@@ -129,7 +129,7 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
 
     cli_progress_stage(p, "extracting");
     pm_isosurface_options iso = o->iso;
-    iso.inside_above = field.inside_above;
+    iso.inside = field.inside;
     iso.output_in_context_memory = 0;
     pm_mesh mesh;
     memset(&mesh, 0, sizeof mesh);

@@ -18,6 +18,9 @@ typedef struct pmi_backend {
     void (*free)(pm_context *ctx, void *p);
     pm_status (*upload)(pm_context *ctx, void *dst, const void *src_host, size_t bytes);
     pm_status (*download)(pm_context *ctx, void *dst_host, const void *src, size_t bytes);
+    /* Whether the backend's kernels can read p directly (device, managed or
+     * mapped pinned memory on CUDA). NULL: every pointer (host backends). */
+    int (*accessible)(pm_context *ctx, const void *p);
 
     pm_status (*reduce_f32)(pm_context *ctx, const float *in, size_t n, pm_reduce_op op,
                             double *result);
@@ -52,7 +55,7 @@ typedef struct pmi_backend {
     void (*histopyramid_destroy)(pm_context *ctx, pm_histopyramid *hp);
 
     /* volume->data is in context memory; the options are already resolved
-     * (normals never DEFAULT, struct_size full). mesh is zeroed. */
+     * (normals and inside never DEFAULT, struct_size full). mesh is zeroed. */
     pm_status (*isosurface)(pm_context *ctx, const pm_volume *volume, double iso,
                             const pm_isosurface_options *options, pm_mesh *mesh);
     /* As isosurface, never waiting for the device: options->out_positions (and
@@ -88,6 +91,12 @@ const pmi_backend *pmi_cpu_backend(void);
 const pmi_backend *pmi_cuda_backend(void);
 /* Whether a CUDA device is usable (0 in CPU-only builds). */
 int pmi_cuda_device_count(void);
+
+/* Whether the context's backend can read p (see pmi_backend.accessible). */
+static inline int pmi_ctx_accessible(pm_context *ctx, const void *p)
+{
+    return !ctx->backend->accessible || ctx->backend->accessible(ctx, p);
+}
 
 /* Validates a volume and fills in default strides and spacing (sets the
  * error message on failure). */

@@ -121,7 +121,7 @@ static size_t upscale(size_t w, size_t h)
     return m >= PMI_DEBUG_MIN_PIXELS ? 1 : (PMI_DEBUG_MIN_PIXELS + m - 1) / m;
 }
 
-pm_status pm_debug_images(const pm_volume *volume, double iso, int inside_above, const char *dir)
+pm_status pm_debug_images(const pm_volume *volume, double iso, pm_inside inside, const char *dir)
 {
     pmi_clear_error();
     if (!volume || !dir || !volume->data)
@@ -159,8 +159,8 @@ pm_status pm_debug_images(const pm_volume *volume, double iso, int inside_above,
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_debug_images: cannot allocate");
     }
     /* Triangles per cell (the case rule of pm_isosurface: a corner is
-     * inside when below iso, or above it with inside_above; NaN never). */
-    const double sg = inside_above ? -1.0 : 1.0;
+     * inside when above iso, or below it with PM_INSIDE_BELOW; NaN never). */
+    const double sg = inside == PM_INSIDE_BELOW ? 1.0 : -1.0;
     for (size_t j = 0; j < h; j++)
         for (size_t i = 0; i < w; i++) {
             unsigned c = 0;

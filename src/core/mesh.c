@@ -100,12 +100,55 @@ static pm_status isosurface_args(const char *fn, pm_context *ctx, const pm_volum
     }
     opt->struct_size = sizeof *opt;
     if (opt->normals == PM_NORMALS_DEFAULT) opt->normals = PM_NORMALS_CENTRAL;
+    if (opt->inside == PM_INSIDE_DEFAULT) opt->inside = PM_INSIDE_ABOVE;
+    if (opt->inside != PM_INSIDE_ABOVE && opt->inside != PM_INSIDE_BELOW)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: bad inside %d (expected PM_INSIDE_ABOVE or BELOW)", fn,
+                         (int)opt->inside);
     if (opt->normals < PM_NORMALS_DEFAULT || opt->normals > PM_NORMALS_SOBEL ||
         (opt->mode != PM_MESH_INDEXED && opt->mode != PM_MESH_SOUP))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: bad normals or mode", fn);
     if (!ctx->backend->isosurface)
         return pmi_error(PM_STATUS_UNSUPPORTED, "%s: not supported on the %s backend", fn,
                          ctx->backend->name);
+    return PM_STATUS_OK;
+}
+
+/* Host memory given to a backend that cannot read it (a CUDA context):
+ * copied into context memory for the call (*staged, freed by the caller
+ * through the backend), so that a program written for the CPU works
+ * unchanged on a GPU machine. Memory the backend can read is used in place. */
+static pm_status stage_input(pm_context *ctx, const char *fn, const void *p, size_t bytes, void **staged)
+{
+    *staged = NULL;
+    if (!p || !bytes || pmi_ctx_accessible(ctx, p)) return PM_STATUS_OK;
+    pm_status s = ctx->backend->alloc(ctx, bytes, staged);
+    if (s == PM_STATUS_OK) s = ctx->backend->upload(ctx, *staged, p, bytes);
+    if (s != PM_STATUS_OK) {
+        if (*staged) ctx->backend->free(ctx, *staged);
+        *staged = NULL;
+        return pmi_error(s, "%s: copying %zu bytes of host input into %s memory failed: %s", fn, bytes,
+                         ctx->backend->name, pm_last_error());
+    }
+    return PM_STATUS_OK;
+}
+
+/* Bytes a resolved volume's samples span (strides included). */
+static size_t volume_span_bytes(const pm_volume *v)
+{
+    return ((v->nz - 1) * v->slice_stride + (v->ny - 1) * v->row_stride + v->nx) * pm_sample_size(v->type);
+}
+
+/* Caller buffers in context memory must be readable by the backend. */
+static pm_status check_buffers(pm_context *ctx, const char *fn, const pm_isosurface_options *opt)
+{
+    const void *b[3] = {opt->out_positions, opt->out_normals, opt->out_indices};
+    static const char *const names[3] = {"out_positions", "out_normals", "out_indices"};
+    for (int i = 0; i < 3; i++)
+        if (b[i] && !pmi_ctx_accessible(ctx, b[i]))
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "%s: options->%s is host memory, which the %s backend cannot write (give "
+                             "device, managed or mapped pinned memory, or output_in_context_memory = 0)",
+                             fn, names[i], ctx->backend->name);
     return PM_STATUS_OK;
 }
 
@@ -120,9 +163,16 @@ pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
     pm_isosurface_options opt;
     pm_status s = isosurface_args("pm_isosurface", ctx, volume, iso, options, &vol, &opt);
     if (s != PM_STATUS_OK) return s;
+    if (opt.output_in_context_memory && (s = check_buffers(ctx, "pm_isosurface", &opt)) != PM_STATUS_OK)
+        return s;
     report_reset(opt.report);
     double t0 = pmi_now_ms();
+    void *staged;
+    s = stage_input(ctx, "pm_isosurface", vol.data, volume_span_bytes(&vol), &staged);
+    if (s != PM_STATUS_OK) return s;
+    if (staged) vol.data = staged;
     s = ctx->backend->isosurface(ctx, &vol, iso, &opt, mesh);
+    if (staged) ctx->backend->free(ctx, staged);
     mesh->timings.extract_ms = pmi_now_ms() - t0;
     return s;
 }
@@ -144,6 +194,12 @@ pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double i
             PM_STATUS_INVALID_ARGUMENT,
             "pm_isosurface_async: options->out_positions (the caller's vertex buffer) is NULL");
     opt.output_in_context_memory = 1;
+    if ((s = check_buffers(ctx, "pm_isosurface_async", &opt)) != PM_STATUS_OK) return s;
+    if (!pmi_ctx_accessible(ctx, vol.data) || !pmi_ctx_accessible(ctx, counts_ctx))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_isosurface_async: the volume or counts_ctx is host memory, which the %s "
+                         "backend cannot read without waiting (pm_isosurface copies host volumes itself)",
+                         ctx->backend->name);
     if (!ctx->backend->isosurface_async)
         return pmi_error(PM_STATUS_UNSUPPORTED,
                          "pm_isosurface_async: not supported on the %s backend",
@@ -350,7 +406,12 @@ pm_status pm_field_compute(pm_context *ctx, const float *xyz, size_t n,
     pm_field_params p;
     pm_status s = field_args("pm_field_compute", ctx, xyz, n, params, &p);
     if (s != PM_STATUS_OK) return s;
-    return ctx->backend->field_compute(ctx, xyz, n, &p, out);
+    void *staged;
+    s = stage_input(ctx, "pm_field_compute", xyz, n * 3 * sizeof(float), &staged);
+    if (s != PM_STATUS_OK) return s;
+    s = ctx->backend->field_compute(ctx, staged ? (const float *)staged : xyz, n, &p, out);
+    if (staged) ctx->backend->free(ctx, staged);
+    return s;
 }
 
 pm_status pm_field_grid_for_box(const pm_field_params *params, const double bmin[3],
@@ -402,6 +463,12 @@ pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
     if (!ctx->backend->field_compute_async)
         return pmi_error(PM_STATUS_UNSUPPORTED,
                          "pm_field_compute_async: not supported on the %s backend",
+                         ctx->backend->name);
+    if (!pmi_ctx_accessible(ctx, xyz) || !pmi_ctx_accessible(ctx, field_ctx) ||
+        !pmi_ctx_accessible(ctx, status_ctx))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_field_compute_async: xyz, field_ctx or status_ctx is host memory, which the %s "
+                         "backend cannot use without waiting (pm_field_compute copies host points itself)",
                          ctx->backend->name);
     return ctx->backend->field_compute_async(ctx, xyz, n, &p, grid, field_ctx, status_ctx);
 }

@@ -21,14 +21,30 @@
     } while (0)
 
 /* n elements of `elem` bytes must have a representable byte count. */
-static pm_status check_array(const char *fn, const char *what, const void *p, size_t n, size_t elem)
+/* n elements of `elem` bytes must have a representable byte count and,
+ * when there are any, live where the backend can reach them (a host
+ * pointer on a CUDA context is refused here, before any kernel runs: a
+ * kernel reading it would fault and poison the process's GPU). */
+static pm_status check_array(pm_context *ctx, const char *fn, const char *what, const void *p, size_t n,
+                             size_t elem)
 {
     size_t bytes;
     if (!pmi_mul_size(n, elem, &bytes))
         return pmi_error(PM_STATUS_OVERFLOW, "%s: %s of %zu elements overflows a byte count", fn,
                          what, n);
     if (n && !p) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+    if (n && !pmi_ctx_accessible(ctx, p))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "%s: %s is host memory, which the %s backend cannot read (pm_alloc and "
+                         "pm_upload it, or pass device, managed or mapped pinned memory)",
+                         fn, what, ctx->backend->name);
     return PM_STATUS_OK;
+}
+
+/* An optional output (NULL allowed) must be readable by the backend too. */
+static pm_status check_out(pm_context *ctx, const char *fn, const char *what, const void *p)
+{
+    return p ? check_array(ctx, fn, what, p, 1, 1) : PM_STATUS_OK;
 }
 
 #define CHECK(expr)                                                                                \
@@ -45,7 +61,7 @@ pm_status pm_reduce_f32(pm_context *ctx, const float *in, size_t n, pm_reduce_op
     CHECK_CTX("pm_reduce_f32");
     if (!result || !valid_op(op))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_f32: NULL result or bad op");
-    CHECK(check_array("pm_reduce_f32", "in", in, n, sizeof(float)));
+    CHECK(check_array(ctx, "pm_reduce_f32", "in", in, n, sizeof(float)));
     if (n == 0) {
         if (op == PM_REDUCE_SUM) {
             *result = 0.0;
@@ -76,7 +92,7 @@ pm_status pm_reduce_image_f32(pm_context *ctx, const float *image, size_t width,
         }
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_reduce_image_f32: empty image");
     }
-    CHECK(check_array("pm_reduce_image_f32", "image", image, span, sizeof(float)));
+    CHECK(check_array(ctx, "pm_reduce_image_f32", "image", image, span, sizeof(float)));
     DISPATCH("pm_reduce_image_f32", reduce_image_f32, image, width, height, row_stride, op, result);
 }
 
@@ -84,8 +100,8 @@ pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, u
                                 uint64_t *total)
 {
     CHECK_CTX("pm_scan_exclusive_u32");
-    CHECK(check_array("pm_scan_exclusive_u32", "in", in, n, sizeof(uint32_t)));
-    CHECK(check_array("pm_scan_exclusive_u32", "out", out, n, sizeof(uint32_t)));
+    CHECK(check_array(ctx, "pm_scan_exclusive_u32", "in", in, n, sizeof(uint32_t)));
+    CHECK(check_array(ctx, "pm_scan_exclusive_u32", "out", out, n, sizeof(uint32_t)));
     if (n == 0) {
         if (total) *total = 0;
         return PM_STATUS_OK;
@@ -93,13 +109,13 @@ pm_status pm_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, u
     DISPATCH("pm_scan_exclusive_u32", scan_exclusive_u32, in, n, out, total);
 }
 
-static pm_status check_filter(const char *fn, const float *in, size_t n, pm_compare cmp, float *out,
-                              size_t capacity, size_t *count)
+static pm_status check_filter(pm_context *ctx, const char *fn, const float *in, size_t n, pm_compare cmp,
+                              float *out, size_t capacity, size_t *count)
 {
     if (!count || !valid_cmp(cmp))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL count or bad comparison", fn);
-    CHECK(check_array(fn, "in", in, n, sizeof(float)));
-    CHECK(check_array(fn, "out", out, capacity, sizeof(float)));
+    CHECK(check_array(ctx, fn, "in", in, n, sizeof(float)));
+    CHECK(check_array(ctx, fn, "out", out, capacity, sizeof(float)));
     return PM_STATUS_OK;
 }
 
@@ -107,7 +123,7 @@ pm_status pm_filter_f32(pm_context *ctx, const float *in, size_t n, pm_compare c
                         float *out, size_t capacity, size_t *count)
 {
     CHECK_CTX("pm_filter_f32");
-    CHECK(check_filter("pm_filter_f32", in, n, cmp, out, capacity, count));
+    CHECK(check_filter(ctx, "pm_filter_f32", in, n, cmp, out, capacity, count));
     if (n == 0) {
         *count = 0;
         return PM_STATUS_OK;
@@ -119,7 +135,7 @@ pm_status pm_filter_horn_f32(pm_context *ctx, const float *in, size_t n, pm_comp
                              float threshold, float *out, size_t capacity, size_t *count)
 {
     CHECK_CTX("pm_filter_horn_f32");
-    CHECK(check_filter("pm_filter_horn_f32", in, n, cmp, out, capacity, count));
+    CHECK(check_filter(ctx, "pm_filter_horn_f32", in, n, cmp, out, capacity, count));
     if (n == 0) {
         *count = 0;
         return PM_STATUS_OK;
@@ -132,8 +148,8 @@ pm_status pm_compact(pm_context *ctx, const uint8_t *flags, size_t n, uint64_t *
 {
     CHECK_CTX("pm_compact");
     if (!count) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_compact: count is NULL");
-    CHECK(check_array("pm_compact", "flags", flags, n, 1));
-    CHECK(check_array("pm_compact", "out_index", out_index, capacity, sizeof(uint64_t)));
+    CHECK(check_array(ctx, "pm_compact", "flags", flags, n, 1));
+    CHECK(check_array(ctx, "pm_compact", "out_index", out_index, capacity, sizeof(uint64_t)));
     if (n == 0) {
         *count = 0;
         return PM_STATUS_OK;
@@ -146,7 +162,9 @@ pm_status pm_expand(pm_context *ctx, const uint32_t *counts, size_t n, uint64_t 
 {
     CHECK_CTX("pm_expand");
     if (!count) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_expand: count is NULL");
-    CHECK(check_array("pm_expand", "counts", counts, n, sizeof(uint32_t)));
+    CHECK(check_array(ctx, "pm_expand", "counts", counts, n, sizeof(uint32_t)));
+    CHECK(check_out(ctx, "pm_expand", "out_source", out_source));
+    CHECK(check_out(ctx, "pm_expand", "out_local", out_local));
     size_t b;
     if (!pmi_mul_size(capacity, sizeof(uint64_t), &b))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_expand: capacity %zu overflows", capacity);
@@ -163,7 +181,7 @@ pm_status pm_histopyramid_build(pm_context *ctx, const uint32_t *counts, size_t 
     CHECK_CTX("pm_histopyramid_build");
     if (!out) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_histopyramid_build: out is NULL");
     *out = NULL;
-    CHECK(check_array("pm_histopyramid_build", "counts", counts, n, sizeof(uint32_t)));
+    CHECK(check_array(ctx, "pm_histopyramid_build", "counts", counts, n, sizeof(uint32_t)));
     DISPATCH("pm_histopyramid_build", histopyramid_build, counts, n, out);
 }
 
@@ -184,6 +202,8 @@ pm_status pm_histopyramid_traverse(pm_context *ctx, const pm_histopyramid *hp, u
     if (!pmi_mul_size(num_keys, sizeof(uint64_t), &b))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_histopyramid_traverse: num_keys overflows");
     if (num_keys == 0) return PM_STATUS_OK;
+    CHECK(check_out(ctx, "pm_histopyramid_traverse", "out_source", out_source));
+    CHECK(check_out(ctx, "pm_histopyramid_traverse", "out_local", out_local));
     DISPATCH("pm_histopyramid_traverse", histopyramid_traverse, hp, first_key, num_keys, out_source,
              out_local);
 }
@@ -212,7 +232,8 @@ pm_status pm_filter_f32_async(pm_context *ctx, const float *in, size_t n, pm_com
     size_t dummy;
     if (!count_ctx)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_filter_f32_async: count_ctx is NULL");
-    CHECK(check_filter("pm_filter_f32_async", in, n, cmp, out, capacity, &dummy));
+    CHECK(check_filter(ctx, "pm_filter_f32_async", in, n, cmp, out, capacity, &dummy));
+    CHECK(check_out(ctx, "pm_filter_f32_async", "count_ctx", count_ctx));
     if (ctx->backend->filter_f32_async)
         return ctx->backend->filter_f32_async(ctx, in, n, cmp, threshold, out, capacity, count_ctx);
     size_t count = 0;
@@ -227,8 +248,9 @@ pm_status pm_compact_async(pm_context *ctx, const uint8_t *flags, size_t n, uint
     CHECK_CTX("pm_compact_async");
     if (!count_ctx)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_compact_async: count_ctx is NULL");
-    CHECK(check_array("pm_compact_async", "flags", flags, n, 1));
-    CHECK(check_array("pm_compact_async", "out_index", out_index, capacity, sizeof(uint64_t)));
+    CHECK(check_array(ctx, "pm_compact_async", "flags", flags, n, 1));
+    CHECK(check_array(ctx, "pm_compact_async", "out_index", out_index, capacity, sizeof(uint64_t)));
+    CHECK(check_out(ctx, "pm_compact_async", "count_ctx", count_ctx));
     if (ctx->backend->compact_async)
         return ctx->backend->compact_async(ctx, flags, n, out_index, capacity, count_ctx);
     size_t count = 0;
@@ -242,7 +264,10 @@ pm_status pm_expand_async(pm_context *ctx, const uint32_t *counts, size_t n, uin
     CHECK_CTX("pm_expand_async");
     if (!count_ctx)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_expand_async: count_ctx is NULL");
-    CHECK(check_array("pm_expand_async", "counts", counts, n, sizeof(uint32_t)));
+    CHECK(check_array(ctx, "pm_expand_async", "counts", counts, n, sizeof(uint32_t)));
+    CHECK(check_out(ctx, "pm_expand_async", "out_source", out_source));
+    CHECK(check_out(ctx, "pm_expand_async", "out_local", out_local));
+    CHECK(check_out(ctx, "pm_expand_async", "count_ctx", count_ctx));
     size_t b;
     if (!pmi_mul_size(capacity, sizeof(uint64_t), &b))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_expand_async: capacity %zu overflows", capacity);

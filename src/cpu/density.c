@@ -214,7 +214,7 @@ pm_status pmi_cpu_field_compute_with(pm_context *ctx, const float *xyz, size_t n
         v->origin[a] = pmi_lattice_coord(lay.lo[a], s);
     }
     out->iso = p->iso;
-    out->inside_above = 1;
+    out->inside = PM_INSIDE_ABOVE;
     out->particles_used = kept;
     out->particles_dropped = n - kept;
     out->timings.neighbours_ms = t1 - t0;

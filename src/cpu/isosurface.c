@@ -99,7 +99,7 @@ void pmi_mc_job_init(mc_job *J, const pm_volume *vol, double iso, const pm_isosu
         J->origin[a] = vol->origin[a];
     }
     J->iso = iso;
-    J->sg = opt->inside_above ? -1.0 : 1.0;
+    J->sg = opt->inside == PM_INSIDE_ABOVE ? -1.0 : 1.0;
     J->siso = J->sg * iso;
     J->normals = opt->normals;
     J->type = vol->type;

@@ -24,7 +24,7 @@ typedef struct mc_job {
     size_t P;                  /* lattice points nx * ny * nz */
     size_t es;                 /* bytes per sample */
     double h[3], origin[3];
-    double iso, sg, siso; /* sg = -1 for inside_above; siso = sg * iso */
+    double iso, sg, siso; /* sg = -1 for PM_INSIDE_ABOVE; siso = sg * iso */
     float fthr;           /* siso rounded up to float (the float threshold rule) */
     pm_normals normals;
     pm_sample_type type;

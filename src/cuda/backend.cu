@@ -204,6 +204,21 @@ static pm_status cuda_download(pm_context *ctx, void *dst_host, const void *src,
     return cuda_copy(ctx, dst_host, src, bytes, cudaMemcpyDeviceToHost, "pm_download");
 }
 
+/* Device and managed memory, and host memory registered as mapped (with
+ * unified addressing its device pointer is itself), are readable by the
+ * kernels; plain host memory is not. */
+static int cuda_accessible(pm_context *ctx, const void *p)
+{
+    (void)ctx;
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) return 1;
+    return a.type == cudaMemoryTypeHost && a.devicePointer == p;
+}
+
 static const pmi_backend cuda_backend = {
     /* .name = */ "cuda",
     /* .init = */ cuda_init,
@@ -213,6 +228,7 @@ static const pmi_backend cuda_backend = {
     /* .free = */ cuda_free,
     /* .upload = */ cuda_upload,
     /* .download = */ cuda_download,
+    /* .accessible = */ cuda_accessible,
     /* .reduce_f32 = */ pmi_cuda_reduce_f32,
     /* .reduce_image_f32 = */ pmi_cuda_reduce_image_f32,
     /* .scan_exclusive_u32 = */ pmi_cuda_scan_exclusive_u32,

@@ -382,7 +382,7 @@ extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, s
         v->origin[a] = pmi_lattice_coord(g.lo[a], g.s);
     }
     out->iso = p->iso;
-    out->inside_above = 1;
+    out->inside = PM_INSIDE_ABOVE;
     out->particles_used = (size_t)g.n;
     out->particles_dropped = n - (size_t)g.n;
     out->timings.neighbours_ms = t1 - t0;

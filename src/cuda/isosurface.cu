@@ -91,7 +91,7 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     v.rs = (long long)vol->row_stride;
     v.ss = (long long)vol->slice_stride;
     v.iso = iso;
-    v.sg = opt->inside_above ? -1.0 : 1.0;
+    v.sg = opt->inside == PM_INSIDE_ABOVE ? -1.0 : 1.0;
     v.siso = v.sg * iso;
     /* sg > 0: the smallest float >= iso; sg < 0: the largest float <= iso
      * (the negated threshold of siso = -iso). */

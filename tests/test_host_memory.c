@@ -1,0 +1,173 @@
+/* Host memory on a CUDA context never poisons the process. pm_isosurface and
+ * pm_field_compute copy host inputs in themselves (same mesh and field, byte
+ * for byte, as the CPU backend); the primitives and the per-frame async calls
+ * refuse a host pointer with PM_STATUS_INVALID_ARGUMENT naming it, before any
+ * kernel runs; managed and mapped pinned memory are used in place; after
+ * every misuse the context and new contexts keep working. On the CPU backend
+ * host memory is context memory and every call simply works. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_common.h"
+#ifdef PM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* A ball of radius 9 in a 24^3 f32 volume (distance field). */
+static float *ball(size_t n)
+{
+    float *v = malloc(n * n * n * sizeof *v);
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < n; i++) {
+                double x = i - 11.5, y = j - 11.5, z = k - 11.5;
+                v[i + n * (j + n * k)] = (float)(9.0 - __builtin_sqrt(x * x + y * y + z * z));
+            }
+    return v;
+}
+
+static int same_mesh(const pm_mesh *a, const pm_mesh *b)
+{
+    return a->num_vertices == b->num_vertices && a->num_triangles == b->num_triangles &&
+           !memcmp(a->positions, b->positions, 12 * a->num_vertices) &&
+           !memcmp(a->normals, b->normals, 12 * a->num_vertices) &&
+           !memcmp(a->indices, b->indices, 12 * a->num_triangles);
+}
+
+/* The extraction of a host volume on ctx equals the CPU backend's. */
+static void host_volume(pm_context *ctx, pm_context *cpu, const char *what)
+{
+    const size_t n = 24;
+    float *v = ball(n);
+    pm_volume vol = {v, PM_SAMPLE_F32, n, n, n, 0, 0, {1, 1, 1}, {0, 0, 0}};
+    pm_mesh m, ref;
+    PMT_OK(pm_isosurface(ctx, &vol, 0.0, NULL, &m));
+    PMT_OK(pm_isosurface(cpu, &vol, 0.0, NULL, &ref));
+    PMT_CHECK(m.num_triangles > 0 && same_mesh(&m, &ref), "%s: host volume mesh differs from the CPU's",
+              what);
+    pm_mesh_free(ctx, &m);
+    pm_mesh_free(cpu, &ref);
+    free(v);
+}
+
+static void host_points(pm_context *ctx, pm_context *cpu)
+{
+    const size_t n = 2000;
+    float *xyz = malloc(3 * n * sizeof *xyz);
+    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)pmt_uniform();
+    pm_field_params p;
+    memset(&p, 0, sizeof p);
+    p.radius = 0.02;
+    pm_field f, g;
+    PMT_OK(pm_field_compute(ctx, xyz, n, &p, &f));
+    PMT_OK(pm_field_compute(cpu, xyz, n, &p, &g));
+    const size_t pts = f.volume.nx * f.volume.ny * f.volume.nz;
+    float *fh = malloc(pts * sizeof *fh);
+    PMT_OK(pm_download(ctx, fh, f.volume.data, pts * sizeof *fh));
+    PMT_CHECK(pts == g.volume.nx * g.volume.ny * g.volume.nz && !memcmp(fh, g.volume.data, pts * sizeof *fh),
+              "field of host points differs from the CPU's");
+    free(fh);
+    pm_field_free(ctx, &f);
+    pm_field_free(cpu, &g);
+    free(xyz);
+}
+
+/* Each primitive refuses a host pointer by its argument's name. */
+static void refusals(pm_context *ctx)
+{
+    enum { N = 1000 };
+    static float hf[N];
+    static uint32_t hu[N];
+    static uint8_t hb[N];
+    static uint64_t h64[N];
+    void *d;
+    PMT_OK(pm_alloc(ctx, N * 8, &d));
+    double r;
+    size_t count;
+    uint64_t total;
+    struct {
+        pm_status s;
+        const char *name;
+    } c[] = {
+        {pm_reduce_f32(ctx, hf, N, PM_REDUCE_SUM, &r), "in"},
+        {pm_scan_exclusive_u32(ctx, d, N, hu, &total), "out"},
+        {pm_filter_f32(ctx, hf, N, PM_LESS, 0.5f, d, N, &count), "in"},
+        {pm_compact(ctx, hb, N, d, N, &count), "flags"},
+        {pm_expand(ctx, d, 1, h64, NULL, N, &count), "out_source"},
+        {pm_compact_async(ctx, d, N, d, N, h64), "count_ctx"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        PMT_CHECK(c[i].s == PM_STATUS_INVALID_ARGUMENT, "refusal %zu: status %s", i, pm_status_string(c[i].s));
+    /* The message of the last one names its argument and the remedy. */
+    PMT_CHECK(strstr(pm_last_error(), "count_ctx is host memory") && strstr(pm_last_error(), "pm_upload"),
+              "message: %s", pm_last_error());
+    const size_t n = 24;
+    float *v = ball(n);
+    pm_volume vol = {v, PM_SAMPLE_F32, n, n, n, 0, 0, {1, 1, 1}, {0, 0, 0}};
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.out_positions = d;
+    o.vertex_capacity = N / 3;
+    o.triangle_capacity = N;
+    pm_isosurface_counts *cnt = d;
+    pm_status s = pm_isosurface_async(ctx, &vol, 0.0, &o, cnt);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), "host memory"),
+              "async with a host volume: %s %s", pm_status_string(s), pm_last_error());
+    free(v);
+    pm_free(ctx, d);
+}
+
+#ifdef PM_HAVE_CUDA
+/* Managed and mapped pinned flags are read in place by pm_compact. */
+static void managed_and_mapped(pm_context *ctx)
+{
+    enum { N = 5000 };
+    uint8_t *fm = NULL, *fp = NULL;
+    uint64_t *out;
+    if (cudaMallocManaged((void **)&fm, N, cudaMemAttachGlobal) != cudaSuccess ||
+        cudaHostAlloc((void **)&fp, N, cudaHostAllocMapped) != cudaSuccess) {
+        PMT_CHECK(0, "cudaMallocManaged / cudaHostAlloc failed");
+        return;
+    }
+    size_t want = 0;
+    for (size_t i = 0; i < N; i++) {
+        fm[i] = fp[i] = (uint8_t)(pmt_rand() % 3 == 0);
+        want += fm[i] != 0;
+    }
+    PMT_OK(pm_alloc(ctx, N * sizeof *out, (void **)&out));
+    size_t c1 = 0, c2 = 0;
+    PMT_OK(pm_compact(ctx, fm, N, out, N, &c1));
+    PMT_OK(pm_compact(ctx, fp, N, out, N, &c2));
+    PMT_CHECK(c1 == want && c2 == want, "managed %zu / mapped %zu kept, want %zu", c1, c2, want);
+    pm_free(ctx, out);
+    cudaFree(fm);
+    cudaFreeHost(fp);
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    pm_context *ctx, *cpu;
+    pm_device dev;
+    if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
+    pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
+    PMT_OK(pm_context_create(&d, &cpu));
+    host_volume(ctx, cpu, "first call");
+    host_points(ctx, cpu);
+    if (dev == PM_DEVICE_CUDA) {
+        refusals(ctx);
+#ifdef PM_HAVE_CUDA
+        managed_and_mapped(ctx);
+#endif
+        /* After the refusals: this context and a new one still work. */
+        host_volume(ctx, cpu, "after the refusals");
+        pm_context *again;
+        PMT_OK(pm_context_create(NULL, &again));
+        host_volume(again, cpu, "a new context");
+        pm_context_destroy(again);
+    }
+    pm_context_destroy(cpu);
+    pm_context_destroy(ctx);
+    return pmt_finish("test_host_memory");
+}
