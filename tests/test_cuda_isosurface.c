@@ -19,30 +19,6 @@
 #include "test_common.h"
 #include "test_volumes.h"
 
-/* Whether hook `name` is in PYRAMESH_TEST_HOOKS (a comma-separated list). */
-static int hook_set(const char *name)
-{
-    const char *e = getenv("PYRAMESH_TEST_HOOKS");
-    size_t n = strlen(name);
-    for (const char *p = e; p && *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && !strncmp(p, name, n)) return 1;
-        p += len + (p[len] == ',');
-    }
-    return 0;
-}
-
-/* Whether the report's path holds the word "key=value". */
-static int path_has(const pm_isosurface_report *r, const char *word)
-{
-    size_t n = strlen(word);
-    for (const char *p = r->path; *p;) {
-        size_t len = strcspn(p, " ");
-        if (len == n && !strncmp(p, word, n)) return 1;
-        p += len + (p[len] == ' ');
-    }
-    return 0;
-}
 
 /* The path a CUDA extraction of v must take (docs/cuda_isosurface.md):
  * pass 1 streamed for f32 and for other types but f64 up to 2^24 points,

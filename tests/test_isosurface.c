@@ -368,30 +368,7 @@ static pm_context *make_ctx(int threads)
 /* The path a call took (pm_isosurface_report.path)                          */
 /* ------------------------------------------------------------------------ */
 
-/* Whether hook `name` is in PYRAMESH_TEST_HOOKS (a comma-separated list). */
-static int hook_set(const char *name)
-{
-    const char *e = getenv("PYRAMESH_TEST_HOOKS");
-    size_t n = strlen(name);
-    for (const char *p = e; p && *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && !strncmp(p, name, n)) return 1;
-        p += len + (p[len] == ',');
-    }
-    return 0;
-}
-
-/* Whether the report's path holds the word "key=value". */
-static int path_has(const pm_isosurface_report *r, const char *word)
-{
-    size_t n = strlen(word);
-    for (const char *p = r->path; *p;) {
-        size_t len = strcspn(p, " ");
-        if (len == n && !strncmp(p, word, n)) return 1;
-        p += len + (p[len] == ' ');
-    }
-    return 0;
-}
+/* hook_set and path_has: test_common.h. */
 
 /* The CPU's path words: the forced ones under the hooks; by default the
  * AVX2 kernels where the CPU has them (the slab walk; the two-pass

@@ -67,6 +67,16 @@ static void print_bytes(uint64_t b)
     printf("%llu bytes (%.1f %s)", (unsigned long long)b, v, unit[u]);
 }
 
+/* Prints a JSON description and frees its buffer. */
+static void emit_json(cli_buf *b)
+{
+    if (b->failed)
+        cli_error("out of memory formatting the JSON");
+    else
+        fputs(b->data, stdout);
+    cli_buf_free(b);
+}
+
 /* A volume's description, as text or as JSON (--json). */
 static void print_volume(const char *path, const pm_volume *v, int json)
 {
@@ -95,11 +105,7 @@ static void print_volume(const char *path, const pm_volume *v, int json)
         else
             cli_buf_printf(&b, "  \"min\": null,\n  \"max\": null,\n");
         cli_buf_printf(&b, "  \"nan_samples\": %zu,\n  \"bytes\": %llu\n}\n", nans, (unsigned long long)bytes);
-        if (b.failed)
-            cli_error("out of memory formatting the JSON");
-        else
-            fputs(b.data, stdout);
-        cli_buf_free(&b);
+        emit_json(&b);
         return;
     }
     printf("volume %s\n", path);
@@ -141,11 +147,7 @@ static void print_points(const char *path, const pm_points *p, int json)
         else
             cli_buf_printf(&b, "  \"bounds_min\": null,\n  \"bounds_max\": null,\n");
         cli_buf_printf(&b, "  \"bytes\": %llu\n}\n", (unsigned long long)p->count * 3 * sizeof(float));
-        if (b.failed)
-            cli_error("out of memory formatting the JSON");
-        else
-            fputs(b.data, stdout);
-        cli_buf_free(&b);
+        emit_json(&b);
         return;
     }
     printf("points %s\n", path);
@@ -231,11 +233,7 @@ static void print_mesh_json(const char *path, const pm_mesh *m, const pm_mesh_re
         cli_buf_printf(&b, "  \"volume\": %.17g\n}\n", r->volume);
     else
         cli_buf_printf(&b, "  \"volume\": null\n}\n");
-    if (b.failed)
-        cli_error("out of memory formatting the JSON");
-    else
-        fputs(b.data, stdout);
-    cli_buf_free(&b);
+    emit_json(&b);
 }
 
 /* Reads and describes a mesh; returns CLI_OK / CLI_FAIL, or -1 when the
