@@ -42,4 +42,88 @@ put("fuzz_mesh_stl", "ascii.stl", "solid s\n" + "".join("facet normal 0 0 1\nout
 put("fuzz_mesh_stl", "binary.stl", b"pyramesh".ljust(80, b"\0") + struct.pack("<I", 2) + b"".join(struct.pack("<12fH", 0, 0, 1, *tri[f[0]], *tri[f[1]], *tri[f[2]], 0) for f in faces[1:]))
 put("fuzz_mesh_vtk", "ascii.vtk", "# vtk DataFile Version 3.0\nm\nASCII\nDATASET POLYDATA\nPOINTS 5 float\n" + " ".join("%g %g %g" % p for p in tri) + "\nPOLYGONS 2 9\n4 0 1 2 3\n3 0 1 4\nTRIANGLE_STRIPS 1 5\n4 0 1 4 2\nPOINT_DATA 5\nSCALARS s float 1\nLOOKUP_TABLE default\n1 2 3 4 5\nNORMALS n float\n" + " ".join("0 0 1" for p in tri) + "\n")
 put("fuzz_mesh_vtk", "v5.vtk", b"# vtk DataFile Version 5.1\nm\nBINARY\nDATASET POLYDATA\nPOINTS 5 float\n" + b"".join(struct.pack(">3f", *p) for p in tri) + b"\nPOLYGONS 3 7\nOFFSETS vtktypeint64\n" + struct.pack(">3q", 0, 4, 7) + b"\nCONNECTIVITY vtktypeint64\n" + struct.pack(">7q", 0, 1, 2, 3, 0, 1, 4) + b"\n")
+# The medical and VTK XML formats (tests/test_io_formats.c checks them in full).
+def nii(version, big, datatype, bitpix, data, sform=True):
+    e = ">" if big else "<"
+    if version == 1:
+        h = bytearray(352)
+        struct.pack_into(e + "i", h, 0, 348)
+        struct.pack_into(e + "8h", h, 40, 3, 5, 4, 3, 1, 1, 1, 1)
+        struct.pack_into(e + "hh", h, 70, datatype, bitpix)
+        struct.pack_into(e + "8f", h, 76, 1, 0.5, 1, 2, 1, 1, 1, 1)
+        struct.pack_into(e + "fff", h, 108, 352, 2, -1)
+        struct.pack_into(e + "hh", h, 252, 0, 1 if sform else 0)
+        struct.pack_into(e + "12f", h, 280, 0, 0, -2, 1, 1, 0, 0, 2, 0, 3, 0, 3)
+        h[344:348] = b"n+1\0"
+    else:
+        h = bytearray(544)
+        struct.pack_into(e + "i", h, 0, 540)
+        h[4:12] = b"n+2\0\r\n\x1a\n"
+        struct.pack_into(e + "hh", h, 12, datatype, bitpix)
+        struct.pack_into(e + "8q", h, 16, 3, 5, 4, 3, 1, 1, 1, 1)
+        struct.pack_into(e + "8d", h, 104, -1, 0.5, 1, 2, 1, 1, 1, 1)
+        struct.pack_into(e + "q", h, 168, 544)
+        struct.pack_into(e + "ii", h, 344, 1, 0)
+        struct.pack_into(e + "3d", h, 352, 0, 0, 0.7071067811865476)
+    return bytes(h) + data
+put("fuzz_volume_nifti", "v1.nii", nii(1, False, 16, 32, raw))
+put("fuzz_volume_nifti", "v1_be_i16.nii", nii(1, True, 4, 16, struct.pack(">60h", *range(60))))
+put("fuzz_volume_nifti", "v2_qform.nii", nii(2, False, 16, 32, raw, False))
+put("fuzz_volume_nifti", "v1.nii.gz", gzip.compress(nii(1, False, 2, 8, bytes(range(60)))))
+mha = "ObjectType = Image\nNDims = 3\nDimSize = 5 4 3\nElementSpacing = 1 0.5 2\nOffset = 1 2 3\nTransformMatrix = 0 1 0 1 0 0 0 0 -1\n%sElementType = MET_FLOAT\nElementDataFile = LOCAL\n"
+put("fuzz_volume_mha", "raw.mha", (mha % "ElementByteOrderMSB = False\n").encode() + raw)
+import zlib
+put("fuzz_volume_mha", "zlib.mha", (mha % "CompressedData = True\n").encode() + zlib.compress(raw))
+put("fuzz_volume_mha", "ascii.mha", (mha % "BinaryData = False\n") + " ".join("%g" % v for v in vals) + "\n")
+def inr(typ, bits, cpu, data):
+    h = ("#INRIMAGE-4#{\nXDIM=5\nYDIM=4\nZDIM=3\nVDIM=1\nTYPE=%s\nPIXSIZE=%d bits\nCPU=%s\nVX=1\nVY=0.5\nVZ=2\n" % (typ, bits, cpu)).encode()
+    h = h + b"\n" * (252 - len(h)) + b"##}\n"
+    return h + data
+put("fuzz_volume_inr", "f32.inr", inr("float", 32, "decm", raw))
+put("fuzz_volume_inr", "i16be.inr", inr("signed fixed", 16, "sun", struct.pack(">60h", *range(-30, 30))))
+put("fuzz_volume_inr", "u8.inr.gz", gzip.compress(inr("unsigned fixed", 8, "pc", bytes(range(60)))))
+import base64
+def vtk_xml(typ, head, tail, arrays, enc, compress):
+    app = b""
+    s = '<?xml version="1.0"?>\n<VTKFile type="%s" version="1.0" byte_order="LittleEndian" header_type="UInt32"%s>\n%s' % (typ, ' compressor="vtkZLibDataCompressor"' if compress else "", head)
+    for (open_, close, attrs, data, text) in arrays:
+        if compress:
+            c = zlib.compress(data)
+            blk = struct.pack("<4I", 1, len(data), len(data), len(c)) + c
+        else:
+            blk = struct.pack("<I", len(data)) + data
+        if enc == "ascii":
+            s += open_ + '<DataArray %s format="ascii">\n%s\n</DataArray>\n' % (attrs, text) + close
+        elif enc == "binary":
+            s += open_ + '<DataArray %s format="binary">\n%s\n</DataArray>\n' % (attrs, base64.b64encode(blk).decode()) + close
+        else:
+            s += open_ + '<DataArray %s format="appended" offset="%d"/>\n' % (attrs, len(app)) + close
+            app += blk
+    s += tail
+    out = s.encode()
+    if enc == "appended":
+        out += b'<AppendedData encoding="raw">\n_' + app + b"\n</AppendedData>\n"
+    return out + b"</VTKFile>\n"
+vti_head = '<ImageData WholeExtent="0 4 0 3 0 2" Origin="0 0 0" Spacing="1 0.5 2">\n<Piece Extent="0 4 0 3 0 2">\n'
+vti_arr = [("<PointData Scalars=\"s\">\n", "</PointData>\n", 'type="Float32" Name="s"', raw, " ".join("%g" % v for v in vals))]
+for enc in ["ascii", "binary", "appended"]:
+    put("fuzz_volume_vti", enc + ".vti", vtk_xml("ImageData", vti_head, "</Piece>\n</ImageData>\n", vti_arr, enc, False))
+put("fuzz_volume_vti", "zlib.vti", vtk_xml("ImageData", vti_head, "</Piece>\n</ImageData>\n", vti_arr, "binary", True))
+pts_bytes = b"".join(struct.pack("<fff", *p) for p in pts)
+pts_arr = [("<Points>\n", "</Points>\n", 'type="Float32" NumberOfComponents="3"', pts_bytes, " ".join("%g %g %g" % p for p in pts))]
+for enc in ["ascii", "binary", "appended"]:
+    put("fuzz_points_vtu", enc + ".vtu", vtk_xml("UnstructuredGrid", '<UnstructuredGrid>\n<Piece NumberOfPoints="8" NumberOfCells="0">\n', "</Piece>\n</UnstructuredGrid>\n", pts_arr, enc, enc == "binary"))
+bgeo = b"BgeoV" + struct.pack(">9i", 5, 8, 0, 0, 0, 1, 0, 0, 0) + struct.pack(">H1sHi3f", 1, b"v", 3, 5, 0, 0, 0) + b"".join(struct.pack(">7f", *p, 1, 0, 0, 0) for p in pts)
+put("fuzz_points_bgeo", "v5.bgeo", bgeo)
+put("fuzz_points_bgeo", "v5.bgeo.gz", gzip.compress(bgeo))
+put("fuzz_points_csv", "header.csv", "id,x,y,z\n" + "".join("%d,%g,%g,%g\n" % ((i,) + p) for i, p in enumerate(pts)))
+put("fuzz_points_csv", "plain.csv", "".join("%g;%g;%g;1\n" % p for p in pts))
+mesh_pts = b"".join(struct.pack("<3f", *p) for p in tri)
+conn = struct.pack("<10i", 0, 1, 2, 0, 2, 3, 0, 1, 4, 2)
+offs = struct.pack("<3i", 3, 6, 9)
+vtp = [("<Points>\n", "</Points>\n", 'type="Float32" NumberOfComponents="3"', mesh_pts, " ".join("%g %g %g" % p for p in tri)),
+       ("<Polys>\n", "", 'type="Int32" Name="connectivity"', conn[:36], "0 1 2 0 2 3 0 1 4"),
+       ("", "</Polys>\n", 'type="Int32" Name="offsets"', offs, "3 6 9")]
+for enc in ["ascii", "binary", "appended"]:
+    put("fuzz_mesh_vtp", enc + ".vtp", vtk_xml("PolyData", '<PolyData>\n<Piece NumberOfPoints="5" NumberOfPolys="3">\n', "</Piece>\n</PolyData>\n", vtp, enc, enc == "binary"))
 PY

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "io/io.h"
 
@@ -343,6 +342,17 @@ int pmi_split(char *s, char **words, int max)
     return n;
 }
 
+char *pmi_sibling_path(const char *header, const char *name)
+{
+    const char *slash = strrchr(header, '/');
+    size_t dir = name[0] == '/' || !slash ? 0 : (size_t)(slash - header) + 1;
+    char *p = malloc(dir + strlen(name) + 1);
+    if (!p) return NULL;
+    memcpy(p, header, dir);
+    strcpy(p + dir, name);
+    return p;
+}
+
 int pmi_host_big_endian(void)
 {
     const uint16_t one = 1;
@@ -602,216 +612,5 @@ pm_status pmi_writer_commit(pmi_writer *w)
         w->tmp_path = NULL;
     }
     pmi_writer_abort(w);
-    return s;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Public entry points                                                       */
-/* ------------------------------------------------------------------------ */
-
-pm_status pmi_mesh_check(const char *path, const pm_mesh *m, uint64_t max_index)
-{
-    if (m->in_context_memory)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "%s: the mesh is in context memory; writers need host memory", path);
-    if (m->num_vertices && !m->positions)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: mesh positions are NULL", path);
-    if (m->indices) {
-        if (m->num_vertices > 0 && m->num_vertices - 1 > max_index)
-            return pmi_error(PM_STATUS_OVERFLOW,
-                             "%s: %zu vertices: indices do not fit this format's %llu limit", path,
-                             m->num_vertices, (unsigned long long)max_index);
-        size_t n3;
-        if (!pmi_mul_size(m->num_triangles, 3, &n3))
-            return pmi_error(PM_STATUS_OVERFLOW, "%s: triangle count overflows", path);
-        for (size_t i = 0; i < n3; i++)
-            if (m->indices[i] >= m->num_vertices)
-                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                                 "%s: triangle %zu refers to vertex %u of %zu", path, i / 3,
-                                 m->indices[i], m->num_vertices);
-    } else {
-        size_t n3;
-        if (!pmi_mul_size(m->num_triangles, 3, &n3) || n3 != m->num_vertices)
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "%s: a soup (indices NULL) needs 3 vertices per triangle, got %zu "
-                             "vertices for %zu triangles",
-                             path, m->num_vertices, m->num_triangles);
-        if (n3 > 0 && n3 - 1 > max_index)
-            return pmi_error(PM_STATUS_OVERFLOW,
-                             "%s: %zu vertices: indices do not fit this format's %llu limit", path,
-                             n3, (unsigned long long)max_index);
-    }
-    return PM_STATUS_OK;
-}
-
-pm_status pm_mesh_write(const char *path, const pm_mesh *mesh, const pm_write_options *options)
-{
-    pmi_clear_error();
-    if (!path || !mesh)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_write: NULL argument");
-    pm_write_options o = {0};
-    if (options) {
-        size_t n = options->struct_size ? options->struct_size : sizeof o;
-        memcpy(&o, options, n < sizeof o ? n : sizeof o);
-    }
-    pm_mesh_format f = o.format;
-    if (f == PM_MESH_FORMAT_AUTO) {
-        const char *ext = pmi_extension(path);
-        if (pmi_streq(ext, "ply"))
-            f = PM_MESH_FORMAT_PLY;
-        else if (pmi_streq(ext, "obj"))
-            f = PM_MESH_FORMAT_OBJ;
-        else if (pmi_streq(ext, "stl"))
-            f = PM_MESH_FORMAT_STL;
-        else if (pmi_streq(ext, "vtk"))
-            f = PM_MESH_FORMAT_VTK;
-        else
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "%s: unknown mesh extension '.%s', expected .ply, .obj, .stl or .vtk",
-                             path, ext);
-    }
-    switch (f) {
-    case PM_MESH_FORMAT_PLY: return pmi_ply_write(path, mesh, o.ascii);
-    case PM_MESH_FORMAT_OBJ: return pmi_obj_write(path, mesh);
-    case PM_MESH_FORMAT_STL: return pmi_stl_write(path, mesh);
-    case PM_MESH_FORMAT_VTK: return pmi_vtk_write(path, mesh);
-    default: break;
-    }
-    return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: unknown mesh format %d", path, (int)f);
-}
-
-pm_status pm_volume_read(const char *path, const pm_raw_options *raw, size_t max_memory_bytes,
-                         pm_volume *out)
-{
-    pmi_clear_error();
-    if (!path || !out)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_volume_read: NULL argument");
-    memset(out, 0, sizeof *out);
-    if (raw) return pmi_raw_read(path, raw, max_memory_bytes, out);
-    const char *ext = pmi_extension(path);
-    if (pmi_streq(ext, "nrrd") || pmi_streq(ext, "nhdr"))
-        return pmi_nrrd_read(path, max_memory_bytes, out);
-    if (pmi_streq(ext, "vtk")) return pmi_vtk_read_volume(path, max_memory_bytes, out);
-    return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                     "%s: unknown volume extension '.%s', expected .nrrd, .nhdr or .vtk (or raw "
-                     "options)",
-                     path, ext);
-}
-
-void pm_volume_free(pm_volume *volume)
-{
-    if (!volume) return;
-    free((void *)volume->data);
-    memset(volume, 0, sizeof *volume);
-}
-
-pm_status pm_points_read(const char *path, pm_points_format format, size_t max_memory_bytes,
-                         pm_points *out)
-{
-    pmi_clear_error();
-    if (!path || !out)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_points_read: NULL argument");
-    memset(out, 0, sizeof *out);
-    if (format == PM_POINTS_AUTO) {
-        const char *ext = pmi_extension(path);
-        if (pmi_streq(ext, "ply"))
-            format = PM_POINTS_PLY;
-        else if (pmi_streq(ext, "xyz"))
-            format = PM_POINTS_AUTO; /* text or binary: xyz.c */
-        else if (pmi_streq(ext, "vtk"))
-            format = PM_POINTS_VTK;
-        else
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "%s: unknown point extension '.%s', expected .ply, .xyz or .vtk", path,
-                             ext);
-    }
-    switch (format) {
-    case PM_POINTS_PLY: return pmi_ply_read_points(path, max_memory_bytes, out);
-    case PM_POINTS_VTK: return pmi_vtk_read_points(path, max_memory_bytes, out);
-    case PM_POINTS_AUTO:
-    case PM_POINTS_XYZ_TEXT:
-    case PM_POINTS_XYZ_BINARY: return pmi_xyz_read(path, format, max_memory_bytes, out);
-    }
-    return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: unknown point format %d", path, (int)format);
-}
-
-void pm_points_free(pm_points *points)
-{
-    if (!points) return;
-    free(points->xyz);
-    memset(points, 0, sizeof *points);
-}
-
-/* ------------------------------------------------------------------------ */
-/* gzip                                                                      */
-/* ------------------------------------------------------------------------ */
-
-pm_status pmi_inflate_exact(pmi_reader *r, uint64_t skip, unsigned char *dst, size_t bytes,
-                            const char *declared_by, int allow_more)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (inflateInit2(&z, 15 + 32) != Z_OK)
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot initialise zlib", r->path);
-    unsigned char scratch[4096];
-    uint64_t total = skip + (uint64_t)bytes, produced = 0;
-    pm_status s = PM_STATUS_OK;
-    for (;;) {
-        if (z.avail_in == 0) {
-            size_t n = pmi_reader_peek(r, PMI_READ_BUFFER);
-            if (n == 0) {
-                s = pmi_error(PM_STATUS_PARSE_ERROR,
-                              "%s: byte %llu: gzip data end after %llu of the %llu bytes that "
-                              "%s, or before the gzip trailer (truncated file?)",
-                              r->path, (unsigned long long)pmi_reader_tell(r),
-                              (unsigned long long)(produced > skip ? produced - skip : 0),
-                              (unsigned long long)bytes, declared_by);
-                break;
-            }
-            z.next_in = r->buf + r->pos;
-            z.avail_in = (uInt)n;
-        }
-        unsigned char *out;
-        uint64_t room;
-        if (produced < skip) {
-            out = scratch;
-            room = skip - produced < sizeof scratch ? skip - produced : sizeof scratch;
-        } else if (produced < total) {
-            out = dst + (produced - skip);
-            room = total - produced;
-        } else if (allow_more) {
-            break; /* the rest of the stream is not wanted */
-        } else {
-            out = scratch; /* probe: any further byte is too many */
-            room = 1;
-        }
-        if (room > (1u << 30)) room = 1u << 30;
-        z.next_out = out;
-        z.avail_out = (uInt)room;
-        uInt in_before = z.avail_in;
-        int ret = inflate(&z, Z_NO_FLUSH);
-        r->pos += in_before - z.avail_in;
-        produced += room - z.avail_out;
-        if (produced > total) {
-            s = pmi_error(PM_STATUS_PARSE_ERROR,
-                          "%s: gzip data hold more than the %llu bytes that %s", r->path,
-                          (unsigned long long)bytes, declared_by);
-            break;
-        }
-        if (ret == Z_STREAM_END) {
-            if (produced == total) break;
-            /* Another gzip member may follow. */
-            if (z.avail_in == 0 && pmi_reader_peek(r, 1) == 0) continue; /* reports truncation */
-            inflateReset(&z);
-            continue;
-        }
-        if (ret == Z_BUF_ERROR && z.avail_in == 0) continue;
-        if (ret != Z_OK) {
-            s = pmi_error(PM_STATUS_PARSE_ERROR, "%s: byte %llu: corrupt gzip data: %s", r->path,
-                          (unsigned long long)pmi_reader_tell(r), z.msg ? z.msg : "inflate failed");
-            break;
-        }
-    }
-    inflateEnd(&z);
     return s;
 }

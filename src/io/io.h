@@ -61,6 +61,10 @@ const char *pmi_extension(const char *path);
  * (at most max; further words stay in the last one's tail untouched). */
 int pmi_split(char *s, char **words, int max);
 
+/* A detached data file's path: relative names are relative to the
+ * header's directory (malloc'd; NULL when out of memory). */
+char *pmi_sibling_path(const char *header, const char *name);
+
 int pmi_host_big_endian(void);
 /* Reverses the bytes of each of n elements of elem_size bytes. */
 void pmi_swap_bytes(void *data, size_t n, size_t elem_size);
@@ -116,6 +120,71 @@ void pmi_writer_abort(pmi_writer *w);
  * ascii encoding uses it too). Out-of-range integers are errors. */
 pm_status pmi_read_ascii_samples(pmi_reader *r, pm_sample_type t, void *dst, size_t n);
 
+/* A byte source over a file that may be gzip-compressed (told by its
+ * first two bytes, 1f 8b; concatenated members allowed): reads return the
+ * uncompressed bytes and pos counts them. */
+typedef struct pmi_source {
+    pmi_reader r;
+    int gz;
+    void *z;      /* the z_stream when gz */
+    int ended;    /* the current gzip member has ended */
+    uint64_t pos; /* uncompressed bytes consumed */
+} pmi_source;
+
+pm_status pmi_source_open(pmi_source *s, const char *path);
+void pmi_source_close(pmi_source *s);
+/* Exactly n bytes; an early end is a PARSE_ERROR naming `what`. */
+pm_status pmi_source_read(pmi_source *s, void *dst, size_t n, const char *what);
+pm_status pmi_source_skip(pmi_source *s, uint64_t n, const char *what);
+/* After the last wanted byte: a gzip stream must reach its trailer (a
+ * file cut there is an error); the bytes in between are dropped. */
+pm_status pmi_source_finish(pmi_source *s);
+/* An upper bound of the bytes left (deflate's 1032:1 for gzip), checked
+ * before memory is allocated for what a header declares. */
+uint64_t pmi_source_bound(const pmi_source *s);
+/* Inflates one zlib (or gzip) stream of src_bytes into exactly dst_bytes;
+ * more or fewer is a PARSE_ERROR naming `what`. */
+pm_status pmi_inflate_block(const char *path, const char *what, const unsigned char *src,
+                            size_t src_bytes, unsigned char *dst, size_t dst_bytes);
+
+/* Sample kinds of files, before conversion to a pm_sample_type. */
+typedef enum pmi_kind {
+    PMI_U8,
+    PMI_I8,
+    PMI_U16,
+    PMI_I16,
+    PMI_U32,
+    PMI_I32,
+    PMI_F32,
+    PMI_F64
+} pmi_kind;
+
+size_t pmi_kind_size(pmi_kind k);
+const char *pmi_kind_string(pmi_kind k);
+/* The type samples of kind k become: the same type where the project has
+ * it, f32 for i8, u32 and i32 (exact up to 2^24), f32 (f64 for f64) when
+ * scaled (a rescale slope/intercept that is not the identity). */
+pm_sample_type pmi_kind_target(pmi_kind k, int scaled);
+/* pmi_volume_alloc for samples of kind k: the memory limit covers the
+ * source and its converted copy together. */
+pm_status pmi_volume_alloc_kind(const char *path, const char *where, size_t nx, size_t ny,
+                                size_t nz, pmi_kind kind, int scaled, size_t max_memory_bytes,
+                                uint64_t available, void **data, size_t *bytes);
+/* Converts n samples of kind k (host byte order) at *data to
+ * pmi_kind_target(k, scaled), value * slope + inter when scaled; *data is
+ * replaced (the old block freed) when the type changes. */
+pm_status pmi_samples_convert(const char *path, void **data, size_t n, pmi_kind kind, int scaled,
+                              double slope, double inter, pm_sample_type *type);
+/* Makes v (host data it owns, dims and type set, x fastest) an
+ * axis-aligned grid in world coordinates: axes[a] is the world step of
+ * index axis a and origin the world position of sample (0,0,0). Each index
+ * axis must lie along a distinct world axis (off-axis parts within 1e-4 of
+ * its length); the samples are reordered so that index axis w runs along
+ * world axis w with positive spacing, and spacing and origin are set.
+ * Oblique axes are PM_STATUS_UNSUPPORTED naming `what` and the matrix. */
+pm_status pmi_volume_orient(const char *path, const char *what, const double axes[3][3],
+                            const double origin[3], pm_volume *v);
+
 /* Per-format entry points (one file each). */
 pm_status pmi_ply_write(const char *path, const pm_mesh *mesh, int ascii);
 pm_status pmi_obj_write(const char *path, const pm_mesh *mesh);
@@ -127,6 +196,17 @@ pm_status pmi_raw_read(const char *path, const pm_raw_options *raw, size_t max_m
                        pm_volume *out);
 pm_status pmi_ply_read_points(const char *path, size_t max_memory_bytes, pm_points *out);
 pm_status pmi_vtk_read_points(const char *path, size_t max_memory_bytes, pm_points *out);
+pm_status pmi_inr_read(const char *path, size_t max_memory_bytes, pm_volume *out);
+pm_status pmi_mha_read(const char *path, size_t max_memory_bytes, pm_volume *out);
+pm_status pmi_nifti_read(const char *path, size_t max_memory_bytes, pm_volume *out);
+/* A directory of DICOM slices (dicom.cpp with GDCM; else UNSUPPORTED). */
+pm_status pmi_dicom_read(const char *path, size_t max_memory_bytes, pm_volume *out);
+pm_status pmi_vti_read(const char *path, size_t max_memory_bytes, pm_volume *out);
+pm_status pmi_vtu_read_points(const char *path, size_t max_memory_bytes, pm_points *out);
+pm_status pmi_bgeo_read(const char *path, size_t max_memory_bytes, pm_points *out);
+pm_status pmi_csv_read(const char *path, size_t max_memory_bytes, pm_points *out);
+pm_status pmi_vtp_write(const char *path, const pm_mesh *mesh, int base64);
+pm_status pmi_glb_write(const char *path, const pm_mesh *mesh);
 pm_status pmi_xyz_read(const char *path, pm_points_format format, size_t max_memory_bytes,
                        pm_points *out);
 

@@ -237,7 +237,8 @@ pm_status pm_mesh_read(const char *path, size_t max_memory_bytes, pm_mesh *out)
     if (pmi_streq(ext, "obj")) return pmi_obj_read_mesh(path, max_memory_bytes, out);
     if (pmi_streq(ext, "stl")) return pmi_stl_read_mesh(path, max_memory_bytes, out);
     if (pmi_streq(ext, "vtk")) return pmi_vtk_read_mesh(path, max_memory_bytes, out);
+    if (pmi_streq(ext, "vtp")) return pmi_vtp_read_mesh(path, max_memory_bytes, out);
     return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                     "%s: unknown mesh extension '.%s', expected .ply, .obj, .stl or .vtk", path,
-                     ext);
+                     "%s: unknown mesh extension '.%s', expected .ply, .obj, .stl, .vtk or .vtp",
+                     path, ext);
 }

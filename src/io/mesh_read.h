@@ -59,5 +59,6 @@ pm_status pmi_ply_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *
 pm_status pmi_obj_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *out);
 pm_status pmi_stl_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *out);
 pm_status pmi_vtk_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *out);
+pm_status pmi_vtp_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *out);
 
 #endif

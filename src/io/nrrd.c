@@ -235,17 +235,80 @@ static pm_status parse_header(pmi_reader *r, nrrd_header *h, int *attached)
     }
 }
 
-/* The detached data file's path: relative names are relative to the
- * header's directory. */
-static char *data_path(const char *header, const char *name)
+/* The samples after the header (and any line skip), in the header's
+ * encoding, into *data (allocated here). */
+static pm_status read_data(pmi_reader *r, const nrrd_header *h, const size_t dims[3],
+                           size_t max_memory_bytes, void **data, size_t *bytes)
 {
-    const char *slash = strrchr(header, '/');
-    size_t dir = name[0] == '/' || !slash ? 0 : (size_t)(slash - header) + 1;
-    char *p = malloc(dir + strlen(name) + 1);
-    if (!p) return NULL;
-    memcpy(p, header, dir);
-    strcpy(p + dir, name);
-    return p;
+    const char *path = r->path;
+    size_t esize = pm_sample_size(h->type);
+    pm_status s = PM_STATUS_OK;
+    if (h->encoding == 0) {
+        if (h->byte_skip == -1) {
+            /* The data are the last bytes of the file. */
+            size_t need;
+            if (!pmi_mul3_size(dims[0], dims[1], dims[2], &need) ||
+                !pmi_mul_size(need, esize, &need) || need > pmi_reader_remaining(r)) {
+                s = pmi_error(PM_STATUS_PARSE_ERROR,
+                              "%s: byte skip -1: the data of %zu x %zu x %zu %s samples do not fit "
+                              "in the %llu bytes of the file",
+                              r->path, dims[0], dims[1], dims[2], pm_sample_type_string(h->type),
+                              (unsigned long long)pmi_reader_remaining(r));
+                return s;
+            }
+            s = pmi_skip_bytes(r, pmi_reader_remaining(r) - need, "byte skip");
+        } else {
+            s = pmi_skip_bytes(r, (uint64_t)h->byte_skip, "byte skip");
+        }
+        if (s == PM_STATUS_OK)
+            s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h->type,
+                                 max_memory_bytes, pmi_reader_remaining(r), data, bytes);
+        if (s == PM_STATUS_OK) s = pmi_read_bytes(r, *data, *bytes, "raw sample data");
+    } else if (h->encoding == 1) {
+        if (h->byte_skip < 0) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: 'byte skip: -1' is only defined for raw encoding", path);
+            return s;
+        }
+        /* Deflate expands at most about 1032:1, which bounds what a small
+         * file can honestly declare before anything is allocated. */
+        uint64_t rem = pmi_reader_remaining(r), limit;
+        if (__builtin_mul_overflow(rem, (uint64_t)1032, &limit)) limit = UINT64_MAX;
+        limit = limit > UINT64_MAX - 4096 ? UINT64_MAX : limit + 4096;
+        if (limit >= (uint64_t)h->byte_skip)
+            limit -= (uint64_t)h->byte_skip;
+        else
+            limit = 0;
+        size_t need;
+        if (pmi_mul3_size(dims[0], dims[1], dims[2], &need) && pmi_mul_size(need, esize, &need) &&
+            need > limit) {
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: sizes: %zu x %zu x %zu %s samples need %zu bytes, but %llu bytes "
+                          "of gzip data cannot expand to that (deflate expands at most 1032:1)",
+                          r->path, dims[0], dims[1], dims[2], pm_sample_type_string(h->type), need,
+                          (unsigned long long)rem);
+            return s;
+        }
+        s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h->type, max_memory_bytes,
+                             UINT64_MAX, data, bytes);
+        if (s == PM_STATUS_OK)
+            s = pmi_inflate_exact(r, (uint64_t)h->byte_skip, *data, *bytes,
+                                  "'sizes' and 'type' declare", 0);
+    } else {
+        if (h->byte_skip > 0) s = pmi_skip_bytes(r, (uint64_t)h->byte_skip, "byte skip");
+        uint64_t rem = pmi_reader_remaining(r);
+        size_t cells;
+        if (s == PM_STATUS_OK && pmi_mul3_size(dims[0], dims[1], dims[2], &cells) &&
+            cells > rem / 2 + 1)
+            s = pmi_error(PM_STATUS_PARSE_ERROR,
+                          "%s: %zu x %zu x %zu ascii samples cannot fit in the %llu bytes left",
+                          r->path, dims[0], dims[1], dims[2], (unsigned long long)rem);
+        if (s == PM_STATUS_OK)
+            s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h->type,
+                                 max_memory_bytes, UINT64_MAX, data, bytes);
+        if (s == PM_STATUS_OK) s = pmi_read_ascii_samples(r, h->type, *data, *bytes / esize);
+    }
+    return s;
 }
 
 pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *out)
@@ -311,7 +374,7 @@ pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *ou
         goto done;
     }
     if (h.data_file) {
-        if (!(dpath = data_path(path, h.data_file))) {
+        if (!(dpath = pmi_sibling_path(path, h.data_file))) {
             s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
             goto done;
         }
@@ -343,72 +406,8 @@ pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *ou
             goto done;
         }
     }
-    size_t bytes, esize = pm_sample_size(h.type);
-    if (h.encoding == 0) {
-        if (h.byte_skip == -1) {
-            /* The data are the last bytes of the file. */
-            size_t need;
-            if (!pmi_mul3_size(dims[0], dims[1], dims[2], &need) ||
-                !pmi_mul_size(need, esize, &need) || need > pmi_reader_remaining(r)) {
-                s = pmi_error(PM_STATUS_PARSE_ERROR,
-                              "%s: byte skip -1: the data of %zu x %zu x %zu %s samples do not fit "
-                              "in the %llu bytes of the file",
-                              r->path, dims[0], dims[1], dims[2], pm_sample_type_string(h.type),
-                              (unsigned long long)pmi_reader_remaining(r));
-                goto done;
-            }
-            s = pmi_skip_bytes(r, pmi_reader_remaining(r) - need, "byte skip");
-        } else {
-            s = pmi_skip_bytes(r, (uint64_t)h.byte_skip, "byte skip");
-        }
-        if (s == PM_STATUS_OK)
-            s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h.type,
-                                 max_memory_bytes, pmi_reader_remaining(r), &data, &bytes);
-        if (s == PM_STATUS_OK) s = pmi_read_bytes(r, data, bytes, "raw sample data");
-    } else if (h.encoding == 1) {
-        if (h.byte_skip < 0) {
-            s = pmi_error(PM_STATUS_PARSE_ERROR,
-                          "%s: 'byte skip: -1' is only defined for raw encoding", path);
-            goto done;
-        }
-        /* Deflate expands at most about 1032:1, which bounds what a small
-         * file can honestly declare before anything is allocated. */
-        uint64_t rem = pmi_reader_remaining(r), limit;
-        if (__builtin_mul_overflow(rem, (uint64_t)1032, &limit)) limit = UINT64_MAX;
-        limit = limit > UINT64_MAX - 4096 ? UINT64_MAX : limit + 4096;
-        if (limit >= (uint64_t)h.byte_skip)
-            limit -= (uint64_t)h.byte_skip;
-        else
-            limit = 0;
-        size_t need;
-        if (pmi_mul3_size(dims[0], dims[1], dims[2], &need) && pmi_mul_size(need, esize, &need) &&
-            need > limit) {
-            s = pmi_error(PM_STATUS_PARSE_ERROR,
-                          "%s: sizes: %zu x %zu x %zu %s samples need %zu bytes, but %llu bytes "
-                          "of gzip data cannot expand to that (deflate expands at most 1032:1)",
-                          r->path, dims[0], dims[1], dims[2], pm_sample_type_string(h.type), need,
-                          (unsigned long long)rem);
-            goto done;
-        }
-        s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h.type, max_memory_bytes,
-                             UINT64_MAX, &data, &bytes);
-        if (s == PM_STATUS_OK)
-            s = pmi_inflate_exact(r, (uint64_t)h.byte_skip, data, bytes,
-                                  "'sizes' and 'type' declare", 0);
-    } else {
-        if (h.byte_skip > 0) s = pmi_skip_bytes(r, (uint64_t)h.byte_skip, "byte skip");
-        uint64_t rem = pmi_reader_remaining(r);
-        size_t cells;
-        if (s == PM_STATUS_OK && pmi_mul3_size(dims[0], dims[1], dims[2], &cells) &&
-            cells > rem / 2 + 1)
-            s = pmi_error(PM_STATUS_PARSE_ERROR,
-                          "%s: %zu x %zu x %zu ascii samples cannot fit in the %llu bytes left",
-                          r->path, dims[0], dims[1], dims[2], (unsigned long long)rem);
-        if (s == PM_STATUS_OK)
-            s = pmi_volume_alloc(r->path, "sizes", dims[0], dims[1], dims[2], h.type,
-                                 max_memory_bytes, UINT64_MAX, &data, &bytes);
-        if (s == PM_STATUS_OK) s = pmi_read_ascii_samples(r, h.type, data, bytes / esize);
-    }
+    size_t bytes = 0, esize = pm_sample_size(h.type);
+    s = read_data(r, &h, dims, max_memory_bytes, &data, &bytes);
     if (s != PM_STATUS_OK) goto done;
     if (h.encoding != 2 && esize > 1 && h.big_endian != pmi_host_big_endian())
         pmi_swap_bytes(data, bytes / esize, esize);

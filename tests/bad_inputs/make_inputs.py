@@ -72,6 +72,71 @@ case("vtk_points_trunc.vtk", (vtkp % 20).encode() + b"".join(struct.pack(">fff",
 case("vtk_points_huge.vtk", (vtkp % 4000000000).encode() + b"\0" * 24, "reconstruct")
 case("vtk_points_nan.vtk", (vtkp % 2).encode() + struct.pack(">fff", 0, 0, 0) + struct.pack(">fff", 0, 0, float("nan")), "reconstruct", "1")
 
+# The medical and VTK XML formats: truncations, hostile headers, refusals.
+import zlib
+def nii1(dims=(3, 4, 4, 4, 1, 1, 1, 1), datatype=16, bitpix=32, vox=352.0, magic=b"n+1\0", sform=None):
+    h = bytearray(352)
+    struct.pack_into("<i", h, 0, 348)
+    struct.pack_into("<8h", h, 40, *dims)
+    struct.pack_into("<hh", h, 70, datatype, bitpix)
+    struct.pack_into("<8f", h, 76, 1, 1, 1, 1, 1, 1, 1, 1)
+    struct.pack_into("<f", h, 108, vox)
+    if sform:
+        struct.pack_into("<h", h, 254, 1)
+        struct.pack_into("<12f", h, 280, *sform)
+    h[344:348] = magic
+    return bytes(h)
+good_nii = nii1() + raw
+for cut in [0, 3, 100, 347, 351, len(good_nii) - 1]:
+    case("nii_trunc_%d.nii" % cut, good_nii[:cut], "isosurface")
+case("nii_gz_trunc.nii.gz", gzip.compress(good_nii)[:-6], "isosurface", "gzip")
+case("nii_huge_dims.nii", nii1(dims=(3, 32767, 32767, 32767, 1, 1, 1, 1)) + raw, "isosurface")
+case("nii_negative_dims.nii", nii1(dims=(3, 4, -4, 4, 1, 1, 1, 1)) + raw, "isosurface", "dim[2]")
+case("nii_time_series.nii", nii1(dims=(4, 4, 4, 2, 2, 1, 1, 1)) + raw, "isosurface", "dim[4]")
+case("nii_complex.nii", nii1(datatype=32, bitpix=64) + raw, "isosurface", "datatype 32")
+case("nii_bad_vox_offset.nii", nii1(vox=-5.0) + raw, "isosurface", "vox_offset")
+case("nii_bad_magic.nii", nii1(magic=b"xyz\0") + raw, "isosurface", "magic")
+case("nii_oblique.nii", nii1(sform=(0.8, 0.6, 0, 0, -0.6, 0.8, 0, 0, 0, 0, 1, 0)) + raw, "isosurface", "oblique")
+mha = "ObjectType = Image\nNDims = 3\nDimSize = %s\nElementType = %s\n%sElementDataFile = %s\n"
+case("mha_trunc.mha", (mha % ("4 4 4", "MET_FLOAT", "", "LOCAL")).encode() + raw[:100], "isosurface")
+case("mha_huge.mha", (mha % ("100000 100000 100000", "MET_FLOAT", "", "LOCAL")).encode() + raw, "isosurface")
+case("mha_type.mha", (mha % ("4 4 4", "MET_QUATERNION", "", "LOCAL")).encode() + raw, "isosurface", "ElementType")
+case("mha_no_data_line.mha", "ObjectType = Image\nNDims = 3\nDimSize = 4 4 4\n", "isosurface", "ElementDataFile")
+case("mha_missing_file.mhd", mha % ("4 4 4", "MET_FLOAT", "", "nowhere.raw"), "isosurface", "ElementDataFile")
+case("mha_zlib_garbage.mha", (mha % ("4 4 4", "MET_FLOAT", "CompressedData = True\n", "LOCAL")).encode() + b"\x78\x9c" + bytes(range(100)), "isosurface")
+case("mha_zlib_bomb.mha", (mha % ("4 4 4", "MET_FLOAT", "CompressedData = True\n", "LOCAL")).encode() + zlib.compress(raw * 100), "isosurface")
+case("mha_oblique.mha", (mha % ("4 4 4", "MET_FLOAT", "TransformMatrix = 0.8 0.6 0 -0.6 0.8 0 0 0 1\n", "LOCAL")).encode() + raw, "isosurface", "oblique")
+def inr(fields, data=b""):
+    h = ("#INRIMAGE-4#{\n" + fields).encode()
+    return h + b"\n" * (252 - len(h)) + b"##}\n" + data
+inr_ok = "XDIM=4\nYDIM=4\nZDIM=4\nVDIM=1\nTYPE=float\nPIXSIZE=32 bits\nCPU=decm\n"
+case("inr_trunc.inr", inr(inr_ok, raw[:200]), "isosurface")
+case("inr_no_end.inr", b"#INRIMAGE-4#{\n" + b"XDIM=4\n" * 3000, "isosurface", "##}")
+case("inr_huge.inr", inr(inr_ok.replace("XDIM=4", "XDIM=99999999999"), raw), "isosurface")
+case("inr_vector.inr", inr(inr_ok.replace("VDIM=1", "VDIM=3"), raw * 3), "isosurface", "VDIM")
+case("inr_gz_trunc.inr.gz", gzip.compress(inr(inr_ok, raw))[:-10], "isosurface")
+def vti(body, tail=b"</VTKFile>\n"):
+    return ('<?xml version="1.0"?>\n<VTKFile type="ImageData" byte_order="LittleEndian">\n<ImageData WholeExtent="0 3 0 3 0 3" Origin="0 0 0" Spacing="1 1 1">\n<Piece Extent="0 3 0 3 0 3">\n<PointData>\n%s\n</PointData>\n</Piece>\n</ImageData>\n' % body).encode() + tail
+case("vti_trunc.vti", vti('<DataArray type="Float32" Name="s" format="ascii">1 2 3</DataArray>', b""), "isosurface", "VTKFile")
+case("vti_short_ascii.vti", vti('<DataArray type="Float32" Name="s" format="ascii">1 2 3</DataArray>'), "isosurface", "ASCII")
+case("vti_bad_base64.vti", vti('<DataArray type="Float32" Name="s" format="binary">QUJD$$$$</DataArray>'), "isosurface")
+case("vti_bad_offset.vti", vti('<DataArray type="Float32" Name="s" format="appended" offset="99999"/>').replace(b"</VTKFile>", b'<AppendedData encoding="raw">\n_AAAA\n</AppendedData>\n</VTKFile>'), "isosurface", "offset")
+case("vti_lz4.vti", vti('<DataArray type="Float32" Name="s" format="binary">AAAA</DataArray>').replace(b'byte_order', b'compressor="vtkLZ4DataCompressor" byte_order'), "isosurface", "vtkLZ4DataCompressor")
+vtu = '<?xml version="1.0"?>\n<VTKFile type="UnstructuredGrid" byte_order="LittleEndian">\n<UnstructuredGrid>\n<Piece NumberOfPoints="%s" NumberOfCells="0">\n<Points>\n<DataArray type="Float32" NumberOfComponents="3" format="ascii">%s</DataArray>\n</Points>\n</Piece>\n</UnstructuredGrid>\n</VTKFile>\n'
+case("vtu_count.vtu", vtu % ("1000000000000", "0 0 0"), "reconstruct")
+case("vtu_nan.vtu", vtu % ("2", "0 0 0 nan 1 1"), "reconstruct", "1")
+case("vtu_junk.vtu", vtu % ("2", "0 0 0 1 x 1"), "reconstruct")
+bgeo_h = b"BgeoV" + struct.pack(">9i", 5, 20, 0, 0, 0, 0, 0, 0, 0)
+case("bgeo_trunc.bgeo", bgeo_h + b"\0" * 100, "reconstruct")
+case("bgeo_huge.bgeo", b"BgeoV" + struct.pack(">9i", 5, 2000000000, 0, 0, 0, 0, 0, 0, 0), "reconstruct")
+case("bgeo_negative.bgeo", b"BgeoV" + struct.pack(">9i", 5, -1, 0, 0, 0, 0, 0, 0, 0), "reconstruct")
+case("bgeo_json.bgeo", b"\x7fNSJb" + b"\0" * 32, "reconstruct", "JSON")
+case("bgeo_version.bgeo", b"BgeoV" + struct.pack(">9i", 4, 1, 0, 0, 0, 0, 0, 0, 0), "reconstruct", "version")
+case("bgeo_attr_type.bgeo", b"BgeoV" + struct.pack(">9i", 5, 1, 0, 0, 0, 1, 0, 0, 0) + struct.pack(">H1sHi", 1, b"v", 1, 9), "reconstruct", "type 9")
+case("csv_junk.csv", "x,y,z\n0,0,0\n1,one,1\n", "reconstruct", "line 3")
+case("csv_two_columns.csv", "1,2\n3,4\n", "reconstruct", "3")
+case("csv_nan.csv", "0,0,0\nnan,1,1\n", "reconstruct", "1")
+
 with open(os.path.join(d, "cases.tsv"), "w") as f:
     for c in cases:
         f.write("\t".join(c) + "\n")
