@@ -1,0 +1,657 @@
+/* Loop subdivision (Loop 1987) as a stream of triangles, adaptive by
+ * filtering finished triangles out of the stream at each level (Horn 2005,
+ * GPU Gems 2 ch. 36), closed by red-green triangulation (Seeger et al.
+ * 2001). Every per-element step of the algorithm is here once, compiled by
+ * gcc (src/cpu/subdivide.c) and nvcc (src/cuda/subdivide.cu), so the
+ * backends compute the same bits (both build without contraction): the
+ * backends only run pmi_loop_step over index ranges; the level loop is in
+ * src/core/subdivide.c. docs/subdivide.md states the rules. Internal. */
+#ifndef PM_CORE_LOOP_RULES_H
+#define PM_CORE_LOOP_RULES_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define PMI_LHD static __host__ __device__ __forceinline__
+#else
+#define PMI_LHD static inline
+#endif
+
+/* Twin of a half-edge on the boundary; start corner of a vertex that
+ * never moves (non-manifold, unused, or frozen by a finished triangle). */
+#define PMI_LOOP_NONE 0xFFFFFFFFu
+/* Twin of a half-edge whose neighbour triangle has left the stream. */
+#define PMI_LOOP_FROZEN 0xFFFFFFFEu
+/* The largest stream: its half-edge indices stay below PMI_LOOP_FROZEN. */
+#define PMI_LOOP_MAX_TRIANGLES 1431655764u
+
+/* The steps, each run over an index range by a backend's subdivide_step. */
+enum pmi_loop_step_id {
+    PMI_LOOP_CHECK_TRI = 0, /* per triangle: indices in range, no repeated vertex */
+    PMI_LOOP_CSR_COUNT,     /* per corner: count[v]++ */
+    PMI_LOOP_CSR_FILL,      /* per corner: list[off[v] + cursor[v]++] = corner */
+    PMI_LOOP_CSR_SORT,      /* per vertex: sort its corner list */
+    PMI_LOOP_TWIN,          /* per half-edge: the twin by the vertex lists */
+    PMI_LOOP_VSTART,        /* per vertex: first corner, or NONE if not a disc */
+    PMI_LOOP_CSR_NORMAL,    /* per vertex: normal over its corner list */
+    PMI_LOOP_WALK_NORMAL,   /* per corner that starts its vertex: criterion normal */
+    PMI_LOOP_SPLIT,         /* per half-edge: split flag and owner flag (u32) */
+    PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
+    PMI_LOOP_EVEN,          /* per corner that starts its vertex: the even rule */
+    PMI_LOOP_ODD,           /* per half-edge that owns a split edge: the odd rule */
+    PMI_LOOP_EMIT,          /* per triangle: finished/green output, red children */
+    PMI_LOOP_COPY_U32,      /* per element: dst[i] = src[i] */
+    PMI_LOOP_ZERO_U32,      /* per element: dst[i] = 0 */
+    PMI_LOOP_NUM_STEPS
+};
+
+/* Everything a step reads or writes (context memory), by value. */
+typedef struct pmi_loop_args {
+    /* the working stream */
+    uint32_t n;      /* triangles */
+    uint32_t *tri;   /* 3n vertex indices */
+    uint32_t *twin;  /* 3n twins (NONE, FROZEN) */
+    uint8_t *split;  /* 3n */
+    uint32_t *owner; /* 3n: owner flags, scanned in place into edge numbers */
+    uint32_t *emit;  /* n: emitted triangles, scanned into offsets */
+    uint32_t *red;   /* n: red flags, scanned in place into child offsets / 4 */
+    /* the next stream */
+    uint32_t *tri_next, *twin_next;
+    /* output triangles of this level (3 indices each) */
+    uint32_t *out_tri;
+    /* vertices: nv now; the arrays for nv + edges (new) and the old ones */
+    uint32_t nv;
+    const float *pos;     /* 3nv, read */
+    float *pos_new;       /* 3(nv + edges), written (the first 3nv copied in) */
+    float *nrm;           /* criterion normals 3(nv + edges) or NULL */
+    float *weight;        /* 1 per vertex (nv + edges) or NULL */
+    uint32_t *vstart;     /* nv: the corner each vertex is walked from (read) */
+    uint32_t *vstart_new; /* nv + edges: the next stream's (first nv copied in) */
+    /* adaptive criteria: squared length limit (0 = off), cosine limit, and
+     * whether any criterion is set; last: no split at this level */
+    double max_edge2;
+    double max_angle; /* radians (0 = off) */
+    int adaptive;
+    int last;
+    /* vertex -> corner lists */
+    uint32_t *count, *offset, *list;
+    /* the mesh whose normals PMI_LOOP_CSR_NORMAL computes */
+    const float *npos;
+    const uint32_t *ntri;
+    float *nout;
+    /* first failure: (kind << 56) | index, kept by atomic minimum */
+    unsigned long long *error;
+    /* copies */
+    uint32_t *dst;
+    const uint32_t *src;
+} pmi_loop_args;
+
+/* Failure kinds, in the order they are checked. */
+#define PMI_LOOP_ERR_INDEX 1ull
+#define PMI_LOOP_ERR_REPEAT 2ull
+#define PMI_LOOP_ERR_NONMANIFOLD 3ull
+#define PMI_LOOP_ERR_WALK 4ull
+#define PMI_LOOP_ERR_NONE 0xFFFFFFFFFFFFFFFFull
+
+PMI_LHD unsigned pmi_loop_atomic_inc(uint32_t *p)
+{
+#ifdef __CUDA_ARCH__
+    return atomicAdd((unsigned int *)p, 1u);
+#else
+    return __atomic_fetch_add(p, 1u, __ATOMIC_RELAXED);
+#endif
+}
+
+PMI_LHD void pmi_loop_atomic_min(unsigned long long *p, unsigned long long v)
+{
+#ifdef __CUDA_ARCH__
+    atomicMin(p, v);
+#else
+    unsigned long long cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < cur &&
+           !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+#endif
+}
+
+/* cos(x) for x in [0, pi] by its Taylor series in plain arithmetic (terms to
+ * x^30, below 1e-17 at pi), so gcc and nvcc agree to the bit; the library
+ * cos of each side may not. */
+PMI_LHD double pmi_loop_cos(double x)
+{
+    double x2 = x * x, term = 1.0, sum = 1.0;
+    for (int k = 1; k <= 15; k++) {
+        term = -term * x2 / (double)((2 * k - 1) * (2 * k));
+        sum += term;
+    }
+    return sum;
+}
+
+/* Loop's smooth vertex mask for valence n (Loop's original beta, as
+ * OpenSubdiv's Sdc::Scheme<SCHEME_LOOP>): each neighbour
+ * ew = (5/8 - (3/8 + cos(2 pi / n) / 4)^2) / n, the vertex 1 - n ew;
+ * exactly 1/16 and 5/8 at n = 6. */
+PMI_LHD void pmi_loop_weights(uint32_t n, double *vw, double *ew)
+{
+    if (n == 6) {
+        *ew = 0.0625;
+        *vw = 0.625;
+        return;
+    }
+    const double dn = (double)n;
+    const double inv = 1.0 / dn;
+    const double c = pmi_loop_cos(6.283185307179586476925 * inv);
+    const double b = 0.25 * c + 0.375;
+    *ew = (0.625 - b * b) * inv;
+    *vw = 1.0 - *ew * dn;
+}
+
+/* The corner of triangle t holding vertex v (the caller knows it is there). */
+PMI_LHD uint32_t pmi_loop_corner(const uint32_t *tri, uint32_t t, uint32_t v)
+{
+    return tri[3 * t] == v ? 0u : (tri[3 * t + 1] == v ? 1u : 2u);
+}
+
+/* Area-weighted normal of triangle t (its own winding), in double. */
+PMI_LHD void pmi_loop_face_normal(const float *pos, const uint32_t *tri, uint64_t t, double n[3])
+{
+    const float *p0 = pos + 3 * (size_t)tri[3 * t];
+    const float *p1 = pos + 3 * (size_t)tri[3 * t + 1];
+    const float *p2 = pos + 3 * (size_t)tri[3 * t + 2];
+    double e1[3], e2[3];
+    for (int a = 0; a < 3; a++) {
+        e1[a] = (double)p1[a] - (double)p0[a];
+        e2[a] = (double)p2[a] - (double)p0[a];
+    }
+    n[0] = e1[1] * e2[2] - e1[2] * e2[1];
+    n[1] = e1[2] * e2[0] - e1[0] * e2[2];
+    n[2] = e1[0] * e2[1] - e1[1] * e2[0];
+}
+
+/* Normalises a double vector into floats (0 stays 0). */
+PMI_LHD void pmi_loop_store_unit(const double s[3], float *out)
+{
+    double len2 = s[0] * s[0] + s[1] * s[1] + s[2] * s[2];
+    if (len2 > 0.0) {
+        double inv = 1.0 / sqrt(len2);
+        for (int a = 0; a < 3; a++)
+            out[a] = (float)(s[a] * inv);
+    } else {
+        out[0] = out[1] = out[2] = 0.0f;
+    }
+}
+
+/* The far end of half-edge h from vertex v. */
+PMI_LHD uint32_t pmi_loop_far(const uint32_t *tri, uint32_t h, uint32_t v)
+{
+    uint32_t t = h / 3, k = h % 3;
+    uint32_t a = tri[h], b = tri[3 * t + (k + 1) % 3];
+    return a == v ? b : a;
+}
+
+/* The other half-edge at vertex v in the triangle of half-edge h. */
+PMI_LHD uint32_t pmi_loop_other_at(const uint32_t *tri, uint32_t h, uint32_t v)
+{
+    uint32_t t = h / 3, k = pmi_loop_corner(tri, t, v);
+    uint32_t out = 3 * t + k, in = 3 * t + (k + 2) % 3;
+    return h == out ? in : out;
+}
+
+/* What a walk around a vertex's fan found. */
+typedef struct pmi_loop_ring {
+    uint32_t faces; /* triangles visited */
+    uint32_t neighbours;
+    int boundary;     /* the fan is open (two boundary edges) */
+    int frozen;       /* the fan leaves the stream: the vertex stays */
+    int any_split;    /* an incident edge splits */
+    uint32_t b0, b1;  /* boundary neighbours */
+    double sum[3];    /* neighbours' positions, in walk order */
+    double normal[3]; /* face normals, in walk order */
+} pmi_loop_ring;
+
+/* Walks the fan of the vertex at corner c: first across the edge entering
+ * the corner, triangle by triangle, until it closes or meets the boundary,
+ * then (open fans) the other way from c. Orientation-agnostic: each step
+ * finds the vertex in the next triangle. Returns 0 when the walk exceeds
+ * `cap` steps (a corrupt structure). */
+PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_t *split,
+                          uint32_t c, uint32_t cap, pmi_loop_ring *r)
+{
+    const uint32_t *tri = a->tri, *twin = a->twin;
+    const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
+    const uint32_t A0 = c, B0 = 3 * t0 + (k0 + 2) % 3;
+    r->faces = r->neighbours = 0;
+    r->boundary = r->frozen = r->any_split = 0;
+    r->b0 = r->b1 = v;
+    for (int i = 0; i < 3; i++)
+        r->sum[i] = r->normal[i] = 0.0;
+    if (split) r->any_split = split[A0];
+    uint32_t B = B0, t = t0;
+    for (uint32_t steps = 0;; steps++) {
+        if (steps > cap) return 0;
+        double fn[3];
+        pmi_loop_face_normal(pos, tri, t, fn);
+        uint32_t y = pmi_loop_far(tri, B, v);
+        for (int i = 0; i < 3; i++) {
+            r->normal[i] += fn[i];
+            r->sum[i] += (double)pos[3 * (size_t)y + i];
+        }
+        r->faces++;
+        r->neighbours++;
+        if (split && split[B]) r->any_split = 1;
+        uint32_t tw = twin[B];
+        if (tw == PMI_LOOP_FROZEN) {
+            r->frozen = 1;
+            return 1;
+        }
+        if (tw == PMI_LOOP_NONE) {
+            r->b1 = y;
+            r->boundary = 1;
+            break;
+        }
+        if (tw == A0) return 1; /* closed */
+        B = pmi_loop_other_at(tri, tw, v);
+        t = tw / 3;
+    }
+    /* Open fan: the neighbour on A0, then on across A edges. */
+    uint32_t A = A0;
+    uint32_t x = pmi_loop_far(tri, A0, v);
+    for (int i = 0; i < 3; i++)
+        r->sum[i] += (double)pos[3 * (size_t)x + i];
+    r->neighbours++;
+    for (uint32_t steps = 0;; steps++) {
+        if (steps > cap) return 0;
+        uint32_t tw = twin[A];
+        if (tw == PMI_LOOP_FROZEN) {
+            r->frozen = 1;
+            return 1;
+        }
+        if (tw == PMI_LOOP_NONE) {
+            r->b0 = pmi_loop_far(tri, A, v);
+            return 1;
+        }
+        A = pmi_loop_other_at(tri, tw, v);
+        t = tw / 3;
+        double fn[3];
+        pmi_loop_face_normal(pos, tri, t, fn);
+        uint32_t y = pmi_loop_far(tri, A, v);
+        for (int i = 0; i < 3; i++) {
+            r->normal[i] += fn[i];
+            r->sum[i] += (double)pos[3 * (size_t)y + i];
+        }
+        r->faces++;
+        r->neighbours++;
+        if (split && split[A]) r->any_split = 1;
+    }
+}
+
+/* Whether edge (u, w) meets the split criterion: with no criterion set every
+ * edge splits; else the larger of the two vertex weights w_e (1 without
+ * weights) must be > 0 and, with no length or angle limit, the edge splits;
+ * otherwise it splits when |u - w| * w_e > max_edge or when the angle
+ * between the ends' normals times w_e exceeds max_angle. */
+PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t u, uint32_t w)
+{
+    if (!a->adaptive) return 1;
+    double we = 1.0;
+    if (a->weight) {
+        double wu = (double)a->weight[u], ww = (double)a->weight[w];
+        we = wu > ww ? wu : ww;
+        if (!(we > 0.0)) return 0;
+    }
+    if (a->max_edge2 == 0.0 && a->max_angle == 0.0) return 1;
+    if (a->max_edge2 > 0.0) {
+        double d2 = 0.0;
+        for (int i = 0; i < 3; i++) {
+            double d = (double)a->pos[3 * (size_t)u + i] - (double)a->pos[3 * (size_t)w + i];
+            d2 += d * d;
+        }
+        if (d2 * (we * we) > a->max_edge2) return 1;
+    }
+    if (a->max_angle > 0.0 && a->nrm) {
+        double lim = a->max_angle / we; /* the angle above which the edge splits */
+        if (lim < 3.141592653589793) {
+            double dot = 0.0;
+            for (int i = 0; i < 3; i++)
+                dot += (double)a->nrm[3 * (size_t)u + i] * (double)a->nrm[3 * (size_t)w + i];
+            if (dot < pmi_loop_cos(lim)) return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the steps --------------------------------------------------------- */
+
+PMI_LHD void pmi_loop_check_tri(const pmi_loop_args *a, uint32_t t)
+{
+    uint32_t v0 = a->tri[3 * t], v1 = a->tri[3 * t + 1], v2 = a->tri[3 * t + 2];
+    if (v0 >= a->nv || v1 >= a->nv || v2 >= a->nv)
+        pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_INDEX << 56) | t);
+    else if (v0 == v1 || v1 == v2 || v0 == v2)
+        pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_REPEAT << 56) | t);
+}
+
+/* The twin of half-edge h = (u -> w): the other half-edge on {u, w} found in
+ * u's corner list; two or more others make the edge non-manifold. */
+PMI_LHD void pmi_loop_twin(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t *tri = a->tri;
+    const uint32_t t = h / 3, k = h % 3;
+    const uint32_t u = tri[h], w = tri[3 * t + (k + 1) % 3];
+    uint32_t found = PMI_LOOP_NONE, matches = 0;
+    for (uint32_t i = a->offset[u], e = a->offset[u] + a->count[u]; i < e; i++) {
+        uint32_t c = a->list[i], t2 = c / 3, k2 = c % 3;
+        if (t2 == t) continue;
+        if (tri[3 * t2 + (k2 + 1) % 3] == w) {
+            found = c; /* u -> w */
+            matches++;
+        } else if (tri[3 * t2 + (k2 + 2) % 3] == w) {
+            found = 3 * t2 + (k2 + 2) % 3; /* w -> u */
+            matches++;
+        }
+    }
+    a->twin[h] = matches == 1 ? found : PMI_LOOP_NONE;
+    if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | h);
+}
+
+/* A vertex starts from its first corner; a vertex whose fan does not cover
+ * all its corners (two fans meeting at it) never moves, as unused ones. */
+PMI_LHD void pmi_loop_vstart(const pmi_loop_args *a, uint32_t v)
+{
+    uint32_t deg = a->count[v];
+    if (deg == 0) {
+        a->vstart[v] = PMI_LOOP_NONE;
+        return;
+    }
+    uint32_t c = a->list[a->offset[v]];
+    pmi_loop_ring r;
+    if (!pmi_loop_walk(a, a->pos, NULL, c, deg + 1, &r) || r.faces != deg) {
+        a->vstart[v] = PMI_LOOP_NONE;
+        return;
+    }
+    a->vstart[v] = c;
+}
+
+PMI_LHD void pmi_loop_csr_sort(const pmi_loop_args *a, uint32_t v)
+{
+    uint32_t *l = a->list + a->offset[v];
+    uint32_t n = a->count[v];
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t x = l[i], j = i;
+        while (j > 0 && l[j - 1] > x) {
+            l[j] = l[j - 1];
+            j--;
+        }
+        l[j] = x;
+    }
+}
+
+/* The output normal: the normalised sum of the area-weighted normals of
+ * the vertex's triangles in increasing triangle order. */
+PMI_LHD void pmi_loop_csr_normal(const pmi_loop_args *a, uint32_t v)
+{
+    double s[3] = {0.0, 0.0, 0.0};
+    for (uint32_t i = a->offset[v], e = a->offset[v] + a->count[v]; i < e; i++) {
+        double fn[3];
+        pmi_loop_face_normal(a->npos, a->ntri, a->list[i] / 3, fn);
+        for (int j = 0; j < 3; j++)
+            s[j] += fn[j];
+    }
+    pmi_loop_store_unit(s, a->nout + 3 * (size_t)v);
+}
+
+PMI_LHD void pmi_loop_walk_normal(const pmi_loop_args *a, uint32_t c)
+{
+    uint32_t v = a->tri[c];
+    if (a->vstart[v] != c) return;
+    pmi_loop_ring r;
+    if (!pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, &r)) {
+        pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+        return;
+    }
+    if (!r.frozen) pmi_loop_store_unit(r.normal, a->nrm + 3 * (size_t)v);
+}
+
+/* Split flag of h: the criterion, never on the last level nor across the
+ * stream's edge. The owner (the lower half-edge of a split edge) numbers it. */
+PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t t = h / 3, k = h % 3, tw = a->twin[h];
+    int s = 0;
+    if (!a->last && tw != PMI_LOOP_FROZEN)
+        s = pmi_loop_wants_split(a, a->tri[h], a->tri[3 * t + (k + 1) % 3]);
+    a->split[h] = (uint8_t)s;
+    a->owner[h] = (uint32_t)(s && (tw == PMI_LOOP_NONE || h < tw));
+}
+
+/* 0 split edges: finished (1 emitted); 3: red (4 children stay); 1 or 2:
+ * green, closed by 2 or 3 emitted triangles. */
+PMI_LHD void pmi_loop_classify(const pmi_loop_args *a, uint32_t t)
+{
+    uint32_t s =
+        a->last ? 0u : (uint32_t)a->split[3 * t] + a->split[3 * t + 1] + a->split[3 * t + 2];
+    a->red[t] = s == 3;
+    a->emit[t] = s == 3 ? 0u : s + 1u;
+}
+
+/* The even rule for the vertex started at corner c, when its fan is whole
+ * in the stream and an incident edge splits: interior, Loop's smooth mask
+ * over the neighbours in walk order; boundary, 3/4 v + 1/8 (b0 + b1). */
+PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
+{
+    uint32_t v = a->tri[c];
+    if (a->vstart[v] != c) return;
+    pmi_loop_ring r;
+    if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, &r)) {
+        pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+        return;
+    }
+    if (r.frozen || !r.any_split) return;
+    const float *p = a->pos + 3 * (size_t)v;
+    float *q = a->pos_new + 3 * (size_t)v;
+    if (r.boundary) {
+        const float *p0 = a->pos + 3 * (size_t)r.b0, *p1 = a->pos + 3 * (size_t)r.b1;
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.75 * (double)p[i] + 0.125 * ((double)p0[i] + (double)p1[i]));
+    } else {
+        double vw, ew;
+        pmi_loop_weights(r.neighbours, &vw, &ew);
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(vw * (double)p[i] + ew * r.sum[i]);
+    }
+}
+
+/* The odd rule for the split edge owned by h = (u -> w) in triangle t:
+ * interior 3/8 (u + w) + 1/8 (c + d), c and d opposite in the two
+ * triangles; boundary (u + w) / 2. Also the new vertex's weight (mean of
+ * the ends) and starting normal (normalised sum of the ends'). */
+PMI_LHD void pmi_loop_odd(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t t = h / 3, k = h % 3, tw = a->twin[h];
+    if (!a->split[h] || !(tw == PMI_LOOP_NONE || h < tw)) return;
+    const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
+    const uint32_t m = a->nv + a->owner[h];
+    const float *pu = a->pos + 3 * (size_t)u, *pw = a->pos + 3 * (size_t)w;
+    float *q = a->pos_new + 3 * (size_t)m;
+    if (tw == PMI_LOOP_NONE) {
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.5 * ((double)pu[i] + (double)pw[i]));
+    } else {
+        const uint32_t c = a->tri[3 * t + (k + 2) % 3];
+        const uint32_t t2 = tw / 3, k2 = tw % 3;
+        const uint32_t d = a->tri[3 * t2 + (k2 + 2) % 3];
+        const float *pc = a->pos + 3 * (size_t)c, *pd = a->pos + 3 * (size_t)d;
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.375 * ((double)pu[i] + (double)pw[i]) +
+                           0.125 * ((double)pc[i] + (double)pd[i]));
+    }
+    if (a->weight) a->weight[m] = 0.5f * (a->weight[u] + a->weight[w]);
+    if (a->nrm) {
+        double s[3];
+        for (int i = 0; i < 3; i++)
+            s[i] = (double)a->nrm[3 * (size_t)u + i] + (double)a->nrm[3 * (size_t)w + i];
+        pmi_loop_store_unit(s, a->nrm + 3 * (size_t)m);
+    }
+}
+
+/* The vertex on the split edge of half-edge h (its owner's number). */
+PMI_LHD uint32_t pmi_loop_mid(const pmi_loop_args *a, uint32_t h)
+{
+    uint32_t tw = a->twin[h];
+    uint32_t o = (tw == PMI_LOOP_NONE || h < tw) ? h : tw;
+    return a->nv + a->owner[o];
+}
+
+PMI_LHD double pmi_loop_dist2(const float *pos, uint32_t u, uint32_t w)
+{
+    double s = 0.0;
+    for (int i = 0; i < 3; i++) {
+        double d = (double)pos[3 * (size_t)u + i] - (double)pos[3 * (size_t)w + i];
+        s += d * d;
+    }
+    return s;
+}
+
+PMI_LHD void pmi_loop_put(uint32_t *o, uint32_t x, uint32_t y, uint32_t z)
+{
+    o[0] = x;
+    o[1] = y;
+    o[2] = z;
+}
+
+PMI_LHD int pmi_loop_is_red(const pmi_loop_args *a, uint32_t t)
+{
+    return a->split[3 * t] && a->split[3 * t + 1] && a->split[3 * t + 2];
+}
+
+/* The children of red triangle t (its children start at 4 * red[t] in the
+ * next stream): corners (v0 m0 m2), (m0 v1 m1), (m2 m1 v2), centre
+ * (m0 m1 m2); their twins from the parent's (the halves of the twin edge
+ * when its triangle is red too, FROZEN when it leaves the stream) and the
+ * vertices' new start corners. */
+PMI_LHD void pmi_loop_red(const pmi_loop_args *a, uint32_t t)
+{
+    const uint32_t *v = a->tri + 3 * (size_t)t;
+    const uint32_t co = 4 * a->red[t];
+    uint32_t m[3];
+    for (uint32_t k = 0; k < 3; k++)
+        m[k] = pmi_loop_mid(a, 3 * t + k);
+    uint32_t *o = a->tri_next + 3 * (size_t)co;
+    pmi_loop_put(o, v[0], m[0], m[2]);
+    pmi_loop_put(o + 3, m[0], v[1], m[1]);
+    pmi_loop_put(o + 6, m[2], m[1], v[2]);
+    pmi_loop_put(o + 9, m[0], m[1], m[2]);
+    /* Half-edges of the children: the first half of parent edge k (from
+     * v[k]) is child half-edge first[k], the second half second[k]. */
+    const uint32_t base = 3 * co;
+    const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
+    uint32_t *tw = a->twin_next;
+    tw[base + 1] = base + 11;
+    tw[base + 11] = base + 1;
+    tw[base + 5] = base + 9;
+    tw[base + 9] = base + 5;
+    tw[base + 6] = base + 10;
+    tw[base + 10] = base + 6;
+    for (uint32_t k = 0; k < 3; k++) {
+        const uint32_t h = 3 * t + k, p = a->twin[h];
+        uint32_t f = p, s = p; /* NONE and FROZEN carry over */
+        if (p != PMI_LOOP_NONE && p != PMI_LOOP_FROZEN) {
+            const uint32_t t2 = p / 3, k2 = p % 3;
+            if (!pmi_loop_is_red(a, t2)) {
+                f = s = PMI_LOOP_FROZEN;
+            } else {
+                const uint32_t b2 = 12 * a->red[t2];
+                if (a->tri[p] == v[k]) { /* same direction (misoriented pair) */
+                    f = b2 + first[k2];
+                    s = b2 + second[k2];
+                } else {
+                    f = b2 + second[k2];
+                    s = b2 + first[k2];
+                }
+            }
+        }
+        tw[base + first[k]] = f;
+        tw[base + second[k]] = s;
+        /* start corners: v[k] at corner k of child k, m[k] at corner k of
+         * the centre child when this triangle owns the edge */
+        if (a->vstart[v[k]] == h) a->vstart_new[v[k]] = 3 * (co + k) + k;
+        if (p == PMI_LOOP_NONE || h < p) a->vstart_new[m[k]] = 3 * (co + 3) + k;
+    }
+}
+
+/* Per triangle: a finished triangle is copied out; a green one is closed by
+ * 2 triangles (one split edge: from the midpoint to the opposite vertex) or
+ * 3 (two split edges: the corner at the shared vertex, then the quad
+ * across its shorter diagonal, the first one on a tie); a red one makes
+ * its children. Every output keeps the parent's winding. Vertices of
+ * triangles that leave the stream lose their start corner. */
+PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
+{
+    const uint32_t *v = a->tri + 3 * (size_t)t;
+    if (!a->last && pmi_loop_is_red(a, t)) {
+        pmi_loop_red(a, t);
+        return;
+    }
+    for (uint32_t k = 0; k < 3 && !a->last; k++) {
+        const uint32_t h = 3 * t + k, p = a->twin[h];
+        if (a->vstart[v[k]] == h) a->vstart_new[v[k]] = PMI_LOOP_NONE;
+        if (!a->last && a->split[h] && (p == PMI_LOOP_NONE || h < p))
+            a->vstart_new[pmi_loop_mid(a, h)] = PMI_LOOP_NONE;
+    }
+    uint32_t *o = a->out_tri + 3 * (size_t)a->emit[t];
+    const uint32_t ns =
+        a->last ? 0u : (uint32_t)a->split[3 * t] + a->split[3 * t + 1] + a->split[3 * t + 2];
+    if (ns == 0) {
+        pmi_loop_put(o, v[0], v[1], v[2]);
+    } else if (ns == 1) {
+        const uint32_t k = a->split[3 * t] ? 0u : (a->split[3 * t + 1] ? 1u : 2u);
+        const uint32_t m = pmi_loop_mid(a, 3 * t + k);
+        pmi_loop_put(o, v[k], m, v[(k + 2) % 3]);
+        pmi_loop_put(o + 3, m, v[(k + 1) % 3], v[(k + 2) % 3]);
+    } else {
+        /* unsplit edge j = (pa -> pb), c opposite; m1 on (pb, c), m2 on (c, pa) */
+        const uint32_t j = !a->split[3 * t] ? 0u : (!a->split[3 * t + 1] ? 1u : 2u);
+        const uint32_t pa = v[j], pb = v[(j + 1) % 3], c = v[(j + 2) % 3];
+        const uint32_t m1 = pmi_loop_mid(a, 3 * t + (j + 1) % 3);
+        const uint32_t m2 = pmi_loop_mid(a, 3 * t + (j + 2) % 3);
+        pmi_loop_put(o, m1, c, m2);
+        if (pmi_loop_dist2(a->pos_new, pb, m2) < pmi_loop_dist2(a->pos_new, pa, m1)) {
+            pmi_loop_put(o + 3, pb, m1, m2);
+            pmi_loop_put(o + 6, pa, pb, m2);
+        } else {
+            pmi_loop_put(o + 3, pa, pb, m1);
+            pmi_loop_put(o + 6, pa, m1, m2);
+        }
+    }
+}
+
+/* One step for element i (the backends' loops call this). */
+PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
+{
+    switch (step) {
+    case PMI_LOOP_CHECK_TRI: pmi_loop_check_tri(a, i); break;
+    case PMI_LOOP_CSR_COUNT: pmi_loop_atomic_inc(a->count + a->ntri[i]); break;
+    case PMI_LOOP_CSR_FILL: {
+        uint32_t v = a->ntri[i];
+        a->list[a->offset[v] + pmi_loop_atomic_inc(a->count + v)] = i;
+        break;
+    }
+    case PMI_LOOP_CSR_SORT: pmi_loop_csr_sort(a, i); break;
+    case PMI_LOOP_TWIN: pmi_loop_twin(a, i); break;
+    case PMI_LOOP_VSTART: pmi_loop_vstart(a, i); break;
+    case PMI_LOOP_CSR_NORMAL: pmi_loop_csr_normal(a, i); break;
+    case PMI_LOOP_WALK_NORMAL: pmi_loop_walk_normal(a, i); break;
+    case PMI_LOOP_SPLIT: pmi_loop_split(a, i); break;
+    case PMI_LOOP_CLASSIFY: pmi_loop_classify(a, i); break;
+    case PMI_LOOP_EVEN: pmi_loop_even(a, i); break;
+    case PMI_LOOP_ODD: pmi_loop_odd(a, i); break;
+    case PMI_LOOP_EMIT: pmi_loop_emit(a, i); break;
+    case PMI_LOOP_COPY_U32: a->dst[i] = a->src[i]; break;
+    case PMI_LOOP_ZERO_U32: a->dst[i] = 0; break;
+    default: break;
+    }
+}
+
+#endif

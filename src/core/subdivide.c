@@ -1,0 +1,443 @@
+/* Loop subdivision (Loop 1987) of indexed meshes, uniform or adaptive: the
+ * public entry point, its checks, and the level loop shared by every
+ * backend. Each level filters the working stream of triangles (Horn 2005):
+ * finished and green (red-green closure, Seeger et al. 2001) triangles go
+ * to the output, red ones make the next stream. The per-element steps are
+ * in src/core/loop_rules.h and run through the backend's subdivide_step;
+ * the stream stays in context memory, and per level the host reads only
+ * the totals of three scans and an error word. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/loop_rules.h"
+#include "core/mesh_out.h"
+#include "core/util.h"
+
+#define FN "pm_subdivide_loop"
+
+/* Context-memory buffers of one call; freed together. */
+typedef struct sd_state {
+    pm_context *ctx;
+    void *bufs[64];
+    int nbufs;
+} sd_state;
+
+static pm_status sd_alloc(sd_state *st, uint64_t count, size_t elem, void *out)
+{
+    size_t bytes;
+    if (count > SIZE_MAX || !pmi_mul_size((size_t)count, elem, &bytes))
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": %llu elements overflow",
+                         (unsigned long long)count);
+    void *p = NULL;
+    pm_status s = st->ctx->backend->alloc(st->ctx, bytes, &p);
+    if (s != PM_STATUS_OK) return s;
+    int i = 0;
+    while (i < st->nbufs && st->bufs[i])
+        i++;
+    if (i == (int)(sizeof st->bufs / sizeof st->bufs[0])) {
+        st->ctx->backend->free(st->ctx, p);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, FN ": too many buffers");
+    }
+    st->bufs[i] = p;
+    if (i == st->nbufs) st->nbufs++;
+    *(void **)out = p;
+    return PM_STATUS_OK;
+}
+
+static void sd_release(sd_state *st, void *p)
+{
+    if (!p) return;
+    for (int i = 0; i < st->nbufs; i++)
+        if (st->bufs[i] == p) {
+            st->ctx->backend->free(st->ctx, p);
+            st->bufs[i] = NULL;
+            return;
+        }
+}
+
+static void sd_release_all(sd_state *st)
+{
+    for (int i = 0; i < st->nbufs; i++)
+        if (st->bufs[i]) st->ctx->backend->free(st->ctx, st->bufs[i]);
+    st->nbufs = 0;
+}
+
+static pm_status sd_step(sd_state *st, int step, uint64_t n, const pmi_loop_args *a)
+{
+    if (n == 0) return PM_STATUS_OK;
+    return st->ctx->backend->subdivide_step(st->ctx, step, (size_t)n, a);
+}
+
+static pm_status sd_copy(sd_state *st, void *dst, const void *src, uint64_t words)
+{
+    pmi_loop_args a;
+    memset(&a, 0, sizeof a);
+    a.dst = (uint32_t *)dst;
+    a.src = (const uint32_t *)src;
+    return sd_step(st, PMI_LOOP_COPY_U32, words, &a);
+}
+
+static pm_status sd_scan(sd_state *st, uint32_t *in, uint32_t *out, uint64_t n, uint64_t *total)
+{
+    *total = 0;
+    if (n == 0) return PM_STATUS_OK;
+    pm_status s = st->ctx->backend->scan_exclusive_u32(st->ctx, in, (size_t)n, out, total);
+    if (s == PM_STATUS_OVERFLOW)
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": a level's count passes 32 bits");
+    return s;
+}
+
+/* Reads the error word and turns a recorded failure into its message. */
+static pm_status sd_check(sd_state *st, unsigned long long *err_ctx, const uint32_t *tri_ctx)
+{
+    unsigned long long e;
+    pm_status s = st->ctx->backend->download(st->ctx, &e, err_ctx, sizeof e);
+    if (s != PM_STATUS_OK || e == PMI_LOOP_ERR_NONE) return s;
+    const unsigned long long kind = e >> 56, idx = e & 0xFFFFFFFFFFFFFFull;
+    uint32_t t3[3] = {0, 0, 0};
+    size_t t = kind == PMI_LOOP_ERR_NONMANIFOLD ? (size_t)idx / 3 : (size_t)idx;
+    if (kind != PMI_LOOP_ERR_WALK)
+        st->ctx->backend->download(st->ctx, t3, tri_ctx + 3 * t, sizeof t3);
+    switch (kind) {
+    case PMI_LOOP_ERR_INDEX:
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         FN ": triangle %zu (%u %u %u) has a vertex index out of range", t, t3[0],
+                         t3[1], t3[2]);
+    case PMI_LOOP_ERR_REPEAT:
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         FN ": triangle %zu (%u %u %u) repeats a vertex", t, t3[0], t3[1], t3[2]);
+    case PMI_LOOP_ERR_NONMANIFOLD: {
+        unsigned k = (unsigned)(idx % 3);
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         FN ": non-manifold edge (%u, %u): three or more triangles share it, "
+                            "the first is triangle %zu",
+                         t3[k], t3[(k + 1) % 3], t);
+    }
+    default:
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         FN ": corrupt fan at corner %llu (internal error)", idx);
+    }
+}
+
+/* The vertex -> corner lists of `ntri` (3 * nt corners, nv vertices),
+ * sorted by corner: into a->count, a->offset, a->list. */
+static pm_status sd_csr(sd_state *st, pmi_loop_args *a, const uint32_t *ntri, uint64_t nt,
+                        uint64_t nv)
+{
+    pm_status s;
+    uint64_t total;
+    if ((s = sd_alloc(st, nv + 1, 4, &a->count)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, nv + 1, 4, &a->offset)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 3 * nt + 1, 4, &a->list)) != PM_STATUS_OK)
+        return s;
+    a->ntri = ntri;
+    a->dst = a->count;
+    if ((s = sd_step(st, PMI_LOOP_ZERO_U32, nv, a)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_CSR_COUNT, 3 * nt, a)) != PM_STATUS_OK ||
+        (s = sd_scan(st, a->count, a->offset, nv, &total)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_ZERO_U32, nv, a)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_CSR_FILL, 3 * nt, a)) != PM_STATUS_OK)
+        return s;
+    return sd_step(st, PMI_LOOP_CSR_SORT, nv, a);
+}
+
+static void sd_free_csr(sd_state *st, pmi_loop_args *a)
+{
+    sd_release(st, a->count);
+    sd_release(st, a->offset);
+    sd_release(st, a->list);
+    a->count = a->offset = a->list = NULL;
+}
+
+/* Grows a per-vertex array of `per` words from nv to nv2 vertices. */
+static pm_status sd_grow(sd_state *st, void *pp, uint64_t nv, uint64_t nv2, int per)
+{
+    void **p = (void **)pp;
+    if (!*p) return PM_STATUS_OK;
+    void *q = NULL;
+    pm_status s = sd_alloc(st, nv2 * (uint64_t)per, 4, &q);
+    if (s == PM_STATUS_OK) s = sd_copy(st, q, *p, nv * (uint64_t)per);
+    if (s != PM_STATUS_OK) return s;
+    sd_release(st, *p);
+    *p = q;
+    return PM_STATUS_OK;
+}
+
+/* The working mesh at the start: topology checked, twins, start corners
+ * and (for the angle test) the vertices' normals. */
+static pm_status sd_topology(sd_state *st, pmi_loop_args *a, unsigned long long *err)
+{
+    pm_status s;
+    if ((s = sd_step(st, PMI_LOOP_CHECK_TRI, a->n, a)) != PM_STATUS_OK ||
+        (s = sd_check(st, err, a->tri)) != PM_STATUS_OK)
+        return s;
+    if ((s = sd_csr(st, a, a->tri, a->n, a->nv)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_TWIN, 3 * (uint64_t)a->n, a)) != PM_STATUS_OK ||
+        (s = sd_check(st, err, a->tri)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_VSTART, a->nv, a)) != PM_STATUS_OK)
+        return s;
+    if (a->nrm) {
+        a->npos = a->pos;
+        a->nout = a->nrm;
+        if ((s = sd_step(st, PMI_LOOP_CSR_NORMAL, a->nv, a)) != PM_STATUS_OK) return s;
+    }
+    sd_free_csr(st, a);
+    return PM_STATUS_OK;
+}
+
+/* One level: split decisions, scans, new vertices, emitted triangles and
+ * the next stream. *emitted and *chunk receive this level's output. */
+static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last,
+                          unsigned long long *err, uint32_t **chunk, uint64_t *emitted,
+                          pm_subdivide_report *rep)
+{
+    pm_status s;
+    const uint64_t n = a->n, nv = a->nv;
+    uint64_t edges = 0, reds = 0;
+    a->last = last;
+    if (!last) {
+        if (a->nrm && level > 0 &&
+            (s = sd_step(st, PMI_LOOP_WALK_NORMAL, 3 * n, a)) != PM_STATUS_OK)
+            return s;
+        if ((s = sd_step(st, PMI_LOOP_SPLIT, 3 * n, a)) != PM_STATUS_OK ||
+            (s = sd_scan(st, a->owner, a->owner, 3 * n, &edges)) != PM_STATUS_OK)
+            return s;
+    }
+    if ((s = sd_step(st, PMI_LOOP_CLASSIFY, n, a)) != PM_STATUS_OK ||
+        (s = sd_scan(st, a->emit, a->emit, n, emitted)) != PM_STATUS_OK ||
+        (s = sd_scan(st, a->red, a->red, n, &reds)) != PM_STATUS_OK)
+        return s;
+    if (nv + edges > UINT32_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": level %d would make %llu vertices", level + 1,
+                         (unsigned long long)(nv + edges));
+    if (4 * reds > PMI_LOOP_MAX_TRIANGLES)
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": level %d would make %llu triangles", level + 1,
+                         (unsigned long long)(4 * reds));
+    if (rep && level <= PM_SUBDIVIDE_MAX_LEVELS) {
+        rep->stream[level] = n;
+        rep->split_edges[level] = edges;
+        rep->finished[level] = *emitted;
+        if (edges) rep->levels = level + 1;
+    }
+    const float *pos_old = a->pos;
+    a->pos_new = (float *)a->pos;
+    a->vstart_new = NULL;
+    if (!last) {
+        if ((s = sd_alloc(st, 3 * (nv + edges), 4, &a->pos_new)) != PM_STATUS_OK ||
+            (s = sd_copy(st, a->pos_new, a->pos, 3 * nv)) != PM_STATUS_OK ||
+            (s = sd_alloc(st, nv + edges, 4, &a->vstart_new)) != PM_STATUS_OK ||
+            (s = sd_copy(st, a->vstart_new, a->vstart, nv)) != PM_STATUS_OK ||
+            (s = sd_grow(st, &a->nrm, nv, nv + edges, 3)) != PM_STATUS_OK ||
+            (s = sd_grow(st, &a->weight, nv, nv + edges, 1)) != PM_STATUS_OK)
+            return s;
+    }
+    if ((s = sd_alloc(st, 3 * *emitted, 4, chunk)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 12 * reds, 4, &a->tri_next)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 12 * reds, 4, &a->twin_next)) != PM_STATUS_OK)
+        return s;
+    a->out_tri = *chunk;
+    if (!last && ((s = sd_step(st, PMI_LOOP_EVEN, 3 * n, a)) != PM_STATUS_OK ||
+                  (s = sd_step(st, PMI_LOOP_ODD, 3 * n, a)) != PM_STATUS_OK))
+        return s;
+    if ((s = sd_step(st, PMI_LOOP_EMIT, n, a)) != PM_STATUS_OK ||
+        (s = sd_check(st, err, a->tri)) != PM_STATUS_OK)
+        return s;
+    /* the next level's stream and vertices */
+    sd_release(st, a->tri);
+    sd_release(st, a->twin);
+    a->tri = a->tri_next;
+    a->twin = a->twin_next;
+    a->tri_next = a->twin_next = NULL;
+    a->n = (uint32_t)(4 * reds);
+    if (!last) {
+        sd_release(st, (void *)pos_old);
+        sd_release(st, a->vstart);
+        a->pos = a->pos_new;
+        a->vstart = a->vstart_new;
+        a->nv = (uint32_t)(nv + edges);
+    }
+    return PM_STATUS_OK;
+}
+
+/* The options resolved and checked. */
+static pm_status sd_options(const pm_subdivide_options *in, pm_subdivide_options *o, int levels)
+{
+    memset(o, 0, sizeof *o);
+    if (in) {
+        size_t sz = in->struct_size ? in->struct_size : sizeof *o;
+        memcpy(o, in, sz < sizeof *o ? sz : sizeof *o);
+    }
+    o->struct_size = sizeof *o;
+    if (levels < 0 || levels > PM_SUBDIVIDE_MAX_LEVELS)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": levels %d, expected 0 to %d", levels,
+                         PM_SUBDIVIDE_MAX_LEVELS);
+    if (!(o->max_edge >= 0.0) || !isfinite(o->max_edge))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": max_edge %g, expected >= 0",
+                         o->max_edge);
+    if (!(o->max_angle_deg >= 0.0 && o->max_angle_deg <= 180.0))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": max_angle_deg %g, expected 0 to 180",
+                         o->max_angle_deg);
+    if (o->normals < PM_NORMALS_DEFAULT || o->normals > PM_NORMALS_SOBEL)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": bad normals value %d", (int)o->normals);
+    return PM_STATUS_OK;
+}
+
+/* Copies an input array into fresh context memory. */
+static pm_status sd_input(sd_state *st, const void *src, int in_ctx, uint64_t words, void *out)
+{
+    pm_status s = sd_alloc(st, words, 4, out);
+    if (s != PM_STATUS_OK || words == 0) return s;
+    void *dst = *(void **)out;
+    if (in_ctx) return sd_copy(st, dst, src, words);
+    return st->ctx->backend->upload(st->ctx, dst, src, (size_t)words * 4);
+}
+
+/* Writes the result into *out: positions, the levels' triangles in order
+ * and (wanted) the normals over the whole output. */
+static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_options *o,
+                           uint32_t **chunks, const uint64_t *counts, int nchunks, pm_mesh *out)
+{
+    uint64_t nt = 0;
+    for (int i = 0; i < nchunks; i++)
+        nt += counts[i];
+    if (nt > PMI_LOOP_MAX_TRIANGLES)
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": %llu output triangles", (unsigned long long)nt);
+    pm_isosurface_options io;
+    memset(&io, 0, sizeof io);
+    io.struct_size = sizeof io;
+    io.normals = o->normals == PM_NORMALS_NONE ? PM_NORMALS_NONE : PM_NORMALS_CENTRAL;
+    io.output_in_context_memory = o->output_in_context_memory;
+    pmi_mesh_dest dest;
+    pm_status s = pmi_mesh_prepare(st->ctx, &io, 1, a->nv, nt, 0, out, &dest);
+    if (s != PM_STATUS_OK) return s;
+    /* On the CPU context memory is host memory: write the arrays directly. */
+    const int direct = o->output_in_context_memory || pm_context_device(st->ctx) == PM_DEVICE_CPU;
+    uint32_t *all = NULL;
+    if (direct) {
+        all = dest.indices;
+    } else if ((s = sd_alloc(st, 3 * nt, 4, &all)) != PM_STATUS_OK) {
+        return s;
+    }
+    uint64_t at = 0;
+    for (int i = 0; i < nchunks; i++) {
+        if ((s = sd_copy(st, all + 3 * at, chunks[i], 3 * counts[i])) != PM_STATUS_OK) return s;
+        at += counts[i];
+    }
+    float *nrm = NULL;
+    if (dest.normals) {
+        if (direct)
+            nrm = dest.normals;
+        else if ((s = sd_alloc(st, 3 * (uint64_t)a->nv, 4, &nrm)) != PM_STATUS_OK)
+            return s;
+        if ((s = sd_csr(st, a, all, nt, a->nv)) != PM_STATUS_OK) return s;
+        a->npos = a->pos;
+        a->nout = nrm;
+        if ((s = sd_step(st, PMI_LOOP_CSR_NORMAL, a->nv, a)) != PM_STATUS_OK) return s;
+        sd_free_csr(st, a);
+    }
+    const size_t vb = (size_t)a->nv * 3 * sizeof(float);
+    if (direct) return sd_copy(st, dest.positions, a->pos, 3 * (uint64_t)a->nv);
+    if ((s = st->ctx->backend->download(st->ctx, dest.positions, a->pos, vb)) != PM_STATUS_OK ||
+        (nrm && (s = st->ctx->backend->download(st->ctx, dest.normals, nrm, vb)) != PM_STATUS_OK))
+        return s;
+    return st->ctx->backend->download(st->ctx, dest.indices, all, (size_t)nt * 3 * 4);
+}
+
+static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
+                        const pm_subdivide_options *o, pm_mesh *out)
+{
+    pmi_loop_args a;
+    memset(&a, 0, sizeof a);
+    const int in_ctx = mesh->in_context_memory != 0;
+    const uint64_t nv = mesh->num_vertices, nt = mesh->num_triangles;
+    a.n = (uint32_t)nt;
+    a.nv = (uint32_t)nv;
+    a.adaptive = o->max_edge > 0.0 || o->max_angle_deg > 0.0 || o->vertex_weights;
+    a.max_edge2 = o->max_edge * o->max_edge;
+    a.max_angle = o->max_angle_deg * (3.141592653589793 / 180.0);
+    unsigned long long *err = NULL;
+    const unsigned long long none = PMI_LOOP_ERR_NONE;
+    float *pos = NULL;
+    pm_status s;
+    if ((s = sd_input(st, mesh->indices, in_ctx, 3 * nt, &a.tri)) != PM_STATUS_OK ||
+        (s = sd_input(st, mesh->positions, in_ctx, 3 * nv, &pos)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 3 * nt, 4, &a.twin)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 3 * nt, 1, &a.split)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 3 * nt, 4, &a.owner)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, nt, 4, &a.emit)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, nt, 4, &a.red)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, nv, 4, &a.vstart)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 1, sizeof none, &err)) != PM_STATUS_OK ||
+        (s = st->ctx->backend->upload(st->ctx, err, &none, sizeof none)) != PM_STATUS_OK)
+        return s;
+    a.pos = pos;
+    a.error = err;
+    if (o->vertex_weights &&
+        (s = sd_input(st, o->vertex_weights, in_ctx, nv, &a.weight)) != PM_STATUS_OK)
+        return s;
+    if (a.adaptive && o->max_angle_deg > 0.0 &&
+        (s = sd_alloc(st, 3 * nv, 4, &a.nrm)) != PM_STATUS_OK)
+        return s;
+    if ((s = sd_topology(st, &a, err)) != PM_STATUS_OK) return s;
+
+    uint32_t *chunks[PM_SUBDIVIDE_MAX_LEVELS + 1];
+    uint64_t counts[PM_SUBDIVIDE_MAX_LEVELS + 1];
+    int nchunks = 0;
+    for (int level = 0; level <= levels && a.n > 0; level++) {
+        /* per-level scratch sized for this stream */
+        if (level > 0) {
+            sd_release(st, a.split);
+            sd_release(st, a.owner);
+            sd_release(st, a.emit);
+            sd_release(st, a.red);
+            a.split = NULL;
+            a.owner = a.emit = a.red = NULL;
+            if ((s = sd_alloc(st, 3 * (uint64_t)a.n, 1, &a.split)) != PM_STATUS_OK ||
+                (s = sd_alloc(st, 3 * (uint64_t)a.n, 4, &a.owner)) != PM_STATUS_OK ||
+                (s = sd_alloc(st, a.n, 4, &a.emit)) != PM_STATUS_OK ||
+                (s = sd_alloc(st, a.n, 4, &a.red)) != PM_STATUS_OK)
+                return s;
+        }
+        s = sd_level(st, &a, level, level == levels, err, &chunks[nchunks], &counts[nchunks],
+                     o->report);
+        if (s != PM_STATUS_OK) return s;
+        nchunks++;
+    }
+    return sd_output(st, &a, o, chunks, counts, nchunks, out);
+}
+
+pm_status pm_subdivide_loop(pm_context *ctx, const pm_mesh *mesh, int levels,
+                            const pm_subdivide_options *options, pm_mesh *out)
+{
+    pmi_clear_error();
+    if (!ctx || !mesh || !out)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": NULL context, mesh or output");
+    memset(out, 0, sizeof *out);
+    pm_subdivide_options o;
+    pm_status s = sd_options(options, &o, levels);
+    if (s != PM_STATUS_OK) return s;
+    if (mesh->num_triangles && !mesh->indices)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         FN ": the mesh is a soup (no indices); an indexed mesh is needed");
+    if (mesh->num_vertices && !mesh->positions)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": positions are NULL");
+    if (mesh->num_vertices > UINT32_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": %zu vertices do not fit 32-bit indices",
+                         mesh->num_vertices);
+    if (mesh->num_triangles > PMI_LOOP_MAX_TRIANGLES)
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": %zu triangles, at most %u", mesh->num_triangles,
+                         PMI_LOOP_MAX_TRIANGLES);
+    if (!ctx->backend->subdivide_step)
+        return pmi_error(PM_STATUS_UNSUPPORTED, FN ": not supported on the %s backend",
+                         ctx->backend->name);
+    if (o.report) memset(o.report, 0, sizeof *o.report);
+    sd_state st;
+    memset(&st, 0, sizeof st);
+    st.ctx = ctx;
+    s = sd_run(&st, mesh, levels, &o, out);
+    sd_release_all(&st);
+    if (s != PM_STATUS_OK) pm_mesh_free(ctx, out);
+    return s;
+}

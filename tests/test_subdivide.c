@@ -1,0 +1,551 @@
+/* pm_subdivide_loop against a serial reference of Loop's rules (uniform
+ * levels; its own edge table, libm's cos, any summation order, so positions
+ * compare within 1e-5 of the mesh size and indices exactly), its refusals,
+ * adaptive results checked with pm_mesh_analyze (closed stays closed,
+ * manifold, oriented), and bytes across thread counts and backends. */
+#include <math.h>
+
+#include "test_common.h"
+
+typedef struct tmesh {
+    size_t nv, nt;
+    float *p;
+    uint32_t *t;
+} tmesh;
+
+static void tm_free(tmesh *m)
+{
+    free(m->p);
+    free(m->t);
+    memset(m, 0, sizeof *m);
+}
+
+static tmesh tm_alloc(size_t nv, size_t nt)
+{
+    tmesh m = {nv, nt, calloc(3 * nv + 1, 4), calloc(3 * nt + 1, 4)};
+    return m;
+}
+
+static pm_mesh tm_view(const tmesh *m)
+{
+    pm_mesh v;
+    memset(&v, 0, sizeof v);
+    v.num_vertices = m->nv;
+    v.num_triangles = m->nt;
+    v.positions = m->p;
+    v.indices = m->t;
+    return v;
+}
+
+static void tm_jitter(tmesh *m, double amp)
+{
+    for (size_t i = 0; i < 3 * m->nv; i++)
+        m->p[i] += (float)(amp * (pmt_uniform() - 0.5));
+}
+
+static tmesh make_tetra(void)
+{
+    static const float p[] = {1, 1, 1, -1, -1, 1, -1, 1, -1, 1, -1, -1};
+    static const uint32_t t[] = {0, 1, 2, 0, 3, 1, 0, 2, 3, 1, 3, 2};
+    tmesh m = tm_alloc(4, 4);
+    memcpy(m.p, p, sizeof p);
+    memcpy(m.t, t, sizeof t);
+    return m;
+}
+
+static tmesh make_icosahedron(void)
+{
+    const float g = 1.6180339887f;
+    const float p[] = {-1, g,  0,  1, g, 0,  -1, -g, 0,  1, -g, 0, 0,  -1, g,  0,  1, g,
+                       0,  -1, -g, 0, 1, -g, g,  0,  -1, g, 0,  1, -g, 0,  -1, -g, 0, 1};
+    static const uint32_t t[] = {0, 11, 5,  0, 5,  1, 0, 1, 7, 0, 7,  10, 0, 10, 11, 1, 5, 9, 5, 11,
+                                 4, 11, 10, 2, 10, 7, 6, 7, 1, 8, 3,  9,  4, 3,  4,  2, 3, 2, 6, 3,
+                                 6, 8,  3,  8, 9,  4, 9, 5, 2, 4, 11, 6,  2, 10, 8,  6, 7, 9, 8, 1};
+    tmesh m = tm_alloc(12, 20);
+    memcpy(m.p, p, sizeof p);
+    memcpy(m.t, t, sizeof t);
+    return m;
+}
+
+/* A torus of nu x nv quads, each split in two (every valence 6). */
+static tmesh make_torus(size_t nu, size_t nv)
+{
+    tmesh m = tm_alloc(nu * nv, 2 * nu * nv);
+    for (size_t i = 0; i < nu; i++)
+        for (size_t j = 0; j < nv; j++) {
+            double u = 2 * M_PI * i / nu, v = 2 * M_PI * j / nv;
+            float *q = m.p + 3 * (i * nv + j);
+            q[0] = (float)((2 + cos(v)) * cos(u));
+            q[1] = (float)((2 + cos(v)) * sin(u));
+            q[2] = (float)sin(v);
+            uint32_t a = (uint32_t)(i * nv + j), b = (uint32_t)(((i + 1) % nu) * nv + j);
+            uint32_t c = (uint32_t)(((i + 1) % nu) * nv + (j + 1) % nv);
+            uint32_t d = (uint32_t)(i * nv + (j + 1) % nv);
+            uint32_t *t = m.t + 6 * (i * nv + j);
+            t[0] = a, t[1] = b, t[2] = c, t[3] = a, t[4] = c, t[5] = d;
+        }
+    return m;
+}
+
+/* An open grid of nx x ny quads (boundary; corners of valence 2 and 3). */
+static tmesh make_grid(size_t nx, size_t ny)
+{
+    tmesh m = tm_alloc((nx + 1) * (ny + 1), 2 * nx * ny);
+    for (size_t j = 0; j <= ny; j++)
+        for (size_t i = 0; i <= nx; i++) {
+            float *q = m.p + 3 * (j * (nx + 1) + i);
+            q[0] = (float)i;
+            q[1] = (float)j;
+            q[2] = (float)(0.3 * sin(0.7 * i) * cos(0.5 * j));
+        }
+    for (size_t j = 0; j < ny; j++)
+        for (size_t i = 0; i < nx; i++) {
+            uint32_t a = (uint32_t)(j * (nx + 1) + i), b = a + 1, d = a + (uint32_t)(nx + 1),
+                     c = d + 1;
+            uint32_t *t = m.t + 6 * (j * nx + i);
+            t[0] = a, t[1] = b, t[2] = c, t[3] = a, t[4] = c, t[5] = d;
+        }
+    return m;
+}
+
+/* A closed bipyramid over a k-gon (poles of valence k), or with open = 1
+ * only its upper fan (a disc whose centre has valence k). */
+static tmesh make_bipyramid(unsigned k, int open)
+{
+    tmesh m = tm_alloc(k + 2, open ? k : 2 * k);
+    for (unsigned i = 0; i < k; i++) {
+        m.p[3 * i] = (float)cos(2 * M_PI * i / k);
+        m.p[3 * i + 1] = (float)sin(2 * M_PI * i / k);
+        m.p[3 * i + 2] = 0.1f * (float)(i % 3);
+    }
+    m.p[3 * k + 2] = 1.0f;
+    m.p[3 * (k + 1) + 2] = -1.0f;
+    for (unsigned i = 0; i < k; i++) {
+        uint32_t *t = m.t + 3 * i;
+        t[0] = i, t[1] = (i + 1) % k, t[2] = k;
+        if (!open) {
+            t = m.t + 3 * (k + i);
+            t[0] = (i + 1) % k, t[1] = i, t[2] = k + 1;
+        }
+    }
+    return m;
+}
+
+/* ---- the serial reference -------------------------------------------- */
+
+typedef struct ref_edge {
+    uint64_t key;
+    uint32_t h;
+} ref_edge;
+
+static int ref_cmp(const void *x, const void *y)
+{
+    const ref_edge *a = x, *b = y;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return a->h < b->h ? -1 : (a->h > b->h);
+}
+
+/* One uniform level: vertices first (moved), then one per edge numbered by
+ * its first half-edge, triangles 4 per triangle. */
+static tmesh ref_level(const tmesh *m)
+{
+    const size_t nh = 3 * m->nt;
+    ref_edge *e = malloc((nh + 1) * sizeof *e);
+    for (size_t h = 0; h < nh; h++) {
+        uint32_t a = m->t[h], b = m->t[3 * (h / 3) + (h % 3 + 1) % 3];
+        e[h].key = a < b ? ((uint64_t)a << 32 | b) : ((uint64_t)b << 32 | a);
+        e[h].h = (uint32_t)h;
+    }
+    qsort(e, nh, sizeof *e, ref_cmp);
+    uint32_t *first = malloc((nh + 1) * 4), *twin = malloc((nh + 1) * 4);
+    for (size_t i = 0; i < nh;) {
+        size_t j = i;
+        while (j < nh && e[j].key == e[i].key)
+            j++;
+        for (size_t q = i; q < j; q++) {
+            first[e[q].h] = e[i].h;
+            twin[e[q].h] = j - i == 2 ? e[i + (q == i)].h : UINT32_MAX;
+        }
+        i = j;
+    }
+    uint32_t *id = malloc((nh + 1) * 4);
+    size_t ne = 0;
+    for (size_t h = 0; h < nh; h++)
+        if (first[h] == h) id[h] = (uint32_t)ne++;
+    for (size_t h = 0; h < nh; h++)
+        id[h] = id[first[h]];
+    tmesh o = tm_alloc(m->nv + ne, 4 * m->nt);
+    /* even vertices: neighbour sums and boundary neighbours from the edges */
+    double *sum = calloc(3 * m->nv + 1, sizeof *sum);
+    uint32_t *val = calloc(m->nv + 1, 4), *nb = calloc(m->nv + 1, 4);
+    uint32_t *bn = malloc(2 * (m->nv + 1) * 4);
+    for (size_t h = 0; h < nh; h++) {
+        if (first[h] != h) continue;
+        uint32_t a = m->t[h], b = m->t[3 * (h / 3) + (h % 3 + 1) % 3];
+        for (int i = 0; i < 3; i++) {
+            sum[3 * a + i] += m->p[3 * b + i];
+            sum[3 * b + i] += m->p[3 * a + i];
+        }
+        val[a]++, val[b]++;
+        if (twin[h] == UINT32_MAX) {
+            if (nb[a] < 2) bn[2 * a + nb[a]] = b;
+            if (nb[b] < 2) bn[2 * b + nb[b]] = a;
+            nb[a]++, nb[b]++;
+        }
+    }
+    for (size_t v = 0; v < m->nv; v++) {
+        const float *p = m->p + 3 * v;
+        float *q = o.p + 3 * v;
+        for (int i = 0; i < 3; i++)
+            q[i] = p[i];
+        if (val[v] == 0 || (nb[v] != 0 && nb[v] != 2)) continue;
+        if (nb[v] == 2) {
+            for (int i = 0; i < 3; i++)
+                q[i] = (float)(0.75 * p[i] +
+                               0.125 * (m->p[3 * bn[2 * v] + i] + m->p[3 * bn[2 * v + 1] + i]));
+        } else {
+            double n = val[v], b = 0.375 + 0.25 * cos(2 * M_PI / n), ew = (0.625 - b * b) / n;
+            for (int i = 0; i < 3; i++)
+                q[i] = (float)((1 - n * ew) * p[i] + ew * sum[3 * v + i]);
+        }
+    }
+    for (size_t h = 0; h < nh; h++) {
+        if (first[h] != h) continue;
+        size_t t = h / 3, k = h % 3;
+        uint32_t a = m->t[h], b = m->t[3 * t + (k + 1) % 3], c = m->t[3 * t + (k + 2) % 3];
+        float *q = o.p + 3 * (m->nv + id[h]);
+        for (int i = 0; i < 3; i++) {
+            if (twin[h] == UINT32_MAX) {
+                q[i] = (float)(0.5 * ((double)m->p[3 * a + i] + m->p[3 * b + i]));
+            } else {
+                uint32_t tw = twin[h], d = m->t[3 * (tw / 3) + (tw % 3 + 2) % 3];
+                q[i] = (float)(0.375 * ((double)m->p[3 * a + i] + m->p[3 * b + i]) +
+                               0.125 * ((double)m->p[3 * c + i] + m->p[3 * d + i]));
+            }
+        }
+    }
+    for (size_t t = 0; t < m->nt; t++) {
+        const uint32_t *v = m->t + 3 * t;
+        uint32_t m0 = (uint32_t)m->nv + id[3 * t], m1 = (uint32_t)m->nv + id[3 * t + 1],
+                 m2 = (uint32_t)m->nv + id[3 * t + 2];
+        uint32_t c[12] = {v[0], m0, m2, m0, v[1], m1, m2, m1, v[2], m0, m1, m2};
+        memcpy(o.t + 12 * t, c, sizeof c);
+    }
+    free(e), free(first), free(twin), free(id), free(sum), free(val), free(nb), free(bn);
+    return o;
+}
+
+static void ref_normals(const tmesh *m, float *out)
+{
+    double *s = calloc(3 * m->nv + 1, sizeof *s);
+    for (size_t t = 0; t < m->nt; t++) {
+        const float *a = m->p + 3 * m->t[3 * t], *b = m->p + 3 * m->t[3 * t + 1],
+                    *c = m->p + 3 * m->t[3 * t + 2];
+        double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        double e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+        double n[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                       e1[0] * e2[1] - e1[1] * e2[0]};
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < 3; i++)
+                s[3 * m->t[3 * t + k] + i] += n[i];
+    }
+    for (size_t v = 0; v < m->nv; v++) {
+        double l =
+            sqrt(s[3 * v] * s[3 * v] + s[3 * v + 1] * s[3 * v + 1] + s[3 * v + 2] * s[3 * v + 2]);
+        for (int i = 0; i < 3; i++)
+            out[3 * v + i] = l > 0 ? (float)(s[3 * v + i] / l) : 0.0f;
+    }
+    free(s);
+}
+
+/* ---- checks ---------------------------------------------------------- */
+
+static pm_status run(pm_context *ctx, const tmesh *m, int levels, const pm_subdivide_options *o,
+                     pm_mesh *out)
+{
+    pm_mesh in = tm_view(m);
+    return pm_subdivide_loop(ctx, &in, levels, o, out);
+}
+
+static double extent(const tmesh *m)
+{
+    double e = 1e-30;
+    for (size_t i = 0; i < 3 * m->nv; i++)
+        e = fmax(e, fabs(m->p[i]));
+    return e;
+}
+
+static void check_uniform(pm_context *ctx, const char *name, const tmesh *m, int maxlev)
+{
+    tmesh r = {0, 0, NULL, NULL}, cur = tm_alloc(m->nv, m->nt);
+    memcpy(cur.p, m->p, 12 * m->nv);
+    memcpy(cur.t, m->t, 12 * m->nt);
+    for (int l = 1; l <= maxlev; l++) {
+        r = ref_level(&cur);
+        tm_free(&cur);
+        cur = r;
+        pm_mesh out;
+        PMT_OK(run(ctx, m, l, NULL, &out));
+        PMT_CHECK(out.num_vertices == r.nv && out.num_triangles == r.nt,
+                  "%s level %d: %zu/%zu vertices/triangles, reference %zu/%zu", name, l,
+                  out.num_vertices, out.num_triangles, r.nv, r.nt);
+        if (out.num_vertices == r.nv && out.num_triangles == r.nt) {
+            PMT_CHECK(memcmp(out.indices, r.t, 12 * r.nt) == 0, "%s level %d: indices differ", name,
+                      l);
+            double tol = 1e-5 * extent(m), worst = 0;
+            size_t wi = 0;
+            for (size_t i = 0; i < 3 * r.nv; i++)
+                if (fabs(out.positions[i] - r.p[i]) > worst)
+                    worst = fabs(out.positions[i] - r.p[i]), wi = i;
+            PMT_CHECK(worst <= tol, "%s level %d: vertex %zu off by %g", name, l, wi / 3, worst);
+            float *rn = malloc(12 * r.nv + 4);
+            tmesh o2 = {r.nv, r.nt, out.positions, out.indices};
+            ref_normals(&o2, rn);
+            worst = 0;
+            for (size_t i = 0; i < 3 * r.nv; i++)
+                worst = fmax(worst, fabs(out.normals[i] - rn[i]));
+            PMT_CHECK(worst < 1e-5, "%s level %d: normals off by %g", name, l, worst);
+            free(rn);
+        }
+        pm_mesh_free(ctx, &out);
+    }
+    tm_free(&cur);
+}
+
+static int same_mesh(const pm_mesh *a, const pm_mesh *b)
+{
+    if (a->num_vertices != b->num_vertices || a->num_triangles != b->num_triangles) return 0;
+    if (memcmp(a->positions, b->positions, 12 * a->num_vertices)) return 0;
+    if (memcmp(a->indices, b->indices, 12 * a->num_triangles)) return 0;
+    if (!a->normals != !b->normals) return 0;
+    return !a->normals || !memcmp(a->normals, b->normals, 12 * a->num_vertices);
+}
+
+static void check_refusals(pm_context *ctx)
+{
+    /* three triangles on edge (0, 1) */
+    tmesh m = tm_alloc(5, 3);
+    uint32_t t[] = {0, 1, 2, 1, 0, 3, 0, 1, 4};
+    memcpy(m.t, t, sizeof t);
+    pm_mesh out;
+    pm_status s = run(ctx, &m, 1, NULL, &out);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), "non-manifold edge (0, 1)"),
+              "non-manifold: %s %s", pm_status_string(s), pm_last_error());
+    PMT_CHECK(out.num_vertices == 0 && !out.positions, "failed call leaves a mesh");
+    m.t[8] = 5;
+    s = run(ctx, &m, 1, NULL, &out);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), "triangle 2"),
+              "index range: %s %s", pm_status_string(s), pm_last_error());
+    m.t[8] = 1;
+    s = run(ctx, &m, 1, NULL, &out);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), "repeats"),
+              "repeated vertex: %s %s", pm_status_string(s), pm_last_error());
+    pm_mesh soup = tm_view(&m);
+    soup.indices = NULL;
+    s = pm_subdivide_loop(ctx, &soup, 1, NULL, &out);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT, "soup accepted");
+    m.t[8] = 4;
+    s = run(ctx, &m, PM_SUBDIVIDE_MAX_LEVELS + 1, NULL, &out);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT, "too many levels accepted");
+    pm_subdivide_options o = {0};
+    o.max_angle_deg = 200;
+    s = run(ctx, &m, 1, &o, &out);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT, "angle 200 accepted");
+    tm_free(&m);
+}
+
+/* Adaptive results: the closed input stays closed and manifold, open
+ * input keeps a manifold boundary; fewer triangles than uniform. */
+static void check_adaptive(pm_context *ctx, const char *name, const tmesh *m, int levels,
+                           double max_edge, double max_angle, int closed)
+{
+    pm_subdivide_options o = {0};
+    pm_subdivide_report rep;
+    o.max_edge = max_edge;
+    o.max_angle_deg = max_angle;
+    o.report = &rep;
+    pm_mesh out, uni;
+    PMT_OK(run(ctx, m, levels, &o, &out));
+    PMT_OK(run(ctx, m, levels, NULL, &uni));
+    pm_mesh_report r;
+    PMT_OK(pm_mesh_analyze(&out, &r));
+    PMT_CHECK(r.manifold && r.oriented && r.nonmanifold_edges == 0 && r.degenerate_triangles == 0,
+              "%s adaptive: manifold %d oriented %d nm-edges %zu degenerate %zu", name, r.manifold,
+              r.oriented, r.nonmanifold_edges, r.degenerate_triangles);
+    PMT_CHECK(!closed || r.closed, "%s adaptive: not closed (%zu boundary edges)", name,
+              r.boundary_edges);
+    PMT_CHECK(r.num_vertices == out.num_vertices, "%s adaptive: %zu of %zu vertices used", name,
+              r.num_vertices, out.num_vertices);
+    PMT_CHECK(out.num_triangles <= uni.num_triangles, "%s adaptive: %zu > uniform %zu", name,
+              out.num_triangles, uni.num_triangles);
+    uint64_t tot = 0;
+    for (int l = 0; l <= PM_SUBDIVIDE_MAX_LEVELS; l++)
+        tot += rep.finished[l];
+    PMT_CHECK(tot == out.num_triangles, "%s adaptive: report says %llu triangles", name,
+              (unsigned long long)tot);
+    if (!closed) {
+        pm_mesh_report ri;
+        pm_mesh in = tm_view(m);
+        PMT_OK(pm_mesh_analyze(&in, &ri));
+        PMT_CHECK(r.components == ri.components && r.euler == ri.euler,
+                  "%s adaptive: topology changed (euler %lld vs %lld)", name, r.euler, ri.euler);
+    }
+    pm_mesh_free(ctx, &out);
+    pm_mesh_free(ctx, &uni);
+}
+
+/* Every edge split (weights 1, no limit) is exactly uniform subdivision;
+ * weights 0 freeze everything. */
+static void check_adaptive_extremes(pm_context *ctx, const tmesh *m)
+{
+    float *w = malloc(4 * m->nv + 4);
+    for (size_t i = 0; i < m->nv; i++)
+        w[i] = 1.0f;
+    pm_subdivide_options o = {0};
+    o.vertex_weights = w;
+    pm_mesh a, u;
+    PMT_OK(run(ctx, m, 2, &o, &a));
+    PMT_OK(run(ctx, m, 2, NULL, &u));
+    PMT_CHECK(same_mesh(&a, &u), "all-split adaptive differs from uniform");
+    pm_mesh_free(ctx, &a);
+    for (size_t i = 0; i < m->nv; i++)
+        w[i] = 0.0f;
+    PMT_OK(run(ctx, m, 2, &o, &a));
+    PMT_CHECK(a.num_triangles == m->nt && a.num_vertices == m->nv &&
+                  !memcmp(a.positions, m->p, 12 * m->nv) && !memcmp(a.indices, m->t, 12 * m->nt),
+              "weight 0 changed the mesh");
+    pm_mesh_free(ctx, &a);
+    pm_mesh_free(ctx, &u);
+    free(w);
+}
+
+/* The same bytes: 1 thread vs the default on the CPU, or CUDA vs CPU, with
+ * the input and output in host or context memory. */
+static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, const char *name)
+{
+    pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, dev == PM_DEVICE_CPU ? 1 : 0, NULL};
+    pm_context *ref;
+    PMT_OK(pm_context_create(&d, &ref));
+    pm_subdivide_options opts[3] = {{0}, {0}, {0}};
+    opts[1].max_edge = 0.3 * extent(m);
+    opts[2].max_angle_deg = 8;
+    opts[2].max_edge = 0.5 * extent(m);
+    for (int k = 0; k < 3; k++) {
+        pm_mesh a, b;
+        PMT_OK(run(ctx, m, 3, &opts[k], &a));
+        PMT_OK(run(ref, m, 3, &opts[k], &b));
+        PMT_CHECK(same_mesh(&a, &b), "%s option set %d: bytes differ from the reference context",
+                  name, k);
+        /* input and output in context memory */
+        pm_mesh in = tm_view(m), c;
+        in.positions = pmt_to_ctx(ctx, m->p, 12 * m->nv);
+        in.indices = pmt_to_ctx(ctx, m->t, 12 * m->nt);
+        in.in_context_memory = 1;
+        pm_subdivide_options oc = opts[k];
+        oc.output_in_context_memory = 1;
+        PMT_OK(pm_subdivide_loop(ctx, &in, 3, &oc, &c));
+        PMT_CHECK(c.in_context_memory && c.num_vertices == b.num_vertices &&
+                      c.num_triangles == b.num_triangles,
+                  "%s context memory: counts", name);
+        if (c.num_vertices == b.num_vertices && c.num_triangles == b.num_triangles) {
+            pm_mesh h = c;
+            h.positions = pmt_to_host(ctx, c.positions, 12 * c.num_vertices);
+            h.normals = pmt_to_host(ctx, c.normals, 12 * c.num_vertices);
+            h.indices = pmt_to_host(ctx, c.indices, 12 * c.num_triangles);
+            PMT_CHECK(same_mesh(&h, &b), "%s context memory: bytes differ", name);
+            free(h.positions), free(h.normals), free(h.indices);
+        }
+        pm_mesh_free(ctx, &c);
+        pm_free(ctx, in.positions);
+        pm_free(ctx, in.indices);
+        pm_mesh_free(ctx, &a);
+        pm_mesh_free(ref, &b);
+    }
+    pm_context_destroy(ref);
+}
+
+int main(int argc, char **argv)
+{
+    pm_context *ctx;
+    pm_device dev;
+    if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
+
+    tmesh tetra = make_tetra(), ico = make_icosahedron(), torus = make_torus(24, 11);
+    tmesh grid = make_grid(7, 5), one = tm_alloc(3, 1);
+    const float tri[] = {0, 0, 0, 1, 0, 0, 0.3f, 0.8f, 0.1f};
+    memcpy(one.p, tri, sizeof tri);
+    one.t[0] = 0, one.t[1] = 1, one.t[2] = 2;
+    tm_jitter(&torus, 0.05);
+    tm_jitter(&grid, 0.2);
+    check_uniform(ctx, "tetrahedron", &tetra, 4);
+    check_uniform(ctx, "icosahedron", &ico, 3);
+    check_uniform(ctx, "torus", &torus, 2);
+    check_uniform(ctx, "grid", &grid, 3);
+    check_uniform(ctx, "triangle", &one, 4);
+    for (unsigned k = 3; k <= 12; k++) {
+        char name[32];
+        tmesh b = make_bipyramid(k, 0), f = make_bipyramid(k, 1);
+        snprintf(name, sizeof name, "bipyramid %u", k);
+        check_uniform(ctx, name, &b, 2);
+        snprintf(name, sizeof name, "fan %u", k);
+        check_uniform(ctx, name, &f, 2);
+        tm_free(&b), tm_free(&f);
+    }
+    /* empty meshes: no vertices; vertices without triangles */
+    {
+        tmesh e = tm_alloc(0, 0), v = tm_alloc(5, 0);
+        pm_mesh out;
+        PMT_OK(run(ctx, &e, 2, NULL, &out));
+        PMT_CHECK(out.num_vertices == 0 && out.num_triangles == 0, "empty mesh grew");
+        pm_mesh_free(ctx, &out);
+        for (size_t i = 0; i < 15; i++)
+            v.p[i] = (float)i;
+        PMT_OK(run(ctx, &v, 2, NULL, &out));
+        PMT_CHECK(out.num_vertices == 5 && out.num_triangles == 0 &&
+                      !memcmp(out.positions, v.p, 60),
+                  "vertices without triangles changed");
+        pm_mesh_free(ctx, &out);
+        tm_free(&e), tm_free(&v);
+    }
+    /* level 0: the input with normals */
+    {
+        pm_mesh out;
+        PMT_OK(run(ctx, &ico, 0, NULL, &out));
+        PMT_CHECK(out.num_vertices == 12 && out.num_triangles == 20 &&
+                      !memcmp(out.positions, ico.p, 144) && !memcmp(out.indices, ico.t, 240),
+                  "level 0 is not the input");
+        pm_mesh_free(ctx, &out);
+    }
+    /* a bowtie: the shared vertex keeps its place */
+    {
+        tmesh b = tm_alloc(5, 2);
+        const float p[] = {0, 0, 0, 1, 0, 0, 1, 1, 0, -1, 0, 0, -1, -1, 0.5f};
+        const uint32_t t[] = {0, 1, 2, 0, 3, 4};
+        memcpy(b.p, p, sizeof p), memcpy(b.t, t, sizeof t);
+        pm_mesh out;
+        PMT_OK(run(ctx, &b, 1, NULL, &out));
+        PMT_CHECK(!memcmp(out.positions, p, 12), "bowtie vertex moved");
+        pm_mesh_free(ctx, &out);
+        tm_free(&b);
+    }
+    check_refusals(ctx);
+
+    tmesh big = make_torus(301, 67); /* 40,334 triangles */
+    tm_jitter(&big, 0.01);
+    check_uniform(ctx, "torus 301x67", &big, 1);
+    check_adaptive(ctx, "torus length", &torus, 3, 0.25, 0, 1);
+    check_adaptive(ctx, "torus angle", &torus, 3, 0, 10, 1);
+    check_adaptive(ctx, "icosahedron angle", &ico, 4, 0, 12, 1);
+    check_adaptive(ctx, "grid length", &grid, 3, 0.6, 0, 0);
+    check_adaptive(ctx, "big torus", &big, 2, 0.05, 15, 1);
+    check_adaptive_extremes(ctx, &torus);
+    check_adaptive_extremes(ctx, &grid);
+    check_same_bytes(ctx, dev, &torus, "torus");
+    check_same_bytes(ctx, dev, &grid, "grid");
+    check_same_bytes(ctx, dev, &big, "big torus");
+
+    tm_free(&tetra), tm_free(&ico), tm_free(&torus), tm_free(&grid), tm_free(&one), tm_free(&big);
+    pm_context_destroy(ctx);
+    return pmt_finish("test_subdivide");
+}
