@@ -495,6 +495,127 @@ PM_API pm_status pm_field_compute_async(pm_context *ctx, const float *xyz, size_
                                         float *field_ctx, pm_field_status *status_ctx);
 
 /* ------------------------------------------------------------------------ */
+/* Collision detection: bounding volume hierarchies and the breadth-first   */
+/* filtered traversal (Gottschalk et al. 1996; Horn 2005, GPU Gems 2 ch. 36) */
+/* ------------------------------------------------------------------------ */
+
+/* A binary tree of axis-aligned boxes over a mesh's triangles (a linear
+ * BVH over Morton codes, Karras 2012), in context memory, with a copy of
+ * the triangles' vertices: the mesh may be freed after the build. Every
+ * backend builds the same tree (docs/collide.md). */
+typedef struct pm_bvh pm_bvh;
+
+typedef struct pm_bvh_options {
+    size_t struct_size; /* no options yet: NULL or zeroed */
+} pm_bvh_options;
+
+/* Builds the BVH of `mesh` (indexed or soup; arrays in host memory, or in
+ * context memory when mesh->in_context_memory). Triangles may be
+ * degenerate. A mesh with no triangles gives an empty BVH. Returns
+ * PM_STATUS_INVALID_ARGUMENT for a vertex index >= num_vertices or a
+ * non-finite coordinate of a vertex a triangle uses (the message names the
+ * triangle / vertex), PM_STATUS_OVERFLOW beyond 2^30 triangles. */
+PM_API pm_status pm_bvh_build(pm_context *ctx, const pm_mesh *mesh, const pm_bvh_options *options,
+                              pm_bvh **out);
+/* Frees a BVH (built on the same context). NULL is fine. */
+PM_API void pm_bvh_destroy(pm_context *ctx, pm_bvh *bvh);
+/* Triangles and tree depth (edges root to deepest leaf) of a BVH. */
+PM_API size_t pm_bvh_num_triangles(const pm_bvh *bvh);
+PM_API unsigned pm_bvh_depth(const pm_bvh *bvh);
+
+typedef struct pm_collide_options {
+    size_t struct_size;
+    /* The traversal's memory bound: candidate node pairs held per level
+     * (each 8 bytes, twice: the level read and the level written). A level
+     * that would exceed it is processed in parts (docs/collide.md).
+     * 0 = 2^22 pairs (64 MiB); at least 64. */
+    size_t max_candidates;
+    /* Optional, out: levels run, box tests done, leaf pairs tested. */
+    uint64_t *stats_levels, *stats_box_tests, *stats_leaf_tests;
+} pm_collide_options;
+
+/* Finds every pair of intersecting triangles (a of bvh_a, b of bvh_b) with
+ * B's vertices mapped into A's frame by transform_b_to_a (row-major 3x4
+ * [R | t]: x_a = R x_b + t, rotation or any affine map; NULL = identity,
+ * B's coordinates used unchanged). Triangles are closed: touching at a
+ * point or along an edge, or overlapping in a plane, counts. The predicate
+ * is exact on float coordinates; with a transform, B's vertices are mapped
+ * in double and rounded to float once, and the predicate decides on those
+ * floats (docs/collide.md).
+ * Self-collision: bvh_b == bvh_a (transform must be NULL) reports each
+ * pair once with a < b, leaving out a triangle with itself and neighbours
+ * that share a vertex (an index; in a soup, a position).
+ * pairs (context memory) receives 2 uint32 per pair (a, b) as indices of
+ * the meshes' triangles, sorted by a then b: the same list on every backend
+ * and thread count. If more than capacity pairs intersect, the first
+ * capacity (in that order) are written, *count (host) gets the full number
+ * and PM_STATUS_TRUNCATED is returned. pairs may be NULL when capacity is
+ * 0. Both BVHs must come from ctx. */
+PM_API pm_status pm_collide(pm_context *ctx, const pm_bvh *bvh_a, const pm_bvh *bvh_b,
+                            const double *transform_b_to_a, const pm_collide_options *options,
+                            uint32_t *pairs, size_t capacity, size_t *count);
+
+/* ------------------------------------------------------------------------ */
+/* Subdivision: Loop's scheme (Loop 1987), adaptive by filtering finished   */
+/* triangles out of the stream (Horn 2005), closed red-green                 */
+/* ------------------------------------------------------------------------ */
+
+#define PM_SUBDIVIDE_MAX_LEVELS 16
+
+/* What one subdivision did, per level l (0 = the input mesh's level). */
+typedef struct pm_subdivide_report {
+    int levels;                                        /* levels that split an edge */
+    uint64_t stream[PM_SUBDIVIDE_MAX_LEVELS + 1];      /* triangles in the working stream */
+    uint64_t split_edges[PM_SUBDIVIDE_MAX_LEVELS + 1]; /* edges split (new vertices) */
+    uint64_t finished[PM_SUBDIVIDE_MAX_LEVELS + 1];    /* triangles filtered out to the output */
+} pm_subdivide_report;
+
+/* Zero fields mean defaults: uniform subdivision, normals computed, output
+ * in host memory. Setting max_edge, max_angle_deg or vertex_weights makes
+ * the subdivision adaptive (docs/subdivide.md): an edge splits when its
+ * weight w (the larger of its ends' vertex weights, 1 without weights) is
+ * > 0 and, where limits are set, when its length * w > max_edge or the
+ * angle between its ends' normals * w > max_angle_deg; with weights and
+ * no limit every edge of positive weight splits. */
+typedef struct pm_subdivide_options {
+    size_t struct_size;
+    double max_edge;      /* 0 = no length test */
+    double max_angle_deg; /* 0 = no angle test; in (0, 180] */
+    /* One weight per input vertex, in the same memory as the mesh's arrays,
+     * or NULL. New vertices take the mean of their edge's ends. */
+    const float *vertex_weights;
+    pm_normals normals; /* PM_NORMALS_NONE: none; anything else: computed */
+    /* 0 = output arrays in host memory, 1 = in context memory. */
+    int output_in_context_memory;
+    pm_subdivide_report *report; /* optional */
+} pm_subdivide_options;
+
+/* Loop subdivision of an indexed triangle mesh, `levels` times (0 to
+ * PM_SUBDIVIDE_MAX_LEVELS). The mesh's arrays are in context memory when
+ * mesh->in_context_memory is set, else in host memory; it is not modified.
+ * Rules (as OpenSubdiv's Loop scheme with boundary edges sharp):
+ * interior odd vertices 3/8 (a + b) + 1/8 (c + d), boundary odd (a + b) / 2;
+ * interior even (1 - n beta) v + beta sum, Loop's beta(n) = (5/8 - (3/8 +
+ * cos(2 pi / n) / 4)^2) / n; boundary even 3/4 v + 1/8 (b0 + b1); a vertex
+ * where two or more fans meet (non-manifold vertex) and unused vertices
+ * keep their position. Output: vertices in creation order (the input's,
+ * moved in place, then per level one per split edge in the order of the
+ * edges' first half-edge in the working stream); uniform triangles 4 per
+ * triangle of the previous level, (v0 m0 m2) (m0 v1 m1) (m2 m1 v2)
+ * (m0 m1 m2) with m_k on edge (v_k, v_k+1); adaptive output is each
+ * level's finished triangles in stream order, level after level. Normals:
+ * the normalised sum of the area-weighted normals of each vertex's
+ * triangles (not limit normals). The same bytes on every backend and
+ * thread count. *out is zeroed first; free it with pm_mesh_free.
+ * Errors: PM_STATUS_INVALID_ARGUMENT for a soup (no indices), an index out
+ * of range, a triangle with a repeated vertex or a non-manifold edge (three
+ * or more triangles; the message names the first in triangle order),
+ * PM_STATUS_OVERFLOW when a level would pass UINT32_MAX vertices or
+ * 1,431,655,764 triangles in the stream or the output. */
+PM_API pm_status pm_subdivide_loop(pm_context *ctx, const pm_mesh *mesh, int levels,
+                                   const pm_subdivide_options *options, pm_mesh *out);
+
+/* ------------------------------------------------------------------------ */
 /* Files (host memory)                                                       */
 /* ------------------------------------------------------------------------ */
 
@@ -537,13 +658,17 @@ PM_API pm_status pm_volume_range(const pm_volume *volume, double *min, double *m
                                  size_t *nan_count);
 PM_API void pm_volume_free(pm_volume *volume);
 
-/* Point file formats; AUTO chooses from the extension (.ply, .xyz, .vtk). */
+/* Point file formats; AUTO chooses from the extension (.ply, .xyz, .vtk,
+ * .vtu, .bgeo, .bgeo.gz, .csv). */
 typedef enum pm_points_format {
     PM_POINTS_AUTO = 0,
     PM_POINTS_PLY,
     PM_POINTS_XYZ_TEXT,
     PM_POINTS_XYZ_BINARY,
-    PM_POINTS_VTK
+    PM_POINTS_VTK,
+    PM_POINTS_VTU,  /* VTK XML UnstructuredGrid/PolyData points */
+    PM_POINTS_BGEO, /* Houdini classic binary geometry (Bgeo V5), plain or gzip */
+    PM_POINTS_CSV   /* columns x,y,z by header name, else the first three */
 } pm_points_format;
 
 /* Reads points into host memory. A .xyz file is binary (little-endian
@@ -555,17 +680,20 @@ PM_API pm_status pm_points_read(const char *path, pm_points_format format, size_
 PM_API void pm_points_free(pm_points *points);
 
 typedef enum pm_mesh_format {
-    PM_MESH_FORMAT_AUTO = 0, /* from the extension: .ply .obj .stl .vtk */
+    PM_MESH_FORMAT_AUTO = 0, /* from the extension: .ply .obj .stl .vtk .vtp .glb */
     PM_MESH_FORMAT_PLY,
     PM_MESH_FORMAT_OBJ,
     PM_MESH_FORMAT_STL,
-    PM_MESH_FORMAT_VTK
+    PM_MESH_FORMAT_VTK,
+    PM_MESH_FORMAT_VTP, /* VTK XML PolyData, appended raw binary */
+    PM_MESH_FORMAT_GLB  /* binary glTF 2.0: POSITION, NORMAL, uint32 indices */
 } pm_mesh_format;
 
 typedef struct pm_write_options {
     size_t struct_size;
     pm_mesh_format format;
-    int ascii; /* PLY: ASCII instead of binary little-endian */
+    int ascii; /* PLY: ASCII instead of binary little-endian; VTP: base64
+                * data inline instead of appended raw bytes */
 } pm_write_options;
 
 /* Writes a host-memory mesh. The file is written to a temporary name in the
@@ -575,8 +703,8 @@ PM_API pm_status pm_mesh_write(const char *path, const pm_mesh *mesh,
 
 /* Reads a triangle mesh into host memory: PLY (ascii/binary, faces as
  * lists; polygons are fan-triangulated), OBJ (v/vn/f, negative indices),
- * STL (binary and ASCII; read as a soup, indices NULL) and VTK legacy
- * POLYDATA (POLYGONS/TRIANGLE_STRIPS). Normals are read when the file has
+ * STL (binary and ASCII; read as a soup, indices NULL), VTK legacy
+ * POLYDATA (POLYGONS/TRIANGLE_STRIPS) and VTK XML PolyData (.vtp, Polys). Normals are read when the file has
  * per-vertex normals. Free with pm_mesh_free(NULL, mesh). */
 PM_API pm_status pm_mesh_read(const char *path, size_t max_memory_bytes, pm_mesh *out);
 

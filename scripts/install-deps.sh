@@ -16,6 +16,8 @@ command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
 command -v make >/dev/null 2>&1 || missing="$missing make"
 [ -f /usr/include/zlib.h ] || missing="$missing zlib1g-dev"
 [ -f /usr/include/png.h ] || missing="$missing libpng-dev"
+# GDCM reads DICOM series; optional at build time (CMake detects it).
+ls /usr/include/gdcm-*/gdcmImageReader.h >/dev/null 2>&1 || missing="$missing libgdcm-dev"
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 if [ -z "$missing" ]; then exit 0; fi

@@ -139,5 +139,19 @@ PY
 "$PM" isosurface "$W/bright.raw" --raw-dims 32,32,32 --raw-type u8 --iso 100 --inside sideways \
   -o "$W/x.ply" -q 2>/dev/null && bad "--inside sideways accepted"
 
+# --subdivide N: the extracted mesh refined by Loop subdivision, 4^N times
+# the triangles, still closed; refused with --soup.
+"$PM" isosurface "$W/bright.raw" --raw-dims 32,32,32 --raw-type u8 --iso 100 --subdivide 2 \
+  -o "$W/smooth.ply" -q --stats "$W/smooth.json" || bad "--subdivide 2 failed"
+"$PM" info "$W/smooth.ply" --json > "$W/smooth_info.json" || bad "info on the subdivided mesh"
+python3 - "$W/bright_default.json" "$W/smooth_info.json" "$W/smooth.json" <<'PY' || bad "--subdivide result"
+import json, sys
+a, b, st = (json.load(open(p)) for p in sys.argv[1:4])
+assert b["triangles"] == 16 * a["triangles"] and b["closed"] and b["manifold"], (a["triangles"], b["triangles"])
+assert st["subdivide"]["levels"] == 2, st
+PY
+"$PM" isosurface "$W/bright.raw" --raw-dims 32,32,32 --raw-type u8 --iso 100 --subdivide 1 --soup \
+  -o "$W/x.ply" -q 2>/dev/null && bad "--subdivide with --soup accepted"
+
 [ $fail -eq 0 ] && echo "cli_isosurface: all passed"
 exit $fail

@@ -61,6 +61,7 @@ enum {
     OPT_MAX_MEMORY,
     OPT_START,
     OPT_END,
+    OPT_SUBDIVIDE,
     OPT_HELP
 };
 #define CLI_COMMON_OPTIONS                                                                         \
@@ -68,7 +69,7 @@ enum {
         {"ascii", 0, 0, OPT_ASCII}, {"device", 0, 1, OPT_DEVICE}, {"threads", 0, 1, OPT_THREADS},  \
         {"stats", 0, 1, OPT_STATS}, {"quiet", 'q', 0, OPT_QUIET},                                  \
         {"max-memory", 0, 1, OPT_MAX_MEMORY}, {"start", 's', 1, OPT_START},                        \
-        {"end", 'e', 1, OPT_END},                                                                  \
+        {"end", 'e', 1, OPT_END}, {"subdivide", 0, 1, OPT_SUBDIVIDE},                              \
     {                                                                                              \
         "help", 'h', 0, OPT_HELP                                                                   \
     }

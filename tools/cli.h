@@ -60,7 +60,12 @@ typedef struct cli_common {
     uint64_t max_memory; /* 0 = library default */
     int have_start, have_end;
     long long start, end; /* -s/-e frame numbers, inclusive */
+    int subdivide;        /* --subdivide N: Loop levels after the extraction */
 } cli_common;
+
+/* --subdivide: replaces *mesh (host memory) by its uniform Loop
+ * subdivision of `levels` levels, normals as `normals`; *ms gets the time. */
+pm_status cli_subdivide_mesh(pm_context *ctx, int levels, pm_normals normals, pm_mesh *mesh, double *ms);
 
 /* Checks that `path` exists, is a regular file and is readable; prints the
  * error and returns 0 when not. */
@@ -120,6 +125,8 @@ typedef struct cli_result {
     double upload_ms, total_ms;
     int threads;
     pm_isosurface_report report; /* the extraction's path and stages */
+    int subdivide;               /* --subdivide levels */
+    double subdivide_ms;
 } cli_result;
 
 /* The one-screen summary on stdout. */
@@ -173,6 +180,11 @@ int cmd_isosurface(int argc, char **argv);
 int cmd_reconstruct(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_collide(int argc, char **argv);
+/* The number of self-intersecting triangle pairs of a host mesh (pm_collide
+ * with bvh_b == bvh_a, on an AUTO context); for `info --self-intersections`. */
+pm_status cli_self_intersections(const pm_mesh *mesh, size_t *count);
+int cmd_subdivide(int argc, char **argv);
 
 /* The reconstruction of points already in host memory, shared by
  * reconstruct and demo. `xyz` holds n points. */
@@ -180,6 +192,7 @@ typedef struct cli_reconstruct_opts {
     pm_field_params field;
     pm_isosurface_options iso;
     pm_write_options write;
+    int subdivide; /* Loop levels after the extraction (0: none) */
 } cli_reconstruct_opts;
 int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
                            const cli_reconstruct_opts *o, const char *output,

@@ -17,19 +17,23 @@
 static const char help[] =
     "usage: pyramesh info FILE [options]\n"
     "\n"
-    "Describes a volume (.nrrd, .nhdr, .vtk STRUCTURED_POINTS, raw with --raw-dims):\n"
+    "Describes a volume (.nrrd, .nhdr, .vtk STRUCTURED_POINTS, .vti, .inr(.gz), .mha,\n"
+    ".mhd, .nii(.gz), raw with --raw-dims):\n"
     "dims, sample type, spacing, origin, value range, memory; a triangle mesh\n"
-    "(.obj, .stl, .ply with faces, .vtk POLYDATA with polygons): counts, bounding\n"
+    "(.obj, .stl, .ply with faces, .vtk POLYDATA with polygons, .vtp): counts, bounding\n"
     "box, closed / manifold / oriented, components, Euler characteristic, genus,\n"
     "surface area, enclosed volume; or a point set (.ply, .xyz, .vtk\n"
-    "POLYDATA/UNSTRUCTURED_GRID without polygons): count and bounding box.\n"
+    "POLYDATA/UNSTRUCTURED_GRID without polygons, .vtu, .bgeo(.gz), .csv): count and\n"
+    "bounding box.\n"
     "\n"
     "options:\n"
     "  --json                   print the description as JSON (meshes, volumes, points)\n"
     "  --raw-dims NX,NY,NZ --raw-type T [--raw-spacing SX,SY,SZ]\n"
     "      [--raw-endian little|big] [--raw-offset BYTES|-1] [--raw-allow-extra]\n"
     "                           read FILE as a raw volume (see isosurface --help)\n"
-    "  --max-memory SIZE        refuse files needing more than SIZE (e.g. 512M, 8G)\n";
+    "  --max-memory SIZE        refuse files needing more than SIZE (e.g. 512M, 8G)\n"
+    "  --self-intersections     also count the mesh's intersecting triangle pairs\n"
+    "                           (text output; see pyramesh collide --self)\n";
 
 enum {
     I_HELP = 1,
@@ -40,11 +44,15 @@ enum {
     I_RAW_ENDIAN,
     I_RAW_OFFSET,
     I_RAW_ALLOW_EXTRA,
-    I_JSON
+    I_JSON,
+    I_SELF
 };
+/* --self-intersections: describe_mesh also counts them. */
+static int want_self;
 static const cli_option options[] = {
     {"help", 'h', 0, I_HELP},
     {"json", 0, 0, I_JSON},
+    {"self-intersections", 0, 0, I_SELF},
     {"max-memory", 0, 1, I_MAXMEM},
     {"raw-dims", 0, 1, I_RAW_DIMS},
     {"raw-type", 0, 1, I_RAW_TYPE},
@@ -98,13 +106,14 @@ static void print_volume(const char *path, const pm_volume *v, int json)
                        "  \"type\": \"%s\",\n  \"spacing\": [%.17g, %.17g, %.17g],\n"
                        "  \"origin\": [%.17g, %.17g, %.17g],\n",
                        v->nx, v->ny, v->nz, (unsigned long long)samples, (unsigned long long)cells,
-                       pm_sample_type_string(v->type), sp[0], sp[1], sp[2], v->origin[0], v->origin[1],
-                       v->origin[2]);
+                       pm_sample_type_string(v->type), sp[0], sp[1], sp[2], v->origin[0],
+                       v->origin[1], v->origin[2]);
         if (mn <= mx)
             cli_buf_printf(&b, "  \"min\": %.17g,\n  \"max\": %.17g,\n", mn, mx);
         else
             cli_buf_printf(&b, "  \"min\": null,\n  \"max\": null,\n");
-        cli_buf_printf(&b, "  \"nan_samples\": %zu,\n  \"bytes\": %llu\n}\n", nans, (unsigned long long)bytes);
+        cli_buf_printf(&b, "  \"nan_samples\": %zu,\n  \"bytes\": %llu\n}\n", nans,
+                       (unsigned long long)bytes);
         emit_json(&b);
         return;
     }
@@ -114,8 +123,8 @@ static void print_volume(const char *path, const pm_volume *v, int json)
     printf("  type         %s\n", pm_sample_type_string(v->type));
     printf("  spacing      %g x %g x %g\n", sp[0], sp[1], sp[2]);
     printf("  origin       %g, %g, %g\n", v->origin[0], v->origin[1], v->origin[2]);
-    printf("  extent       %g x %g x %g\n", sp[0] * (double)(v->nx - 1), sp[1] * (double)(v->ny - 1),
-           sp[2] * (double)(v->nz - 1));
+    printf("  extent       %g x %g x %g\n", sp[0] * (double)(v->nx - 1),
+           sp[1] * (double)(v->ny - 1), sp[2] * (double)(v->nz - 1));
     if (mn <= mx)
         printf("  value range  %.9g .. %.9g\n", mn, mx);
     else
@@ -142,11 +151,14 @@ static void print_points(const char *path, const pm_points *p, int json)
         cli_buf_json_string(&b, path);
         cli_buf_printf(&b, ",\n  \"count\": %zu,\n", p->count);
         if (p->count)
-            cli_buf_printf(&b, "  \"bounds_min\": [%.9g, %.9g, %.9g],\n  \"bounds_max\": [%.9g, %.9g, %.9g],\n",
-                           lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
+            cli_buf_printf(
+                &b,
+                "  \"bounds_min\": [%.9g, %.9g, %.9g],\n  \"bounds_max\": [%.9g, %.9g, %.9g],\n",
+                lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
         else
             cli_buf_printf(&b, "  \"bounds_min\": null,\n  \"bounds_max\": null,\n");
-        cli_buf_printf(&b, "  \"bytes\": %llu\n}\n", (unsigned long long)p->count * 3 * sizeof(float));
+        cli_buf_printf(&b, "  \"bytes\": %llu\n}\n",
+                       (unsigned long long)p->count * 3 * sizeof(float));
         emit_json(&b);
         return;
     }
@@ -264,6 +276,16 @@ static int describe_mesh(const char *path, uint64_t max_memory, int json, int al
         print_mesh_json(path, &m, &r);
     else
         print_mesh(path, &m, &r);
+    if (want_self && !json) {
+        size_t pairs = 0;
+        s = cli_self_intersections(&m, &pairs);
+        if (s != PM_STATUS_OK) {
+            cli_error_status(s, path);
+            pm_mesh_free(NULL, &m);
+            return CLI_FAIL;
+        }
+        printf("  self-intersections: %zu triangle pairs\n", pairs);
+    }
     pm_mesh_free(NULL, &m);
     return CLI_OK;
 }
@@ -292,6 +314,8 @@ int cmd_info(int argc, char **argv)
             path = v;
         } else if (id == I_JSON) {
             json = 1;
+        } else if (id == I_SELF) {
+            want_self = 1;
         } else if (id == I_MAXMEM) {
             if (!cli_parse_size(cmd, a.name, v, &max_memory)) return CLI_USAGE;
             if (max_memory > (uint64_t)SIZE_MAX) max_memory = SIZE_MAX;
@@ -308,14 +332,22 @@ int cmd_info(int argc, char **argv)
 
     char ext[16];
     cli_extension(path, ext, sizeof ext);
-    int is_volume = have_dims || !strcmp(ext, "nrrd") || !strcmp(ext, "nhdr");
-    int is_points = !have_dims && (!strcmp(ext, "ply") || !strcmp(ext, "xyz"));
+    size_t plen = strlen(path);
+    int gz_volume =
+        plen > 7 && (!strcmp(path + plen - 7, ".nii.gz") || !strcmp(path + plen - 7, ".inr.gz"));
+    int is_volume = have_dims || !strcmp(ext, "nrrd") || !strcmp(ext, "nhdr") ||
+                    !strcmp(ext, "vti") || !strcmp(ext, "inr") || !strcmp(ext, "mha") ||
+                    !strcmp(ext, "mhd") || !strcmp(ext, "nii") || gz_volume;
+    int is_points = !have_dims && (!strcmp(ext, "ply") || !strcmp(ext, "xyz") ||
+                                   !strcmp(ext, "vtu") || !strcmp(ext, "bgeo") ||
+                                   !strcmp(ext, "csv") || (!strcmp(ext, "gz") && !gz_volume));
     int is_vtk = !have_dims && !strcmp(ext, "vtk");
-    int is_mesh = !have_dims && (!strcmp(ext, "obj") || !strcmp(ext, "stl"));
+    int is_mesh = !have_dims && (!strcmp(ext, "obj") || !strcmp(ext, "stl") || !strcmp(ext, "vtp"));
     if (is_mesh) return describe_mesh(path, max_memory, json, 0);
     if (!is_volume && !is_points && !is_vtk) {
-        cli_error("'%s': unknown file type '.%s' (volumes: .nrrd .nhdr .vtk or --raw-dims; "
-                  "meshes: .ply .obj .stl .vtk; points: .ply .xyz .vtk)",
+        cli_error("'%s': unknown file type '.%s' (volumes: .nrrd .nhdr .vtk .vti .inr .mha .mhd "
+                  ".nii or --raw-dims; meshes: .ply .obj .stl .vtk .vtp; points: .ply .xyz .vtk "
+                  ".vtu .bgeo .csv)",
                   path, ext);
         return CLI_FAIL;
     }

@@ -17,8 +17,10 @@ static const char help[] =
     "Extracts the surface where the volume crosses V (marching cubes over a\n"
     "HistoPyramid). A sample is inside when it is above V (--inside below for\n"
     "distance fields), and the triangles face out of the inside. VOLUME is NRRD\n"
-    "(.nrrd/.nhdr), VTK legacy STRUCTURED_POINTS (.vtk), or raw with --raw-dims.\n"
-    "MESH: .ply (binary; --ascii for text), .obj, .stl or .vtk.\n"
+    "(.nrrd/.nhdr), VTK legacy STRUCTURED_POINTS (.vtk), VTK XML ImageData (.vti),\n"
+    "INRIA (.inr, .inr.gz), MetaImage (.mha/.mhd), NIfTI (.nii, .nii.gz), or raw\n"
+    "with --raw-dims. MESH: .ply (binary; --ascii for text), .obj, .stl, .vtk, .vtp\n"
+    "(VTK XML) or .glb (binary glTF).\n"
     "\n"
     "options:\n"
     "  -o, --output MESH        output file (required)\n"
@@ -27,6 +29,7 @@ static const char help[] =
     "                           above: bright objects, as VTK and scikit-image)\n"
     "  --normals MODE           none|forward|central|sobel (default central)\n"
     "  --soup                   3 vertices per triangle instead of an indexed mesh\n"
+    "  --subdivide N            refine the mesh by N levels of Loop subdivision\n"
     "  --ascii                  ASCII PLY\n"
     "  --device D               auto|cpu|cuda (default auto: CUDA when a GPU is usable)\n"
     "  --threads N              CPU threads (default: all cores)\n"
@@ -259,6 +262,15 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
         pm_volume_free(&vol);
         return fail(p, s, f->input);
     }
+    if (c->subdivide > 0) {
+        cli_progress_stage(p, "subdividing");
+        s = cli_subdivide_mesh(job->ctx, c->subdivide, c->normals, &mesh, &r->subdivide_ms);
+        if (s != PM_STATUS_OK) {
+            pm_mesh_free(job->ctx, &mesh);
+            pm_volume_free(&vol);
+            return fail(p, s, "subdividing the surface");
+        }
+    }
     if (cli_interrupted) {
         pm_mesh_free(job->ctx, &mesh);
         pm_volume_free(&vol);
@@ -296,6 +308,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     r->device = pm_device_string(pm_context_device(job->ctx));
     snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(job->ctx));
     r->threads = pm_context_num_threads(job->ctx);
+    r->subdivide = c->subdivide;
     r->nx = vol.nx;
     r->ny = vol.ny;
     r->nz = vol.nz;

@@ -16,8 +16,9 @@ static const char help[] =
     "\n"
     "Reconstructs the surface of a particle set or point cloud: a density field on\n"
     "a grid, then marching cubes. POINTS: .ply, .xyz (text, or raw f32 triplets),\n"
-    ".vtk (POLYDATA or UNSTRUCTURED_GRID). MESH: .ply (--ascii for text), .obj,\n"
-    ".stl or .vtk. Parameters mean what they mean in splashsurf:\n"
+    ".vtk (POLYDATA or UNSTRUCTURED_GRID), .vtu, .bgeo(.gz) (Houdini), .csv. MESH:\n"
+    ".ply (--ascii for text), .obj, .stl, .vtk, .vtp or .glb. Parameters mean what\n"
+    "they mean in splashsurf:\n"
     "\n"
     "  -r, --particle-radius R      particle radius (required)\n"
     "  -l, --smoothing-length L     kernel support radius = 2*L*R (default 2.0)\n"
@@ -34,6 +35,7 @@ static const char help[] =
     "  -o, --output MESH        output file (required)\n"
     "  --normals MODE           none|forward|central|sobel (default central)\n"
     "  --soup                   3 vertices per triangle instead of an indexed mesh\n"
+    "  --subdivide N            refine the mesh by N levels of Loop subdivision\n"
     "  --ascii                  ASCII PLY\n"
     "  --device D               auto|cpu|cuda (default auto)\n"
     "  --threads N              CPU threads (default: all cores)\n"
@@ -148,6 +150,15 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
         pm_field_free(ctx, &field);
         return CLI_INTERRUPTED;
     }
+    if (o->subdivide > 0) {
+        cli_progress_stage(p, "subdividing");
+        s = cli_subdivide_mesh(ctx, o->subdivide, iso.normals, &mesh, &r->subdivide_ms);
+        if (s != PM_STATUS_OK) {
+            pm_mesh_free(ctx, &mesh);
+            pm_field_free(ctx, &field);
+            return fail(p, s, "subdividing the surface");
+        }
+    }
 
     cli_progress_stage(p, "writing");
     t0 = cli_now_ms();
@@ -164,6 +175,7 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
     r->device = pm_device_string(pm_context_device(ctx));
     snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(ctx));
     r->threads = pm_context_num_threads(ctx);
+    r->subdivide = o->subdivide;
     r->have_points = 1;
     r->particles_read = n;
     r->particles_used = field.particles_used;
@@ -308,6 +320,7 @@ int cmd_reconstruct(int argc, char **argv)
     job.o.iso.mode = job.c.soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
     job.o.write.struct_size = sizeof job.o.write;
     job.o.write.ascii = job.c.ascii;
+    job.o.subdivide = job.c.subdivide;
 
     if (!cli_context_create(&job.c, &job.ctx)) return CLI_FAIL;
     int rc = cli_run_frames(cmd, input, &job.c, rec_frame, &job);

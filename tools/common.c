@@ -36,6 +36,10 @@ int cli_common_option(const char *cmd, const cli_args *a, int id, const char *va
         if (!cli_parse_choice(cmd, opt, value, devices, &k)) return -1;
         c->device = devices_enum[k];
         return 1;
+    case OPT_SUBDIVIDE:
+        if (!cli_parse_int(cmd, opt, value, 0, PM_SUBDIVIDE_MAX_LEVELS, &v)) return -1;
+        c->subdivide = (int)v;
+        return 1;
     case OPT_THREADS:
         if (!cli_parse_int(cmd, opt, value, 1, 4096, &v)) return -1;
         c->threads = (int)v;
@@ -65,6 +69,8 @@ int cli_common_option(const char *cmd, const cli_args *a, int id, const char *va
 int cli_common_finish(const char *cmd, cli_common *c)
 {
     if (!c->output) return cli_usage_error(cmd, "missing -o OUTPUT"), 0;
+    if (c->subdivide && c->soup)
+        return cli_usage_error(cmd, "--subdivide refines an indexed mesh: drop --soup"), 0;
     struct stat st;
     if (stat(c->output, &st) == 0 && S_ISDIR(st.st_mode)) {
         cli_error("cannot write '%s': it is a directory (give a file name, e.g. %s/mesh.ply)",
@@ -80,4 +86,22 @@ int cli_common_finish(const char *cmd, cli_common *c)
     if (c->ascii && strcmp(cli_extension(c->output, ext, sizeof ext), "ply") != 0)
         return cli_usage_error(cmd, "--ascii applies to .ply output only"), 0;
     return 1;
+}
+
+pm_status cli_subdivide_mesh(pm_context *ctx, int levels, pm_normals normals, pm_mesh *mesh, double *ms)
+{
+    *ms = 0;
+    if (levels <= 0) return PM_STATUS_OK;
+    double t0 = cli_now_ms();
+    pm_subdivide_options so;
+    memset(&so, 0, sizeof so);
+    so.struct_size = sizeof so;
+    so.normals = normals;
+    pm_mesh out;
+    pm_status s = pm_subdivide_loop(ctx, mesh, levels, &so, &out);
+    *ms = cli_now_ms() - t0;
+    if (s != PM_STATUS_OK) return s;
+    pm_mesh_free(ctx, mesh);
+    *mesh = out;
+    return PM_STATUS_OK;
 }

@@ -28,8 +28,12 @@ static const struct {
      "reconstruct the surface of particles / a point cloud (SPH or blur)"},
     {"info", cmd_info, "pyramesh info FILE [--raw-* options]",
      "describe a volume, point set or mesh (closed? manifold? volume)"},
+    {"collide", cmd_collide, "pyramesh collide A B [--translate X,Y,Z] [--self] [-o pairs.csv]",
+     "find the intersecting triangle pairs of two meshes, or of one (--self)"},
     {"demo", cmd_demo, "pyramesh demo [-o demo.ply] [--particles N] [--device D] [--quiet]",
      "reconstruct a synthetic dam-break scene (no input needed)"},
+    {"subdivide", cmd_subdivide, "pyramesh subdivide MESH -o OUT [--levels N] [options]",
+     "Loop subdivision of a mesh, uniform or adaptive (--max-edge, --max-angle)"},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -301,7 +305,7 @@ int main(int argc, char **argv)
             return rc;
         }
     fprintf(stderr, "pyramesh: unknown command '%s'\n", cmd);
-    fprintf(stderr, "usage: pyramesh <command> [options]  (commands: isosurface, reconstruct, "
+    fprintf(stderr, "usage: pyramesh <command> [options]  (commands: isosurface, reconstruct, subdivide, collide, "
                     "info, demo)\nTry 'pyramesh --help' for more information.\n");
     return CLI_USAGE;
 }

@@ -163,6 +163,7 @@ void cli_print_summary(const cli_result *r)
         print_ms("field", r->t.field_ms, &first);
     }
     print_ms("extract", r->t.extract_ms, &first);
+    if (r->subdivide) print_ms("subdivide", r->subdivide_ms, &first);
     print_ms("write", r->t.write_ms, &first);
     printf("\n  total          %.1f ms\n", r->total_ms);
 }
@@ -194,6 +195,8 @@ void cli_result_json(cli_buf *b, const cli_result *r, int indent)
         cli_buf_printf(b, ": %.3f", r->report.stage_ms[i]);
     }
     cli_buf_printf(b, "}");
+    if (r->subdivide)
+        cli_buf_printf(b, ",\n%s\"subdivide\": {\"levels\": %d, \"ms\": %.3f}", in, r->subdivide, r->subdivide_ms);
     cli_buf_printf(b, ",\n%s\"dims\": [%zu, %zu, %zu],\n", in, r->nx, r->ny, r->nz);
     if (r->sample_type) cli_buf_printf(b, "%s\"sample_type\": \"%s\",\n", in, r->sample_type);
     cli_buf_printf(b, "%s\"spacing\": [%.17g, %.17g, %.17g],\n", in, r->spacing[0], r->spacing[1],

@@ -7,6 +7,9 @@
 
 #include "pyramesh.h"
 
+struct pmi_xform; /* src/core/collide_math.h */
+struct pmi_loop_args; /* src/core/loop_rules.h */
+
 typedef struct pmi_backend {
     const char *name;
     /* Set up / tear down ctx->backend_state. */
@@ -72,6 +75,21 @@ typedef struct pmi_backend {
     pm_status (*field_compute_async)(pm_context *ctx, const float *xyz, size_t n,
                                      const pm_field_params *params, const pm_field_grid *grid,
                                      float *field_ctx, pm_field_status *status_ctx);
+    /* Collision detection (src/core/collide.c): the mesh checked (indices,
+     * finite coordinates when in host memory) and non-empty; *out is a
+     * calloc'ed struct pm_bvh whose ctx is set, the backend fills the rest. */
+    pm_status (*bvh_build)(pm_context *ctx, const pm_mesh *mesh, struct pm_bvh *out);
+    void (*bvh_destroy)(pm_context *ctx, struct pm_bvh *bvh);
+    /* Both BVHs non-empty; x resolved (identity flag); max_candidates
+     * resolved; self when a == b. */
+    pm_status (*collide)(pm_context *ctx, const struct pm_bvh *a, const struct pm_bvh *b,
+                         const struct pmi_xform *x, const pm_collide_options *options,
+                         uint32_t *pairs, size_t capacity, size_t *count);
+    /* Loop subdivision (src/core/subdivide.c): runs step `step` of
+     * src/core/loop_rules.h for the elements 0..n-1 (n < 2^32) on the
+     * arguments, whose arrays are in context memory. */
+    pm_status (*subdivide_step)(pm_context *ctx, int step, size_t n,
+                                const struct pmi_loop_args *args);
 } pmi_backend;
 
 struct pm_context {

@@ -56,6 +56,10 @@ static const pmi_backend cpu_backend = {
     .isosurface_async = pmi_cpu_isosurface_async,
     .field_compute = pmi_cpu_field_compute,
     .field_compute_async = pmi_cpu_field_compute_async,
+    .bvh_build = pmi_cpu_bvh_build,
+    .bvh_destroy = pmi_cpu_bvh_destroy,
+    .collide = pmi_cpu_collide,
+    .subdivide_step = pmi_cpu_subdivide_step,
 };
 
 const pmi_backend *pmi_cpu_backend(void) { return &cpu_backend; }

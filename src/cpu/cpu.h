@@ -40,5 +40,14 @@ pm_status pmi_cpu_isosurface_async(pm_context *ctx, const pm_volume *volume, dou
 pm_status pmi_cpu_field_compute_async(pm_context *ctx, const float *xyz, size_t n,
                                       const pm_field_params *params, const pm_field_grid *grid,
                                       float *field, pm_field_status *status);
+/* Collision detection (bvh.c, collide.c). */
+pm_status pmi_cpu_bvh_build(pm_context *ctx, const pm_mesh *mesh, struct pm_bvh *out);
+void pmi_cpu_bvh_destroy(pm_context *ctx, struct pm_bvh *bvh);
+pm_status pmi_cpu_collide(pm_context *ctx, const struct pm_bvh *a, const struct pm_bvh *b,
+                          const struct pmi_xform *x, const pm_collide_options *options,
+                          uint32_t *pairs, size_t capacity, size_t *count);
+/* Loop subdivision: one step of src/core/loop_rules.h over n elements. */
+pm_status pmi_cpu_subdivide_step(pm_context *ctx, int step, size_t n,
+                                 const struct pmi_loop_args *args);
 
 #endif

@@ -247,6 +247,10 @@ static const pmi_backend cuda_backend = {
     /* .isosurface_async = */ pmi_cuda_isosurface_async,
     /* .field_compute = */ pmi_cuda_field_compute,
     /* .field_compute_async = */ pmi_cuda_field_compute_async,
+    /* .bvh_build = */ pmi_cuda_bvh_build,
+    /* .bvh_destroy = */ pmi_cuda_bvh_destroy,
+    /* .collide = */ pmi_cuda_collide,
+    /* .subdivide_step = */ pmi_cuda_subdivide_step,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

@@ -228,6 +228,15 @@ pm_status pmi_cuda_histopyramid_traverse(pm_context *ctx, const pm_histopyramid 
                                          uint64_t first_key, size_t num_keys, uint64_t *out_source,
                                          uint32_t *out_local);
 void pmi_cuda_histopyramid_destroy(pm_context *ctx, pm_histopyramid *hp);
+/* Collision detection (bvh.cu, collide.cu). */
+pm_status pmi_cuda_bvh_build(pm_context *ctx, const pm_mesh *mesh, struct pm_bvh *out);
+void pmi_cuda_bvh_destroy(pm_context *ctx, struct pm_bvh *bvh);
+pm_status pmi_cuda_collide(pm_context *ctx, const struct pm_bvh *a, const struct pm_bvh *b,
+                           const struct pmi_xform *x, const pm_collide_options *options,
+                           uint32_t *pairs, size_t capacity, size_t *count);
+/* Loop subdivision (subdivide.cu): one step of src/core/loop_rules.h. */
+pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n,
+                                  const struct pmi_loop_args *args);
 }
 
 #endif
