@@ -110,10 +110,13 @@ static __global__ void __launch_bounds__(CD_THREADS)
         }
         unsigned k = pmi_pair_children(fate);
         unsigned long long slot = warp_append(count_out, k);
-        if (k && slot + k <= cap) {
+        if (k && slot < cap) {
+            /* Every slot below cap is written, also by a lane whose
+             * children straddle cap: the next level reads [0, cap) whole
+             * (the host then runs again with a larger cap). */
             uint64_t kids[3];
             pmi_pair_split(t.a.children, t.b.children, na, nb, fate, t.self, kids);
-            for (unsigned c = 0; c < k; c++)
+            for (unsigned c = 0; c < k && slot + c < cap; c++)
                 out[slot + c] = kids[c];
         }
         if (fate == PMI_PAIR_LEAF) {
