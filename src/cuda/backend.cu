@@ -182,7 +182,9 @@ static pm_status cuda_alloc(pm_context *ctx, size_t bytes, void **out)
 
 static void cuda_free(pm_context *ctx, void *p)
 {
-    if (cudaSetDevice(pmi_cuda(ctx)->device) == cudaSuccess) cudaFree(p);
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    memset(st->seen, 0, sizeof st->seen); /* the address may come back as something else */
+    if (cudaSetDevice(st->device) == cudaSuccess) cudaFree(p);
     cudaGetLastError();
 }
 
@@ -209,14 +211,18 @@ static pm_status cuda_download(pm_context *ctx, void *dst_host, const void *src,
  * kernels; plain host memory is not. */
 static int cuda_accessible(pm_context *ctx, const void *p)
 {
-    (void)ctx;
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    for (unsigned i = 0; i < 8; i++)
+        if (st->seen[i] == p) return 1;
     cudaPointerAttributes a;
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
-    if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) return 1;
-    return a.type == cudaMemoryTypeHost && a.devicePointer == p;
+    const int ok = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
+                   (a.type == cudaMemoryTypeHost && a.devicePointer == p);
+    if (ok) st->seen[st->seen_next++ & 7] = p;
+    return ok;
 }
 
 static const pmi_backend cuda_backend = {

@@ -37,6 +37,11 @@ typedef struct pmi_cuda_state {
     unsigned long long *host_d; /* the same words as a device pointer */
     unsigned int *ticket_d;     /* zeroed once; last-block reductions reset it */
     int pdl;                    /* programmatic dependent launch (9.0+) */
+    /* Pointers found readable by the kernels (cuda_accessible), so that a
+     * per-frame loop passing the same buffers asks the driver once; cleared
+     * when the context frees memory. */
+    const void *seen[8];
+    unsigned seen_next;
 } pmi_cuda_state;
 
 static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
