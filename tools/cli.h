@@ -73,10 +73,10 @@ int cli_check_input(const char *path);
 /* Checks that the directory `path` would be written into exists and is
  * writable, before any work is done; prints the error and returns 0. */
 int cli_check_output_dir(const char *path);
-/* cli_check_input, then the output: not a directory, not the input file
- * itself (by device and inode, so links and other spellings count), in a
- * writable directory. */
-int cli_check_io(const char *input, const char *output);
+/* cli_check_input (allow_dir: or a directory, a DICOM series), then the
+ * output: not a directory, not the input file itself (by device and inode,
+ * so links and other spellings count), in a writable directory. */
+int cli_check_io(const char *input, const char *output, int allow_dir);
 /* Whether the extension of `path` names a mesh format we write. */
 int cli_mesh_extension_ok(const char *path);
 /* Lower-case extension of `path` without the dot ("" when none), in buf. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "cli.h"
@@ -328,14 +329,16 @@ int cmd_info(int argc, char **argv)
     if (!path) return cli_usage_error(cmd, "missing FILE");
     if (have_dims != have_type || (have_other && !have_dims))
         return cli_usage_error(cmd, "raw volumes need both --raw-dims and --raw-type");
-    if (!cli_check_input(path)) return CLI_FAIL;
+    struct stat dst;
+    const int is_dir = !have_dims && stat(path, &dst) == 0 && S_ISDIR(dst.st_mode);
+    if (!is_dir && !cli_check_input(path)) return CLI_FAIL;
 
     char ext[16];
     cli_extension(path, ext, sizeof ext);
     size_t plen = strlen(path);
     int gz_volume =
         plen > 7 && (!strcmp(path + plen - 7, ".nii.gz") || !strcmp(path + plen - 7, ".inr.gz"));
-    int is_volume = have_dims || !strcmp(ext, "nrrd") || !strcmp(ext, "nhdr") ||
+    int is_volume = have_dims || is_dir || !strcmp(ext, "nrrd") || !strcmp(ext, "nhdr") ||
                     !strcmp(ext, "vti") || !strcmp(ext, "inr") || !strcmp(ext, "mha") ||
                     !strcmp(ext, "mhd") || !strcmp(ext, "nii") || gz_volume;
     int is_points = !have_dims && (!strcmp(ext, "ply") || !strcmp(ext, "xyz") ||

@@ -205,7 +205,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
 {
     iso_job *job = user;
     const cli_common *c = &job->c;
-    if (!cli_check_io(f->input, f->output)) return CLI_FAIL;
+    if (!cli_check_io(f->input, f->output, !job->have_raw)) return CLI_FAIL;
     double t_start = cli_now_ms();
 
     cli_progress_stage(p, "reading");

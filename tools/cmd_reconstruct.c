@@ -204,7 +204,7 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
 static int rec_frame(void *user, const cli_frame *f, cli_progress *p, cli_result *r)
 {
     rec_job *job = user;
-    if (!cli_check_io(f->input, f->output)) return CLI_FAIL;
+    if (!cli_check_io(f->input, f->output, 0)) return CLI_FAIL;
     double t_start = cli_now_ms();
     cli_progress_stage(p, "reading");
     pm_points pts;

@@ -165,7 +165,7 @@ int cmd_subdivide(int argc, char **argv)
     }
     if (!input) return cli_usage_error(cmd, "missing the input MESH");
     if (!cli_common_finish(cmd, &c)) return CLI_USAGE;
-    if (!cli_check_io(input, c.output)) return CLI_FAIL;
+    if (!cli_check_io(input, c.output, 0)) return CLI_FAIL;
     o.normals = c.normals == PM_NORMALS_NONE ? PM_NORMALS_NONE : PM_NORMALS_DEFAULT;
     pm_subdivide_report rep;
     o.report = &rep;

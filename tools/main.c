@@ -174,10 +174,10 @@ int cli_check_input(const char *path)
     return 1;
 }
 
-int cli_check_io(const char *input, const char *output)
+int cli_check_io(const char *input, const char *output, int allow_dir)
 {
-    if (!cli_check_input(input)) return 0;
     struct stat si, so;
+    if (!(allow_dir && stat(input, &si) == 0 && S_ISDIR(si.st_mode)) && !cli_check_input(input)) return 0;
     if (stat(output, &so) == 0) {
         if (S_ISDIR(so.st_mode)) {
             cli_error("cannot write '%s': it is a directory", output);
