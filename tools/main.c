@@ -263,6 +263,8 @@ int cli_context_create(const cli_common *c, pm_context **out)
         cli_error_status(s, c->device == PM_DEVICE_CUDA ? "--device cuda" : "creating a context");
         return 0;
     }
+    /* --device auto on a GPU this build cannot run on: say why the CPU. */
+    if (*pm_context_note(*out) && !c->quiet) fprintf(stderr, "pyramesh: note: %s\n", pm_context_note(*out));
     return 1;
 }
 
