@@ -184,7 +184,7 @@ static void check_async_count(pm_context *ctx, const float *d, size_t n, pm_comp
 #define SAMPLE_WINDOWS 64
 #define SAMPLE_WINDOW 1024
 
-static void check_paths(pm_context *ctx)
+static __attribute__((unused)) void check_paths(pm_context *ctx)
 {
     const size_t nmax = STAGE_MIN_N + 8193;
     float *h = malloc((nmax + 1) * sizeof *h);

@@ -263,7 +263,7 @@ pm_status pmi_cpu_collide(pm_context *ctx, const struct pm_bvh *a, const struct 
     if (s == PM_STATUS_OK) {
         size_t k = 0;
         for (int t = 0; t < j.nt; t++) {
-            memcpy(all + k, j.hits[t].v, j.hits[t].n * sizeof *all);
+            if (j.hits[t].n) memcpy(all + k, j.hits[t].v, j.hits[t].n * sizeof *all);
             k += j.hits[t].n;
         }
         s = sort_u64(all, total);
