@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "test_common.h"
 
@@ -98,6 +99,27 @@ static inline void putf(buf *b, const char *fmt, ...)
     int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     put(b, tmp, k < (int)sizeof tmp ? (size_t)k : sizeof tmp - 1);
+}
+
+/* zlib (wrapper 0) or gzip (wrapper 1) compression of n bytes. */
+static inline unsigned char *deflate_bytes(const void *src, size_t n, int gzip, size_t *out_n)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    deflateInit2(&z, 6, Z_DEFLATED, gzip ? 15 + 16 : 15, 8, Z_DEFAULT_STRATEGY);
+    size_t cap = deflateBound(&z, (uLong)n) + 64;
+    unsigned char *out = malloc(cap);
+    z.next_in = (unsigned char *)src;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+        fprintf(stderr, "deflate failed\n");
+        exit(1);
+    }
+    *out_n = cap - z.avail_out;
+    deflateEnd(&z);
+    return out;
 }
 
 #endif

@@ -15,27 +15,10 @@
 #include "test_common.h"
 #include "test_files.h"
 
-static unsigned char *zbytes(const void *src, size_t n, int gzip, size_t *out_n)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    deflateInit2(&z, 6, Z_DEFLATED, gzip ? 15 + 16 : 15, 8, Z_DEFAULT_STRATEGY);
-    size_t cap = deflateBound(&z, (uLong)n) + 64;
-    unsigned char *out = malloc(cap);
-    z.next_in = (unsigned char *)src;
-    z.avail_in = (uInt)n;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    if (deflate(&z, Z_FINISH) != Z_STREAM_END) exit(1);
-    *out_n = cap - z.avail_out;
-    deflateEnd(&z);
-    return out;
-}
-
 static void write_gz(const char *path, const void *d, size_t n)
 {
     size_t zn;
-    unsigned char *z = zbytes(d, n, 1, &zn);
+    unsigned char *z = deflate_bytes(d, n, 1, &zn);
     write_file(path, z, zn);
     free(z);
 }
@@ -481,7 +464,7 @@ static void test_metaimage(void)
     /* Attached, big-endian float, zlib-compressed, with a TransformMatrix
      * that swaps x and y and flips z. */
     d = encode(v, cnt, 16, 1, &es);
-    unsigned char *z = zbytes(d, cnt * es, 0, &zn);
+    unsigned char *z = deflate_bytes(d, cnt * es, 0, &zn);
     f.n = 0;
     snprintf(hdr, sizeof hdr,
              "%sTransformMatrix = 0 1 0 1 0 0 0 0 -1\nCompressedData = True\n"
@@ -610,7 +593,7 @@ static void vtk_block(buf *b, const void *d, size_t n, int h64, int zlib, size_t
     buf z = {0};
     for (size_t i = 0; i < nb; i++) {
         size_t k = i + 1 == nb && n % block ? n % block : block, zn;
-        unsigned char *c = zbytes((const unsigned char *)d + i * block, k, 0, &zn);
+        unsigned char *c = deflate_bytes((const unsigned char *)d + i * block, k, 0, &zn);
         HPUT(zn);
         put(&z, c, zn);
         free(c);

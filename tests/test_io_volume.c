@@ -24,26 +24,6 @@ static void write_file2(const char *path, const void *a, size_t na, const void *
     free(t.p);
 }
 
-/* zlib (wrapper 0) or gzip (wrapper 1) compression of n bytes. */
-static unsigned char *deflate_bytes(const void *src, size_t n, int gzip, size_t *out_n)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    deflateInit2(&z, 6, Z_DEFLATED, gzip ? 15 + 16 : 15, 8, Z_DEFAULT_STRATEGY);
-    size_t cap = deflateBound(&z, (uLong)n) + 64;
-    unsigned char *out = malloc(cap);
-    z.next_in = (unsigned char *)src;
-    z.avail_in = (uInt)n;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-        fprintf(stderr, "deflate failed\n");
-        exit(1);
-    }
-    *out_n = cap - z.avail_out;
-    deflateEnd(&z);
-    return out;
-}
 
 static const char *nrrd_type[] = {"uchar", "ushort", "short", "float", "double"};
 static const char *vtk_type[] = {"unsigned_char", "unsigned_short", "short", "float", "double"};
