@@ -530,8 +530,9 @@ typedef struct pm_collide_options {
      * that would exceed it is processed in parts (docs/collide.md).
      * 0 = 2^22 pairs (64 MiB); at least 64. */
     size_t max_candidates;
-    /* Optional, out: levels run, box tests done, leaf pairs tested. */
-    uint64_t *stats_levels, *stats_box_tests, *stats_leaf_tests;
+    /* Optional, out: levels run, box tests done, leaf pairs tested (summed
+     * over parts), levels split into parts to stay within max_candidates. */
+    uint64_t *stats_levels, *stats_box_tests, *stats_leaf_tests, *stats_parts;
 } pm_collide_options;
 
 /* Finds every pair of intersecting triangles (a of bvh_a, b of bvh_b) with

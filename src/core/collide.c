@@ -184,6 +184,7 @@ pm_status pm_collide(pm_context *ctx, const pm_bvh *a, const pm_bvh *b, const do
     if (o.stats_levels) *o.stats_levels = 0;
     if (o.stats_box_tests) *o.stats_box_tests = 0;
     if (o.stats_leaf_tests) *o.stats_leaf_tests = 0;
+    if (o.stats_parts) *o.stats_parts = 0;
     pmi_xform x;
     pm_status s = resolve_xform(transform, &x);
     if (s != PM_STATUS_OK) return s;

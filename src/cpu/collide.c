@@ -29,7 +29,7 @@ typedef struct job {
     int self, nt;
     size_t bound; /* max_candidates */
     hits *hits;   /* one per thread */
-    uint64_t levels, box_tests, leaf_tests;
+    uint64_t levels, box_tests, leaf_tests, parts;
 } job;
 
 static void hits_push(hits *h, uint64_t v)
@@ -173,6 +173,7 @@ static pm_status run_levels(job *j, const uint64_t *in, size_t n)
          * most `bound` children each. */
         const uint8_t *f = fate;
         size_t first = 0;
+        j->parts++;
         while (first < n && s == PM_STATUS_OK) {
             size_t last = first;
             uint64_t kids = 0;
@@ -278,6 +279,7 @@ pm_status pmi_cpu_collide(pm_context *ctx, const struct pm_bvh *a, const struct 
         if (o->stats_levels) *o->stats_levels = j.levels;
         if (o->stats_box_tests) *o->stats_box_tests = j.box_tests;
         if (o->stats_leaf_tests) *o->stats_leaf_tests = j.leaf_tests;
+        if (o->stats_parts) *o->stats_parts = j.parts;
         if (total > capacity)
             s = pmi_error(PM_STATUS_TRUNCATED, "pm_collide: %zu intersecting pairs, capacity %zu",
                           total, capacity);

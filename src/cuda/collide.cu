@@ -9,6 +9,7 @@
  * takes one atomic per warp, so the order inside a level varies from run
  * to run; the pairs found do not, and they are sorted at the end. */
 #include <cub/device/device_radix_sort.cuh>
+#include <limits.h>
 
 #include "cuda/cuda_internal.h"
 
@@ -137,6 +138,13 @@ static __global__ void cd_pairs_kernel(const unsigned long long *sorted, unsigne
     }
 }
 
+/* Device memory of one traversal, carved from the context's scratch. */
+typedef struct cd_mem {
+    unsigned long long *buf[2]; /* the level read and the level written */
+    unsigned long long *hits, *sorted, *counts, *words;
+    char *sort_tmp;
+} cd_mem;
+
 /* Sizes of one traversal's device memory. */
 typedef struct cd_plan {
     size_t cap;     /* pairs per level buffer */
@@ -145,45 +153,137 @@ typedef struct cd_plan {
     size_t sort_bytes;
 } cd_plan;
 
-/* Queues one whole traversal and waits once for its counts: the level
- * sizes (for the stream bound), the pairs found, the leaf tests. */
+/* What the runs of one traversal add up to. */
+typedef struct cd_acc {
+    unsigned long long words[CD_WORDS]; /* hits and leaf tests so far */
+    unsigned long long levels, boxes, parts;
+} cd_acc;
+
+static pm_status cd_layout(pm_context *ctx, cd_plan *p, cd_mem *m)
+{
+    p->sort_bytes = 0;
+    cub::DeviceRadixSort::SortKeys(NULL, p->sort_bytes, (const unsigned long long *)NULL,
+                                   (unsigned long long *)NULL, (int)p->hit_cap, 0, 64,
+                                   pmi_cuda(ctx)->stream);
+    size_t lvl = pmi_align256(p->cap * sizeof(unsigned long long));
+    size_t hit = pmi_align256(p->hit_cap * sizeof(unsigned long long));
+    size_t cnt = pmi_align256((p->levels + 2 + CD_WORDS) * sizeof(unsigned long long));
+    char *w;
+    PMI_TRY(pmi_cuda_scratch(ctx, 2 * lvl + 2 * hit + cnt + pmi_align256(p->sort_bytes),
+                             (void **)&w));
+    m->buf[0] = (unsigned long long *)w;
+    m->buf[1] = (unsigned long long *)(w + lvl);
+    m->hits = (unsigned long long *)(w + 2 * lvl);
+    m->sorted = (unsigned long long *)(w + 2 * lvl + hit);
+    m->counts = (unsigned long long *)(w + 2 * lvl + 2 * hit);
+    m->words = m->counts + p->levels + 2;
+    m->sort_tmp = w + 2 * lvl + 2 * hit + cnt;
+    return PM_STATUS_OK;
+}
+
+/* Queues `nlevels` levels from the n candidate pairs at seeds_d (NULL: the
+ * pair (root, root)), the hit and leaf words starting from acc's, and
+ * waits once for the level sizes (counts_h[0..nlevels]) and the words. */
 static pm_status cd_run(pm_context *ctx, const cd_trees &t, const pmi_xform &x, const cd_plan &p,
-                        unsigned long long *counts_h, unsigned long long *words_h, char **hits_at,
-                        char **scratch_at)
+                        const cd_mem &m, const unsigned long long *seeds_d, unsigned long long n,
+                        unsigned nlevels, const cd_acc &acc, unsigned long long *counts_h,
+                        unsigned long long *words_h)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     cudaStream_t s = st->stream;
-    size_t lvl = pmi_align256(p.cap * sizeof(unsigned long long));
-    size_t hit = pmi_align256(p.hit_cap * sizeof(unsigned long long));
-    size_t cnt = pmi_align256((p.levels + 2 + CD_WORDS) * sizeof(unsigned long long));
-    size_t total = 2 * lvl + 2 * hit + cnt + pmi_align256(p.sort_bytes);
-    char *w;
-    PMI_TRY(pmi_cuda_scratch(ctx, total, (void **)&w));
-    unsigned long long *buf[2] = {(unsigned long long *)w, (unsigned long long *)(w + lvl)};
-    unsigned long long *hits = (unsigned long long *)(w + 2 * lvl);
-    unsigned long long *counts = (unsigned long long *)(w + 2 * lvl + 2 * hit);
-    unsigned long long *words = counts + p.levels + 2;
-    *hits_at = (char *)hits;
-    *scratch_at = w + 2 * lvl + 2 * hit + cnt;
-    unsigned long long init[2] = {1, 0}; /* counts[0] = 1: the pair (root, root) */
-    PMI_CU_TRY(cudaMemsetAsync(counts, 0, cnt, s), "pm_collide: init");
-    PMI_CU_TRY(cudaMemsetAsync(buf[0], 0, sizeof(unsigned long long), s), "pm_collide: init");
-    PMI_CU_TRY(cudaMemcpyAsync(counts, init, sizeof(unsigned long long), cudaMemcpyHostToDevice, s),
+    PMI_CU_TRY(cudaMemsetAsync(m.counts, 0, (p.levels + 2) * sizeof(unsigned long long), s),
                "pm_collide: init");
+    PMI_CU_TRY(cudaMemcpyAsync(m.counts, &n, sizeof n, cudaMemcpyHostToDevice, s),
+               "pm_collide: init");
+    PMI_CU_TRY(cudaMemcpyAsync(m.words, acc.words, sizeof acc.words, cudaMemcpyHostToDevice, s),
+               "pm_collide: init");
+    if (seeds_d)
+        PMI_CU_TRY(cudaMemcpyAsync(m.buf[0], seeds_d, n * sizeof(unsigned long long),
+                                   cudaMemcpyDeviceToDevice, s),
+                   "pm_collide: init");
+    else
+        PMI_CU_TRY(cudaMemsetAsync(m.buf[0], 0, sizeof(unsigned long long), s), "pm_collide: init");
     /* A fixed grid: a level's size is known only on the device. */
     unsigned grid = (unsigned)st->num_sms * 8;
-    for (unsigned l = 0; l < p.levels; l++) {
-        cd_level_kernel<<<grid, CD_THREADS, 0, s>>>(t, x, buf[l & 1], counts + l, buf[(l + 1) & 1],
-                                                    counts + l + 1, p.cap, hits, p.hit_cap, words);
+    for (unsigned l = 0; l < nlevels; l++) {
+        cd_level_kernel<<<grid, CD_THREADS, 0, s>>>(t, x, m.buf[l & 1], m.counts + l,
+                                                    m.buf[(l + 1) & 1], m.counts + l + 1, p.cap,
+                                                    m.hits, p.hit_cap, m.words);
     }
     PMI_TRY(pmi_cuda_launched("pm_collide: levels"));
-    PMI_CU_TRY(cudaMemcpyAsync(counts_h, counts, (p.levels + 1) * sizeof(unsigned long long),
+    PMI_CU_TRY(cudaMemcpyAsync(counts_h, m.counts, (nlevels + 1) * sizeof(unsigned long long),
                                cudaMemcpyDeviceToHost, s),
                "pm_collide: counts");
-    PMI_CU_TRY(cudaMemcpyAsync(words_h, words, CD_WORDS * sizeof(unsigned long long),
+    PMI_CU_TRY(cudaMemcpyAsync(words_h, m.words, CD_WORDS * sizeof(unsigned long long),
                                cudaMemcpyDeviceToHost, s),
                "pm_collide: counts");
     return pmi_cuda_wait(ctx, "pm_collide");
+}
+
+/* Adds the levels 0..nlevels-1 of a completed run to acc. */
+static void cd_account(cd_acc *acc, const unsigned long long *counts_h, unsigned nlevels,
+                       const unsigned long long *words_h)
+{
+    for (unsigned l = 0; l < nlevels; l++) {
+        acc->levels += counts_h[l] != 0;
+        acc->boxes += counts_h[l];
+    }
+    memcpy(acc->words, words_h, sizeof acc->words);
+}
+
+/* First level whose pairs did not fit (0: none did overflow). */
+static unsigned cd_overflow(const unsigned long long *counts_h, unsigned nlevels, size_t cap)
+{
+    for (unsigned l = 1; l <= nlevels; l++)
+        if (counts_h[l] > cap) return l;
+    return 0;
+}
+
+/* The traversal from n seed pairs with level buffers at the bound
+ * max_candidates. A run that overflows at level L is run again up to level
+ * L - 1 (whose pairs fit), that level is saved and finished in parts of at
+ * most cap / 3 pairs (at most cap children each), each part by a nested
+ * call. Memory: the saved level per nesting. The hits and leaf words carry
+ * over from run to run, so every pair is tested once. */
+static pm_status cd_solve(pm_context *ctx, const cd_trees &t, const pmi_xform &x,
+                          const cd_plan &p, const cd_mem &m, const unsigned long long *seeds_d,
+                          unsigned long long n, cd_acc *acc, unsigned long long *counts_h)
+{
+    unsigned long long words_h[CD_WORDS];
+    PMI_TRY(cd_run(ctx, t, x, p, m, seeds_d, n, p.levels, *acc, counts_h, words_h));
+    unsigned L = cd_overflow(counts_h, p.levels, p.cap);
+    if (!L) {
+        if (counts_h[p.levels] != 0)
+            return pmi_error(PM_STATUS_DEVICE_ERROR,
+                             "pm_collide: the traversal did not end within %u levels", p.levels);
+        cd_account(acc, counts_h, p.levels, words_h);
+        return PM_STATUS_OK;
+    }
+    /* Seeds are at most cap / 3 pairs, so their children fit: L >= 2. */
+    if (L < 2) return pmi_error(PM_STATUS_DEVICE_ERROR, "pm_collide: a part overflowed its bound");
+    PMI_TRY(cd_run(ctx, t, x, p, m, seeds_d, n, L - 1, *acc, counts_h, words_h));
+    cd_account(acc, counts_h, L - 1, words_h);
+    unsigned long long saved = counts_h[L - 1];
+    if (saved > p.cap)
+        return pmi_error(PM_STATUS_DEVICE_ERROR, "pm_collide: a level changed size between runs");
+    unsigned long long *part = NULL;
+    cudaError_t e = cudaMalloc(&part, saved * sizeof *part);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "pm_collide: cannot allocate %llu candidate pairs to split a level",
+                         saved);
+    }
+    e = cudaMemcpyAsync(part, m.buf[(L - 1) & 1], saved * sizeof *part, cudaMemcpyDeviceToDevice,
+                        pmi_cuda(ctx)->stream);
+    pm_status s = e == cudaSuccess ? PM_STATUS_OK : pmi_cuda_status(e, "pm_collide: split");
+    acc->parts++;
+    const unsigned long long chunk = p.cap / 3;
+    for (unsigned long long off = 0; off < saved && s == PM_STATUS_OK; off += chunk)
+        s = cd_solve(ctx, t, x, p, m, part + off, saved - off < chunk ? saved - off : chunk, acc,
+                     counts_h);
+    cudaFree(part);
+    return s;
 }
 
 extern "C" pm_status pmi_cuda_collide(pm_context *ctx, const struct pm_bvh *a,
@@ -203,80 +303,76 @@ extern "C" pm_status pmi_cuda_collide(pm_context *ctx, const struct pm_bvh *a,
     size_t guess = 4 * (a->num_triangles + b->num_triangles) + 4096;
     p.cap = guess < o->max_candidates ? guess : o->max_candidates;
     p.hit_cap = capacity > ((size_t)1 << 16) ? capacity : ((size_t)1 << 16);
-    unsigned long long *counts_h = (unsigned long long *)malloc((p.levels + 1) * sizeof(*counts_h));
+    unsigned long long *counts_h = (unsigned long long *)malloc((p.levels + 2) * sizeof(*counts_h));
     if (!counts_h) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_collide: out of host memory");
-    unsigned long long words_h[CD_WORDS];
-    char *hits_at = NULL, *scratch = NULL;
+    cd_mem m;
+    cd_acc acc;
     pm_status s = PM_STATUS_OK;
-    /* A level or the pairs found overflowing their buffers: run again with
-     * the sizes seen (they only grow, each run completes more levels). */
-    int again = 1;
-    for (unsigned attempt = 0; again && attempt < p.levels + 2; attempt++) {
-        p.sort_bytes = 0;
-        cub::DeviceRadixSort::SortKeys(NULL, p.sort_bytes, (const unsigned long long *)NULL,
-                                       (unsigned long long *)NULL, (int)p.hit_cap, 0, 64,
-                                       pmi_cuda(ctx)->stream);
-        s = cd_run(ctx, t, *x, p, counts_h, words_h, &hits_at, &scratch);
+    /* Level buffers grow to the largest level seen, up to max_candidates;
+     * past it the traversal is split (cd_solve). The pairs found overflowing
+     * their buffer: all again with the count seen. Each retry is larger, so
+     * this ends after a few runs. */
+    for (unsigned attempt = 0;; attempt++) {
+        if (attempt > 64) {
+            s = pmi_error(PM_STATUS_DEVICE_ERROR, "pm_collide: the buffers did not settle");
+            break;
+        }
+        memset(&acc, 0, sizeof acc);
+        if (p.hit_cap > (size_t)INT_MAX) {
+            s = pmi_error(PM_STATUS_OVERFLOW,
+                          "pm_collide: %zu intersecting pairs, above the %d one call can sort",
+                          p.hit_cap, INT_MAX);
+            break;
+        }
+        s = cd_layout(ctx, &p, &m);
         if (s != PM_STATUS_OK) break;
-        unsigned long long need = 0;
-        for (unsigned l = 0; l <= p.levels; l++)
-            need = counts_h[l] > need ? counts_h[l] : need;
-        again = 0;
-        if (need > p.cap) {
-            if (need > o->max_candidates) {
-                s = pmi_error(PM_STATUS_OUT_OF_MEMORY,
-                              "pm_collide: a level of the traversal holds %llu candidate pairs, "
-                              "above max_candidates %zu (the CUDA backend does not split levels)",
-                              need, o->max_candidates);
-                break;
-            }
-            p.cap = (size_t)need;
-            again = 1;
+        unsigned long long words_h[CD_WORDS];
+        s = cd_run(ctx, t, *x, p, m, NULL, 1, p.levels, acc, counts_h, words_h);
+        if (s != PM_STATUS_OK) break;
+        unsigned L = cd_overflow(counts_h, p.levels, p.cap);
+        if (L && p.cap < o->max_candidates) {
+            unsigned long long need = 0;
+            for (unsigned l = 0; l <= p.levels; l++)
+                need = counts_h[l] > need ? counts_h[l] : need;
+            p.cap = need < o->max_candidates ? (size_t)need : o->max_candidates;
+            continue;
         }
-        if (words_h[CD_HITS] > p.hit_cap) {
-            p.hit_cap = (size_t)words_h[CD_HITS];
-            again = 1;
-        }
-    }
-    if (s == PM_STATUS_OK && again)
-        s = pmi_error(PM_STATUS_DEVICE_ERROR, "pm_collide: the buffers did not settle");
-    if (s == PM_STATUS_OK) {
-        unsigned long long found = words_h[CD_HITS];
-        if (counts_h[p.levels] != 0)
+        if (L)
+            s = cd_solve(ctx, t, *x, p, m, NULL, 1, &acc, counts_h);
+        else if (counts_h[p.levels] != 0)
             s = pmi_error(PM_STATUS_DEVICE_ERROR,
-                          "pm_collide: the traversal did not end within "
-                          "%u levels",
-                          p.levels);
-        else if (found > p.hit_cap)
-            s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_collide: %llu pairs exceed the buffer",
-                          found);
-        if (s == PM_STATUS_OK && found) {
+                          "pm_collide: the traversal did not end within %u levels", p.levels);
+        else
+            cd_account(&acc, counts_h, p.levels, words_h);
+        if (s != PM_STATUS_OK) break;
+        if (acc.words[CD_HITS] > p.hit_cap) {
+            p.hit_cap = (size_t)acc.words[CD_HITS];
+            continue;
+        }
+        break;
+    }
+    if (s == PM_STATUS_OK) {
+        unsigned long long found = acc.words[CD_HITS];
+        if (found) {
             cudaStream_t cs = pmi_cuda(ctx)->stream;
-            unsigned long long *hits = (unsigned long long *)hits_at;
-            unsigned long long *sorted =
-                hits + pmi_align256(p.hit_cap * sizeof(unsigned long long)) / 8;
-            cudaError_t e = cub::DeviceRadixSort::SortKeys(scratch, p.sort_bytes, hits, sorted,
-                                                           (int)found, 0, 64, cs);
+            cudaError_t e = cub::DeviceRadixSort::SortKeys(m.sort_tmp, p.sort_bytes, m.hits,
+                                                           m.sorted, (int)found, 0, 64, cs);
             size_t w = found < capacity ? (size_t)found : capacity;
-            if (e == cudaSuccess && w)
-                cd_pairs_kernel<<<(unsigned)((w + CD_THREADS - 1) / CD_THREADS < 4096
-                                                 ? (w + CD_THREADS - 1) / CD_THREADS
-                                                 : 4096),
-                                  CD_THREADS, 0, cs>>>(sorted, w, pairs);
+            if (e == cudaSuccess && w) {
+                size_t blocks = (w + CD_THREADS - 1) / CD_THREADS;
+                cd_pairs_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), CD_THREADS, 0, cs>>>(
+                    m.sorted, w, pairs);
+            }
             if (e == cudaSuccess) e = cudaGetLastError();
             if (e == cudaSuccess) e = cudaStreamSynchronize(cs);
             if (e != cudaSuccess) s = pmi_cuda_status(e, "pm_collide: sort");
         }
         if (s == PM_STATUS_OK) {
             *count = (size_t)found;
-            unsigned long long levels = 0, boxes = 0;
-            for (unsigned l = 0; l < p.levels; l++) {
-                levels += counts_h[l] != 0;
-                boxes += counts_h[l];
-            }
-            if (o->stats_levels) *o->stats_levels = levels;
-            if (o->stats_box_tests) *o->stats_box_tests = boxes;
-            if (o->stats_leaf_tests) *o->stats_leaf_tests = words_h[CD_LEAVES];
+            if (o->stats_levels) *o->stats_levels = acc.levels;
+            if (o->stats_box_tests) *o->stats_box_tests = acc.boxes;
+            if (o->stats_leaf_tests) *o->stats_leaf_tests = acc.words[CD_LEAVES];
+            if (o->stats_parts) *o->stats_parts = acc.parts;
             if (found > capacity)
                 s = pmi_error(PM_STATUS_TRUNCATED,
                               "pm_collide: %llu intersecting pairs, capacity %zu", found, capacity);
