@@ -9,8 +9,10 @@
  * a timed call (pm_isosurface_report: pass 1 "classify", the count
  * "readback" with the mesh's allocation, pass 2 "expand"), the floor (read
  * the field once + write the mesh once at the device-copy bandwidth
- * measured in this run), and the ratio to HP5's figures as published in
- * our ANCHORS.md (not run here). N <= checkN (128) is checked byte for
+ * measured in this run), and the ratios to HP5's blocking (sync) and
+ * dynamic-parallelism (async) medians from the peers' run in the same
+ * device call (PM_BENCH_HP5=file: the output of ../shared/peers/gpu/run.sh;
+ * bench/gpu_side_by_side.sh runs both). N <= checkN (128) is checked byte for
  * byte against the CPU backend. Rows per size: the default paths
  * ("default", twice, the second as a noise check) and, in a build with
  * test hooks, the fallbacks that PYRAMESH_TEST_HOOKS forces (PM_BENCH_HOOKS
@@ -68,14 +70,42 @@ __global__ void cayley_kernel(T *out, long long n, double scale, double offset)
     }
 }
 
-static const int hp5_n[] = {128, 256, 384, 512, 640, 768};
-static const double hp5_soup[] = {0.047, 0.100, 0.208, 0.392, 0.682, 1.080};
-static const double hp5_idx[] = {0.067, 0.113, 0.240, 0.464, 0.794, 1.269};
+/* HP5's medians from the peers' run in the same device call
+ * (../shared/peers/gpu/run.sh, its output file named by PM_BENCH_HP5):
+ * rows "| N | soup|indexed | blocking|dynpar | vertices | indices | median
+ * | min | max |". Nothing is hard-coded: without the file the columns say
+ * "-". */
+struct hp5_row {
+    int n, indexed, dynpar;
+    double ms;
+};
+static std::vector<hp5_row> hp5_rows;
 
-static double hp5(int n, int indexed)
+static void hp5_load(const char *path)
 {
-    for (int q = 0; q < 6; q++)
-        if (hp5_n[q] == n) return indexed ? hp5_idx[q] : hp5_soup[q];
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "PM_BENCH_HP5: cannot open %s\n", path);
+        exit(1);
+    }
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        int n;
+        char mode[16], ext[16];
+        unsigned nv, ni;
+        double med;
+        if (sscanf(line, " | %d | %15s | %15s | %u | %u | %lf |", &n, mode, ext, &nv, &ni, &med) ==
+            6)
+            hp5_rows.push_back({n, strcmp(mode, "indexed") == 0, strcmp(ext, "dynpar") == 0, med});
+    }
+    fclose(f);
+    printf("HP5 figures: %zu rows from %s (same device call)\n", hp5_rows.size(), path);
+}
+
+static double hp5(int n, int indexed, int dynpar)
+{
+    for (const hp5_row &r : hp5_rows)
+        if (r.n == n && r.indexed == indexed && r.dynpar == dynpar) return r.ms;
     return 0;
 }
 
@@ -339,16 +369,18 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     if (pass1 == "bitmask") pass1 += "/" + path_word(rep, "classify");
     double out_b = 24.0 * nv + (mode == PM_MESH_INDEXED ? 12.0 * nt : 0.0);
     double floor_ms = ((double)bytes + out_b) / (gbs * 1e6);
-    double med = median(tt), h = type == PM_SAMPLE_F32 ? hp5(n, mode == PM_MESH_INDEXED) : 0;
+    const int f32 = type == PM_SAMPLE_F32;
+    double med = median(tt), h = f32 ? hp5(n, mode == PM_MESH_INDEXED, 0) : 0;
+    double hd = f32 ? hp5(n, mode == PM_MESH_INDEXED, 1) : 0;
     char hs[32] = "-";
     if (h > 0) snprintf(hs, sizeof hs, "%.3f (%.2fx)", h, med / h);
     const char *vs = hook ? hook : "default";
     const double mea = median(ta);
     char ha[32] = "-";
-    if (h > 0) snprintf(ha, sizeof ha, "%.2fx", mea / h);
+    if (hd > 0) snprintf(ha, sizeof ha, "%.3f (%.2fx)", hd, mea / hd);
     printf("| %4d | %-7s | %-7s | %-3s | %-15s | %10zu | %10zu | %8.3f | %8.3f | %7.3f | %7.3f | "
            "%7.3f | %7.3f | "
-           "%5.2fx | %-15s | %-6s | %6.3f |\n",
+           "%5.2fx | %-15s | %-15s | %6.3f |\n",
            n, mode ? "soup" : "indexed", vs, pm_sample_type_string(type), pass1.c_str(), nv, nt,
            med, mea, median(t1), median(t2), median(t3), floor_ms, med / floor_ms, hs, ha,
            async_host_ms);
@@ -377,6 +409,7 @@ int main(int argc, char **argv)
     int maxn = argc > 1 ? atoi(argv[1]) : 1024;
     if (argc > 2) check_n = atoi(argv[2]);
     quick = getenv("PM_BENCH_QUICK") != NULL;
+    if (getenv("PM_BENCH_HP5")) hp5_load(getenv("PM_BENCH_HP5"));
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     pm_context_desc d = {sizeof d, PM_DEVICE_CUDA, 0, 0, (void *)s};
@@ -387,7 +420,8 @@ int main(int argc, char **argv)
            pm_context_device_name(ctx), gbs);
     printf("| N | mode | path | type | pass 1 | vertices | triangles | median ms | async ms | "
            "classify ms | "
-           "readback ms | expand ms | floor ms | / floor | HP5 ms (ANCHORS.md) | async / HP5 | "
+           "readback ms | expand ms | floor ms | / floor | HP5 blocking ms (sync / HP5) | "
+           "HP5 dynpar ms (async / HP5) | "
            "async host ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int ns[16] = {128, 256, 384, 512, 640, 768, 1024}, nn = 7;

@@ -116,6 +116,13 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
     PMT_CHECK(m.num_vertices == nv && m.num_triangles == nt && !m.owns_arrays && m.positions == bp,
               "capacity run must report the full counts in the caller's buffers");
     check_path(ctx, &rep, dv, mode, 0, "capacity");
+    /* Caller's buffers that fit: one wait (the async passes); a mesh that
+     * does not fit, or the novroom hook: the two passes. */
+    if (pm_context_device(ctx) == PM_DEVICE_CUDA) {
+        const char *w = !over && !hook_set("novroom") ? "wait=one" : "wait=two";
+        PMT_CHECK(path_has(&rep, w), "capacity %zu/%zu: path \"%s\", want %s", vcap, tcap,
+                  rep.path, w);
+    }
     size_t wv = nv < vcap ? nv : vcap, wt = nt < tcap ? nt : tcap;
     if (mode == PM_MESH_SOUP) {
         if (wt > wv / 3) wt = wv / 3;

@@ -384,6 +384,44 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
     return ls != PM_STATUS_OK ? ls : ws;
 }
 
+static unsigned long long mc_min(unsigned long long a, unsigned long long b)
+{
+    return a < b ? a : b;
+}
+
+/* Pass 1's first record room in the two-pass path: surfaces cross few
+ * cells; a volume with more records runs pass 1 again with the exact room. */
+static unsigned long long mc_rec_guess(unsigned long long npoints)
+{
+    return mc_min(npoints, npoints / 64 + (1ull << 20));
+}
+
+/* Records pm_isosurface_async reserves for the caller's capacities: one
+ * per triangle that can be written, plus the lattice's border points. */
+static unsigned long long mc_async_records(const pm_volume *vol, const mc_plan &pl,
+                                           const pm_isosurface_options *opt)
+{
+    const unsigned long long np = pl.npoints;
+    const unsigned long long inner =
+        (unsigned long long)(vol->nx - 1) * (vol->ny - 1) * (vol->nz - 1);
+    const unsigned long long tcap = opt->triangle_capacity, vcap = opt->vertex_capacity;
+    const unsigned long long tfit = pl.indexed ? tcap : mc_min(tcap, vcap / 3);
+    return tfit >= np ? np : mc_min(np, tfit + (np - inner));
+}
+
+/* Whether pm_isosurface takes the one-wait path: the caller's buffers in
+ * context memory, no stage timing (which needs the passes apart), and
+ * capacities whose record room is no larger than the two-pass guess (a
+ * generous capacity would otherwise reserve room for records that the
+ * mesh does not have). */
+static int mc_one_wait(const pm_volume *vol, const mc_plan &pl, const pm_isosurface_options *opt)
+{
+    if (!opt->out_positions || !opt->output_in_context_memory) return 0;
+    if (opt->report && opt->report->timed) return 0;
+    if (pl.hooks & PMI_HOOK_NOVROOM) return 0; /* the hook tests the two-pass soup's fallback */
+    return mc_async_records(vol, pl, opt) <= mc_rec_guess(pl.npoints);
+}
+
 extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
                                          const pm_isosurface_options *opt, pm_mesh *mesh)
 {
@@ -391,6 +429,28 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     PMI_TRY(mc_plan_make(ctx, vol, iso, opt, &pl));
     pmi_cuda_state *st = pmi_cuda(ctx);
     cudaStream_t s = st->stream;
+    if (mc_one_wait(vol, pl, opt)) {
+        /* The caller's buffers in device memory: both passes queued as
+         * pm_isosurface_async does (the fit decided on the device), the
+         * counts into the context's mapped pinned words, one wait. A mesh
+         * that does not fit wrote nothing: the two passes below then write
+         * what fits (PM_STATUS_TRUNCATED). */
+        const size_t plen = opt->report ? strlen(opt->report->path) : 0;
+        pm_isosurface_counts *c_d = (pm_isosurface_counts *)&st->host_d[PMI_HOST_COUNTS];
+        PMI_TRY(pmi_cuda_isosurface_async(ctx, vol, iso, opt, c_d));
+        PMI_TRY(pmi_cuda_wait(ctx, "pm_isosurface"));
+        pm_isosurface_counts c;
+        memcpy(&c, (const void *)&st->host[PMI_HOST_COUNTS], sizeof c);
+        if (c.flags == 0) {
+            pmi_mesh_dest dest;
+            pm_status ps = pmi_mesh_prepare(ctx, opt, pl.indexed, c.num_vertices,
+                                            c.num_triangles, c.active_cells, mesh, &dest);
+            pmi_report_path(opt->report, "wait", "one");
+            return ps;
+        }
+        if (opt->report) opt->report->path[plen] = '\0';
+    }
+    pmi_report_path(opt->report, "wait", "two");
     cudaEvent_t ev[MC_EV_COUNT] = {NULL, NULL, NULL, NULL, NULL};
     if (opt->report && opt->report->timed)
         for (int e = 0; e < MC_EV_COUNT; e++)
@@ -399,8 +459,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     /* Pass 1. The records' room is a guess (surfaces cross few cells); a
      * volume with more active points runs pass 1 again with the exact
      * room. */
-    size_t rec_cap = pl.npoints / 64 + ((size_t)1 << 20);
-    if (rec_cap > pl.npoints) rec_cap = pl.npoints;
+    size_t rec_cap = (size_t)mc_rec_guess(pl.npoints);
     unsigned long long tot[4];
     mc_scratch p1;
     pm_status s1 = PM_STATUS_OK;
@@ -472,11 +531,6 @@ static __global__ void mc_final_kernel(const unsigned long long *totals, int ind
     dc->ok = flags == 0;
 }
 
-static unsigned long long mc_min(unsigned long long a, unsigned long long b)
-{
-    return a < b ? a : b;
-}
-
 /* Both passes queued on the context's stream, no host wait: pass 1 with a
  * record room that holds any mesh fitting the caller's capacities (a
  * record is a point whose cell has triangles, or a point on the last
@@ -494,15 +548,11 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     PMI_TRY(mc_plan_make(ctx, vol, iso, opt, &pl));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const int indexed = pl.indexed;
-    const unsigned long long np = pl.npoints;
-    const unsigned long long inner =
-        (unsigned long long)(vol->nx - 1) * (vol->ny - 1) * (vol->nz - 1);
-    const unsigned long long border = np - inner;
     const unsigned long long vcap = opt->vertex_capacity, tcap = opt->triangle_capacity;
     /* Triangles that can be written, records they need (at most one per
      * triangle, plus the border points). */
     const unsigned long long tfit = indexed ? tcap : mc_min(tcap, vcap / 3);
-    const unsigned long long rec_cap = tfit >= np ? np : mc_min(np, tfit + border);
+    const unsigned long long rec_cap = mc_async_records(vol, pl, opt);
     /* Outputs of each kernel, at most: crossings (3 per record), the soup's
      * indexed vertices (at most its soup vertices), triangles (5 per
      * record). */
