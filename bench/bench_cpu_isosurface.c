@@ -63,6 +63,7 @@ int main(int argc, char **argv)
                 for (int nm = 0; nm < 2; nm++) {
                     pm_isosurface_options o;
                     pm_isosurface_report rep;
+                    memset(&rep, 0, sizeof rep); /* timed is an input */
                     memset(&o, 0, sizeof o);
                     o.report = &rep;
                     o.mode = mode ? PM_MESH_SOUP : PM_MESH_INDEXED;

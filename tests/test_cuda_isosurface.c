@@ -89,6 +89,7 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
     o.normals = PM_NORMALS_CENTRAL;
     o.output_in_context_memory = 1;
     pm_isosurface_report rep;
+    memset(&rep, 0, sizeof rep); /* timed is an input */
     o.report = &rep;
     pm_mesh full;
     PMT_OK(pm_isosurface(ctx, dv, 0.0, &o, &full));
@@ -211,6 +212,7 @@ static void check_async(pm_context *ctx, const pm_volume *dv, double iso,
     PMT_OK(pm_alloc(ctx, sizeof *cnt, (void **)&cnt));
     pm_isosurface_options o = *base;
     pm_isosurface_report rep;
+    memset(&rep, 0, sizeof rep); /* timed is an input */
     o.report = &rep;
     o.out_positions = bp;
     o.out_normals = bn;
@@ -285,6 +287,7 @@ static void test_async(pm_context *ctx)
                 o.inside = (vi) ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
                 o.output_in_context_memory = 1;
                 pm_isosurface_report rep;
+                memset(&rep, 0, sizeof rep); /* timed is an input */
                 o.report = &rep;
                 pm_mesh full;
                 PMT_OK(pm_isosurface(ctx, dv, iso, &o, &full));
@@ -385,6 +388,7 @@ static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *h
     PMT_OK(pm_isosurface(cpu, hv, iso, o, &a));
     pm_isosurface_options og = *o;
     pm_isosurface_report rep;
+    memset(&rep, 0, sizeof rep); /* timed is an input */
     og.report = &rep;
     PMT_OK(pm_isosurface(gpu, dv, iso, &og, &b));
     check_path(gpu, &rep, dv, o->mode == PM_MESH_SOUP, 0, what);

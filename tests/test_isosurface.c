@@ -468,6 +468,7 @@ static void test_random(pm_context *c1, pm_context *c2)
                         if (!all && nm != PM_NORMALS_NONE && nm != PM_NORMALS_SOBEL) continue;
                         pm_isosurface_options o;
                         pm_isosurface_report rep;
+                        memset(&rep, 0, sizeof rep); /* timed is an input */
                         memset(&o, 0, sizeof o);
                         o.normals = (pm_normals)nm;
                         o.mode = (pm_mesh_mode)mode;
@@ -530,6 +531,7 @@ static void test_closed(pm_context *c1, pm_context *c2)
         for (int nm = PM_NORMALS_FORWARD; nm <= PM_NORMALS_SOBEL; nm++) {
             pm_isosurface_options o;
             pm_isosurface_report rep;
+            memset(&rep, 0, sizeof rep); /* timed is an input */
             memset(&o, 0, sizeof o);
             o.normals = (pm_normals)nm;
             o.inside = PM_INSIDE_BELOW; /* signed distance fields: negative inside */
@@ -727,6 +729,7 @@ static void test_cayley(pm_context *c)
     pm_volume v = {d, PM_SAMPLE_F32, n, n, n, 0, 0, {0, 0, 0}, {0, 0, 0}};
     pm_isosurface_options o;
     pm_isosurface_report rep;
+    memset(&rep, 0, sizeof rep); /* timed is an input */
     memset(&o, 0, sizeof o);
     memset(&rep, 0, sizeof rep);
     o.normals = PM_NORMALS_NONE;
@@ -824,6 +827,7 @@ static void cuda_compare(pm_context *gpu, pm_context *cpu, const pm_volume *hv, 
                         o.triangle_capacity = a.num_triangles;
                     }
                     pm_isosurface_report rep;
+                    memset(&rep, 0, sizeof rep); /* timed is an input */
                     o.report = &rep;
                     PMT_OK(pm_isosurface(gpu, &dv, iso, &o, &b));
                     char what[160];
