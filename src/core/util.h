@@ -49,6 +49,9 @@ double pmi_now_ms(void);
  * takes a page fault per 4 KiB of a fresh mesh). Free with free(). */
 void *pmi_alloc_huge(size_t bytes);
 
+/* memcpy of large host buffers by up to 8 threads (host_copy.c). */
+void pmi_memcpy_threads(void *dst, const void *src, size_t bytes);
+
 /* Physical memory of the machine in bytes (0 if unknown). */
 uint64_t pmi_total_ram_bytes(void);
 

@@ -85,6 +85,10 @@ static void cuda_shutdown(pm_context *ctx)
     if (st->arena) cudaFree(st->arena);
     if (st->ticket_d) cudaFree(st->ticket_d);
     if (st->host) cudaFreeHost(st->host);
+    for (int i = 0; i < 2; i++) {
+        if (st->pin[i]) cudaFreeHost(st->pin[i]);
+        if (st->pin_ev[i]) cudaEventDestroy(st->pin_ev[i]);
+    }
     if (st->own_stream && st->stream) cudaStreamDestroy(st->stream);
     cudaGetLastError();
     free(st);
@@ -188,22 +192,18 @@ static void cuda_free(pm_context *ctx, void *p)
     cudaGetLastError();
 }
 
-static pm_status cuda_copy(pm_context *ctx, void *dst, const void *src, size_t bytes,
-                           cudaMemcpyKind kind, const char *what)
-{
-    PMI_TRY(pmi_cuda_begin(ctx));
-    PMI_CU_TRY(cudaMemcpyAsync(dst, src, bytes, kind, pmi_cuda(ctx)->stream), what);
-    return pmi_cuda_wait(ctx, what);
-}
-
 static pm_status cuda_upload(pm_context *ctx, void *dst, const void *src_host, size_t bytes)
 {
-    return cuda_copy(ctx, dst, src_host, bytes, cudaMemcpyHostToDevice, "pm_upload");
+    PMI_TRY(pmi_cuda_begin(ctx));
+    PMI_TRY(pmi_cuda_copy_host(ctx, dst, src_host, bytes, 0, "pm_upload"));
+    return pmi_cuda_wait(ctx, "pm_upload");
 }
 
 static pm_status cuda_download(pm_context *ctx, void *dst_host, const void *src, size_t bytes)
 {
-    return cuda_copy(ctx, dst_host, src, bytes, cudaMemcpyDeviceToHost, "pm_download");
+    PMI_TRY(pmi_cuda_begin(ctx));
+    PMI_TRY(pmi_cuda_copy_host(ctx, dst_host, src, bytes, 1, "pm_download"));
+    return pmi_cuda_wait(ctx, "pm_download");
 }
 
 /* Device and managed memory, and host memory registered as mapped (with

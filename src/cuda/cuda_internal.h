@@ -42,6 +42,11 @@ typedef struct pmi_cuda_state {
      * when the context frees memory. */
     const void *seen[8];
     unsigned seen_next;
+    /* Pinned staging for copies with pageable host memory (host_copy.cu):
+     * two buffers, each with the event of its last copy. */
+    void *pin[2];
+    cudaEvent_t pin_ev[2];
+    int pin_busy[2];
 } pmi_cuda_state;
 
 static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
@@ -67,6 +72,12 @@ pm_status pmi_cuda_launched(const char *what);
 pm_status pmi_cuda_host_count(pm_context *ctx, size_t capacity, size_t *count, const char *fn);
 /* Waits for the stream (used only where a host value is required). */
 pm_status pmi_cuda_wait(pm_context *ctx, const char *what);
+/* Queues a copy between device memory and host memory (to_host: dst is
+ * the host side), staged through the context's pinned buffers when the
+ * host side is pageable and large; returns with the download complete or
+ * the upload queued (stream-ordered). The caller still waits as before. */
+pm_status pmi_cuda_copy_host(pm_context *ctx, void *dst, const void *src, size_t bytes,
+                             int to_host, const char *what);
 }
 
 static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }

@@ -365,16 +365,16 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
     mc_event(ev, MC_EV_EXPANDED, s);
     mc_report_path(opt->report, pl, ran, fallback);
     if (ls == PM_STATUS_OK && !to_ctx) {
-        cudaError_t e = cudaMemcpyAsync(dest.positions, j.pos, (size_t)nv_w * 3 * sizeof(float),
-                                        cudaMemcpyDeviceToHost, s);
-        if (e == cudaSuccess && dest.normals)
-            e = cudaMemcpyAsync(dest.normals, j.nrm, (size_t)nv_w * 3 * sizeof(float),
-                                cudaMemcpyDeviceToHost, s);
-        if (e == cudaSuccess && nt_w)
-            e = cudaMemcpyAsync(dest.indices, j.idx, (size_t)nt_w * 3 * sizeof(uint32_t),
-                                cudaMemcpyDeviceToHost, s);
-        if (e != cudaSuccess)
-            ls = pmi_cuda_status(e, "pm_isosurface: copying the mesh to the host");
+        /* Through the pinned staging buffers (host_copy.cu). */
+        const char *what = "pm_isosurface: copying the mesh to the host";
+        ls = pmi_cuda_copy_host(ctx, dest.positions, j.pos, (size_t)nv_w * 3 * sizeof(float), 1,
+                                what);
+        if (ls == PM_STATUS_OK && dest.normals)
+            ls = pmi_cuda_copy_host(ctx, dest.normals, j.nrm, (size_t)nv_w * 3 * sizeof(float), 1,
+                                    what);
+        if (ls == PM_STATUS_OK && nt_w)
+            ls = pmi_cuda_copy_host(ctx, dest.indices, j.idx,
+                                    (size_t)nt_w * 3 * sizeof(uint32_t), 1, what);
     }
     mc_event(ev, MC_EV_END, s);
     /* The records live in the scratch arena, which the next call may
