@@ -742,6 +742,238 @@ PM_API pm_status pm_mesh_analyze(const pm_mesh *mesh, pm_mesh_report *report);
 PM_API pm_status pm_debug_images(const pm_volume *volume, double iso, pm_inside inside,
                                  const char *dir);
 
+/* ------------------------------------------------------------------------ */
+/* Mesh post-processing: splashsurf's (Loeschner et al. 2023) and general   */
+/* ------------------------------------------------------------------------ */
+
+/* The functions below take an indexed triangle mesh (a soup is
+ * PM_STATUS_INVALID_ARGUMENT, and so is an index out of range) whose
+ * arrays are in host memory, or in context memory when
+ * mesh->in_context_memory, and replace it in place: arrays the mesh owns
+ * are reused or freed, arrays it does not own are left untouched (the
+ * result then lives in new arrays the mesh owns, in the same memory).
+ * Results are the same bytes for every thread count; on a CUDA context
+ * the mesh is copied to the host, processed by the CPU code and copied
+ * back (same bytes as a CPU context). docs/splashsurf.md gives every
+ * rule. A function that moves or merges vertices replaces normals the
+ * mesh had by area-weighted normals of the result (pm_mesh_compute_normals);
+ * one that only removes triangles keeps the normals of the vertices left.
+ * Argument errors leave the mesh untouched; after another failure (out of
+ * memory) it may be partly processed, and is still freed as usual. */
+
+/* Area-weighted vertex normals (splashsurf's --normals=on): each vertex
+ * gets the normalised sum, over its triangles (a, b, c) in triangle order,
+ * of (b - a) x (c - b), in double; (0,0,0) where that sum is zero.
+ * Allocates mesh->normals when NULL. */
+PM_API pm_status pm_mesh_compute_normals(pm_context *ctx, pm_mesh *mesh);
+
+/* splashsurf's normal smoothing (--normals-smoothing-iters): `iterations`
+ * times, every vertex's normal becomes the normalised sum of its
+ * neighbours' normals (itself left out; unchanged where the sum is zero).
+ * Needs mesh->normals. */
+PM_API pm_status pm_mesh_smooth_normals(pm_context *ctx, pm_mesh *mesh, int iterations);
+
+/* Laplacian smoothing with per-vertex weights (splashsurf's
+ * --mesh-smoothing-iters): `iterations` times, every vertex moves to
+ * (1 - beta w_i) x_i + beta w_i mean(x_j over its neighbours j), all
+ * vertices from the previous iteration's positions (Jacobi), in double,
+ * rounded to float per iteration. weights: one per vertex in the mesh's
+ * memory, or NULL for 1. beta in [0, 1] (splashsurf: 1). Vertices without
+ * neighbours stay. */
+PM_API pm_status pm_mesh_smooth_laplacian(pm_context *ctx, pm_mesh *mesh, int iterations,
+                                          double beta, const float *weights);
+/* Taubin's volume-preserving lambda|mu smoothing (Taubin 1995): each
+ * iteration is a Laplacian step with factor lambda, then one with mu
+ * (mu < -lambda < 0). lambda 0 = 0.5, mu 0 = -0.53. */
+PM_API pm_status pm_mesh_smooth_taubin(pm_context *ctx, pm_mesh *mesh, int iterations,
+                                       double lambda, double mu);
+
+/* splashsurf's marching-cubes cleanup (--mesh-cleanup; Moore and Warren's
+ * mesh displacement, 1991): every vertex is assigned its nearest lattice
+ * point; vertices in order, each collapses the edges to its neighbours
+ * that share that lattice point (half-edge collapses that keep the mesh a
+ * manifold), the kept vertex moving to the mean of the vertices merged
+ * into it; repeated up to max_iterations times while something collapses. */
+typedef struct pm_mc_cleanup_options {
+    size_t struct_size;
+    /* The marching-cubes lattice: point (i,j,k) at origin + (i,j,k) *
+     * spacing (pm_field's volume.origin and volume.spacing). Required. */
+    double origin[3], spacing[3];
+    /* Snap only vertices within snap_distance * (smallest spacing) of their
+     * lattice point (--mesh-cleanup-snap-dist, in [0, 0.5]); when 0 no
+     * limit unless use_snap_distance is set. */
+    int use_snap_distance;
+    double snap_distance;
+    int max_iterations; /* 0 = 5 (splashsurf's) */
+    int keep_vertices;  /* keep merged-away vertices, unreferenced (--keep-verts) */
+} pm_mc_cleanup_options;
+PM_API pm_status pm_mesh_mc_cleanup(pm_context *ctx, pm_mesh *mesh,
+                                    const pm_mc_cleanup_options *options);
+
+/* splashsurf's --decimate-barnacles: collapses the vertices around the
+ * small caps marching cubes makes where one lattice point (a single
+ * barnacle) or two adjacent ones (a double barnacle) poke through the
+ * surface, which Laplacian smoothing turns into bumps: each cap's ring
+ * collapses into its tip (for a double one, into the nearer tip). With
+ * options (the lattice's origin and spacing, keep_vertices) a cap is found
+ * from the lattice edges its vertices lie on: a valence-4 tip whose four
+ * neighbours lie on the four edges across the tip's axis at its lattice
+ * point, or two adjacent valence-5 tips on parallel edges of adjacent
+ * points, whatever the marching-cubes table. Without options (NULL) it is
+ * splashsurf's own test on its table's valences: a valence-4 vertex whose
+ * neighbours' valences are 4..6 summing to 20, valence-5 pairs with
+ * neighbour valences {5,5,5,6,6} (pyramesh's table triangulates the cases
+ * around a cap differently, so that test rarely fires on pyramesh's
+ * meshes). Candidates next to another are left out, then the collapses run
+ * in vertex order, each retried up to 5 passes. Boundaries are fine
+ * (boundary edges never collapse), but no edge may be used twice in the
+ * same direction (three triangles on an edge, or a flipped triangle) and
+ * no triangle may repeat a vertex: PM_STATUS_INVALID_ARGUMENT naming the
+ * first such edge or triangle; the same holds for pm_mesh_mc_cleanup. */
+PM_API pm_status pm_mesh_decimate_barnacles(pm_context *ctx, pm_mesh *mesh,
+                                            const pm_mc_cleanup_options *options);
+
+/* splashsurf's --mesh-aabb-min/max: keeps the triangles with at least one
+ * vertex p with min <= p < max on every axis; clamp_vertices then clamps
+ * every vertex into [min, max] (--mesh-aabb-clamp-verts). Unless
+ * keep_vertices, vertices no kept triangle uses are dropped (the others
+ * keep their order). vertex_map (optional, host memory, one entry per
+ * input vertex) receives each vertex's new index or UINT32_MAX, to carry
+ * per-vertex data along. */
+PM_API pm_status pm_mesh_clip_aabb(pm_context *ctx, pm_mesh *mesh, const double min[3],
+                                   const double max[3], int clamp_vertices, int keep_vertices,
+                                   uint32_t *vertex_map);
+
+/* Removes the connected components (triangles connected through shared
+ * vertices) of fewer than min_triangles triangles, and with keep_largest
+ * every component but the largest (ties: the one whose first triangle
+ * comes first). When a component goes, the vertices no remaining triangle
+ * uses are dropped; the rest keep their order. *removed (optional)
+ * receives the number of components removed. */
+PM_API pm_status pm_mesh_remove_components(pm_context *ctx, pm_mesh *mesh, size_t min_triangles,
+                                           int keep_largest, size_t *removed);
+
+/* Quadric edge-collapse decimation by meshoptimizer (meshopt_simplify) to
+ * at most target_triangles triangles (0: no count target) within
+ * target_error, relative to the mesh's extent (0: no error bound);
+ * *result_error (optional) gets the relative error reached. Unused
+ * vertices are dropped. meshoptimizer keeps the topology but may pinch a
+ * surface (two sheets meeting on an edge or at a vertex); such vertices
+ * are then split per triangle fan (copies appended) and the slivers of
+ * fewer than 5 triangles a pinch leaves are removed, so a closed manifold
+ * stays one. PM_STATUS_UNSUPPORTED when the build has no meshoptimizer. */
+PM_API pm_status pm_mesh_simplify(pm_context *ctx, pm_mesh *mesh, size_t target_triangles,
+                                  double target_error, double *result_error);
+
+/* splashsurf's --generate-quads: a triangle i merges with the first
+ * triangle j > i sharing an edge (its vertices in order, their triangles in
+ * order) when every edge of the quad has a length within [d / (sqrt2 r),
+ * d r / sqrt2] (d the shared edge, r = max_edge_diag_ratio), every
+ * interior angle is at most max_interior_angle_deg and the triangles'
+ * normals differ by at most max_normal_angle_deg; pairs are then accepted
+ * in order of i while neither triangle is taken. Output (host memory, free
+ * with pm_quads_free): the triangles left, in order, then the quads. Zero
+ * parameters take splashsurf's defaults 1.75, 10 and 135. */
+typedef struct pm_quads {
+    size_t num_triangles, num_quads;
+    uint32_t *triangles; /* 3 per triangle */
+    uint32_t *quads;     /* 4 per quad, in the triangles' orientation */
+} pm_quads;
+PM_API pm_status pm_mesh_to_quads(pm_context *ctx, const pm_mesh *mesh, double max_edge_diag_ratio,
+                                  double max_normal_angle_deg, double max_interior_angle_deg,
+                                  pm_quads *out);
+PM_API void pm_quads_free(pm_quads *quads);
+
+/* Checks a host-memory indexed mesh (splashsurf's --check-mesh-*). what:
+ * PM_CHECK_CLOSED (every edge has two triangles), PM_CHECK_MANIFOLD (no
+ * edge with three or more triangles, every vertex one fan),
+ * PM_CHECK_ORIENTATION (no edge used twice in the same direction, and no
+ * face whose normal is more than 0.99 pi from one of its vertices'
+ * area-weighted normals, splashsurf's test). Returns PM_STATUS_OK with
+ * report->passed 0 and report->message naming the first offending edge,
+ * vertex or triangle (in triangle order) when a check fails. */
+#define PM_CHECK_CLOSED 1u
+#define PM_CHECK_MANIFOLD 2u
+#define PM_CHECK_ORIENTATION 4u
+typedef struct pm_mesh_check_report {
+    int passed;
+    size_t boundary_edges, nonmanifold_edges, nonmanifold_vertices;
+    size_t misoriented_edges, flipped_faces;
+    char message[256]; /* "" when passed */
+} pm_mesh_check_report;
+PM_API pm_status pm_mesh_check(const pm_mesh *mesh, unsigned what, pm_mesh_check_report *report);
+
+/* SPH interpolation at arbitrary points from particles (splashsurf's
+ * SphInterpolator): the particles pm_field_compute would use (params as
+ * there, the aabb filter included), their densities rho_j as
+ * pm_field_compute defines them, volumes V_j = m / rho_j and the cubic
+ * spline W of support h = 2 l r; sums over the particles with |x - x_j| <
+ * h, in double, in a fixed order. Host memory throughout. */
+typedef struct pm_sph_interpolator pm_sph_interpolator;
+PM_API pm_status pm_sph_interpolator_create(pm_context *ctx, const float *xyz, size_t n,
+                                            const pm_field_params *params,
+                                            pm_sph_interpolator **out);
+PM_API void pm_sph_interpolator_destroy(pm_sph_interpolator *ip);
+/* Normals (--sph-normals): normalise(-sum_j V_j grad W(x - x_j)), the
+ * outward direction of the colour field's decrease; (0,0,0) where no
+ * particle is within h. */
+PM_API pm_status pm_sph_normals(pm_context *ctx, const pm_sph_interpolator *ip,
+                                const float *points, size_t num_points, float *normals);
+/* Particle values (components per particle, for all n particles given to
+ * the create call, dropped ones included) interpolated with the
+ * first-order correction: sum_j A_j V_j W_j / sum_j V_j W_j (splashsurf's
+ * -a); 0 where no particle is within h. */
+PM_API pm_status pm_sph_interpolate(pm_context *ctx, const pm_sph_interpolator *ip,
+                                    const float *values, int components, const float *points,
+                                    size_t num_points, float *out);
+/* splashsurf's smoothing weights (--mesh-smoothing-weights, Loeschner et
+ * al. 2023): per particle the weighted neighbour count n_i = sum over j !=
+ * i with d2 < h2 of (1 - d2 / h2); per point n interpolated as above,
+ * x = min(max(n, 0) / normalization, 1) and w = 6x^5 - 15x^4 + 10x^3.
+ * normalization 0 = 13. wnn (optional) gets the interpolated n. */
+PM_API pm_status pm_sph_smoothing_weights(pm_context *ctx, const pm_sph_interpolator *ip,
+                                          const float *points, size_t num_points,
+                                          double normalization, float *weights, float *wnn);
+
+/* A named per-point array of a particle file (splashsurf's -a): VTK legacy
+ * (POINT_DATA SCALARS, VECTORS, NORMALS or FIELD arrays; ASCII or BINARY;
+ * any numeric type) and VTK XML .vtu/.vtp (PointData DataArray, every
+ * piece). 1 or 3 components (others PM_STATUS_UNSUPPORTED), converted to
+ * float, one tuple per point in file order. A missing name is
+ * PM_STATUS_INVALID_ARGUMENT listing the names present; other formats
+ * are PM_STATUS_UNSUPPORTED. Free with pm_point_attribute_free. */
+typedef struct pm_point_attribute {
+    size_t count;
+    int components;
+    float *values;
+} pm_point_attribute;
+PM_API pm_status pm_points_read_attribute(const char *path, const char *name,
+                                          size_t max_memory_bytes, pm_point_attribute *out);
+PM_API void pm_point_attribute_free(pm_point_attribute *attribute);
+
+/* A mesh file with more than pm_mesh_write writes: quads (after the mesh's
+ * triangles) and named per-vertex attributes (1 or 3 floats per vertex).
+ * .vtk (legacy binary POLYDATA, attributes as POINT_DATA SCALARS /
+ * VECTORS, the mesh's normals as NORMALS) and .ply (extra float vertex
+ * properties name, or name_x/_y/_z; faces of 3 or 4) hold everything;
+ * .obj holds quads and normals and refuses attributes
+ * (PM_STATUS_UNSUPPORTED). Written atomically as pm_mesh_write. */
+typedef struct pm_vertex_attribute {
+    const char *name; /* letters, digits, '_' */
+    int components;   /* 1 or 3 */
+    const float *values;
+} pm_vertex_attribute;
+typedef struct pm_mesh_extras {
+    size_t struct_size;
+    const uint32_t *quads; /* 4 per quad, or NULL */
+    size_t num_quads;
+    const pm_vertex_attribute *attributes;
+    size_t num_attributes;
+} pm_mesh_extras;
+PM_API pm_status pm_mesh_write_extras(const char *path, const pm_mesh *mesh,
+                                      const pm_mesh_extras *extras,
+                                      const pm_write_options *options);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 
@@ -31,9 +32,53 @@ static void set_name(cli_args *a, const char *prefix, const char *name, size_t l
     a->name = a->name_buf;
 }
 
+/* The words a CLI_SWITCH takes as its value from the next argument. */
+static int switch_word(const char *s)
+{
+    static const char *const words[] = {"on",      "off",   "none", "forward",
+                                        "central", "sobel", "area", "sph"};
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+        if (strcasecmp(s, words[k]) == 0) return 1;
+    return 0;
+}
+
+/* Whether s reads as one number (a coordinate of a CLI_TRIPLE). */
+static int is_number(const char *s)
+{
+    char *end = NULL;
+    if (!*s || isspace((unsigned char)s[0])) return 0;
+    (void)strtod(s, &end);
+    return end != s && *end == '\0';
+}
+
+static const cli_option *find_short(const cli_option *opts, char c)
+{
+    const cli_option *o = NULL;
+    for (const cli_option *p = opts; p->id; p++)
+        if (p->short_name && p->short_name == c) o = p;
+    return o;
+}
+
+/* Whether every character of s is a short option without a value. */
+static int all_flags(const cli_option *opts, const char *s)
+{
+    for (; *s; s++) {
+        const cli_option *o = find_short(opts, *s);
+        if (!o || o->has_arg) return 0;
+    }
+    return 1;
+}
+
 int cli_args_next(cli_args *a, const cli_option *opts, const char **value)
 {
     *value = NULL;
+    if (a->pending && *a->pending) { /* the next flag of a group "-vq" */
+        const cli_option *o = find_short(opts, *a->pending);
+        set_name(a, "-", a->pending, 1);
+        a->pending++;
+        return o->id; /* all_flags checked the group */
+    }
+    a->pending = NULL;
     if (a->i >= a->argc) return CLI_ARG_END;
     char *arg = a->argv[a->i++];
     if (a->only_positional || arg[0] != '-' || arg[1] == '\0') {
@@ -62,18 +107,23 @@ int cli_args_next(cli_args *a, const cli_option *opts, const char **value)
         if (eq) inline_value = eq + 1;
     } else {
         set_name(a, "-", arg + 1, 1);
-        for (const cli_option *p = opts; p->id; p++)
-            if (p->short_name && p->short_name == arg[1]) o = p;
+        o = find_short(opts, arg[1]);
         if (!o) {
             cli_usage_error(a->cmd, "unknown option '%s'", a->name);
             return CLI_ARG_BAD;
         }
         if (arg[2]) {
             if (!o->has_arg) {
+                /* A group of flags ("-vv", "-qv"), else an error. */
+                if (arg[2] != '=' && all_flags(opts, arg + 2)) {
+                    a->pending = arg + 2;
+                    return o->id;
+                }
                 cli_usage_error(a->cmd, "option '%s' takes no value (got '%s')", a->name, arg);
                 return CLI_ARG_BAD;
             }
-            inline_value = arg + 2;
+            /* "-r0.025" and clap's "-r=0.025" */
+            inline_value = arg[2] == '=' ? arg + 3 : arg + 2;
         }
     }
     if (!o->has_arg) {
@@ -81,6 +131,15 @@ int cli_args_next(cli_args *a, const cli_option *opts, const char **value)
             cli_usage_error(a->cmd, "option '%s' takes no value", a->name);
             return CLI_ARG_BAD;
         }
+        return o->id;
+    }
+    if (o->has_arg == CLI_SWITCH) {
+        if (inline_value)
+            *value = inline_value;
+        else if (a->i < a->argc && switch_word(a->argv[a->i]))
+            *value = a->argv[a->i++];
+        else
+            *value = "on"; /* "--normals" alone */
         return o->id;
     }
     if (inline_value) {
@@ -93,7 +152,37 @@ int cli_args_next(cli_args *a, const cli_option *opts, const char **value)
         }
         *value = a->argv[a->i++];
     }
+    if (o->has_arg == CLI_TRIPLE && !strchr(*value, ',') && is_number(*value)) {
+        /* "X Y Z" as three arguments: join them as "X,Y,Z". */
+        if (a->i + 2 > a->argc || !is_number(a->argv[a->i]) || !is_number(a->argv[a->i + 1])) {
+            cli_usage_error(a->cmd, "option '%s' needs three numbers X Y Z (or X,Y,Z), got '%s'",
+                            a->name, *value);
+            return CLI_ARG_BAD;
+        }
+        int k = snprintf(a->value_buf, sizeof a->value_buf, "%s,%s,%s", *value, a->argv[a->i],
+                         a->argv[a->i + 1]);
+        if (k < 0 || (size_t)k >= sizeof a->value_buf) {
+            cli_usage_error(a->cmd, "option '%s': numbers too long", a->name);
+            return CLI_ARG_BAD;
+        }
+        a->i += 2;
+        *value = a->value_buf;
+    }
     return o->id;
+}
+
+int cli_parse_switch(const char *cmd, const char *opt, const char *s, int *out)
+{
+    if (strcasecmp(s, "on") == 0) {
+        *out = 1;
+        return 1;
+    }
+    if (strcasecmp(s, "off") == 0) {
+        *out = 0;
+        return 1;
+    }
+    cli_usage_error(cmd, "%s expects on or off (%s=on, %s=off), got '%s'", opt, opt, opt, s);
+    return 0;
 }
 
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out)

@@ -120,6 +120,8 @@ typedef struct cli_result {
     size_t vertices, triangles;
     int soup;
     pm_normals normals;
+    const char *normals_name; /* when set, the normals' kind instead of
+                               * cli_normals_string(normals): "area-weighted", "sph" */
     /* timings in ms */
     pm_timings t;
     double upload_ms, total_ms;
@@ -185,6 +187,70 @@ int cmd_collide(int argc, char **argv);
  * with bvh_b == bvh_a, on an AUTO context); for `info --self-intersections`. */
 pm_status cli_self_intersections(const pm_mesh *mesh, size_t *count);
 int cmd_subdivide(int argc, char **argv);
+/* `pyramesh splashsurf reconstruct ...` (cmd_splashsurf.c): splashsurf's
+ * command line, run by reconstruct with splashsurf's defaults. */
+int cmd_splashsurf(int argc, char **argv);
+/* reconstruct's option parsing and run; splashsurf = 1 takes splashsurf's
+ * defaults (no normals unless --normals=on). */
+int cli_reconstruct_main(int argc, char **argv, int splashsurf);
+
+/* Mesh post-processing asked for on the command line (splashsurf's
+ * options and ours; cmd_reconstruct.c, docs/splashsurf.md). Zeroed: none. */
+typedef struct cli_post {
+    int mesh_cleanup, have_snap, decimate_barnacles, keep_verts;
+    double snap_dist;
+    int have_smoothing_iters, smoothing_iters, smoothing_weights, output_smoothing_weights;
+    double weights_normalization;
+    /* final normals: 0 = the extraction's (iso.normals), 1 = area-weighted,
+     * 2 = SPH; none when iso.normals is NONE and this is 0 */
+    int normals;
+    int have_normals_smoothing, normals_smoothing_iters, output_raw_normals;
+    const char **attributes; /* -a names */
+    int num_attributes;
+    int generate_quads;
+    double quad_ratio, quad_normal_angle, quad_interior_angle;
+    int have_mesh_aabb, mesh_aabb_clamp;
+    double mesh_aabb_min[3], mesh_aabb_max[3];
+    int output_raw_mesh;
+    unsigned check; /* PM_CHECK_* */
+    int check_debug;
+    int taubin_iters;
+    double taubin_lambda, taubin_mu;
+    size_t min_component;
+    int keep_largest;
+    size_t decimate_target;
+    double decimate_ratio, decimate_error;
+    int verbose;
+    int enabled_any; /* any of the above: the mesh goes through cli_postprocess */
+    /* parse state (cli_post_option, cli_post_finish) */
+    int have_cleanup, sph_normals, normals_set, check_all, have_mmin, have_mmax;
+    unsigned check_parts;
+    const char *attr_names[32];
+} cli_post;
+
+/* The post-processing options (CLI_POST_OPTIONS in args.h), for any
+ * command that makes a mesh (cmd_reconstruct.c): defaults; one option
+ * (1 handled, 0 not a post-processing option, -1 after a usage error; c
+ * receives --normals' extraction mode); the rules between them once all
+ * are parsed and c->output is known (0 after a usage error;
+ * have_particles 0 refuses the options that need particles). */
+struct cli_args;
+void cli_post_init(cli_post *q);
+int cli_post_option(const char *cmd, const struct cli_args *a, int id, const char *v, cli_post *q,
+                    cli_common *c);
+int cli_post_finish(const char *cmd, cli_post *q, cli_common *c, int splashsurf,
+                    int have_particles);
+/* Runs the post-processing of `q` on a host mesh from marching cubes on the
+ * lattice origin/spacing, then the checks and writes `output` (with quads
+ * and point data). xyz/n, field and particle_file: the particles (for the
+ * SPH steps and -a), or NULL/0. extraction_normals: the normals mode the
+ * mesh was extracted with. Returns CLI_OK or CLI_FAIL (error printed). */
+struct pm_field_params;
+int cli_postprocess(pm_context *ctx, const cli_post *q, const float *xyz, size_t n,
+                    const pm_field_params *field, const char *particle_file,
+                    const double origin[3], const double spacing[3],
+                    pm_normals extraction_normals, pm_mesh *mesh, const char *output,
+                    const pm_write_options *write, cli_progress *p, cli_result *r);
 
 /* The reconstruction of points already in host memory, shared by
  * reconstruct and demo. `xyz` holds n points. */
@@ -192,7 +258,9 @@ typedef struct cli_reconstruct_opts {
     pm_field_params field;
     pm_isosurface_options iso;
     pm_write_options write;
-    int subdivide; /* Loop levels after the extraction (0: none) */
+    int subdivide;     /* Loop levels after the extraction (0: none) */
+    cli_post post;     /* zeroed: none */
+    const char *input; /* the particle file, for -a attributes (or NULL) */
 } cli_reconstruct_opts;
 int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
                            const cli_reconstruct_opts *o, const char *output,

@@ -24,7 +24,7 @@ static const struct {
 } commands[] = {
     {"isosurface", cmd_isosurface, "pyramesh isosurface VOLUME -o MESH --iso V [options]",
      "extract the iso surface of a volume (NRRD, VTK, raw)"},
-    {"reconstruct", cmd_reconstruct, "pyramesh reconstruct POINTS -o MESH -r RADIUS [options]",
+    {"reconstruct", cmd_reconstruct, "pyramesh reconstruct POINTS [-o MESH] -r RADIUS [options]",
      "reconstruct the surface of particles / a point cloud (SPH or blur)"},
     {"info", cmd_info, "pyramesh info FILE [--raw-* options]",
      "describe a volume, point set or mesh (closed? manifold? volume)"},
@@ -34,6 +34,9 @@ static const struct {
      "reconstruct a synthetic dam-break scene (no input needed)"},
     {"subdivide", cmd_subdivide, "pyramesh subdivide MESH -o OUT [--levels N] [options]",
      "Loop subdivision of a mesh, uniform or adaptive (--max-edge, --max-angle)"},
+    {"splashsurf", cmd_splashsurf,
+     "pyramesh splashsurf reconstruct INPUT -r=R [splashsurf options]",
+     "run splashsurf 0.14's reconstruct command line unchanged"},
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -52,8 +55,11 @@ static void print_main_help(FILE *f)
 
 const char *cli_synopsis(const char *cmd)
 {
+    /* "splashsurf reconstruct": the command is the first word */
+    size_t len = cmd ? strcspn(cmd, " ") : 0;
     for (size_t k = 0; k < NUM_COMMANDS; k++)
-        if (cmd && strcmp(cmd, commands[k].name) == 0) return commands[k].synopsis;
+        if (cmd && strlen(commands[k].name) == len && strncmp(cmd, commands[k].name, len) == 0)
+            return commands[k].synopsis;
     return "pyramesh <command> [options]";
 }
 
@@ -308,6 +314,6 @@ int main(int argc, char **argv)
         }
     fprintf(stderr, "pyramesh: unknown command '%s'\n", cmd);
     fprintf(stderr, "usage: pyramesh <command> [options]  (commands: isosurface, reconstruct, subdivide, collide, "
-                    "info, demo)\nTry 'pyramesh --help' for more information.\n");
+                    "info, demo, splashsurf)\nTry 'pyramesh --help' for more information.\n");
     return CLI_USAGE;
 }

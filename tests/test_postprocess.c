@@ -1,0 +1,892 @@
+/* Mesh post-processing (pyramesh.h "Mesh post-processing", docs/splashsurf.md):
+ * each function against a plain reference loop (byte for byte where the
+ * rule fixes the order: normals, Laplacian and normal smoothing), its
+ * effect (roughness down, Taubin keeping the volume, cleanup and
+ * decimation reaching their counts, components removed, the AABB clip,
+ * quads, every barnacle configuration removed), closed / manifold /
+ * oriented results, 1 vs 4 threads identical bytes, a mesh in context
+ * memory giving the host path's bytes (run as "cuda" that is device
+ * memory), and the attribute file round trip. Meshes come from jittered
+ * particle balls reconstructed on the context under test. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_common.h"
+
+static pm_context *g_ctx;
+
+/* n^3-ish particles on a lattice of spacing 2r inside a ball, jittered. */
+static float *ball(double cx, double cy, double cz, int rad, double r, size_t *n)
+{
+    size_t cap = (size_t)(2 * rad + 1) * (2 * rad + 1) * (2 * rad + 1), k = 0;
+    float *xyz = malloc(cap * 3 * sizeof *xyz);
+    for (int i = -rad; i <= rad; i++)
+        for (int j = -rad; j <= rad; j++)
+            for (int l = -rad; l <= rad; l++) {
+                if (i * i + j * j + l * l > rad * rad) continue;
+                xyz[3 * k] = (float)(cx + 2 * r * i + (pmt_uniform() - 0.5) * 0.4 * r);
+                xyz[3 * k + 1] = (float)(cy + 2 * r * j + (pmt_uniform() - 0.5) * 0.4 * r);
+                xyz[3 * k + 2] = (float)(cz + 2 * r * l + (pmt_uniform() - 0.5) * 0.4 * r);
+                k++;
+            }
+    *n = k;
+    return xyz;
+}
+
+static pm_field_params params(double r, double c)
+{
+    pm_field_params p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.radius = r;
+    p.cube_size = c;
+    return p;
+}
+
+/* The marching-cubes mesh of particles (host memory, no normals), and the
+ * field's lattice as cleanup options. */
+static pm_mesh reconstruct(const float *xyz, size_t n, const pm_field_params *p,
+                           pm_mc_cleanup_options *lat)
+{
+    pm_field f;
+    PMT_OK(pm_field_compute(g_ctx, xyz, n, p, &f));
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.normals = PM_NORMALS_NONE;
+    o.inside = f.inside;
+    pm_mesh m;
+    PMT_OK(pm_isosurface(g_ctx, &f.volume, f.iso, &o, &m));
+    if (lat) {
+        memset(lat, 0, sizeof *lat);
+        lat->struct_size = sizeof *lat;
+        for (int a = 0; a < 3; a++) {
+            lat->origin[a] = f.volume.origin[a];
+            lat->spacing[a] = f.volume.spacing[a];
+        }
+    }
+    pm_field_free(g_ctx, &f);
+    return m;
+}
+
+/* A deep copy in host memory, owning its arrays. */
+static pm_mesh copy(const pm_mesh *m)
+{
+    pm_mesh c = *m;
+    c.positions = malloc(12 * m->num_vertices + 1);
+    memcpy(c.positions, m->positions, 12 * m->num_vertices);
+    c.indices = malloc(12 * m->num_triangles + 1);
+    memcpy(c.indices, m->indices, 12 * m->num_triangles);
+    c.normals = NULL;
+    if (m->normals) {
+        c.normals = malloc(12 * m->num_vertices + 1);
+        memcpy(c.normals, m->normals, 12 * m->num_vertices);
+    }
+    c.owns_arrays = 1;
+    c.in_context_memory = 0;
+    return c;
+}
+
+static void drop(pm_mesh *m)
+{
+    free(m->positions);
+    free(m->normals);
+    free(m->indices);
+    memset(m, 0, sizeof *m);
+}
+
+static int same(const pm_mesh *a, const pm_mesh *b)
+{
+    return a->num_vertices == b->num_vertices && a->num_triangles == b->num_triangles &&
+           !memcmp(a->positions, b->positions, 12 * a->num_vertices) &&
+           !memcmp(a->indices, b->indices, 12 * a->num_triangles) &&
+           (!a->normals) == (!b->normals) &&
+           (!a->normals || !memcmp(a->normals, b->normals, 12 * a->num_vertices));
+}
+
+static pm_mesh_report analyze(const pm_mesh *m)
+{
+    pm_mesh_report r;
+    PMT_OK(pm_mesh_analyze(m, &r));
+    return r;
+}
+
+static int closed_manifold(const pm_mesh *m)
+{
+    pm_mesh_report r = analyze(m);
+    return r.closed && r.manifold && r.oriented;
+}
+
+/* Mean distance of a vertex from the mean of its neighbours. */
+static double roughness(const pm_mesh *m)
+{
+    size_t nv = m->num_vertices;
+    double *sum = calloc(nv * 3, sizeof *sum);
+    unsigned *cnt = calloc(nv, sizeof *cnt);
+    for (size_t t = 0; t < m->num_triangles; t++)
+        for (int a = 0; a < 3; a++) {
+            uint32_t v = m->indices[3 * t + a], w = m->indices[3 * t + (a + 1) % 3];
+            for (int c = 0; c < 3; c++) {
+                sum[3 * v + c] += m->positions[3 * w + c];
+                sum[3 * w + c] += m->positions[3 * v + c];
+            }
+            cnt[v]++, cnt[w]++;
+        }
+    double total = 0;
+    for (size_t v = 0; v < nv; v++) {
+        if (!cnt[v]) continue;
+        double d2 = 0;
+        for (int c = 0; c < 3; c++) {
+            double e = m->positions[3 * v + c] - sum[3 * v + c] / cnt[v];
+            d2 += e * e;
+        }
+        total += sqrt(d2);
+    }
+    free(sum), free(cnt);
+    return total / (double)nv;
+}
+
+/* ---- references: the documented order, one term at a time ------------ */
+
+/* Sorted distinct neighbours of every vertex (brute force). */
+static uint32_t **ref_neighbours(const pm_mesh *m, uint32_t **count)
+{
+    size_t nv = m->num_vertices;
+    uint32_t **nb = calloc(nv, sizeof *nb);
+    *count = calloc(nv, sizeof **count);
+    for (size_t t = 0; t < m->num_triangles; t++)
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                uint32_t v = m->indices[3 * t + a], w = m->indices[3 * t + b];
+                if (v == w) continue;
+                uint32_t k = 0;
+                while (k < (*count)[v] && nb[v][k] < w)
+                    k++;
+                if (k < (*count)[v] && nb[v][k] == w) continue;
+                nb[v] = realloc(nb[v], ((*count)[v] + 1) * sizeof **nb);
+                memmove(nb[v] + k + 1, nb[v] + k, ((*count)[v] - k) * sizeof **nb);
+                nb[v][k] = w;
+                (*count)[v]++;
+            }
+    return nb;
+}
+
+static void ref_normals(const pm_mesh *m, float *out)
+{
+    size_t nv = m->num_vertices;
+    double *s = calloc(3 * nv, sizeof *s);
+    for (size_t t = 0; t < m->num_triangles; t++) { /* triangle order = ascending per vertex */
+        const uint32_t *x = m->indices + 3 * t;
+        const float *a = m->positions + 3 * x[0], *b = m->positions + 3 * x[1],
+                    *c = m->positions + 3 * x[2];
+        double e0[3], e1[3];
+        for (int k = 0; k < 3; k++) {
+            e0[k] = (double)b[k] - (double)a[k];
+            e1[k] = (double)c[k] - (double)b[k];
+        }
+        double n[3] = {e0[1] * e1[2] - e0[2] * e1[1], e0[2] * e1[0] - e0[0] * e1[2],
+                       e0[0] * e1[1] - e0[1] * e1[0]};
+        for (int k = 0; k < 3; k++)
+            for (int c2 = 0; c2 < 3; c2++)
+                s[3 * x[k] + c2] += n[c2];
+    }
+    for (size_t v = 0; v < nv; v++) {
+        double *q = s + 3 * v;
+        double len = sqrt(q[0] * q[0] + (q[1] * q[1] + q[2] * q[2]));
+        for (int c = 0; c < 3; c++)
+            out[3 * v + c] = len > 0 ? (float)(q[c] / len) : 0.0f;
+    }
+    free(s);
+}
+
+static void ref_laplacian(const pm_mesh *m, int iters, double beta, const float *w, float *out)
+{
+    uint32_t *cnt, **nb = ref_neighbours(m, &cnt);
+    size_t nv = m->num_vertices;
+    float *cur = malloc(12 * nv + 1), *next = malloc(12 * nv + 1);
+    memcpy(cur, m->positions, 12 * nv);
+    for (int it = 0; it < iters; it++) {
+        for (size_t v = 0; v < nv; v++)
+            for (int c = 0; c < 3; c++) {
+                if (!cnt[v]) {
+                    next[3 * v + c] = cur[3 * v + c];
+                    continue;
+                }
+                double s = 0;
+                for (uint32_t k = 0; k < cnt[v]; k++)
+                    s += (double)cur[3 * nb[v][k] + c];
+                double f = w ? beta * (double)w[v] : beta;
+                next[3 * v + c] =
+                    (float)((1.0 - f) * (double)cur[3 * v + c] + f * (s / (double)cnt[v]));
+            }
+        float *t = cur;
+        cur = next, next = t;
+    }
+    memcpy(out, cur, 12 * nv);
+    free(cur), free(next);
+    for (size_t v = 0; v < nv; v++)
+        free(nb[v]);
+    free(nb), free(cnt);
+}
+
+static void ref_smooth_normals(const pm_mesh *m, const float *in, int iters, float *out)
+{
+    uint32_t *cnt, **nb = ref_neighbours(m, &cnt);
+    size_t nv = m->num_vertices;
+    float *cur = malloc(12 * nv + 1), *next = malloc(12 * nv + 1);
+    memcpy(cur, in, 12 * nv);
+    for (int it = 0; it < iters; it++) {
+        for (size_t v = 0; v < nv; v++) {
+            double s[3] = {0, 0, 0};
+            for (uint32_t k = 0; k < cnt[v]; k++)
+                for (int c = 0; c < 3; c++)
+                    s[c] += (double)cur[3 * nb[v][k] + c];
+            double len = sqrt(s[0] * s[0] + (s[1] * s[1] + s[2] * s[2]));
+            for (int c = 0; c < 3; c++)
+                next[3 * v + c] = len > 0 ? (float)(s[c] / len) : cur[3 * v + c];
+        }
+        float *t = cur;
+        cur = next, next = t;
+    }
+    memcpy(out, cur, 12 * nv);
+    free(cur), free(next);
+    for (size_t v = 0; v < nv; v++)
+        free(nb[v]);
+    free(nb), free(cnt);
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_normals_and_smoothing(const pm_mesh *m0)
+{
+    pm_mesh m = copy(m0);
+    float *ref = malloc(12 * m.num_vertices);
+    ref_normals(&m, ref);
+    PMT_OK(pm_mesh_compute_normals(g_ctx, &m));
+    PMT_CHECK(!memcmp(m.normals, ref, 12 * m.num_vertices), "area-weighted normals differ from "
+                                                            "the reference");
+    /* outward: the normals of a ball point away from its centre */
+    double c[3] = {0, 0, 0};
+    for (size_t v = 0; v < m.num_vertices; v++)
+        for (int k = 0; k < 3; k++)
+            c[k] += m.positions[3 * v + k] / (double)m.num_vertices;
+    size_t out = 0;
+    for (size_t v = 0; v < m.num_vertices; v++) {
+        double d = 0;
+        for (int k = 0; k < 3; k++)
+            d += (m.positions[3 * v + k] - c[k]) * m.normals[3 * v + k];
+        out += d > 0;
+    }
+    PMT_CHECK(out > 0.95 * m.num_vertices, "%zu of %zu normals point outward", out, m.num_vertices);
+    float *sm = malloc(12 * m.num_vertices);
+    ref_smooth_normals(&m, m.normals, 7, sm);
+    PMT_OK(pm_mesh_smooth_normals(g_ctx, &m, 7));
+    PMT_CHECK(!memcmp(m.normals, sm, 12 * m.num_vertices), "smoothed normals differ from the "
+                                                           "reference");
+    drop(&m);
+
+    /* Laplacian with weights, against the reference; roughness goes down */
+    m = copy(m0);
+    float *w = malloc(4 * m.num_vertices), *pos = malloc(12 * m.num_vertices);
+    for (size_t v = 0; v < m.num_vertices; v++)
+        w[v] = (float)pmt_uniform();
+    ref_laplacian(&m, 5, 1.0, w, pos);
+    double r0 = roughness(&m);
+    PMT_OK(pm_mesh_smooth_laplacian(g_ctx, &m, 5, 1.0, w));
+    PMT_CHECK(!memcmp(m.positions, pos, 12 * m.num_vertices), "weighted Laplacian differs from "
+                                                              "the reference");
+    double r1 = roughness(&m);
+    PMT_CHECK(r1 < 0.8 * r0, "Laplacian smoothing: roughness %g -> %g", r0, r1);
+    PMT_CHECK(closed_manifold(&m), "Laplacian smoothing broke the topology");
+    drop(&m);
+    /* weights 0 leave the mesh alone */
+    m = copy(m0);
+    memset(w, 0, 4 * m.num_vertices);
+    PMT_OK(pm_mesh_smooth_laplacian(g_ctx, &m, 3, 1.0, w));
+    PMT_CHECK(!memcmp(m.positions, m0->positions, 12 * m.num_vertices), "weight 0 moved vertices");
+    drop(&m);
+
+    /* Taubin keeps the volume better than plain Laplacian, and smooths */
+    pm_mesh a = copy(m0), b = copy(m0);
+    double v0 = analyze(m0).volume;
+    PMT_OK(pm_mesh_smooth_laplacian(g_ctx, &a, 10, 0.5, NULL));
+    PMT_OK(pm_mesh_smooth_taubin(g_ctx, &b, 10, 0.5, -0.53));
+    double va = analyze(&a).volume, vb = analyze(&b).volume;
+    PMT_CHECK(fabs(vb - v0) < 0.25 * fabs(va - v0), "Taubin volume change %g vs Laplacian %g",
+              vb - v0, va - v0);
+    PMT_CHECK(roughness(&b) < 0.9 * r0, "Taubin smoothing: roughness %g -> %g", r0, roughness(&b));
+    PMT_CHECK(closed_manifold(&b), "Taubin smoothing broke the topology");
+    drop(&a), drop(&b);
+    free(ref), free(sm), free(w), free(pos);
+}
+
+static void test_cleanup(const pm_mesh *m0, const pm_mc_cleanup_options *lat)
+{
+    pm_mesh m = copy(m0);
+    pm_mesh_report r0 = analyze(m0);
+    PMT_OK(pm_mesh_mc_cleanup(g_ctx, &m, lat));
+    pm_mesh_report r1 = analyze(&m);
+    PMT_CHECK(r1.closed && r1.manifold && r1.oriented, "cleanup: closed %d manifold %d oriented %d",
+              r1.closed, r1.manifold, r1.oriented);
+    PMT_CHECK(r1.euler == r0.euler && r1.components == r0.components,
+              "cleanup changed the topology (euler %lld -> %lld)", r0.euler, r1.euler);
+    PMT_CHECK(m.num_triangles < 0.8 * m0->num_triangles &&
+                  m.num_triangles > 0.3 * m0->num_triangles,
+              "cleanup: %zu -> %zu triangles", m0->num_triangles, m.num_triangles);
+    PMT_CHECK(m.num_vertices == r1.num_vertices, "cleanup left unused vertices");
+    PMT_CHECK(fabs(r1.volume - r0.volume) < 0.02 * fabs(r0.volume), "cleanup volume %g -> %g",
+              r0.volume, r1.volume);
+    /* keep_vertices: same triangles count, vertices kept */
+    pm_mesh k = copy(m0);
+    pm_mc_cleanup_options o = *lat;
+    o.keep_vertices = 1;
+    PMT_OK(pm_mesh_mc_cleanup(g_ctx, &k, &o));
+    PMT_CHECK(k.num_vertices == m0->num_vertices && k.num_triangles == m.num_triangles,
+              "keep_vertices: %zu vertices %zu triangles (want %zu, %zu)", k.num_vertices,
+              k.num_triangles, m0->num_vertices, m.num_triangles);
+    /* a snap distance limit of 0 snaps (almost) nothing, 0.5 less than no limit */
+    pm_mesh z = copy(m0), h = copy(m0);
+    o = *lat;
+    o.use_snap_distance = 1;
+    o.snap_distance = 0;
+    PMT_OK(pm_mesh_mc_cleanup(g_ctx, &z, &o));
+    o.snap_distance = 0.2;
+    PMT_OK(pm_mesh_mc_cleanup(g_ctx, &h, &o));
+    PMT_CHECK(z.num_triangles >= h.num_triangles && h.num_triangles >= m.num_triangles &&
+                  z.num_triangles > 0.95 * m0->num_triangles,
+              "snap distance: 0 -> %zu, 0.2 -> %zu, none -> %zu triangles", z.num_triangles,
+              h.num_triangles, m.num_triangles);
+    PMT_CHECK(closed_manifold(&h), "cleanup with a snap limit broke the topology");
+    drop(&m), drop(&k), drop(&z), drop(&h);
+}
+
+/* A flat surface across axis `ax` with one or two lattice points poking
+ * through (bump) or dented in: every barnacle configuration, all six
+ * orientations; after the decimation the triangles are the flat surface's. */
+static void test_barnacles(void)
+{
+    enum { N = 10 };
+    static float f[N * N * N];
+    int done = 0;
+    for (int two = 0; two < 2; two++)
+        for (int dent = 0; dent < 2; dent++)
+            for (int ax = 0; ax < 3; ax++)
+                for (int sg = -1; sg <= 1; sg += 2) {
+                    for (int k = 0; k < N; k++)
+                        for (int j = 0; j < N; j++)
+                            for (int i = 0; i < N; i++) {
+                                int c[3] = {i, j, k};
+                                double h = (c[ax] - 4.5) * sg;
+                                f[i + N * (j + N * k)] = (float)(-h);
+                            }
+                    pm_volume v;
+                    memset(&v, 0, sizeof v);
+                    v.data = f;
+                    v.type = PM_SAMPLE_F32;
+                    v.nx = v.ny = v.nz = N;
+                    pm_isosurface_options o;
+                    memset(&o, 0, sizeof o);
+                    o.struct_size = sizeof o;
+                    o.normals = PM_NORMALS_NONE;
+                    pm_mesh flat;
+                    PMT_OK(pm_isosurface(g_ctx, &v, 0.0, &o, &flat));
+                    int p[3] = {4, 4, 4};
+                    p[ax] = dent ? (sg > 0 ? 4 : 5) : (sg > 0 ? 5 : 4);
+                    f[p[0] + N * (p[1] + N * p[2])] = dent ? -0.5f : 0.5f;
+                    if (two) {
+                        p[(ax + 1) % 3]++;
+                        f[p[0] + N * (p[1] + N * p[2])] = dent ? -0.5f : 0.5f;
+                    }
+                    pm_mesh m;
+                    PMT_OK(pm_isosurface(g_ctx, &v, 0.0, &o, &m));
+                    pm_mesh c = copy(&m);
+                    pm_mc_cleanup_options lat;
+                    memset(&lat, 0, sizeof lat);
+                    lat.struct_size = sizeof lat;
+                    lat.spacing[0] = lat.spacing[1] = lat.spacing[2] = 1;
+                    PMT_OK(pm_mesh_decimate_barnacles(g_ctx, &c, &lat));
+                    pm_mesh_report r = analyze(&c), rf = analyze(&flat);
+                    PMT_CHECK(c.num_triangles == flat.num_triangles && r.manifold && r.oriented &&
+                                  r.boundary_edges == rf.boundary_edges,
+                              "%s %s across axis %d (%+d): %zu -> %zu triangles, flat %zu",
+                              two ? "double" : "single", dent ? "dent" : "bump", ax, sg,
+                              m.num_triangles, c.num_triangles, flat.num_triangles);
+                    done += m.num_triangles > flat.num_triangles;
+                    drop(&c);
+                    pm_mesh_free(g_ctx, &m);
+                    pm_mesh_free(g_ctx, &flat);
+                }
+    PMT_CHECK(done == 24, "%d of 24 configurations had a barnacle to remove", done);
+}
+
+static void test_components(double r)
+{
+    /* three balls far apart: 5, 3 and 2 lattice radii */
+    size_t n1, n2, n3;
+    float *a = ball(0, 0, 0, 5, r, &n1), *b = ball(2, 0, 0, 3, r, &n2),
+          *c = ball(0, 2, 0, 2, r, &n3);
+    size_t n = n1 + n2 + n3;
+    float *xyz = malloc(12 * n);
+    memcpy(xyz, a, 12 * n1);
+    memcpy(xyz + 3 * n1, b, 12 * n2);
+    memcpy(xyz + 3 * (n1 + n2), c, 12 * n3);
+    pm_field_params p = params(r, 0.5);
+    pm_mesh m0 = reconstruct(xyz, n, &p, NULL);
+    pm_mesh_report r0 = analyze(&m0);
+    PMT_CHECK(r0.components == 3, "three balls: %zu components", r0.components);
+    /* the triangles of the smallest and the largest ball */
+    pm_mesh ms = reconstruct(c, n3, &p, NULL), ml = reconstruct(a, n1, &p, NULL);
+    size_t removed = 9;
+    pm_mesh m = copy(&m0);
+    PMT_OK(pm_mesh_remove_components(g_ctx, &m, ms.num_triangles + 1, 0, &removed));
+    pm_mesh_report r1 = analyze(&m);
+    PMT_CHECK(removed == 1 && r1.components == 2 &&
+                  m.num_triangles == m0.num_triangles - ms.num_triangles &&
+                  m.num_vertices == r1.num_vertices,
+              "below %zu: removed %zu, %zu components, %zu triangles", ms.num_triangles + 1,
+              removed, r1.components, m.num_triangles);
+    drop(&m);
+    m = copy(&m0);
+    PMT_OK(pm_mesh_remove_components(g_ctx, &m, 0, 1, &removed));
+    r1 = analyze(&m);
+    PMT_CHECK(removed == 2 && r1.components == 1 && m.num_triangles == ml.num_triangles &&
+                  r1.closed,
+              "largest: removed %zu, %zu components, %zu triangles (want %zu)", removed,
+              r1.components, m.num_triangles, ml.num_triangles);
+    drop(&m);
+    pm_mesh_free(g_ctx, &m0), pm_mesh_free(g_ctx, &ms), pm_mesh_free(g_ctx, &ml);
+    free(a), free(b), free(c), free(xyz);
+}
+
+static void test_simplify(const pm_mesh *m0)
+{
+    pm_mesh m = copy(m0);
+    size_t target = m0->num_triangles / 4;
+    double err = -1;
+    pm_status s = pm_mesh_simplify(g_ctx, &m, target, 0, &err);
+    if (s == PM_STATUS_UNSUPPORTED) {
+        printf("pm_mesh_simplify: no meshoptimizer in this build (skipped)\n");
+        drop(&m);
+        return;
+    }
+    PMT_OK(s);
+    pm_mesh_report r = analyze(&m);
+    PMT_CHECK(m.num_triangles <= target && m.num_triangles > target / 2,
+              "simplify to %zu: got %zu triangles", target, m.num_triangles);
+    PMT_CHECK(m.num_vertices == r.num_vertices, "simplify left unused vertices");
+    PMT_CHECK(r.closed && r.manifold,
+              "simplify: closed %d manifold %d (%zu boundary, %zu non-manifold edges, %zu "
+              "non-manifold vertices, %zu degenerate)",
+              r.closed, r.manifold, r.boundary_edges, r.nonmanifold_edges, r.nonmanifold_vertices,
+              r.degenerate_triangles);
+    PMT_CHECK(fabs(r.volume - analyze(m0).volume) < 0.05 * fabs(analyze(m0).volume),
+              "simplify volume %g -> %g", analyze(m0).volume, r.volume);
+    PMT_CHECK(err >= 0 && err < 0.05, "simplify error %g", err);
+    drop(&m);
+    /* an error bound alone */
+    m = copy(m0);
+    PMT_OK(pm_mesh_simplify(g_ctx, &m, 0, 1e-3, &err));
+    PMT_CHECK(m.num_triangles < m0->num_triangles && err <= 1e-3,
+              "error bound 1e-3: %zu -> %zu, "
+              "error %g",
+              m0->num_triangles, m.num_triangles, err);
+    drop(&m);
+}
+
+static void test_clip(const pm_mesh *m0)
+{
+    pm_mesh_report r0 = analyze(m0);
+    double mn[3], mx[3];
+    for (int a = 0; a < 3; a++) {
+        mn[a] = r0.bbox_min[a] - 1;
+        mx[a] = 0.5 * (r0.bbox_min[a] + r0.bbox_max[a]);
+    }
+    pm_mesh m = copy(m0);
+    uint32_t *map = malloc(4 * m0->num_vertices);
+    PMT_OK(pm_mesh_clip_aabb(g_ctx, &m, mn, mx, 0, 0, map));
+    size_t inside = 0, outside = 0;
+    for (size_t t = 0; t < m.num_triangles; t++) {
+        int in = 0;
+        for (int k = 0; k < 3; k++) {
+            const float *p = m.positions + 3 * m.indices[3 * t + k];
+            in |= p[0] >= mn[0] && p[0] < mx[0] && p[1] >= mn[1] && p[1] < mx[1] && p[2] >= mn[2] &&
+                  p[2] < mx[2];
+        }
+        inside += in;
+    }
+    for (size_t t = 0; t < m0->num_triangles; t++) {
+        int in = 0;
+        for (int k = 0; k < 3; k++) {
+            const float *p = m0->positions + 3 * m0->indices[3 * t + k];
+            in |= p[0] >= mn[0] && p[0] < mx[0] && p[1] >= mn[1] && p[1] < mx[1] && p[2] >= mn[2] &&
+                  p[2] < mx[2];
+        }
+        outside += !in;
+    }
+    PMT_CHECK(inside == m.num_triangles && m.num_triangles + outside == m0->num_triangles &&
+                  m.num_triangles > 0,
+              "clip: %zu kept, %zu inside, %zu outside of %zu", m.num_triangles, inside, outside,
+              m0->num_triangles);
+    size_t mapped = 0;
+    int map_ok = 1;
+    for (size_t v = 0; v < m0->num_vertices; v++)
+        if (map[v] != UINT32_MAX) {
+            mapped++;
+            map_ok &= map[v] < m.num_vertices &&
+                      !memcmp(m.positions + 3 * map[v], m0->positions + 3 * v, 12);
+        }
+    PMT_CHECK(map_ok && mapped == m.num_vertices && analyze(&m).num_vertices == m.num_vertices,
+              "clip: vertex map");
+    drop(&m);
+    m = copy(m0);
+    PMT_OK(pm_mesh_clip_aabb(g_ctx, &m, mn, mx, 1, 0, NULL));
+    int clamped = 1;
+    for (size_t v = 0; v < m.num_vertices; v++)
+        for (int a = 0; a < 3; a++)
+            clamped &=
+                m.positions[3 * v + a] >= (float)mn[a] && m.positions[3 * v + a] <= (float)mx[a];
+    PMT_CHECK(clamped, "clip: a vertex outside the box after clamping");
+    drop(&m);
+    free(map);
+}
+
+static void test_quads(const pm_mesh *m0)
+{
+    pm_quads q;
+    PMT_OK(pm_mesh_to_quads(g_ctx, m0, 0, 0, 0, &q));
+    PMT_CHECK(q.num_triangles + 2 * q.num_quads == m0->num_triangles && q.num_quads > 0,
+              "quads: %zu triangles + %zu quads from %zu", q.num_triangles, q.num_quads,
+              m0->num_triangles);
+    /* every quad is two input triangles sharing an edge, in their orientation */
+    int ok = 1;
+    for (size_t k = 0; k < q.num_quads && ok; k++) {
+        const uint32_t *x = q.quads + 4 * k;
+        int halves = 0;
+        for (size_t t = 0; t < m0->num_triangles; t++) {
+            const uint32_t *y = m0->indices + 3 * t;
+            for (int s = 0; s < 4; s++) /* triangle (x[s], x[s+1], x[s+2]) rotated */
+                for (int r = 0; r < 3; r++)
+                    if (y[r] == x[s] && y[(r + 1) % 3] == x[(s + 1) % 4] &&
+                        y[(r + 2) % 3] == x[(s + 2) % 4])
+                        halves++;
+        }
+        ok = halves >= 2;
+    }
+    PMT_CHECK(ok, "a quad is not two oriented input triangles");
+    pm_quads none;
+    PMT_OK(pm_mesh_to_quads(g_ctx, m0, 1.0001, 0.001, 90.0001, &none));
+    PMT_CHECK(none.num_quads < q.num_quads / 10, "strict thresholds still gave %zu quads of %zu",
+              none.num_quads, q.num_quads);
+    pm_quads_free(&q), pm_quads_free(&none);
+}
+
+static void test_check(const pm_mesh *m0)
+{
+    pm_mesh_check_report r;
+    const unsigned all = PM_CHECK_CLOSED | PM_CHECK_MANIFOLD | PM_CHECK_ORIENTATION;
+    PMT_OK(pm_mesh_check(m0, all, &r));
+    PMT_CHECK(r.passed && !r.message[0], "a closed ball fails the check: %s", r.message);
+    /* a hole */
+    pm_mesh m = copy(m0);
+    m.num_triangles--;
+    PMT_OK(pm_mesh_check(&m, all, &r));
+    PMT_CHECK(!r.passed && r.boundary_edges == 3 && strstr(r.message, "not closed"), "hole: %s",
+              r.message);
+    PMT_OK(pm_mesh_check(&m, PM_CHECK_MANIFOLD, &r));
+    PMT_CHECK(r.passed, "a hole is not a manifold error: %s", r.message);
+    drop(&m);
+    /* a flipped triangle (number 5): named */
+    m = copy(m0);
+    uint32_t t = m.indices[15];
+    m.indices[15] = m.indices[16];
+    m.indices[16] = t;
+    PMT_OK(pm_mesh_check(&m, PM_CHECK_ORIENTATION, &r));
+    PMT_CHECK(!r.passed && r.misoriented_edges == 3 && strstr(r.message, "triangles") &&
+                  strstr(r.message, " 5"),
+              "flipped triangle: %s", r.message);
+    drop(&m);
+    /* a duplicated triangle: non-manifold edges */
+    m = copy(m0);
+    m.indices = realloc(m.indices, 12 * (m.num_triangles + 1));
+    memcpy(m.indices + 3 * m.num_triangles, m.indices + 3 * 7, 12);
+    m.num_triangles++;
+    PMT_OK(pm_mesh_check(&m, PM_CHECK_MANIFOLD, &r));
+    PMT_CHECK(!r.passed && r.nonmanifold_edges == 3 && strstr(r.message, "three or more"),
+              "duplicate triangle: %s", r.message);
+    drop(&m);
+}
+
+static void test_sph(const float *xyz, size_t n, const pm_field_params *p, const pm_mesh *m0)
+{
+    pm_sph_interpolator *ip;
+    PMT_OK(pm_sph_interpolator_create(g_ctx, xyz, n, p, &ip));
+    size_t nv = m0->num_vertices;
+    float *nrm = malloc(12 * nv), *vals = malloc(12 * n), *out = malloc(12 * nv);
+    PMT_OK(pm_sph_normals(g_ctx, ip, m0->positions, nv, nrm));
+    /* the SPH normals agree with the area-weighted ones */
+    pm_mesh m = copy(m0);
+    PMT_OK(pm_mesh_compute_normals(g_ctx, &m));
+    size_t agree = 0;
+    for (size_t v = 0; v < nv; v++) {
+        double d = 0;
+        for (int k = 0; k < 3; k++)
+            d += nrm[3 * v + k] * m.normals[3 * v + k];
+        agree += d > 0.8;
+    }
+    PMT_CHECK(agree > 0.95 * nv, "SPH normals: %zu of %zu within 37 degrees of the mesh normals",
+              agree, nv);
+    /* a constant is interpolated exactly (first-order correction); a linear
+     * field closely */
+    for (size_t i = 0; i < n; i++) {
+        vals[3 * i] = 2.5f;
+        vals[3 * i + 1] = xyz[3 * i];
+        vals[3 * i + 2] = -xyz[3 * i + 2];
+    }
+    PMT_OK(pm_sph_interpolate(g_ctx, ip, vals, 3, m0->positions, nv, out));
+    double worst_c = 0, worst_l = 0;
+    for (size_t v = 0; v < nv; v++) {
+        worst_c = fmax(worst_c, fabs(out[3 * v] - 2.5));
+        worst_l = fmax(worst_l, fabs(out[3 * v + 1] - m0->positions[3 * v]));
+    }
+    PMT_CHECK(worst_c < 1e-5, "constant attribute: error %g", worst_c);
+    PMT_CHECK(worst_l < 4 * p->radius, "linear attribute: error %g (radius %g)", worst_l,
+              p->radius);
+    /* smoothing weights: in [0, 1], the raw count positive on the surface */
+    float *w = malloc(4 * nv), *wnn = malloc(4 * nv);
+    PMT_OK(pm_sph_smoothing_weights(g_ctx, ip, m0->positions, nv, 13.0, w, wnn));
+    int range = 1;
+    double mean = 0;
+    for (size_t v = 0; v < nv; v++) {
+        range &= w[v] >= 0 && w[v] <= 1 && wnn[v] > 0;
+        mean += w[v] / (double)nv;
+    }
+    PMT_CHECK(range && mean > 0.05 && mean < 1, "smoothing weights: range %d, mean %g", range,
+              mean);
+    pm_sph_interpolator_destroy(ip);
+    /* a lone particle far away: weight 0 at its surface */
+    {
+        float one[3] = {50, 50, 50};
+        pm_sph_interpolator *ip1;
+        PMT_OK(pm_sph_interpolator_create(g_ctx, one, 1, p, &ip1));
+        float pt[3] = {50.0f + (float)p->radius, 50, 50}, w1, n1;
+        PMT_OK(pm_sph_smoothing_weights(g_ctx, ip1, pt, 1, 13.0, &w1, &n1));
+        PMT_CHECK(w1 == 0 && n1 == 0, "lone particle: weight %g count %g", w1, n1);
+        pm_sph_interpolator_destroy(ip1);
+    }
+    drop(&m);
+    free(nrm), free(vals), free(out), free(w), free(wnn);
+}
+
+/* Every function on 1 and 4 threads, and on a mesh in context memory:
+ * the same bytes. */
+static void run_all(pm_context *ctx, const pm_mesh *m0, const pm_mc_cleanup_options *lat,
+                    int in_ctx, pm_mesh *out)
+{
+    pm_mesh m = copy(m0);
+    if (in_ctx) {
+        pm_mesh d = m;
+        d.positions = pmt_to_ctx(ctx, m.positions, 12 * m.num_vertices);
+        d.indices = pmt_to_ctx(ctx, m.indices, 12 * m.num_triangles);
+        d.normals = NULL;
+        d.in_context_memory = 1;
+        d.owns_arrays = 1;
+        drop(&m);
+        m = d;
+    }
+    PMT_OK(pm_mesh_mc_cleanup(ctx, &m, lat));
+    PMT_OK(pm_mesh_decimate_barnacles(ctx, &m, NULL));
+    PMT_OK(pm_mesh_smooth_laplacian(ctx, &m, 4, 1.0, NULL));
+    PMT_OK(pm_mesh_smooth_taubin(ctx, &m, 3, 0, 0));
+    pm_status st = pm_mesh_simplify(ctx, &m, m.num_triangles * 3 / 4, 0, NULL);
+    PMT_CHECK(st == PM_STATUS_OK || st == PM_STATUS_UNSUPPORTED, "simplify: %s", pm_last_error());
+    PMT_OK(pm_mesh_remove_components(ctx, &m, 10, 0, NULL));
+    PMT_OK(pm_mesh_compute_normals(ctx, &m));
+    PMT_OK(pm_mesh_smooth_normals(ctx, &m, 3));
+    const double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 0.1};
+    PMT_OK(pm_mesh_clip_aabb(ctx, &m, lo, hi, 1, 0, NULL));
+    PMT_CHECK(m.in_context_memory == in_ctx, "the mesh left its memory");
+    if (in_ctx) {
+        pm_mesh h = m;
+        h.positions = pmt_to_host(ctx, m.positions, 12 * m.num_vertices);
+        h.indices = pmt_to_host(ctx, m.indices, 12 * m.num_triangles);
+        h.normals = pmt_to_host(ctx, m.normals, 12 * m.num_vertices);
+        h.in_context_memory = 0;
+        h.owns_arrays = 1;
+        pm_mesh_free(ctx, &m);
+        m = h;
+    }
+    *out = m;
+}
+
+static void test_determinism(const pm_mesh *m0, const pm_mc_cleanup_options *lat, pm_device dev)
+{
+    pm_context *c1, *c4;
+    pm_context_desc d1 = {sizeof d1, PM_DEVICE_CPU, 0, 1, NULL},
+                    d4 = {sizeof d4, PM_DEVICE_CPU, 0, 4, NULL};
+    PMT_OK(pm_context_create(&d1, &c1));
+    PMT_OK(pm_context_create(&d4, &c4));
+    pm_mesh a, b, c;
+    run_all(c1, m0, lat, 0, &a);
+    run_all(c4, m0, lat, 0, &b);
+    PMT_CHECK(same(&a, &b), "1 and 4 threads differ");
+    run_all(g_ctx, m0, lat, 1, &c);
+    PMT_CHECK(same(&a, &c), "a mesh in %s context memory gives other bytes", pm_device_string(dev));
+    /* quads, SPH normals, interpolation and weights: 1 and 4 threads */
+    pm_quads q1, q4;
+    PMT_OK(pm_mesh_to_quads(c1, &a, 0, 0, 0, &q1));
+    PMT_OK(pm_mesh_to_quads(c4, &a, 0, 0, 0, &q4));
+    PMT_CHECK(q1.num_quads == q4.num_quads && q1.num_triangles == q4.num_triangles &&
+                  !memcmp(q1.quads, q4.quads, 16 * q1.num_quads) &&
+                  !memcmp(q1.triangles, q4.triangles, 12 * q1.num_triangles),
+              "quads: 1 and 4 threads differ");
+    pm_quads_free(&q1), pm_quads_free(&q4);
+    size_t np;
+    float *xyz = ball(0.013, -0.021, 0.007, 7, 0.05, &np);
+    pm_field_params p = params(0.05, 0.5);
+    pm_sph_interpolator *i1, *i4;
+    PMT_OK(pm_sph_interpolator_create(c1, xyz, np, &p, &i1));
+    PMT_OK(pm_sph_interpolator_create(c4, xyz, np, &p, &i4));
+    size_t nv = a.num_vertices;
+    float *o1 = malloc(28 * nv + 4), *o4 = malloc(28 * nv + 4);
+    PMT_OK(pm_sph_normals(c1, i1, a.positions, nv, o1));
+    PMT_OK(pm_sph_normals(c4, i4, a.positions, nv, o4));
+    PMT_OK(pm_sph_interpolate(c1, i1, xyz, 3, a.positions, nv, o1 + 3 * nv));
+    PMT_OK(pm_sph_interpolate(c4, i4, xyz, 3, a.positions, nv, o4 + 3 * nv));
+    PMT_OK(pm_sph_smoothing_weights(c1, i1, a.positions, nv, 0, o1 + 6 * nv, NULL));
+    PMT_OK(pm_sph_smoothing_weights(c4, i4, a.positions, nv, 0, o4 + 6 * nv, NULL));
+    PMT_CHECK(!memcmp(o1, o4, 28 * nv), "SPH interpolation: 1 and 4 threads differ");
+    pm_sph_interpolator_destroy(i1), pm_sph_interpolator_destroy(i4);
+    free(o1), free(o4), free(xyz);
+    drop(&a), drop(&b), drop(&c);
+    pm_context_destroy(c1);
+    pm_context_destroy(c4);
+}
+
+/* Writes quads and attributes and reads the files back. */
+static void test_files(const pm_mesh *m0)
+{
+    char dir[] = "/tmp/pm_test_postprocess_XXXXXX";
+    if (!mkdtemp(dir)) {
+        PMT_CHECK(0, "mkdtemp");
+        return;
+    }
+    pm_mesh m = copy(m0);
+    PMT_OK(pm_mesh_compute_normals(g_ctx, &m));
+    pm_quads q;
+    PMT_OK(pm_mesh_to_quads(g_ctx, &m, 0, 0, 0, &q));
+    float *s = malloc(4 * m.num_vertices);
+    for (size_t v = 0; v < m.num_vertices; v++)
+        s[v] = (float)v;
+    pm_vertex_attribute at[2] = {{"index", 1, s}, {"velocity", 3, m.normals}};
+    pm_mesh_extras x;
+    memset(&x, 0, sizeof x);
+    x.struct_size = sizeof x;
+    x.quads = q.quads;
+    x.num_quads = q.num_quads;
+    x.attributes = at;
+    x.num_attributes = 2;
+    pm_mesh w = m;
+    w.indices = q.triangles;
+    w.num_triangles = q.num_triangles;
+    const char *ext[] = {"vtk", "ply", "obj"};
+    for (int e = 0; e < 3; e++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/m.%s", dir, ext[e]);
+        pm_mesh_extras xe = x;
+        if (e == 2) xe.num_attributes = 0;
+        PMT_OK(pm_mesh_write_extras(path, &w, &xe, NULL));
+        pm_mesh back;
+        pm_status st = pm_mesh_read(path, 0, &back);
+        PMT_CHECK(st == PM_STATUS_OK, "%s: read back: %s", path, pm_last_error());
+        if (st != PM_STATUS_OK) continue;
+        /* quads come back as two triangles each */
+        PMT_CHECK(back.num_vertices == m.num_vertices && back.num_triangles == m.num_triangles &&
+                      closed_manifold(&back),
+                  "%s: %zu vertices %zu triangles", path, back.num_vertices, back.num_triangles);
+        PMT_CHECK(!memcmp(back.positions, m.positions, 12 * m.num_vertices), "%s: positions", path);
+        pm_mesh_free(NULL, &back);
+        if (e == 0) {
+            pm_point_attribute pa;
+            PMT_OK(pm_points_read_attribute(path, "index", 0, &pa));
+            PMT_CHECK(pa.components == 1 && pa.count == m.num_vertices &&
+                          !memcmp(pa.values, s, 4 * m.num_vertices),
+                      "%s: attribute 'index' read back", path);
+            pm_point_attribute_free(&pa);
+            PMT_OK(pm_points_read_attribute(path, "velocity", 0, &pa));
+            PMT_CHECK(pa.components == 3 && !memcmp(pa.values, m.normals, 12 * m.num_vertices),
+                      "%s: attribute 'velocity' read back", path);
+            pm_point_attribute_free(&pa);
+            PMT_CHECK(pm_points_read_attribute(path, "nope", 0, &pa) ==
+                              PM_STATUS_INVALID_ARGUMENT &&
+                          strstr(pm_last_error(), "velocity"),
+                      "a missing attribute: %s", pm_last_error());
+        }
+        unlink(path);
+    }
+    char path[128];
+    snprintf(path, sizeof path, "%s/m.obj", dir);
+    PMT_CHECK(pm_mesh_write_extras(path, &w, &x, NULL) == PM_STATUS_UNSUPPORTED,
+              "OBJ took vertex attributes");
+    /* a legacy ASCII particle file with FIELD data and SCALARS */
+    snprintf(path, sizeof path, "%s/p.vtk", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "# vtk DataFile Version 3.0\nparticles\nASCII\nDATASET UNSTRUCTURED_GRID\n"
+               "POINTS 3 float\n0 0 0 1 0 0 0 1 0\nCELLS 3 6\n1 0\n1 1\n1 2\nCELL_TYPES 3\n1 1 1\n"
+               "POINT_DATA 3\nSCALARS id int 1\nLOOKUP_TABLE default\n7 8 9\n"
+               "FIELD FieldData 2\nmass 1 3 double\n1.5 2.5 3.5\nvelocity 3 3 float\n"
+               "1 2 3 4 5 6 7 8 9\n");
+    fclose(f);
+    pm_point_attribute pa;
+    PMT_OK(pm_points_read_attribute(path, "velocity", 0, &pa));
+    PMT_CHECK(pa.count == 3 && pa.components == 3 && pa.values[4] == 5.0f, "FIELD velocity");
+    pm_point_attribute_free(&pa);
+    PMT_OK(pm_points_read_attribute(path, "id", 0, &pa));
+    PMT_CHECK(pa.count == 3 && pa.components == 1 && pa.values[2] == 9.0f, "SCALARS id");
+    pm_point_attribute_free(&pa);
+    PMT_OK(pm_points_read_attribute(path, "mass", 0, &pa));
+    PMT_CHECK(pa.count == 3 && pa.values[1] == 2.5f, "FIELD mass");
+    pm_point_attribute_free(&pa);
+    unlink(path);
+    rmdir(dir);
+    pm_quads_free(&q);
+    free(s);
+    drop(&m);
+}
+
+int main(int argc, char **argv)
+{
+    pm_device dev;
+    if (!pmt_init(argc, argv, &g_ctx, &dev)) return PMT_SKIP;
+    const double r = 0.05;
+    size_t n;
+    float *xyz = ball(0.013, -0.021, 0.007, 7, r, &n);
+    pm_field_params p = params(r, 0.5);
+    pm_mc_cleanup_options lat;
+    pm_mesh m = reconstruct(xyz, n, &p, &lat);
+    pm_mesh host = copy(&m);
+    pm_mesh_free(g_ctx, &m);
+    printf("ball: %zu particles, %zu vertices, %zu triangles\n", n, host.num_vertices,
+           host.num_triangles);
+    PMT_CHECK(closed_manifold(&host), "the test mesh is not a closed manifold");
+
+    test_normals_and_smoothing(&host);
+    test_cleanup(&host, &lat);
+    test_barnacles();
+    test_components(r);
+    test_simplify(&host);
+    test_clip(&host);
+    test_quads(&host);
+    test_check(&host);
+    test_sph(xyz, n, &p, &host);
+    test_determinism(&host, &lat, dev);
+    test_files(&host);
+
+    drop(&host);
+    free(xyz);
+    pm_context_destroy(g_ctx);
+    return pmt_finish("test_postprocess");
+}
