@@ -41,7 +41,7 @@ sanitize:
 FUZZ_SECONDS ?= 10
 fuzz:
 	sh scripts/install-deps.sh --fuzz
-	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPM_FUZZ=ON -DPM_ENABLE_CUDA=OFF -DPM_WITH_GDCM=OFF -DPM_BUILD_TESTS=OFF -DPM_BUILD_BENCH=OFF
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPM_FUZZ=ON -DPM_ENABLE_CUDA=OFF -DPM_WITH_GDCM=ON -DPM_BUILD_TESTS=OFF -DPM_BUILD_BENCH=OFF
 	cmake --build build-fuzz -j $(JOBS)
 	sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 

@@ -127,3 +127,14 @@ vtp = [("<Points>\n", "</Points>\n", 'type="Float32" NumberOfComponents="3"', me
 for enc in ["ascii", "binary", "appended"]:
     put("fuzz_mesh_vtp", enc + ".vtp", vtk_xml("PolyData", '<PolyData>\n<Piece NumberOfPoints="5" NumberOfPolys="3">\n', "</Piece>\n</PolyData>\n", vtp, enc, enc == "binary"))
 PY
+# DICOM slices come from the C writer the tests use (tests/dicom_writer.h):
+# fuzz_volume_dicom.c built as a small program that writes its seeds.
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$DIR/fuzz_volume_dicom"
+SEEDER=$(mktemp "${TMPDIR:-/tmp}/pm_dicom_seeds_XXXXXX") || exit 1
+if ${CC:-cc} -std=c11 -O1 -DPM_FUZZ_DICOM_SEEDS -I"$HERE/../include" \
+     "$HERE/fuzz_volume_dicom.c" -o "$SEEDER" && "$SEEDER" "$DIR/fuzz_volume_dicom"; then
+  rm -f "$SEEDER"
+else
+  rm -f "$SEEDER"; echo "make_corpus.sh: cannot write the DICOM seeds" >&2; exit 1
+fi

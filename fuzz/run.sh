@@ -14,7 +14,9 @@ for t in "$BUILD"/fuzz/fuzz_*; do
   seeds="$BUILD/seeds/$name"
   [ -d "$seeds" ] || seeds=""
   echo "== $name ($SECONDS_EACH s)"
-  if ! "$t" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 \
+  # PM_FUZZ_GDCM_ASSERTS: where fuzz_volume_dicom saves an input for each
+  # GDCM assert() it meets (see the top of fuzz/fuzz_volume_dicom.c).
+  if ! PM_FUZZ_GDCM_ASSERTS="$BUILD/artifacts" "$t" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 \
        -artifact_prefix="$BUILD/artifacts/$name-" "$BUILD/corpus/$name" $seeds \
        >"$BUILD/$name.log" 2>&1; then
     echo "FAILED: $name (see $BUILD/$name.log and $BUILD/artifacts)"
@@ -22,6 +24,7 @@ for t in "$BUILD"/fuzz/fuzz_*; do
     status=1
   else
     grep -E "^(Done|#[0-9]+ +DONE)" "$BUILD/$name.log" | tail -1
+    grep -E "^$name: " "$BUILD/$name.log"
   fi
 done
 exit $status

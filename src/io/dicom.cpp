@@ -10,6 +10,10 @@
 #include <gdcmTag.h>
 #include <gdcmTrace.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <exception>
 #include <new>
@@ -69,6 +73,218 @@ bool kind_of(const gdcm::PixelFormat &pf, pmi_kind *k)
     }
 }
 
+// Debian's GDCM 3.0 keeps its assert()s, and a file that ends inside an
+// element (a truncated copy, an interrupted transfer) or has an unknown VR
+// reaches one of them: the process aborts (GDCM >= 3.2 throws instead).
+// So each file's elements are walked first, headers only: a file goes to
+// GDCM only when every element lies inside it. Part 10 files (preamble
+// and "DICM") that fail are errors naming the file; other files that fail
+// are not DICOM and are skipped, as GDCM would.
+class structure_walk
+{
+  public:
+    structure_walk(int fd, uint64_t size) : fd_(fd), size_(size) {}
+
+    // Whether every element lies inside the file, read the way GDCM reads
+    // it (if not, bad_at is where the walk stopped); *part10: the file has
+    // the preamble and "DICM".
+    bool complete(bool *part10)
+    {
+        unsigned char b[12];
+        uint64_t pos = 0;
+        *part10 = size_ >= 132 && get(128, b, 4) && std::memcmp(b, "DICM", 4) == 0;
+        if (*part10) pos = 132;
+        bad_at = pos;
+        if (get(pos, b, 2) && u16(b) == 0x0002) {
+            // The file meta information (after the preamble, or first in a
+            // file without one): explicit VR little endian, group 2.
+            std::string ts;
+            while (get(pos, b, 8) && u16(b) == 0x0002) {
+                bad_at = pos;
+                if (!vr_known(b + 4) || (b[4] == 'S' && b[5] == 'Q')) return false;
+                uint64_t hl = long_vr(b + 4) ? 12 : 8;
+                if (hl == 12 && !get(pos, b, 12)) return false;
+                uint32_t len = hl == 12 ? u32(b + 8) : u16(b + 6);
+                if (len == undef || len > size_ - pos - hl) return false;
+                if (u16(b + 2) == 0x0010 && len < 128) {
+                    char v[128];
+                    if (!get(pos + hl, (unsigned char *)v, len)) return false;
+                    ts.assign(v, len);
+                    while (!ts.empty() && (ts.back() == ' ' || ts.back() == '\0'))
+                        ts.pop_back();
+                }
+                pos += hl + len;
+            }
+            bad_at = pos;
+            if (size_ - pos < 8) return false; // GDCM asserts on nothing after the meta
+            if (ts == "1.2.840.10008.1.2") explicit_vr_ = false;
+            if (ts == "1.2.840.10008.1.2.2") big_ = true;
+            if (ts == "1.2.840.10008.1.2.1.99") return true; // deflated: not walked
+        } else if (!guess(pos)) {
+            return false;
+        }
+        return dataset(pos, size_, false, 0);
+    }
+    uint64_t bad_at = 0;
+
+  private:
+    static const uint32_t undef = 0xffffffffu;
+    int fd_;
+    uint64_t size_;
+    bool explicit_vr_ = true, big_ = false;
+
+    // How GDCM reads a data set without file meta information
+    // (FileMetaInformation::ReadCompat): from its first tag and whether a
+    // known VR follows. False when GDCM gives up on it (or reads it as
+    // implicit big endian, which it then refuses).
+    bool guess(uint64_t pos)
+    {
+        unsigned char b[6];
+        if (!get(pos, b, 6)) return false;
+        unsigned g = (unsigned)(b[1] << 8 | b[0]), e = (unsigned)(b[3] << 8 | b[2]);
+        bool vr = vr_known(b + 4);
+        explicit_vr_ = vr;
+        big_ = false;
+        if (g == 0x0008 || (g != 0x0800 && e == 0x0010)) return true;
+        if (g == 0x0800) return big_ = true, vr;
+        if (!vr) return false;
+        big_ = g > 0xff || e > 0xff;
+        return true;
+    }
+    bool get(uint64_t at, unsigned char *b, size_t n) const
+    {
+        return at <= size_ && n <= size_ - at && pread(fd_, b, n, (off_t)at) == (ssize_t)n;
+    }
+    unsigned u16(const unsigned char *b) const
+    {
+        return big_ ? (unsigned)(b[0] << 8 | b[1]) : (unsigned)(b[1] << 8 | b[0]);
+    }
+    uint32_t u32(const unsigned char *b) const
+    {
+        return big_ ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]
+                    : (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+    }
+    static bool vr_known(const unsigned char *vr)
+    {
+        static const char known[] =
+            "AEASATCSDADSDTFDFLISLOLTOBODOFOLOVOWPNSHSLSQSSSTSVTMUCUIULUNURUSUTUV";
+        for (size_t i = 0; i + 1 < sizeof known; i += 2)
+            if (vr[0] == known[i] && vr[1] == known[i + 1]) return true;
+        return false;
+    }
+    static bool long_vr(const unsigned char *vr)
+    {
+        static const char longs[] = "OBODOFOLOVOWSQSVUCUNURUTUV";
+        for (size_t i = 0; i + 1 < sizeof longs; i += 2)
+            if (vr[0] == longs[i] && vr[1] == longs[i + 1]) return true;
+        return false;
+    }
+
+    // The items of a sequence (or the fragments of encapsulated pixel data,
+    // whose values are not data sets) up to end, or up to the sequence
+    // delimiter when undefined.
+    bool items(uint64_t &pos, uint64_t end, bool undefined, bool fragments, int depth)
+    {
+        unsigned char b[8];
+        if (depth > 16) return false;
+        while (undefined || pos < end) {
+            bad_at = pos;
+            if (end - pos < 8 || !get(pos, b, 8)) return false;
+            unsigned g = u16(b), e = u16(b + 2);
+            uint32_t len = u32(b + 4);
+            pos += 8;
+            if (g != 0xfffe) return false;
+            if (e == 0xe0dd) return undefined;
+            if (e != 0xe000) return false;
+            if (len == undef) {
+                if (fragments || !dataset(pos, end, true, depth + 1)) return false;
+            } else {
+                if (len > end - pos) return false;
+                uint64_t p = pos;
+                if (!fragments && !dataset(p, pos + len, false, depth + 1)) return false;
+                pos += len;
+            }
+        }
+        return pos == end;
+    }
+
+    // The elements of a data set up to end, or up to an item delimiter
+    // when undefined.
+    bool dataset(uint64_t &pos, uint64_t end, bool undefined, int depth)
+    {
+        unsigned char b[12];
+        if (depth > 16) return false;
+        while (undefined || pos < end) {
+            uint64_t at = pos;
+            bad_at = at;
+            if (end - at < 8 || !get(at, b, 8)) return false;
+            unsigned g = u16(b), e = u16(b + 2);
+            if (g == 0xfffe) { // item delimiter
+                pos = at + 8;
+                return undefined && e == 0xe00d;
+            }
+            uint32_t len;
+            bool sq = false, un = false;
+            if (explicit_vr_) {
+                if (!vr_known(b + 4)) return false;
+                sq = b[4] == 'S' && b[5] == 'Q';
+                un = b[4] == 'U' && b[5] == 'N';
+                if (long_vr(b + 4)) {
+                    if (end - at < 12 || !get(at, b, 12)) return false;
+                    len = u32(b + 8);
+                    pos = at + 12;
+                } else {
+                    len = u16(b + 6);
+                    pos = at + 8;
+                }
+            } else {
+                len = u32(b + 4);
+                pos = at + 8;
+            }
+            if (len == undef) {
+                // A sequence, encapsulated pixel data, or UN holding an
+                // implicit VR sequence (CP-246).
+                bool saved = explicit_vr_;
+                if (un) explicit_vr_ = false;
+                bool ok = items(pos, end, true, g == 0x7fe0 && e == 0x0010, depth + 1);
+                explicit_vr_ = saved;
+                if (!ok) return false;
+            } else {
+                if (len > end - pos) return false;
+                uint64_t p = pos;
+                if (sq && !items(p, pos + len, false, false, depth + 1)) return false;
+                pos += len;
+            }
+        }
+        return pos == end;
+    }
+};
+
+// Whether file f may go to GDCM (*ok), or the error that it is a damaged
+// DICOM file. Files that cannot be opened or are not regular files are
+// left to GDCM's own judgement (it skips them).
+pm_status check_structure(const std::string &f, bool *ok)
+{
+    *ok = true;
+    int fd = open(f.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); // a FIFO must not block
+    if (fd < 0) return PM_STATUS_OK;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *ok = false;
+        return PM_STATUS_OK;
+    }
+    structure_walk w(fd, (uint64_t)st.st_size);
+    bool part10;
+    *ok = w.complete(&part10);
+    close(fd);
+    if (*ok || !part10) return PM_STATUS_OK;
+    return pmi_error(PM_STATUS_PARSE_ERROR,
+                     "%s: a damaged DICOM file: the element at byte %llu does not fit in its "
+                     "%llu bytes (a truncated file?)",
+                     f.c_str(), (unsigned long long)w.bad_at, (unsigned long long)st.st_size);
+}
+
 // The slices of the directory's one series, sorted along the normal.
 pm_status collect(const char *path, std::vector<slice> &slices, double iop[6])
 {
@@ -81,14 +297,21 @@ pm_status collect(const char *path, std::vector<slice> &slices, double iop[6])
     scanner.AddTag(tag_series);
     scanner.AddTag(tag_inter);
     scanner.AddTag(tag_slope);
-    if (files.empty() || !scanner.Scan(files))
+    gdcm::Directory::FilenamesType checked;
+    for (const std::string &f : files) {
+        bool ok;
+        pm_status st = check_structure(f, &ok);
+        if (st != PM_STATUS_OK) return st;
+        if (ok) checked.push_back(f);
+    }
+    if (files.empty() || (!checked.empty() && !scanner.Scan(checked)))
         return pmi_error(PM_STATUS_IO_ERROR,
                          "%s: is a directory without DICOM files, expected a volume file or "
                          "the slices of one DICOM series",
                          path);
     std::string series;
     bool first = true;
-    for (const std::string &f : files) {
+    for (const std::string &f : checked) {
         if (!scanner.IsKey(f.c_str())) continue; // not DICOM
         const char *uid = scanner.GetValue(f.c_str(), tag_series);
         const char *ipp = scanner.GetValue(f.c_str(), tag_ipp);
@@ -190,6 +413,15 @@ pm_status read_slice(series_reader &sr, const slice &s, size_t k)
                          "32-bit integer or float sample",
                          s.file.c_str(), img.GetPixelFormat().GetScalarTypeAsString(),
                          (unsigned)img.GetPixelFormat().GetSamplesPerPixel());
+    // Native (unencapsulated) pixel data shorter than the image: GDCM
+    // copies what there is and reports success, leaving the rest of the
+    // buffer unwritten (or reads past its own copy when it converts), so
+    // it is refused here, before a hostile Rows x Columns sizes the volume.
+    const gdcm::ByteValue *bv = img.GetDataElement().GetByteValue();
+    size_t need = (size_t)dims[0] * dims[1] * pmi_kind_size(kind);
+    if (bv && (size_t)bv->GetLength() < need)
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: %zu bytes of pixel data, expected %zu",
+                         s.file.c_str(), (size_t)bv->GetLength(), need);
     if (k == 0) {
         sr.nx = dims[0];
         sr.ny = dims[1];

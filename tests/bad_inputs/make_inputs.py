@@ -137,6 +137,38 @@ case("csv_junk.csv", "x,y,z\n0,0,0\n1,one,1\n", "reconstruct", "line 3")
 case("csv_two_columns.csv", "1,2\n3,4\n", "reconstruct", "3")
 case("csv_nan.csv", "0,0,0\nnan,1,1\n", "reconstruct", "1")
 
+# DICOM series: each case is a directory of slices (dicom_series.py writes
+# them); the message must name the directory, and the file at fault where
+# the expected words say so. Without GDCM run.sh expects "GDCM" instead.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dicom_series as dcm
+def dcase(name, slices, expect=""):
+    dcm.write_series(os.path.join(d, name), slices)
+    cases.append((name, "isosurface", expect))
+dcase("dcm_empty", {}, "without DICOM files")
+dcase("dcm_not_dicom", {"a.txt": b"slices\n", "b.nrrd": good_nrrd}, "0 DICOM image slices")
+dcase("dcm_one_slice", dcm.axial(1), "at least 2")
+dcase("dcm_one_row", dcm.axial(3, rows=1), "at least 2")
+dcase("dcm_sizes", dict(dcm.axial(4), **{"s2.dcm": dcm.slice_bytes(4, 6, z=5)}), "dcm_sizes/s2.dcm: 6 x 4")
+dcase("dcm_types", dict(dcm.axial(4), **{"s2.dcm": dcm.slice_bytes(4, 5, z=5, bits=8)}), "dcm_types/s2.dcm: 5 x 4 u8")
+dcase("dcm_gap", {k: v for k, v in dcm.axial(5).items() if k != "s2.dcm"}, "missing or repeated")
+dcase("dcm_repeated", dict(dcm.axial(4), **{"again.dcm": dcm.slice_bytes(4, 5, z=2.5)}), "missing or repeated")
+dcase("dcm_two_series", dict(dcm.axial(3), **{"t%d.dcm" % k: v for k, v in enumerate(dcm.axial(3, series="1.2.3.99").values())}), "more than one series")
+dcase("dcm_orientation", dict(dcm.axial(3), **{"s1.dcm": dcm.slice_bytes(4, 5, z=2.5, iop=(1, 0.5, 0, 0, 1, 0))}), "dcm_orientation/s1.dcm: its ImageOrientationPatient differs")
+dcase("dcm_oblique", dcm.axial(3, iop=(0.8, 0.6, 0, -0.6, 0.8, 0)), "oblique")
+dcase("dcm_bad_position", dict(dcm.axial(3), **{"s1.dcm": dcm.slice_bytes(4, 5, ipp="0\\zero\\2.5")}), "dcm_bad_position/s1.dcm: lacks a valid ImagePositionPatient")
+dcase("dcm_bad_slope", dict(dcm.axial(3), **{"s1.dcm": dcm.slice_bytes(4, 5, z=2.5, rescale=("one", 0))}), "dcm_bad_slope/s1.dcm: RescaleSlope")
+dcase("dcm_rgb", dcm.axial(3, bits=8, spp=3), "3 samples per pixel")
+dcase("dcm_multiframe", dcm.axial(3, frames=2), "multi-frame")
+dcase("dcm_short_pixels", dict(dcm.axial(3), **{"s1.dcm": dcm.slice_bytes(4, 5, z=2.5, pixel_bytes=20)}), "dcm_short_pixels/s1.dcm: 20 bytes of pixel data")
+dcase("dcm_huge_dims", dcm.axial(3, rows=65535, cols=65535, pixel_bytes=40), "bytes of pixel data")
+# Truncated slices: in the meta header, in the image elements, in the
+# pixel data (each the middle slice of five).
+for cut in (140, 300, 600, -10):
+    s = dcm.axial(5)
+    s["s2.dcm"] = s["s2.dcm"][:cut]
+    dcase("dcm_trunc_%d" % cut if cut > 0 else "dcm_trunc_pixels", s, "")
+
 with open(os.path.join(d, "cases.tsv"), "w") as f:
     for c in cases:
         f.write("\t".join(c) + "\n")
