@@ -6,13 +6,13 @@
  * uniform and adaptive; medians of --runs runs after one warm-up. Then the
  * adaptive study: the largest deviation from the uniform level-4 surface
  * (vertices and triangle centroids, bench/subdivide_inputs.h) and the
- * triangles of uniform levels 1-3 and of adaptive sweeps, where the
- * deviation comes from, and (--what model) a serial model of the adaptive
- * rules with switches for changes to them (emulate()).
+ * triangles of uniform levels 1-3 and of adaptive sweeps (max_deviation,
+ * max_angle, max_edge), the ratios at equal or lower deviation, and where
+ * the deviation comes from.
  * --sizes: small = 1e5, large = 1e6, full = both.
  *
  *   bench_subdivide [--threads N] [--sizes small|full|large] [--runs R]
- *                   [--what speed,study,model] [--max-level L] [--stencil-limit V]
+ *                   [--what speed,study] [--max-level L] [--stencil-limit V]
  * Results: bench/RESULTS-subdivide.md. */
 #include <algorithm>
 #include <chrono>
@@ -21,9 +21,6 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <unordered_map>
-#include <unordered_set>
-#include <array>
 #include <string>
 #include <vector>
 
@@ -78,13 +75,15 @@ void die(pm_status s, const char *what)
     std::exit(1);
 }
 
-pm_subdivide_options options(double max_angle, double max_edge, bool normals, bool in_ctx)
+pm_subdivide_options options(double max_angle, double max_edge, bool normals, bool in_ctx,
+                             double max_dev = 0)
 {
     pm_subdivide_options o;
     std::memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
     o.max_angle_deg = max_angle;
     o.max_edge = max_edge;
+    o.max_deviation = max_dev;
     o.normals = normals ? PM_NORMALS_DEFAULT : PM_NORMALS_NONE;
     o.output_in_context_memory = in_ctx;
     return o;
@@ -270,6 +269,7 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
                                    (double)(a[2] - b[2]) * (a[2] - b[2]));
         }
     mean_edge /= std::max<double>(1.0, 3.0 * (double)m.nt());
+    const double dev = 1e-4 * sdi_diagonal(m.p.data(), m.nv()); /* adaptive: max_deviation */
     std::printf("\n== %s: %zu vertices, %zu triangles, mean edge %.4g\n", name, m.nv(), m.nt(),
                 mean_edge);
     for (int level = 1; level <= maxlev; level++) {
@@ -289,15 +289,21 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
             pm_result a = run_pm(cpu, m, level, options(0, 0.5 * mean_edge, false, false));
             std::printf("  pm-cpu   adaptive max_edge 0.5 x mean edge %8.1f ms  (%zu v, %zu t)\n",
                         a.ms, a.nv, a.nt);
+            a = run_pm(cpu, m, level, options(0, 0, false, false, dev));
+            std::printf(
+                "  pm-cpu   adaptive max_deviation 1e-4 x diagonal %8.1f ms  (%zu v, %zu t)\n",
+                a.ms, a.nv, a.nt);
         }
         if (gpu) {
             pm_result g = run_pm(gpu, m, level, options(0, 0, false, false));
             pm_result gc = run_pm(gpu, m, level, options(0, 0, false, true));
             pm_result gn = run_pm(gpu, m, level, options(0, 0, true, true));
             pm_result ga = run_pm(gpu, m, level, options(10, 0, false, true));
+            pm_result gd = run_pm(gpu, m, level, options(0, 0, false, true, dev));
             std::printf("  pm-cuda  uniform host in/out %8.2f ms, device in/out %8.2f ms, with "
-                        "normals %8.2f ms; adaptive 10 deg device %8.2f ms (%zu t)\n",
-                        g.ms, gc.ms, gn.ms, ga.ms, ga.nt);
+                        "normals %8.2f ms; adaptive device: 10 deg %8.2f ms (%zu t), "
+                        "max_deviation 1e-4 x diagonal %8.2f ms (%zu t)\n",
+                        g.ms, gc.ms, gn.ms, ga.ms, ga.nt, gd.ms, gd.nt);
         }
 #ifdef PM_HAVE_OSD
         {
@@ -315,355 +321,6 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
     pm_context_destroy(cpu);
 }
 
-/* ---- a serial model of the adaptive rules, to try changes to them ---------------
- * The rules of docs/subdivide.md (stream, split test, red / green / finished,
- * frozen vertices and edges, even and odd masks), written plainly over hash
- * maps, with switches for three changes:
- *   limit: a vertex that leaves the stream (a corner of a written triangle)
- *          is put at its Loop limit position (OpenSubdiv's limit masks:
- *          interior 1 - n e, e = 1 / (n + 3 / (8 beta(n))) per neighbour;
- *          boundary 2/3 v + 1/6 (b0 + b1)) from its ring at that level,
- *          instead of staying where it is;
- *   dev:   the split test in length units: an edge splits when the Loop
- *          masks would move the surface by more than `tol` there (the odd
- *          vertex from the edge's midpoint, either end by its even rule);
- *   red:   a triangle with two split edges splits the third too (repeated
- *          until nothing changes), so green closure is only for one.
- * With every switch off it must give pyramesh's triangle counts. */
-struct emu_rules {
-    double max_angle = 0; /* degrees; 0 = off */
-    double tol = 0;       /* dev: length; 0 = off */
-    bool limit = false, red = false;
-};
-
-struct emu_result {
-    std::vector<float> p;
-    std::vector<uint32_t> t;
-    std::vector<uint64_t> finished;
-};
-
-uint64_t ekey(uint32_t a, uint32_t b)
-{
-    return a < b ? ((uint64_t)a << 32 | b) : ((uint64_t)b << 32 | a);
-}
-
-emu_result emulate(const sdi_mesh &m, int levels, const emu_rules &r)
-{
-    const double PI = 3.141592653589793;
-    emu_result res;
-    std::vector<float> pos = m.p, nrm;
-    std::vector<uint32_t> tri = m.t;
-    std::vector<uint8_t> frozen(m.nv(), 0);
-    std::unordered_set<uint64_t> out_edges;
-    const double cos_lim = std::cos(r.max_angle * PI / 180.0);
-    for (int level = 0; level <= levels && !tri.empty(); level++) {
-        const bool last = level == levels;
-        const size_t n = tri.size() / 3, nv = pos.size() / 3;
-        frozen.resize(nv, 0);
-        /* edges of the stream: their triangles (1 or 2) */
-        std::unordered_map<uint64_t, std::array<uint32_t, 3>> edges; /* count, t0, t1 */
-        edges.reserve(3 * n);
-        for (size_t t = 0; t < n; t++)
-            for (int k = 0; k < 3; k++) {
-                auto &e = edges[ekey(tri[3 * t + k], tri[3 * t + (k + 1) % 3])];
-                if (e[0] < 2) e[1 + e[0]] = (uint32_t)t;
-                e[0]++;
-            }
-        auto is_frozen_edge = [&](uint64_t k) {
-            const auto &e = edges[k];
-            return e[0] == 1 && out_edges.count(k) != 0;
-        };
-        /* vertices: incident triangles of the stream */
-        std::vector<std::vector<uint32_t>> inc(nv);
-        for (size_t t = 0; t < n; t++)
-            for (int k = 0; k < 3; k++)
-                inc[tri[3 * t + k]].push_back((uint32_t)t);
-        /* a vertex's ring: neighbours, boundary neighbours, whether a fan */
-        struct ring {
-            bool ok = false, boundary = false;
-            std::vector<uint32_t> nb;
-            uint32_t b[2] = {0, 0};
-        };
-        std::vector<ring> rings(nv);
-        for (size_t v = 0; v < nv; v++) {
-            ring &g = rings[v];
-            if (frozen[v] || inc[v].empty()) continue;
-            std::unordered_map<uint32_t, int> cnt;
-            for (uint32_t t : inc[v])
-                for (int k = 0; k < 3; k++)
-                    if (tri[3 * t + k] != v) cnt[tri[3 * t + k]]++;
-            int nb1 = 0;
-            for (auto &kv : cnt) {
-                g.nb.push_back(kv.first);
-                if (kv.second == 1) {
-                    if (nb1 < 2) g.b[nb1] = kv.first;
-                    nb1++;
-                }
-            }
-            std::sort(g.nb.begin(), g.nb.end());
-            /* a disc: as many neighbours as triangles (closed) or one more (open, two
-             * boundary neighbours) */
-            bool closed = nb1 == 0 && g.nb.size() == inc[v].size();
-            bool open = nb1 == 2 && g.nb.size() == inc[v].size() + 1;
-            g.ok = closed || open;
-            g.boundary = open;
-            if (!g.ok) frozen[v] = 2; /* non-manifold: never moves */
-        }
-        auto even_of = [&](uint32_t v, double q[3]) {
-            const ring &g = rings[v];
-            const float *p = &pos[3 * (size_t)v];
-            if (g.boundary) {
-                for (int i = 0; i < 3; i++)
-                    q[i] =
-                        0.75 * p[i] + 0.125 * ((double)pos[3 * g.b[0] + i] + pos[3 * g.b[1] + i]);
-                return;
-            }
-            double nn = (double)g.nb.size(), b = 0.375 + 0.25 * std::cos(2 * PI / nn);
-            double ew = (0.625 - b * b) / nn, s[3] = {0, 0, 0};
-            for (uint32_t x : g.nb)
-                for (int i = 0; i < 3; i++)
-                    s[i] += pos[3 * (size_t)x + i];
-            for (int i = 0; i < 3; i++)
-                q[i] = (1 - nn * ew) * p[i] + ew * s[i];
-        };
-        auto limit_of = [&](uint32_t v, double q[3]) {
-            const ring &g = rings[v];
-            const float *p = &pos[3 * (size_t)v];
-            if (g.boundary) {
-                for (int i = 0; i < 3; i++)
-                    q[i] = (2.0 / 3.0) * p[i] +
-                           (1.0 / 6.0) * ((double)pos[3 * g.b[0] + i] + pos[3 * g.b[1] + i]);
-                return;
-            }
-            double nn = (double)g.nb.size(), b = 0.375 + 0.25 * std::cos(2 * PI / nn);
-            double gam = (0.625 - b * b) / nn, ew = 1.0 / (nn + 3.0 / (8.0 * gam)),
-                   s[3] = {0, 0, 0};
-            for (uint32_t x : g.nb)
-                for (int i = 0; i < 3; i++)
-                    s[i] += pos[3 * (size_t)x + i];
-            for (int i = 0; i < 3; i++)
-                q[i] = (1 - nn * ew) * p[i] + ew * s[i];
-        };
-        auto odd_of = [&](uint64_t key, double q[3]) {
-            const auto &e = edges[key];
-            uint32_t u = (uint32_t)(key >> 32), w = (uint32_t)key;
-            if (e[0] != 2) {
-                for (int i = 0; i < 3; i++)
-                    q[i] = 0.5 * ((double)pos[3 * u + i] + pos[3 * w + i]);
-                return;
-            }
-            uint32_t o[2];
-            for (int j = 0; j < 2; j++) {
-                const uint32_t *t = &tri[3 * (size_t)e[1 + j]];
-                o[j] = t[0] != u && t[0] != w ? t[0] : (t[1] != u && t[1] != w ? t[1] : t[2]);
-            }
-            for (int i = 0; i < 3; i++)
-                q[i] = 0.375 * ((double)pos[3 * u + i] + pos[3 * w + i]) +
-                       0.125 * ((double)pos[3 * o[0] + i] + pos[3 * o[1] + i]);
-        };
-        auto face_normal = [&](uint32_t t, double n3[3]) {
-            const float *a = &pos[3 * (size_t)tri[3 * t]], *b = &pos[3 * (size_t)tri[3 * t + 1]],
-                        *c = &pos[3 * (size_t)tri[3 * t + 2]];
-            double e1[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
-            double e2[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
-            n3[0] = e1[1] * e2[2] - e1[2] * e2[1];
-            n3[1] = e1[2] * e2[0] - e1[0] * e2[2];
-            n3[2] = e1[0] * e2[1] - e1[1] * e2[0];
-        };
-        /* |d . n| / |n| (|d| when n vanishes) */
-        auto along = [](const double d[3], const double n3[3]) {
-            double l = std::sqrt(n3[0] * n3[0] + n3[1] * n3[1] + n3[2] * n3[2]);
-            if (!(l > 0)) return std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-            return std::fabs(d[0] * n3[0] + d[1] * n3[1] + d[2] * n3[2]) / l;
-        };
-        /* criterion normals */
-        if (r.max_angle > 0) {
-            nrm.resize(3 * nv, 0.f);
-            for (size_t v = 0; v < nv; v++) {
-                if (level > 0 && (frozen[v] || !rings[v].ok)) continue;
-                double s[3] = {0, 0, 0};
-                for (uint32_t t : inc[v]) {
-                    const float *a = &pos[3 * (size_t)tri[3 * t]],
-                                *b = &pos[3 * (size_t)tri[3 * t + 1]],
-                                *c = &pos[3 * (size_t)tri[3 * t + 2]];
-                    double e1[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
-                    double e2[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
-                    s[0] += e1[1] * e2[2] - e1[2] * e2[1];
-                    s[1] += e1[2] * e2[0] - e1[0] * e2[2];
-                    s[2] += e1[0] * e2[1] - e1[1] * e2[0];
-                }
-                double l = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
-                for (int i = 0; i < 3; i++)
-                    nrm[3 * v + i] = l > 0 ? (float)(s[i] / l) : 0.f;
-            }
-        }
-        /* split decisions per edge */
-        std::unordered_map<uint64_t, uint32_t> split; /* edge -> new vertex (0 = pending) */
-        if (!last)
-            for (auto &kv : edges) {
-                uint64_t k = kv.first;
-                if (is_frozen_edge(k)) continue;
-                uint32_t u = (uint32_t)(k >> 32), w = (uint32_t)k;
-                bool s = false;
-                if (r.max_angle > 0) {
-                    double dot = 0;
-                    for (int i = 0; i < 3; i++)
-                        dot += (double)nrm[3 * u + i] * nrm[3 * w + i];
-                    s = dot < cos_lim;
-                }
-                if (r.tol > 0) {
-                    /* the masks' move along the normal: the odd vertex from the
-                     * edge's midpoint (normal: the two faces'), each end by its
-                     * even rule (normal: its ring's) */
-                    double q[3], mid[3], nv3[3] = {0, 0, 0};
-                    odd_of(k, q);
-                    const auto &e = edges[k];
-                    for (uint32_t j = 0; j < e[0] && j < 2; j++) {
-                        double fn[3];
-                        face_normal(e[1 + j], fn);
-                        for (int i = 0; i < 3; i++)
-                            nv3[i] += fn[i];
-                    }
-                    for (int i = 0; i < 3; i++)
-                        mid[i] = q[i] - 0.5 * ((double)pos[3 * u + i] + pos[3 * w + i]);
-                    s = s || along(mid, nv3) > r.tol;
-                    for (uint32_t x : {u, w})
-                        if (!frozen[x] && rings[x].ok) {
-                            even_of(x, q);
-                            double vn[3] = {0, 0, 0};
-                            for (uint32_t t : inc[x]) {
-                                double fn[3];
-                                face_normal(t, fn);
-                                for (int i = 0; i < 3; i++)
-                                    vn[i] += fn[i];
-                            }
-                            for (int i = 0; i < 3; i++)
-                                q[i] -= pos[3 * (size_t)x + i];
-                            s = s || along(q, vn) > r.tol;
-                        }
-                }
-                if (s) split[k] = 0;
-            }
-        auto is_split = [&](uint32_t a, uint32_t b) { return split.count(ekey(a, b)) != 0; };
-        auto nsplit = [&](size_t t) {
-            int c = 0;
-            for (int k = 0; k < 3; k++)
-                c += is_split(tri[3 * t + k], tri[3 * t + (k + 1) % 3]);
-            return c;
-        };
-        if (r.red && !last)
-            for (bool changed = true; changed;) {
-                changed = false;
-                for (size_t t = 0; t < n; t++)
-                    if (nsplit(t) == 2)
-                        for (int k = 0; k < 3; k++) {
-                            uint64_t key = ekey(tri[3 * t + k], tri[3 * t + (k + 1) % 3]);
-                            if (!split.count(key) && !is_frozen_edge(key))
-                                split[key] = 0, changed = true;
-                        }
-            }
-        /* which vertices leave the stream now */
-        std::vector<uint8_t> leaving(nv, 0);
-        for (size_t t = 0; t < n; t++)
-            if (last || nsplit(t) != 3)
-                for (int k = 0; k < 3; k++)
-                    leaving[tri[3 * t + k]] = 1;
-        /* even vertices */
-        std::vector<float> pn = pos;
-        for (size_t v = 0; v < nv; v++) {
-            if (frozen[v] || !rings[v].ok) continue;
-            bool any = false;
-            for (uint32_t x : rings[v].nb)
-                any = any || is_split((uint32_t)v, x);
-            double q[3];
-            if (r.limit && leaving[v] && !last)
-                limit_of((uint32_t)v, q);
-            else if (any)
-                even_of((uint32_t)v, q);
-            else
-                continue;
-            for (int i = 0; i < 3; i++)
-                pn[3 * v + i] = (float)q[i];
-        }
-        /* odd vertices, numbered in a fixed order (sorted keys) */
-        std::vector<uint64_t> keys;
-        for (auto &kv : split)
-            keys.push_back(kv.first);
-        std::sort(keys.begin(), keys.end());
-        for (uint64_t k : keys) {
-            double q[3];
-            odd_of(k, q);
-            split[k] = (uint32_t)(pn.size() / 3);
-            for (int i = 0; i < 3; i++)
-                pn.push_back((float)q[i]);
-            if (r.max_angle > 0) {
-                uint32_t u = (uint32_t)(k >> 32), w = (uint32_t)k;
-                double s[3], l = 0;
-                for (int i = 0; i < 3; i++)
-                    s[i] = (double)nrm[3 * u + i] + nrm[3 * w + i], l += s[i] * s[i];
-                l = std::sqrt(l);
-                for (int i = 0; i < 3; i++)
-                    nrm.push_back(l > 0 ? (float)(s[i] / l) : 0.f);
-            }
-        }
-        frozen.resize(pn.size() / 3, 0);
-        /* emission */
-        std::vector<uint32_t> next;
-        uint64_t written = 0;
-        auto put = [&](uint32_t a, uint32_t b, uint32_t c) {
-            res.t.push_back(a), res.t.push_back(b), res.t.push_back(c);
-            out_edges.insert(ekey(a, b)), out_edges.insert(ekey(b, c)),
-                out_edges.insert(ekey(c, a));
-            for (uint32_t x : {a, b, c})
-                if (!frozen[x]) frozen[x] = 1;
-            written++;
-        };
-        auto d2 = [&](uint32_t a, uint32_t b) {
-            double s = 0;
-            for (int i = 0; i < 3; i++)
-                s += ((double)pn[3 * a + i] - pn[3 * b + i]) *
-                     ((double)pn[3 * a + i] - pn[3 * b + i]);
-            return s;
-        };
-        for (size_t t = 0; t < n; t++) {
-            const uint32_t *v = &tri[3 * t];
-            uint32_t mid[3];
-            int ns = 0;
-            for (int k = 0; k < 3; k++) {
-                auto it = split.find(ekey(v[k], v[(k + 1) % 3]));
-                mid[k] = it == split.end() ? UINT32_MAX : it->second;
-                ns += mid[k] != UINT32_MAX;
-            }
-            if (last) ns = 0;
-            if (ns == 3) {
-                uint32_t c[12] = {v[0],   mid[0], mid[2], mid[0], v[1],   mid[1],
-                                  mid[2], mid[1], v[2],   mid[0], mid[1], mid[2]};
-                next.insert(next.end(), c, c + 12);
-            } else if (ns == 0) {
-                put(v[0], v[1], v[2]);
-            } else if (ns == 1) {
-                int k = mid[0] != UINT32_MAX ? 0 : (mid[1] != UINT32_MAX ? 1 : 2);
-                put(v[k], mid[k], v[(k + 2) % 3]);
-                put(mid[k], v[(k + 1) % 3], v[(k + 2) % 3]);
-            } else {
-                int j = mid[0] == UINT32_MAX ? 0 : (mid[1] == UINT32_MAX ? 1 : 2);
-                uint32_t pa = v[j], pb = v[(j + 1) % 3], c = v[(j + 2) % 3];
-                uint32_t m1 = mid[(j + 1) % 3], m2 = mid[(j + 2) % 3];
-                put(m1, c, m2);
-                if (d2(pb, m2) < d2(pa, m1))
-                    put(pb, m1, m2), put(pa, pb, m2);
-                else
-                    put(pa, pb, m1), put(pa, m1, m2);
-            }
-        }
-        res.finished.push_back(written);
-        pos.swap(pn);
-        tri.swap(next);
-    }
-    res.p = pos;
-    return res;
-}
-
 /* ---- the adaptive study ------------------------------------------------------ */
 
 struct point {
@@ -673,7 +330,7 @@ struct point {
 };
 
 void attribute(pm_context *ctx, const sdi_mesh &m, const sdi_tri_grid &g, const pm_mesh &l4,
-               double diag, int levels, double ang, double edge);
+               double diag, int levels, const pm_subdivide_options &oo, const char *what);
 
 /* The family's fewest triangles at or below each uniform level's deviation. */
 void ratios(const char *family, const std::vector<point> &uni, const std::vector<point> &ada)
@@ -692,7 +349,11 @@ void ratios(const char *family, const std::vector<point> &uni, const std::vector
     std::printf("\n");
 }
 
-void study(const sdi_mesh &m, const char *name, int threads, bool model)
+/* Uniform levels 0-3 and adaptive levels 4 with max_deviation (1e-3 of
+ * the diagonal down by sqrt 2, 15 values), max_angle and max_edge sweeps:
+ * triangles, deviation from uniform level 4, triangles written per level,
+ * and each family's ratios. */
+void study(const sdi_mesh &m, const char *name, int threads)
 {
     pm_context_desc d;
     std::memset(&d, 0, sizeof d);
@@ -712,95 +373,59 @@ void study(const sdi_mesh &m, const char *name, int threads, bool model)
         "\n== adaptive study, %s: %zu triangles in, uniform level 4 %zu triangles; "
         "deviation = largest distance of a vertex or centroid to level 4 / diagonal (%.4g)\n",
         name, m.nt(), l4.num_triangles, diag);
-    std::vector<point> uni, ang, edg;
-    auto show = [&](const point &p, const std::vector<uint64_t> &fin) {
-        std::printf("  %-40s %9zu triangles  deviation %.3e", p.what.c_str(), p.tris, p.dev);
-        if (!fin.empty()) {
-            std::printf("  written per level:");
-            for (uint64_t x : fin)
-                std::printf(" %llu", (unsigned long long)x);
-        }
-        std::printf("\n");
-    };
-    auto one = [&](std::vector<point> &into, const std::string &what, int levels, double a,
-                   double edge) {
-        pm_subdivide_options oo = options(a, edge, false, false);
+    std::vector<point> uni, dev, ang, edg;
+    auto one = [&](std::vector<point> &into, const std::string &what, int levels,
+                   const pm_subdivide_options &oo) {
+        pm_subdivide_options op = oo;
         pm_subdivide_report rep;
-        oo.report = &rep;
+        op.report = &rep;
         pm_mesh out;
-        pm_status st = pm_subdivide_loop(ctx, &in, levels, &oo, &out);
+        double t0 = now_ms();
+        pm_status st = pm_subdivide_loop(ctx, &in, levels, &op, &out);
+        double ms = now_ms() - t0;
         if (st != PM_STATUS_OK) die(st, "pm_subdivide_loop");
         point p = {
             what, out.num_triangles,
             sdi_max_deviation(g, out.positions, out.num_vertices, out.indices, out.num_triangles) /
                 diag};
         into.push_back(p);
-        std::vector<uint64_t> fin;
-        if (a > 0 || edge > 0)
+        std::printf("  %-44s %9zu triangles  deviation %.3e  %7.1f ms", p.what.c_str(), p.tris,
+                    p.dev, ms);
+        if (op.max_angle_deg > 0 || op.max_edge > 0 || op.max_deviation > 0) {
+            std::printf("  written per level:");
             for (int l = 0; l <= levels; l++)
-                fin.push_back(rep.finished[l]);
-        show(p, fin);
+                std::printf(" %llu", (unsigned long long)rep.finished[l]);
+        }
+        std::printf("\n");
         pm_mesh_free(ctx, &out);
     };
     char buf[96];
     for (int l = 0; l <= 3; l++)
-        one(uni, "uniform level " + std::to_string(l), l, 0, 0);
-    const double angles[] = {20.0, 10.0, 5.0, 2.5, 1.25};
-    for (double a : angles) {
-        std::snprintf(buf, sizeof buf, "pyramesh levels 4 max_angle %g", a);
-        one(ang, buf, 4, a, 0);
+        one(uni, "uniform level " + std::to_string(l), l, o);
+    double best_dev = 0; /* max_deviation of the best run at uniform level 2's deviation */
+    size_t best_tris = 0;
+    for (int step = 0; step <= 14; step++) {
+        const double t = 1e-3 * std::pow(2.0, -0.5 * step);
+        std::snprintf(buf, sizeof buf, "levels 4 max_deviation %.3g diag", t);
+        one(dev, buf, 4, options(0, 0, false, false, t * diag));
+        if (dev.back().dev <= uni[2].dev && (!best_tris || dev.back().tris < best_tris))
+            best_tris = dev.back().tris, best_dev = t * diag;
+    }
+    for (double a : {20.0, 10.0, 5.0, 2.5, 1.25}) {
+        std::snprintf(buf, sizeof buf, "levels 4 max_angle %g", a);
+        one(ang, buf, 4, options(a, 0, false, false));
     }
     for (double e : {0.02, 0.01, 0.005, 0.0025}) {
-        std::snprintf(buf, sizeof buf, "pyramesh levels 4 max_edge %g diag", e);
-        one(edg, buf, 4, 0, e * diag);
+        std::snprintf(buf, sizeof buf, "levels 4 max_edge %g diag", e);
+        one(edg, buf, 4, options(0, e * diag, false, false));
     }
-    ratios("pyramesh max_angle", uni, ang);
-    ratios("pyramesh max_edge", uni, edg);
-    attribute(ctx, m, g, l4, diag, 4, 2.5, 0);
-    attribute(ctx, m, g, l4, diag, 4, 0, 0.0025 * diag);
-    if (model) {
-        /* the model of the rules: unchanged (checked against pyramesh's counts),
-         * then with each change */
-        auto emu = [&](std::vector<point> &into, const std::string &what, const emu_rules &r) {
-            emu_result e = emulate(m, 4, r);
-            point p = {
-                what, e.t.size() / 3,
-                sdi_max_deviation(g, e.p.data(), e.p.size() / 3, e.t.data(), e.t.size() / 3) /
-                    diag};
-            into.push_back(p);
-            show(p, e.finished);
-        };
-        struct family {
-            const char *name;
-            bool limit, red, dev;
-        } fams[] = {{"model, rules as now", false, false, false},
-                    {"model + limit", true, false, false},
-                    {"model + limit + red", true, true, false},
-                    {"model + dev", false, false, true},
-                    {"model + dev + limit", true, false, true},
-                    {"model + dev + limit + red", true, true, true},
-                    {"model + dev + red", false, true, true}};
-        for (const family &f : fams) {
-            std::vector<point> pts;
-            if (!f.dev) {
-                for (double a : angles) {
-                    emu_rules r;
-                    r.max_angle = a, r.limit = f.limit, r.red = f.red;
-                    std::snprintf(buf, sizeof buf, "%s, max_angle %g", f.name, a);
-                    emu(pts, buf, r);
-                }
-            } else {
-                for (int step = 0; step <= 14; step++) { /* 1e-3 diag down by sqrt(2) */
-                    const double t = 1e-3 * std::pow(2.0, -0.5 * step);
-                    emu_rules r;
-                    r.tol = t * diag, r.limit = f.limit, r.red = f.red;
-                    std::snprintf(buf, sizeof buf, "%s, tol %.3g diag", f.name, t);
-                    emu(pts, buf, r);
-                }
-            }
-            ratios(f.name, uni, pts);
-        }
-    }
+    ratios("max_deviation", uni, dev);
+    ratios("max_angle", uni, ang);
+    ratios("max_edge", uni, edg);
+    if (best_tris)
+        attribute(ctx, m, g, l4, diag, 4, options(0, 0, false, false, best_dev),
+                  "the best max_deviation at uniform level 2's deviation");
+    attribute(ctx, m, g, l4, diag, 4, options(2.5, 0, false, false), "max_angle 2.5");
     pm_mesh_free(ctx, &l4);
     pm_context_destroy(ctx);
 }
@@ -813,16 +438,16 @@ void study(const sdi_mesh &m, const char *name, int threads, bool model)
  * level-4 mesh, and those triangles' centroids with their corners moved to
  * that place (what a limit-position rule would leave: the chord error). */
 void attribute(pm_context *ctx, const sdi_mesh &m, const sdi_tri_grid &g, const pm_mesh &l4,
-               double diag, int levels, double ang, double edge)
+               double diag, int levels, const pm_subdivide_options &o, const char *what)
 {
-    pm_subdivide_options oo = options(ang, edge, false, false);
+    pm_subdivide_options oo = o;
     pm_subdivide_report rep;
     oo.report = &rep;
     pm_mesh in = m.view(), out;
     pm_status s = pm_subdivide_loop(ctx, &in, levels, &oo, &out);
     if (s != PM_STATUS_OK) die(s, "pm_subdivide_loop");
-    std::printf("  where the deviation is, levels %d max_angle %g max_edge %.3g diag (%zu t):\n",
-                levels, ang, edge / diag, out.num_triangles);
+    std::printf("  where the deviation is, levels %d, %s (max_deviation %.3g diag; %zu t):\n",
+                levels, what, oo.max_deviation / diag, out.num_triangles);
     uint64_t first = 0, nvl = m.nv();
     auto dv = [&](const float *q) {
         double x[3] = {q[0], q[1], q[2]};
@@ -944,7 +569,7 @@ int main(int argc, char **argv)
             std::fprintf(
                 stderr,
                 "usage: bench_subdivide [--threads N] [--sizes small|full|large] [--runs R] "
-                "[--what speed,study,model] [--max-level L] [--stencil-limit V]\n");
+                "[--what speed,study] [--max-level L] [--stencil-limit V]\n");
             return 2;
         }
     }
@@ -983,14 +608,13 @@ int main(int argc, char **argv)
             speed(m, inputs[k].name, maxlev, threads);
         }
     }
-    const bool model = what.find("model") != std::string::npos;
-    if (what.find("study") != std::string::npos || model) {
+    if (what.find("study") != std::string::npos) {
         sdi_mesh rec, sup;
         if ((s = sdi_reconstruct(ctx, sdi_particles(6000), 1.5, &rec)) != PM_STATUS_OK ||
             (s = sdi_superellipsoid(ctx, 24, &sup)) != PM_STATUS_OK)
             die(s, "study inputs");
-        study(sup, "superellipsoid (analytic)", threads, model);
-        study(rec, "reconstructed surface", threads, model);
+        study(sup, "superellipsoid (analytic)", threads);
+        study(rec, "reconstructed surface", threads);
     }
     pm_context_destroy(ctx);
     return 0;

@@ -572,12 +572,17 @@ typedef struct pm_subdivide_report {
 } pm_subdivide_report;
 
 /* Zero fields mean defaults: uniform subdivision, normals computed, output
- * in host memory. Setting max_edge, max_angle_deg or vertex_weights makes
- * the subdivision adaptive (docs/subdivide.md): an edge splits when its
- * weight w (the larger of its ends' vertex weights, 1 without weights) is
- * > 0 and, where limits are set, when its length * w > max_edge or the
- * angle between its ends' normals * w > max_angle_deg; with weights and
- * no limit every edge of positive weight splits. */
+ * in host memory. Setting max_edge, max_angle_deg, max_deviation or
+ * vertex_weights makes the subdivision adaptive (docs/subdivide.md): an
+ * edge splits when its weight w (the larger of its ends' vertex weights, 1
+ * without weights) is > 0 and, where limits are set, when its length * w >
+ * max_edge, the angle between its ends' normals * w > max_angle_deg, or
+ * the distance Loop's masks would move the surface there along the normal
+ * (the edge's odd vertex from its midpoint, either end by its even rule)
+ * * w > max_deviation; with weights and no limit every edge of positive
+ * weight splits. Then, repeatedly, a triangle with two split edges splits
+ * its third unless its neighbour there has left the stream (red
+ * promotion). */
 typedef struct pm_subdivide_options {
     size_t struct_size;
     double max_edge;      /* 0 = no length test */
@@ -589,6 +594,7 @@ typedef struct pm_subdivide_options {
     /* 0 = output arrays in host memory, 1 = in context memory. */
     int output_in_context_memory;
     pm_subdivide_report *report; /* optional */
+    double max_deviation;        /* 0 = no deviation test; length units */
 } pm_subdivide_options;
 
 /* Loop subdivision of an indexed triangle mesh, `levels` times (0 to

@@ -1,9 +1,10 @@
 #!/bin/bash
 # `pyramesh subdivide` on generated meshes: uniform levels give the exact
 # counts (V + E vertices, 4F triangles per level) in OBJ, PLY and from an
-# STL soup (welded first); adaptive output stays closed and manifold (by
-# `pyramesh info --json`) with fewer triangles than uniform; --stats JSON;
-# the errors for a non-manifold input and bad options.
+# STL soup (welded first); adaptive output (--max-edge/--max-angle and
+# --max-deviation) stays closed, manifold and oriented (by `pyramesh info
+# --json`) with fewer triangles than uniform, the same bytes on 1 and 2
+# threads; --stats JSON; the errors for a non-manifold input and bad options.
 # Usage: cli_subdivide.sh PYRAMESH WORKDIR.
 set -u
 PM=$1
@@ -79,6 +80,22 @@ assert sum(l['finished'] for l in s['levels']) == $ta
 "$PM" subdivide "$W/torus.obj" -o "$W/t_t2.ply" --levels 2 --max-edge 0.3 --threads 2 -q
 cmp -s "$W/t_t1.ply" "$W/t_t2.ply" || bad "1 and 2 threads differ"
 
+# Adaptive by deviation: the torus's level 2 edges move the surface by less
+# than 0.002, so part of level 2 is written unsplit.
+"$PM" subdivide "$W/torus.obj" -o "$W/t_dev.ply" --levels 3 --max-deviation 0.002 \
+  --stats "$W/stats_dev.json" -q || bad "deviation torus failed"
+info "$W/t_dev.ply"; td=$(field triangles)
+[ "$(field closed)" = True ] && [ "$(field manifold)" = True ] && [ "$(field oriented)" = True ] \
+  || bad "deviation torus not closed/manifold/oriented: $(cat "$W/info.json")"
+[ "$td" -gt 15360 ] && [ "$td" -lt "$tu" ] || bad "deviation torus: $td triangles (uniform $tu)"
+python3 -c "
+import json; s = json.load(open('$W/stats_dev.json'))
+assert s['triangles'] == $td and s['levels'][2]['finished'] > 0
+" || bad "deviation stats: $(cat "$W/stats_dev.json")"
+"$PM" subdivide "$W/torus.obj" -o "$W/t_d1.ply" --levels 3 --max-deviation 0.002 --threads 1 -q
+"$PM" subdivide "$W/torus.obj" -o "$W/t_d2.ply" --levels 3 --max-deviation 0.002 --threads 2 -q
+cmp -s "$W/t_d1.ply" "$W/t_d2.ply" || bad "deviation: 1 and 2 threads differ"
+
 # Errors.
 "$PM" subdivide "$W/fin.obj" -o "$W/fin2.ply" 2>"$W/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "non-manifold edge (0, 1)" "$W/err" || bad "non-manifold: rc $rc $(cat "$W/err")"
@@ -87,9 +104,11 @@ cmp -s "$W/t_t1.ply" "$W/t_t2.ply" || bad "1 and 2 threads differ"
 [ $rc -eq 2 ] || bad "--levels 17 exited $rc"
 "$PM" subdivide "$W/octa.obj" -o "$W/x.ply" --max-angle 190 2>/dev/null; rc=$?
 [ $rc -eq 2 ] || bad "--max-angle 190 exited $rc"
+"$PM" subdivide "$W/octa.obj" -o "$W/x.ply" --max-deviation -1 2>/dev/null; rc=$?
+[ $rc -eq 2 ] || bad "--max-deviation -1 exited $rc"
 "$PM" subdivide "$W/missing.obj" -o "$W/x.ply" 2>/dev/null; rc=$?
 [ $rc -eq 1 ] || bad "missing input exited $rc"
-"$PM" subdivide --help | grep -q "max-edge" || bad "--help"
+"$PM" subdivide --help | grep -q "max-deviation" || bad "--help"
 
 [ $fail -eq 0 ] && echo "cli_subdivide: all passed"
 exit $fail

@@ -352,18 +352,27 @@ static void check_refusals(pm_context *ctx)
     o.max_angle_deg = 200;
     s = run(ctx, &m, 1, &o, &out);
     PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT, "angle 200 accepted");
+    o.max_angle_deg = 0;
+    o.max_deviation = -1;
+    s = run(ctx, &m, 1, &o, &out);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), "max_deviation"),
+              "max_deviation -1: %s %s", pm_status_string(s), pm_last_error());
+    o.max_deviation = NAN;
+    s = run(ctx, &m, 1, &o, &out);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT, "max_deviation NaN accepted");
     tm_free(&m);
 }
 
 /* Adaptive results: the closed input stays closed and manifold, open
  * input keeps a manifold boundary; fewer triangles than uniform. */
 static void check_adaptive(pm_context *ctx, const char *name, const tmesh *m, int levels,
-                           double max_edge, double max_angle, int closed)
+                           double max_edge, double max_angle, double max_dev, int closed)
 {
     pm_subdivide_options o = {0};
     pm_subdivide_report rep;
     o.max_edge = max_edge;
     o.max_angle_deg = max_angle;
+    o.max_deviation = max_dev;
     o.report = &rep;
     pm_mesh out, uni;
     PMT_OK(run(ctx, m, levels, &o, &out));
@@ -377,8 +386,9 @@ static void check_adaptive(pm_context *ctx, const char *name, const tmesh *m, in
               r.boundary_edges);
     PMT_CHECK(r.num_vertices == out.num_vertices, "%s adaptive: %zu of %zu vertices used", name,
               r.num_vertices, out.num_vertices);
-    PMT_CHECK(out.num_triangles <= uni.num_triangles, "%s adaptive: %zu > uniform %zu", name,
-              out.num_triangles, uni.num_triangles);
+    PMT_CHECK(out.num_triangles < uni.num_triangles && out.num_triangles > m->nt,
+              "%s adaptive: %zu triangles (input %zu, uniform %zu)", name, out.num_triangles, m->nt,
+              uni.num_triangles);
     uint64_t tot = 0;
     for (int l = 0; l <= PM_SUBDIVIDE_MAX_LEVELS; l++)
         tot += rep.finished[l];
@@ -409,6 +419,14 @@ static void check_adaptive_extremes(pm_context *ctx, const tmesh *m)
     PMT_OK(run(ctx, m, 2, NULL, &u));
     PMT_CHECK(same_mesh(&a, &u), "all-split adaptive differs from uniform");
     pm_mesh_free(ctx, &a);
+    /* a caller compiled before max_deviation: the field past struct_size is
+     * not read, so this is uniform */
+    pm_subdivide_options old = {0};
+    old.struct_size = offsetof(pm_subdivide_options, max_deviation);
+    old.max_deviation = 1e30;
+    PMT_OK(run(ctx, m, 2, &old, &a));
+    PMT_CHECK(same_mesh(&a, &u), "max_deviation past struct_size was read");
+    pm_mesh_free(ctx, &a);
     for (size_t i = 0; i < m->nv; i++)
         w[i] = 0.0f;
     PMT_OK(run(ctx, m, 2, &o, &a));
@@ -420,6 +438,193 @@ static void check_adaptive_extremes(pm_context *ctx, const tmesh *m)
     free(w);
 }
 
+/* ---- the first adaptive level, serially ------------------------------- */
+
+static void face_normal(const tmesh *m, size_t t, double n[3])
+{
+    const float *a = m->p + 3 * m->t[3 * t], *b = m->p + 3 * m->t[3 * t + 1],
+                *c = m->p + 3 * m->t[3 * t + 2];
+    double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+    double e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    n[0] = e1[1] * e2[2] - e1[2] * e2[1];
+    n[1] = e1[2] * e2[0] - e1[0] * e2[2];
+    n[2] = e1[0] * e2[1] - e1[1] * e2[0];
+}
+
+/* |d . n| / |n|, |d| when n vanishes */
+static double along(const double d[3], const double n[3])
+{
+    double l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    if (!(l > 0)) return sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    return fabs(d[0] * n[0] + d[1] * n[1] + d[2] * n[2]) / l;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* One adaptive level of a manifold mesh from its own edge table (as
+ * ref_level): each edge's deviation (docs/subdivide.md: the odd vertex from
+ * the midpoint along the two faces' normal, each end's even move along its
+ * fan's normal, the largest); the split set from the weights (w > 0) and,
+ * with `quantile` in (0, 1), a max_deviation between two distinct edge
+ * deviations near that quantile (no edge within 1e-6 of it); then red
+ * promotion until no triangle has exactly two split edges (level 0 has no
+ * frozen edge). pm_subdivide_loop with 1 level must make nv + |S|
+ * vertices, and per triangle 1, 2 or 4 output triangles for 0, 1 or 3
+ * split edges. */
+static void check_first_level(pm_context *ctx, const char *name, const tmesh *m, const float *w,
+                              double quantile)
+{
+    const size_t nh = 3 * m->nt;
+    ref_edge *e = malloc((nh + 1) * sizeof *e);
+    for (size_t h = 0; h < nh; h++) {
+        uint32_t a = m->t[h], b = m->t[3 * (h / 3) + (h % 3 + 1) % 3];
+        e[h].key = a < b ? ((uint64_t)a << 32 | b) : ((uint64_t)b << 32 | a);
+        e[h].h = (uint32_t)h;
+    }
+    qsort(e, nh, sizeof *e, ref_cmp);
+    uint32_t *eid = malloc((nh + 1) * 4), *twin = malloc((nh + 1) * 4);
+    size_t ne = 0;
+    for (size_t i = 0; i < nh; ne++) {
+        size_t j = i;
+        while (j < nh && e[j].key == e[i].key)
+            j++;
+        for (size_t q = i; q < j; q++) {
+            eid[e[q].h] = (uint32_t)ne;
+            twin[e[q].h] = j - i == 2 ? e[i + (q == i)].h : UINT32_MAX;
+        }
+        i = j;
+    }
+    /* vertices: neighbour sums, valences, boundary neighbours, fan normals */
+    double *sum = calloc(3 * m->nv + 1, sizeof *sum), *vn = calloc(3 * m->nv + 1, sizeof *vn);
+    uint32_t *val = calloc(m->nv + 1, 4), *nb = calloc(m->nv + 1, 4);
+    uint32_t *bn = malloc(2 * (m->nv + 1) * 4);
+    for (size_t h = 0; h < nh; h++) {
+        uint32_t a = m->t[h], b = m->t[3 * (h / 3) + (h % 3 + 1) % 3];
+        double fn[3];
+        face_normal(m, h / 3, fn);
+        for (int i = 0; i < 3; i++)
+            vn[3 * a + i] += fn[i];
+        if (twin[h] != UINT32_MAX && twin[h] < h) continue;
+        for (int i = 0; i < 3; i++) {
+            sum[3 * a + i] += m->p[3 * b + i];
+            sum[3 * b + i] += m->p[3 * a + i];
+        }
+        val[a]++, val[b]++;
+        if (twin[h] == UINT32_MAX) {
+            if (nb[a] < 2) bn[2 * a + nb[a]] = b;
+            if (nb[b] < 2) bn[2 * b + nb[b]] = a;
+            nb[a]++, nb[b]++;
+        }
+    }
+    double *ev = calloc(m->nv + 1, sizeof *ev), *dev = calloc(ne + 1, sizeof *dev);
+    for (size_t v = 0; v < m->nv; v++) {
+        double d[3];
+        if (val[v] == 0) continue;
+        if (nb[v] == 2) {
+            for (int i = 0; i < 3; i++)
+                d[i] = (m->p[3 * bn[2 * v] + i] + m->p[3 * bn[2 * v + 1] + i] -
+                        2.0 * m->p[3 * v + i]) /
+                       8;
+        } else {
+            double n = val[v], b = 0.375 + 0.25 * cos(2 * M_PI / n), beta = (0.625 - b * b) / n;
+            for (int i = 0; i < 3; i++)
+                d[i] = beta * (sum[3 * v + i] - n * m->p[3 * v + i]);
+        }
+        ev[v] = along(d, vn + 3 * v);
+    }
+    for (size_t h = 0; h < nh; h++) {
+        uint32_t a = m->t[h], b = m->t[3 * (h / 3) + (h % 3 + 1) % 3];
+        double x = fmax(ev[a], ev[b]);
+        if (twin[h] != UINT32_MAX) {
+            uint32_t tw = twin[h], c = m->t[3 * (h / 3) + (h % 3 + 2) % 3],
+                     d = m->t[3 * (tw / 3) + (tw % 3 + 2) % 3];
+            double f1[3], f2[3], n[3], q[3];
+            face_normal(m, h / 3, f1);
+            face_normal(m, tw / 3, f2);
+            for (int i = 0; i < 3; i++) {
+                n[i] = f1[i] + f2[i];
+                q[i] = (m->p[3 * c + i] + m->p[3 * d + i] - m->p[3 * a + i] - m->p[3 * b + i]) / 8;
+            }
+            x = fmax(x, along(q, n));
+        }
+        double we = w ? fmax(w[a], w[b]) : 1.0;
+        dev[eid[h]] = we > 0 ? x * we : -1.0; /* -1: weight 0, never by the test */
+    }
+    double max_dev = 0;
+    if (quantile > 0) {
+        double *sorted = malloc((ne + 1) * sizeof *sorted);
+        memcpy(sorted, dev, ne * sizeof *sorted);
+        qsort(sorted, ne, sizeof *sorted, cmp_double);
+        for (size_t i = (size_t)(quantile * (double)ne); i + 1 < ne && !max_dev; i++)
+            if (sorted[i] > 0 && sorted[i + 1] > sorted[i] * (1 + 1e-5))
+                max_dev = 0.5 * (sorted[i] + sorted[i + 1]);
+        free(sorted);
+        PMT_CHECK(max_dev > 0, "%s: no gap between edge deviations", name);
+    }
+    char *split = calloc(ne + 1, 1);
+    size_t nsplit = 0;
+    for (size_t k = 0; k < ne; k++) {
+        split[k] = dev[k] >= 0 && (quantile > 0 ? dev[k] > max_dev : 1);
+        nsplit += split[k];
+    }
+    for (int changed = 1; changed;) { /* red promotion */
+        changed = 0;
+        for (size_t t = 0; t < m->nt; t++) {
+            uint32_t *q = eid + 3 * t;
+            if (split[q[0]] + split[q[1]] + split[q[2]] != 2) continue;
+            for (int k = 0; k < 3; k++)
+                if (!split[q[k]]) split[q[k]] = 1, nsplit++, changed = 1;
+        }
+    }
+    size_t want_t = 0;
+    for (size_t t = 0; t < m->nt; t++) {
+        int c = split[eid[3 * t]] + split[eid[3 * t + 1]] + split[eid[3 * t + 2]];
+        want_t += c == 0 ? 1 : (c == 1 ? 2 : 4);
+    }
+    pm_subdivide_options o = {0};
+    pm_subdivide_report rep;
+    o.vertex_weights = w;
+    o.max_deviation = max_dev;
+    o.report = &rep;
+    pm_mesh out;
+    PMT_OK(run(ctx, m, 1, &o, &out));
+    PMT_CHECK(out.num_vertices == m->nv + nsplit && out.num_triangles == want_t &&
+                  rep.split_edges[0] == nsplit,
+              "%s: %zu vertices, %zu triangles; reference %zu, %zu (%zu of %zu edges split, "
+              "max_deviation %g)",
+              name, out.num_vertices, out.num_triangles, m->nv + nsplit, want_t, nsplit, ne,
+              max_dev);
+    pm_mesh_report r;
+    PMT_OK(pm_mesh_analyze(&out, &r));
+    PMT_CHECK(r.manifold && r.oriented && r.nonmanifold_edges == 0, "%s: manifold %d oriented %d",
+              name, r.manifold, r.oriented);
+    pm_mesh_free(ctx, &out);
+    free(e), free(eid), free(twin), free(sum), free(vn), free(val), free(nb), free(bn);
+    free(ev), free(dev), free(split);
+}
+
+/* Weights (0, 1, 0) split a lone triangle's edges at vertex 1 only: the
+ * 2-split triangle is promoted to red, which is uniform level 1. */
+static void check_promotion(pm_context *ctx, const tmesh *one)
+{
+    const float w2[3] = {0, 1, 0};
+    pm_subdivide_options o = {0};
+    pm_mesh a, u;
+    PMT_OK(run(ctx, one, 1, NULL, &u));
+    o.vertex_weights = w2;
+    PMT_OK(run(ctx, one, 1, &o, &a));
+    PMT_CHECK(same_mesh(&a, &u),
+              "triangle, weights 0 1 0: the 2-split triangle was not promoted "
+              "(%zu triangles)",
+              a.num_triangles);
+    pm_mesh_free(ctx, &a);
+    pm_mesh_free(ctx, &u);
+}
+
 /* The same bytes: 1 thread vs the default on the CPU, or CUDA vs CPU, with
  * the input and output in host or context memory. */
 static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, const char *name)
@@ -427,11 +632,12 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
     pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, dev == PM_DEVICE_CPU ? 1 : 0, NULL};
     pm_context *ref;
     PMT_OK(pm_context_create(&d, &ref));
-    pm_subdivide_options opts[3] = {{0}, {0}, {0}};
+    pm_subdivide_options opts[4] = {{0}, {0}, {0}, {0}};
     opts[1].max_edge = 0.3 * extent(m);
     opts[2].max_angle_deg = 8;
     opts[2].max_edge = 0.5 * extent(m);
-    for (int k = 0; k < 3; k++) {
+    opts[3].max_deviation = 1e-3 * extent(m);
+    for (int k = 0; k < 4; k++) {
         pm_mesh a, b;
         PMT_OK(run(ctx, m, 3, &opts[k], &a));
         PMT_OK(run(ref, m, 3, &opts[k], &b));
@@ -534,13 +740,34 @@ int main(int argc, char **argv)
     tmesh big = make_torus(301, 67); /* 40,334 triangles */
     tm_jitter(&big, 0.01);
     check_uniform(ctx, "torus 301x67", &big, 1);
-    check_adaptive(ctx, "torus length", &torus, 3, 0.25, 0, 1);
-    check_adaptive(ctx, "torus angle", &torus, 3, 0, 10, 1);
-    check_adaptive(ctx, "icosahedron angle", &ico, 4, 0, 12, 1);
-    check_adaptive(ctx, "grid length", &grid, 3, 0.6, 0, 0);
-    check_adaptive(ctx, "big torus", &big, 2, 0.05, 15, 1);
+    check_adaptive(ctx, "torus length", &torus, 3, 0.25, 0, 0, 1);
+    check_adaptive(ctx, "torus angle", &torus, 3, 0, 10, 0, 1);
+    check_adaptive(ctx, "torus deviation", &torus, 4, 0, 0, 2e-3, 1);
+    check_adaptive(ctx, "icosahedron angle", &ico, 4, 0, 12, 0, 1);
+    check_adaptive(ctx, "grid length", &grid, 3, 0.6, 0, 0, 0);
+    check_adaptive(ctx, "grid deviation", &grid, 4, 0, 0, 2e-3, 0);
+    check_adaptive(ctx, "big torus", &big, 2, 0.05, 15, 0, 1);
+    check_adaptive(ctx, "big torus deviation", &big, 2, 0, 0, 2e-4, 1);
     check_adaptive_extremes(ctx, &torus);
     check_adaptive_extremes(ctx, &grid);
+    check_promotion(ctx, &one);
+    {
+        tmesh b7 = make_bipyramid(7, 0);
+        tm_jitter(&b7, 0.1);
+        check_first_level(ctx, "bipyramid 7, deviation", &b7, NULL, 0.4);
+        check_first_level(ctx, "torus, deviation", &torus, NULL, 0.5);
+        check_first_level(ctx, "grid, deviation", &grid, NULL, 0.7);
+        check_first_level(ctx, "big torus, deviation", &big, NULL, 0.9);
+        float *w = malloc(4 * big.nv + 4), *wg = malloc(4 * grid.nv + 4);
+        for (size_t i = 0; i < big.nv; i++) /* a few vertices: promotion spreads */
+            w[i] = pmt_uniform() < 0.03 ? 1.0f : 0.0f;
+        for (size_t i = 0; i < grid.nv; i++)
+            wg[i] = pmt_uniform() < 0.4 ? 0.0f : (float)(2 * pmt_uniform());
+        check_first_level(ctx, "big torus, sparse weights", &big, w, 0);
+        check_first_level(ctx, "grid, weights and deviation", &grid, wg, 0.5);
+        free(w), free(wg);
+        tm_free(&b7);
+    }
     check_same_bytes(ctx, dev, &torus, "torus");
     check_same_bytes(ctx, dev, &grid, "grid");
     check_same_bytes(ctx, dev, &big, "big torus");

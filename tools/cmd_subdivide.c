@@ -15,14 +15,18 @@ static const char help[] =
     "usage: pyramesh subdivide MESH -o OUT [options]\n"
     "\n"
     "Loop subdivision (Loop's masks, OpenSubdiv's beta, sharp boundaries). Uniform\n"
-    "by default; --max-edge and --max-angle make it adaptive: only edges longer\n"
-    "than L, or whose ends' normals differ by more than DEG degrees, split; the\n"
+    "by default; --max-deviation, --max-edge and --max-angle make it adaptive: only\n"
+    "edges where Loop's masks would move the surface by more than D along the\n"
+    "normal, edges longer than L, or edges whose ends' normals differ by more than\n"
+    "DEG degrees split (a triangle with two split edges splits its third too); the\n"
     "output is closed red-green, watertight when the input is. MESH and OUT: .ply,\n"
     ".obj, .stl or .vtk (a soup such as STL is welded by exact position first).\n"
     "\n"
     "options:\n"
     "  -o, --output OUT         output file (required)\n"
     "  --levels N               subdivision levels, 0 to 16 (default 1)\n"
+    "  --max-deviation D        adaptive: split edges where Loop's masks would move the\n"
+    "                           surface by more than D along the normal (length units)\n"
     "  --max-edge L             adaptive: split edges longer than L\n"
     "  --max-angle DEG          adaptive: split edges whose end normals differ by > DEG\n"
     "  --normals MODE           none, or any other value for computed normals (default)\n"
@@ -35,13 +39,14 @@ static const char help[] =
     "\n"
     "Exit status: 0 success, 1 error, 2 usage error.\n";
 
-enum { OPT_LEVELS = 1, OPT_MAX_EDGE, OPT_MAX_ANGLE };
+enum { OPT_LEVELS = 1, OPT_MAX_EDGE, OPT_MAX_ANGLE, OPT_MAX_DEVIATION };
 
 static const cli_option options[] = {
     CLI_COMMON_OPTIONS,
     {"levels", 0, 1, OPT_LEVELS},
     {"max-edge", 0, 1, OPT_MAX_EDGE},
     {"max-angle", 0, 1, OPT_MAX_ANGLE},
+    {"max-deviation", 0, 1, OPT_MAX_DEVIATION},
     {NULL, 0, 0, 0},
 };
 
@@ -153,6 +158,10 @@ int cmd_subdivide(int argc, char **argv)
             if (!cli_parse_positive(cmd, a.name, v, &o.max_edge)) return CLI_USAGE;
             continue;
         }
+        if (id == OPT_MAX_DEVIATION) {
+            if (!cli_parse_positive(cmd, a.name, v, &o.max_deviation)) return CLI_USAGE;
+            continue;
+        }
         if (id == OPT_MAX_ANGLE) {
             if (!cli_parse_positive(cmd, a.name, v, &o.max_angle_deg)) return CLI_USAGE;
             if (o.max_angle_deg > 180)
@@ -209,8 +218,9 @@ int cmd_subdivide(int argc, char **argv)
                 printf("subdivide: %zu vertices / %zu triangles -> %zu / %zu (%s, %d level%s "
                        "split), %.1f ms on %s\n",
                        in.num_vertices, in.num_triangles, out.num_vertices, out.num_triangles,
-                       (o.max_edge > 0 || o.max_angle_deg > 0) ? "adaptive" : "uniform", rep.levels,
-                       rep.levels == 1 ? "" : "s", ms[1], pm_context_device_name(ctx));
+                       (o.max_edge > 0 || o.max_angle_deg > 0 || o.max_deviation > 0) ? "adaptive"
+                                                                                      : "uniform",
+                       rep.levels, rep.levels == 1 ? "" : "s", ms[1], pm_context_device_name(ctx));
             if (c.stats_path) write_stats(c.stats_path, input, c.output, &in, &out, &rep, ms, ctx);
         }
     }

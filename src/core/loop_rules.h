@@ -36,8 +36,10 @@ enum pmi_loop_step_id {
     PMI_LOOP_TWIN,          /* per half-edge: the twin by the vertex lists */
     PMI_LOOP_VSTART,        /* per vertex: first corner, or NONE if not a disc */
     PMI_LOOP_CSR_NORMAL,    /* per vertex: normal over its corner list */
-    PMI_LOOP_WALK_NORMAL,   /* per corner that starts its vertex: criterion normal */
+    PMI_LOOP_WALK_VERTEX,   /* per vertex: criterion normal, even move along it */
     PMI_LOOP_SPLIT,         /* per half-edge: split flag and owner flag (u32) */
+    PMI_LOOP_MARK_TWO,      /* per triangle: red[t] = exactly 2 split edges */
+    PMI_LOOP_PROMOTE,       /* per half-edge: split when a marked triangle has it */
     PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
     PMI_LOOP_EVEN,          /* per corner that starts its vertex: the even rule */
     PMI_LOOP_ODD,           /* per half-edge that owns a split edge: the odd rule */
@@ -56,7 +58,8 @@ typedef struct pmi_loop_args {
     uint8_t *split;  /* 3n */
     uint32_t *owner; /* 3n: owner flags, scanned in place into edge numbers */
     uint32_t *emit;  /* n: emitted triangles, scanned into offsets */
-    uint32_t *red;   /* n: red flags, scanned in place into child offsets / 4 */
+    uint32_t *red;   /* n: 2-split marks while promoting, then red flags,
+                        scanned in place into child offsets / 4 */
     /* the next stream */
     uint32_t *tri_next, *twin_next;
     /* output triangles of this level (3 indices each) */
@@ -66,15 +69,20 @@ typedef struct pmi_loop_args {
     const float *pos;     /* 3nv, read */
     float *pos_new;       /* 3(nv + edges), written (the first 3nv copied in) */
     float *nrm;           /* criterion normals 3(nv + edges) or NULL */
+    double *evdev;        /* nv: the even rule's move along the normal, or NULL */
     float *weight;        /* 1 per vertex (nv + edges) or NULL */
     uint32_t *vstart;     /* nv: the corner each vertex is walked from (read) */
     uint32_t *vstart_new; /* nv + edges: the next stream's (first nv copied in) */
-    /* adaptive criteria: squared length limit (0 = off), cosine limit, and
-     * whether any criterion is set; last: no split at this level */
+    /* adaptive criteria: squared length limit (0 = off), angle limit,
+     * deviation limit, and whether any criterion is set (then triangles
+     * with 2 split edges are promoted to red); last: no split at this
+     * level */
     double max_edge2;
     double max_angle; /* radians (0 = off) */
+    double max_dev;   /* length (0 = off) */
     int adaptive;
     int last;
+    uint32_t *changed; /* promotion: set to 1 when an edge was promoted */
     /* vertex -> corner lists */
     uint32_t *count, *offset, *list;
     /* the mesh whose normals PMI_LOOP_CSR_NORMAL computes */
@@ -116,6 +124,15 @@ PMI_LHD void pmi_loop_atomic_min(unsigned long long *p, unsigned long long v)
 #endif
 }
 
+PMI_LHD void pmi_loop_atomic_set(uint32_t *p)
+{
+#ifdef __CUDA_ARCH__
+    atomicExch((unsigned int *)p, 1u);
+#else
+    __atomic_store_n(p, 1u, __ATOMIC_RELAXED);
+#endif
+}
+
 /* cos(x) for x in [0, pi] by its Taylor series in plain arithmetic (terms to
  * x^30, below 1e-17 at pi), so gcc and nvcc agree to the bit; the library
  * cos of each side may not. */
@@ -146,6 +163,14 @@ PMI_LHD void pmi_loop_weights(uint32_t n, double *vw, double *ew)
     const double b = 0.25 * c + 0.375;
     *ew = (0.625 - b * b) * inv;
     *vw = 1.0 - *ew * dn;
+}
+
+/* |d . n| / |n|: the length of d along n (|d| when n vanishes). */
+PMI_LHD double pmi_loop_along(const double d[3], const double n[3])
+{
+    double l2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+    if (!(l2 > 0.0)) return sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    return fabs(d[0] * n[0] + d[1] * n[1] + d[2] * n[2]) / sqrt(l2);
 }
 
 /* The corner of triangle t holding vertex v (the caller knows it is there). */
@@ -287,21 +312,49 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
     }
 }
 
-/* Whether edge (u, w) meets the split criterion: with no criterion set every
- * edge splits; else the larger of the two vertex weights w_e (1 without
- * weights) must be > 0 and, with no length or angle limit, the edge splits;
- * otherwise it splits when |u - w| * w_e > max_edge or when the angle
- * between the ends' normals times w_e exceeds max_angle. */
-PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t u, uint32_t w)
+/* How far Loop's masks would move the surface at half-edge h = (u -> w),
+ * along the normal: the odd vertex from the edge's midpoint,
+ * |(c + d - u - w) / 8 . n_edge| with n_edge the sum of the two triangles'
+ * area-weighted normals (0 on the boundary, where the odd vertex is the
+ * midpoint), and each end's even move (evdev, from PMI_LOOP_WALK_VERTEX);
+ * the largest. The same for h and its twin (sums in either order agree). */
+PMI_LHD double pmi_loop_deviation(const pmi_loop_args *a, uint32_t h, uint32_t u, uint32_t w)
+{
+    double dev = a->evdev[u] > a->evdev[w] ? a->evdev[u] : a->evdev[w];
+    const uint32_t tw = a->twin[h];
+    if (tw == PMI_LOOP_NONE || tw == PMI_LOOP_FROZEN) return dev;
+    const uint32_t t = h / 3, t2 = tw / 3;
+    const uint32_t c = a->tri[3 * t + (h % 3 + 2) % 3], d = a->tri[3 * t2 + (tw % 3 + 2) % 3];
+    double f1[3], f2[3], n[3], m[3];
+    pmi_loop_face_normal(a->pos, a->tri, t, f1);
+    pmi_loop_face_normal(a->pos, a->tri, t2, f2);
+    for (int i = 0; i < 3; i++) {
+        const double pu = a->pos[3 * (size_t)u + i], pw = a->pos[3 * (size_t)w + i];
+        const double pc = a->pos[3 * (size_t)c + i], pd = a->pos[3 * (size_t)d + i];
+        n[i] = f1[i] + f2[i];
+        m[i] = 0.125 * ((pc + pd) - (pu + pw));
+    }
+    const double odd = pmi_loop_along(m, n);
+    return odd > dev ? odd : dev;
+}
+
+/* Whether half-edge h = (u -> w) meets the split criterion: with no
+ * criterion set every edge splits; else the larger of the two vertex
+ * weights w_e (1 without weights) must be > 0 and, with no length, angle
+ * or deviation limit, the edge splits; otherwise it splits when
+ * |u - w| * w_e > max_edge, when the angle between the ends' normals times
+ * w_e exceeds max_angle, or when the deviation times w_e exceeds max_dev. */
+PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t h)
 {
     if (!a->adaptive) return 1;
+    const uint32_t u = a->tri[h], w = a->tri[3 * (h / 3) + (h % 3 + 1) % 3];
     double we = 1.0;
     if (a->weight) {
         double wu = (double)a->weight[u], ww = (double)a->weight[w];
         we = wu > ww ? wu : ww;
         if (!(we > 0.0)) return 0;
     }
-    if (a->max_edge2 == 0.0 && a->max_angle == 0.0) return 1;
+    if (a->max_edge2 == 0.0 && a->max_angle == 0.0 && a->max_dev == 0.0) return 1;
     if (a->max_edge2 > 0.0) {
         double d2 = 0.0;
         for (int i = 0; i < 3; i++) {
@@ -319,6 +372,7 @@ PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t u, uint32_t w)
             if (dot < pmi_loop_cos(lim)) return 1;
         }
     }
+    if (a->max_dev > 0.0 && a->evdev && pmi_loop_deviation(a, h, u, w) * we > a->max_dev) return 1;
     return 0;
 }
 
@@ -402,28 +456,70 @@ PMI_LHD void pmi_loop_csr_normal(const pmi_loop_args *a, uint32_t v)
     pmi_loop_store_unit(s, a->nout + 3 * (size_t)v);
 }
 
-PMI_LHD void pmi_loop_walk_normal(const pmi_loop_args *a, uint32_t c)
+/* Per vertex whose whole fan is in the stream, from one walk: the
+ * criterion normal (nrm, when set) and how far its even rule would move it
+ * along the fan's area-weighted normal (evdev, when set): interior
+ * |beta (sum - n v) . n|, boundary |(b0 + b1 - 2 v) / 8 . n|; 0 for a
+ * vertex that never moves again (fan not whole, non-manifold, unused). */
+PMI_LHD void pmi_loop_walk_vertex(const pmi_loop_args *a, uint32_t v)
 {
-    uint32_t v = a->tri[c];
-    if (a->vstart[v] != c) return;
+    const uint32_t c = a->vstart[v];
     pmi_loop_ring r;
-    if (!pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, &r)) {
+    r.frozen = 1;
+    if (c != PMI_LOOP_NONE && !pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, &r)) {
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
-        return;
+        r.frozen = 1;
     }
-    if (!r.frozen) pmi_loop_store_unit(r.normal, a->nrm + 3 * (size_t)v);
+    if (a->nrm && !r.frozen) pmi_loop_store_unit(r.normal, a->nrm + 3 * (size_t)v);
+    if (!a->evdev) return;
+    double dev = 0.0;
+    if (!r.frozen) {
+        const float *p = a->pos + 3 * (size_t)v;
+        double d[3];
+        if (r.boundary) {
+            const float *p0 = a->pos + 3 * (size_t)r.b0, *p1 = a->pos + 3 * (size_t)r.b1;
+            for (int i = 0; i < 3; i++)
+                d[i] = 0.125 * (((double)p0[i] + (double)p1[i]) - 2.0 * (double)p[i]);
+        } else {
+            double vw, ew;
+            pmi_loop_weights(r.neighbours, &vw, &ew);
+            for (int i = 0; i < 3; i++)
+                d[i] = ew * (r.sum[i] - (double)r.neighbours * (double)p[i]);
+        }
+        dev = pmi_loop_along(d, r.normal);
+    }
+    a->evdev[v] = dev;
 }
 
 /* Split flag of h: the criterion, never on the last level nor across the
  * stream's edge. The owner (the lower half-edge of a split edge) numbers it. */
 PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
 {
-    const uint32_t t = h / 3, k = h % 3, tw = a->twin[h];
+    const uint32_t tw = a->twin[h];
     int s = 0;
-    if (!a->last && tw != PMI_LOOP_FROZEN)
-        s = pmi_loop_wants_split(a, a->tri[h], a->tri[3 * t + (k + 1) % 3]);
+    if (!a->last && tw != PMI_LOOP_FROZEN) s = pmi_loop_wants_split(a, h);
     a->split[h] = (uint8_t)s;
     a->owner[h] = (uint32_t)(s && (tw == PMI_LOOP_NONE || h < tw));
+}
+
+/* Red promotion, one round (repeated until no edge changes): triangles with
+ * exactly 2 split edges are marked, then an unsplit edge next to a marked
+ * triangle splits unless its other side has left the stream (FROZEN). Both
+ * halves of an edge decide alike, each writes only its own slots, and the
+ * result is the least closure whatever the order: every backend agrees. */
+PMI_LHD void pmi_loop_mark_two(const pmi_loop_args *a, uint32_t t)
+{
+    a->red[t] = (uint32_t)a->split[3 * t] + a->split[3 * t + 1] + a->split[3 * t + 2] == 2u;
+}
+
+PMI_LHD void pmi_loop_promote(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t tw = a->twin[h];
+    if (a->split[h] || tw == PMI_LOOP_FROZEN) return;
+    if (!a->red[h / 3] && !(tw != PMI_LOOP_NONE && a->red[tw / 3])) return;
+    a->split[h] = 1;
+    a->owner[h] = (uint32_t)(tw == PMI_LOOP_NONE || h < tw);
+    pmi_loop_atomic_set(a->changed);
 }
 
 /* 0 split edges: finished (1 emitted); 3: red (4 children stay); 1 or 2:
@@ -642,8 +738,10 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_TWIN: pmi_loop_twin(a, i); break;
     case PMI_LOOP_VSTART: pmi_loop_vstart(a, i); break;
     case PMI_LOOP_CSR_NORMAL: pmi_loop_csr_normal(a, i); break;
-    case PMI_LOOP_WALK_NORMAL: pmi_loop_walk_normal(a, i); break;
+    case PMI_LOOP_WALK_VERTEX: pmi_loop_walk_vertex(a, i); break;
     case PMI_LOOP_SPLIT: pmi_loop_split(a, i); break;
+    case PMI_LOOP_MARK_TWO: pmi_loop_mark_two(a, i); break;
+    case PMI_LOOP_PROMOTE: pmi_loop_promote(a, i); break;
     case PMI_LOOP_CLASSIFY: pmi_loop_classify(a, i); break;
     case PMI_LOOP_EVEN: pmi_loop_even(a, i); break;
     case PMI_LOOP_ODD: pmi_loop_odd(a, i); break;

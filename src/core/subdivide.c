@@ -5,7 +5,8 @@
  * to the output, red ones make the next stream. The per-element steps are
  * in src/core/loop_rules.h and run through the backend's subdivide_step;
  * the stream stays in context memory, and per level the host reads only
- * the totals of three scans and an error word. */
+ * the totals of three scans, an error word and one word per round of red
+ * promotion. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,38 @@ static pm_status sd_topology(sd_state *st, pmi_loop_args *a, unsigned long long 
     return PM_STATUS_OK;
 }
 
+/* The split flags of a level that is not the last: the per-vertex walk
+ * (criterion normals from level 1 on, the input's came from its corner
+ * lists; even moves for the deviation test), the criterion per half-edge,
+ * then in adaptive mode red promotion until no edge changes (the host
+ * reads one word per round). */
+static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
+{
+    pm_status s;
+    const uint64_t n = a->n;
+    if (a->max_dev > 0.0 && (s = sd_alloc(st, a->nv, sizeof(double), &a->evdev)) != PM_STATUS_OK)
+        return s;
+    if (a->evdev || (a->nrm && level > 0)) {
+        pmi_loop_args w = *a;
+        if (level == 0) w.nrm = NULL;
+        if ((s = sd_step(st, PMI_LOOP_WALK_VERTEX, a->nv, &w)) != PM_STATUS_OK) return s;
+    }
+    if ((s = sd_step(st, PMI_LOOP_SPLIT, 3 * n, a)) != PM_STATUS_OK) return s;
+    sd_release(st, a->evdev);
+    a->evdev = NULL;
+    pmi_loop_args z;
+    memset(&z, 0, sizeof z);
+    z.dst = a->changed;
+    for (uint32_t changed = (uint32_t)a->adaptive; changed;) {
+        if ((s = sd_step(st, PMI_LOOP_ZERO_U32, 1, &z)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_MARK_TWO, n, a)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_PROMOTE, 3 * n, a)) != PM_STATUS_OK ||
+            (s = st->ctx->backend->download(st->ctx, &changed, a->changed, 4)) != PM_STATUS_OK)
+            return s;
+    }
+    return PM_STATUS_OK;
+}
+
 /* One level: split decisions, scans, new vertices, emitted triangles and
  * the next stream. *emitted and *chunk receive this level's output. */
 static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last,
@@ -198,10 +231,7 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last,
     uint64_t edges = 0, reds = 0;
     a->last = last;
     if (!last) {
-        if (a->nrm && level > 0 &&
-            (s = sd_step(st, PMI_LOOP_WALK_NORMAL, 3 * n, a)) != PM_STATUS_OK)
-            return s;
-        if ((s = sd_step(st, PMI_LOOP_SPLIT, 3 * n, a)) != PM_STATUS_OK ||
+        if ((s = sd_split(st, a, level)) != PM_STATUS_OK ||
             (s = sd_scan(st, a->owner, a->owner, 3 * n, &edges)) != PM_STATUS_OK)
             return s;
     }
@@ -276,6 +306,9 @@ static pm_status sd_options(const pm_subdivide_options *in, pm_subdivide_options
     if (!(o->max_edge >= 0.0) || !isfinite(o->max_edge))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": max_edge %g, expected >= 0",
                          o->max_edge);
+    if (!(o->max_deviation >= 0.0) || !isfinite(o->max_deviation))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": max_deviation %g, expected >= 0",
+                         o->max_deviation);
     if (!(o->max_angle_deg >= 0.0 && o->max_angle_deg <= 180.0))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, FN ": max_angle_deg %g, expected 0 to 180",
                          o->max_angle_deg);
@@ -354,9 +387,11 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
     const uint64_t nv = mesh->num_vertices, nt = mesh->num_triangles;
     a.n = (uint32_t)nt;
     a.nv = (uint32_t)nv;
-    a.adaptive = o->max_edge > 0.0 || o->max_angle_deg > 0.0 || o->vertex_weights;
+    a.adaptive =
+        o->max_edge > 0.0 || o->max_angle_deg > 0.0 || o->max_deviation > 0.0 || o->vertex_weights;
     a.max_edge2 = o->max_edge * o->max_edge;
     a.max_angle = o->max_angle_deg * (3.141592653589793 / 180.0);
+    a.max_dev = o->max_deviation;
     unsigned long long *err = NULL;
     const unsigned long long none = PMI_LOOP_ERR_NONE;
     float *pos = NULL;
@@ -370,6 +405,7 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
         (s = sd_alloc(st, nt, 4, &a.red)) != PM_STATUS_OK ||
         (s = sd_alloc(st, nv, 4, &a.vstart)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 1, sizeof none, &err)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 1, 4, &a.changed)) != PM_STATUS_OK ||
         (s = st->ctx->backend->upload(st->ctx, err, &none, sizeof none)) != PM_STATUS_OK)
         return s;
     a.pos = pos;

@@ -35,8 +35,10 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_TWIN: return loop_launch<PMI_LOOP_TWIN>(ctx, n, a);
     case PMI_LOOP_VSTART: return loop_launch<PMI_LOOP_VSTART>(ctx, n, a);
     case PMI_LOOP_CSR_NORMAL: return loop_launch<PMI_LOOP_CSR_NORMAL>(ctx, n, a);
-    case PMI_LOOP_WALK_NORMAL: return loop_launch<PMI_LOOP_WALK_NORMAL>(ctx, n, a);
+    case PMI_LOOP_WALK_VERTEX: return loop_launch<PMI_LOOP_WALK_VERTEX>(ctx, n, a);
     case PMI_LOOP_SPLIT: return loop_launch<PMI_LOOP_SPLIT>(ctx, n, a);
+    case PMI_LOOP_MARK_TWO: return loop_launch<PMI_LOOP_MARK_TWO>(ctx, n, a);
+    case PMI_LOOP_PROMOTE: return loop_launch<PMI_LOOP_PROMOTE>(ctx, n, a);
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
     case PMI_LOOP_EVEN: return loop_launch<PMI_LOOP_EVEN>(ctx, n, a);
     case PMI_LOOP_ODD: return loop_launch<PMI_LOOP_ODD>(ctx, n, a);
