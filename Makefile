@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all configure build test demo bench sanitize fuzz deps clean format install
+.PHONY: all configure build test demo bench sanitize fuzz deps clean format install python
 
 all: build
 
@@ -19,6 +19,12 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The Python package: the extension module and its Python files in
+# $(BUILD)/python (PYTHONPATH=$(BUILD)/python; docs/python.md). `make test`
+# runs its pytest suite; pip install ./python --no-build-isolation installs it.
+python: configure
+	cmake --build $(BUILD) --target python -j $(JOBS)
 
 # make install PREFIX=/opt/pyramesh: header, libpyramesh.a and .so, the CLI
 # and its man page, pkg-config and CMake package files.
