@@ -35,6 +35,8 @@ command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 /usr/bin/python3 -c "import numpy" 2>/dev/null || missing="$missing python3-numpy"
 /usr/bin/python3 -c "import pytest" 2>/dev/null || missing="$missing python3-pytest"
 /usr/bin/python3 -c "import skimage" 2>/dev/null || missing="$missing python3-skimage"
+/usr/bin/python3 -c "import setuptools" 2>/dev/null || missing="$missing python3-setuptools"
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing="$missing python3-pip"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 if [ -z "$missing" ]; then exit 0; fi
 if [ "$1" = "--check-only" ]; then
