@@ -27,6 +27,27 @@ static inline void make_tmpdir(const char *tag)
     }
 }
 
+/* The start of a file-format test: the seed, a skip for the cuda run (file
+ * I/O is host-only; the cpu run covers it) and, for tests that build files
+ * by memcpy, for big-endian hosts; then a fresh temporary directory.
+ * Returns 1 to run, 0 to return PMT_SKIP. */
+static inline int pmt_files_start(int argc, char **argv, const char *tag, int little_endian_only)
+{
+    pmt_seed_init();
+    if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
+        printf("skipped: file I/O is host-only (the cpu run covers it)\n");
+        return 0;
+    }
+    const uint16_t one = 1;
+    if (little_endian_only && *(const unsigned char *)&one != 1) {
+        printf("skipped: the test builds little-endian files by memcpy\n");
+        return 0;
+    }
+    make_tmpdir(tag);
+    printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
+    return 1;
+}
+
 static inline int pmt_rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb, (void)flag, (void)ftw;

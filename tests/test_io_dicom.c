@@ -697,18 +697,7 @@ static void test_sphere(void)
 
 int main(int argc, char **argv)
 {
-    pmt_seed_init();
-    if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
-        printf("skipped: file I/O is host-only (the cpu run covers it)\n");
-        return PMT_SKIP;
-    }
-    const uint16_t one = 1;
-    if (*(const unsigned char *)&one != 1) {
-        printf("skipped: the DICOM writer assumes a little-endian host\n");
-        return PMT_SKIP;
-    }
-    make_tmpdir("pm_io_dicom");
-    printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
+    if (!pmt_files_start(argc, argv, "pm_io_dicom", 1)) return PMT_SKIP;
     test_truncation(); /* first: it forks, before OpenMP starts */
     test_values();
     test_errors();

@@ -971,18 +971,7 @@ static void test_writers(void)
 
 int main(int argc, char **argv)
 {
-    pmt_seed_init();
-    if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
-        printf("skipped: file I/O is host-only (the cpu run covers it)\n");
-        return PMT_SKIP;
-    }
-    const uint16_t one = 1;
-    if (*(const unsigned char *)&one != 1) {
-        printf("skipped: the test writes little-endian files by memcpy\n");
-        return PMT_SKIP;
-    }
-    make_tmpdir("pm_io_formats");
-    printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
+    if (!pmt_files_start(argc, argv, "pm_io_formats", 1)) return PMT_SKIP;
     test_nifti();
     test_metaimage();
     test_inr();

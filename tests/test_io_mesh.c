@@ -298,18 +298,7 @@ static void expect_fail(pm_status got, pm_status want, const char *path, const c
 
 int main(int argc, char **argv)
 {
-    pmt_seed_init();
-    if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
-        printf("skipped: file I/O is host-only (the cpu run covers it)\n");
-        return PMT_SKIP;
-    }
-    const uint16_t one = 1;
-    if (*(const unsigned char *)&one != 1) {
-        printf("skipped: the parsers here assume a little-endian host\n");
-        return PMT_SKIP;
-    }
-    make_tmpdir("pm_io_mesh");
-    printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
+    if (!pmt_files_start(argc, argv, "pm_io_mesh", 1)) return PMT_SKIP;
 
     /* Awkward sizes: empty, one triangle, a few, and one larger than the
      * writers' 1 MiB staging buffer. */

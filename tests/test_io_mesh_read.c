@@ -476,18 +476,7 @@ static void malformed(void)
 
 int main(int argc, char **argv)
 {
-    pmt_seed_init();
-    if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
-        printf("skipped: file I/O is host-only (the cpu run covers it)\n");
-        return PMT_SKIP;
-    }
-    const uint16_t one = 1;
-    if (*(const unsigned char *)&one != 1) {
-        printf("skipped: assumes a little-endian host\n");
-        return PMT_SKIP;
-    }
-    make_tmpdir("pm_io_mr");
-    printf("seed %" PRIu64 ", dir %s\n", pmt_seed, tmpdir);
+    if (!pmt_files_start(argc, argv, "pm_io_mr", 1)) return PMT_SKIP;
     round_trips();
     variants();
     malformed();
