@@ -100,7 +100,9 @@ PM_API int pm_context_num_threads(const pm_context *ctx);
  * PM_DEVICE_CUDA fails with PM_STATUS_UNSUPPORTED and that message instead. */
 PM_API const char *pm_context_note(const pm_context *ctx);
 /* What this build has: its backends and, for CUDA, the GPU architectures it
- * was compiled for, e.g. "cpu (OpenMP); cuda (sm_70 ... sm_90, PTX 90)". */
+ * was compiled for, and whether meshoptimizer (pm_mesh_simplify) is in,
+ * e.g. "cpu (OpenMP); cuda (sm_70 ... sm_90, PTX 90); meshoptimizer
+ * (pm_mesh_simplify)". */
 PM_API const char *pm_build_info(void);
 
 /* ------------------------------------------------------------------------ */
@@ -758,14 +760,26 @@ PM_API pm_status pm_debug_images(const pm_volume *volume, double iso, pm_inside 
  * mesh->in_context_memory, and replace it in place: arrays the mesh owns
  * are reused or freed, arrays it does not own are left untouched (the
  * result then lives in new arrays the mesh owns, in the same memory).
- * Results are the same bytes for every thread count; on a CUDA context
- * the mesh is copied to the host, processed by the CPU code and copied
- * back (same bytes as a CPU context). docs/splashsurf.md gives every
- * rule. A function that moves or merges vertices replaces normals the
- * mesh had by area-weighted normals of the result (pm_mesh_compute_normals);
- * one that only removes triangles keeps the normals of the vertices left.
- * Argument errors leave the mesh untouched; after another failure (out of
- * memory) it may be partly processed, and is still freed as usual. */
+ * Where they run:
+ *  - data-parallel (pm_mesh_compute_normals, pm_mesh_smooth_normals,
+ *    pm_mesh_smooth_laplacian, pm_mesh_smooth_taubin, pm_mesh_clip_aabb):
+ *    where the mesh is: on the GPU for a mesh in device memory (context
+ *    memory of a CUDA context), on the CPU for a host mesh, whatever the
+ *    context; the SPH functions (pm_sph_*) on the GPU of a CUDA context
+ *    (the interpolator lives in device memory), on the CPU otherwise;
+ *  - sequential, on the CPU always (a mesh in device memory is copied to
+ *    the host and the result back): pm_mesh_mc_cleanup,
+ *    pm_mesh_decimate_barnacles, pm_mesh_remove_components,
+ *    pm_mesh_simplify, pm_mesh_to_quads; pm_mesh_check takes host meshes.
+ * Results are the same bytes for every thread count and on both backends
+ * (the GPU sums the same terms in the same order, in double). A mesh's
+ * counts must fit the 32-bit adjacency rows (fewer than 2^32 / 6
+ * triangles). docs/splashsurf.md gives every rule. A function that moves
+ * or merges vertices replaces normals the mesh had by area-weighted
+ * normals of the result (pm_mesh_compute_normals); one that only removes
+ * triangles keeps the normals of the vertices left. Argument errors leave
+ * the mesh untouched; after another failure (out of memory) it may be
+ * partly processed, and is still freed as usual. */
 
 /* Area-weighted vertex normals (splashsurf's --normals=on): each vertex
  * gets the normalised sum, over its triangles (a, b, c) in triangle order,
@@ -783,9 +797,9 @@ PM_API pm_status pm_mesh_smooth_normals(pm_context *ctx, pm_mesh *mesh, int iter
  * --mesh-smoothing-iters): `iterations` times, every vertex moves to
  * (1 - beta w_i) x_i + beta w_i mean(x_j over its neighbours j), all
  * vertices from the previous iteration's positions (Jacobi), in double,
- * rounded to float per iteration. weights: one per vertex in the mesh's
- * memory, or NULL for 1. beta in [0, 1] (splashsurf: 1). Vertices without
- * neighbours stay. */
+ * rounded to float per iteration. weights: one per vertex (in the mesh's
+ * memory, or host memory: then copied), or NULL for 1. beta in [0, 1]
+ * (splashsurf: 1). Vertices without neighbours stay. */
 PM_API pm_status pm_mesh_smooth_laplacian(pm_context *ctx, pm_mesh *mesh, int iterations,
                                           double beta, const float *weights);
 /* Taubin's volume-preserving lambda|mu smoothing (Taubin 1995): each
@@ -844,8 +858,8 @@ PM_API pm_status pm_mesh_decimate_barnacles(pm_context *ctx, pm_mesh *mesh,
  * every vertex into [min, max] (--mesh-aabb-clamp-verts). Unless
  * keep_vertices, vertices no kept triangle uses are dropped (the others
  * keep their order). vertex_map (optional, host memory, one entry per
- * input vertex) receives each vertex's new index or UINT32_MAX, to carry
- * per-vertex data along. */
+ * input vertex, also for a mesh in device memory) receives each vertex's
+ * new index or UINT32_MAX, to carry per-vertex data along. */
 PM_API pm_status pm_mesh_clip_aabb(pm_context *ctx, pm_mesh *mesh, const double min[3],
                                    const double max[3], int clamp_vertices, int keep_vertices,
                                    uint32_t *vertex_map);
@@ -914,7 +928,11 @@ PM_API pm_status pm_mesh_check(const pm_mesh *mesh, unsigned what, pm_mesh_check
  * there, the aabb filter included), their densities rho_j as
  * pm_field_compute defines them, volumes V_j = m / rho_j and the cubic
  * spline W of support h = 2 l r; sums over the particles with |x - x_j| <
- * h, in double, in a fixed order. Host memory throughout. */
+ * h, in double, in a fixed order. On a CUDA context the interpolator is
+ * built and queried on the GPU (same bytes as the CPU): the particles,
+ * points, values and outputs may each be in device or host memory (host
+ * arrays are copied); destroy it before its context. Elsewhere host
+ * memory throughout. */
 typedef struct pm_sph_interpolator pm_sph_interpolator;
 PM_API pm_status pm_sph_interpolator_create(pm_context *ctx, const float *xyz, size_t n,
                                             const pm_field_params *params,

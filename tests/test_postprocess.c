@@ -4,9 +4,11 @@
  * effect (roughness down, Taubin keeping the volume, cleanup and
  * decimation reaching their counts, components removed, the AABB clip,
  * quads, every barnacle configuration removed), closed / manifold /
- * oriented results, 1 vs 4 threads identical bytes, a mesh in context
- * memory giving the host path's bytes (run as "cuda" that is device
- * memory), and the attribute file round trip. Meshes come from jittered
+ * oriented results, 1 vs 4 threads identical bytes, every function on a
+ * mesh in context memory giving a CPU context's bytes step by step (run
+ * as "cuda" that is device memory: the GPU runners), the SPH functions
+ * likewise with host and context-memory arrays, and the attribute file
+ * round trip. Meshes come from jittered
  * particle balls reconstructed on the context under test. */
 #include <math.h>
 #include <stdint.h>
@@ -766,6 +768,239 @@ static void test_determinism(const pm_mesh *m0, const pm_mc_cleanup_options *lat
     pm_context_destroy(c4);
 }
 
+/* A mesh in ctx's memory (device memory on a CUDA context), owning its
+ * arrays; and a host copy of one. */
+static pm_mesh to_ctx(pm_context *ctx, const pm_mesh *m)
+{
+    pm_mesh d = *m;
+    d.positions = pmt_to_ctx(ctx, m->positions, 12 * m->num_vertices);
+    d.indices = pmt_to_ctx(ctx, m->indices, 12 * m->num_triangles);
+    d.normals = m->normals ? pmt_to_ctx(ctx, m->normals, 12 * m->num_vertices) : NULL;
+    d.in_context_memory = 1;
+    d.owns_arrays = 1;
+    return d;
+}
+
+static pm_mesh to_host(pm_context *ctx, pm_mesh *d)
+{
+    pm_mesh h = *d;
+    h.positions = pmt_to_host(ctx, d->positions, 12 * d->num_vertices);
+    h.indices = pmt_to_host(ctx, d->indices, 12 * d->num_triangles);
+    h.normals = d->normals ? pmt_to_host(ctx, d->normals, 12 * d->num_vertices) : NULL;
+    h.in_context_memory = 0;
+    h.owns_arrays = 1;
+    return h;
+}
+
+enum {
+    B_NORMALS,
+    B_NEW_NORMALS,
+    B_SMOOTH_NORMALS,
+    B_LAPLACE_W,
+    B_LAPLACE_HOST_W,
+    B_LAPLACE,
+    B_TAUBIN,
+    B_CLIP,
+    B_CLIP_KEEP,
+    B_CLEANUP,
+    B_BARNACLES,
+    B_COMPONENTS,
+    B_SIMPLIFY,
+    B_STEPS
+};
+static const char *const b_names[B_STEPS] = {"vertex normals",
+                                             "vertex normals (new array)",
+                                             "normal smoothing",
+                                             "weighted Laplacian",
+                                             "weighted Laplacian (host weights)",
+                                             "Laplacian",
+                                             "Taubin",
+                                             "AABB clip",
+                                             "AABB clip (keep vertices)",
+                                             "MC cleanup",
+                                             "barnacles",
+                                             "components",
+                                             "decimation"};
+
+/* One step on mesh m (in ctx's memory when in_ctx); map gets the clip's
+ * vertex map. Returns the status. */
+static pm_status b_step(pm_context *ctx, int step, pm_mesh *m, const pm_mc_cleanup_options *lat,
+                        const float *w_host, const float *w_mem, uint32_t *map)
+{
+    const double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 0.02};
+    switch (step) {
+    case B_NORMALS: return pm_mesh_compute_normals(ctx, m);
+    case B_NEW_NORMALS:
+        if (m->normals) pm_free(m->in_context_memory ? ctx : NULL, m->normals);
+        if (!m->in_context_memory) free(m->normals);
+        m->normals = NULL;
+        return pm_mesh_compute_normals(ctx, m);
+    case B_SMOOTH_NORMALS: return pm_mesh_smooth_normals(ctx, m, 5);
+    case B_LAPLACE_W: return pm_mesh_smooth_laplacian(ctx, m, 5, 1.0, w_mem);
+    case B_LAPLACE_HOST_W: return pm_mesh_smooth_laplacian(ctx, m, 5, 0.7, w_host);
+    case B_LAPLACE: return pm_mesh_smooth_laplacian(ctx, m, 4, 0.5, NULL);
+    case B_TAUBIN: return pm_mesh_smooth_taubin(ctx, m, 4, 0, 0);
+    case B_CLIP: return pm_mesh_clip_aabb(ctx, m, lo, hi, 1, 0, map);
+    case B_CLIP_KEEP: return pm_mesh_clip_aabb(ctx, m, lo, hi, 1, 1, map);
+    case B_CLEANUP: return pm_mesh_mc_cleanup(ctx, m, lat);
+    case B_BARNACLES: return pm_mesh_decimate_barnacles(ctx, m, lat);
+    case B_COMPONENTS: return pm_mesh_remove_components(ctx, m, 0, 1, NULL);
+    case B_SIMPLIFY: return pm_mesh_simplify(ctx, m, m->num_triangles / 2, 0, NULL);
+    }
+    return PM_STATUS_INVALID_ARGUMENT;
+}
+
+/* Every function on a mesh in the test context's memory (device memory
+ * when run as "cuda": the GPU runners for the data-parallel steps, host
+ * copies for the sequential ones) against the same function on a host
+ * mesh with a CPU context: the same bytes, step by step. Then the SPH
+ * functions with the particles, points and outputs in host or context
+ * memory, with and without an aabb filter. */
+static void test_backends(const pm_mesh *m0, const pm_mc_cleanup_options *lat, const float *xyz,
+                          size_t n, const pm_field_params *p, pm_device dev)
+{
+    pm_context *cpu;
+    pm_context_desc d2 = {sizeof d2, PM_DEVICE_CPU, 0, 2, NULL};
+    PMT_OK(pm_context_create(&d2, &cpu));
+    const char *name = pm_device_string(dev);
+    pm_mesh base = copy(m0);
+    PMT_OK(pm_mesh_compute_normals(cpu, &base));
+    const size_t nv = base.num_vertices;
+    float *w = malloc(4 * nv);
+    for (size_t v = 0; v < nv; v++)
+        w[v] = (float)pmt_uniform();
+    float *w_ctx = pmt_to_ctx(g_ctx, w, 4 * nv);
+    uint32_t *map_h = malloc(4 * nv), *map_d = malloc(4 * nv);
+    for (int step = 0; step < B_STEPS; step++) {
+        pm_mesh h = copy(&base), d = to_ctx(g_ctx, &base);
+        memset(map_h, 0xab, 4 * nv);
+        memset(map_d, 0xcd, 4 * nv);
+        pm_status sh = b_step(cpu, step, &h, lat, w, w, map_h);
+        pm_status sd = b_step(g_ctx, step, &d, lat, w, w_ctx, map_d);
+        if (step == B_SIMPLIFY && sh == PM_STATUS_UNSUPPORTED && sd == sh) {
+            drop(&h);
+            pm_mesh_free(g_ctx, &d);
+            continue;
+        }
+        PMT_CHECK(sh == PM_STATUS_OK && sd == PM_STATUS_OK, "%s: %s / %s: %s", b_names[step],
+                  pm_status_string(sh), pm_status_string(sd), pm_last_error());
+        PMT_CHECK(d.in_context_memory && d.owns_arrays, "%s: the mesh left context memory",
+                  b_names[step]);
+        pm_mesh back = to_host(g_ctx, &d);
+        PMT_CHECK(same(&h, &back),
+                  "%s: CPU and %s (mesh in context memory) differ: %zu/%zu "
+                  "vertices, %zu/%zu triangles",
+                  b_names[step], name, h.num_vertices, back.num_vertices, h.num_triangles,
+                  back.num_triangles);
+        if (step == B_CLIP || step == B_CLIP_KEEP)
+            PMT_CHECK(!memcmp(map_h, map_d, 4 * nv), "%s: vertex maps differ", b_names[step]);
+        if (step != B_NORMALS && step != B_NEW_NORMALS && step != B_CLIP && step != B_CLIP_KEEP &&
+            step != B_SMOOTH_NORMALS && step != B_COMPONENTS && step != B_BARNACLES)
+            PMT_CHECK(memcmp(h.positions, base.positions, 12 * nv) || h.num_vertices != nv,
+                      "%s changed nothing", b_names[step]);
+        drop(&h), drop(&back);
+        pm_mesh_free(g_ctx, &d);
+    }
+    /* a mesh that does not own its arrays: they stay as they were */
+    {
+        pm_mesh d = to_ctx(g_ctx, &base);
+        pm_mesh borrowed = d;
+        borrowed.owns_arrays = 0;
+        PMT_OK(pm_mesh_smooth_laplacian(g_ctx, &borrowed, 2, 1.0, NULL));
+        PMT_CHECK(borrowed.owns_arrays && borrowed.positions != d.positions,
+                  "a borrowed mesh was not copied");
+        float *pos = pmt_to_host(g_ctx, d.positions, 12 * nv);
+        PMT_CHECK(!memcmp(pos, base.positions, 12 * nv), "a borrowed mesh's arrays changed");
+        free(pos);
+        pm_mesh_free(g_ctx, &borrowed);
+        pm_mesh_free(g_ctx, &d);
+    }
+    /* quads of a mesh in context memory */
+    {
+        pm_mesh d = to_ctx(g_ctx, &base);
+        pm_quads qh, qd;
+        PMT_OK(pm_mesh_to_quads(cpu, &base, 0, 0, 0, &qh));
+        PMT_OK(pm_mesh_to_quads(g_ctx, &d, 0, 0, 0, &qd));
+        PMT_CHECK(qh.num_quads == qd.num_quads && qh.num_triangles == qd.num_triangles &&
+                      !memcmp(qh.quads, qd.quads, 16 * qh.num_quads) &&
+                      !memcmp(qh.triangles, qd.triangles, 12 * qh.num_triangles),
+                  "quads: CPU and %s differ", name);
+        pm_quads_free(&qh), pm_quads_free(&qd);
+        pm_mesh_free(g_ctx, &d);
+    }
+    /* SPH: the interpolator from host particles and from particles in
+     * context memory; queries with host and context-memory arrays; with
+     * and without an aabb that drops part of the particles */
+    for (int box = 0; box < 2; box++) {
+        pm_field_params q = *p;
+        if (box) {
+            q.use_aabb = 1;
+            for (int a = 0; a < 3; a++) {
+                q.aabb_min[a] = -1;
+                q.aabb_max[a] = 1;
+            }
+            q.aabb_max[2] = 0.05;
+        }
+        pm_sph_interpolator *ic, *ig, *ig2;
+        float *xyz_ctx = pmt_to_ctx(g_ctx, xyz, 12 * n);
+        PMT_OK(pm_sph_interpolator_create(cpu, xyz, n, &q, &ic));
+        PMT_OK(pm_sph_interpolator_create(g_ctx, xyz, n, &q, &ig));
+        PMT_OK(pm_sph_interpolator_create(g_ctx, xyz_ctx, n, &q, &ig2));
+        const size_t out_n = 3 * nv + 3 * nv + nv + nv; /* normals, interp, weights, wnn */
+        float *oc = malloc(4 * out_n), *og = malloc(4 * out_n), *og2 = malloc(4 * out_n);
+        float *vals = malloc(12 * n);
+        for (size_t i = 0; i < n; i++) {
+            vals[3 * i] = (float)i;
+            vals[3 * i + 1] = xyz[3 * i + 1];
+            vals[3 * i + 2] = 1.0f;
+        }
+        float *vals_ctx = pmt_to_ctx(g_ctx, vals, 12 * n);
+        float *pts_ctx = pmt_to_ctx(g_ctx, base.positions, 12 * nv);
+        float *out_ctx;
+        PMT_OK(pm_alloc(g_ctx, 4 * out_n, (void **)&out_ctx));
+        /* CPU */
+        PMT_OK(pm_sph_normals(cpu, ic, base.positions, nv, oc));
+        PMT_OK(pm_sph_interpolate(cpu, ic, vals, 3, base.positions, nv, oc + 3 * nv));
+        PMT_OK(pm_sph_smoothing_weights(cpu, ic, base.positions, nv, 0, oc + 6 * nv, oc + 7 * nv));
+        /* the test context, host arrays */
+        PMT_OK(pm_sph_normals(g_ctx, ig, base.positions, nv, og));
+        PMT_OK(pm_sph_interpolate(g_ctx, ig, vals, 3, base.positions, nv, og + 3 * nv));
+        PMT_OK(
+            pm_sph_smoothing_weights(g_ctx, ig, base.positions, nv, 0, og + 6 * nv, og + 7 * nv));
+        /* the test context, context-memory arrays */
+        PMT_OK(pm_sph_normals(g_ctx, ig2, pts_ctx, nv, out_ctx));
+        PMT_OK(pm_sph_interpolate(g_ctx, ig2, vals_ctx, 3, pts_ctx, nv, out_ctx + 3 * nv));
+        PMT_OK(pm_sph_smoothing_weights(g_ctx, ig2, pts_ctx, nv, 0, out_ctx + 6 * nv,
+                                        out_ctx + 7 * nv));
+        PMT_OK(pm_download(g_ctx, og2, out_ctx, 4 * out_n));
+        static const char *const part[4] = {"SPH normals", "SPH interpolation", "smoothing weights",
+                                            "weighted neighbour counts"};
+        const size_t off[5] = {0, 3 * nv, 6 * nv, 7 * nv, 8 * nv};
+        for (int k = 0; k < 4; k++) {
+            PMT_CHECK(!memcmp(oc + off[k], og + off[k], 4 * (off[k + 1] - off[k])),
+                      "%s%s: CPU and %s (host arrays) differ", part[k], box ? " (aabb)" : "", name);
+            PMT_CHECK(!memcmp(oc + off[k], og2 + off[k], 4 * (off[k + 1] - off[k])),
+                      "%s%s: CPU and %s (context memory) differ", part[k], box ? " (aabb)" : "",
+                      name);
+        }
+        /* the interpolation is not trivial: the constant component is 1 near the surface */
+        size_t ones = 0;
+        for (size_t v = 0; v < nv; v++)
+            ones += fabsf(oc[3 * nv + 3 * v + 2] - 1.0f) < 1e-5f;
+        PMT_CHECK(ones > (box ? nv / 4 : nv * 9 / 10), "interpolated constant: %zu of %zu", ones,
+                  nv);
+        pm_sph_interpolator_destroy(ic), pm_sph_interpolator_destroy(ig);
+        pm_sph_interpolator_destroy(ig2);
+        pm_free(g_ctx, xyz_ctx), pm_free(g_ctx, vals_ctx), pm_free(g_ctx, pts_ctx);
+        pm_free(g_ctx, out_ctx);
+        free(oc), free(og), free(og2), free(vals);
+    }
+    pm_free(g_ctx, w_ctx);
+    free(w), free(map_h), free(map_d);
+    drop(&base);
+    pm_context_destroy(cpu);
+}
+
 /* Writes quads and attributes and reads the files back. */
 static void test_files(const pm_mesh *m0)
 {
@@ -883,6 +1118,7 @@ int main(int argc, char **argv)
     test_check(&host);
     test_sph(xyz, n, &p, &host);
     test_determinism(&host, &lat, dev);
+    test_backends(&host, &lat, xyz, n, &p, dev);
     test_files(&host);
 
     drop(&host);

@@ -100,6 +100,16 @@ void cli_buf_free(cli_buf *b);
  * directory, then rename); prints the error and returns 0 on failure. */
 int cli_write_file_atomic(const char *path, const char *content, size_t len);
 
+/* One mesh post-processing step of a run (post_options.c): its name, where
+ * it ran ("host" or "device"), its time and the counts after it. */
+typedef struct cli_post_step {
+    const char *name;
+    const char *path;
+    double ms;
+    size_t triangles_in, triangles, vertices;
+} cli_post_step;
+#define CLI_MAX_POST_STEPS 48
+
 /* What one run of isosurface or reconstruct produced, for the summary and
  * the JSON. Fields that do not apply stay zero / NULL. */
 typedef struct cli_result {
@@ -129,6 +139,10 @@ typedef struct cli_result {
     pm_isosurface_report report; /* the extraction's path and stages */
     int subdivide;               /* --subdivide levels */
     double subdivide_ms;
+    /* mesh post-processing, in order (none: num_post 0) */
+    cli_post_step post[CLI_MAX_POST_STEPS];
+    int num_post;
+    double post_ms; /* their sum */
 } cli_result;
 
 /* The one-screen summary on stdout. */
@@ -195,7 +209,7 @@ int cmd_splashsurf(int argc, char **argv);
 int cli_reconstruct_main(int argc, char **argv, int splashsurf);
 
 /* Mesh post-processing asked for on the command line (splashsurf's
- * options and ours; cmd_reconstruct.c, docs/splashsurf.md). Zeroed: none. */
+ * options and ours; post_options.c, docs/splashsurf.md). Zeroed: none. */
 typedef struct cli_post {
     int mesh_cleanup, have_snap, decimate_barnacles, keep_verts;
     double snap_dist;
@@ -229,7 +243,7 @@ typedef struct cli_post {
 } cli_post;
 
 /* The post-processing options (CLI_POST_OPTIONS in args.h), for any
- * command that makes a mesh (cmd_reconstruct.c): defaults; one option
+ * command that makes a mesh (post_options.c; reconstruct and isosurface): defaults; one option
  * (1 handled, 0 not a post-processing option, -1 after a usage error; c
  * receives --normals' extraction mode); the rules between them once all
  * are parsed and c->output is known (0 after a usage error;
@@ -240,11 +254,18 @@ int cli_post_option(const char *cmd, const struct cli_args *a, int id, const cha
                     cli_common *c);
 int cli_post_finish(const char *cmd, cli_post *q, cli_common *c, int splashsurf,
                     int have_particles);
-/* Runs the post-processing of `q` on a host mesh from marching cubes on the
- * lattice origin/spacing, then the checks and writes `output` (with quads
- * and point data). xyz/n, field and particle_file: the particles (for the
- * SPH steps and -a), or NULL/0. extraction_normals: the normals mode the
- * mesh was extracted with. Returns CLI_OK or CLI_FAIL (error printed). */
+/* Whether a post-processing step moves or merges vertices (the
+ * extraction's gradient normals would then be stale). */
+int cli_post_moves(const cli_post *q);
+/* Runs the post-processing of `q` on a mesh from marching cubes on the
+ * lattice origin/spacing (in host memory, or in context memory: then the
+ * data-parallel steps run on the device and the mesh comes to the host
+ * for the checks, quads and the file; it is left in host memory), then
+ * the checks and writes `output` (with quads and point data). xyz/n, field
+ * and particle_file: the particles, in host or context memory (for the SPH
+ * steps and -a), or NULL/0. extraction_normals: the normals mode the mesh
+ * was extracted with. Each step goes to r->post. Returns CLI_OK or
+ * CLI_FAIL (error printed). */
 struct pm_field_params;
 int cli_postprocess(pm_context *ctx, const cli_post *q, const float *xyz, size_t n,
                     const pm_field_params *field, const char *particle_file,

@@ -1,6 +1,8 @@
-/* pyramesh isosurface: volume file -> marching cubes (pm_isosurface) -> mesh
- * file. Reads on the host, uploads to the device when the context is CUDA,
- * extracts into host memory and writes; each stage is timed. */
+/* pyramesh isosurface: volume file -> marching cubes (pm_isosurface) ->
+ * optional mesh post-processing (post_options.c) -> mesh file. Reads on
+ * the host, uploads to the device when the context is CUDA, extracts into
+ * host memory (device memory when post-processing follows on a CUDA
+ * context) and writes; each stage is timed. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -27,7 +29,8 @@ static const char help[] =
     "  --iso V                  iso value (required)\n"
     "  --inside SIDE            above|below: which side of V is the object (default\n"
     "                           above: bright objects, as VTK and scikit-image)\n"
-    "  --normals MODE           none|forward|central|sobel (default central)\n"
+    "  --normals MODE           none|forward|central|sobel (default central), or\n"
+    "                           on|area: area-weighted normals of the final mesh\n"
     "  --soup                   3 vertices per triangle instead of an indexed mesh\n"
     "  --subdivide N            refine the mesh by N levels of Loop subdivision\n"
     "  --ascii                  ASCII PLY\n"
@@ -48,6 +51,21 @@ static const char help[] =
     "                           are the file's last bytes\n"
     "  --raw-allow-extra        accept bytes after the samples (an error by default:\n"
     "                           a header left in, dims too small or the wrong type)\n"
+    "\n"
+    "Post-processing (as reconstruct's, docs/splashsurf.md; the lattice is the\n"
+    "volume's samples):\n"
+    "  --normals-smoothing-iters N, --output-raw-normals=on\n"
+    "  --mesh-cleanup=on, --mesh-cleanup-snap-dist D, --decimate-barnacles=on,\n"
+    "  --keep-verts=on          marching-cubes cleanup (Moore and Warren)\n"
+    "  --mesh-smoothing-iters N Laplacian smoothing (turns --mesh-cleanup on)\n"
+    "  --taubin-iters N, --taubin-lambda L, --taubin-mu M   Taubin smoothing\n"
+    "  --remove-components-below N, --keep-largest-component=on\n"
+    "  --decimate-target N, --decimate-ratio F, --decimate-error E  (meshoptimizer)\n"
+    "  --mesh-aabb-min X Y Z, --mesh-aabb-max X Y Z, --mesh-aabb-clamp-verts=on\n"
+    "  --generate-quads=on (--quad-max-edge-diag-ratio, --quad-max-normal-angle,\n"
+    "                           --quad-max-interior-angle), --output-raw-mesh=on\n"
+    "  --check-mesh=on, --check-mesh-closed/-manifold/-orientation=on, -v\n"
+    "  (--mesh-smoothing-weights, --sph-normals and -a need particles: reconstruct)\n"
     "  -s, --start N / -e, --end N\n"
     "                           frame range when VOLUME holds '{}' (frames/ct_{}.nrrd)\n"
     "\n"
@@ -78,6 +96,10 @@ static const cli_option options[] = {
     {"raw-allow-extra", 0, 0, OPT_RAW_ALLOW_EXTRA},
     {"debug-dir", 0, 1, OPT_DEBUG_DIR},
     {"inside", 0, 1, OPT_INSIDE},
+    CLI_POST_OPTIONS,
+    /* --normals keeps taking a value here (none|forward|central|sobel, or
+     * on|off|area), so a bad one is an error naming it (later entries win) */
+    {"normals", 0, 1, OPT_P_NORMALS},
     {NULL, 0, 0, 0},
 };
 
@@ -89,6 +111,7 @@ typedef struct iso_job {
     pm_context *ctx;
     const char *debug_dir; /* --debug-dir, or NULL */
     pm_inside inside;      /* --inside */
+    cli_post post;         /* mesh post-processing (zeroed: none) */
 } iso_job;
 
 /* Parses the --raw-* options shared with `info`; returns 1 handled, 0 not
@@ -232,6 +255,12 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     opt.normals = c->normals;
     opt.mode = c->soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
     opt.inside = job->inside;
+    /* Normals that post-processing replaces are not computed here; a mesh
+     * that post-processing follows on a CUDA context stays on the device. */
+    const cli_post *q = &job->post;
+    if (q->normals || cli_post_moves(q)) opt.normals = PM_NORMALS_NONE;
+    opt.output_in_context_memory =
+        pm_context_device(job->ctx) == PM_DEVICE_CUDA && q->enabled_any && c->subdivide <= 0;
     t0 = cli_now_ms();
     pm_volume in = vol;
     void *dev = NULL;
@@ -264,7 +293,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     }
     if (c->subdivide > 0) {
         cli_progress_stage(p, "subdividing");
-        s = cli_subdivide_mesh(job->ctx, c->subdivide, c->normals, &mesh, &r->subdivide_ms);
+        s = cli_subdivide_mesh(job->ctx, c->subdivide, opt.normals, &mesh, &r->subdivide_ms);
         if (s != PM_STATUS_OK) {
             pm_mesh_free(job->ctx, &mesh);
             pm_volume_free(&vol);
@@ -277,18 +306,33 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
         return CLI_INTERRUPTED;
     }
 
-    cli_progress_stage(p, "writing");
+    r->active_cells = mesh.active_cells;
     pm_write_options wopt;
     memset(&wopt, 0, sizeof wopt);
     wopt.struct_size = sizeof wopt;
     wopt.ascii = c->ascii;
-    t0 = cli_now_ms();
-    s = pm_mesh_write(f->output, &mesh, &wopt);
-    r->t.write_ms = cli_now_ms() - t0;
-    if (s != PM_STATUS_OK) {
-        pm_mesh_free(job->ctx, &mesh);
-        pm_volume_free(&vol);
-        return fail(p, s, f->output);
+    if (q->enabled_any) {
+        /* The lattice of marching cubes: the samples. */
+        double spacing[3];
+        for (int k = 0; k < 3; k++)
+            spacing[k] = vol.spacing[k] != 0 ? vol.spacing[k] : 1.0;
+        int rc = cli_postprocess(job->ctx, q, NULL, 0, NULL, NULL, vol.origin, spacing, c->normals,
+                                 &mesh, f->output, &wopt, p, r);
+        if (rc != CLI_OK) {
+            pm_mesh_free(job->ctx, &mesh);
+            pm_volume_free(&vol);
+            return rc;
+        }
+    } else {
+        cli_progress_stage(p, "writing");
+        t0 = cli_now_ms();
+        s = pm_mesh_write(f->output, &mesh, &wopt);
+        r->t.write_ms = cli_now_ms() - t0;
+        if (s != PM_STATUS_OK) {
+            pm_mesh_free(job->ctx, &mesh);
+            pm_volume_free(&vol);
+            return fail(p, s, f->output);
+        }
     }
 
     if (job->debug_dir) {
@@ -317,11 +361,14 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
         r->spacing[k] = vol.spacing[k] != 0 ? vol.spacing[k] : 1.0;
     r->iso = job->iso;
     r->cells = (uint64_t)(vol.nx - 1) * (uint64_t)(vol.ny - 1) * (uint64_t)(vol.nz - 1);
-    r->active_cells = mesh.active_cells;
     r->vertices = mesh.num_vertices;
     r->triangles = mesh.num_triangles;
     r->soup = c->soup;
-    r->normals = c->normals;
+    r->normals = mesh.normals ? c->normals : PM_NORMALS_NONE;
+    r->normals_name = !mesh.normals ? NULL
+                      : opt.normals == PM_NORMALS_NONE || cli_post_moves(q) || q->normals
+                          ? "area-weighted"
+                          : NULL;
     r->total_ms = cli_now_ms() - t_start;
     pm_mesh_free(job->ctx, &mesh);
     pm_volume_free(&vol);
@@ -334,6 +381,7 @@ int cmd_isosurface(int argc, char **argv)
     iso_job job;
     memset(&job, 0, sizeof job);
     job.c.normals = PM_NORMALS_CENTRAL;
+    cli_post_init(&job.post);
     job.raw.struct_size = sizeof job.raw;
     int have_iso = 0, have_dims = 0, have_type = 0, have_other = 0;
     const char *input = NULL;
@@ -369,13 +417,15 @@ int cmd_isosurface(int argc, char **argv)
             job.debug_dir = v;
             continue;
         }
-        int h = cli_common_option(cmd, &a, id, v, &job.c);
+        int h = cli_post_option(cmd, &a, id, v, &job.post, &job.c);
+        if (h == 0) h = cli_common_option(cmd, &a, id, v, &job.c);
         if (h == 0) h = raw_option(cmd, &a, id, v, &job.raw, &have_dims, &have_type, &have_other);
         if (h < 0) return CLI_USAGE;
     }
     if (!input) return cli_usage_error(cmd, "missing the input VOLUME");
     if (!have_iso) return cli_usage_error(cmd, "missing --iso V");
     if (!cli_common_finish(cmd, &job.c)) return CLI_USAGE;
+    if (!cli_post_finish(cmd, &job.post, &job.c, 0, 0)) return CLI_USAGE;
     if (have_dims != have_type || (have_other && !have_dims))
         return cli_usage_error(cmd, "raw volumes need both --raw-dims and --raw-type");
     job.have_raw = have_dims;

@@ -157,407 +157,26 @@ static int fail(cli_progress *p, pm_status s, const char *what)
     return CLI_FAIL;
 }
 
-/* ---- post-processing ---------------------------------------------------- */
-
-/* A per-vertex array that follows the mesh (attributes, weights). */
-typedef struct vdata {
-    const char *name;
-    int comps;
-    float *v;
-} vdata;
-
-/* Keeps the entries of the vertices that stay (map from pm_mesh_clip_aabb). */
-static void vdata_remap(vdata *d, const uint32_t *map, size_t nv_old)
-{
-    if (!d->v) return;
-    for (size_t i = 0; i < nv_old; i++)
-        if (map[i] != UINT32_MAX)
-            memmove(d->v + (size_t)d->comps * map[i], d->v + (size_t)d->comps * i,
-                    (size_t)d->comps * sizeof *d->v);
-}
-
-static void step_line(const cli_post *q, const char *what, size_t t0, const pm_mesh *m, double ms)
-{
-    if (!q->verbose) return;
-    printf("  post-processing  %-22s %zu -> %zu triangles, %zu vertices, %.1f ms\n", what, t0,
-           m->num_triangles, m->num_vertices, ms);
-}
-
-/* The raw mesh's name: "raw_" before the output's file name. */
-static char *raw_name(const char *output)
-{
-    const char *slash = strrchr(output, '/');
-    size_t dir = slash ? (size_t)(slash - output + 1) : 0;
-    char *s = malloc(strlen(output) + 5);
-    if (!s) return NULL;
-    memcpy(s, output, dir);
-    strcpy(s + dir, "raw_");
-    strcpy(s + dir + 4, output + dir);
-    return s;
-}
-
-/* Whether a post-processing step moves or merges vertices (the extraction's
- * gradient normals would then be stale). */
-static int post_moves(const cli_post *q)
-{
-    return q->mesh_cleanup || q->decimate_barnacles ||
-           (q->have_smoothing_iters && q->smoothing_iters > 0) || q->taubin_iters > 0 ||
-           q->decimate_target || q->decimate_ratio > 0 || q->decimate_error > 0;
-}
-
-/* Every post-processing step on the extracted host mesh, then the checks
- * and the file. xyz/n: the particles (host). */
-int cli_postprocess(pm_context *ctx, const cli_post *q, const float *xyz, size_t n,
-                    const pm_field_params *fieldp, const char *particle_file,
-                    const double origin[3], const double spacing[3], pm_normals extraction_normals,
-                    pm_mesh *mesh, const char *output, const pm_write_options *write,
-                    cli_progress *p, cli_result *r)
-{
-    pm_status s = PM_STATUS_OK;
-    int rc = CLI_FAIL;
-    pm_sph_interpolator *ip = NULL;
-    vdata data[40];
-    int nd = 0;
-    float *sw = NULL, *wnn = NULL;
-    uint32_t *map = NULL;
-    pm_quads quads;
-    memset(&quads, 0, sizeof quads);
-    memset(data, 0, sizeof data);
-    double t0;
-    size_t nt0;
-    /* The final normals: 0 the extraction's, 1 area-weighted, 2 SPH. */
-    int normals = q->normals;
-    if (!normals && extraction_normals != PM_NORMALS_NONE && post_moves(q)) normals = 1;
-
-    if (q->output_raw_mesh) {
-        char *raw = raw_name(output);
-        if (!raw) {
-            cli_error("out of memory");
-            goto out;
-        }
-        pm_mesh rm = *mesh;
-        rm.normals = NULL;
-        s = pm_mesh_write(raw, &rm, write);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, raw);
-            free(raw);
-            goto out;
-        }
-        free(raw);
-    }
-    /* The marching-cubes lattice: the field's. */
-    pm_mc_cleanup_options co;
-    memset(&co, 0, sizeof co);
-    co.struct_size = sizeof co;
-    for (int a = 0; a < 3; a++) {
-        co.origin[a] = origin[a];
-        co.spacing[a] = spacing[a];
-    }
-    co.use_snap_distance = q->have_snap;
-    co.snap_distance = q->snap_dist;
-    co.keep_vertices = q->keep_verts;
-    if (q->mesh_cleanup) {
-        cli_progress_stage(p, "mesh cleanup");
-        t0 = cli_now_ms();
-        nt0 = mesh->num_triangles;
-        if ((s = pm_mesh_mc_cleanup(ctx, mesh, &co)) != PM_STATUS_OK) {
-            rc = fail(p, s, "--mesh-cleanup");
-            goto out;
-        }
-        step_line(q, "mesh cleanup", nt0, mesh, cli_now_ms() - t0);
-    }
-    if (q->decimate_barnacles) {
-        cli_progress_stage(p, "decimating barnacles");
-        t0 = cli_now_ms();
-        nt0 = mesh->num_triangles;
-        if ((s = pm_mesh_decimate_barnacles(ctx, mesh, &co)) != PM_STATUS_OK) {
-            rc = fail(p, s, "--decimate-barnacles");
-            goto out;
-        }
-        step_line(q, "decimate barnacles", nt0, mesh, cli_now_ms() - t0);
-    }
-    if (q->min_component || q->keep_largest) {
-        cli_progress_stage(p, "components");
-        size_t removed = 0;
-        t0 = cli_now_ms();
-        nt0 = mesh->num_triangles;
-        s = pm_mesh_remove_components(ctx, mesh, q->min_component, q->keep_largest, &removed);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "removing components");
-            goto out;
-        }
-        step_line(q, "components removed", nt0, mesh, cli_now_ms() - t0);
-        if (q->verbose) printf("  post-processing  %zu components removed\n", removed);
-    }
-    if (q->smoothing_weights || normals == 2 || q->num_attributes) {
-        cli_progress_stage(p, "SPH interpolator");
-        t0 = cli_now_ms();
-        if ((s = pm_sph_interpolator_create(ctx, xyz, n, fieldp, &ip)) != PM_STATUS_OK) {
-            rc = fail(p, s, "the SPH interpolator");
-            goto out;
-        }
-        step_line(q, "SPH interpolator", mesh->num_triangles, mesh, cli_now_ms() - t0);
-    }
-    if (q->smoothing_weights) {
-        cli_progress_stage(p, "smoothing weights");
-        size_t nv = mesh->num_vertices ? mesh->num_vertices : 1;
-        sw = malloc(nv * sizeof *sw);
-        wnn = malloc(nv * sizeof *wnn);
-        if (!sw || !wnn) {
-            cli_error("out of memory");
-            goto out;
-        }
-        t0 = cli_now_ms();
-        s = pm_sph_smoothing_weights(ctx, ip, mesh->positions, mesh->num_vertices,
-                                     q->weights_normalization, sw, wnn);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "--mesh-smoothing-weights");
-            goto out;
-        }
-        step_line(q, "smoothing weights", mesh->num_triangles, mesh, cli_now_ms() - t0);
-    }
-    if (q->have_smoothing_iters && q->smoothing_iters > 0) {
-        cli_progress_stage(p, "smoothing");
-        t0 = cli_now_ms();
-        s = pm_mesh_smooth_laplacian(ctx, mesh, q->smoothing_iters, 1.0, sw);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "--mesh-smoothing-iters");
-            goto out;
-        }
-        step_line(q, "Laplacian smoothing", mesh->num_triangles, mesh, cli_now_ms() - t0);
-    }
-    if (q->taubin_iters > 0) {
-        cli_progress_stage(p, "Taubin smoothing");
-        t0 = cli_now_ms();
-        s = pm_mesh_smooth_taubin(ctx, mesh, q->taubin_iters, q->taubin_lambda, q->taubin_mu);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "--taubin-iters");
-            goto out;
-        }
-        step_line(q, "Taubin smoothing", mesh->num_triangles, mesh, cli_now_ms() - t0);
-    }
-    if (q->decimate_target || q->decimate_ratio > 0 || q->decimate_error > 0) {
-        cli_progress_stage(p, "decimating");
-        size_t target = q->decimate_target;
-        if (q->decimate_ratio > 0) {
-            size_t byratio = (size_t)((double)mesh->num_triangles * q->decimate_ratio);
-            if (!target || byratio < target) target = byratio ? byratio : 1;
-        }
-        double err = 0;
-        t0 = cli_now_ms();
-        nt0 = mesh->num_triangles;
-        s = pm_mesh_simplify(ctx, mesh, target, q->decimate_error, &err);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "decimation");
-            goto out;
-        }
-        step_line(q, "quadric decimation", nt0, mesh, cli_now_ms() - t0);
-    }
-    /* Normals: computed last on the final geometry, as splashsurf. */
-    if (normals == 1 || normals == 2) {
-        cli_progress_stage(p, "normals");
-        t0 = cli_now_ms();
-        if (normals == 1) {
-            s = pm_mesh_compute_normals(ctx, mesh);
-        } else {
-            float *nrm = malloc((mesh->num_vertices ? mesh->num_vertices : 1) * 3 * sizeof *nrm);
-            s = nrm ? pm_sph_normals(ctx, ip, mesh->positions, mesh->num_vertices, nrm)
-                    : PM_STATUS_OUT_OF_MEMORY;
-            if (s == PM_STATUS_OK) {
-                free(mesh->normals);
-                mesh->normals = nrm;
-            } else {
-                free(nrm);
-            }
-        }
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "computing normals");
-            goto out;
-        }
-        step_line(q, normals == 1 ? "area-weighted normals" : "SPH normals", mesh->num_triangles,
-                  mesh, cli_now_ms() - t0);
-    }
-    if (q->have_normals_smoothing && q->normals_smoothing_iters > 0 && mesh->normals) {
-        if (q->output_raw_normals) {
-            size_t bytes = mesh->num_vertices * 3 * sizeof(float);
-            float *raw = malloc(bytes ? bytes : 1);
-            if (!raw) {
-                cli_error("out of memory");
-                goto out;
-            }
-            memcpy(raw, mesh->normals, bytes);
-            data[nd].name = "raw_normals";
-            data[nd].comps = 3;
-            data[nd++].v = raw;
-        }
-        t0 = cli_now_ms();
-        s = pm_mesh_smooth_normals(ctx, mesh, q->normals_smoothing_iters);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "--normals-smoothing-iters");
-            goto out;
-        }
-        step_line(q, "normal smoothing", mesh->num_triangles, mesh, cli_now_ms() - t0);
-    }
-    if (q->smoothing_weights && q->output_smoothing_weights) {
-        data[nd].name = "wnn";
-        data[nd].comps = 1;
-        data[nd++].v = wnn;
-        data[nd].name = "sw";
-        data[nd].comps = 1;
-        data[nd++].v = sw;
-        sw = wnn = NULL;
-    }
-    /* -a: particle attributes interpolated at the final vertices. */
-    for (int k = 0; k < q->num_attributes && nd < 38; k++) {
-        cli_progress_stage(p, "interpolating attributes");
-        pm_point_attribute at;
-        s = pm_points_read_attribute(particle_file, q->attributes[k], 0, &at);
-        if (s == PM_STATUS_OK && at.count != n) {
-            cli_progress_clear(p);
-            cli_error("%s: attribute '%s' has %zu values for %zu particles", particle_file,
-                      q->attributes[k], at.count, n);
-            pm_point_attribute_free(&at);
-            goto out;
-        }
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, particle_file);
-            goto out;
-        }
-        size_t nv = mesh->num_vertices ? mesh->num_vertices : 1;
-        float *v = malloc(nv * (size_t)at.components * sizeof *v);
-        s = v ? pm_sph_interpolate(ctx, ip, at.values, at.components, mesh->positions,
-                                   mesh->num_vertices, v)
-              : PM_STATUS_OUT_OF_MEMORY;
-        int comps = at.components;
-        pm_point_attribute_free(&at);
-        if (s != PM_STATUS_OK) {
-            free(v);
-            rc = fail(p, s, "-a");
-            goto out;
-        }
-        data[nd].name = q->attributes[k];
-        data[nd].comps = comps;
-        data[nd++].v = v;
-    }
-    if (q->have_mesh_aabb) {
-        size_t nv0 = mesh->num_vertices;
-        map = malloc((nv0 ? nv0 : 1) * sizeof *map);
-        if (!map) {
-            cli_error("out of memory");
-            goto out;
-        }
-        t0 = cli_now_ms();
-        nt0 = mesh->num_triangles;
-        s = pm_mesh_clip_aabb(ctx, mesh, q->mesh_aabb_min, q->mesh_aabb_max, q->mesh_aabb_clamp,
-                              q->keep_verts, map);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "--mesh-aabb-min/max");
-            goto out;
-        }
-        for (int k = 0; k < nd; k++)
-            vdata_remap(&data[k], map, nv0);
-        step_line(q, "mesh AABB", nt0, mesh, cli_now_ms() - t0);
-    }
-    /* Checks on the final triangle mesh (before any quads). */
-    if (q->check) {
-        pm_mesh_check_report rep;
-        s = pm_mesh_check(mesh, q->check, &rep);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "--check-mesh");
-            goto out;
-        }
-        if (q->check_debug || q->verbose)
-            printf("  check-mesh       %zu boundary edges, %zu non-manifold edges, %zu "
-                   "non-manifold vertices, %zu misoriented edges, %zu flipped faces\n",
-                   rep.boundary_edges, rep.nonmanifold_edges, rep.nonmanifold_vertices,
-                   rep.misoriented_edges, rep.flipped_faces);
-        if (!rep.passed) {
-            cli_progress_clear(p);
-            cli_error("%s: mesh check failed: %s", output, rep.message);
-            goto out;
-        }
-    }
-    pm_mesh_extras extras;
-    memset(&extras, 0, sizeof extras);
-    extras.struct_size = sizeof extras;
-    pm_vertex_attribute attrs[40];
-    for (int k = 0; k < nd; k++) {
-        attrs[k].name = data[k].name;
-        attrs[k].components = data[k].comps;
-        attrs[k].values = data[k].v;
-    }
-    extras.attributes = attrs;
-    extras.num_attributes = (size_t)nd;
-    pm_mesh written = *mesh;
-    if (q->generate_quads) {
-        cli_progress_stage(p, "quads");
-        t0 = cli_now_ms();
-        s = pm_mesh_to_quads(ctx, mesh, q->quad_ratio, q->quad_normal_angle, q->quad_interior_angle,
-                             &quads);
-        if (s != PM_STATUS_OK) {
-            rc = fail(p, s, "--generate-quads");
-            goto out;
-        }
-        written.indices = quads.triangles;
-        written.num_triangles = quads.num_triangles;
-        extras.quads = quads.quads;
-        extras.num_quads = quads.num_quads;
-        if (q->verbose)
-            printf("  post-processing  quads                  %zu triangles -> %zu triangles + "
-                   "%zu quads, %.1f ms\n",
-                   mesh->num_triangles, quads.num_triangles, quads.num_quads, cli_now_ms() - t0);
-    }
-    cli_progress_stage(p, "writing");
-    t0 = cli_now_ms();
-    s = pm_mesh_write_extras(output, &written, &extras, write);
-    r->t.write_ms = cli_now_ms() - t0;
-    if (s != PM_STATUS_OK) {
-        rc = fail(p, s, output);
-        goto out;
-    }
-    rc = CLI_OK;
-out:
-    for (int k = 0; k < nd; k++)
-        free(data[k].v);
-    free(sw);
-    free(wnn);
-    free(map);
-    pm_quads_free(&quads);
-    pm_sph_interpolator_destroy(ip);
-    return rc;
-}
-
-int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
-                           const cli_reconstruct_opts *o, const char *output, cli_progress *p,
-                           cli_result *r)
+/* The field, the extraction, the post-processing and the file. *dev: the
+ * particles' device copy (CUDA) or NULL, freed once no step needs it. */
+static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
+                       const cli_reconstruct_opts *o, const char *output, cli_progress *p,
+                       cli_result *r)
 {
     pm_status s;
-    const float *xyz_ctx = xyz;
-    float *dev = NULL;
-    double t0 = cli_now_ms();
-    if (pm_context_device(ctx) == PM_DEVICE_CUDA && n > 0) {
-        cli_progress_stage(p, "uploading");
-        size_t bytes;
-        if (__builtin_mul_overflow(n, 3 * sizeof(float), &bytes)) {
-            cli_progress_clear(p);
-            cli_error("%zu points: size overflows", n);
-            return CLI_FAIL;
-        }
-        s = pm_alloc(ctx, bytes, (void **)&dev);
-        if (s == PM_STATUS_OK) s = pm_upload(ctx, dev, xyz, bytes);
-        if (s != PM_STATUS_OK) {
-            pm_free(ctx, dev);
-            return fail(p, s, "uploading the points");
-        }
-        xyz_ctx = dev;
-    }
-    r->upload_ms = cli_now_ms() - t0;
-
+    double t0;
+    const float *xyz_ctx = *dev ? *dev : xyz;
     cli_progress_stage(p, "density field");
     pm_field field;
     memset(&field, 0, sizeof field);
     s = pm_field_compute(ctx, xyz_ctx, n, &o->field, &field);
-    pm_free(ctx, dev);
+    /* The SPH steps of the post-processing use the particles' device copy. */
+    const cli_post *q = &o->post;
+    if (!(q->smoothing_weights || q->normals == 2 || q->num_attributes) && *dev) {
+        pm_free(ctx, *dev);
+        *dev = NULL;
+        xyz_ctx = xyz;
+    }
     if (s != PM_STATUS_OK) return fail(p, s, "computing the density field");
     r->t.neighbours_ms = field.timings.neighbours_ms;
     r->t.density_ms = field.timings.density_ms;
@@ -570,9 +189,12 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
     cli_progress_stage(p, "extracting");
     pm_isosurface_options iso = o->iso;
     iso.inside = field.inside;
-    iso.output_in_context_memory = 0;
+    /* On a CUDA context a mesh that post-processing follows stays in
+     * device memory, where the data-parallel steps run. */
+    iso.output_in_context_memory =
+        pm_context_device(ctx) == PM_DEVICE_CUDA && q->enabled_any && o->subdivide <= 0;
     /* Normals that post-processing replaces are not computed here. */
-    if (o->post.normals || post_moves(&o->post)) iso.normals = PM_NORMALS_NONE;
+    if (q->normals || cli_post_moves(q)) iso.normals = PM_NORMALS_NONE;
     pm_mesh mesh;
     memset(&mesh, 0, sizeof mesh);
     t0 = cli_now_ms();
@@ -602,12 +224,12 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
     r->active_cells = mesh.active_cells;
 
     int rc;
-    if (o->post.enabled_any) {
+    if (q->enabled_any) {
         double spacing[3];
         for (int a = 0; a < 3; a++)
             spacing[a] = field.volume.spacing[a] != 0 ? field.volume.spacing[a] : 1.0;
-        rc = cli_postprocess(ctx, &o->post, xyz, n, &o->field, o->input, field.volume.origin,
-                             spacing, o->iso.normals, &mesh, output, &o->write, p, r);
+        rc = cli_postprocess(ctx, q, xyz_ctx, n, &o->field, o->input, field.volume.origin, spacing,
+                             o->iso.normals, &mesh, output, &o->write, p, r);
     } else {
         cli_progress_stage(p, "writing");
         t0 = cli_now_ms();
@@ -646,14 +268,41 @@ int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
     r->triangles = mesh.num_triangles;
     r->soup = o->iso.mode == PM_MESH_SOUP;
     r->normals = mesh.normals ? o->iso.normals : PM_NORMALS_NONE;
-    r->normals_name = !mesh.normals          ? NULL
-                      : o->post.normals == 2 ? "sph"
-                      : o->iso.normals == PM_NORMALS_NONE || post_moves(&o->post) || o->post.normals
+    r->normals_name = !mesh.normals     ? NULL
+                      : q->normals == 2 ? "sph"
+                      : o->iso.normals == PM_NORMALS_NONE || cli_post_moves(q) || q->normals
                           ? "area-weighted"
                           : NULL;
     pm_mesh_free(ctx, &mesh);
     pm_field_free(ctx, &field);
     return CLI_OK;
+}
+
+int cli_reconstruct_points(pm_context *ctx, const float *xyz, size_t n,
+                           const cli_reconstruct_opts *o, const char *output, cli_progress *p,
+                           cli_result *r)
+{
+    float *dev = NULL;
+    double t0 = cli_now_ms();
+    if (pm_context_device(ctx) == PM_DEVICE_CUDA && n > 0) {
+        cli_progress_stage(p, "uploading");
+        size_t bytes;
+        if (__builtin_mul_overflow(n, 3 * sizeof(float), &bytes)) {
+            cli_progress_clear(p);
+            cli_error("%zu points: size overflows", n);
+            return CLI_FAIL;
+        }
+        pm_status s = pm_alloc(ctx, bytes, (void **)&dev);
+        if (s == PM_STATUS_OK) s = pm_upload(ctx, dev, xyz, bytes);
+        if (s != PM_STATUS_OK) {
+            pm_free(ctx, dev);
+            return fail(p, s, "uploading the points");
+        }
+    }
+    r->upload_ms = cli_now_ms() - t0;
+    int rc = reconstruct(ctx, xyz, &dev, n, o, output, p, r);
+    pm_free(ctx, dev);
+    return rc;
 }
 
 static int rec_frame(void *user, const cli_frame *f, cli_progress *p, cli_result *r)
@@ -754,203 +403,6 @@ static char *join_dir(const char *dir, const char *file)
     if (k && s[k - 1] != '/') s[k++] = '/';
     memcpy(s + k, file, b + 1);
     return s;
-}
-
-void cli_post_init(cli_post *q)
-{
-    memset(q, 0, sizeof *q);
-    q->weights_normalization = 13.0;
-    q->quad_ratio = 1.75;
-    q->quad_normal_angle = 10;
-    q->quad_interior_angle = 135;
-    q->attributes = q->attr_names;
-}
-
-int cli_post_option(const char *cmd, const cli_args *a, int id, const char *v, cli_post *q,
-                    cli_common *c)
-{
-    long long ll;
-    double d;
-    int k, sw;
-    switch (id) {
-    case OPT_P_NORMALS: {
-        /* on|off (splashsurf), area|sph, or the extraction's modes */
-        static const char *const modes[] = {"on",      "off",     "area",  "sph", "none",
-                                            "forward", "central", "sobel", NULL};
-        char low[16];
-        size_t i = 0;
-        for (; v[i] && i + 1 < sizeof low; i++)
-            low[i] = (char)(v[i] >= 'A' && v[i] <= 'Z' ? v[i] - 'A' + 'a' : v[i]);
-        low[i] = '\0';
-        if (!cli_parse_choice(cmd, a->name, low, modes, &k)) return -1;
-        q->normals_set = 1;
-        q->normals = 0;
-        c->normals = PM_NORMALS_NONE;
-        if (k == 0 || k == 2) q->normals = 1;
-        if (k == 3) q->normals = 2;
-        if (k == 5) c->normals = PM_NORMALS_FORWARD;
-        if (k == 6) c->normals = PM_NORMALS_CENTRAL;
-        if (k == 7) c->normals = PM_NORMALS_SOBEL;
-        return 1;
-    }
-    case OPT_P_SPH_NORMALS: return cli_parse_switch(cmd, a->name, v, &q->sph_normals) ? 1 : -1;
-    case OPT_P_NORMALS_ITERS:
-        if (!cli_parse_int(cmd, a->name, v, 0, INT_MAX, &ll)) return -1;
-        q->have_normals_smoothing = 1;
-        q->normals_smoothing_iters = (int)ll;
-        return 1;
-    case OPT_P_RAW_NORMALS:
-        return cli_parse_switch(cmd, a->name, v, &q->output_raw_normals) ? 1 : -1;
-    case OPT_P_ATTRIBUTE:
-        if (!*v) return cli_usage_error(cmd, "%s needs an attribute name", a->name), -1;
-        for (k = 0; k < q->num_attributes; k++)
-            if (strcmp(q->attr_names[k], v) == 0) return 1;
-        if (q->num_attributes == (int)(sizeof q->attr_names / sizeof q->attr_names[0]))
-            return cli_usage_error(cmd, "at most 32 attributes (-a)"), -1;
-        q->attr_names[q->num_attributes++] = v;
-        return 1;
-    case OPT_P_CLEANUP:
-        q->have_cleanup = 1;
-        return cli_parse_switch(cmd, a->name, v, &q->mesh_cleanup) ? 1 : -1;
-    case OPT_P_SNAP:
-        if (!cli_parse_double(cmd, a->name, v, &q->snap_dist)) return -1;
-        if (q->snap_dist < 0)
-            return cli_usage_error(cmd, "%s must not be negative, got '%s'", a->name, v), -1;
-        q->have_snap = 1;
-        return 1;
-    case OPT_P_BARNACLES: return cli_parse_switch(cmd, a->name, v, &q->decimate_barnacles) ? 1 : -1;
-    case OPT_P_KEEP_VERTS: return cli_parse_switch(cmd, a->name, v, &q->keep_verts) ? 1 : -1;
-    case OPT_P_SMOOTH_ITERS:
-        if (!cli_parse_int(cmd, a->name, v, 0, INT_MAX, &ll)) return -1;
-        q->have_smoothing_iters = 1;
-        q->smoothing_iters = (int)ll;
-        return 1;
-    case OPT_P_SMOOTH_WEIGHTS:
-        return cli_parse_switch(cmd, a->name, v, &q->smoothing_weights) ? 1 : -1;
-    case OPT_P_WEIGHTS_NORM:
-        return cli_parse_positive(cmd, a->name, v, &q->weights_normalization) ? 1 : -1;
-    case OPT_P_OUT_WEIGHTS:
-        return cli_parse_switch(cmd, a->name, v, &q->output_smoothing_weights) ? 1 : -1;
-    case OPT_P_QUADS: return cli_parse_switch(cmd, a->name, v, &q->generate_quads) ? 1 : -1;
-    case OPT_P_QUAD_RATIO: return cli_parse_positive(cmd, a->name, v, &q->quad_ratio) ? 1 : -1;
-    case OPT_P_QUAD_NORMAL:
-        return cli_parse_positive(cmd, a->name, v, &q->quad_normal_angle) ? 1 : -1;
-    case OPT_P_QUAD_INTERIOR:
-        return cli_parse_positive(cmd, a->name, v, &q->quad_interior_angle) ? 1 : -1;
-    case OPT_P_MESH_MIN:
-        q->have_mmin = 1;
-        return cli_parse_triple(cmd, a->name, v, q->mesh_aabb_min) ? 1 : -1;
-    case OPT_P_MESH_MAX:
-        q->have_mmax = 1;
-        return cli_parse_triple(cmd, a->name, v, q->mesh_aabb_max) ? 1 : -1;
-    case OPT_P_MESH_CLAMP: return cli_parse_switch(cmd, a->name, v, &q->mesh_aabb_clamp) ? 1 : -1;
-    case OPT_P_RAW_MESH: return cli_parse_switch(cmd, a->name, v, &q->output_raw_mesh) ? 1 : -1;
-    case OPT_P_CHECK:
-    case OPT_P_CHECK_CLOSED:
-    case OPT_P_CHECK_MANIFOLD:
-    case OPT_P_CHECK_ORIENT: {
-        static const unsigned bits[] = {PM_CHECK_CLOSED | PM_CHECK_MANIFOLD | PM_CHECK_ORIENTATION,
-                                        PM_CHECK_CLOSED, PM_CHECK_MANIFOLD, PM_CHECK_ORIENTATION};
-        if (!cli_parse_switch(cmd, a->name, v, &sw)) return -1;
-        unsigned b = bits[id - OPT_P_CHECK];
-        if (id == OPT_P_CHECK)
-            q->check_all = sw;
-        else if (sw)
-            q->check_parts |= b;
-        else
-            q->check_parts &= ~b;
-        return 1;
-    }
-    case OPT_P_CHECK_DEBUG: return cli_parse_switch(cmd, a->name, v, &q->check_debug) ? 1 : -1;
-    case OPT_P_VERBOSE: q->verbose++; return 1;
-    case OPT_P_COMPONENTS:
-        if (!cli_parse_int(cmd, a->name, v, 0, LLONG_MAX, &ll)) return -1;
-        q->min_component = (size_t)ll;
-        return 1;
-    case OPT_P_LARGEST: return cli_parse_switch(cmd, a->name, v, &q->keep_largest) ? 1 : -1;
-    case OPT_P_TAUBIN:
-        if (!cli_parse_int(cmd, a->name, v, 0, INT_MAX, &ll)) return -1;
-        q->taubin_iters = (int)ll;
-        return 1;
-    case OPT_P_TAUBIN_LAMBDA:
-        return cli_parse_positive(cmd, a->name, v, &q->taubin_lambda) ? 1 : -1;
-    case OPT_P_TAUBIN_MU:
-        if (!cli_parse_double(cmd, a->name, v, &q->taubin_mu)) return -1;
-        if (!(q->taubin_mu < 0))
-            return cli_usage_error(cmd, "%s must be negative, got '%s'", a->name, v), -1;
-        return 1;
-    case OPT_P_DECIMATE_TARGET:
-        if (!cli_parse_int(cmd, a->name, v, 1, LLONG_MAX, &ll)) return -1;
-        q->decimate_target = (size_t)ll;
-        return 1;
-    case OPT_P_DECIMATE_RATIO:
-        if (!cli_parse_positive(cmd, a->name, v, &d)) return -1;
-        if (d > 1) return cli_usage_error(cmd, "%s must be in (0, 1], got '%s'", a->name, v), -1;
-        q->decimate_ratio = d;
-        return 1;
-    case OPT_P_DECIMATE_ERROR:
-        return cli_parse_positive(cmd, a->name, v, &q->decimate_error) ? 1 : -1;
-    default: return 0;
-    }
-}
-
-int cli_post_finish(const char *cmd, cli_post *q, cli_common *c, int splashsurf, int have_particles)
-{
-    /* splashsurf's rules between options. */
-    if (!q->have_cleanup && q->have_smoothing_iters && q->smoothing_iters > 0) q->mesh_cleanup = 1;
-    if (q->sph_normals && (!q->normals_set || q->normals == 1)) {
-        /* --sph-normals picks how --normals=on computes them; under
-         * reconstruct it also replaces the default gradient normals. */
-        if (q->normals == 1) q->normals = 2;
-        if (!q->normals_set && !splashsurf) q->normals = 2, c->normals = PM_NORMALS_NONE;
-    }
-    q->check = q->check_all ? (PM_CHECK_CLOSED | PM_CHECK_MANIFOLD | PM_CHECK_ORIENTATION)
-                            : q->check_parts;
-    q->attributes = q->attr_names;
-    if (q->have_mmin != q->have_mmax)
-        return cli_usage_error(cmd, "--mesh-aabb-min and --mesh-aabb-max go together"), 0;
-    if (q->have_mmin) {
-        for (int k = 0; k < 3; k++)
-            if (!(q->mesh_aabb_min[k] < q->mesh_aabb_max[k]))
-                return cli_usage_error(cmd, "--mesh-aabb-min must be below --mesh-aabb-max on "
-                                            "every axis"),
-                       0;
-        q->have_mesh_aabb = 1;
-    }
-    if (q->taubin_lambda && q->taubin_mu && !(-q->taubin_mu > q->taubin_lambda))
-        return cli_usage_error(cmd, "--taubin-mu must be below -lambda (mu < -lambda < 0)"), 0;
-    if (!have_particles && (q->smoothing_weights || q->normals == 2 || q->num_attributes))
-        return cli_usage_error(cmd, "--mesh-smoothing-weights, --sph-normals and -a need "
-                                    "particles (pyramesh reconstruct)"),
-               0;
-    q->enabled_any = q->mesh_cleanup || q->decimate_barnacles || q->have_smoothing_iters ||
-                     q->smoothing_weights || q->normals || q->have_normals_smoothing ||
-                     q->num_attributes || q->generate_quads || q->have_mesh_aabb ||
-                     q->output_raw_mesh || q->check || q->taubin_iters || q->min_component ||
-                     q->keep_largest || q->decimate_target || q->decimate_ratio > 0 ||
-                     q->decimate_error > 0;
-    if (q->enabled_any && c->soup)
-        return cli_usage_error(cmd, "mesh post-processing needs an indexed mesh: drop --soup"), 0;
-    if ((q->decimate_target || q->decimate_ratio > 0 || q->decimate_error > 0) &&
-        q->output_smoothing_weights && q->smoothing_weights)
-        return cli_usage_error(cmd, "--output-smoothing-weights cannot follow a decimation "
-                                    "(the weights belong to the vertices before it)"),
-               0;
-    if (c->output) {
-        char ext[16];
-        cli_extension(c->output, ext, sizeof ext);
-        if ((q->num_attributes || (q->smoothing_weights && q->output_smoothing_weights) ||
-             (q->output_raw_normals && q->have_normals_smoothing)) &&
-            strcmp(ext, "vtk") != 0 && strcmp(ext, "ply") != 0)
-            return cli_usage_error(cmd, "vertex attributes (-a, --output-smoothing-weights, "
-                                        "--output-raw-normals) are written to .vtk or .ply only"),
-                   0;
-        if (q->generate_quads && strcmp(ext, "stl") == 0)
-            return cli_usage_error(cmd, "--generate-quads writes .vtk, .ply or .obj (STL holds "
-                                        "triangles only)"),
-                   0;
-    }
-    return 1;
 }
 
 int cli_reconstruct_main(int argc, char **argv, int splashsurf)

@@ -147,12 +147,19 @@ void cli_print_summary(const cli_result *r)
     printf("  vertices       %zu\n", r->vertices);
     printf("  triangles      %zu\n", r->triangles);
     printf("  mesh           %s, %s normals\n", r->soup ? "triangle soup" : "indexed",
-           cli_normals_string(r->normals));
+           r->normals_name ? r->normals_name : cli_normals_string(r->normals));
     printf("  device         %s", r->device);
     if (r->device_name[0] && strcmp(r->device_name, r->device) != 0)
         printf(" (%s)", r->device_name);
     printf(", %d thread%s\n", r->threads, r->threads == 1 ? "" : "s");
     if (r->report.path[0]) printf("  path           %s\n", r->report.path);
+    if (r->num_post) {
+        int on_dev = 0;
+        for (int i = 0; i < r->num_post; i++)
+            on_dev += strcmp(r->post[i].path, "device") == 0;
+        printf("  post-processing %d step%s (%d on the device), %.1f ms\n", r->num_post,
+               r->num_post == 1 ? "" : "s", on_dev, r->post_ms);
+    }
     printf("  output         %s\n", r->output);
     printf("  time           ");
     int first = 1;
@@ -164,6 +171,7 @@ void cli_print_summary(const cli_result *r)
     }
     print_ms("extract", r->t.extract_ms, &first);
     if (r->subdivide) print_ms("subdivide", r->subdivide_ms, &first);
+    if (r->num_post) print_ms("post-processing", r->post_ms, &first);
     print_ms("write", r->t.write_ms, &first);
     printf("\n  total          %.1f ms\n", r->total_ms);
 }
@@ -213,13 +221,29 @@ void cli_result_json(cli_buf *b, const cli_result *r, int indent)
     cli_buf_printf(b, "%s\"vertices\": %zu,\n", in, r->vertices);
     cli_buf_printf(b, "%s\"triangles\": %zu,\n", in, r->triangles);
     cli_buf_printf(b, "%s\"mesh\": \"%s\",\n", in, r->soup ? "soup" : "indexed");
-    cli_buf_printf(b, "%s\"normals\": \"%s\",\n", in, cli_normals_string(r->normals));
+    cli_buf_printf(b, "%s\"normals\": \"%s\",\n", in,
+                   r->normals_name ? r->normals_name : cli_normals_string(r->normals));
+    if (r->num_post) {
+        cli_buf_printf(b, "%s\"post_processing\": {\"total_ms\": %.3f, \"steps\": [", in,
+                       r->post_ms);
+        for (int i = 0; i < r->num_post; i++) {
+            const cli_post_step *t = &r->post[i];
+            cli_buf_printf(b, "%s\n%s  {\"step\": ", i ? "," : "", in);
+            cli_buf_json_string(b, t->name);
+            cli_buf_printf(b,
+                           ", \"path\": \"%s\", \"ms\": %.3f, \"triangles_in\": %zu, "
+                           "\"triangles\": %zu, \"vertices\": %zu}",
+                           t->path, t->ms, t->triangles_in, t->triangles, t->vertices);
+        }
+        cli_buf_printf(b, "\n%s]},\n", in);
+    }
     cli_buf_printf(b, "%s\"timings_ms\": {\"read\": %.3f, ", in, r->t.read_ms);
     if (r->have_points)
         cli_buf_printf(b,
                        "\"upload\": %.3f, \"neighbours\": %.3f, \"density\": %.3f, "
                        "\"field\": %.3f, ",
                        r->upload_ms, r->t.neighbours_ms, r->t.density_ms, r->t.field_ms);
+    if (r->num_post) cli_buf_printf(b, "\"post_processing\": %.3f, ", r->post_ms);
     cli_buf_printf(b, "\"extract\": %.3f, \"write\": %.3f, \"total\": %.3f}\n%s}", r->t.extract_ms,
                    r->t.write_ms, r->total_ms, close);
 }

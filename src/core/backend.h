@@ -9,6 +9,7 @@
 
 struct pmi_xform; /* src/core/collide_math.h */
 struct pmi_loop_args; /* src/core/loop_rules.h */
+struct pmi_post_args; /* src/core/post_rules.h */
 
 typedef struct pmi_backend {
     const char *name;
@@ -90,6 +91,17 @@ typedef struct pmi_backend {
      * arguments, whose arrays are in context memory. */
     pm_status (*subdivide_step)(pm_context *ctx, int step, size_t n,
                                 const struct pmi_loop_args *args);
+    /* Mesh post-processing (src/core/postprocess.c) on meshes in device
+     * memory: runs step `step` of src/core/post_rules.h for the elements
+     * 0..n-1 on the arguments (context memory), queued on the context's
+     * stream. NULL on the CPU backend: host memory goes to the CPU runner
+     * (src/cpu/smooth.c) directly, whatever the context. */
+    pm_status (*post_step)(pm_context *ctx, int step, size_t n, const struct pmi_post_args *args);
+    /* The SPH interpolator's particle grid in context memory: xyz (n
+     * particles, 0 < n < 2^32 - 1) in context memory, p resolved; fills
+     * ip->g and ip->own (ip zeroed, ip->ctx set). */
+    pm_status (*sph_build)(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                           struct pm_sph_interpolator *ip);
 } pmi_backend;
 
 struct pm_context {

@@ -127,11 +127,17 @@ const char *pm_context_note(const pm_context *ctx) { return ctx ? ctx->note : ""
 
 const char *pm_build_info(void)
 {
-#ifdef PM_HAVE_CUDA
-    return "cpu (OpenMP); cuda (" PM_CUDA_ARCH_LIST ")";
+#ifdef PM_HAVE_MESHOPTIMIZER
+#define PMI_MESHOPT_INFO "; meshoptimizer (pm_mesh_simplify)"
 #else
-    return "cpu (OpenMP); no cuda (built without nvcc)";
+#define PMI_MESHOPT_INFO "; no meshoptimizer (pm_mesh_simplify unsupported)"
 #endif
+#ifdef PM_HAVE_CUDA
+    return "cpu (OpenMP); cuda (" PM_CUDA_ARCH_LIST ")" PMI_MESHOPT_INFO;
+#else
+    return "cpu (OpenMP); no cuda (built without nvcc)" PMI_MESHOPT_INFO;
+#endif
+#undef PMI_MESHOPT_INFO
 }
 
 pm_status pm_context_synchronize(pm_context *ctx)

@@ -1,16 +1,20 @@
 /* Mesh post-processing, the public entry points (pyramesh.h, "Mesh
- * post-processing"; docs/splashsurf.md): argument checks, the mesh
- * brought to the host (in place when the mesh owns host arrays, else a
- * copy; a CUDA context downloads it), the CPU runner (src/cpu/smooth.c,
- * mesh_cleanup.c, components.c, decimate.c, mesh_check.c, quads.c,
- * sph_interp.c), and the result handed back in the mesh's own memory.
- * There are no CUDA runners yet: on a CUDA context the CPU code runs on a
- * host copy, so both backends give the same bytes. */
+ * post-processing"; docs/splashsurf.md). Two kinds:
+ *  - data-parallel (vertex normals, normal smoothing, Laplacian and Taubin
+ *    smoothing, the AABB clip, SPH normals, interpolation and smoothing
+ *    weights): the steps of core/post_rules.h run where the data lives, by
+ *    the CPU runner (src/cpu/smooth.c) on host memory and by the context's
+ *    backend (src/cuda/postprocess.cu) on device memory; the same bytes;
+ *  - sequential (marching-cubes cleanup, barnacles, components,
+ *    meshoptimizer decimation, quads, checks): the CPU runners on the
+ *    host, a mesh in device memory copied there and back.
+ * Arguments are checked here; runners trust them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/backend.h"
+#include "core/post_rules.h"
 #include "core/util.h"
 #include "cpu/post_cpu.h"
 
@@ -181,14 +185,276 @@ static pm_status done(pm_context *ctx, pm_mesh *mesh, view *v, pm_status s, cons
     return finish(ctx, mesh, v, fn);
 }
 
+/* ---- the data-parallel functions: steps on the mesh's own memory ------ */
+
+/* Where the steps of one call run and the temporary arrays they use: the
+ * CPU runner on host memory, the context's backend on device memory.
+ * Buffers are tracked so that every exit frees them. */
+typedef struct px {
+    pm_context *ctx;
+    int dev;
+    pm_context host; /* the CPU runner's context (threads, scan) */
+    void *bufs[24];
+    int nbufs;
+} px;
+
+static void px_init(px *x, pm_context *ctx, int dev)
+{
+    memset(x, 0, sizeof *x);
+    x->ctx = ctx;
+    x->dev = dev;
+    x->host.device = PM_DEVICE_CPU;
+    x->host.backend = pmi_cpu_backend();
+    x->host.num_threads = ctx->num_threads;
+}
+
+/* count elements of elem bytes, tracked (kept = 1: the caller keeps it). */
+static pm_status px_alloc(px *x, size_t count, size_t elem, void *out)
+{
+    *(void **)out = NULL;
+    size_t bytes;
+    if (!pmi_mul_size(count ? count : 1, elem, &bytes))
+        return pmi_error(PM_STATUS_OVERFLOW, "mesh post-processing: %zu elements overflow", count);
+    if (x->nbufs == (int)(sizeof x->bufs / sizeof x->bufs[0]))
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "mesh post-processing: too many buffers");
+    void *p = NULL;
+    if (x->dev) {
+        pm_status s = x->ctx->backend->alloc(x->ctx, bytes, &p);
+        if (s != PM_STATUS_OK) return s;
+    } else if (!(p = malloc(bytes))) {
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "mesh post-processing: could not allocate %zu bytes", bytes);
+    }
+    x->bufs[x->nbufs++] = p;
+    *(void **)out = p;
+    return PM_STATUS_OK;
+}
+
+static void px_free_now(px *x, void *p)
+{
+    if (!p) return;
+    if (x->dev)
+        x->ctx->backend->free(x->ctx, p);
+    else
+        free(p);
+}
+
+/* Frees a tracked buffer (or, keep: stops tracking it). */
+static void px_release(px *x, void *p, int keep)
+{
+    if (!p) return;
+    for (int i = 0; i < x->nbufs; i++)
+        if (x->bufs[i] == p) {
+            x->bufs[i] = x->bufs[--x->nbufs];
+            if (!keep) px_free_now(x, p);
+            return;
+        }
+}
+
+static void px_done(px *x)
+{
+    for (int i = 0; i < x->nbufs; i++)
+        px_free_now(x, x->bufs[i]);
+    x->nbufs = 0;
+}
+
+static pm_status px_step(px *x, int step, size_t n, const pmi_post_args *a)
+{
+    if (n == 0) return PM_STATUS_OK;
+    if (x->dev) return x->ctx->backend->post_step(x->ctx, step, n, a);
+    return pmi_cpu_post_step(x->ctx->num_threads, step, n, a);
+}
+
+static pm_status px_scan(px *x, const uint32_t *in, size_t n, uint32_t *out, uint64_t *total)
+{
+    pm_context *c = x->dev ? x->ctx : &x->host;
+    pm_status s = c->backend->scan_exclusive_u32(c, in, n, out, total);
+    if (s == PM_STATUS_OVERFLOW)
+        return pmi_error(PM_STATUS_OVERFLOW, "mesh post-processing: a count passes 32 bits");
+    return s;
+}
+
+/* Host <-> the runner's memory. */
+static pm_status px_get(px *x, void *host, const void *src, size_t bytes)
+{
+    if (!bytes) return PM_STATUS_OK;
+    if (x->dev) return x->ctx->backend->download(x->ctx, host, src, bytes);
+    memcpy(host, src, bytes);
+    return PM_STATUS_OK;
+}
+static pm_status px_put(px *x, void *dst, const void *host, size_t bytes)
+{
+    if (!bytes) return PM_STATUS_OK;
+    if (x->dev) return x->ctx->backend->upload(x->ctx, dst, host, bytes);
+    memcpy(dst, host, bytes);
+    return PM_STATUS_OK;
+}
+
+/* A copy of `words` 32-bit words in the runner's memory (tracked). */
+static pm_status px_dup(px *x, const void *src, size_t words, void *out)
+{
+    pm_status s = px_alloc(x, words, 4, out);
+    if (s != PM_STATUS_OK) return s;
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    a.dst = *(uint32_t **)out;
+    a.src = (const uint32_t *)src;
+    return px_step(x, PMI_POST_COPY_U32, words, &a);
+}
+
+/* The checks of a data-parallel call (no copy is made yet): the mesh is
+ * indexed, its indices are in range (the first offending triangle named),
+ * and its sizes fit the 32-bit rows. */
+static pm_status dp_check(pm_context *ctx, const pm_mesh *mesh, const char *fn, int need_normals,
+                          px *x)
+{
+    memset(x, 0, sizeof *x);
+    if (!ctx || !mesh) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL argument", fn);
+    if (!mesh->indices)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "%s: needs an indexed mesh (a soup has no shared vertices)", fn);
+    if ((mesh->num_vertices && !mesh->positions) || (need_normals && !mesh->normals))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: the mesh has no %s", fn,
+                         need_normals && !mesh->normals ? "normals" : "positions");
+    if (mesh->num_vertices >= UINT32_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu vertices: indices are 32-bit", fn,
+                         mesh->num_vertices);
+    if (mesh->num_triangles > (size_t)(UINT32_MAX / 6))
+        return pmi_error(PM_STATUS_OVERFLOW,
+                         "%s: %zu triangles: more than 2^32 / 6 (the adjacency's 32-bit rows)", fn,
+                         mesh->num_triangles);
+    const int dev = on_device(ctx, mesh);
+    if (dev && !ctx->backend->post_step)
+        return pmi_error(PM_STATUS_UNSUPPORTED, "%s: the %s backend has no post-processing", fn,
+                         ctx->backend->name);
+    px_init(x, ctx, dev);
+    const size_t nt = mesh->num_triangles;
+    if (nt == 0) return PM_STATUS_OK;
+    unsigned long long *err, bad = ~0ull;
+    pm_status s = px_alloc(x, 1, sizeof *err, &err);
+    if (s == PM_STATUS_OK) s = px_put(x, err, &bad, sizeof bad);
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    a.nv = mesh->num_vertices;
+    a.tri = mesh->indices;
+    a.error = err;
+    if (s == PM_STATUS_OK) s = px_step(x, PMI_POST_CHECK_INDEX, 3 * nt, &a);
+    if (s == PM_STATUS_OK) s = px_get(x, &bad, err, sizeof bad);
+    uint32_t t[3] = {0, 0, 0};
+    if (s == PM_STATUS_OK && bad != ~0ull) {
+        s = px_get(x, t, mesh->indices + 3 * (size_t)bad, sizeof t);
+        if (s == PM_STATUS_OK)
+            s = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                          "%s: triangle %llu (%u %u %u) has a vertex index out of range (%zu "
+                          "vertices)",
+                          fn, bad, t[0], t[1], t[2], mesh->num_vertices);
+    }
+    px_release(x, err, 0);
+    return s;
+}
+
+/* Makes the mesh own its arrays (copies in the same memory of those it
+ * does not own), so that the steps may replace them. */
+static pm_status dp_own(px *x, pm_mesh *mesh)
+{
+    if (mesh->owns_arrays) return PM_STATUS_OK;
+    float *pos = NULL, *nrm = NULL;
+    uint32_t *tri = NULL;
+    const size_t nv = mesh->num_vertices, nt = mesh->num_triangles;
+    pm_status s = px_dup(x, mesh->positions, 3 * nv, &pos);
+    if (s == PM_STATUS_OK) s = px_dup(x, mesh->indices, 3 * nt, &tri);
+    if (s == PM_STATUS_OK && mesh->normals) s = px_dup(x, mesh->normals, 3 * nv, &nrm);
+    if (s != PM_STATUS_OK) return s; /* px_done frees them */
+    px_release(x, pos, 1);
+    px_release(x, tri, 1);
+    px_release(x, nrm, 1);
+    mesh->positions = pos;
+    mesh->indices = tri;
+    mesh->normals = nrm;
+    mesh->owns_arrays = 1;
+    return PM_STATUS_OK;
+}
+
+/* The adjacency of the mesh into a (vt_off/vt_list; with neighbours also
+ * nb_off/nb_list), all tracked by x. */
+static pm_status dp_adjacency(px *x, const pm_mesh *mesh, int neighbours, pmi_post_args *a)
+{
+    const size_t nv = mesh->num_vertices, nt = mesh->num_triangles;
+    a->nv = nv;
+    a->nt = nt;
+    a->tri = mesh->indices;
+    uint64_t total;
+    pm_status s;
+    if ((s = px_alloc(x, nv + 1, 4, &a->cnt)) != PM_STATUS_OK ||
+        (s = px_alloc(x, nv + 1, 4, &a->cursor)) != PM_STATUS_OK ||
+        (s = px_alloc(x, nv + 1, 4, &a->vt_off)) != PM_STATUS_OK ||
+        (s = px_alloc(x, 3 * nt, 4, &a->vt_list)) != PM_STATUS_OK)
+        return s;
+    a->dst = a->cnt;
+    if ((s = px_step(x, PMI_POST_ZERO_U32, nv + 1, a)) != PM_STATUS_OK ||
+        (s = px_step(x, PMI_POST_VT_COUNT, 3 * nt, a)) != PM_STATUS_OK ||
+        (s = px_scan(x, a->cnt, nv + 1, a->vt_off, &total)) != PM_STATUS_OK)
+        return s;
+    a->dst = a->cursor;
+    if ((s = px_step(x, PMI_POST_ZERO_U32, nv, a)) != PM_STATUS_OK ||
+        (s = px_step(x, PMI_POST_VT_FILL, 3 * nt, a)) != PM_STATUS_OK ||
+        (s = px_step(x, PMI_POST_VT_SORT, nv, a)) != PM_STATUS_OK)
+        return s;
+    px_release(x, a->cursor, 0);
+    a->cursor = NULL;
+    if (neighbours) {
+        /* cnt[nv] is still 0: the scan's last entry is the total */
+        if ((s = px_alloc(x, 6 * nt, 4, &a->raw)) != PM_STATUS_OK ||
+            (s = px_step(x, PMI_POST_NB_FILL, nv, a)) != PM_STATUS_OK ||
+            (s = px_alloc(x, nv + 1, 4, &a->nb_off)) != PM_STATUS_OK ||
+            (s = px_scan(x, a->cnt, nv + 1, a->nb_off, &total)) != PM_STATUS_OK ||
+            (s = px_alloc(x, (size_t)total, 4, &a->nb_list)) != PM_STATUS_OK ||
+            (s = px_step(x, PMI_POST_NB_COMPACT, nv, a)) != PM_STATUS_OK)
+            return s;
+        px_release(x, a->raw, 0);
+        a->raw = NULL;
+    }
+    px_release(x, a->cnt, 0);
+    a->cnt = NULL;
+    return PM_STATUS_OK;
+}
+
+/* Area-weighted normals of the mesh's current positions into its normals
+ * array (allocated when absent); a holds the triangle rows. */
+static pm_status dp_normals(px *x, pm_mesh *mesh, pmi_post_args *a)
+{
+    if (!mesh->normals) {
+        float *n;
+        pm_status s = px_alloc(x, 3 * mesh->num_vertices, 4, &n);
+        if (s != PM_STATUS_OK) return s;
+        px_release(x, n, 1);
+        mesh->normals = n;
+    }
+    a->pos = mesh->positions;
+    a->nrm_out = mesh->normals;
+    return px_step(x, PMI_POST_NORMAL, mesh->num_vertices, a);
+}
+
+/* After a device call: its errors are reported by the backend's calls
+ * (the steps are queued; the context waits where it reads a value). */
+static pm_status dp_finish(px *x, pm_status s)
+{
+    if (s == PM_STATUS_OK && x->dev && x->ctx->backend->synchronize)
+        s = x->ctx->backend->synchronize(x->ctx);
+    px_done(x);
+    return s;
+}
+
 pm_status pm_mesh_compute_normals(pm_context *ctx, pm_mesh *mesh)
 {
-    const char *fn = "pm_mesh_compute_normals";
-    view v;
-    pm_status s = begin(ctx, mesh, fn, 1, 0, &v);
-    if (s != PM_STATUS_OK) return s;
-    s = pmi_cpu_vertex_normals(ctx->num_threads, &v.h);
-    return done(ctx, mesh, &v, s, fn);
+    px x;
+    pm_status s = dp_check(ctx, mesh, "pm_mesh_compute_normals", 0, &x);
+    if (s == PM_STATUS_OK) s = dp_own(&x, mesh);
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    if (s == PM_STATUS_OK) s = dp_adjacency(&x, mesh, 0, &a);
+    if (s == PM_STATUS_OK) s = dp_normals(&x, mesh, &a);
+    return dp_finish(&x, s);
 }
 
 pm_status pm_mesh_smooth_normals(pm_context *ctx, pm_mesh *mesh, int iterations)
@@ -196,11 +462,73 @@ pm_status pm_mesh_smooth_normals(pm_context *ctx, pm_mesh *mesh, int iterations)
     const char *fn = "pm_mesh_smooth_normals";
     if (iterations < 0)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: %d iterations", fn, iterations);
-    view v;
-    pm_status s = begin(ctx, mesh, fn, 1, 1, &v);
-    if (s != PM_STATUS_OK) return s;
-    s = pmi_cpu_smooth_normals(ctx->num_threads, &v.h, iterations);
-    return done(ctx, mesh, &v, s, fn);
+    px x;
+    pm_status s = dp_check(ctx, mesh, fn, 1, &x);
+    if (s == PM_STATUS_OK) s = dp_own(&x, mesh);
+    if (s != PM_STATUS_OK || iterations == 0 || mesh->num_vertices == 0) return dp_finish(&x, s);
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    float *tmp = NULL;
+    s = dp_adjacency(&x, mesh, 1, &a);
+    if (s == PM_STATUS_OK) s = px_alloc(&x, 3 * mesh->num_vertices, 4, &tmp);
+    float *cur = mesh->normals, *next = tmp;
+    for (int it = 0; it < iterations && s == PM_STATUS_OK; it++) {
+        a.nrm = cur;
+        a.nrm_out = next;
+        s = px_step(&x, PMI_POST_SMOOTH_NORMAL, mesh->num_vertices, &a);
+        float *t = cur;
+        cur = next;
+        next = t;
+    }
+    if (s == PM_STATUS_OK && cur != mesh->normals) { /* the result is in tmp: swap */
+        px_release(&x, tmp, 1);
+        px_free_now(&x, mesh->normals);
+        mesh->normals = cur;
+    }
+    return dp_finish(&x, s);
+}
+
+/* Laplacian steps with the given factors per iteration (Taubin: two),
+ * then the normals the mesh had recomputed. */
+static pm_status dp_smooth(pm_context *ctx, pm_mesh *mesh, const char *fn, int iterations,
+                           const double *factors, int steps, const float *weights)
+{
+    px x;
+    pm_status s = dp_check(ctx, mesh, fn, 0, &x);
+    if (s == PM_STATUS_OK) s = dp_own(&x, mesh);
+    if (s != PM_STATUS_OK || iterations == 0 || mesh->num_vertices == 0) return dp_finish(&x, s);
+    const size_t nv = mesh->num_vertices;
+    if (weights && x.dev && !pmi_ctx_accessible(ctx, weights)) { /* host weights: a copy */
+        float *w;
+        s = px_alloc(&x, nv, 4, &w);
+        if (s == PM_STATUS_OK) s = px_put(&x, w, weights, nv * sizeof *w);
+        if (s != PM_STATUS_OK) return dp_finish(&x, s);
+        weights = w;
+    }
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    float *tmp = NULL;
+    s = dp_adjacency(&x, mesh, 1, &a);
+    if (s == PM_STATUS_OK) s = px_alloc(&x, 3 * nv, 4, &tmp);
+    a.weights = weights;
+    float *cur = mesh->positions, *next = tmp;
+    for (int it = 0; it < iterations && s == PM_STATUS_OK; it++)
+        for (int k = 0; k < steps && s == PM_STATUS_OK; k++) {
+            a.pos = cur;
+            a.pos_out = next;
+            a.factor = factors[k];
+            s = px_step(&x, PMI_POST_LAPLACE, nv, &a);
+            float *t = cur;
+            cur = next;
+            next = t;
+        }
+    if (s == PM_STATUS_OK && cur != mesh->positions) {
+        px_release(&x, tmp, 1);
+        px_free_now(&x, mesh->positions);
+        mesh->positions = cur;
+    }
+    if (s == PM_STATUS_OK && mesh->normals) s = dp_normals(&x, mesh, &a);
+    return dp_finish(&x, s);
 }
 
 pm_status pm_mesh_smooth_laplacian(pm_context *ctx, pm_mesh *mesh, int iterations, double beta,
@@ -211,21 +539,8 @@ pm_status pm_mesh_smooth_laplacian(pm_context *ctx, pm_mesh *mesh, int iteration
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "%s: iterations %d and beta %g (expected >= 0 and in [0, 1])", fn,
                          iterations, beta);
-    view v;
-    pm_status s = begin(ctx, mesh, fn, 1, 0, &v);
-    if (s != PM_STATUS_OK) return s;
-    float *w = NULL;
-    if (weights && on_device(ctx, mesh)) {
-        w = malloc((v.h.nv ? v.h.nv : 1) * sizeof *w);
-        s = w ? ctx->backend->download(ctx, w, weights, v.h.nv * sizeof *w)
-              : pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
-        weights = w;
-    }
     const double f = beta;
-    if (s == PM_STATUS_OK) s = pmi_cpu_smooth(ctx->num_threads, &v.h, iterations, &f, 1, weights);
-    free(w);
-    if (s == PM_STATUS_OK && iterations > 0) s = refresh_normals(ctx, &v);
-    return done(ctx, mesh, &v, s, fn);
+    return dp_smooth(ctx, mesh, fn, iterations, &f, 1, weights);
 }
 
 pm_status pm_mesh_smooth_taubin(pm_context *ctx, pm_mesh *mesh, int iterations, double lambda,
@@ -238,13 +553,82 @@ pm_status pm_mesh_smooth_taubin(pm_context *ctx, pm_mesh *mesh, int iterations, 
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "%s: iterations %d, lambda %g, mu %g (expected 0 < lambda < -mu < 1)", fn,
                          iterations, lambda, mu);
-    view v;
-    pm_status s = begin(ctx, mesh, fn, 1, 0, &v);
-    if (s != PM_STATUS_OK) return s;
     const double f[2] = {lambda, mu};
-    s = pmi_cpu_smooth(ctx->num_threads, &v.h, iterations, f, 2, NULL);
-    if (s == PM_STATUS_OK && iterations > 0) s = refresh_normals(ctx, &v);
-    return done(ctx, mesh, &v, s, fn);
+    return dp_smooth(ctx, mesh, fn, iterations, f, 2, NULL);
+}
+
+pm_status pm_mesh_clip_aabb(pm_context *ctx, pm_mesh *mesh, const double min[3],
+                            const double max[3], int clamp_vertices, int keep_vertices,
+                            uint32_t *vertex_map)
+{
+    const char *fn = "pm_mesh_clip_aabb";
+    if (!min || !max) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL box", fn);
+    for (int k = 0; k < 3; k++)
+        if (!(min[k] < max[k]))
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "%s: the box's min must be below its max on every axis (axis %d: "
+                             "%g, %g)",
+                             fn, k, min[k], max[k]);
+    px x;
+    pm_status s = dp_check(ctx, mesh, fn, 0, &x);
+    if (s == PM_STATUS_OK) s = dp_own(&x, mesh);
+    if (s != PM_STATUS_OK) return dp_finish(&x, s);
+    const size_t nv = mesh->num_vertices, nt = mesh->num_triangles;
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    a.nv = nv;
+    a.nt = nt;
+    a.tri = mesh->indices;
+    a.pos = mesh->positions;
+    a.nrm = mesh->normals;
+    for (int k = 0; k < 3; k++) {
+        a.box_min[k] = min[k];
+        a.box_max[k] = max[k];
+    }
+    a.clamp = clamp_vertices;
+    a.keep_vertices = keep_vertices;
+    uint64_t nt2 = 0, nv2 = nv;
+    if ((s = px_alloc(&x, nt, 4, &a.flag)) != PM_STATUS_OK ||
+        (s = px_alloc(&x, nt, 4, &a.toff)) != PM_STATUS_OK ||
+        (s = px_step(&x, PMI_POST_CLIP_KEEP, nt, &a)) != PM_STATUS_OK ||
+        (s = px_scan(&x, a.flag, nt, a.toff, &nt2)) != PM_STATUS_OK)
+        return dp_finish(&x, s);
+    if (!keep_vertices) {
+        a.dst = NULL;
+        if ((s = px_alloc(&x, nv, 4, &a.used)) != PM_STATUS_OK ||
+            (s = px_alloc(&x, nv, 4, &a.vmap)) != PM_STATUS_OK)
+            return dp_finish(&x, s);
+        a.dst = a.used;
+        if ((s = px_step(&x, PMI_POST_ZERO_U32, nv, &a)) != PM_STATUS_OK ||
+            (s = px_step(&x, PMI_POST_CLIP_MARK, nt, &a)) != PM_STATUS_OK ||
+            (s = px_scan(&x, a.used, nv, a.vmap, &nv2)) != PM_STATUS_OK)
+            return dp_finish(&x, s);
+    }
+    if (vertex_map && x.dev) {
+        if ((s = px_alloc(&x, nv, 4, &a.map_out)) != PM_STATUS_OK) return dp_finish(&x, s);
+    } else {
+        a.map_out = vertex_map;
+    }
+    if ((s = px_alloc(&x, 3 * (size_t)nt2, 4, &a.tri_out)) != PM_STATUS_OK ||
+        (s = px_alloc(&x, 3 * (size_t)nv2, 4, &a.pos_out)) != PM_STATUS_OK ||
+        (mesh->normals && (s = px_alloc(&x, 3 * (size_t)nv2, 4, &a.nrm_out)) != PM_STATUS_OK) ||
+        (s = px_step(&x, PMI_POST_CLIP_TRI, nt, &a)) != PM_STATUS_OK ||
+        (s = px_step(&x, PMI_POST_CLIP_VERT, nv, &a)) != PM_STATUS_OK)
+        return dp_finish(&x, s);
+    if (vertex_map && x.dev && (s = px_get(&x, vertex_map, a.map_out, nv * 4)) != PM_STATUS_OK)
+        return dp_finish(&x, s);
+    px_release(&x, a.tri_out, 1);
+    px_release(&x, a.pos_out, 1);
+    px_release(&x, a.nrm_out, 1);
+    px_free_now(&x, mesh->positions);
+    px_free_now(&x, mesh->indices);
+    px_free_now(&x, mesh->normals);
+    mesh->positions = a.pos_out;
+    mesh->indices = a.tri_out;
+    mesh->normals = a.nrm_out;
+    mesh->num_vertices = (size_t)nv2;
+    mesh->num_triangles = (size_t)nt2;
+    return dp_finish(&x, PM_STATUS_OK);
 }
 
 /* Options copied with their struct_size and checked (the lattice). */
@@ -295,26 +679,6 @@ pm_status pm_mesh_decimate_barnacles(pm_context *ctx, pm_mesh *mesh,
     s = pmi_cpu_decimate_barnacles(ctx->num_threads, &v.h, options ? &o : NULL,
                                    options ? o.keep_vertices : 0);
     if (s == PM_STATUS_OK) s = refresh_normals(ctx, &v);
-    return done(ctx, mesh, &v, s, fn);
-}
-
-pm_status pm_mesh_clip_aabb(pm_context *ctx, pm_mesh *mesh, const double min[3],
-                            const double max[3], int clamp_vertices, int keep_vertices,
-                            uint32_t *vertex_map)
-{
-    const char *fn = "pm_mesh_clip_aabb";
-    if (!min || !max) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL box", fn);
-    for (int a = 0; a < 3; a++)
-        if (!(min[a] < max[a]))
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "%s: the box's min must be below its max on every axis (axis %d: "
-                             "%g, %g)",
-                             fn, a, min[a], max[a]);
-    view v;
-    pm_status s = begin(ctx, mesh, fn, 1, 0, &v);
-    if (s != PM_STATUS_OK) return s;
-    s = pmi_cpu_clip_aabb(ctx->num_threads, &v.h, min, max, clamp_vertices, keep_vertices,
-                          vertex_map);
     return done(ctx, mesh, &v, s, fn);
 }
 
@@ -417,17 +781,108 @@ pm_status pm_sph_interpolator_create(pm_context *ctx, const float *xyz, size_t n
                          "%s: radius %g, smoothing length %g and rest density %g must be "
                          "positive",
                          fn, p.radius, p.smoothing_length, p.rest_density);
-    return pmi_cpu_sph_create(ctx->num_threads, xyz, n, &p, out);
+    if (n == 0) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no particles", fn);
+    if (n >= UINT32_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu particles, at most 4294967294", fn, n);
+    pm_sph_interpolator *ip = calloc(1, sizeof *ip);
+    if (!ip) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
+    pm_status s;
+    if (ctx->device != PM_DEVICE_CPU && ctx->backend->sph_build) {
+        /* On the device; host particles go through a temporary copy. */
+        ip->ctx = ctx;
+        void *tmp = NULL;
+        const float *in = xyz;
+        s = PM_STATUS_OK;
+        if (!pmi_ctx_accessible(ctx, xyz)) {
+            s = ctx->backend->alloc(ctx, n * 3 * sizeof *xyz, &tmp);
+            if (s == PM_STATUS_OK) s = ctx->backend->upload(ctx, tmp, xyz, n * 3 * sizeof *xyz);
+            in = tmp;
+        }
+        if (s == PM_STATUS_OK) s = ctx->backend->sph_build(ctx, in, n, &p, ip);
+        if (tmp) ctx->backend->free(ctx, tmp);
+    } else {
+        s = pmi_cpu_sph_build(ctx->num_threads, xyz, n, &p, ip);
+    }
+    if (s != PM_STATUS_OK) {
+        pm_sph_interpolator_destroy(ip);
+        return s;
+    }
+    *out = ip;
+    return PM_STATUS_OK;
 }
 
-void pm_sph_interpolator_destroy(pm_sph_interpolator *ip) { pmi_cpu_sph_destroy(ip); }
+void pm_sph_interpolator_destroy(pm_sph_interpolator *ip)
+{
+    if (!ip) return;
+    for (int k = 0; k < 4; k++) {
+        if (!ip->own[k]) continue;
+        if (ip->ctx)
+            ip->ctx->backend->free(ip->ctx, ip->own[k]);
+        else
+            free(ip->own[k]);
+    }
+    free(ip);
+}
+
+/* The arrays of an SPH query in the interpolator's memory: on the device,
+ * host arrays go through temporary copies (outputs copied back by
+ * sph_end). */
+typedef struct sph_io {
+    px x;
+    float *out_host[2];
+    float *out_dev[2];
+    size_t out_bytes[2];
+} sph_io;
+
+static void sph_begin(sph_io *io, pm_context *ctx, const pm_sph_interpolator *ip)
+{
+    memset(io, 0, sizeof *io);
+    px_init(&io->x, ip->ctx ? ip->ctx : ctx, ip->ctx != NULL);
+}
+
+static pm_status sph_in(sph_io *io, const float *host, size_t count, const float **out)
+{
+    *out = host;
+    if (!io->x.dev || !count || pmi_ctx_accessible(io->x.ctx, host)) return PM_STATUS_OK;
+    float *d;
+    pm_status s = px_alloc(&io->x, count, sizeof *d, &d);
+    if (s == PM_STATUS_OK) s = px_put(&io->x, d, host, count * sizeof *d);
+    *out = d;
+    return s;
+}
+
+static pm_status sph_out(sph_io *io, int k, float *host, size_t count, float **out)
+{
+    *out = host;
+    if (!io->x.dev || !host || !count || pmi_ctx_accessible(io->x.ctx, host)) return PM_STATUS_OK;
+    pm_status s = px_alloc(&io->x, count, sizeof **out, out);
+    io->out_host[k] = host;
+    io->out_dev[k] = *out;
+    io->out_bytes[k] = count * sizeof **out;
+    return s;
+}
+
+static pm_status sph_end(sph_io *io, pm_status s)
+{
+    for (int k = 0; k < 2 && s == PM_STATUS_OK; k++)
+        if (io->out_host[k]) s = px_get(&io->x, io->out_host[k], io->out_dev[k], io->out_bytes[k]);
+    return dp_finish(&io->x, s);
+}
 
 pm_status pm_sph_normals(pm_context *ctx, const pm_sph_interpolator *ip, const float *points,
                          size_t num_points, float *normals)
 {
     if (!ctx || !ip || ((!points || !normals) && num_points))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_sph_normals: NULL argument");
-    return pmi_cpu_sph_normals(ip, ctx->num_threads, points, num_points, normals);
+    sph_io io;
+    sph_begin(&io, ctx, ip);
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    a.g = ip->g;
+    pm_status s = sph_in(&io, points, 3 * num_points, &a.points);
+    if (s == PM_STATUS_OK) s = sph_out(&io, 0, normals, 3 * num_points, &a.out);
+    if (s == PM_STATUS_OK) s = px_step(&io.x, PMI_POST_SPH_NORMAL, num_points, &a);
+    return sph_end(&io, s);
 }
 
 pm_status pm_sph_interpolate(pm_context *ctx, const pm_sph_interpolator *ip, const float *values,
@@ -438,8 +893,17 @@ pm_status pm_sph_interpolate(pm_context *ctx, const pm_sph_interpolator *ip, con
     if (components < 1 || components > 16)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_sph_interpolate: %d components (1 to 16)",
                          components);
-    return pmi_cpu_sph_interpolate(ip, ctx->num_threads, values, components, points, num_points,
-                                   out);
+    sph_io io;
+    sph_begin(&io, ctx, ip);
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    a.g = ip->g;
+    a.comps = components;
+    pm_status s = sph_in(&io, points, 3 * num_points, &a.points);
+    if (s == PM_STATUS_OK) s = sph_in(&io, values, (size_t)components * ip->g.n, &a.values);
+    if (s == PM_STATUS_OK) s = sph_out(&io, 0, out, (size_t)components * num_points, &a.out);
+    if (s == PM_STATUS_OK) s = px_step(&io.x, PMI_POST_SPH_INTERP, num_points, &a);
+    return sph_end(&io, s);
 }
 
 pm_status pm_sph_smoothing_weights(pm_context *ctx, const pm_sph_interpolator *ip,
@@ -453,6 +917,24 @@ pm_status pm_sph_smoothing_weights(pm_context *ctx, const pm_sph_interpolator *i
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_sph_smoothing_weights: normalization %g must be positive",
                          normalization);
-    return pmi_cpu_sph_weights(ip, ctx->num_threads, points, num_points, normalization, weights,
-                               wnn);
+    sph_io io;
+    sph_begin(&io, ctx, ip);
+    pmi_post_args a;
+    memset(&a, 0, sizeof a);
+    a.g = ip->g;
+    a.normalization = normalization;
+    const size_t ncells = (size_t)(ip->g.cd[0] * ip->g.cd[1] * ip->g.cd[2]);
+    /* Per particle the weighted neighbour count, for those in the 27
+     * cells around some point only. */
+    pm_status s = sph_in(&io, points, 3 * num_points, &a.points);
+    if (s == PM_STATUS_OK) s = sph_out(&io, 0, weights, num_points, &a.out);
+    if (s == PM_STATUS_OK) s = sph_out(&io, 1, wnn, num_points, &a.out2);
+    if (s == PM_STATUS_OK) s = px_alloc(&io.x, ncells, 4, &a.need);
+    if (s == PM_STATUS_OK) s = px_alloc(&io.x, ip->g.kept, sizeof *a.slot_d, &a.slot_d);
+    a.dst = a.need;
+    if (s == PM_STATUS_OK) s = px_step(&io.x, PMI_POST_ZERO_U32, ncells, &a);
+    if (s == PM_STATUS_OK) s = px_step(&io.x, PMI_POST_SPH_NEED, num_points, &a);
+    if (s == PM_STATUS_OK) s = px_step(&io.x, PMI_POST_SPH_WNN, ip->g.kept, &a);
+    if (s == PM_STATUS_OK) s = px_step(&io.x, PMI_POST_SPH_WEIGHT, num_points, &a);
+    return sph_end(&io, s);
 }

@@ -1,6 +1,6 @@
 /* splashsurf's mesh checks (--check-mesh-closed/-manifold/-orientation)
- * naming the first offending element, and its mesh AABB clip
- * (--mesh-aabb-min/max, --mesh-aabb-clamp-verts). Edges are found per
+ * naming the first offending element (its mesh AABB clip is a set of
+ * data-parallel steps in core/post_rules.h). Edges are found per
  * lower vertex from the vertex -> triangle rows (no global sort), so the
  * work is parallel over vertices and the counts and the first offender
  * do not depend on the thread count. */
@@ -12,39 +12,6 @@
 #include "core/post_rules.h"
 #include "core/util.h"
 #include "cpu/post_cpu.h"
-
-pm_status pmi_cpu_clip_aabb(int threads, pmi_hmesh *m, const double min[3], const double max[3],
-                            int clamp_vertices, int keep_vertices, uint32_t *vertex_map)
-{
-    uint8_t *keep = malloc(m->nt ? m->nt : 1);
-    if (!keep) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_mesh_clip_aabb: out of memory");
-    const long long snt = (long long)m->nt;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (long long t = 0; t < snt; t++) {
-        int in = 0;
-        for (int k = 0; k < 3; k++) {
-            const float *p = m->pos + 3 * (size_t)m->tri[3 * t + k];
-            /* splashsurf's Aabb3d::contains_point: min <= p < max */
-            int inside = 1;
-            for (int a = 0; a < 3; a++)
-                inside &= (double)p[a] >= min[a] && (double)p[a] < max[a];
-            in |= inside;
-        }
-        keep[t] = (uint8_t)in;
-    }
-    pm_status s = pmi_cpu_keep_triangles(threads, m, keep, keep_vertices, vertex_map);
-    free(keep);
-    if (s != PM_STATUS_OK || !clamp_vertices) return s;
-    const long long snv = (long long)m->nv;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (long long v = 0; v < snv; v++)
-        for (int a = 0; a < 3; a++) {
-            float *x = m->pos + 3 * v + a;
-            if ((double)*x < min[a]) *x = (float)min[a];
-            if ((double)*x > max[a]) *x = (float)max[a];
-        }
-    return PM_STATUS_OK;
-}
 
 /* What one vertex found as the lower end of its edges, and as a vertex. */
 typedef struct vcheck {

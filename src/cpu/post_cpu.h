@@ -1,11 +1,12 @@
 /* The CPU runners of mesh post-processing (src/core/postprocess.c calls
- * them on host copies of the mesh): adjacency (mesh_adjacency.c),
- * normals and smoothing (smooth.c), the marching-cubes cleanup and the
- * barnacle decimation (mesh_cleanup.c), components (components.c),
- * meshoptimizer decimation (decimate.c), the AABB clip and the checks
- * (mesh_check.c), quads (quads.c), SPH interpolation (sph_interp.c).
- * Every runner is deterministic: the same bytes for any thread count.
- * Internal header. */
+ * them): the runner of the data-parallel steps of core/post_rules.h and
+ * the vertex normals of the sequential runners (smooth.c); adjacency
+ * (mesh_adjacency.c); the sequential runners, on host copies of the mesh:
+ * the marching-cubes cleanup and the barnacle decimation
+ * (mesh_cleanup.c), components (components.c), meshoptimizer decimation
+ * (decimate.c), the checks (mesh_check.c), quads (quads.c); the SPH
+ * interpolator's particle grid (sph_interp.c). Every runner is
+ * deterministic: the same bytes for any thread count. Internal header. */
 #ifndef PM_CPU_POST_CPU_H
 #define PM_CPU_POST_CPU_H
 
@@ -38,13 +39,11 @@ pm_status pmi_vertex_triangles(int threads, const uint32_t *tri, size_t nt, size
  * each once; vt from pmi_vertex_triangles. */
 pm_status pmi_vertex_neighbours(int threads, const uint32_t *tri, const pmi_adj *vt, pmi_adj *out);
 
-/* smooth.c */
+/* smooth.c: step `step` of core/post_rules.h over elements 0 .. n-1 (host
+ * memory); area-weighted vertex normals (allocated when m->nrm is NULL). */
+struct pmi_post_args;
+pm_status pmi_cpu_post_step(int threads, int step, size_t n, const struct pmi_post_args *args);
 pm_status pmi_cpu_vertex_normals(int threads, pmi_hmesh *m);
-pm_status pmi_cpu_smooth_normals(int threads, pmi_hmesh *m, int iterations);
-/* factors: per step, the Laplacian factor (beta, or Taubin's lambda / mu);
- * weights per vertex or NULL. */
-pm_status pmi_cpu_smooth(int threads, pmi_hmesh *m, int iterations, const double *factors,
-                         int steps_per_iteration, const float *weights);
 
 /* mesh_cleanup.c (sequential: each collapse depends on the previous) */
 pm_status pmi_cpu_mc_cleanup(int threads, pmi_hmesh *m, const pm_mc_cleanup_options *o);
@@ -78,21 +77,13 @@ pm_status pmi_cpu_simplify(int threads, pmi_hmesh *m, size_t target_triangles, d
                            double *result_error);
 
 /* mesh_check.c */
-pm_status pmi_cpu_clip_aabb(int threads, pmi_hmesh *m, const double min[3], const double max[3],
-                            int clamp_vertices, int keep_vertices, uint32_t *vertex_map);
 pm_status pmi_cpu_mesh_check(int threads, const pmi_hmesh *m, unsigned what,
                              pm_mesh_check_report *report);
 
-/* sph_interp.c: the interpolator (opaque in pyramesh.h). */
-pm_status pmi_cpu_sph_create(int threads, const float *xyz, size_t n, const pm_field_params *p,
-                             pm_sph_interpolator **out);
-void pmi_cpu_sph_destroy(pm_sph_interpolator *ip);
-pm_status pmi_cpu_sph_normals(const pm_sph_interpolator *ip, int threads, const float *points,
-                              size_t np, float *normals);
-pm_status pmi_cpu_sph_interpolate(const pm_sph_interpolator *ip, int threads, const float *values,
-                                  int components, const float *points, size_t np, float *out);
-pm_status pmi_cpu_sph_weights(const pm_sph_interpolator *ip, int threads, const float *points,
-                              size_t np, double normalization, float *weights, float *wnn);
+/* sph_interp.c: the interpolator's grid in host memory (ip zeroed; p
+ * resolved; 0 < n < 2^32 - 1): ip->g and ip->own (malloc'ed). */
+pm_status pmi_cpu_sph_build(int threads, const float *xyz, size_t n, const pm_field_params *p,
+                            pm_sph_interpolator *ip);
 
 /* quads.c */
 pm_status pmi_cpu_to_quads(int threads, const pmi_hmesh *m, double ratio, double normal_deg,

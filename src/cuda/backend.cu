@@ -225,6 +225,12 @@ static int cuda_accessible(pm_context *ctx, const void *p)
     return ok;
 }
 
+/* Mesh post-processing (postprocess.cu). */
+extern "C" pm_status pmi_cuda_post_step(pm_context *ctx, int step, size_t n,
+                                        const struct pmi_post_args *args);
+extern "C" pm_status pmi_cuda_sph_build(pm_context *ctx, const float *xyz, size_t n,
+                                        const pm_field_params *p, struct pm_sph_interpolator *ip);
+
 static const pmi_backend cuda_backend = {
     /* .name = */ "cuda",
     /* .init = */ cuda_init,
@@ -257,6 +263,8 @@ static const pmi_backend cuda_backend = {
     /* .bvh_destroy = */ pmi_cuda_bvh_destroy,
     /* .collide = */ pmi_cuda_collide,
     /* .subdivide_step = */ pmi_cuda_subdivide_step,
+    /* .post_step = */ pmi_cuda_post_step,
+    /* .sph_build = */ pmi_cuda_sph_build,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }
