@@ -14,15 +14,16 @@
 #include <cuda_runtime_api.h>
 #endif
 
-/* A ball of radius 9 in a 24^3 f32 volume (distance field). */
+/* A ball of radius 0.375 n in an n^3 f32 volume (distance field). */
 static float *ball(size_t n)
 {
     float *v = malloc(n * n * n * sizeof *v);
+    const double c = (n - 1) / 2.0, r = 0.375 * n;
     for (size_t k = 0; k < n; k++)
         for (size_t j = 0; j < n; j++)
             for (size_t i = 0; i < n; i++) {
-                double x = i - 11.5, y = j - 11.5, z = k - 11.5;
-                v[i + n * (j + n * k)] = (float)(9.0 - __builtin_sqrt(x * x + y * y + z * z));
+                double x = i - c, y = j - c, z = k - c;
+                v[i + n * (j + n * k)] = (float)(r - __builtin_sqrt(x * x + y * y + z * z));
             }
     return v;
 }
@@ -36,9 +37,8 @@ static int same_mesh(const pm_mesh *a, const pm_mesh *b)
 }
 
 /* The extraction of a host volume on ctx equals the CPU backend's. */
-static void host_volume(pm_context *ctx, pm_context *cpu, const char *what)
+static void host_volume_n(pm_context *ctx, pm_context *cpu, size_t n, const char *what)
 {
-    const size_t n = 24;
     float *v = ball(n);
     pm_volume vol = {v, PM_SAMPLE_F32, n, n, n, 0, 0, {1, 1, 1}, {0, 0, 0}};
     pm_mesh m, ref;
@@ -49,6 +49,41 @@ static void host_volume(pm_context *ctx, pm_context *cpu, const char *what)
     pm_mesh_free(ctx, &m);
     pm_mesh_free(cpu, &ref);
     free(v);
+}
+
+/* A small volume (copied in one piece) and one of 25 MB whose upload and
+ * mesh download go through the pinned staging buffers (8 MiB chunks, from
+ * 4 MiB on: src/cuda/host_copy.cu). */
+static void host_volume(pm_context *ctx, pm_context *cpu, const char *what)
+{
+    host_volume_n(ctx, cpu, 24, what);
+    host_volume_n(ctx, cpu, 184, what);
+}
+
+/* pm_upload / pm_download of pageable host memory through the staging
+ * buffers: sizes around the chunk and the staging threshold, an odd tail,
+ * the bytes back unchanged. */
+static void staged_copies(pm_context *ctx)
+{
+    const size_t sizes[] = {(4u << 20) - 1, 4u << 20, (8u << 20) + 1, (16u << 20) + 12345};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const size_t n = sizes[s];
+        unsigned char *a = malloc(n), *b = malloc(n);
+        uint64_t x = pmt_seed + s;
+        for (size_t i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            a[i] = (unsigned char)(x >> 56);
+        }
+        void *d = NULL;
+        PMT_OK(pm_alloc(ctx, n, &d));
+        PMT_OK(pm_upload(ctx, d, a, n));
+        memset(b, 0, n);
+        PMT_OK(pm_download(ctx, b, d, n));
+        PMT_CHECK(!memcmp(a, b, n), "%zu bytes: the staged round trip changed them", n);
+        pm_free(ctx, d);
+        free(a);
+        free(b);
+    }
 }
 
 static void host_points(pm_context *ctx, pm_context *cpu)
@@ -155,6 +190,7 @@ int main(int argc, char **argv)
     PMT_OK(pm_context_create(&d, &cpu));
     host_volume(ctx, cpu, "first call");
     host_points(ctx, cpu);
+    staged_copies(ctx);
     if (dev == PM_DEVICE_CUDA) {
         refusals(ctx);
 #ifdef PM_HAVE_CUDA
