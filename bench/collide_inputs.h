@@ -26,6 +26,7 @@
 #include <CGAL/intersections.h>
 
 #include "pyramesh.h"
+#include "../tools/demo_scene.h"
 
 namespace pmb
 {
@@ -60,14 +61,6 @@ struct Mesh {
 
 /* ---- the dam-break scene of tools/cmd_demo.c ---------------------------- */
 
-inline uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* What the scene looks like: the block of m x m x 2m lattice points of
  * spacing s (x, y in [0, (m-1)s], z in [0, (2m-1)s]). */
 struct Scene {
@@ -76,40 +69,14 @@ struct Scene {
     double s = 0;
 };
 
-/* About `target` particles (radius 0.025): a jittered block against x = 0
- * and a ball of particles beside it, as `pyramesh demo --particles`. */
-inline Scene dam_break(size_t target, uint64_t seed = 0x5eed0f5eedULL)
+/* About `target` particles (radius 0.025): the scene of `pyramesh demo
+ * --particles` (tools/demo_scene.h). */
+inline Scene dam_break(size_t target, uint64_t seed = DEMO_SEED)
 {
-    const double r = 0.025, s = 2 * r, frac = 0.15;
-    const float j = (float)(0.15 * s);
-    auto jit = [&](uint64_t *st) { return (float)(splitmix64(st) >> 40) / 8388608.0f - 1.0f; };
     Scene sc;
-    sc.s = s;
-    uint64_t rng = seed;
-    size_t m = (size_t)std::floor(std::cbrt((1.0 - frac) * (double)target / 2.0));
-    sc.m = m = m < 2 ? 2 : m;
-    for (size_t k = 0; k < 2 * m; k++)
-        for (size_t jj = 0; jj < m; jj++)
-            for (size_t i = 0; i < m; i++) {
-                sc.xyz.push_back((float)((double)i * s) + j * jit(&rng));
-                sc.xyz.push_back((float)((double)jj * s) + j * jit(&rng));
-                sc.xyz.push_back((float)((double)k * s) + j * jit(&rng));
-            }
-    double vol = frac * (double)target * s * s * s;
-    double R = std::cbrt(3.0 * vol / (4.0 * M_PI));
-    R = R < 2 * s ? 2 * s : R;
-    double width = (double)(m - 1) * s;
-    double cx = 1.5 * width + R, cy = 0.5 * width, cz = (double)(2 * m) * s * 0.6 + R;
-    long q = (long)std::ceil(R / s);
-    for (long k = -q; k <= q; k++)
-        for (long jj = -q; jj <= q; jj++)
-            for (long i = -q; i <= q; i++) {
-                double x = (double)i * s, y = (double)jj * s, z = (double)k * s;
-                if (x * x + y * y + z * z > R * R) continue;
-                sc.xyz.push_back((float)(cx + x) + j * jit(&rng));
-                sc.xyz.push_back((float)(cy + y) + j * jit(&rng));
-                sc.xyz.push_back((float)(cz + z) + j * jit(&rng));
-            }
+    sc.s = 2 * DEMO_RADIUS;
+    sc.xyz.resize(3 * demo_scene(target, seed, nullptr, nullptr));
+    demo_scene(target, seed, sc.xyz.data(), &sc.m);
     return sc;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pyramesh.h"
+#include "../tools/demo_scene.h"
 
 #ifdef PM_HAVE_OSD
 #include <opensubdiv/far/topologyDescriptor.h>
@@ -160,47 +161,12 @@ static inline sdi_mesh sdi_bipyramid(unsigned k, bool open)
 
 /* ---- reconstructed and analytic surfaces -------------------------------- */
 
-static inline uint64_t sdi_splitmix64(uint64_t *s)
+/* The scene of `pyramesh demo` (tools/demo_scene.h), about `target`
+ * particles, deterministic. */
+static inline std::vector<float> sdi_particles(size_t target, uint64_t seed = DEMO_SEED)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* The scene of `pyramesh demo` (tools/cmd_demo.c): a block of jittered
- * particles on a lattice of spacing 2r, r = 0.025, and a sphere of
- * particles beside it, about `target` particles, deterministic. */
-static inline std::vector<float> sdi_particles(size_t target, uint64_t seed = 0x5eed0f5eedULL)
-{
-    const double s = 0.05, jit = 0.15 * s;
-    uint64_t rng = seed;
-    auto jitter = [&]() {
-        return jit * ((double)(sdi_splitmix64(&rng) >> 11) / 4503599627370496.0 - 1.0);
-    };
-    std::vector<float> xyz;
-    size_t m = (size_t)std::floor(std::cbrt(0.85 * (double)target / 2.0));
-    if (m < 2) m = 2;
-    for (size_t k = 0; k < 2 * m; k++)
-        for (size_t j = 0; j < m; j++)
-            for (size_t i = 0; i < m; i++) {
-                xyz.push_back((float)(i * s + jitter()));
-                xyz.push_back((float)(j * s + jitter()));
-                xyz.push_back((float)(k * s + jitter()));
-            }
-    double R = std::max(2 * s, std::cbrt(3.0 * 0.15 * (double)target * s * s * s / (4.0 * M_PI)));
-    double width = (double)(m - 1) * s;
-    double cx = 1.5 * width + R, cy = 0.5 * width, cz = (double)(2 * m) * s * 0.6 + R;
-    long q = (long)std::ceil(R / s);
-    for (long k = -q; k <= q; k++)
-        for (long j = -q; j <= q; j++)
-            for (long i = -q; i <= q; i++) {
-                double x = i * s, y = j * s, z = k * s;
-                if (x * x + y * y + z * z > R * R) continue;
-                xyz.push_back((float)(cx + x + jitter()));
-                xyz.push_back((float)(cy + y + jitter()));
-                xyz.push_back((float)(cz + z + jitter()));
-            }
+    std::vector<float> xyz(3 * demo_scene(target, seed, nullptr, nullptr));
+    demo_scene(target, seed, xyz.data(), nullptr);
     return xyz;
 }
 

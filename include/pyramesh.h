@@ -667,6 +667,92 @@ PM_API pm_status pm_volume_range(const pm_volume *volume, double *min, double *m
                                  size_t *nan_count);
 PM_API void pm_volume_free(pm_volume *volume);
 
+/* ------------------------------------------------------------------------ */
+/* Volumes larger than memory: marching cubes streamed slab by slab         */
+/* ------------------------------------------------------------------------ */
+
+/* A volume delivered a few lattice slices at a time: a file (see
+ * pm_volume_source_open), a simulation, a network stream. read() writes
+ * slices [z0, z1) to dst: (z1 - z0) * nx * ny samples of `type`, x
+ * fastest, packed, in host byte order. pm_isosurface_stream calls it with
+ * consecutive ranges from z = 0 to nz, each slice exactly once, so
+ * sequential sources (a gzip stream, a solver's time step) work. A
+ * failure status from read() ends the extraction with that status (the
+ * message the source set with the library's readers, or one naming the
+ * slices). close() (may be NULL) releases `user` in
+ * pm_volume_source_close. buffer_bytes: memory the source itself holds
+ * while reading, counted against the memory limit. */
+typedef struct pm_volume_source {
+    size_t struct_size;
+    pm_sample_type type;
+    size_t nx, ny, nz;
+    double spacing[3]; /* 0 = 1 */
+    double origin[3];
+    pm_status (*read)(void *user, size_t z0, size_t z1, void *dst);
+    void (*close)(void *user);
+    void *user;
+    size_t buffer_bytes;
+} pm_volume_source;
+
+/* A source over a volume file: raw samples (raw != NULL, as in
+ * pm_volume_read: plain files by positioned reads, gzip by streaming
+ * inflate) or NRRD (.nrrd/.nhdr, raw encoding by positioned reads, gzip by
+ * streaming inflate). The header is read and every size checked against
+ * the file now, so a file too short for its samples fails here; a file
+ * that changes while it is read fails in read() naming the byte offset.
+ * Other formats and NRRD ascii encoding are PM_STATUS_UNSUPPORTED (read
+ * them with pm_volume_read). Free with pm_volume_source_close. */
+PM_API pm_status pm_volume_source_open(const char *path, const pm_raw_options *raw,
+                                       pm_volume_source *out);
+/* Calls source->close(source->user) and zeroes the source. NULL is fine. */
+PM_API void pm_volume_source_close(pm_volume_source *source);
+
+/* What a streamed extraction did (all zero before it starts). */
+typedef struct pm_stream_report {
+    size_t slabs;              /* slabs walked */
+    size_t slab_slices;        /* lattice slices per slab (the last may have fewer) */
+    size_t ghost_below, ghost_above; /* slices read around each slab */
+    uint64_t bytes_read;       /* sample bytes delivered by the source */
+    uint64_t working_set_bytes; /* slab buffer + scratch + source buffer: <= the limit */
+    uint64_t staging_bytes;    /* largest slab output held before its copy */
+    uint64_t mesh_bytes;       /* the output mesh's arrays */
+    double read_ms, walk_ms, copy_ms, gather_ms;
+} pm_stream_report;
+
+typedef struct pm_stream_options {
+    size_t struct_size;
+    /* Bound of the volume working set: the slab buffer (its slices plus
+     * the ghost slices), the walk's per-thread scratch and the source's
+     * buffer_bytes. The mesh is the output and is not counted (see
+     * docs/isosurface.md). 0 = no limit (one slab holds the volume). A
+     * limit too small for a slab of one slice is PM_STATUS_OUT_OF_MEMORY
+     * with the figures. */
+    size_t max_memory_bytes;
+    /* Lattice slices per slab; 0 = as many as the limit allows. A value
+     * the limit cannot hold is PM_STATUS_OUT_OF_MEMORY. */
+    size_t slab_slices;
+    pm_stream_report *report; /* optional, out */
+} pm_stream_options;
+
+/* pm_isosurface over a volume that need not fit in memory: the slices
+ * come from `source` slab by slab, each slab is walked with its ghost
+ * slices (one below when normals are computed, two above) and appended to
+ * the mesh. The mesh is the same, byte for byte, as pm_isosurface's on
+ * the whole volume (same options), for every slab thickness. The mesh
+ * itself is built in host memory. stream may be NULL (no limit).
+ * options->report's path gets "stream=slabs slabs=N thickness=T
+ * read_bytes=B" and stages read, walk, copy (and gather for soups).
+ * Returns what pm_isosurface returns, the source's failure, or
+ * PM_STATUS_UNSUPPORTED on a CUDA context (streaming runs on the CPU
+ * backend only for now). On failure the mesh is freed and zeroed. */
+PM_API pm_status pm_isosurface_stream(pm_context *ctx, const pm_volume_source *source, double iso,
+                                      const pm_isosurface_options *options,
+                                      const pm_stream_options *stream, pm_mesh *mesh);
+/* pm_volume_source_open + pm_isosurface_stream + pm_volume_source_close. */
+PM_API pm_status pm_isosurface_file(pm_context *ctx, const char *path, const pm_raw_options *raw,
+                                    double iso, const pm_isosurface_options *options,
+                                    const pm_stream_options *stream, pm_mesh *mesh);
+
 /* Point file formats; AUTO chooses from the extension (.ply, .xyz, .vtk,
  * .vtu, .bgeo, .bgeo.gz, .csv). */
 typedef enum pm_points_format {
@@ -749,6 +835,141 @@ PM_API pm_status pm_mesh_analyze(const pm_mesh *mesh, pm_mesh_report *report);
  * The volume is in host memory. */
 PM_API pm_status pm_debug_images(const pm_volume *volume, double iso, pm_inside inside,
                                  const char *dir);
+
+/* ------------------------------------------------------------------------ */
+/* Large domains: mesh pieces with global identities, sparse particle       */
+/* reconstruction (docs/scale.md)                                           */
+/* ------------------------------------------------------------------------ */
+
+/* A global lattice: point (i,j,k) at origin + (i*spacing[0], j*spacing[1],
+ * k*spacing[2]), dims points per axis (each >= 2, 3 * dims[0] * dims[1] *
+ * dims[2] < 2^64). The lattice of a dense volume is its origin, spacing
+ * and nx, ny, nz; the lattice of a sparse reconstruction is in its report. */
+typedef struct pm_lattice {
+    double origin[3];
+    double spacing[3];
+    uint64_t dims[3];
+} pm_lattice;
+
+/* A box of lattice points: lo (global indices) and dims points per axis. */
+typedef struct pm_lattice_box {
+    uint64_t lo[3];
+    uint64_t dims[3];
+} pm_lattice_box;
+
+/* The global identities of a lattice (dims N): the crossing on the edge
+ * from point (i,j,k) along axis a (0 x, 1 y, 2 z; the lower end owns the
+ * edge) has vertex key 3 * (i + N0 * (j + N1 * k)) + a; cell (i,j,k) has
+ * cell key i + (N0 - 1) * (j + (N1 - 1) * k). Ascending keys are the order
+ * of pm_isosurface's indexed vertices and of its triangles' cells. */
+PM_API uint64_t pm_vertex_key(const uint64_t dims[3], uint64_t i, uint64_t j, uint64_t k,
+                              int axis);
+PM_API uint64_t pm_cell_key(const uint64_t dims[3], uint64_t i, uint64_t j, uint64_t k);
+
+/* The part of a global mesh that one box of lattice points owns: the
+ * vertices of the edges its points own (ascending vertex key) and the
+ * triangles of the cells its points own (cell (i,j,k) belongs to point
+ * (i,j,k); ascending cell key, then case-table order), each triangle
+ * naming its 3 vertices by vertex key (some owned by neighbouring boxes).
+ * Host memory, owned by the piece: pm_mesh_piece_free. */
+typedef struct pm_mesh_piece {
+    uint64_t lattice_dims[3];
+    pm_lattice_box owned;
+    uint64_t num_vertices, num_triangles;
+    uint64_t active_cells;  /* owned cells the surface passes through */
+    uint64_t *vertex_keys;  /* num_vertices, ascending */
+    float *positions;       /* 3 per vertex */
+    float *normals;         /* 3 per vertex, or NULL (PM_NORMALS_NONE) */
+    uint64_t *triangles;    /* 3 vertex keys per triangle */
+    uint64_t *cell_keys;    /* one per triangle, ascending */
+} pm_mesh_piece;
+
+/* The piece of pm_isosurface's mesh of a global volume on `lattice` that
+ * the points of `owned` own, computed from `window`, a sub-volume whose
+ * point 0 is global point window_lo (window's own origin and spacing are
+ * not used). The piece's bytes are those pm_isosurface (indexed, same
+ * iso, normals and inside) gives those vertices and triangles on the whole
+ * volume: positions come from the lattice's origin and spacing and the
+ * global indices, gradients are one-sided at the lattice's border only.
+ * Ghost rule: the window must hold the lattice points [lo - 1, lo + dims +
+ * 2) of owned on every axis (clipped to the lattice), or [lo, lo + dims +
+ * 1) with PM_NORMALS_NONE; INVALID_ARGUMENT otherwise, and when owned
+ * leaves the lattice (it may be empty). options: normals and inside as for
+ * pm_isosurface; mode, buffers and report are ignored. The window is in
+ * context memory (host memory on the CPU). PM_STATUS_UNSUPPORTED on a
+ * backend without this entry (CUDA, for now). */
+PM_API pm_status pm_isosurface_piece(pm_context *ctx, const pm_volume *window,
+                                     const uint64_t window_lo[3], const pm_lattice *lattice,
+                                     const pm_lattice_box *owned, double iso,
+                                     const pm_isosurface_options *options, pm_mesh_piece *piece);
+PM_API void pm_mesh_piece_free(pm_mesh_piece *piece);
+
+/* Joins pieces of one lattice, given in any order, into the mesh
+ * pm_isosurface would give for the whole lattice: vertices in ascending
+ * vertex key, triangles in ascending cell key then each piece's order,
+ * indices into those vertices (mode PM_MESH_INDEXED), or the triangles'
+ * corners (PM_MESH_SOUP). Byte for byte pm_isosurface's mesh when the
+ * pieces' boxes tile the lattice (boxes where the surface does not pass
+ * may be left out). options: mode, output memory, caller buffers and
+ * capacities as for pm_isosurface; normals as the pieces were extracted
+ * with (PM_NORMALS_NONE: none; any other mode: the pieces' normals).
+ * PM_STATUS_INVALID_ARGUMENT, naming the piece and key, when pieces
+ * disagree on the lattice or with options->normals, two pieces own one vertex or cell, keys
+ * are not ascending, or a triangle names a vertex no piece has;
+ * PM_STATUS_OVERFLOW for more than UINT32_MAX vertices in an indexed
+ * mesh. Runs on the host (pieces are host memory). */
+PM_API pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, size_t count,
+                                      const pm_isosurface_options *options, pm_mesh *mesh);
+
+/* How pm_reconstruct lays out the field. */
+typedef enum pm_grid_mode {
+    PM_GRID_AUTO = 0, /* dense when it fits max_memory_bytes and the particles
+                         fill enough of their box (docs/scale.md), else sparse */
+    PM_GRID_DENSE,    /* pm_field_compute + pm_isosurface */
+    PM_GRID_SPARSE    /* bricks around the particles only */
+} pm_grid_mode;
+
+typedef struct pm_reconstruct_options {
+    size_t struct_size;
+    pm_grid_mode grid;
+    /* Lattice points per brick edge (sparse), rounded up to a multiple of
+     * the neighbour-cell edge; 0 = 32 (rounded up likewise). */
+    size_t brick_points;
+} pm_reconstruct_options;
+
+/* What pm_reconstruct did. */
+typedef struct pm_reconstruct_report {
+    int sparse;            /* 1: the sparse path ran */
+    pm_lattice lattice;    /* the global lattice (pm_field_compute's grid) */
+    int64_t lattice_lo[3]; /* its point 0 as global lattice index (origin = lo * s) */
+    double iso;
+    size_t particles_used, particles_dropped;
+    uint64_t brick_points;    /* sparse: points per brick edge */
+    uint64_t bricks_total;    /* sparse: bricks of the lattice */
+    uint64_t bricks_occupied; /* sparse: bricks computed */
+    uint64_t occupied_cells;  /* sparse: neighbour cells holding particles */
+    size_t peak_bytes;        /* the largest memory the call held at once (its own arrays) */
+    /* Stage times, ms: neighbour cells and bricks, particle densities,
+     * fields (summed over threads for sparse, wall time for dense),
+     * extraction (likewise), merge (wall), and the whole call. */
+    double neighbours_ms, density_ms, field_ms, extract_ms, merge_ms, total_ms;
+} pm_reconstruct_report;
+
+/* Particles to surface: pm_field_compute + pm_isosurface (dense), or the
+ * same mesh, byte for byte, computed brick by brick over the bricks that
+ * particles can influence (sparse; SPH only): memory grows with the
+ * occupied bricks, not with the bounding box. xyz, n and params as
+ * pm_field_compute (host or context memory); iso_options as pm_isosurface
+ * (inside is PM_INSIDE_ABOVE); options and report may be NULL. The memory
+ * estimate of the chosen path is checked against params->max_memory_bytes
+ * first (PM_STATUS_OUT_OF_MEMORY naming the figure), and the pieces' bytes
+ * as they grow. A sparse request on a backend without the sparse entries
+ * (CUDA, for now), or with the blur method, is PM_STATUS_UNSUPPORTED. */
+PM_API pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n,
+                                const pm_field_params *params,
+                                const pm_reconstruct_options *options,
+                                const pm_isosurface_options *iso_options, pm_mesh *mesh,
+                                pm_reconstruct_report *report);
 
 /* ------------------------------------------------------------------------ */
 /* Mesh post-processing: splashsurf's (Loeschner et al. 2023) and general   */

@@ -2,7 +2,7 @@
 # Installs what pyramesh needs on a fresh Debian machine: a C compiler with
 # OpenMP, CMake, make and zlib, and the optional parts its tests use (GDCM,
 # FCL, CGAL, OpenSubdiv, meshoptimizer, Python with NumPy). CUDA (nvcc) is optional and not installed
-# here. With --check-only, only reports (exit 1) when something is missing.
+# here. Open MPI (the MPI layer) is installed and optional at build time. With --check-only, only reports (exit 1) when something is missing.
 # With --fuzz, also clang, its sanitizer/libFuzzer runtime and libomp, which
 # `make fuzz` needs.
 set -e
@@ -28,6 +28,10 @@ ls /usr/include/gdcm-*/gdcmImageReader.h >/dev/null 2>&1 || missing="$missing li
 [ -f /usr/include/opensubdiv/far/topologyRefiner.h ] || missing="$missing libosd-dev"
 [ -f /usr/include/meshoptimizer.h ] || missing="$missing libmeshoptimizer-dev"
 command -v g++ >/dev/null 2>&1 || missing="$missing g++"
+# Open MPI: the MPI layer (src/mpi/, docs/distributed.md) and its tests
+# under mpirun; optional at build time.
+command -v mpicc >/dev/null 2>&1 || missing="$missing libopenmpi-dev"
+command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
 # The Python package (python/): Debian's interpreter with its headers,
 # NumPy, pytest, and scikit-image for the comparisons.
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"

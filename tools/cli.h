@@ -136,6 +136,7 @@ typedef struct cli_result {
     pm_timings t;
     double upload_ms, total_ms;
     int threads;
+    int ranks; /* MPI ranks under mpirun, else 0 */
     pm_isosurface_report report; /* the extraction's path and stages */
     int subdivide;               /* --subdivide levels */
     double subdivide_ms;
@@ -190,6 +191,26 @@ typedef int (*cli_frame_fn)(void *user, const cli_frame *frame, cli_progress *pr
  * pattern), reports progress, writes --stats, and returns the exit status. */
 int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_frame_fn fn,
                    void *user);
+
+/* ---- cli_mpi.c: runs under mpirun (docs/distributed.md) -------------------- */
+
+/* This process's rank and the rank count under mpirun, else -1 and 0. */
+extern int cli_mpi_rank, cli_mpi_ranks;
+/* Initialises MPI when mpirun started the process; 0 (error printed) when
+ * it cannot, or when this build has no MPI and mpirun asked for ranks. */
+int cli_mpi_start(int *argc, char ***argv);
+/* Finalises MPI; returns the largest exit status of all ranks. */
+int cli_mpi_finish(int rc);
+/* Reads this rank's slab of `input` and meshes the volume over the ranks:
+ * the mesh on rank 0 (others: empty), or with `distributed` each rank's
+ * part and its global vertex ids. geometry: the volume's size, type,
+ * origin and spacing (no data). */
+pm_status cli_mpi_isosurface(pm_context *ctx, const char *input, const pm_raw_options *raw,
+                             size_t max_memory, double iso, const pm_isosurface_options *opt,
+                             int distributed, pm_mesh *mesh, uint64_t **ids, pm_volume *geometry,
+                             double *read_ms);
+/* Writes the distributed mesh: parts <stem>_<rank>.vtp and the .pvtp index. */
+pm_status cli_mpi_write_pvtp(const char *path, const pm_mesh *mesh, const uint64_t *ids);
 
 /* ---- commands ------------------------------------------------------------- */
 int cmd_isosurface(int argc, char **argv);

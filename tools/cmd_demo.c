@@ -12,16 +12,7 @@
 
 #include "args.h"
 #include "cli.h"
-
-/* The scene's parameters, stated here and in docs/cli.md. */
-#define DEMO_RADIUS 0.025  /* particle radius r; lattice spacing 2r */
-#define DEMO_SMOOTHING 2.0 /* l: support radius 2*l*r = 4r */
-#define DEMO_CUBE 1.5      /* c: grid cell = 1.5*r (splashsurf canyon) */
-#define DEMO_CUBE_STR "1.5"
-#define DEMO_THRESHOLD 0.6        /* t */
-#define DEMO_SPHERE_FRACTION 0.15 /* share of the particles in the sphere */
-#define DEMO_JITTER 0.15          /* +- this fraction of the lattice spacing */
-#define DEMO_SEED 0x5eed0f5eedULL
+#include "demo_scene.h"
 
 static const char help[] =
     "usage: pyramesh demo [-o demo.ply] [--particles N] [--device D] [--threads N] [--quiet]\n"
@@ -46,62 +37,6 @@ static const cli_option options[] = {
     {"device", 0, 1, OPT_DEVICE},   {"threads", 0, 1, OPT_THREADS},   {"stats", 0, 1, OPT_STATS},
     {"quiet", 'q', 0, OPT_QUIET},   {"help", 'h', 0, OPT_HELP},       {NULL, 0, 0, 0},
 };
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [-1, 1), from the top 24 bits so float rounding is exact. */
-static float jitter(uint64_t *state)
-{
-    return (float)(splitmix64(state) >> 40) / 8388608.0f - 1.0f;
-}
-
-/* Fills xyz (may be NULL to count only); returns the number of particles. */
-static size_t generate(size_t target, float *xyz)
-{
-    const double s = 2.0 * DEMO_RADIUS;
-    const float j = (float)(DEMO_JITTER * s);
-    uint64_t rng = DEMO_SEED;
-    size_t n = 0;
-    /* The block: m x m x 2m lattice points, a water column against x = 0. */
-    double block = (1.0 - DEMO_SPHERE_FRACTION) * (double)target;
-    size_t m = (size_t)floor(cbrt(block / 2.0));
-    if (m < 2) m = 2;
-    for (size_t k = 0; k < 2 * m; k++)
-        for (size_t jj = 0; jj < m; jj++)
-            for (size_t i = 0; i < m; i++, n++)
-                if (xyz) {
-                    xyz[3 * n + 0] = (float)((double)i * s) + j * jitter(&rng);
-                    xyz[3 * n + 1] = (float)((double)jj * s) + j * jitter(&rng);
-                    xyz[3 * n + 2] = (float)((double)k * s) + j * jitter(&rng);
-                }
-    /* The sphere: lattice points within R, R chosen for the sphere's share,
-     * centred beside the column and above the floor, as if falling in. */
-    double vol = DEMO_SPHERE_FRACTION * (double)target * s * s * s;
-    double R = cbrt(3.0 * vol / (4.0 * 3.14159265358979323846));
-    if (R < 2 * s) R = 2 * s;
-    double width = (double)(m - 1) * s;
-    double cx = width + 0.5 * width + R, cy = 0.5 * width, cz = (double)(2 * m) * s * 0.6 + R;
-    long q = (long)ceil(R / s);
-    for (long k = -q; k <= q; k++)
-        for (long jj = -q; jj <= q; jj++)
-            for (long i = -q; i <= q; i++) {
-                double x = (double)i * s, y = (double)jj * s, z = (double)k * s;
-                if (x * x + y * y + z * z > R * R) continue;
-                if (xyz) {
-                    xyz[3 * n + 0] = (float)(cx + x) + j * jitter(&rng);
-                    xyz[3 * n + 1] = (float)(cy + y) + j * jitter(&rng);
-                    xyz[3 * n + 2] = (float)(cz + z) + j * jitter(&rng);
-                }
-                n++;
-            }
-    return n;
-}
 
 int cmd_demo(int argc, char **argv)
 {
@@ -142,14 +77,14 @@ int cmd_demo(int argc, char **argv)
     cli_progress_init(&progress, c.quiet, 1);
     cli_progress_stage(&progress, "generating particles");
     double t_start = cli_now_ms();
-    size_t n = generate((size_t)target, NULL);
+    size_t n = demo_scene((size_t)target, DEMO_SEED, NULL, NULL);
     float *xyz = malloc(n * 3 * sizeof(float));
     if (!xyz) {
         cli_progress_clear(&progress);
         cli_error("out of memory for %zu particles", n);
         return CLI_FAIL;
     }
-    generate((size_t)target, xyz);
+    demo_scene((size_t)target, DEMO_SEED, xyz, NULL);
     double gen_ms = cli_now_ms() - t_start;
 
     pm_context *ctx = NULL;

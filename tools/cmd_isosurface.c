@@ -1,6 +1,7 @@
 /* pyramesh isosurface: volume file -> marching cubes (pm_isosurface) ->
- * optional mesh post-processing (post_options.c) -> mesh file. Reads on
- * the host, uploads to the device when the context is CUDA, extracts into
+ * optional mesh post-processing (post_options.c) -> mesh file. A volume
+ * larger than --max-memory is streamed slab by slab (pm_isosurface_stream)
+ * where its format allows. Otherwise reads on the host, uploads to the device when the context is CUDA, extracts into
  * host memory (device memory when post-processing follows on a CUDA
  * context) and writes; each stage is timed. */
 #ifndef _POSIX_C_SOURCE
@@ -38,7 +39,9 @@ static const char help[] =
     "  --threads N              CPU threads (default: all cores)\n"
     "  --stats FILE.json        write counts and timings as JSON\n"
     "  -q, --quiet              print nothing on success\n"
-    "  --max-memory SIZE        refuse volumes larger than SIZE (e.g. 512M, 8G)\n"
+    "  --max-memory SIZE        volumes larger than SIZE (e.g. 512M, 8G) are streamed\n"
+    "                           slab by slab within SIZE (raw and NRRD files, CPU;\n"
+    "                           the same mesh); other formats are refused\n"
     "  --debug-dir DIR          write debug PNGs there (created if missing): the\n"
     "                           middle z slice's cells coloured by triangle count\n"
     "                           and the HistoPyramid levels over them (a sequence\n"
@@ -112,6 +115,8 @@ typedef struct iso_job {
     const char *debug_dir; /* --debug-dir, or NULL */
     pm_inside inside;      /* --inside */
     cli_post post;         /* mesh post-processing (zeroed: none) */
+    int mpi_distributed;   /* under mpirun, output .pvtp: every rank writes its part */
+    uint64_t *mpi_ids;     /* the part's global vertex ids (distributed) */
 } iso_job;
 
 /* Parses the --raw-* options shared with `info`; returns 1 handled, 0 not
@@ -224,74 +229,40 @@ static void warn_range(cli_progress *p, const char *input, const pm_volume *vol,
     }
 }
 
-static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result *r)
+/* After the extraction: subdivision, post-processing or writing, debug
+ * images and the result's counts. Frees mesh and vol. */
+static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_result *r,
+                      pm_volume *volp, pm_mesh *meshp, const pm_isosurface_options *optp,
+                      double t_start)
 {
-    iso_job *job = user;
     const cli_common *c = &job->c;
-    if (!cli_check_io(f->input, f->output, !job->have_raw)) return CLI_FAIL;
-    double t_start = cli_now_ms();
-
-    cli_progress_stage(p, "reading");
-    pm_volume vol;
-    memset(&vol, 0, sizeof vol);
-    double t0 = cli_now_ms();
-    pm_status s =
-        pm_volume_read(f->input, job->have_raw ? &job->raw : NULL, (size_t)c->max_memory, &vol);
-    if (s != PM_STATUS_OK) return fail(p, s, f->input);
-    r->t.read_ms = cli_now_ms() - t0;
-    if (cli_interrupted) {
-        pm_volume_free(&vol);
-        return CLI_INTERRUPTED;
-    }
-    warn_range(p, f->input, &vol, job->iso);
-
-    /* Extract: upload (CUDA only) plus all of pm_isosurface; no file I/O. */
-    cli_progress_stage(p, "extracting");
-    pm_mesh mesh;
-    memset(&mesh, 0, sizeof mesh);
-    pm_isosurface_options opt;
-    memset(&opt, 0, sizeof opt);
-    opt.struct_size = sizeof opt;
-    opt.normals = c->normals;
-    opt.mode = c->soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
-    opt.inside = job->inside;
-    /* Normals that post-processing replaces are not computed here; a mesh
-     * that post-processing follows on a CUDA context stays on the device. */
     const cli_post *q = &job->post;
-    if (q->normals || cli_post_moves(q)) opt.normals = PM_NORMALS_NONE;
-    opt.output_in_context_memory =
-        pm_context_device(job->ctx) == PM_DEVICE_CUDA && q->enabled_any && c->subdivide <= 0;
-    t0 = cli_now_ms();
-    pm_volume in = vol;
-    void *dev = NULL;
-    if (pm_context_device(job->ctx) == PM_DEVICE_CUDA) {
-        size_t bytes;
-        if (!volume_bytes(&vol, &bytes)) {
-            pm_volume_free(&vol);
-            cli_progress_clear(p);
-            cli_error("%s: volume size overflows", f->input);
-            return CLI_FAIL;
+    pm_volume vol = *volp;
+    pm_mesh mesh = *meshp;
+    pm_isosurface_options opt = *optp;
+    pm_status s;
+    double t0;
+    if (job->mpi_ids || (cli_mpi_rank > 0 && !job->mpi_ids)) {
+        /* Under mpirun: the distributed parts are written by every rank;
+         * a gathered mesh only by rank 0. */
+        if (job->mpi_ids) {
+            cli_progress_stage(p, "writing");
+            t0 = cli_now_ms();
+            s = cli_mpi_write_pvtp(f->output, &mesh, job->mpi_ids);
+            r->t.write_ms = cli_now_ms() - t0;
+            free(job->mpi_ids);
+            job->mpi_ids = NULL;
+            if (s != PM_STATUS_OK) {
+                pm_mesh_free(job->ctx, &mesh);
+                return fail(p, s, f->output);
+            }
         }
-        s = pm_alloc(job->ctx, bytes, &dev);
-        if (s == PM_STATUS_OK) s = pm_upload(job->ctx, dev, vol.data, bytes);
-        if (s != PM_STATUS_OK) {
-            pm_free(job->ctx, dev);
+        if (cli_mpi_rank > 0) {
+            pm_mesh_free(job->ctx, &mesh);
             pm_volume_free(&vol);
-            return fail(p, s, "uploading the volume");
+            return CLI_OK;
         }
-        in.data = dev;
-    }
-    r->report.timed = 1;
-    opt.report = &r->report;
-    s = pm_isosurface(job->ctx, &in, job->iso, &opt, &mesh);
-    r->t.extract_ms = cli_now_ms() - t0;
-    pm_free(job->ctx, dev);
-    if (s != PM_STATUS_OK) {
-        pm_mesh_free(job->ctx, &mesh);
-        pm_volume_free(&vol);
-        return fail(p, s, f->input);
-    }
-    if (c->subdivide > 0) {
+    } else if (c->subdivide > 0) {
         cli_progress_stage(p, "subdividing");
         s = cli_subdivide_mesh(job->ctx, c->subdivide, opt.normals, &mesh, &r->subdivide_ms);
         if (s != PM_STATUS_OK) {
@@ -323,7 +294,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
             pm_volume_free(&vol);
             return rc;
         }
-    } else {
+    } else if (!job->mpi_distributed) {
         cli_progress_stage(p, "writing");
         t0 = cli_now_ms();
         s = pm_mesh_write(f->output, &mesh, &wopt);
@@ -351,6 +322,7 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     r->output = f->output;
     r->device = pm_device_string(pm_context_device(job->ctx));
     snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(job->ctx));
+    r->ranks = cli_mpi_ranks;
     r->threads = pm_context_num_threads(job->ctx);
     r->subdivide = c->subdivide;
     r->nx = vol.nx;
@@ -373,6 +345,164 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     pm_mesh_free(job->ctx, &mesh);
     pm_volume_free(&vol);
     return CLI_OK;
+}
+
+/* Under mpirun: each rank reads its slab, the ranks mesh the volume
+ * together (tools/cli_mpi.c); rank 0 goes on with the gathered mesh, or
+ * every rank writes its part of a distributed (.pvtp) output. */
+static int iso_frame_mpi(iso_job *job, const cli_frame *f, cli_progress *p, cli_result *r,
+                         double t_start)
+{
+    const cli_common *c = &job->c;
+    cli_progress_stage(p, "meshing over MPI ranks");
+    pm_isosurface_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.struct_size = sizeof opt;
+    opt.normals = c->normals;
+    opt.mode = c->soup && !job->mpi_distributed ? PM_MESH_SOUP : PM_MESH_INDEXED;
+    opt.inside = job->inside;
+    const cli_post *q = &job->post;
+    if (q->normals || cli_post_moves(q)) opt.normals = PM_NORMALS_NONE;
+    pm_volume vol;
+    pm_mesh mesh;
+    memset(&mesh, 0, sizeof mesh);
+    double t0 = cli_now_ms();
+    pm_status s = cli_mpi_isosurface(job->ctx, f->input, job->have_raw ? &job->raw : NULL,
+                                     (size_t)c->max_memory, job->iso, &opt, job->mpi_distributed,
+                                     &mesh, &job->mpi_ids, &vol, &r->t.read_ms);
+    r->t.extract_ms = cli_now_ms() - t0 - r->t.read_ms;
+    snprintf(r->report.path, sizeof r->report.path, "backend=%s mpi=%s ranks=%d decomposition=slabs",
+             pm_device_string(pm_context_device(job->ctx)),
+             job->mpi_distributed ? "distributed" : "gather", cli_mpi_ranks);
+    if (s != PM_STATUS_OK) {
+        pm_mesh_free(job->ctx, &mesh);
+        free(job->mpi_ids);
+        job->mpi_ids = NULL;
+        if (cli_mpi_rank > 0) return CLI_FAIL; /* rank 0 prints the agreed message */
+        return fail(p, s, f->input);
+    }
+    return iso_finish(job, f, p, r, &vol, &mesh, &opt, t_start);
+}
+
+static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result *r)
+{
+    iso_job *job = user;
+    const cli_common *c = &job->c;
+    if (!cli_check_io(f->input, f->output, !job->have_raw)) return CLI_FAIL;
+    double t_start = cli_now_ms();
+    if (cli_mpi_rank >= 0) return iso_frame_mpi(job, f, p, r, t_start);
+
+    cli_progress_stage(p, "reading");
+    pm_volume vol;
+    memset(&vol, 0, sizeof vol);
+    double t0 = cli_now_ms();
+    /* A volume larger than --max-memory is streamed slab by slab where
+     * its format allows (raw, NRRD): the same mesh, the volume never whole
+     * in memory. vol then holds the geometry only (data NULL). */
+    pm_volume_source src;
+    int streamed = 0;
+    pm_status s = PM_STATUS_OK;
+    if (c->max_memory &&
+        pm_volume_source_open(f->input, job->have_raw ? &job->raw : NULL, &src) == PM_STATUS_OK) {
+        const uint64_t bytes =
+            (uint64_t)src.nx * src.ny * src.nz * (uint64_t)pm_sample_size(src.type);
+        if (bytes > c->max_memory) {
+            streamed = 1;
+            vol.type = src.type;
+            vol.nx = src.nx;
+            vol.ny = src.ny;
+            vol.nz = src.nz;
+            for (int k = 0; k < 3; k++) {
+                vol.spacing[k] = src.spacing[k];
+                vol.origin[k] = src.origin[k];
+            }
+        } else {
+            pm_volume_source_close(&src);
+        }
+    }
+    if (streamed && job->debug_dir) {
+        pm_volume_source_close(&src);
+        cli_progress_clear(p);
+        cli_error("%s: --debug-dir needs the volume in memory, and it is larger than "
+                  "--max-memory (it is streamed)",
+                  f->input);
+        return CLI_FAIL;
+    }
+    if (!streamed) {
+        s = pm_volume_read(f->input, job->have_raw ? &job->raw : NULL, (size_t)c->max_memory,
+                           &vol);
+        if (s != PM_STATUS_OK) return fail(p, s, f->input);
+        r->t.read_ms = cli_now_ms() - t0;
+    }
+    if (cli_interrupted) {
+        if (streamed) pm_volume_source_close(&src);
+        pm_volume_free(&vol);
+        return CLI_INTERRUPTED;
+    }
+    if (!streamed) warn_range(p, f->input, &vol, job->iso);
+
+    /* Extract: upload (CUDA only) plus all of pm_isosurface; no file I/O. */
+    cli_progress_stage(p, "extracting");
+    pm_mesh mesh;
+    memset(&mesh, 0, sizeof mesh);
+    pm_isosurface_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.struct_size = sizeof opt;
+    opt.normals = c->normals;
+    opt.mode = c->soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
+    opt.inside = job->inside;
+    /* Normals that post-processing replaces are not computed here; a mesh
+     * that post-processing follows on a CUDA context stays on the device. */
+    const cli_post *q = &job->post;
+    if (q->normals || cli_post_moves(q)) opt.normals = PM_NORMALS_NONE;
+    opt.output_in_context_memory =
+        pm_context_device(job->ctx) == PM_DEVICE_CUDA && q->enabled_any && c->subdivide <= 0;
+    t0 = cli_now_ms();
+    pm_volume in = vol;
+    void *dev = NULL;
+    if (streamed) opt.output_in_context_memory = 0; /* streaming builds the mesh on the host */
+    if (!streamed && pm_context_device(job->ctx) == PM_DEVICE_CUDA) {
+        size_t bytes;
+        if (!volume_bytes(&vol, &bytes)) {
+            pm_volume_free(&vol);
+            cli_progress_clear(p);
+            cli_error("%s: volume size overflows", f->input);
+            return CLI_FAIL;
+        }
+        s = pm_alloc(job->ctx, bytes, &dev);
+        if (s == PM_STATUS_OK) s = pm_upload(job->ctx, dev, vol.data, bytes);
+        if (s != PM_STATUS_OK) {
+            pm_free(job->ctx, dev);
+            pm_volume_free(&vol);
+            return fail(p, s, "uploading the volume");
+        }
+        in.data = dev;
+    }
+    r->report.timed = 1;
+    opt.report = &r->report;
+    if (streamed) {
+        pm_stream_report sr;
+        pm_stream_options so;
+        memset(&so, 0, sizeof so);
+        so.struct_size = sizeof so;
+        so.max_memory_bytes = (size_t)c->max_memory;
+        so.report = &sr;
+        s = pm_isosurface_stream(job->ctx, &src, job->iso, &opt, &so, &mesh);
+        pm_volume_source_close(&src);
+        /* Reading and extracting alternate: the read time is the source's. */
+        r->t.read_ms = s == PM_STATUS_OK || s == PM_STATUS_TRUNCATED ? sr.read_ms : 0.0;
+        r->t.extract_ms = cli_now_ms() - t0 - r->t.read_ms;
+    } else {
+        s = pm_isosurface(job->ctx, &in, job->iso, &opt, &mesh);
+        r->t.extract_ms = cli_now_ms() - t0;
+    }
+    pm_free(job->ctx, dev);
+    if (s != PM_STATUS_OK) {
+        pm_mesh_free(job->ctx, &mesh);
+        pm_volume_free(&vol);
+        return fail(p, s, f->input);
+    }
+    return iso_finish(job, f, p, r, &vol, &mesh, &opt, t_start);
 }
 
 int cmd_isosurface(int argc, char **argv)
@@ -429,10 +559,28 @@ int cmd_isosurface(int argc, char **argv)
     if (have_dims != have_type || (have_other && !have_dims))
         return cli_usage_error(cmd, "raw volumes need both --raw-dims and --raw-type");
     job.have_raw = have_dims;
+    const char *out = job.c.output ? job.c.output : "";
+    size_t olen = strlen(out);
+    int pvtp = olen > 5 && strcmp(out + olen - 5, ".pvtp") == 0;
 
-    if (!cli_context_create(&job.c, &job.ctx)) return CLI_FAIL;
+    if (!cli_mpi_start(&argc, &argv)) return CLI_FAIL;
+    if (pvtp && cli_mpi_rank < 0)
+        return cli_mpi_finish(cli_usage_error(
+            cmd, "a .pvtp output is the distributed mesh of an mpirun run (docs/distributed.md)"));
+    if (pvtp && (job.post.enabled_any || job.c.subdivide > 0 || job.debug_dir || job.c.soup))
+        return cli_mpi_finish(cli_usage_error(
+            cmd, "a distributed (.pvtp) output is written as meshed: no post-processing, "
+                 "--subdivide, --soup or --debug-dir"));
+    job.mpi_distributed = pvtp;
+    if (cli_mpi_rank > 0) {
+        /* Rank 0 reports; the other ranks only work. */
+        job.c.quiet = 1;
+        job.c.stats_path = NULL;
+    }
+    if (!cli_context_create(&job.c, &job.ctx)) return cli_mpi_finish(CLI_FAIL);
     int rc = cli_run_frames(cmd, input, &job.c, iso_frame, &job);
     pm_context_destroy(job.ctx);
+    rc = cli_mpi_finish(rc);
     if (rc == CLI_INTERRUPTED || cli_check_interrupt()) return CLI_INTERRUPTED;
     return rc;
 }

@@ -40,6 +40,13 @@ static const char help[] =
     "  --particle-aabb-max X Y Z    the others are dropped and counted\n"
     "  --max-memory SIZE            stop with an error when the grid needs more\n"
     "                               (default half the RAM; e.g. 512M, 8G)\n"
+    "  --grid auto|dense|sparse     dense: one field over the particles' whole box;\n"
+    "                               sparse: only the bricks particles reach (SPH, CPU);\n"
+    "                               auto (default): dense when it fits --max-memory and\n"
+    "                               the particles fill their box, else sparse; the mesh\n"
+    "                               is the same bytes either way (docs/scale.md)\n"
+    "  --brick N                    sparse: lattice points per brick edge (default 32,\n"
+    "                               rounded up to whole neighbour cells)\n"
     "\n"
     "Output:\n"
     "  -o, --output-file MESH       output file (default {stem}_surface.vtk)\n"
@@ -90,8 +97,11 @@ static const char help[] =
     "  -s, --start-index N, -e, --end-index N\n"
     "                               frame range when POINTS holds '{}'\n"
     "  Accepted with no effect on the result (implementation details of splashsurf):\n"
-    "  -d, --double-precision=on|off, --mt-files, --mt-particles, --simd,\n"
-    "  --subdomain-grid, --subdomain-grid-auto-disable (=on|off), --subdomain-cubes N\n"
+    "  -d, --double-precision=on|off, --mt-files, --mt-particles, --simd;\n"
+    "  --subdomain-grid=on|off, --subdomain-grid-auto-disable=on|off, --subdomain-cubes N\n"
+    "                               choose the grid unless --grid is given: off is\n"
+    "                               dense, on is sparse (auto while auto-disable is on),\n"
+    "                               N is --brick N\n"
     "\n"
     "Sequences: 'frames/fluid_{}.vtk' matches any run of digits in place of '{}';\n"
     "the output needs '{}' too (default fluid_surface_{}.vtk) and gets the same\n"
@@ -112,7 +122,11 @@ enum {
     R_OUTPUT_DIR,
     R_VERSION,
     R_IGNORED_SWITCH, /* implementation details: validated, no effect */
-    R_SUBDOMAIN_CUBES
+    R_SUBDOMAIN_GRID,
+    R_SUBDOMAIN_AUTO,
+    R_SUBDOMAIN_CUBES,
+    R_GRID,
+    R_BRICK
 };
 
 static const cli_option options[] = {
@@ -137,18 +151,31 @@ static const cli_option options[] = {
     {"mt-files", 0, CLI_SWITCH, R_IGNORED_SWITCH},
     {"mt-particles", 0, CLI_SWITCH, R_IGNORED_SWITCH},
     {"simd", 0, CLI_SWITCH, R_IGNORED_SWITCH},
-    {"subdomain-grid", 0, CLI_SWITCH, R_IGNORED_SWITCH},
-    {"subdomain-grid-auto-disable", 0, CLI_SWITCH, R_IGNORED_SWITCH},
+    {"subdomain-grid", 0, CLI_SWITCH, R_SUBDOMAIN_GRID},
+    {"subdomain-grid-auto-disable", 0, CLI_SWITCH, R_SUBDOMAIN_AUTO},
     {"subdomain-cubes", 0, 1, R_SUBDOMAIN_CUBES},
+    {"grid", 0, 1, R_GRID},
+    {"brick", 0, 1, R_BRICK},
     CLI_POST_OPTIONS,
     {NULL, 0, 0, 0},
 };
+
+/* The grid of reconstruct (--grid, --brick and splashsurf's subdomain
+ * switches); zero (auto) for the other callers of cli_reconstruct_points. */
+static pm_reconstruct_options rec_grid;
 
 typedef struct rec_job {
     cli_common c;
     cli_reconstruct_opts o;
     pm_context *ctx;
 } rec_job;
+
+/* Appends "key=value" to a report's path words (truncating). */
+static void path_word(pm_isosurface_report *r, const char *key, const char *value)
+{
+    size_t len = strlen(r->path);
+    snprintf(r->path + len, sizeof r->path - len, "%s%s=%s", len ? " " : "", key, value);
+}
 
 static int fail(cli_progress *p, pm_status s, const char *what)
 {
@@ -166,50 +193,44 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     pm_status s;
     double t0;
     const float *xyz_ctx = *dev ? *dev : xyz;
-    cli_progress_stage(p, "density field");
-    pm_field field;
-    memset(&field, 0, sizeof field);
-    s = pm_field_compute(ctx, xyz_ctx, n, &o->field, &field);
-    /* The SPH steps of the post-processing use the particles' device copy. */
     const cli_post *q = &o->post;
-    if (!(q->smoothing_weights || q->normals == 2 || q->num_attributes) && *dev) {
-        pm_free(ctx, *dev);
-        *dev = NULL;
-        xyz_ctx = xyz;
-    }
-    if (s != PM_STATUS_OK) return fail(p, s, "computing the density field");
-    r->t.neighbours_ms = field.timings.neighbours_ms;
-    r->t.density_ms = field.timings.density_ms;
-    r->t.field_ms = field.timings.field_ms;
-    if (cli_interrupted) {
-        pm_field_free(ctx, &field);
-        return CLI_INTERRUPTED;
-    }
-
-    cli_progress_stage(p, "extracting");
+    cli_progress_stage(p, "reconstructing");
     pm_isosurface_options iso = o->iso;
-    iso.inside = field.inside;
     /* On a CUDA context a mesh that post-processing follows stays in
      * device memory, where the data-parallel steps run. */
     iso.output_in_context_memory =
         pm_context_device(ctx) == PM_DEVICE_CUDA && q->enabled_any && o->subdivide <= 0;
     /* Normals that post-processing replaces are not computed here. */
     if (q->normals || cli_post_moves(q)) iso.normals = PM_NORMALS_NONE;
-    pm_mesh mesh;
-    memset(&mesh, 0, sizeof mesh);
-    t0 = cli_now_ms();
     r->report.timed = 1;
     iso.report = &r->report;
-    s = pm_isosurface(ctx, &field.volume, field.iso, &iso, &mesh);
-    r->t.extract_ms = cli_now_ms() - t0;
-    if (s != PM_STATUS_OK) {
-        pm_mesh_free(ctx, &mesh);
-        pm_field_free(ctx, &field);
-        return fail(p, s, "extracting the surface");
+    pm_mesh mesh;
+    pm_reconstruct_report rep;
+    memset(&rep, 0, sizeof rep);
+    rec_grid.struct_size = sizeof rec_grid;
+    s = pm_reconstruct(ctx, xyz_ctx, n, &o->field, &rec_grid, &iso, &mesh, &rep);
+    /* The SPH steps of the post-processing use the particles' device copy. */
+    if (!(q->smoothing_weights || q->normals == 2 || q->num_attributes) && *dev) {
+        pm_free(ctx, *dev);
+        *dev = NULL;
+        xyz_ctx = xyz;
+    }
+    if (s != PM_STATUS_OK) return fail(p, s, "reconstructing the surface");
+    r->t.neighbours_ms = rep.neighbours_ms;
+    r->t.density_ms = rep.density_ms;
+    r->t.field_ms = rep.field_ms;
+    r->t.extract_ms = rep.extract_ms + rep.merge_ms;
+    if (rep.sparse) {
+        /* The sparse figures go into --stats with the path words. */
+        char num[48];
+        snprintf(num, sizeof num, "%llu/%llu", (unsigned long long)rep.bricks_occupied,
+                 (unsigned long long)rep.bricks_total);
+        path_word(&r->report, "occupied", num);
+        snprintf(num, sizeof num, "%.0f", (double)rep.peak_bytes / 1048576.0);
+        path_word(&r->report, "peak_mb", num);
     }
     if (cli_interrupted) {
         pm_mesh_free(ctx, &mesh);
-        pm_field_free(ctx, &field);
         return CLI_INTERRUPTED;
     }
     if (o->subdivide > 0) {
@@ -217,7 +238,6 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
         s = cli_subdivide_mesh(ctx, o->subdivide, iso.normals, &mesh, &r->subdivide_ms);
         if (s != PM_STATUS_OK) {
             pm_mesh_free(ctx, &mesh);
-            pm_field_free(ctx, &field);
             return fail(p, s, "subdividing the surface");
         }
     }
@@ -225,11 +245,8 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
 
     int rc;
     if (q->enabled_any) {
-        double spacing[3];
-        for (int a = 0; a < 3; a++)
-            spacing[a] = field.volume.spacing[a] != 0 ? field.volume.spacing[a] : 1.0;
-        rc = cli_postprocess(ctx, q, xyz_ctx, n, &o->field, o->input, field.volume.origin, spacing,
-                             o->iso.normals, &mesh, output, &o->write, p, r);
+        rc = cli_postprocess(ctx, q, xyz_ctx, n, &o->field, o->input, rep.lattice.origin,
+                             rep.lattice.spacing, o->iso.normals, &mesh, output, &o->write, p, r);
     } else {
         cli_progress_stage(p, "writing");
         t0 = cli_now_ms();
@@ -239,7 +256,6 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     }
     if (rc != CLI_OK) {
         pm_mesh_free(ctx, &mesh);
-        pm_field_free(ctx, &field);
         return rc;
     }
 
@@ -251,19 +267,18 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     r->subdivide = o->subdivide;
     r->have_points = 1;
     r->particles_read = n;
-    r->particles_used = field.particles_used;
-    r->particles_dropped = field.particles_dropped;
-    r->nx = field.volume.nx;
-    r->ny = field.volume.ny;
-    r->nz = field.volume.nz;
-    r->sample_type = pm_sample_type_string(field.volume.type);
+    r->particles_used = rep.particles_used;
+    r->particles_dropped = rep.particles_dropped;
+    r->nx = (size_t)rep.lattice.dims[0];
+    r->ny = (size_t)rep.lattice.dims[1];
+    r->nz = (size_t)rep.lattice.dims[2];
+    r->sample_type = pm_sample_type_string(PM_SAMPLE_F32);
     for (int k = 0; k < 3; k++)
-        r->spacing[k] = field.volume.spacing[k] != 0 ? field.volume.spacing[k] : 1.0;
-    r->iso = field.iso;
-    r->cells =
-        field.volume.nx < 2 || field.volume.ny < 2 || field.volume.nz < 2
-            ? 0
-            : (uint64_t)(field.volume.nx - 1) * (field.volume.ny - 1) * (field.volume.nz - 1);
+        r->spacing[k] = rep.lattice.spacing[k];
+    r->iso = rep.iso;
+    r->cells = r->nx < 2 || r->ny < 2 || r->nz < 2
+                   ? 0
+                   : (uint64_t)(r->nx - 1) * (r->ny - 1) * (r->nz - 1);
     r->vertices = mesh.num_vertices;
     r->triangles = mesh.num_triangles;
     r->soup = o->iso.mode == PM_MESH_SOUP;
@@ -274,7 +289,6 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
                           ? "area-weighted"
                           : NULL;
     pm_mesh_free(ctx, &mesh);
-    pm_field_free(ctx, &field);
     return CLI_OK;
 }
 
@@ -422,6 +436,9 @@ int cli_reconstruct_main(int argc, char **argv, int splashsurf)
     fp->rest_density = 1000.0;
     fp->blur_steps = 2;
     int have_min = 0, have_max = 0, have_blur_steps = 0;
+    static const char *const grids[] = {"auto", "dense", "sparse", NULL};
+    int grid = -1, subdomain_grid = -1, subdomain_auto = -1;
+    size_t brick = 0, subdomain_cubes = 0;
     const char *input = NULL, *output_dir = NULL;
     cli_args a;
     cli_args_init(&a, cmd, argc, argv);
@@ -481,12 +498,29 @@ int cli_reconstruct_main(int argc, char **argv, int splashsurf)
             printf("pyramesh %s (splashsurf 0.14 command line)\n", PM_VERSION_STRING);
             return CLI_OK;
         case R_IGNORED_SWITCH:
-            /* -d, --mt-files, --mt-particles, --simd, --subdomain-grid(-auto-disable):
-             * checked, no effect on our result (docs/splashsurf.md). */
+            /* -d, --mt-files, --mt-particles, --simd: checked, no effect on
+             * our result (docs/splashsurf.md). */
             if (!cli_parse_switch(cmd, a.name, v, &sw)) return CLI_USAGE;
+            break;
+        case R_SUBDOMAIN_GRID:
+            if (!cli_parse_switch(cmd, a.name, v, &sw)) return CLI_USAGE;
+            subdomain_grid = sw;
+            break;
+        case R_SUBDOMAIN_AUTO:
+            if (!cli_parse_switch(cmd, a.name, v, &sw)) return CLI_USAGE;
+            subdomain_auto = sw;
             break;
         case R_SUBDOMAIN_CUBES:
             if (!cli_parse_int(cmd, a.name, v, 1, UINT32_MAX, &ll)) return CLI_USAGE;
+            subdomain_cubes = (size_t)ll;
+            break;
+        case R_GRID:
+            if (!cli_parse_choice(cmd, a.name, v, grids, &k)) return CLI_USAGE;
+            grid = k;
+            break;
+        case R_BRICK:
+            if (!cli_parse_int(cmd, a.name, v, 1, 1 << 20, &ll)) return CLI_USAGE;
+            brick = (size_t)ll;
             break;
         default:
             k = cli_post_option(cmd, &a, id, v, q, &job.c);
@@ -538,6 +572,18 @@ int cli_reconstruct_main(int argc, char **argv, int splashsurf)
         goto done;
     }
     fp->max_memory_bytes = (size_t)job.c.max_memory;
+    /* --grid wins; else splashsurf's subdomain switches: off is one dense
+     * grid, on is subdomains (sparse bricks), which auto-disable (on by
+     * default) may turn back into one grid: our auto rule. */
+    memset(&rec_grid, 0, sizeof rec_grid);
+    rec_grid.struct_size = sizeof rec_grid;
+    if (grid >= 0)
+        rec_grid.grid = grid == 1 ? PM_GRID_DENSE : grid == 2 ? PM_GRID_SPARSE : PM_GRID_AUTO;
+    else if (subdomain_grid == 0)
+        rec_grid.grid = PM_GRID_DENSE;
+    else if (subdomain_grid == 1 && subdomain_auto == 0)
+        rec_grid.grid = PM_GRID_SPARSE;
+    rec_grid.brick_points = brick ? brick : subdomain_cubes > (1u << 20) ? 0 : subdomain_cubes;
     job.o.iso.struct_size = sizeof job.o.iso;
     job.o.iso.normals = job.c.normals;
     job.o.iso.mode = job.c.soup ? PM_MESH_SOUP : PM_MESH_INDEXED;

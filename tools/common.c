@@ -77,7 +77,10 @@ int cli_common_finish(const char *cmd, cli_common *c)
                   c->output, c->output);
         return 0;
     }
-    if (!cli_mesh_extension_ok(c->output))
+    char pext[16];
+    /* .pvtp: the distributed mesh of an mpirun run (checked by the command). */
+    if (!cli_mesh_extension_ok(c->output) &&
+        strcmp(cli_extension(c->output, pext, sizeof pext), "pvtp") != 0)
         return cli_usage_error(cmd,
                                "cannot tell the mesh format of '%s': use .ply, .obj, .stl or .vtk",
                                c->output),

@@ -294,6 +294,11 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
         printf("pyramesh %s\nbackends: %s\n", PM_VERSION_STRING, pm_build_info());
+#ifdef PM_HAVE_MPI
+        printf("mpi: yes (mpirun -n N pyramesh isosurface ...)\n");
+#else
+        printf("mpi: no (built without MPI: libopenmpi-dev)\n");
+#endif
         pm_context *ctx = NULL;
         if (pm_context_create(NULL, &ctx) == PM_STATUS_OK) {
             printf("default device: %s", pm_context_device_name(ctx));

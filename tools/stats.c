@@ -194,7 +194,8 @@ void cli_result_json(cli_buf *b, const cli_result *r, int indent)
     cli_buf_json_string(b, r->device);
     cli_buf_printf(b, ",\n%s\"device_name\": ", in);
     cli_buf_json_string(b, r->device_name);
-    cli_buf_printf(b, ",\n%s\"threads\": %d,\n%s\"path\": ", in, r->threads, in);
+    cli_buf_printf(b, ",\n%s\"threads\": %d,\n%s\"ranks\": %d,\n%s\"path\": ", in, r->threads, in,
+                   r->ranks ? r->ranks : 1, in);
     cli_buf_json_string(b, r->report.path);
     cli_buf_printf(b, ",\n%s\"extract_stages_ms\": {", in);
     for (int i = 0; i < 4 && r->report.stage_names[i]; i++) {

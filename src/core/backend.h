@@ -10,6 +10,7 @@
 struct pmi_xform; /* src/core/collide_math.h */
 struct pmi_loop_args; /* src/core/loop_rules.h */
 struct pmi_post_args; /* src/core/post_rules.h */
+struct pmi_sparse_plan; /* src/core/sparse.h */
 
 typedef struct pmi_backend {
     const char *name;
@@ -102,6 +103,30 @@ typedef struct pmi_backend {
      * ip->g and ip->own (ip zeroed, ip->ctx set). */
     pm_status (*sph_build)(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
                            struct pm_sph_interpolator *ip);
+    /* Mesh pieces and sparse reconstruction (src/core/sparse.c,
+     * docs/scale.md). isosurface_piece: pm_isosurface_piece with the
+     * window in context memory, checked against the ghost rule, options
+     * resolved; the piece's arrays in host memory. sparse_plan: the
+     * particles (context memory, read during the call only; p resolved,
+     * method SPH) filtered, their
+     * box, the geometry (pmi_sparse_geom_init), the particles sorted by
+     * cell key, the occupied bricks (host array, ascending) and the SPH
+     * volumes, kept in plan->state; plan zeroed by the caller.
+     * sparse_pieces: the field of each brick plan->bricks[first ..
+     * first + count) over its window and its piece (host arrays), and the
+     * time spent on fields and on extraction (summed over threads).
+     * sparse_plan_free: frees plan->state and plan->bricks. All four or
+     * none. */
+    pm_status (*isosurface_piece)(pm_context *ctx, const pm_volume *window,
+                                  const uint64_t window_lo[3], const pm_lattice *lattice,
+                                  const pm_lattice_box *owned, double iso,
+                                  const pm_isosurface_options *options, pm_mesh_piece *piece);
+    pm_status (*sparse_plan)(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                             size_t brick_points, pm_normals normals, struct pmi_sparse_plan *plan);
+    pm_status (*sparse_pieces)(pm_context *ctx, struct pmi_sparse_plan *plan, size_t first,
+                               size_t count, double iso, const pm_isosurface_options *options,
+                               pm_mesh_piece *pieces, double *field_ms, double *extract_ms);
+    void (*sparse_plan_free)(pm_context *ctx, struct pmi_sparse_plan *plan);
 } pmi_backend;
 
 struct pm_context {

@@ -52,16 +52,15 @@ static pm_status layout(const pmi_field_rule *f, const double bmin[3], const dou
     return PM_STATUS_OK;
 }
 
-/* Everything up to the neighbour grid: checks, aabb filter, bounding box,
- * layout and memory check, cell list of the kept particles. */
-static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
-                         pmi_field_layout *out_lay, pmi_cell_list *cells, size_t *out_kept)
+pm_status pmi_particles_box(pm_context *ctx, const char *fn, const float *xyz, size_t n,
+                            const pm_field_params *p, double bmin[3], double bmax[3],
+                            size_t *out_kept)
 {
-    if (n == 0) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_field_compute: no particles");
+    if (n == 0) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no particles", fn);
     /* Slots and cell offsets are 32-bit. */
     if (n >= UINT32_MAX)
         return pmi_error(PM_STATUS_OVERFLOW,
-                         "pm_field_compute: %zu particles, at most 4294967294 per call", n);
+                         "%s: %zu particles, at most 4294967294 per call", fn, n);
 
     /* Pass 1: finite coordinates, aabb filter, bounding box of the kept
      * particles. min/max reductions do not depend on the schedule. */
@@ -89,15 +88,30 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
     if (first_bad != SIZE_MAX) {
         const float *q = xyz + 3 * first_bad;
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_field_compute: particle %zu has a non-finite coordinate (%g, %g, %g)",
+                         "%s: particle %zu has a non-finite coordinate (%g, %g, %g)", fn,
                          first_bad, q[0], q[1], q[2]);
     }
     if (kept == 0)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_field_compute: all %zu particles lie outside the aabb "
+                         "%s: all %zu particles lie outside the aabb "
                          "(%g, %g, %g) .. (%g, %g, %g)",
-                         n, amin[0], amin[1], amin[2], amax[0], amax[1], amax[2]);
-    const double bmin[3] = {b0, b1, b2}, bmax[3] = {e0, e1, e2};
+                         fn, n, amin[0], amin[1], amin[2], amax[0], amax[1], amax[2]);
+    bmin[0] = b0, bmin[1] = b1, bmin[2] = b2;
+    bmax[0] = e0, bmax[1] = e1, bmax[2] = e2;
+    *out_kept = kept;
+    return PM_STATUS_OK;
+}
+
+/* Everything up to the neighbour grid: checks, aabb filter, bounding box,
+ * layout and memory check, cell list of the kept particles. */
+static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                         pmi_field_layout *out_lay, pmi_cell_list *cells, size_t *out_kept)
+{
+    double bmin[3], bmax[3];
+    size_t kept;
+    pm_status st = pmi_particles_box(ctx, "pm_field_compute", xyz, n, p, bmin, bmax, &kept);
+    if (st != PM_STATUS_OK) return st;
+    const double *amin = p->aabb_min, *amax = p->aabb_max;
 
     /* Layout and the memory check, before anything big is allocated. */
     const int sph = p->method == PM_FIELD_SPH;
@@ -120,7 +134,7 @@ static pm_status prepare(pm_context *ctx, const float *xyz, size_t n, const pm_f
                      8.0 * ((double)pts[0] + (double)pts[1] + (double)pts[2] + 4.0);
     }
     pmi_field_layout lay;
-    pm_status st = layout(&f, bmin, bmax, 8.0, per_particle * (double)kept + T * per_thread + 4.0,
+    st = layout(&f, bmin, bmax, 8.0, per_particle * (double)kept + T * per_thread + 4.0,
                           p->max_memory_bytes, &lay);
     if (st != PM_STATUS_OK) return st;
     if (!sph) {

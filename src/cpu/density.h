@@ -92,6 +92,13 @@ static inline int pmi_index_range(double p, double reach, double s, int64_t lo, 
     return *ra <= *rb;
 }
 
+/* The checks and first pass of the density fields: n > 0 and < 2^32 - 1,
+ * finite coordinates, the aabb filter (p->use_aabb) and the kept
+ * particles' box. Messages start with fn. */
+pm_status pmi_particles_box(pm_context *ctx, const char *fn, const float *xyz, size_t n,
+                            const pm_field_params *p, double bmin[3], double bmax[3],
+                            size_t *kept);
+
 /* Builds the cell list of n points (host memory). */
 pm_status pmi_cells_build(pm_context *ctx, const pmi_field_layout *lay, const float *xyz, size_t n,
                           pmi_cell_list *cells);
@@ -103,6 +110,17 @@ pm_status pmi_sph_volumes(pm_context *ctx, const pmi_field_layout *lay, const pm
                           double h, double mass, double *vol);
 pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
                         double h, const double *vol, float *out);
+/* The sparse path (src/cpu/sparse.c) runs the same sums per brick, one
+ * thread per brick: the field of the points [w0, w1) of lay only (out
+ * holds that box, x fastest; bit-identical to pmi_sph_field's values
+ * there), with `scratch` of pmi_sph_field_scratch(lay->block) doubles,
+ * and the volumes of the particles of the cells [c0, c1) only. */
+size_t pmi_sph_field_scratch(size_t block);
+void pmi_sph_field_window(const pmi_field_layout *lay, const pmi_cell_list *cells, double h,
+                          const double *vol, const size_t w0[3], const size_t w1[3], float *out,
+                          double *scratch);
+void pmi_sph_volumes_box(const pmi_field_layout *lay, const pmi_cell_list *cells, double h,
+                         double mass, const size_t c0[3], const size_t c1[3], double *vol);
 /* The two SPH stages, so that tests can run pm_field_compute with their
  * reference loops in place of the vectorised ones. */
 typedef struct pmi_sph_stages {

@@ -18,7 +18,10 @@
  * extraction's. The slab arrays hold the mesh a second time: when they
  * would pass MC_SLAB_BYTES_PER_CELL bytes per cell (noise-like volumes,
  * with far more crossings than a surface has) or cannot be allocated, the
- * walk declines and the caller runs the two-pass extraction. */
+ * walk declines and the caller runs the two-pass extraction.
+ * pmi_mc_slab_append runs the same walk on slices [k0, k1) of a volume
+ * streamed from a file (isosurface_stream.c), numbered after what the
+ * output already holds. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +33,7 @@
 #include "core/mesh_out.h"
 #include "core/util.h"
 #include "cpu/isosurface_internal.h"
+#include "cpu/isosurface_stream.h"
 
 #define MC_SLAB_BYTES_PER_CELL 0.75
 
@@ -412,39 +416,68 @@ typedef struct mc_place {
     pm_status st;
     int copy;        /* 1: copy the slabs into the mesh */
     pmi_mesh_dest D; /* the mesh's arrays and the part of it to write */
-    uint64_t *bases; /* per slab: first vertex, first triangle */
+    uint64_t *bases; /* per slab: first vertex, first triangle (mesh-wide) */
 } mc_place;
 
-/* Totals, the mesh (pmi_mesh_prepare), each slab's bases. Returns
- * PM_STATUS_UNSUPPORTED, with the mesh untouched, when a slab ran out of
- * room (the walk declines). */
-static pm_status mc_slab_place(pm_context *ctx, const mc_slab *S, size_t nslab,
-                               const pm_isosurface_options *opt, pm_mesh *mesh, mc_place *PL)
+/* The placement step: sees every slab's counts, sets PL->D and
+ * PL->bases, returns the call's status (PL->copy set when the slabs are
+ * to be copied). Runs on the calling thread. */
+typedef pm_status (*mc_place_fn)(void *arg, pm_context *ctx, const mc_slab *S, size_t nslab,
+                                 mc_place *PL);
+
+/* The worst end of the slabs' walks and their totals. */
+static mc_slab_end mc_slab_totals(const mc_slab *S, size_t nslab, uint64_t *nv, uint64_t *nt,
+                                  uint64_t *nact)
 {
-    uint64_t nvert = 0, ntri = 0, nact = 0;
     mc_slab_end end = MC_SLAB_DONE; /* the worst: index overflow, then no room */
+    *nv = *nt = *nact = 0;
     for (size_t s = 0; s < nslab; s++) {
         if (S[s].end > end) end = S[s].end;
-        nvert += S[s].nv;
-        ntri += S[s].nt;
-        nact += S[s].nact;
+        *nv += S[s].nv;
+        *nt += S[s].nt;
+        *nact += S[s].nact;
     }
+    return end;
+}
+
+/* Each slab's bases: an exclusive scan of the counts from (v0, t0). */
+static pm_status mc_slab_bases(const mc_slab *S, size_t nslab, uint64_t v0, uint64_t t0,
+                               mc_place *PL)
+{
+    PL->bases = malloc(2 * nslab * sizeof(uint64_t));
+    if (!PL->bases) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory");
+    for (size_t s = 0; s < nslab; s++) {
+        PL->bases[2 * s] = v0;
+        PL->bases[2 * s + 1] = t0;
+        v0 += S[s].nv;
+        t0 += S[s].nt;
+    }
+    return PM_STATUS_OK;
+}
+
+/* In-memory placement: totals, the mesh (pmi_mesh_prepare), each slab's
+ * bases. Returns PM_STATUS_UNSUPPORTED, with the mesh untouched, when a
+ * slab ran out of room (the walk declines). */
+typedef struct mc_whole {
+    const pm_isosurface_options *opt;
+    pm_mesh *mesh;
+} mc_whole;
+
+static pm_status mc_slab_place(void *arg, pm_context *ctx, const mc_slab *S, size_t nslab,
+                               mc_place *PL)
+{
+    const mc_whole *W = arg;
+    uint64_t nvert, ntri, nact;
+    mc_slab_end end = mc_slab_totals(S, nslab, &nvert, &ntri, &nact);
     if (end == MC_SLAB_NO_ROOM) return PM_STATUS_UNSUPPORTED;
     if (end == MC_SLAB_INDEX_OVERFLOW)
         return pmi_error(PM_STATUS_OVERFLOW,
                          "pm_isosurface: more than %llu vertices do not fit "
                          "the 32-bit indices of an indexed mesh",
                          (unsigned long long)UINT32_MAX);
-    PL->bases = malloc(2 * nslab * sizeof(uint64_t));
-    if (!PL->bases) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory");
-    uint64_t vb = 0, tb = 0;
-    for (size_t s = 0; s < nslab; s++) {
-        PL->bases[2 * s] = vb;
-        PL->bases[2 * s + 1] = tb;
-        vb += S[s].nv;
-        tb += S[s].nt;
-    }
-    pm_status st = pmi_mesh_prepare(ctx, opt, 1, nvert, ntri, nact, mesh, &PL->D);
+    pm_status st = mc_slab_bases(S, nslab, 0, 0, PL);
+    if (st != PM_STATUS_OK) return st;
+    st = pmi_mesh_prepare(ctx, W->opt, 1, nvert, ntri, nact, W->mesh, &PL->D);
     PL->copy = st == PM_STATUS_OK || st == PM_STATUS_TRUNCATED;
     return st;
 }
@@ -475,9 +508,13 @@ static void mc_slab_copy(const mc_walk *F, const mc_slab *S, const mc_place *PL,
     }
 }
 
-/* The walk's settings: kernels, slabs, chunk size and memory budget. */
+/* The walk's settings: kernels, slabs of lattice slices [k0, k1), chunk
+ * size and memory budget. `stream` (the streamed extraction) allows
+ * thinner slabs, since its slices come a few at a time, and an unlimited
+ * budget, since it has no other extraction to fall back on. */
 static void mc_walk_init(mc_walk *F, pm_context *ctx, const pm_volume *vol, double iso,
-                         const pm_isosurface_options *opt, int avx2)
+                         const pm_isosurface_options *opt, int avx2, size_t k0, size_t k1,
+                         int stream)
 {
     memset(F, 0, sizeof *F);
     F->ctx = ctx;
@@ -495,20 +532,27 @@ static void mc_walk_init(mc_walk *F, pm_context *ctx, const pm_volume *vol, doub
     F->rw = (F->J.nx + 63) / 64;
     F->sw = F->rw * F->J.ny;
     F->normals = opt->normals != PM_NORMALS_NONE;
+    /* Streamed slabs use 256 KiB chunks whatever the volume: their
+     * output is held only until it is appended, so small chunks keep the
+     * memory beside the slab buffer small (4 per thread at least). */
     double cells = (double)(F->J.nx - 1) * (double)(F->J.ny - 1) * (double)(F->J.nz - 1);
-    F->chunk = cells >= 4194304.0 ? (size_t)2 << 20 : (size_t)64 << 10;
+    F->chunk = stream ? (size_t)256 << 10
+               : cells >= 4194304.0 ? (size_t)2 << 20
+                                    : (size_t)64 << 10;
     F->vcap = F->chunk / ((F->normals ? 6 : 3) * sizeof(float));
     F->tcap = F->chunk / (3 * sizeof(uint32_t));
     F->threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
-    F->par = F->J.P >= 32768 && F->threads > 1;
+    const size_t slices = k1 - k0, min_slices = stream ? 8 : 16;
+    F->par = slices * F->J.nx * F->J.ny >= 32768 && F->threads > 1;
     /* Slabs of at least 16 slices (each slab computes the bits of its two
      * following slices again), 4 per thread for balance. */
     F->nslab = F->par ? 4 * (size_t)F->threads : 1;
-    if (F->nslab > F->J.nz / 16) F->nslab = F->J.nz / 16;
+    if (F->nslab > slices / min_slices) F->nslab = slices / min_slices;
     if (F->nslab < 1) F->nslab = 1;
     F->budget = MC_SLAB_BYTES_PER_CELL * cells;
     if (F->budget < (double)(4 * F->nslab * F->chunk))
         F->budget = (double)(4 * F->nslab * F->chunk);
+    if (stream) F->budget = 1e300;
 }
 
 /* Frees the walk's slabs and gives its chunks to the context's cache,
@@ -531,17 +575,19 @@ static void mc_walk_release(const mc_walk *F, mc_slab *S, mc_pool *pools)
         free(C->chunks[--C->n]);
 }
 
-pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
-                      const pm_isosurface_options *opt, int avx2, pm_mesh *mesh)
+/* Walks slices [k0, k1) in F->nslab slabs, places them (place), copies
+ * them. t[0..2] receive the times at the start, after the walk and after
+ * the copy when `timed`. */
+static pm_status mc_walk_run(mc_walk *F, size_t k0, size_t k1, mc_place_fn place, void *arg,
+                             int timed, double t[3])
 {
-    mc_walk F;
-    mc_walk_init(&F, ctx, vol, iso, opt, avx2);
-    const size_t nslab = F.nslab;
-    const int threads = F.threads;
+    pm_context *ctx = F->ctx;
+    const size_t nslab = F->nslab;
+    const int threads = F->threads;
     mc_slab *S = aligned_alloc(128, nslab * sizeof *S);
     if (S) memset(S, 0, nslab * sizeof *S);
     /* Ring scratch per thread: 3 bit slices, 2 x (3 mask + 1 id) slices. */
-    size_t per_thread = 11 * F.sw;
+    size_t per_thread = 11 * F->sw;
     uint64_t *scratch = S ? malloc(sizeof(uint64_t) * per_thread * (size_t)threads) : NULL;
     mc_pool *pools = aligned_alloc(128, 2 * (size_t)threads * sizeof(mc_pool));
     if (pools) memset(pools, 0, 2 * (size_t)threads * sizeof(mc_pool));
@@ -552,15 +598,15 @@ pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory for the slab walk");
     }
     for (size_t s = 0; s < nslab; s++) {
-        S[s].k0 = F.J.nz * s / nslab;
-        S[s].k1 = F.J.nz * (s + 1) / nslab;
+        S[s].k0 = k0 + (k1 - k0) * s / nslab;
+        S[s].k1 = k0 + (k1 - k0) * (s + 1) / nslab;
     }
     mc_place PL;
     memset(&PL, 0, sizeof PL);
-    const int timed = opt->report && opt->report->timed;
-    double t[3] = {timed ? pmi_now_ms() : 0.0, 0.0, 0.0};
+    t[0] = timed ? pmi_now_ms() : 0.0;
+    t[1] = t[2] = t[0];
 
-#pragma omp parallel num_threads(threads) if (F.par)
+#pragma omp parallel num_threads(threads) if (F->par)
     {
         int tid = 0;
 #ifdef _OPENMP
@@ -569,14 +615,14 @@ pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
         mc_ring R;
         uint64_t *base = scratch + (size_t)tid * per_thread;
         for (int q = 0; q < 3; q++)
-            R.bits[q] = base + (size_t)q * F.sw;
+            R.bits[q] = base + (size_t)q * F->sw;
         for (int q = 0; q < 2; q++) {
-            R.m[q] = base + (3 + 4 * (size_t)q) * F.sw;
-            R.pre[q] = R.m[q] + 3 * F.sw;
+            R.m[q] = base + (3 + 4 * (size_t)q) * F->sw;
+            R.pre[q] = R.m[q] + 3 * F->sw;
         }
 #pragma omp for schedule(dynamic, 1)
         for (size_t s = 0; s < nslab; s++)
-            mc_slab_walk(&F, &R, pools + 2 * tid, &S[s]);
+            mc_slab_walk(F, &R, pools + 2 * tid, &S[s]);
             /* The calling thread (it owns pm_last_error) places the mesh while
              * the others wait at the barrier, spinning: a second parallel
              * region would have to wake them again, which costs milliseconds in
@@ -584,24 +630,86 @@ pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
 #pragma omp master
         {
             if (timed) t[1] = pmi_now_ms();
-            PL.st = mc_slab_place(ctx, S, nslab, opt, mesh, &PL);
+            PL.st = place(arg, ctx, S, nslab, &PL);
         }
 #pragma omp barrier
         if (PL.copy) {
 #pragma omp for schedule(dynamic, 1)
             for (size_t s = 0; s < nslab; s++)
-                mc_slab_copy(&F, &S[s], &PL, s);
+                mc_slab_copy(F, &S[s], &PL, s);
         }
     }
-    if (PL.copy) {
-        if (timed) t[2] = pmi_now_ms();
-        pmi_report_stage(opt->report, 0, "walk", t[1] - t[0]);
-        pmi_report_stage(opt->report, 1, "copy", t[2] - t[1]);
-    }
+    if (timed) t[2] = pmi_now_ms();
     free(scratch);
     free(PL.bases);
-    mc_walk_release(&F, S, pools);
+    mc_walk_release(F, S, pools);
     free(pools);
     free(S);
     return PL.st;
+}
+
+pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
+                      const pm_isosurface_options *opt, int avx2, pm_mesh *mesh)
+{
+    mc_walk F;
+    mc_walk_init(&F, ctx, vol, iso, opt, avx2, 0, vol->nz, 0);
+    const int timed = opt->report && opt->report->timed;
+    mc_whole W = {opt, mesh};
+    double t[3];
+    pm_status st = mc_walk_run(&F, 0, vol->nz, mc_slab_place, &W, timed, t);
+    if (st == PM_STATUS_OK || st == PM_STATUS_TRUNCATED) {
+        pmi_report_stage(opt->report, 0, "walk", t[1] - t[0]);
+        pmi_report_stage(opt->report, 1, "copy", t[2] - t[1]);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The streamed extraction's step (isosurface_stream.c)                      */
+/* ------------------------------------------------------------------------ */
+
+/* Streamed placement: the slabs go after the vertices and triangles
+ * already in the output, whose host arrays grow (or, for the caller's
+ * buffers, whose limits are checked). */
+static pm_status mc_append_place(void *arg, pm_context *ctx, const mc_slab *S, size_t nslab,
+                                 mc_place *PL)
+{
+    (void)ctx;
+    pmi_mc_append *A = arg;
+    uint64_t nv, nt, nact;
+    mc_slab_end end = mc_slab_totals(S, nslab, &nv, &nt, &nact);
+    if (end == MC_SLAB_INDEX_OVERFLOW || A->nv + nv > (uint64_t)UINT32_MAX)
+        return pmi_mesh_index_overflow(A->nv + nv);
+    if (end == MC_SLAB_NO_ROOM)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "pm_isosurface_stream: no memory to hold the mesh of lattice slices "
+                         "%zu to %zu",
+                         S[0].k0, S[nslab - 1].k1 - 1);
+    pm_status st = pmi_mc_append_reserve(A, A->nv + nv, A->nt + nt);
+    if (st != PM_STATUS_OK) return st;
+    if ((st = mc_slab_bases(S, nslab, A->nv, A->nt, PL)) != PM_STATUS_OK) return st;
+    PL->D.positions = A->positions;
+    PL->D.normals = A->normals;
+    PL->D.indices = A->indices;
+    PL->D.vertex_limit = A->vertex_limit;
+    PL->D.tri_limit = A->indices ? A->tri_limit : 0;
+    A->nv += nv;
+    A->nt += nt;
+    A->nact += nact;
+    PL->copy = 1;
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_mc_slab_append(pm_context *ctx, const pm_volume *vol, double iso,
+                             const pm_isosurface_options *opt, int avx2, size_t k0, size_t k1,
+                             pmi_mc_append *out, double *walk_ms, double *copy_ms)
+{
+    mc_walk F;
+    mc_walk_init(&F, ctx, vol, iso, opt, avx2, k0, k1, 1);
+    double t[3];
+    pm_status st = mc_walk_run(&F, k0, k1, mc_append_place, out, 1, t);
+    *walk_ms += t[1] - t[0];
+    *copy_ms += t[2] - t[1];
+    if (F.used > (double)out->staging_peak_bytes) out->staging_peak_bytes = (uint64_t)F.used;
+    return st;
 }

@@ -166,6 +166,8 @@ typedef struct field_job {
     double s;      /* lattice spacing */
     size_t sbc[3]; /* neighbour cells per superblock edge */
     size_t nsb[3]; /* superblocks per axis */
+    size_t w0[3], w1[3]; /* the window of lattice points computed (out's box) */
+    size_t cw0[3], cw1[3]; /* the cells that hold the window's points */
     size_t slab;   /* lattice points per z slab of a superblock */
     int chord;     /* x ranges may be narrowed to the sphere's chord */
 } field_job;
@@ -201,15 +203,18 @@ ALWAYS void field_superblock(const field_job *J, size_t sb, double *acc, double 
     const pmi_sph_kernel *k = &J->k;
     const float *X = cells->xyz;
     const double h = k->h, h2 = k->h2, s = J->s, inv_s = 1.0 / s;
-    const size_t B = lay->block, nx = lay->dims[0], ny = lay->dims[1];
+    const size_t B = lay->block;
+    /* out holds the window, x fastest. */
+    const size_t nx = J->w1[0] - J->w0[0], ny = J->w1[1] - J->w0[1];
+    const size_t *w0 = J->w0;
     const size_t cdx = lay->cdims[0], cdy = lay->cdims[1];
     size_t sbi[3] = {sb % J->nsb[0], (sb / J->nsb[0]) % J->nsb[1], sb / (J->nsb[0] * J->nsb[1])};
     size_t c0[3], c1[3], p0[3], p1[3], q0[3], q1[3];
     for (int a = 0; a < 3; a++) {
-        c0[a] = sbi[a] * J->sbc[a];
-        c1[a] = c0[a] + J->sbc[a] < lay->cdims[a] ? c0[a] + J->sbc[a] : lay->cdims[a];
-        p0[a] = c0[a] * B;
-        p1[a] = c1[a] * B < lay->dims[a] ? c1[a] * B : lay->dims[a];
+        c0[a] = J->cw0[a] + sbi[a] * J->sbc[a];
+        c1[a] = c0[a] + J->sbc[a] < J->cw1[a] ? c0[a] + J->sbc[a] : J->cw1[a];
+        p0[a] = c0[a] * B > J->w0[a] ? c0[a] * B : J->w0[a];
+        p1[a] = c1[a] * B < J->w1[a] ? c1[a] * B : J->w1[a];
         q0[a] = c0[a] > 0 ? c0[a] - 1 : 0;
         q1[a] = c1[a] < lay->cdims[a] ? c1[a] + 1 : lay->cdims[a];
     }
@@ -234,7 +239,8 @@ ALWAYS void field_superblock(const field_job *J, size_t sb, double *acc, double 
     if (!any) {
         for (size_t z = p0[2]; z < p1[2]; z++)
             for (size_t j = p0[1]; j < p1[1]; j++)
-                memset(J->out + (z * ny + j) * nx + p0[0], 0, ni * sizeof *J->out);
+                memset(J->out + ((z - w0[2]) * ny + (j - w0[1])) * nx + (p0[0] - w0[0]), 0,
+                       ni * sizeof *J->out);
         return;
     }
 
@@ -306,7 +312,7 @@ ALWAYS void field_superblock(const field_job *J, size_t sb, double *acc, double 
         }
         for (size_t z = ks; z < ke; z++)
             for (size_t j = p0[1]; j < p1[1]; j++) {
-                float *o = J->out + (z * ny + j) * nx + p0[0];
+                float *o = J->out + ((z - w0[2]) * ny + (j - w0[1])) * nx + (p0[0] - w0[0]);
                 const double *a = acc + ((z - ks) * nj + (j - p0[1])) * ni;
                 for (size_t i = 0; i < ni; i++)
                     o[i] = (float)a[i];
@@ -326,22 +332,30 @@ __attribute__((target("avx2"))) static void field_superblock_avx2(const field_jo
 }
 #endif
 
-pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
-                        double h, const double *vol, float *out)
+/* The job of the points [w0, w1) of lay (J.out = out, x fastest) and
+ * the doubles per thread its superblocks need (accumulator, coordinates). */
+static void field_job_init(field_job *J, const pmi_field_layout *lay, const pmi_cell_list *cells,
+                           double h, const double *vol, const size_t w0[3], const size_t w1[3],
+                           float *out, size_t *acc_n, size_t *lxyz_n)
 {
-    field_job J;
-    memset(&J, 0, sizeof J);
-    J.lay = lay;
-    J.cells = cells;
-    J.vol = vol;
-    J.out = out;
+    memset(J, 0, sizeof *J);
+    J->lay = lay;
+    J->cells = cells;
+    J->vol = vol;
+    J->out = out;
     const double s = lay->spacing;
-    J.k = pmi_sph_kernel_of(h);
-    J.s = s;
+    J->k = pmi_sph_kernel_of(h);
+    J->s = s;
     size_t pts[3];
-    pmi_sph_superblock(lay->block, J.sbc, pts, &J.slab);
-    for (int a = 0; a < 3; a++)
-        J.nsb[a] = (lay->cdims[a] + J.sbc[a] - 1) / J.sbc[a];
+    pmi_sph_superblock(lay->block, J->sbc, pts, &J->slab);
+    for (int a = 0; a < 3; a++) {
+        J->w0[a] = w0[a];
+        J->w1[a] = w1[a];
+        /* Superblocks tile the cells that hold the window's points. */
+        J->cw0[a] = w0[a] / lay->block;
+        J->cw1[a] = (w1[a] + lay->block - 1) / lay->block;
+        J->nsb[a] = w1[a] > w0[a] ? (J->cw1[a] - J->cw0[a] + J->sbc[a] - 1) / J->sbc[a] : 0;
+    }
     /* Chord ranges: one sqrt per plane of a particle's box, worth it when
      * the box is at least 9 points wide (h/s >= 4; at -c 1.5 it is not).
      * They need the rounding of coordinates (|global index| * 2^-52
@@ -351,13 +365,28 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
     for (int a = 1; a < 3; a++)
         gmax = fmax(
             gmax, fmax(fabs((double)lay->lo[a]), fabs((double)lay->lo[a] + (double)lay->dims[a])));
-    J.chord = gmax < 68719476736.0 /* 2^36 */ && h / s >= 4.0 && h / s < 1e4;
-    const size_t nsb = J.nsb[0] * J.nsb[1] * J.nsb[2];
-    const size_t acc_n = pts[0] * pts[1] * J.slab + VW, lxyz_n = pts[0] + VW + pts[1] + pts[2];
-    void (*fn)(const field_job *, size_t, double *, double *) = field_superblock_base;
+    J->chord = gmax < 68719476736.0 /* 2^36 */ && h / s >= 4.0 && h / s < 1e4;
+    *acc_n = pts[0] * pts[1] * J->slab + VW;
+    *lxyz_n = pts[0] + VW + pts[1] + pts[2];
+}
+
+static void (*field_fn(void))(const field_job *, size_t, double *, double *)
+{
 #ifdef PMI_SPH_AVX2
-    if (use_avx2()) fn = field_superblock_avx2;
+    if (use_avx2()) return field_superblock_avx2;
 #endif
+    return field_superblock_base;
+}
+
+pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_cell_list *cells,
+                        double h, const double *vol, float *out)
+{
+    field_job J;
+    size_t acc_n, lxyz_n;
+    const size_t w0[3] = {0, 0, 0};
+    field_job_init(&J, lay, cells, h, vol, w0, lay->dims, out, &acc_n, &lxyz_n);
+    const size_t nsb = J.nsb[0] * J.nsb[1] * J.nsb[2];
+    void (*fn)(const field_job *, size_t, double *, double *) = field_fn();
     int failed = 0;
     const long long snsb = (long long)nsb;
 
@@ -379,4 +408,41 @@ pm_status pmi_sph_field(pm_context *ctx, const pmi_field_layout *lay, const pmi_
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,
                          "pm_field_compute: could not allocate the per-thread field buffers");
     return PM_STATUS_OK;
+}
+
+size_t pmi_sph_field_scratch(size_t block)
+{
+    size_t sbc[3], pts[3], slab;
+    pmi_sph_superblock(block, sbc, pts, &slab);
+    return pts[0] * pts[1] * slab + VW + pts[0] + VW + pts[1] + pts[2];
+}
+
+void pmi_sph_field_window(const pmi_field_layout *lay, const pmi_cell_list *cells, double h,
+                          const double *vol, const size_t w0[3], const size_t w1[3], float *out,
+                          double *scratch)
+{
+    field_job J;
+    size_t acc_n, lxyz_n;
+    field_job_init(&J, lay, cells, h, vol, w0, w1, out, &acc_n, &lxyz_n);
+    void (*fn)(const field_job *, size_t, double *, double *) = field_fn();
+    const size_t nsb = J.nsb[0] * J.nsb[1] * J.nsb[2];
+    for (size_t sb = 0; sb < nsb; sb++)
+        fn(&J, sb, scratch, scratch + acc_n);
+}
+
+void pmi_sph_volumes_box(const pmi_field_layout *lay, const pmi_cell_list *cells, double h,
+                         double mass, const size_t c0[3], const size_t c1[3], double *vol)
+{
+    const pmi_sph_kernel k = pmi_sph_kernel_of(h);
+    void (*fn)(const pmi_field_layout *, const pmi_cell_list *, size_t, const pmi_sph_kernel *,
+               double, double *) = volumes_cell_base;
+#ifdef PMI_SPH_AVX2
+    if (use_avx2()) fn = volumes_cell_avx2;
+#endif
+    for (size_t cz = c0[2]; cz < c1[2]; cz++)
+        for (size_t cy = c0[1]; cy < c1[1]; cy++)
+            for (size_t cx = c0[0]; cx < c1[0]; cx++) {
+                size_t c = (cz * lay->cdims[1] + cy) * lay->cdims[0] + cx;
+                if (cells->start[c] != cells->start[c + 1]) fn(lay, cells, c, &k, mass, vol);
+            }
 }

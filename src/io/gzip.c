@@ -1,6 +1,7 @@
 /* zlib-based inflation for the readers (zlib, RFC 1950-1952): exact-size
  * inflation from a reader (NRRD, MetaImage, raw .gz), a byte source that
- * reads plain or gzip-compressed files alike (INRIA, NIfTI, bgeo), and
+ * reads plain or gzip-compressed files alike (INRIA, NIfTI, bgeo) or the
+ * gzip data of a streamed volume from its first byte (volume_source.c), and
  * one-shot inflation of a memory block (VTK XML compressed blocks). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -222,6 +223,68 @@ pm_status pmi_source_finish(pmi_source *s)
         uInt in_before = z->avail_in;
         int ret = inflate(z, Z_NO_FLUSH);
         r->pos += in_before - z->avail_in;
+        if (ret == Z_STREAM_END)
+            s->ended = 1;
+        else if (ret != Z_OK && !(ret == Z_BUF_ERROR && z->avail_in == 0))
+            return pmi_error(
+                PM_STATUS_PARSE_ERROR, "%s: compressed byte %llu: corrupt gzip data: %s", r->path,
+                (unsigned long long)pmi_reader_tell(r), z->msg ? z->msg : "inflate failed");
+    }
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_source_open_at(pmi_source *s, const char *path, uint64_t offset)
+{
+    memset(s, 0, sizeof *s);
+    pm_status st = pmi_reader_open(&s->r, path);
+    if (st == PM_STATUS_OK) st = pmi_skip_bytes(&s->r, offset, "the header");
+    if (st != PM_STATUS_OK) {
+        pmi_reader_close(&s->r);
+        return st;
+    }
+    z_stream *z = calloc(1, sizeof *z);
+    /* 15 + 32: a gzip or a zlib wrapper, told by the stream's first bytes
+     * (as pmi_inflate_exact). */
+    if (!z || inflateInit2(z, 15 + 32) != Z_OK) {
+        free(z);
+        pmi_reader_close(&s->r);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot initialise zlib", path);
+    }
+    s->z = z;
+    s->gz = 1;
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_source_end_exact(pmi_source *s, uint64_t bytes, const char *declared_by,
+                               int allow_more)
+{
+    if (allow_more || s->ended) return PM_STATUS_OK;
+    /* One probe byte at a time until the member's end: a byte produced is
+     * one too many, an input that ends first is a cut file. */
+    z_stream *z = s->z;
+    pmi_reader *r = &s->r;
+    unsigned char probe;
+    while (!s->ended) {
+        if (z->avail_in == 0) {
+            size_t k = pmi_reader_peek(r, PMI_READ_BUFFER);
+            if (k == 0)
+                return pmi_error(PM_STATUS_PARSE_ERROR,
+                                 "%s: byte %llu: gzip data end after the %llu bytes that %s, but "
+                                 "before the gzip trailer (truncated file?)",
+                                 r->path, (unsigned long long)pmi_reader_tell(r),
+                                 (unsigned long long)bytes, declared_by);
+            z->next_in = r->buf + r->pos;
+            z->avail_in = (uInt)k;
+        }
+        z->next_out = &probe;
+        z->avail_out = 1;
+        uInt in_before = z->avail_in;
+        int ret = inflate(z, Z_NO_FLUSH);
+        r->pos += in_before - z->avail_in;
+        if (z->avail_out == 0)
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: gzip data hold more than the %llu bytes that %s", r->path,
+                             (unsigned long long)bytes, declared_by);
         if (ret == Z_STREAM_END)
             s->ended = 1;
         else if (ret != Z_OK && !(ret == Z_BUF_ERROR && z->avail_in == 0))

@@ -147,6 +147,37 @@ uint64_t pmi_source_bound(const pmi_source *s);
 pm_status pmi_inflate_block(const char *path, const char *what, const unsigned char *src,
                             size_t src_bytes, unsigned char *dst, size_t dst_bytes);
 
+/* A byte source over the part of a file from byte `offset` on, which is
+ * one gzip or zlib stream (concatenated gzip members allowed): the
+ * streamed readers' gzip data. Close with pmi_source_close. */
+pm_status pmi_source_open_at(pmi_source *s, const char *path, uint64_t offset);
+/* After exactly `bytes` uncompressed bytes were read: the stream must end
+ * there (its trailer reached, no byte more), as pmi_inflate_exact checks;
+ * with allow_more, whatever follows is not read. */
+pm_status pmi_source_end_exact(pmi_source *s, uint64_t bytes, const char *declared_by,
+                               int allow_more);
+
+/* Where a volume's samples lie in a file, for the streamed readers
+ * (volume_source.c): the header read and every size checked against the
+ * file, as the in-memory reader checks them. */
+typedef struct pmi_volume_layout {
+    char *data_path;         /* malloc'd: the file that holds the samples */
+    uint64_t offset;         /* plain: byte of the first sample; gzip: the stream's first byte */
+    uint64_t skip;           /* gzip: uncompressed bytes before the samples */
+    int gz;                  /* the samples are inside a gzip/zlib stream */
+    int allow_more;          /* bytes after the samples are allowed */
+    int big_endian;          /* the samples' byte order */
+    pm_sample_type type;
+    size_t dims[3];
+    double spacing[3], origin[3];
+    const char *declared_by; /* "... the N bytes that <declared_by>" */
+} pmi_volume_layout;
+
+/* Raw samples (pm_raw_options) and NRRD files; NRRD ascii encoding is
+ * PM_STATUS_UNSUPPORTED. Free L->data_path on success. */
+pm_status pmi_raw_layout(const char *path, const pm_raw_options *raw, pmi_volume_layout *L);
+pm_status pmi_nrrd_layout(const char *path, pmi_volume_layout *L);
+
 /* Sample kinds of files, before conversion to a pm_sample_type. */
 typedef enum pmi_kind {
     PMI_U8,
@@ -206,6 +237,8 @@ pm_status pmi_vtu_read_points(const char *path, size_t max_memory_bytes, pm_poin
 pm_status pmi_bgeo_read(const char *path, size_t max_memory_bytes, pm_points *out);
 pm_status pmi_csv_read(const char *path, size_t max_memory_bytes, pm_points *out);
 pm_status pmi_vtp_write(const char *path, const pm_mesh *mesh, int base64);
+/* As pmi_vtp_write, with a point array "GlobalIds" (UInt64) when ids is not NULL. */
+pm_status pmi_vtp_write_ids(const char *path, const pm_mesh *mesh, int base64, const uint64_t *ids);
 pm_status pmi_glb_write(const char *path, const pm_mesh *mesh);
 pm_status pmi_xyz_read(const char *path, pm_points_format format, size_t max_memory_bytes,
                        pm_points *out);

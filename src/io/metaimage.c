@@ -282,8 +282,16 @@ pm_status pmi_mha_read(const char *path, size_t max_memory_bytes, pm_volume *out
     }
     if (h.data_file && (s = open_data(path, &h, &dr, &opened)) != PM_STATUS_OK) goto done;
     if ((s = read_samples(opened ? &dr : &hr, &h, dims, max_memory_bytes, &data, &bytes)) !=
-        PM_STATUS_OK)
+        PM_STATUS_OK) {
+        if (opened) {
+            /* Errors in the detached data name the header too: its DimSize
+             * or ElementType may be what is wrong. */
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", pm_last_error());
+            s = pmi_error(s, "%s: ElementDataFile: %s", path, msg);
+        }
         goto done;
+    }
     size_t esize = pmi_kind_size(h.kind), count = bytes / esize;
     if (!h.binary) count = bytes / pm_sample_size(pmi_kind_target(h.kind, 0));
     if (h.binary && h.msb != pmi_host_big_endian()) pmi_swap_bytes(data, count, esize);

@@ -311,7 +311,12 @@ static pm_status read_data(pmi_reader *r, const nrrd_header *h, const size_t dim
     return s;
 }
 
-pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *out)
+static pm_status nrrd_layout(pmi_reader *r, const nrrd_header *h, const size_t dims[3],
+                             const double spacing[3], const char *dpath, pmi_volume_layout *L);
+
+/* Reads the volume into *out, or with L set, only its layout. */
+static pm_status nrrd_run(const char *path, size_t max_memory_bytes, pm_volume *out,
+                          pmi_volume_layout *L)
 {
     nrrd_header h;
     memset(&h, 0, sizeof h);
@@ -406,6 +411,10 @@ pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *ou
             goto done;
         }
     }
+    if (L) {
+        s = nrrd_layout(r, &h, dims, spacing, dpath ? dpath : path, L);
+        goto done;
+    }
     size_t bytes = 0, esize = pm_sample_size(h.type);
     s = read_data(r, &h, dims, max_memory_bytes, &data, &bytes);
     if (s != PM_STATUS_OK) goto done;
@@ -430,4 +439,79 @@ done:
     if (have_data_reader) pmi_reader_close(&dr);
     pmi_reader_close(&hr);
     return s;
+}
+
+pm_status pmi_nrrd_read(const char *path, size_t max_memory_bytes, pm_volume *out)
+{
+    return nrrd_run(path, max_memory_bytes, out, NULL);
+}
+
+/* Where the samples start (r is after the header and any line skip), with
+ * read_data's checks of the file's size. */
+static pm_status nrrd_layout(pmi_reader *r, const nrrd_header *h, const size_t dims[3],
+                             const double spacing[3], const char *dpath, pmi_volume_layout *L)
+{
+    const size_t esize = pm_sample_size(h->type);
+    if (dims[0] < 2 || dims[1] < 2 || dims[2] < 2)
+        return pmi_error(PM_STATUS_PARSE_ERROR,
+                         "%s: sizes: dims %zu x %zu x %zu, each must be at least 2 "
+                         "(marching cubes needs one cell)",
+                         r->path, dims[0], dims[1], dims[2]);
+    size_t need;
+    if (!pmi_mul3_size(dims[0], dims[1], dims[2], &need) || !pmi_mul_size(need, esize, &need))
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: sizes: %zu x %zu x %zu %s samples overflow size_t",
+                         r->path, dims[0], dims[1], dims[2], pm_sample_type_string(h->type));
+    const uint64_t rem = pmi_reader_remaining(r);
+    if (h->encoding == 2)
+        return pmi_error(PM_STATUS_UNSUPPORTED,
+                         "%s: ascii encoding cannot be streamed; read the volume into memory "
+                         "(raw and gzip encodings stream)",
+                         r->path);
+    if (h->encoding == 0) {
+        uint64_t skip = h->byte_skip == -1 ? (need <= rem ? rem - need : 0) : (uint64_t)h->byte_skip;
+        if (h->byte_skip == -1 && need > rem)
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: byte skip -1: the data of %zu x %zu x %zu %s samples do not "
+                             "fit in the %llu bytes of the file",
+                             r->path, dims[0], dims[1], dims[2], pm_sample_type_string(h->type),
+                             (unsigned long long)rem);
+        if (skip > rem)
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: byte %llu: the file ends in byte skip (expected %llu more "
+                             "bytes, got %llu)",
+                             r->path, (unsigned long long)pmi_reader_tell(r),
+                             (unsigned long long)skip, (unsigned long long)rem);
+        if ((uint64_t)need > rem - skip)
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: sizes: %zu x %zu x %zu %s samples need %zu bytes, but only %llu "
+                             "bytes of data are in the file",
+                             r->path, dims[0], dims[1], dims[2], pm_sample_type_string(h->type),
+                             need, (unsigned long long)(rem - skip));
+        L->offset = pmi_reader_tell(r) + skip;
+    } else {
+        if (h->byte_skip < 0)
+            return pmi_error(PM_STATUS_PARSE_ERROR,
+                             "%s: 'byte skip: -1' is only defined for raw encoding", r->path);
+        L->gz = 1;
+        L->offset = pmi_reader_tell(r);
+        L->skip = (uint64_t)h->byte_skip;
+    }
+    L->data_path = malloc(strlen(dpath) + 1);
+    if (!L->data_path) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", r->path);
+    strcpy(L->data_path, dpath);
+    L->big_endian = h->big_endian;
+    L->type = h->type;
+    for (int a = 0; a < 3; a++) {
+        L->dims[a] = dims[a];
+        L->spacing[a] = spacing[a];
+        L->origin[a] = h->have_origin ? h->origin[a] : 0.0;
+    }
+    L->declared_by = "'sizes' and 'type' declare";
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_nrrd_layout(const char *path, pmi_volume_layout *L)
+{
+    memset(L, 0, sizeof *L);
+    return nrrd_run(path, 0, NULL, L);
 }

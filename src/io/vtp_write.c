@@ -1,5 +1,6 @@
 /* VTK XML PolyData writer (.vtp; VTK's "VTK File Formats" document):
- * Points, point Normals and Polys (connectivity, offsets), the data
+ * Points, point Normals (and, for the pieces of a distributed mesh, point
+ * GlobalIds, UInt64) and Polys (connectivity, offsets), the data
  * appended raw after the XML (header_type UInt64) or, on request, inline
  * as base64 so the file is plain text. */
 #include <stdio.h>
@@ -50,11 +51,17 @@ static void sink_end(sink *s)
     s->ncarry = 0;
 }
 
-enum { ARR_POINTS, ARR_NORMALS, ARR_CONN, ARR_OFFS };
+enum { ARR_POINTS, ARR_NORMALS, ARR_CONN, ARR_OFFS, ARR_IDS };
 
 /* One array's bytes: its UInt64 byte count, then the values. */
-static void put_array(sink *s, const pm_mesh *m, int which, int isize)
+static void put_array(sink *s, const pm_mesh *m, const uint64_t *ids, int which, int isize)
 {
+    if (which == ARR_IDS) {
+        uint64_t bytes = 8 * (uint64_t)m->num_vertices;
+        sink_put(s, &bytes, 8);
+        sink_put(s, ids, (size_t)bytes);
+        return;
+    }
     uint64_t n3 = 3 * (uint64_t)m->num_triangles;
     uint64_t count = which == ARR_POINTS || which == ARR_NORMALS ? 3 * (uint64_t)m->num_vertices
                      : which == ARR_CONN                         ? n3
@@ -90,6 +97,11 @@ static void put_array(sink *s, const pm_mesh *m, int which, int isize)
 
 pm_status pmi_vtp_write(const char *path, const pm_mesh *m, int base64)
 {
+    return pmi_vtp_write_ids(path, m, base64, NULL);
+}
+
+pm_status pmi_vtp_write_ids(const char *path, const pm_mesh *m, int base64, const uint64_t *ids)
+{
     pm_status s = pmi_mesh_check(path, m, INT64_MAX);
     if (s != PM_STATUS_OK) return s;
     pmi_writer w;
@@ -98,14 +110,14 @@ pm_status pmi_vtp_write(const char *path, const pm_mesh *m, int base64)
     uint64_t n3 = 3 * (uint64_t)m->num_triangles;
     int isize = n3 <= INT32_MAX && m->num_vertices <= INT32_MAX ? 4 : 8;
     const char *itype = isize == 4 ? "Int32" : "Int64";
-    uint64_t size[4] = {12 * (uint64_t)m->num_vertices,
-                        m->normals ? 12 * (uint64_t)m->num_vertices : 0, n3 * (uint64_t)isize,
-                        m->num_triangles * (uint64_t)isize};
-    uint64_t offset[4] = {0, 0, 0, 0};
-    for (int a = 1; a < 4; a++)
-        offset[a] = offset[a - 1] + (a - 1 == ARR_NORMALS && !m->normals ? 0 : 8 + size[a - 1]);
-    char attr[4][64];
-    for (int a = 0; a < 4; a++) {
+    const int has[5] = {1, m->normals != NULL, 1, 1, ids != NULL};
+    uint64_t size[5] = {12 * (uint64_t)m->num_vertices, 12 * (uint64_t)m->num_vertices,
+                        n3 * (uint64_t)isize, m->num_triangles * (uint64_t)isize,
+                        8 * (uint64_t)m->num_vertices};
+    uint64_t offset[5] = {0, 0, 0, 0, 0};
+    for (int a = 1; a < 5; a++) offset[a] = offset[a - 1] + (has[a - 1] ? 8 + size[a - 1] : 0);
+    char attr[5][64];
+    for (int a = 0; a < 5; a++) {
         if (base64)
             snprintf(attr[a], sizeof attr[a], "format=\"binary\">");
         else
@@ -120,30 +132,40 @@ pm_status pmi_vtp_write(const char *path, const pm_mesh *m, int base64)
                       pmi_host_big_endian() ? "BigEndian" : "LittleEndian", m->num_vertices,
                       m->num_triangles);
     sink sk = {&w, base64, {0, 0, 0}, 0};
-    static const char *names[4] = {"Points", "Normals", "connectivity", "offsets"};
-    static const char *open[4] = {"      <Points>\n", "      <PointData Normals=\"Normals\">\n",
-                                  "      <Polys>\n", ""};
-    static const char *close[4] = {"      </Points>\n", "      </PointData>\n", "",
-                                   "      </Polys>\n"};
-    static const int order[4] = {ARR_NORMALS, ARR_POINTS, ARR_CONN, ARR_OFFS};
-    for (int i = 0; i < 4; i++) {
+    static const char *names[5] = {"Points", "Normals", "connectivity", "offsets", "GlobalIds"};
+    /* Point data (normals, ids) first, then points and polygons. */
+    static const int order[5] = {ARR_NORMALS, ARR_IDS, ARR_POINTS, ARR_CONN, ARR_OFFS};
+    int point_data_open = 0;
+    for (int i = 0; i < 5; i++) {
         int a = order[i];
-        if (a == ARR_NORMALS && !m->normals) continue;
-        pmi_writer_printf(&w, "%s        <DataArray type=\"%s\" Name=\"%s\"%s %s", open[a],
-                          a <= ARR_NORMALS ? "Float32" : itype, names[a],
+        if (!has[a]) continue;
+        if ((a == ARR_NORMALS || a == ARR_IDS) && !point_data_open) {
+            pmi_writer_printf(&w, "      <PointData%s%s>\n", has[ARR_NORMALS] ? " Normals=\"Normals\"" : "",
+                              has[ARR_IDS] ? " GlobalIds=\"GlobalIds\"" : "");
+            point_data_open = 1;
+        }
+        if (a == ARR_POINTS) {
+            if (point_data_open) pmi_writer_printf(&w, "      </PointData>\n");
+            pmi_writer_printf(&w, "      <Points>\n");
+        }
+        if (a == ARR_CONN) pmi_writer_printf(&w, "      <Polys>\n");
+        const char *type = a <= ARR_NORMALS ? "Float32" : a == ARR_IDS ? "UInt64" : itype;
+        pmi_writer_printf(&w, "        <DataArray type=\"%s\" Name=\"%s\"%s %s", type, names[a],
                           a <= ARR_NORMALS ? " NumberOfComponents=\"3\"" : "", attr[a]);
         if (base64) {
-            put_array(&sk, m, a, isize);
+            put_array(&sk, m, ids, a, isize);
             sink_end(&sk);
             pmi_writer_printf(&w, "</DataArray>");
         }
-        pmi_writer_printf(&w, "\n%s", close[a]);
+        pmi_writer_printf(&w, "\n");
+        if (a == ARR_POINTS) pmi_writer_printf(&w, "      </Points>\n");
+        if (a == ARR_OFFS) pmi_writer_printf(&w, "      </Polys>\n");
     }
     pmi_writer_printf(&w, "    </Piece>\n  </PolyData>\n");
     if (!base64) {
         pmi_writer_printf(&w, "  <AppendedData encoding=\"raw\">\n   _");
-        for (int a = 0; a < 4; a++)
-            if (a != ARR_NORMALS || m->normals) put_array(&sk, m, a, isize);
+        for (int a = 0; a < 5; a++)
+            if (has[a]) put_array(&sk, m, ids, a, isize);
         pmi_writer_printf(&w, "\n  </AppendedData>\n");
     }
     pmi_writer_printf(&w, "</VTKFile>\n");

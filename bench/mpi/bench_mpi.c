@@ -1,0 +1,127 @@
+/* pm_mpi_isosurface scaling and the per-message costs of the exchange
+ * (docs/distributed.md). Run under mpirun:
+ *   mpirun -n R bench_mpi N [threads]
+ * meshes an N^3 f32 field (a few blobs, as the CLI's tests) split in R
+ * slabs, each rank on `threads` CPU threads (default 1), median of 5 runs
+ * after a warm-up, and prints the stages of rank 0 and the slowest rank;
+ * then (R >= 2) a ping-pong between ranks 0 and 1 for the message sizes
+ * of a ghost slice, giving the latency and bandwidth the 1,024-rank model
+ * in docs/distributed.md uses. Strong scaling: one N, several R; weak
+ * scaling: N^3 per rank (N scaled by cbrt(R)). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyramesh_mpi.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, ranks;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    size_t n = argc > 1 ? (size_t)atol(argv[1]) : 256;
+    int threads = argc > 2 ? atoi(argv[2]) : 1;
+    size_t z0 = n * (size_t)rank / (size_t)ranks, z1 = n * (size_t)(rank + 1) / (size_t)ranks;
+    float *v = malloc(n * n * (z1 - z0) * sizeof *v + 4);
+    for (size_t k = z0; k < z1; k++)
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < n; i++) {
+                double x = (double)i / (double)n, y = (double)j / (double)n,
+                       z = (double)k / (double)n;
+                double f = exp(-((x - .3) * (x - .3) + (y - .4) * (y - .4) + (z - .35) * (z - .35)) / .02) +
+                           exp(-((x - .7) * (x - .7) + (y - .6) * (y - .6) + (z - .65) * (z - .65)) / .03) +
+                           0.3 * sin(20 * x) * sin(17 * y) * sin(23 * z);
+                v[(k - z0) * n * n + j * n + i] = (float)f;
+            }
+    pm_context *ctx;
+    pm_context_desc d;
+    memset(&d, 0, sizeof d);
+    d.device = PM_DEVICE_CPU;
+    d.num_threads = threads;
+    if (pm_context_create(&d, &ctx) != PM_STATUS_OK) MPI_Abort(MPI_COMM_WORLD, 1);
+    pm_lattice lat;
+    memset(&lat, 0, sizeof lat);
+    for (int a = 0; a < 3; a++) {
+        lat.dims[a] = n;
+        lat.spacing[a] = 1.0 / (double)n;
+    }
+    pm_volume slab;
+    memset(&slab, 0, sizeof slab);
+    slab.data = v;
+    slab.type = PM_SAMPLE_F32;
+    slab.nx = slab.ny = n;
+    slab.nz = z1 - z0;
+    pm_isosurface_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    enum { RUNS = 5 };
+    double total[RUNS], st[RUNS][4];
+    size_t tris = 0;
+    for (int it = -1; it < RUNS; it++) {
+        pm_mesh m;
+        pm_mpi_report rep;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t = MPI_Wtime();
+        pm_status s = pm_mpi_isosurface(ctx, MPI_COMM_WORLD, &lat, &slab, z0, 0.5, &o, 0, &m, &rep);
+        double e = MPI_Wtime() - t;
+        if (s != PM_STATUS_OK) {
+            if (rank == 0) fprintf(stderr, "bench_mpi: %s\n", pm_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        tris = m.num_triangles;
+        pm_mesh_free(ctx, &m);
+        if (it < 0) continue;
+        double mine[5] = {e, rep.exchange_ms, rep.extract_ms, rep.gather_ms, rep.merge_ms}, mx[5];
+        MPI_Reduce(mine, mx, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        total[it] = 1e3 * mx[0];
+        for (int k = 0; k < 4; k++) st[it][k] = mx[k + 1];
+    }
+    if (rank == 0) {
+        double sorted[RUNS];
+        memcpy(sorted, total, sizeof sorted);
+        qsort(sorted, RUNS, sizeof *sorted, cmp_double);
+        int med = 0;
+        for (int i = 0; i < RUNS; i++)
+            if (total[i] == sorted[RUNS / 2]) med = i;
+        printf("bench_mpi: %zu^3 f32, %d ranks x %d threads: %zu triangles, median %.1f ms "
+               "(slowest rank: exchange %.2f, extract %.1f, gather %.1f, merge %.1f ms)\n",
+               n, ranks, threads, tris, sorted[RUNS / 2], st[med][0], st[med][1], st[med][2],
+               st[med][3]);
+    }
+    /* Ping-pong: latency (8 bytes) and bandwidth (one ghost slice). */
+    if (ranks >= 2 && rank < 2) {
+        size_t sizes[2] = {8, n * n * 4};
+        for (int si = 0; si < 2; si++) {
+            char *buf = malloc(sizes[si]);
+            memset(buf, 0, sizes[si]);
+            int reps = si ? 50 : 1000;
+            double t = MPI_Wtime();
+            for (int r = 0; r < reps; r++) {
+                if (rank == 0) {
+                    MPI_Send(buf, (int)sizes[si], MPI_BYTE, 1, 5, MPI_COMM_WORLD);
+                    MPI_Recv(buf, (int)sizes[si], MPI_BYTE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(buf, (int)sizes[si], MPI_BYTE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, (int)sizes[si], MPI_BYTE, 0, 5, MPI_COMM_WORLD);
+                }
+            }
+            double one = (MPI_Wtime() - t) / (2.0 * reps);
+            if (rank == 0)
+                printf("bench_mpi: ping-pong %zu bytes: %.2f us one way (%.2f GB/s)\n", sizes[si],
+                       1e6 * one, (double)sizes[si] / one / 1e9);
+            free(buf);
+        }
+    }
+    pm_context_destroy(ctx);
+    free(v);
+    MPI_Finalize();
+    return 0;
+}

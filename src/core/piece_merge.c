@@ -1,0 +1,407 @@
+/* Mesh pieces with global identities joined into one mesh
+ * (pm_mesh_pieces_merge, docs/scale.md): vertices ordered by vertex key,
+ * triangles by cell key then each piece's order, which is pm_isosurface's
+ * order, so pieces of a tiled lattice give its mesh byte for byte. The
+ * orders come from LSD radix sorts (stable), the indices from each
+ * triangle's keys: a binary search in its own piece first (most
+ * triangles' vertices are their piece's), the merged key array else.
+ * Host memory; the result is copied into context memory when asked. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/mesh_out.h"
+#include "core/sparse.h"
+#include "core/util.h"
+
+void pmi_radix_sort_u64(uint64_t *keys, uint32_t *vals, size_t n, unsigned bits, uint64_t *tk,
+                        uint32_t *tv)
+{
+    enum { D = 11, R = 1 << D };
+    const unsigned passes = (bits + D - 1) / D;
+    size_t count[R];
+    uint64_t *sk = keys, *dk = tk;
+    uint32_t *sv = vals, *dv = tv;
+    for (unsigned p = 0; p < passes; p++) {
+        const unsigned sh = p * D;
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++)
+            count[(sk[i] >> sh) & (R - 1)]++;
+        /* A digit every key shares moves nothing: skip the pass. */
+        if (n && count[(sk[0] >> sh) & (R - 1)] == n) continue;
+        size_t sum = 0;
+        for (size_t d = 0; d < R; d++) {
+            size_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t at = count[(sk[i] >> sh) & (R - 1)]++;
+            dk[at] = sk[i];
+            if (sv) dv[at] = sv[i];
+        }
+        uint64_t *xk = sk;
+        sk = dk, dk = xk;
+        uint32_t *xv = sv;
+        sv = dv, dv = xv;
+    }
+    if (sk != keys) {
+        memcpy(keys, sk, n * sizeof *keys);
+        if (vals) memcpy(vals, sv, n * sizeof *vals);
+    }
+}
+
+/* Index of key in a[0..n) (ascending), or n. Branch-free halving (the
+ * compare becomes a conditional move): the merge looks up every triangle
+ * corner, and a mispredicted branch per step would dominate it. */
+static size_t find_key(const uint64_t *a, size_t n, uint64_t key)
+{
+    if (!n) return 0;
+    const uint64_t *base = a;
+    size_t len = n;
+    while (len > 1) {
+        size_t half = len / 2;
+        base += (size_t)(base[half - 1] < key) * half;
+        len -= half;
+    }
+    size_t i = (size_t)(base - a) + (*base < key);
+    return i < n && a[i] == key ? i : n;
+}
+
+/* Which piece holds global triangle (or vertex) g, from the offsets. */
+static size_t piece_of(const uint64_t *base, size_t count, uint64_t g)
+{
+    size_t lo = 0, hi = count; /* base[lo] <= g < base[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (base[mid] <= g)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* dst (host memory, or context memory of a device context) <- src. */
+static pm_status put(pm_context *ctx, int device, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return PM_STATUS_OK;
+    if (device) return ctx->backend->upload(ctx, dst, src, bytes);
+    memcpy(dst, src, bytes);
+    return PM_STATUS_OK;
+}
+
+/* The checks of the pieces: one lattice, keys ascending and inside it,
+ * normals everywhere or nowhere. */
+static pm_status check_pieces(const pm_mesh_piece *pieces, size_t count, int normals,
+                              unsigned *vbits, unsigned *cbits)
+{
+    const uint64_t *N = pieces[0].lattice_dims;
+    uint64_t nvk, ncells;
+    if (N[0] < 2 || N[1] < 2 || N[2] < 2 || __builtin_mul_overflow(N[0], N[1], &nvk) ||
+        __builtin_mul_overflow(nvk, N[2], &nvk) || __builtin_mul_overflow(nvk, 3, &nvk))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_mesh_pieces_merge: piece 0's lattice %llu x %llu x %llu is not >= 2 "
+                         "per axis with 3 * points < 2^64",
+                         (unsigned long long)N[0], (unsigned long long)N[1],
+                         (unsigned long long)N[2]);
+    ncells = (N[0] - 1) * (N[1] - 1) * (N[2] - 1);
+    *vbits = pmi_bits_for(nvk);
+    *cbits = pmi_bits_for(ncells);
+    for (size_t p = 0; p < count; p++) {
+        const pm_mesh_piece *P = &pieces[p];
+        if (memcmp(P->lattice_dims, N, sizeof P->lattice_dims) != 0)
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "pm_mesh_pieces_merge: piece %zu's lattice differs from piece 0's", p);
+        if ((P->num_vertices && (!P->vertex_keys || !P->positions)) ||
+            (P->num_triangles && (!P->triangles || !P->cell_keys)))
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "pm_mesh_pieces_merge: piece %zu has NULL arrays", p);
+        if (P->num_vertices && normals != (P->normals != NULL))
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "pm_mesh_pieces_merge: piece %zu %s normals, options->normals %s", p,
+                             normals ? "has no" : "has", normals ? "asks for them" : "is NONE");
+        for (uint64_t v = 0; v < P->num_vertices; v++)
+            if (P->vertex_keys[v] >= nvk || (v && P->vertex_keys[v] <= P->vertex_keys[v - 1]))
+                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                                 "pm_mesh_pieces_merge: piece %zu, vertex %llu: key %llu is not "
+                                 "ascending or not in the lattice",
+                                 p, (unsigned long long)v, (unsigned long long)P->vertex_keys[v]);
+        for (uint64_t t = 0; t < P->num_triangles; t++)
+            if (P->cell_keys[t] >= ncells || (t && P->cell_keys[t] < P->cell_keys[t - 1]))
+                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                                 "pm_mesh_pieces_merge: piece %zu, triangle %llu: cell key %llu is "
+                                 "not ascending or not in the lattice",
+                                 p, (unsigned long long)t, (unsigned long long)P->cell_keys[t]);
+    }
+    return PM_STATUS_OK;
+}
+
+/* The merged indexed mesh in host arrays (pos, nrm or NULL, idx). */
+typedef struct merged {
+    uint64_t nv, nt, active;
+    float *pos, *nrm;
+    uint32_t *idx;
+} merged;
+
+static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t count, int normals,
+                            unsigned vbits, unsigned cbits, merged *M)
+{
+    int threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    uint64_t nv = 0, nt = 0, act = 0;
+    uint64_t *vbase = malloc((count + 1) * sizeof *vbase),
+             *tbase = malloc((count + 1) * sizeof *tbase);
+    if (!vbase || !tbase) {
+        free(vbase), free(tbase);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_mesh_pieces_merge: no memory");
+    }
+    for (size_t p = 0; p < count; p++) {
+        vbase[p] = nv;
+        tbase[p] = nt;
+        nv += pieces[p].num_vertices;
+        nt += pieces[p].num_triangles;
+        act += pieces[p].active_cells;
+    }
+    vbase[count] = nv;
+    tbase[count] = nt;
+    if (nv > UINT32_MAX || nt > UINT32_MAX) {
+        free(vbase), free(tbase);
+        return nv > UINT32_MAX ? pmi_mesh_index_overflow(nv)
+                               : pmi_error(PM_STATUS_OVERFLOW,
+                                           "pm_mesh_pieces_merge: %llu triangles, at most 2^32 - 1",
+                                           (unsigned long long)nt);
+    }
+    M->nv = nv;
+    M->nt = nt;
+    M->active = act;
+    const size_t big = nv > nt ? (size_t)nv : (size_t)nt;
+    uint64_t *keys = malloc((big ? big : 1) * sizeof *keys),
+             *tk = malloc((big ? big : 1) * sizeof *tk);
+    uint32_t *src = malloc((big ? big : 1) * sizeof *src),
+             *tv = malloc((big ? big : 1) * sizeof *tv);
+    uint32_t *vrank = malloc((nv ? nv : 1) * sizeof *vrank);
+    uint32_t *trank = malloc((nt ? nt : 1) * sizeof *trank);
+    uint64_t *vkeys = malloc((nv ? nv : 1) * sizeof *vkeys);
+    M->pos = pmi_alloc_huge((size_t)(nv ? nv : 1) * 3 * sizeof(float));
+    M->nrm = normals ? pmi_alloc_huge((size_t)(nv ? nv : 1) * 3 * sizeof(float)) : NULL;
+    M->idx = pmi_alloc_huge((size_t)(nt ? nt : 1) * 3 * sizeof(uint32_t));
+    pm_status st = PM_STATUS_OK;
+    if (!keys || !tk || !src || !tv || !vrank || !trank || !vkeys || !M->pos ||
+        (normals && !M->nrm) || !M->idx) {
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                       "pm_mesh_pieces_merge: no memory for %llu vertices, %llu triangles",
+                       (unsigned long long)nv, (unsigned long long)nt);
+        goto done;
+    }
+
+    /* Vertex order: ascending key; each key once. */
+    for (size_t p = 0; p < count; p++)
+        for (uint64_t v = 0; v < pieces[p].num_vertices; v++) {
+            keys[vbase[p] + v] = pieces[p].vertex_keys[v];
+            src[vbase[p] + v] = (uint32_t)(vbase[p] + v);
+        }
+    pmi_radix_sort_u64(keys, src, (size_t)nv, vbits, tk, tv);
+    for (uint64_t r = 0; r < nv; r++) {
+        if (r && keys[r] == keys[r - 1]) {
+            st = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                           "pm_mesh_pieces_merge: vertex key %llu is in pieces %zu and %zu",
+                           (unsigned long long)keys[r], piece_of(vbase, count, src[r - 1]),
+                           piece_of(vbase, count, src[r]));
+            goto done;
+        }
+        vrank[src[r]] = (uint32_t)r;
+        vkeys[r] = keys[r];
+    }
+
+    /* Triangle order: ascending cell key, stable (a cell's triangles keep
+     * their piece's order); a cell in one piece only. */
+    for (size_t p = 0; p < count; p++)
+        for (uint64_t t = 0; t < pieces[p].num_triangles; t++) {
+            keys[tbase[p] + t] = pieces[p].cell_keys[t];
+            src[tbase[p] + t] = (uint32_t)(tbase[p] + t);
+        }
+    pmi_radix_sort_u64(keys, src, (size_t)nt, cbits, tk, tv);
+    for (uint64_t t = 0; t < nt; t++) {
+        if (t && keys[t] == keys[t - 1] &&
+            (src[t] != src[t - 1] + 1 ||
+             piece_of(tbase, count, src[t]) != piece_of(tbase, count, src[t - 1]))) {
+            st = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                           "pm_mesh_pieces_merge: cell key %llu is in pieces %zu and %zu",
+                           (unsigned long long)keys[t], piece_of(tbase, count, src[t - 1]),
+                           piece_of(tbase, count, src[t]));
+            goto done;
+        }
+        trank[src[t]] = (uint32_t)t;
+    }
+
+    /* A bucket index over the merged keys for the vertices a triangle
+     * takes from another piece: the key's bucket, then a short search. */
+    uint64_t kmin = nv ? vkeys[0] : 0, span = nv ? vkeys[nv - 1] - kmin : 0;
+    unsigned shift = 0;
+    while ((span >> shift) >= ((uint64_t)1 << 20))
+        shift++;
+    const size_t nbk = (size_t)(span >> shift) + 2;
+    uint32_t *bucket = malloc(nbk * sizeof *bucket);
+    if (!bucket) {
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_mesh_pieces_merge: no memory");
+        goto done;
+    }
+    for (size_t b = 0, r = 0; b < nbk; b++) {
+        while (r < nv && ((vkeys[r] - kmin) >> shift) < b)
+            r++;
+        bucket[b] = (uint32_t)r;
+    }
+
+    /* Each piece's vertices to their place, its triangles' keys to indices. */
+    int missing = 0;
+    size_t miss_piece = 0;
+    uint64_t miss_key = 0;
+    const long long sc = (long long)count;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 16) if (nt > 65536)
+    for (long long lp = 0; lp < sc; lp++) {
+        const size_t p = (size_t)lp;
+        const pm_mesh_piece *P = &pieces[p];
+        for (uint64_t v = 0; v < P->num_vertices; v++) {
+            uint32_t r = vrank[vbase[p] + v];
+            memcpy(M->pos + 3 * (size_t)r, P->positions + 3 * v, 3 * sizeof(float));
+            if (M->nrm) memcpy(M->nrm + 3 * (size_t)r, P->normals + 3 * v, 3 * sizeof(float));
+        }
+        for (uint64_t t = 0; t < P->num_triangles; t++) {
+            uint32_t *o = M->idx + 3 * (size_t)trank[tbase[p] + t];
+            for (int q = 0; q < 3; q++) {
+                uint64_t key = P->triangles[3 * t + (uint64_t)q];
+                size_t at = find_key(P->vertex_keys, (size_t)P->num_vertices, key);
+                if (at < P->num_vertices) {
+                    o[q] = vrank[vbase[p] + at];
+                    continue;
+                }
+                at = nv;
+                if (key >= kmin && ((key - kmin) >> shift) + 1 < nbk) {
+                    size_t b = (size_t)((key - kmin) >> shift), b0 = bucket[b];
+                    size_t f = find_key(vkeys + b0, bucket[b + 1] - b0, key);
+                    if (f < bucket[b + 1] - b0) at = b0 + f;
+                }
+                if (at == nv) {
+#pragma omp critical
+                    {
+                        if (!missing) miss_piece = p, miss_key = key;
+                        missing = 1;
+                    }
+                    o[q] = 0;
+                    continue;
+                }
+                o[q] = (uint32_t)at;
+            }
+        }
+    }
+    free(bucket);
+    if (missing)
+        st = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                       "pm_mesh_pieces_merge: a triangle of piece %zu names vertex key %llu, "
+                       "which no piece has (a neighbouring piece is missing)",
+                       miss_piece, (unsigned long long)miss_key);
+done:
+    free(keys), free(tk), free(src), free(tv), free(vrank), free(trank), free(vkeys);
+    free(vbase), free(tbase);
+    if (st != PM_STATUS_OK) {
+        free(M->pos), free(M->nrm), free(M->idx);
+        memset(M, 0, sizeof *M);
+    }
+    return st;
+}
+
+pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, size_t count,
+                               const pm_isosurface_options *options, pm_mesh *mesh)
+{
+    pmi_clear_error();
+    if (!ctx || !mesh || (count && !pieces))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_pieces_merge: NULL argument");
+    memset(mesh, 0, sizeof *mesh);
+    pm_isosurface_options opt;
+    memset(&opt, 0, sizeof opt);
+    if (options) {
+        size_t sz = options->struct_size ? options->struct_size : sizeof opt;
+        memcpy(&opt, options, sz < sizeof opt ? sz : sizeof opt);
+    }
+    opt.struct_size = sizeof opt;
+    if (opt.mode != PM_MESH_INDEXED && opt.mode != PM_MESH_SOUP)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_pieces_merge: bad mode %d",
+                         (int)opt.mode);
+    const int normals = opt.normals != PM_NORMALS_NONE;
+    unsigned vbits = 0, cbits = 0;
+    pm_status st = PM_STATUS_OK;
+    if (count) st = check_pieces(pieces, count, normals, &vbits, &cbits);
+    if (st != PM_STATUS_OK) return st;
+    merged M;
+    memset(&M, 0, sizeof M);
+    st = merge_host(ctx, pieces, count, normals, vbits, cbits, &M);
+    if (st != PM_STATUS_OK) return st;
+
+    const int indexed = opt.mode == PM_MESH_INDEXED;
+    const int device = opt.output_in_context_memory && ctx->backend != pmi_cpu_backend();
+    if (indexed && !opt.out_positions && !device) {
+        /* The merged arrays become the mesh. */
+        mesh->num_vertices = (size_t)M.nv;
+        mesh->num_triangles = (size_t)M.nt;
+        mesh->positions = M.pos;
+        mesh->normals = M.nrm;
+        mesh->indices = M.idx;
+        mesh->active_cells = M.active;
+        mesh->owns_arrays = 1;
+        mesh->in_context_memory = opt.output_in_context_memory;
+        return PM_STATUS_OK;
+    }
+    pmi_mesh_dest D;
+    uint64_t nv = indexed ? M.nv : 3 * M.nt;
+    st = pmi_mesh_prepare(ctx, &opt, indexed, nv, M.nt, M.active, mesh, &D);
+    if (st == PM_STATUS_OK || st == PM_STATUS_TRUNCATED) {
+        pm_status s2 = PM_STATUS_OK;
+        if (indexed) {
+            s2 = put(ctx, device, D.positions, M.pos, (size_t)D.vertex_limit * 3 * sizeof(float));
+            if (s2 == PM_STATUS_OK && D.normals)
+                s2 = put(ctx, device, D.normals, M.nrm, (size_t)D.vertex_limit * 3 * sizeof(float));
+            if (s2 == PM_STATUS_OK && D.indices)
+                s2 = put(ctx, device, D.indices, M.idx, (size_t)D.tri_limit * 3 * sizeof(uint32_t));
+        } else {
+            /* Soup: every triangle corner copies its vertex. */
+            size_t corners = (size_t)D.vertex_limit;
+            float *gp = device ? malloc(corners * 3 * sizeof(float) + 1) : D.positions;
+            float *gn = device && D.normals ? malloc(corners * 3 * sizeof(float) + 1) : D.normals;
+            if (!gp || (D.normals && !gn)) {
+                s2 = pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_mesh_pieces_merge: no memory");
+            } else {
+                for (size_t c = 0; c < corners; c++) {
+                    size_t v = M.idx[c];
+                    memcpy(gp + 3 * c, M.pos + 3 * v, 3 * sizeof(float));
+                    if (gn) memcpy(gn + 3 * c, M.nrm + 3 * v, 3 * sizeof(float));
+                }
+                if (device) {
+                    s2 = put(ctx, 1, D.positions, gp, corners * 3 * sizeof(float));
+                    if (s2 == PM_STATUS_OK && gn)
+                        s2 = put(ctx, 1, D.normals, gn, corners * 3 * sizeof(float));
+                }
+            }
+            if (device) {
+                free(gp);
+                if (gn != D.normals) free(gn);
+            }
+        }
+        if (s2 != PM_STATUS_OK) {
+            pm_mesh_free(ctx, mesh);
+            st = s2;
+        }
+    }
+    free(M.pos), free(M.nrm), free(M.idx);
+    return st;
+}
+
+void pm_mesh_piece_free(pm_mesh_piece *piece)
+{
+    if (!piece) return;
+    free(piece->vertex_keys);
+    free(piece->positions);
+    free(piece->normals);
+    free(piece->triangles);
+    free(piece->cell_keys);
+    memset(piece, 0, sizeof *piece);
+}
