@@ -245,6 +245,47 @@ void run_osd(const sdi_mesh &m, int level, int threads, const pm_mesh &ours)
 
 /* ---- speed ------------------------------------------------------------------- */
 
+/* The device's streaming bandwidth as the project's scan sees it: an
+ * exclusive scan of 2^26 words (256 MiB read, 256 MiB written), median
+ * GB/s. The floor of a subdivision is its output's bytes written once at
+ * this rate. */
+double device_bandwidth(pm_context *gpu)
+{
+    const size_t n = (size_t)1 << 26;
+    void *in = nullptr, *out = nullptr;
+    pm_status s;
+    if ((s = pm_alloc(gpu, 4 * n, &in)) != PM_STATUS_OK ||
+        (s = pm_alloc(gpu, 4 * n, &out)) != PM_STATUS_OK)
+        die(s, "bandwidth buffers");
+    std::vector<uint32_t> ones(n, 1u);
+    if ((s = pm_upload(gpu, in, ones.data(), 4 * n)) != PM_STATUS_OK) die(s, "upload");
+    double ms = timed([&]() {
+        uint64_t total = 0;
+        pm_status st = pm_scan_exclusive_u32(gpu, (const uint32_t *)in, n, (uint32_t *)out, &total);
+        if (st != PM_STATUS_OK) die(st, "scan");
+    });
+    pm_free(gpu, in);
+    pm_free(gpu, out);
+    return 8.0 * (double)n / (ms * 1e6); /* GB/s */
+}
+
+/* pm_alloc + pm_free of the output's arrays (positions, indices and with
+ * normals the normals): what every call pays before it writes a byte. */
+double alloc_ms(pm_context *gpu, size_t nv, size_t nt, bool normals)
+{
+    return timed([&]() {
+        void *p = nullptr, *t = nullptr, *q = nullptr;
+        pm_status s;
+        if ((s = pm_alloc(gpu, 12 * nv, &p)) != PM_STATUS_OK ||
+            (s = pm_alloc(gpu, 12 * nt, &t)) != PM_STATUS_OK ||
+            (normals && (s = pm_alloc(gpu, 12 * nv, &q)) != PM_STATUS_OK))
+            die(s, "alloc");
+        pm_free(gpu, p);
+        pm_free(gpu, t);
+        pm_free(gpu, q);
+    });
+}
+
 void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
 {
     pm_context_desc d;
@@ -272,6 +313,11 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
     const double dev = 1e-4 * sdi_diagonal(m.p.data(), m.nv()); /* adaptive: max_deviation */
     std::printf("\n== %s: %zu vertices, %zu triangles, mean edge %.4g\n", name, m.nv(), m.nt(),
                 mean_edge);
+    const double bw = gpu ? device_bandwidth(gpu) : 0;
+    if (gpu)
+        std::printf("device bandwidth (scan of 2^26 words, read + write): %.0f GB/s; floor = "
+                    "output bytes / bandwidth\n",
+                    bw);
     for (int level = 1; level <= maxlev; level++) {
         std::printf("level %d\n", level);
         pm_result u = run_pm(cpu, m, level, options(0, 0, false, false));
@@ -304,6 +350,12 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
                         "normals %8.2f ms; adaptive device: 10 deg %8.2f ms (%zu t), "
                         "max_deviation 1e-4 x diagonal %8.2f ms (%zu t)\n",
                         g.ms, gc.ms, gn.ms, ga.ms, ga.nt, gd.ms, gd.nt);
+            const double f = out_mb(gc.nv, gc.nt, false) / bw, fn = out_mb(gn.nv, gn.nt, true) / bw;
+            std::printf("  pm-cuda  floor %.3f ms (%.1f MB at %.0f GB/s): device in/out / floor = "
+                        "%.2f; with normals floor %.3f ms, ratio %.2f; output pm_alloc + pm_free "
+                        "%.3f ms (%.3f with normals), in the call's time\n",
+                        f, out_mb(gc.nv, gc.nt, false), bw, gc.ms / f, fn, gn.ms / fn,
+                        alloc_ms(gpu, gc.nv, gc.nt, false), alloc_ms(gpu, gn.nv, gn.nt, true));
         }
 #ifdef PM_HAVE_OSD
         {

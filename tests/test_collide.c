@@ -4,10 +4,13 @@
  * grid), the traversal against all pairs tested one by one on random
  * meshes, self-collision of closed and self-intersecting meshes,
  * transforms, truncation, chunked levels, empty and one-triangle meshes.
- * `test_collide cuda` also compares every list with the CPU backend's. */
+ * `test_collide cpu` compares every list with CPU contexts of 1 and 3
+ * threads, `test_collide cuda` with the CPU backend's; both check the path
+ * each call reports (pmi_collide_last_path). */
 #include <math.h>
 
 #include "core/collide_math.h"
+#include "core/hooks.h"
 #include "core/tri_tri.h"
 #include "test_common.h"
 
@@ -248,10 +251,112 @@ static uint64_t *brute_force(const mesh *A, const mesh *B, const double *xf, int
     return out;
 }
 
+/* ---- the transformed box ------------------------------------------------- */
+
+/* pmi_xform_box: every point of a box, mapped by pmi_xform_point, lies in
+ * the float box it gives (the box test's claim of exactness), and the box
+ * is reached (its bounds are images of corners). Random boxes, rotations
+ * about random axes (negative entries), shears and scalings, translations,
+ * with points on the faces, edges and corners and one float step inside. */
+static void check_xform_box(void)
+{
+    int bad = 0, unreached = 0;
+    for (int r = 0; r < 20000; r++) {
+        pmi_xform x;
+        memset(&x, 0, sizeof x);
+        double ax[3] = {pmt_uniform() - 0.5, pmt_uniform() - 0.5, pmt_uniform() - 0.5};
+        double len = sqrt(ax[0] * ax[0] + ax[1] * ax[1] + ax[2] * ax[2]) + 1e-300;
+        for (int k = 0; k < 3; k++)
+            ax[k] /= len;
+        double ang = 2 * PMT_PI * pmt_uniform(), c = cos(ang), sn = sin(ang);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double v = (1 - c) * ax[i] * ax[j] + (i == j ? c : 0);
+                if ((i + 1) % 3 == j) v -= sn * ax[3 - i - j];
+                if ((j + 1) % 3 == i) v += sn * ax[3 - i - j];
+                x.r[3 * i + j] = v;
+            }
+        if (r % 4 == 1) /* a shear and a scaling: not orthonormal */
+            for (int k = 0; k < 9; k++)
+                x.r[k] *= 0.5 + 2 * pmt_uniform() + (k == 1 ? 0.7 : 0);
+        x.translation = r % 4 == 2;
+        if (x.translation)
+            for (int k = 0; k < 9; k++)
+                x.r[k] = k % 4 == 0;
+        double scale = r % 3 == 0 ? 1e-3 : r % 3 == 1 ? 1.0 : 1e4;
+        for (int k = 0; k < 3; k++)
+            x.t[k] = (pmt_uniform() - 0.5) * 3 * scale;
+        float b[6];
+        for (int k = 0; k < 3; k++) {
+            float u = (float)((pmt_uniform() - 0.5) * 2 * scale),
+                  v = (float)((pmt_uniform() - 0.5) * 2 * scale);
+            if (r % 5 == 0) v = u; /* flat */
+            b[k] = u < v ? u : v;
+            b[3 + k] = u < v ? v : u;
+        }
+        float out[6];
+        pmi_xform_box(&x, b, out);
+        float reach[6] = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        for (int q = 0; q < 64; q++) {
+            float p[3], m[3];
+            for (int k = 0; k < 3; k++) {
+                int sel = q < 27 ? (q / (k == 0 ? 1 : k == 1 ? 3 : 9)) % 3 : (int)(pmt_rand() % 5);
+                float lo = b[k], hi = b[3 + k];
+                p[k] = sel == 0   ? lo
+                       : sel == 1 ? hi
+                       : sel == 2 ? lo + (hi - lo) * (float)pmt_uniform()
+                       : sel == 3 ? nextafterf(lo, hi)
+                                  : nextafterf(hi, lo);
+            }
+            pmi_xform_point(&x, p, m);
+            for (int k = 0; k < 3; k++) {
+                if (m[k] < out[k] || m[k] > out[3 + k]) bad++;
+                reach[k] = m[k] < reach[k] ? m[k] : reach[k];
+                reach[3 + k] = m[k] > reach[3 + k] ? m[k] : reach[3 + k];
+            }
+        }
+        for (int k = 0; k < 6; k++)
+            unreached += reach[k] != out[k];
+    }
+    PMT_CHECK(bad == 0, "%d mapped points outside pmi_xform_box", bad);
+    PMT_CHECK(unreached == 0, "%d bounds of pmi_xform_box not reached by a corner", unreached);
+}
+
 /* ---- pm_collide against the references ------------------------------------ */
 
-static pm_context *g_ctx, *g_cpu; /* under test; the CPU one for `cuda` */
-static uint64_t g_parts_seen;       /* levels split on g_ctx */
+/* Under test; the references: for `cuda` the CPU backend, for `cpu` CPU
+ * contexts of 1 and 3 threads. */
+static pm_context *g_ctx, *g_ref[2];
+static pm_device g_dev;
+static uint64_t g_parts_seen; /* levels split on g_ctx */
+/* Paths seen on g_ctx: sort=block, sort=cub, traversal=levels (cuda). */
+static unsigned g_block_sorts, g_cub_sorts, g_level_runs;
+static int g_want_levels; /* the test hook "levels" is set: expect that path */
+
+/* The path of the call just made on ctx must name its backend and, on
+ * CUDA, the persistent traversal (or the level-by-level one under the
+ * hook); sort=none exactly when nothing was found. */
+static void check_path(pm_context *ctx, size_t count)
+{
+    const char *p = pmi_collide_last_path();
+    int cuda = ctx == g_ctx && g_dev == PM_DEVICE_CUDA;
+    if (strcmp(p, "traversal=none sort=none") == 0) { /* an empty mesh */
+        PMT_CHECK(count == 0, "path \"%s\" with %zu pairs", p, count);
+        return;
+    }
+    if (cuda) {
+        const char *want = g_want_levels ? "traversal=levels" : "traversal=persistent";
+        PMT_CHECK(strstr(p, "backend=cuda") && strstr(p, want), "path \"%s\", expected %s", p,
+                  want);
+        g_block_sorts += strstr(p, "sort=block") != NULL;
+        g_cub_sorts += strstr(p, "sort=cub") != NULL;
+        g_level_runs += strstr(p, "traversal=levels") != NULL;
+    } else {
+        PMT_CHECK(strstr(p, "backend=cpu traversal=tasks") != NULL, "path \"%s\"", p);
+    }
+    PMT_CHECK((strstr(p, "sort=none") != NULL) == (count == 0), "path \"%s\" with %zu pairs", p,
+              count);
+}
 
 /* pm_collide on context ctx; returns the sorted list as (a << 32) | b. */
 static uint64_t *collide_list(pm_context *ctx, const mesh *A, const mesh *B, const double *xf,
@@ -270,11 +375,13 @@ static uint64_t *collide_list(pm_context *ctx, const mesh *A, const mesh *B, con
     pm_status s = pm_collide(ctx, ba, bb, xf, &o, NULL, 0, &count);
     PMT_CHECK(s == (count ? PM_STATUS_TRUNCATED : PM_STATUS_OK), "capacity 0: %s, count %zu",
               pm_status_string(s), count);
+    check_path(ctx, count);
     uint32_t *pairs_d = NULL;
     PMT_OK(pm_alloc(ctx, 2 * count * sizeof(uint32_t), (void **)&pairs_d));
     size_t count2 = 0;
     PMT_OK(pm_collide(ctx, ba, bb, xf, &o, pairs_d, count, &count2));
     PMT_CHECK(count2 == count, "count %zu then %zu", count, count2);
+    check_path(ctx, count);
     uint32_t *pairs = pmt_to_host(ctx, pairs_d, 2 * count * sizeof(uint32_t));
     uint64_t *out = malloc((count + 1) * sizeof *out);
     for (size_t i = 0; i < count; i++)
@@ -329,9 +436,9 @@ static size_t run_case(const char *what, const mesh *A, const mesh *B, const dou
     uint64_t *ref = brute_force(A, self ? A : B, xf, self, &nr);
     uint64_t *got = collide_list(g_ctx, A, B, xf, self, max_candidates, &ng, NULL);
     compare(what, got, ng, ref, nr);
-    if (g_cpu) {
+    for (int r = 0; r < 2 && g_ref[r]; r++) {
         size_t nc;
-        uint64_t *cpu = collide_list(g_cpu, A, B, xf, self, max_candidates, &nc, NULL);
+        uint64_t *cpu = collide_list(g_ref[r], A, B, xf, self, max_candidates, &nc, NULL);
         compare(what, got, ng, cpu, nc);
         free(cpu);
     }
@@ -436,6 +543,11 @@ static void check_closed_meshes(void)
     /* The same mesh as A and B (two BVHs): every triangle meets itself. */
     n = run_case("torus against a copy", &T, &T, NULL, 0, 0);
     PMT_CHECK(n >= T.nt, "a copy meets itself in %zu pairs, expected >= %zu", n, T.nt);
+    /* More pairs than one CUDA block sorts (4096): cub sorts them. */
+    mesh F = torus(64, 36, 1.0, 0.3, 0.0);
+    n = run_case("fine torus against a copy", &F, &F, NULL, 0, 0);
+    PMT_CHECK(n > 4096, "a fine torus meets its copy in %zu pairs, expected > 4096", n);
+    mesh_free(&F);
     mesh_free(&T);
     mesh_free(&S);
     mesh_free(&U);
@@ -491,6 +603,37 @@ static void check_edges(void)
     mesh_free(&O);
 }
 
+/* CUDA: the level-by-level traversal (devices that cannot launch the
+ * persistent kernel) under the test hook "levels", on the cases that reach
+ * its retries and splits. */
+static void check_level_path(void)
+{
+#ifdef PMI_HOOK_LEVELS
+    setenv("PYRAMESH_TEST_HOOKS", "levels", 1);
+    g_want_levels = 1;
+    unsigned before = g_level_runs;
+    uint64_t parts = g_parts_seen;
+    mesh A = random_soup(1000, 7.0, 1.0), B = random_soup(257, 7.0, 1.0);
+    double m[12], t[3] = {0.3, -0.2, 0.1};
+    rotation(37.0, 1, t, m);
+    run_case("levels: random 1000 x 257 rotated", &A, &B, m, 0, 0);
+    run_case("levels: random 1000 self", &A, &A, NULL, 1, 0);
+    run_case("levels: random 1000 x 257, 64 candidates a level", &A, &B, NULL, 0, 64);
+    mesh T = torus(64, 36, 1.0, 0.3, 0.0);
+    run_case("levels: torus against a copy", &T, &T, NULL, 0, 0);
+    PMT_CHECK(g_level_runs > before && g_parts_seen > parts,
+              "the level-by-level path ran %u calls, split %llu levels", g_level_runs - before,
+              (unsigned long long)(g_parts_seen - parts));
+    mesh_free(&A);
+    mesh_free(&B);
+    mesh_free(&T);
+    g_want_levels = 0;
+    unsetenv("PYRAMESH_TEST_HOOKS");
+#else
+    printf("level-by-level CUDA path: not tested (this build has no test hook \"levels\")\n");
+#endif
+}
+
 /* A large case: two dense tori, 10^5 triangles each, overlapping. */
 static void check_large(void)
 {
@@ -520,10 +663,10 @@ static void check_large(void)
     for (size_t i = 0; i < ng; i++)
         have += (got[i] >> 32) >= lo && (got[i] >> 32) < hi;
     PMT_CHECK(have == want, "triangles %zu..%zu: %zu pairs, brute force %zu", lo, hi, have, want);
-    if (g_cpu) {
+    for (int r = 0; r < 2 && g_ref[r]; r++) {
         size_t nc;
-        uint64_t *cpu = collide_list(g_cpu, &A, &B, NULL, 0, 0, &nc, NULL);
-        compare("large, against the CPU backend", got, ng, cpu, nc);
+        uint64_t *cpu = collide_list(g_ref[r], &A, &B, NULL, 0, 0, &nc, NULL);
+        compare("large, against a reference context", got, ng, cpu, nc);
         free(cpu);
     }
     printf("large: %zu x %zu triangles, %zu pairs, %u levels\n", A.nt, B.nt, ng, levels);
@@ -534,20 +677,32 @@ static void check_large(void)
 
 int main(int argc, char **argv)
 {
-    pm_device dev;
-    if (!pmt_init(argc, argv, &g_ctx, &dev)) return PMT_SKIP;
-    if (dev == PM_DEVICE_CUDA) {
+    if (!pmt_init(argc, argv, &g_ctx, &g_dev)) return PMT_SKIP;
+    if (g_dev == PM_DEVICE_CUDA) {
         pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
-        PMT_OK(pm_context_create(&d, &g_cpu));
+        PMT_OK(pm_context_create(&d, &g_ref[0]));
+    } else {
+        pm_context_desc d1 = {sizeof d1, PM_DEVICE_CPU, 0, 1, NULL},
+                        d3 = {sizeof d3, PM_DEVICE_CPU, 0, 3, NULL};
+        PMT_OK(pm_context_create(&d1, &g_ref[0]));
+        PMT_OK(pm_context_create(&d3, &g_ref[1]));
     }
     check_predicate();
+    check_xform_box();
     check_edges();
     check_grid_meshes();
     check_random_meshes();
     PMT_CHECK(g_parts_seen > 0, "no case with max_candidates 64 split a level");
     check_closed_meshes();
     check_large();
-    pm_context_destroy(g_cpu);
+    if (g_dev == PM_DEVICE_CUDA) {
+        PMT_CHECK(g_block_sorts > 0 && g_cub_sorts > 0,
+                  "pairs sorted by one block in %u calls, by cub in %u: both must run",
+                  g_block_sorts, g_cub_sorts);
+        check_level_path();
+    }
+    for (int r = 0; r < 2; r++)
+        pm_context_destroy(g_ref[r]);
     pm_context_destroy(g_ctx);
     return pmt_finish("test_collide");
 }

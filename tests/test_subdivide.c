@@ -438,6 +438,59 @@ static void check_adaptive_extremes(pm_context *ctx, const tmesh *m)
     free(w);
 }
 
+/* Uniform subdivision has its own steps (src/core/subdivide.c: no split
+ * flags, scans or corner lists of the output); an all-split adaptive run
+ * takes the general ones. Both must give the same bytes at every level,
+ * with and without normals, in host and in context memory. */
+static void check_uniform_steps(pm_context *ctx, const char *name, const tmesh *m, int maxlev)
+{
+    float *w = malloc(4 * m->nv + 4);
+    for (size_t i = 0; i < m->nv; i++)
+        w[i] = 1.0f;
+    for (int l = 1; l <= maxlev; l++)
+        for (int nrm = 0; nrm < 2; nrm++) {
+            pm_subdivide_options g = {0}, u = {0};
+            g.vertex_weights = w;
+            g.normals = u.normals = nrm ? PM_NORMALS_DEFAULT : PM_NORMALS_NONE;
+            pm_subdivide_report rg, ru;
+            g.report = &rg;
+            u.report = &ru;
+            pm_mesh a, b;
+            PMT_OK(run(ctx, m, l, &g, &a));
+            PMT_OK(run(ctx, m, l, &u, &b));
+            PMT_CHECK(same_mesh(&a, &b),
+                      "%s level %d normals %d: uniform steps differ from the "
+                      "general ones",
+                      name, l, nrm);
+            PMT_CHECK(!memcmp(&rg, &ru, sizeof rg), "%s level %d: reports differ", name, l);
+            /* input and output in context memory */
+            pm_mesh in = tm_view(m), c;
+            in.positions = pmt_to_ctx(ctx, m->p, 12 * m->nv);
+            in.indices = pmt_to_ctx(ctx, m->t, 12 * m->nt);
+            in.in_context_memory = 1;
+            u.output_in_context_memory = 1;
+            u.report = NULL;
+            PMT_OK(pm_subdivide_loop(ctx, &in, l, &u, &c));
+            if (c.num_vertices == b.num_vertices && c.num_triangles == b.num_triangles) {
+                pm_mesh h = c;
+                h.positions = pmt_to_host(ctx, c.positions, 12 * c.num_vertices);
+                h.normals = c.normals ? pmt_to_host(ctx, c.normals, 12 * c.num_vertices) : NULL;
+                h.indices = pmt_to_host(ctx, c.indices, 12 * c.num_triangles);
+                PMT_CHECK(same_mesh(&h, &b), "%s level %d normals %d: context memory differs", name,
+                          l, nrm);
+                free(h.positions), free(h.normals), free(h.indices);
+            } else {
+                PMT_CHECK(0, "%s level %d: context memory counts", name, l);
+            }
+            pm_mesh_free(ctx, &c);
+            pm_free(ctx, in.positions);
+            pm_free(ctx, in.indices);
+            pm_mesh_free(ctx, &a);
+            pm_mesh_free(ctx, &b);
+        }
+    free(w);
+}
+
 /* ---- the first adaptive level, serially ------------------------------- */
 
 static void face_normal(const tmesh *m, size_t t, double n[3])
@@ -694,9 +747,33 @@ int main(int argc, char **argv)
         tmesh b = make_bipyramid(k, 0), f = make_bipyramid(k, 1);
         snprintf(name, sizeof name, "bipyramid %u", k);
         check_uniform(ctx, name, &b, 2);
+        check_uniform_steps(ctx, name, &b, 2);
         snprintf(name, sizeof name, "fan %u", k);
         check_uniform(ctx, name, &f, 2);
+        check_uniform_steps(ctx, name, &f, 2);
         tm_free(&b), tm_free(&f);
+    }
+    check_uniform_steps(ctx, "tetrahedron", &tetra, 4);
+    check_uniform_steps(ctx, "icosahedron", &ico, 3);
+    check_uniform_steps(ctx, "torus", &torus, 3);
+    check_uniform_steps(ctx, "grid", &grid, 3);
+    check_uniform_steps(ctx, "triangle", &one, 4);
+    {
+        /* unused vertices between used ones keep their place */
+        tmesh u = tm_alloc(ico.nv + 2, ico.nt);
+        memcpy(u.p + 6, ico.p, 12 * ico.nv);
+        for (size_t i = 0; i < 6; i++)
+            u.p[i] = (float)(i + 7);
+        for (size_t i = 0; i < 3 * ico.nt; i++)
+            u.t[i] = ico.t[i] + 2;
+        check_uniform_steps(ctx, "icosahedron with unused vertices", &u, 3);
+        pm_mesh out;
+        PMT_OK(run(ctx, &u, 2, NULL, &out));
+        PMT_CHECK(!memcmp(out.positions, u.p, 24) && out.normals[0] == 0.0f &&
+                      out.normals[5] == 0.0f,
+                  "unused vertices moved or got a normal");
+        pm_mesh_free(ctx, &out);
+        tm_free(&u);
     }
     /* empty meshes: no vertices; vertices without triangles */
     {
@@ -733,6 +810,9 @@ int main(int argc, char **argv)
         PMT_OK(run(ctx, &b, 1, NULL, &out));
         PMT_CHECK(!memcmp(out.positions, p, 12), "bowtie vertex moved");
         pm_mesh_free(ctx, &out);
+        /* and the vertex is not lost by the uniform steps' normals (its
+         * triangles come from the input's corner lists) */
+        check_uniform_steps(ctx, "bowtie", &b, 3);
         tm_free(&b);
     }
     check_refusals(ctx);
@@ -740,6 +820,7 @@ int main(int argc, char **argv)
     tmesh big = make_torus(301, 67); /* 40,334 triangles */
     tm_jitter(&big, 0.01);
     check_uniform(ctx, "torus 301x67", &big, 1);
+    check_uniform_steps(ctx, "torus 301x67", &big, 2);
     check_adaptive(ctx, "torus length", &torus, 3, 0.25, 0, 0, 1);
     check_adaptive(ctx, "torus angle", &torus, 3, 0, 10, 0, 1);
     check_adaptive(ctx, "torus deviation", &torus, 4, 0, 0, 2e-3, 1);

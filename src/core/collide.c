@@ -49,6 +49,12 @@ static pm_status check_host_mesh(const pm_mesh *m)
     return PM_STATUS_OK;
 }
 
+static _Thread_local const char *g_path = "";
+
+void pmi_collide_set_path(const char *path) { g_path = path; }
+
+const char *pmi_collide_last_path(void) { return g_path; }
+
 pm_status pm_bvh_build(pm_context *ctx, const pm_mesh *mesh, const pm_bvh_options *options,
                        pm_bvh **out)
 {
@@ -130,6 +136,8 @@ static pm_status resolve_xform(const double *m, pmi_xform *x)
     x->identity = memcmp(m, id, sizeof id) == 0 ||
                   (m[0] == 1 && m[5] == 1 && m[10] == 1 && m[1] == 0 && m[2] == 0 && m[3] == 0 &&
                    m[4] == 0 && m[6] == 0 && m[7] == 0 && m[8] == 0 && m[9] == 0 && m[11] == 0);
+    x->translation = !x->identity && m[0] == 1 && m[5] == 1 && m[10] == 1 && m[1] == 0 &&
+                     m[2] == 0 && m[4] == 0 && m[6] == 0 && m[8] == 0 && m[9] == 0;
     double worst = 0.0;
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
@@ -148,6 +156,7 @@ pm_status pm_collide(pm_context *ctx, const pm_bvh *a, const pm_bvh *b, const do
                      size_t *count)
 {
     pmi_clear_error();
+    g_path = "";
     if (!ctx || !a || !b || !count)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_collide: NULL context, bvh or count");
     *count = 0;
@@ -192,7 +201,10 @@ pm_status pm_collide(pm_context *ctx, const pm_bvh *a, const pm_bvh *b, const do
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_collide: self-collision (bvh_b == bvh_a) takes no transform; build a "
                          "second BVH to test a mesh against a moved copy");
-    if (a->num_triangles == 0 || b->num_triangles == 0) return PM_STATUS_OK;
+    if (a->num_triangles == 0 || b->num_triangles == 0) {
+        pmi_collide_set_path("traversal=none sort=none"); /* an empty mesh */
+        return PM_STATUS_OK;
+    }
     if (!ctx->backend->collide)
         return pmi_error(PM_STATUS_UNSUPPORTED, "pm_collide: not supported on the %s backend",
                          ctx->backend->name);

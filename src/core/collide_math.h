@@ -15,8 +15,14 @@
 
 #ifdef __CUDACC__
 #define PMI_CM static __host__ __device__ __forceinline__
+#define PMI_CM_HOT PMI_CM
+#define PMI_CM_COLD PMI_CM
 #else
 #define PMI_CM static inline
+/* The box test's common part inlined into the traversal loop, its rotation
+ * parts kept out of it. */
+#define PMI_CM_HOT static inline __attribute__((always_inline))
+#define PMI_CM_COLD static __attribute__((noinline, unused))
 #endif
 
 /* A BVH over n triangles: nodes 0 .. n-2 are internal (0 is the root when
@@ -141,11 +147,12 @@ PMI_CM void pmi_box_merge(const float *a, const float *b, float *out)
 /* ---- traversal --------------------------------------------------------------- */
 
 /* transform_b_to_a, row-major 3x4 [R | t]. identity: no transform at all
- * (B's floats are used as they are). orthonormal: R^T is R's inverse to
- * 1e-12, which enables the second half of the box test. */
+ * (B's floats are used as they are). translation: R is exactly the
+ * identity (t is not zero). orthonormal: R^T is R's inverse to 1e-12,
+ * which enables the second half of the box test. */
 typedef struct pmi_xform {
     double r[9], t[3];
-    int identity, orthonormal;
+    int identity, translation, orthonormal;
 } pmi_xform;
 
 /* B's vertex p in A's frame: evaluated in double in a fixed order, rounded
@@ -157,19 +164,53 @@ PMI_CM void pmi_xform_point(const pmi_xform *x, const float *p, float *out)
                          x->t[k]);
 }
 
-/* Whether box a (A's frame) and box b (B's frame, mapped by x) may hold
- * intersecting triangles. Closed boxes: touching counts. With a transform
- * the test is the separating-axis test on A's three axes (b's oriented box
- * against a) and, for an orthonormal R, on B's three (a's box mapped back),
- * widened by a margin that covers the rounding of pmi_xform_point (2^-20
- * of the magnitudes involved, against a rounding of at most about 2^-23),
- * so it never rejects a pair the exact predicate would accept. */
-PMI_CM int pmi_box_overlap(const float *a, const float *b, const pmi_xform *x)
+/* The float box in A's frame that holds every vertex of B's box b as
+ * pmi_xform_point maps it, rounding included. Coordinate k of the mapped
+ * point is a chain of rounded products and sums, each monotone in its
+ * operands, so it is monotone in every coordinate of p (rising where
+ * r[k][j] >= 0, falling where it is negative): over the box its least and
+ * largest values are those of two corners, evaluated here by the same
+ * expression. The bounds are therefore exact, with no margin. For a pure
+ * translation the expression is (float)(p + t) (the zero products change
+ * nothing but the sign of a zero). */
+PMI_CM_COLD void pmi_xform_box_rotated(const pmi_xform *x, const float *b, float *out)
 {
-    if (x->identity)
-        return a[0] <= b[3] && b[0] <= a[3] && a[1] <= b[4] && b[1] <= a[4] && a[2] <= b[5] &&
-               b[2] <= a[5];
-    double ca[3], ha[3], cb[3], hb[3], cbt[3], hbt[3];
+    for (int k = 0; k < 3; k++) {
+        const double *r = x->r + 3 * k;
+        float lo[3], hi[3];
+        for (int j = 0; j < 3; j++) {
+            int up = r[j] >= 0.0;
+            lo[j] = up ? b[j] : b[3 + j];
+            hi[j] = up ? b[3 + j] : b[j];
+        }
+        out[k] = (float)(((r[0] * lo[0] + r[1] * lo[1]) + r[2] * lo[2]) + x->t[k]);
+        out[3 + k] = (float)(((r[0] * hi[0] + r[1] * hi[1]) + r[2] * hi[2]) + x->t[k]);
+    }
+}
+
+PMI_CM_HOT void pmi_xform_box(const pmi_xform *x, const float *b, float *out)
+{
+    if (!x->translation) {
+        pmi_xform_box_rotated(x, b, out);
+        return;
+    }
+    for (int k = 0; k < 3; k++) {
+        out[k] = (float)((double)b[k] + x->t[k]);
+        out[3 + k] = (float)((double)b[3 + k] + x->t[k]);
+    }
+}
+
+/* Closed axis-aligned boxes (lo xyz, hi xyz) overlap. */
+PMI_CM int pmi_aabb_overlap(const float *a, const float *b)
+{
+    return a[0] <= b[3] && b[0] <= a[3] && a[1] <= b[4] && b[1] <= a[4] && a[2] <= b[5] &&
+           b[2] <= a[5];
+}
+
+/* The second half of pmi_box_overlap: B's three axes, with the margin. */
+PMI_CM_COLD int pmi_box_overlap_back(const float *a, const float *b, const pmi_xform *x)
+{
+    double ca[3], ha[3], cb[3], hb[3];
     double sa = 0.0, sb = 0.0;
     for (int k = 0; k < 3; k++) {
         ca[k] = 0.5 * ((double)a[k] + (double)a[3 + k]);
@@ -181,16 +222,11 @@ PMI_CM int pmi_box_overlap(const float *a, const float *b, const pmi_xform *x)
     }
     for (int k = 0; k < 3; k++) {
         const double *r = x->r + 3 * k;
-        cbt[k] = ((r[0] * cb[0] + r[1] * cb[1]) + r[2] * cb[2]) + x->t[k];
-        hbt[k] = fabs(r[0]) * hb[0] + fabs(r[1]) * hb[1] + fabs(r[2]) * hb[2];
         double m = fabs(r[0]) * (fabs(cb[0]) + hb[0]) + fabs(r[1]) * (fabs(cb[1]) + hb[1]) +
                    fabs(r[2]) * (fabs(cb[2]) + hb[2]) + fabs(x->t[k]);
         sb = m > sb ? m : sb;
     }
     double margin = (sa + sb) * 9.5367431640625e-07 + 1e-30; /* 2^-20 */
-    for (int k = 0; k < 3; k++)
-        if (fabs(cbt[k] - ca[k]) > hbt[k] + ha[k] + margin) return 0;
-    if (!x->orthonormal) return 1;
     for (int j = 0; j < 3; j++) {
         double c = x->r[j] * (ca[0] - x->t[0]) + x->r[3 + j] * (ca[1] - x->t[1]) +
                    x->r[6 + j] * (ca[2] - x->t[2]);
@@ -198,6 +234,25 @@ PMI_CM int pmi_box_overlap(const float *a, const float *b, const pmi_xform *x)
         if (fabs(c - cb[j]) > h + hb[j] + 2.0 * margin) return 0;
     }
     return 1;
+}
+
+/* Whether box a (A's frame) and box b (B's frame, mapped by x) may hold
+ * intersecting triangles. Closed boxes: touching counts. With a transform
+ * the test is first the separating-axis test on A's three axes: b's
+ * vertices mapped as pmi_xform_point maps them lie in the float box
+ * pmi_xform_box gives, exactly. Then, for an orthonormal R that is not
+ * the identity, the test on B's three axes (a's box mapped back), widened
+ * by a margin that covers the rounding of pmi_xform_point (2^-20 of the
+ * magnitudes involved, against a rounding of at most about 2^-23). Either
+ * way it never rejects a pair the exact predicate would accept. */
+PMI_CM_HOT int pmi_box_overlap(const float *a, const float *b, const pmi_xform *x)
+{
+    if (x->identity) return pmi_aabb_overlap(a, b);
+    float bt[6];
+    pmi_xform_box(x, b, bt);
+    if (!pmi_aabb_overlap(a, bt)) return 0;
+    if (x->translation || !x->orthonormal) return 1;
+    return pmi_box_overlap_back(a, b, x);
 }
 
 /* Half the surface measure used to pick which node of a pair to split:
@@ -267,6 +322,12 @@ PMI_CM void pmi_pair_split(const int32_t *children_a, const int32_t *children_b,
         out[c] = (a << 32) | b;
     }
 }
+
+/* The path the calling thread's last pm_collide took, a static string
+ * ("backend=... traversal=... sort=..."; "" before the first), for tests
+ * and --stats; the backends set it (src/core/collide.c). */
+void pmi_collide_set_path(const char *path);
+const char *pmi_collide_last_path(void);
 
 /* Whether two triangles of one mesh are neighbours, which self-collision
  * leaves out: they share a vertex index, or (a soup) a vertex position. */

@@ -12,7 +12,7 @@ static const struct {
     unsigned bit;
 } hook_names[] = {
     {"novroom", PMI_HOOK_NOVROOM}, {"search", PMI_HOOK_SEARCH},   {"nopdl", PMI_HOOK_NOPDL},
-    {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS},
+    {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS}, {"levels", PMI_HOOK_LEVELS},
 };
 #endif
 
@@ -37,7 +37,7 @@ pm_status pmi_hooks(unsigned *hooks)
         if (!bit)
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
-                             "comma-separated list of novroom, search, nopdl, scalar, twopass)",
+                             "comma-separated list of novroom, search, nopdl, scalar, twopass, levels)",
                              (int)len, p, e);
         *hooks |= bit;
         p += len;

@@ -29,6 +29,9 @@ extern "C" {
 /* CPU marching cubes: the two-pass extraction (taken when the slab walk
  * declines). */
 #define PMI_HOOK_TWOPASS 16u
+/* CUDA pm_collide: the level-by-level traversal (devices that cannot
+ * launch the persistent kernel). */
+#define PMI_HOOK_LEVELS 32u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

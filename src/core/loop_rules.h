@@ -46,6 +46,12 @@ enum pmi_loop_step_id {
     PMI_LOOP_EMIT,          /* per triangle: finished/green output, red children */
     PMI_LOOP_COPY_U32,      /* per element: dst[i] = src[i] */
     PMI_LOOP_ZERO_U32,      /* per element: dst[i] = 0 */
+    /* uniform subdivision (every edge splits; src/core/subdivide.c) */
+    PMI_LOOP_EVEN_UNIFORM, /* per vertex: even rule or copy, next start corner */
+    PMI_LOOP_RED_UNIFORM,  /* per triangle: odd rule on owned edges, children,
+                              their twins and owner numbers */
+    PMI_LOOP_NORMAL_OLD,   /* per vertex of the last stream: output normal */
+    PMI_LOOP_NORMAL_NEW,   /* per half-edge owning an edge: the new vertex's normal */
     PMI_LOOP_NUM_STEPS
 };
 
@@ -60,8 +66,10 @@ typedef struct pmi_loop_args {
     uint32_t *emit;  /* n: emitted triangles, scanned into offsets */
     uint32_t *red;   /* n: 2-split marks while promoting, then red flags,
                         scanned in place into child offsets / 4 */
-    /* the next stream */
+    /* the next stream (uniform: twin_next, owner_next and vstart_new may
+     * be NULL on the last level, nobody reads them) */
     uint32_t *tri_next, *twin_next;
+    uint32_t *owner_next; /* uniform: the next stream's owner numbers */
     /* output triangles of this level (3 indices each) */
     uint32_t *out_tri;
     /* vertices: nv now; the arrays for nv + edges (new) and the old ones */
@@ -85,10 +93,16 @@ typedef struct pmi_loop_args {
     uint32_t *changed; /* promotion: set to 1 when an edge was promoted */
     /* vertex -> corner lists */
     uint32_t *count, *offset, *list;
-    /* the mesh whose normals PMI_LOOP_CSR_NORMAL computes */
+    /* the mesh whose normals PMI_LOOP_CSR_NORMAL and PMI_LOOP_NORMAL_OLD/NEW
+     * compute */
     const float *npos;
     const uint32_t *ntri;
     float *nout;
+    /* uniform normals: the input's nv0 vertices use the input's corner
+     * lists (count, offset, list), corner 3t + k becoming output triangle
+     * tmul * t + tadd * k (tmul = 4^L, tadd = (4^L - 1) / 3) */
+    uint32_t nv0;
+    uint64_t tmul, tadd;
     /* first failure: (kind << 56) | index, kept by atomic minimum */
     unsigned long long *error;
     /* copies */
@@ -239,10 +253,11 @@ typedef struct pmi_loop_ring {
 /* Walks the fan of the vertex at corner c: first across the edge entering
  * the corner, triangle by triangle, until it closes or meets the boundary,
  * then (open fans) the other way from c. Orientation-agnostic: each step
- * finds the vertex in the next triangle. Returns 0 when the walk exceeds
- * `cap` steps (a corrupt structure). */
+ * finds the vertex in the next triangle. Face normals are summed only when
+ * `normals` is set (r->normal stays 0 otherwise). Returns 0 when the walk
+ * exceeds `cap` steps (a corrupt structure). */
 PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_t *split,
-                          uint32_t c, uint32_t cap, pmi_loop_ring *r)
+                          uint32_t c, uint32_t cap, int normals, pmi_loop_ring *r)
 {
     const uint32_t *tri = a->tri, *twin = a->twin;
     const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
@@ -256,13 +271,15 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
     uint32_t B = B0, t = t0;
     for (uint32_t steps = 0;; steps++) {
         if (steps > cap) return 0;
-        double fn[3];
-        pmi_loop_face_normal(pos, tri, t, fn);
-        uint32_t y = pmi_loop_far(tri, B, v);
-        for (int i = 0; i < 3; i++) {
-            r->normal[i] += fn[i];
-            r->sum[i] += (double)pos[3 * (size_t)y + i];
+        if (normals) {
+            double fn[3];
+            pmi_loop_face_normal(pos, tri, t, fn);
+            for (int i = 0; i < 3; i++)
+                r->normal[i] += fn[i];
         }
+        uint32_t y = pmi_loop_far(tri, B, v);
+        for (int i = 0; i < 3; i++)
+            r->sum[i] += (double)pos[3 * (size_t)y + i];
         r->faces++;
         r->neighbours++;
         if (split && split[B]) r->any_split = 1;
@@ -299,13 +316,15 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
         }
         A = pmi_loop_other_at(tri, tw, v);
         t = tw / 3;
-        double fn[3];
-        pmi_loop_face_normal(pos, tri, t, fn);
-        uint32_t y = pmi_loop_far(tri, A, v);
-        for (int i = 0; i < 3; i++) {
-            r->normal[i] += fn[i];
-            r->sum[i] += (double)pos[3 * (size_t)y + i];
+        if (normals) {
+            double fn[3];
+            pmi_loop_face_normal(pos, tri, t, fn);
+            for (int i = 0; i < 3; i++)
+                r->normal[i] += fn[i];
         }
+        uint32_t y = pmi_loop_far(tri, A, v);
+        for (int i = 0; i < 3; i++)
+            r->sum[i] += (double)pos[3 * (size_t)y + i];
         r->faces++;
         r->neighbours++;
         if (split && split[A]) r->any_split = 1;
@@ -421,7 +440,7 @@ PMI_LHD void pmi_loop_vstart(const pmi_loop_args *a, uint32_t v)
     }
     uint32_t c = a->list[a->offset[v]];
     pmi_loop_ring r;
-    if (!pmi_loop_walk(a, a->pos, NULL, c, deg + 1, &r) || r.faces != deg) {
+    if (!pmi_loop_walk(a, a->pos, NULL, c, deg + 1, 0, &r) || r.faces != deg) {
         a->vstart[v] = PMI_LOOP_NONE;
         return;
     }
@@ -466,7 +485,7 @@ PMI_LHD void pmi_loop_walk_vertex(const pmi_loop_args *a, uint32_t v)
     const uint32_t c = a->vstart[v];
     pmi_loop_ring r;
     r.frozen = 1;
-    if (c != PMI_LOOP_NONE && !pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, &r)) {
+    if (c != PMI_LOOP_NONE && !pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, 1, &r)) {
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         r.frozen = 1;
     }
@@ -532,6 +551,23 @@ PMI_LHD void pmi_loop_classify(const pmi_loop_args *a, uint32_t t)
     a->emit[t] = s == 3 ? 0u : s + 1u;
 }
 
+/* The even rule's position for vertex v from its walk, into pos_new[v]. */
+PMI_LHD void pmi_loop_even_at(const pmi_loop_args *a, uint32_t v, const pmi_loop_ring *r)
+{
+    const float *p = a->pos + 3 * (size_t)v;
+    float *q = a->pos_new + 3 * (size_t)v;
+    if (r->boundary) {
+        const float *p0 = a->pos + 3 * (size_t)r->b0, *p1 = a->pos + 3 * (size_t)r->b1;
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.75 * (double)p[i] + 0.125 * ((double)p0[i] + (double)p1[i]));
+    } else {
+        double vw, ew;
+        pmi_loop_weights(r->neighbours, &vw, &ew);
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(vw * (double)p[i] + ew * r->sum[i]);
+    }
+}
+
 /* The even rule for the vertex started at corner c, when its fan is whole
  * in the stream and an incident edge splits: interior, Loop's smooth mask
  * over the neighbours in walk order; boundary, 3/4 v + 1/8 (b0 + b1). */
@@ -540,35 +576,20 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
     uint32_t v = a->tri[c];
     if (a->vstart[v] != c) return;
     pmi_loop_ring r;
-    if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, &r)) {
+    if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, 0, &r)) {
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         return;
     }
     if (r.frozen || !r.any_split) return;
-    const float *p = a->pos + 3 * (size_t)v;
-    float *q = a->pos_new + 3 * (size_t)v;
-    if (r.boundary) {
-        const float *p0 = a->pos + 3 * (size_t)r.b0, *p1 = a->pos + 3 * (size_t)r.b1;
-        for (int i = 0; i < 3; i++)
-            q[i] = (float)(0.75 * (double)p[i] + 0.125 * ((double)p0[i] + (double)p1[i]));
-    } else {
-        double vw, ew;
-        pmi_loop_weights(r.neighbours, &vw, &ew);
-        for (int i = 0; i < 3; i++)
-            q[i] = (float)(vw * (double)p[i] + ew * r.sum[i]);
-    }
+    pmi_loop_even_at(a, v, &r);
 }
 
-/* The odd rule for the split edge owned by h = (u -> w) in triangle t:
- * interior 3/8 (u + w) + 1/8 (c + d), c and d opposite in the two
- * triangles; boundary (u + w) / 2. Also the new vertex's weight (mean of
- * the ends) and starting normal (normalised sum of the ends'). */
-PMI_LHD void pmi_loop_odd(const pmi_loop_args *a, uint32_t h)
+/* The odd rule's position for the split edge owned by h (twin tw) into
+ * pos_new[m]: interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2. */
+PMI_LHD void pmi_loop_odd_at(const pmi_loop_args *a, uint32_t h, uint32_t tw, uint32_t m)
 {
-    const uint32_t t = h / 3, k = h % 3, tw = a->twin[h];
-    if (!a->split[h] || !(tw == PMI_LOOP_NONE || h < tw)) return;
+    const uint32_t t = h / 3, k = h % 3;
     const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
-    const uint32_t m = a->nv + a->owner[h];
     const float *pu = a->pos + 3 * (size_t)u, *pw = a->pos + 3 * (size_t)w;
     float *q = a->pos_new + 3 * (size_t)m;
     if (tw == PMI_LOOP_NONE) {
@@ -583,6 +604,19 @@ PMI_LHD void pmi_loop_odd(const pmi_loop_args *a, uint32_t h)
             q[i] = (float)(0.375 * ((double)pu[i] + (double)pw[i]) +
                            0.125 * ((double)pc[i] + (double)pd[i]));
     }
+}
+
+/* The odd rule for the split edge owned by h = (u -> w) in triangle t:
+ * interior 3/8 (u + w) + 1/8 (c + d), c and d opposite in the two
+ * triangles; boundary (u + w) / 2. Also the new vertex's weight (mean of
+ * the ends) and starting normal (normalised sum of the ends'). */
+PMI_LHD void pmi_loop_odd(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t t = h / 3, k = h % 3, tw = a->twin[h];
+    if (!a->split[h] || !(tw == PMI_LOOP_NONE || h < tw)) return;
+    const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
+    const uint32_t m = a->nv + a->owner[h];
+    pmi_loop_odd_at(a, h, tw, m);
     if (a->weight) a->weight[m] = 0.5f * (a->weight[u] + a->weight[w]);
     if (a->nrm) {
         double s[3];
@@ -723,6 +757,223 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
     }
 }
 
+/* ---- uniform subdivision ----------------------------------------------
+ * Every edge splits, so a level needs no split flags, classification or
+ * scans: triangle t's children are 4t..4t+3 in the next stream, and the
+ * next stream's owner numbers follow from this one's (below). These steps
+ * compute what the general steps compute for an all-split level (the same
+ * helpers and arithmetic, so the same bytes; test_subdivide compares them
+ * with an all-split adaptive run). */
+
+/* Per vertex v of the stream: the even rule (its fan is whole in a uniform
+ * stream) or, for a vertex that never moves (non-manifold, unused), a
+ * copy; and its start corner in the next stream, corner k of child k of
+ * its start triangle. */
+PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
+{
+    const uint32_t c = a->vstart[v];
+    pmi_loop_ring r;
+    int moved = 0;
+    if (c != PMI_LOOP_NONE) {
+        if (!pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, 0, &r))
+            pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+        else if (!r.frozen)
+            moved = 1;
+    }
+    if (moved) {
+        pmi_loop_even_at(a, v, &r);
+    } else {
+        const float *p = a->pos + 3 * (size_t)v;
+        float *q = a->pos_new + 3 * (size_t)v;
+        q[0] = p[0], q[1] = p[1], q[2] = p[2];
+    }
+    if (a->vstart_new)
+        a->vstart_new[v] = c == PMI_LOOP_NONE ? c : 3 * (4 * (c / 3) + c % 3) + c % 3;
+}
+
+/* Per triangle t: the odd rule on the edges t owns, its children (as
+ * pmi_loop_red with every triangle red: children at 4t), their twins, the
+ * new vertices' start corners, and the next stream's owner numbers. A
+ * child half-edge on parent edge k owns its edge exactly when the parent
+ * half-edge does (its twin is in the children of the parent's twin's
+ * triangle); of the interior ones 1, 5 and 6 own theirs (twins 11, 9, 10).
+ * So the owners before child block t number 3t + 2 * owner[3t] (owner[3t]:
+ * the owners before triangle t), and within the block they follow in
+ * half-edge order: the exclusive scan of the next stream's owner flags,
+ * without a scan. */
+PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
+{
+    const uint32_t *v = a->tri + 3 * (size_t)t;
+    uint32_t m[3], tw[3], own[3];
+    for (uint32_t k = 0; k < 3; k++) {
+        const uint32_t h = 3 * t + k;
+        tw[k] = a->twin[h];
+        own[k] = tw[k] == PMI_LOOP_NONE || h < tw[k];
+        m[k] = a->nv + a->owner[own[k] ? h : tw[k]];
+        if (own[k]) {
+            pmi_loop_odd_at(a, h, tw[k], m[k]);
+            if (a->vstart_new) a->vstart_new[m[k]] = 3 * (4 * t + 3) + k;
+        }
+    }
+    uint32_t *o = a->tri_next + 12 * (size_t)t;
+    pmi_loop_put(o, v[0], m[0], m[2]);
+    pmi_loop_put(o + 3, m[0], v[1], m[1]);
+    pmi_loop_put(o + 6, m[2], m[1], v[2]);
+    pmi_loop_put(o + 9, m[0], m[1], m[2]);
+    const uint32_t base = 12 * t;
+    if (a->twin_next) {
+        const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
+        uint32_t *n = a->twin_next;
+        n[base + 1] = base + 11;
+        n[base + 11] = base + 1;
+        n[base + 5] = base + 9;
+        n[base + 9] = base + 5;
+        n[base + 6] = base + 10;
+        n[base + 10] = base + 6;
+        for (uint32_t k = 0; k < 3; k++) {
+            const uint32_t p = tw[k];
+            uint32_t f = p, s = p; /* NONE carries over */
+            if (p != PMI_LOOP_NONE && p != PMI_LOOP_FROZEN) {
+                const uint32_t k2 = p % 3, b2 = 12 * (p / 3);
+                if (a->tri[p] == v[k]) { /* same direction (misoriented pair) */
+                    f = b2 + first[k2];
+                    s = b2 + second[k2];
+                } else {
+                    f = b2 + second[k2];
+                    s = b2 + first[k2];
+                }
+            }
+            n[base + first[k]] = f;
+            n[base + second[k]] = s;
+        }
+    }
+    if (a->owner_next) {
+        /* owner flags of child half-edges 0..11 */
+        const uint32_t fl[12] = {own[0], 1, own[2], own[0], own[1], 1, 1, own[1], own[2], 0, 0, 0};
+        uint32_t run = 3 * t + 2 * a->owner[3 * t];
+        uint32_t *n = a->owner_next + base;
+        for (uint32_t j = 0; j < 12; j++) {
+            n[j] = run;
+            run += fl[j];
+        }
+    }
+}
+
+/* Sorts up to a few output triangle numbers (insertion sort). */
+PMI_LHD void pmi_loop_sort_small(uint32_t *x, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t y = x[i], j = i;
+        while (j > 0 && x[j - 1] > y) {
+            x[j] = x[j - 1];
+            j--;
+        }
+        x[j] = y;
+    }
+}
+
+/* The output normal of a vertex from its output triangles in increasing
+ * order: as pmi_loop_csr_normal, without the corner lists. */
+PMI_LHD void pmi_loop_normal_sum(const pmi_loop_args *a, const uint32_t *T, uint32_t n, double s[3])
+{
+    for (uint32_t i = 0; i < n; i++) {
+        double fn[3];
+        pmi_loop_face_normal(a->npos, a->ntri, T[i], fn);
+        for (int j = 0; j < 3; j++)
+            s[j] += fn[j];
+    }
+}
+
+/* The most triangles around a vertex that a uniform level created (6). */
+#define PMI_LOOP_FAN_CAP 8u
+
+/* The output triangles (4t + corner of v in t) around the vertex at
+ * corner c of the last stream, in walk order; 0 when the fan has more than
+ * `cap` triangles or leaves the stream (not in a uniform stream). */
+PMI_LHD uint32_t pmi_loop_fan_children(const pmi_loop_args *a, uint32_t c, uint32_t cap,
+                                       uint32_t *out)
+{
+    const uint32_t *tri = a->tri, *twin = a->twin;
+    const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
+    const uint32_t A0 = c;
+    uint32_t B = 3 * t0 + (k0 + 2) % 3, t = t0, n = 0;
+    for (;;) {
+        if (n >= cap) return 0;
+        out[n++] = 4 * t + pmi_loop_corner(tri, t, v);
+        const uint32_t tw = twin[B];
+        if (tw == PMI_LOOP_FROZEN) return 0;
+        if (tw == PMI_LOOP_NONE) break;
+        if (tw == A0) return n; /* closed */
+        B = pmi_loop_other_at(tri, tw, v);
+        t = tw / 3;
+    }
+    uint32_t A = A0;
+    for (;;) {
+        const uint32_t tw = twin[A];
+        if (tw == PMI_LOOP_FROZEN) return 0;
+        if (tw == PMI_LOOP_NONE) return n;
+        A = pmi_loop_other_at(tri, tw, v);
+        t = tw / 3;
+        if (n >= cap) return 0;
+        out[n++] = 4 * t + pmi_loop_corner(tri, t, v);
+    }
+}
+
+/* Per vertex v of the last stream (a->tri, twin, vstart: the stream the
+ * last level split; npos, ntri: the output): its output normal, the sum
+ * over its output triangles in increasing order. An input vertex's
+ * triangles are its corners' corner children, level after level (its
+ * corner list is sorted, and the map keeps the order); a vertex made by a
+ * level before the last has at most 6 triangles, the corner children of
+ * its fan. */
+PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
+{
+    double s[3] = {0.0, 0.0, 0.0};
+    if (v < a->nv0) {
+        for (uint32_t i = a->offset[v], e = a->offset[v] + a->count[v]; i < e; i++) {
+            const uint32_t c = a->list[i];
+            const uint64_t T = a->tmul * (uint64_t)(c / 3) + a->tadd * (uint64_t)(c % 3);
+            double fn[3];
+            pmi_loop_face_normal(a->npos, a->ntri, T, fn);
+            for (int j = 0; j < 3; j++)
+                s[j] += fn[j];
+        }
+    } else {
+        uint32_t T[PMI_LOOP_FAN_CAP], n = 0;
+        const uint32_t c = a->vstart[v];
+        if (c != PMI_LOOP_NONE) n = pmi_loop_fan_children(a, c, PMI_LOOP_FAN_CAP, T);
+        if (n == 0) {
+            pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+        } else {
+            pmi_loop_sort_small(T, n);
+            pmi_loop_normal_sum(a, T, n, s);
+        }
+    }
+    pmi_loop_store_unit(s, a->nout + 3 * (size_t)v);
+}
+
+/* Per half-edge h of the last stream that owns its edge: the normal of the
+ * edge's new vertex, whose output triangles are children k, k + 1 and 3
+ * of each triangle on the edge (k: the edge's place in it). */
+PMI_LHD void pmi_loop_normal_new(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t tw = a->twin[h];
+    if (!(tw == PMI_LOOP_NONE || h < tw)) return;
+    const uint32_t t = h / 3, k = h % 3;
+    uint32_t T[6] = {4 * t + k, 4 * t + (k + 1) % 3, 4 * t + 3, 0, 0, 0}, n = 3;
+    if (tw != PMI_LOOP_NONE) {
+        const uint32_t t2 = tw / 3, k2 = tw % 3;
+        T[3] = 4 * t2 + k2;
+        T[4] = 4 * t2 + (k2 + 1) % 3;
+        T[5] = 4 * t2 + 3;
+        n = 6;
+    }
+    pmi_loop_sort_small(T, n);
+    double s[3] = {0.0, 0.0, 0.0};
+    pmi_loop_normal_sum(a, T, n, s);
+    pmi_loop_store_unit(s, a->nout + 3 * (size_t)(a->nv + a->owner[h]));
+}
+
 /* One step for element i (the backends' loops call this). */
 PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
 {
@@ -748,6 +999,10 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_EMIT: pmi_loop_emit(a, i); break;
     case PMI_LOOP_COPY_U32: a->dst[i] = a->src[i]; break;
     case PMI_LOOP_ZERO_U32: a->dst[i] = 0; break;
+    case PMI_LOOP_EVEN_UNIFORM: pmi_loop_even_uniform(a, i); break;
+    case PMI_LOOP_RED_UNIFORM: pmi_loop_red_uniform(a, i); break;
+    case PMI_LOOP_NORMAL_OLD: pmi_loop_normal_old(a, i); break;
+    case PMI_LOOP_NORMAL_NEW: pmi_loop_normal_new(a, i); break;
     default: break;
     }
 }

@@ -378,6 +378,199 @@ static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_op
     return st->ctx->backend->download(st->ctx, dest.indices, all, (size_t)nt * 3 * 4);
 }
 
+/* ---- uniform subdivision -------------------------------------------------
+ * Every edge splits, so all sizes follow from the input's: F_l = 4^l F_0
+ * triangles, E_{l+1} = 2 E_l + 3 F_l edges, V_{l+1} = V_l + E_l vertices.
+ * The input level is checked and numbered as in the general loop (corner
+ * lists, twins, start corners, one scan of the owner flags); then each
+ * level is two steps, EVEN_UNIFORM per vertex and RED_UNIFORM per triangle,
+ * on ping-pong buffers allocated once, the last level writing the output
+ * arrays themselves; normals come from the input's corner lists and the
+ * last stream's fans (NORMAL_OLD, NORMAL_NEW), without corner lists of the
+ * output. The host waits for the input's checks and its edge count, and
+ * once at the end for the error word; never per level. */
+
+/* The larger of a buffer's sizes over the levels in [lo, hi] of one parity. */
+static uint64_t sd_parity_max(const uint64_t *size, int lo, int hi, int parity)
+{
+    uint64_t m = 0;
+    for (int l = lo; l <= hi; l++)
+        if ((l & 1) == parity && size[l] > m) m = size[l];
+    return m;
+}
+
+/* Returns PM_STATUS_OK with *fallback set when the general loop must run
+ * instead (a level past the size limits: it reports the error). */
+static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_subdivide_options *o,
+                            pm_mesh *out, int *fallback)
+{
+    pm_context *ctx = st->ctx;
+    const int cpu = pm_context_device(ctx) == PM_DEVICE_CPU;
+    const int in_direct = mesh->in_context_memory || cpu;
+    const uint64_t nv0 = mesh->num_vertices, nt0 = mesh->num_triangles;
+    uint64_t F[PM_SUBDIVIDE_MAX_LEVELS + 1], E[PM_SUBDIVIDE_MAX_LEVELS + 1],
+        V[PM_SUBDIVIDE_MAX_LEVELS + 1];
+    *fallback = 0;
+    F[0] = nt0;
+    for (int l = 1; l <= L; l++) {
+        F[l] = 4 * F[l - 1];
+        if (F[l] > PMI_LOOP_MAX_TRIANGLES) {
+            *fallback = 1;
+            return PM_STATUS_OK;
+        }
+    }
+    pmi_loop_args a;
+    memset(&a, 0, sizeof a);
+    a.n = (uint32_t)nt0;
+    a.nv = (uint32_t)nv0;
+    unsigned long long *err = NULL;
+    const unsigned long long none = PMI_LOOP_ERR_NONE;
+    pm_status s;
+    /* the input level: read in place when the kernels can read it */
+    uint32_t *tri0 = (uint32_t *)mesh->indices;
+    float *pos0 = (float *)mesh->positions;
+    if (!in_direct && ((s = sd_input(st, mesh->indices, 0, 3 * nt0, &tri0)) != PM_STATUS_OK ||
+                       (s = sd_input(st, mesh->positions, 0, 3 * nv0, &pos0)) != PM_STATUS_OK))
+        return s;
+    /* per-stream buffers by level parity: twin, owner, start corners for
+     * levels 0..L-1; triangles and positions for 1..L-1 (0 is the input, L
+     * the output) */
+    uint64_t tw_size[PM_SUBDIVIDE_MAX_LEVELS + 1];
+    for (int l = 0; l <= L; l++)
+        tw_size[l] = 3 * F[l];
+    uint32_t *twin[2] = {NULL, NULL}, *owner[2] = {NULL, NULL}, *tri[2] = {NULL, NULL};
+    uint32_t *vstart[2] = {NULL, NULL};
+    float *pos[2] = {NULL, NULL};
+    for (int p = 0; p < 2; p++) {
+        const uint64_t w = sd_parity_max(tw_size, 0, L - 1, p);
+        const uint64_t t = sd_parity_max(tw_size, 1, L - 1, p);
+        if ((s = sd_alloc(st, w, 4, &twin[p])) != PM_STATUS_OK ||
+            (s = sd_alloc(st, w, 4, &owner[p])) != PM_STATUS_OK ||
+            (s = sd_alloc(st, t, 4, &tri[p])) != PM_STATUS_OK)
+            return s;
+    }
+    if ((s = sd_alloc(st, 3 * nt0, 1, &a.split)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, nv0, 4, &vstart[0])) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 1, sizeof none, &err)) != PM_STATUS_OK ||
+        (s = ctx->backend->upload(ctx, err, &none, sizeof none)) != PM_STATUS_OK)
+        return s;
+    a.tri = tri0;
+    a.pos = pos0;
+    a.twin = twin[0];
+    a.owner = owner[0];
+    a.vstart = vstart[0];
+    a.error = err;
+    /* checks, corner lists (kept for the normals), twins, start corners,
+     * the input's owner flags and their scan */
+    uint64_t edges0 = 0;
+    if ((s = sd_step(st, PMI_LOOP_CHECK_TRI, a.n, &a)) != PM_STATUS_OK ||
+        (s = sd_check(st, err, a.tri)) != PM_STATUS_OK ||
+        (s = sd_csr(st, &a, a.tri, a.n, a.nv)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_TWIN, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_VSTART, a.nv, &a)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_SPLIT, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK ||
+        (s = sd_scan(st, a.owner, a.owner, 3 * (uint64_t)a.n, &edges0)) != PM_STATUS_OK ||
+        (s = sd_check(st, err, a.tri)) != PM_STATUS_OK)
+        return s;
+    /* sizes */
+    E[0] = edges0;
+    V[0] = nv0;
+    for (int l = 0; l < L; l++) {
+        V[l + 1] = V[l] + E[l];
+        E[l + 1] = 2 * E[l] + 3 * F[l];
+        if (V[l + 1] > UINT32_MAX) {
+            *fallback = 1;
+            return PM_STATUS_OK;
+        }
+    }
+    uint64_t v_size[PM_SUBDIVIDE_MAX_LEVELS + 1];
+    for (int l = 0; l <= L; l++)
+        v_size[l] = V[l];
+    for (int p = 0; p < 2; p++) {
+        if ((s = sd_alloc(st, 3 * sd_parity_max(v_size, 1, L - 1, p), 4, &pos[p])) != PM_STATUS_OK)
+            return s;
+        if (p == 1 &&
+            (s = sd_alloc(st, sd_parity_max(v_size, 1, L - 1, p), 4, &vstart[1])) != PM_STATUS_OK)
+            return s;
+    }
+    if (L > 2) { /* levels 2, 4, ... reuse vstart[0], sized for the input */
+        void *q = NULL;
+        if ((s = sd_alloc(st, sd_parity_max(v_size, 0, L - 1, 0), 4, &q)) != PM_STATUS_OK ||
+            (s = sd_copy(st, q, vstart[0], nv0)) != PM_STATUS_OK)
+            return s;
+        sd_release(st, vstart[0]);
+        vstart[0] = (uint32_t *)q;
+        a.vstart = vstart[0];
+    }
+    if (o->report) {
+        for (int l = 0; l <= L; l++) {
+            o->report->stream[l] = F[l];
+            o->report->split_edges[l] = l < L ? E[l] : 0;
+            o->report->finished[l] = l < L ? 0 : F[L];
+        }
+        o->report->levels = L;
+    }
+    /* the output, written in place when the host can read context memory
+     * or the caller wants it there */
+    pm_isosurface_options io;
+    memset(&io, 0, sizeof io);
+    io.struct_size = sizeof io;
+    io.normals = o->normals == PM_NORMALS_NONE ? PM_NORMALS_NONE : PM_NORMALS_CENTRAL;
+    io.output_in_context_memory = o->output_in_context_memory;
+    pmi_mesh_dest dest;
+    if ((s = pmi_mesh_prepare(ctx, &io, 1, V[L], F[L], 0, out, &dest)) != PM_STATUS_OK) return s;
+    const int out_direct = o->output_in_context_memory || cpu;
+    uint32_t *tri_out = dest.indices;
+    float *pos_out = dest.positions, *nrm_out = dest.normals;
+    if (!out_direct &&
+        ((s = sd_alloc(st, 3 * F[L], 4, &tri_out)) != PM_STATUS_OK ||
+         (s = sd_alloc(st, 3 * V[L], 4, &pos_out)) != PM_STATUS_OK ||
+         (dest.normals && (s = sd_alloc(st, 3 * V[L], 4, &nrm_out)) != PM_STATUS_OK)))
+        return s;
+    /* the levels */
+    for (int l = 0; l < L; l++) {
+        const int last = l == L - 1, p = l & 1, q = p ^ 1;
+        a.n = (uint32_t)F[l];
+        a.nv = (uint32_t)V[l];
+        a.tri = l == 0 ? tri0 : tri[p];
+        a.pos = l == 0 ? pos0 : pos[p];
+        a.twin = twin[p];
+        a.owner = owner[p];
+        a.vstart = vstart[p];
+        a.tri_next = last ? tri_out : tri[q];
+        a.pos_new = last ? pos_out : pos[q];
+        a.twin_next = last ? NULL : twin[q];
+        a.owner_next = last ? NULL : owner[q];
+        a.vstart_new = last ? NULL : vstart[q];
+        if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, a.nv, &a)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_RED_UNIFORM, a.n, &a)) != PM_STATUS_OK)
+            return s;
+    }
+    /* normals over the output, from the last stream (a still describes it) */
+    if (dest.normals) {
+        uint64_t mul = 1;
+        for (int l = 0; l < L; l++)
+            mul *= 4;
+        a.npos = pos_out;
+        a.ntri = tri_out;
+        a.nout = nrm_out;
+        a.nv0 = (uint32_t)nv0;
+        a.tmul = mul;
+        a.tadd = (mul - 1) / 3;
+        if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, a.nv, &a)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK)
+            return s;
+    }
+    if ((s = sd_check(st, err, tri0)) != PM_STATUS_OK) return s;
+    if (out_direct) return PM_STATUS_OK;
+    const size_t vb = (size_t)V[L] * 3 * sizeof(float);
+    if ((s = ctx->backend->download(ctx, dest.positions, pos_out, vb)) != PM_STATUS_OK ||
+        (dest.normals &&
+         (s = ctx->backend->download(ctx, dest.normals, nrm_out, vb)) != PM_STATUS_OK))
+        return s;
+    return ctx->backend->download(ctx, dest.indices, tri_out, (size_t)F[L] * 3 * 4);
+}
+
 static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
                         const pm_subdivide_options *o, pm_mesh *out)
 {
@@ -472,7 +665,18 @@ pm_status pm_subdivide_loop(pm_context *ctx, const pm_mesh *mesh, int levels,
     sd_state st;
     memset(&st, 0, sizeof st);
     st.ctx = ctx;
-    s = sd_run(&st, mesh, levels, &o, out);
+    const int adaptive =
+        o.max_edge > 0.0 || o.max_angle_deg > 0.0 || o.max_deviation > 0.0 || o.vertex_weights;
+    int fallback = 1;
+    s = PM_STATUS_OK;
+    if (!adaptive && levels > 0 && mesh->num_triangles > 0)
+        s = sd_uniform(&st, mesh, levels, &o, out, &fallback);
+    if (s == PM_STATUS_OK && fallback) {
+        sd_release_all(&st);
+        pm_mesh_free(ctx, out);
+        if (o.report) memset(o.report, 0, sizeof *o.report);
+        s = sd_run(&st, mesh, levels, &o, out);
+    }
     sd_release_all(&st);
     if (s != PM_STATUS_OK) pm_mesh_free(ctx, out);
     return s;

@@ -1,10 +1,15 @@
 /* Collision detection on the CPU by breadth-first filtering of candidate
  * node pairs (Horn, GPU Gems 2 ch. 36, 2005; the tree traversal of
  * Gottschalk, Lin and Manocha's RAPID, 1996): each level decides every pair
- * in parallel (src/core/collide_math.h), tests leaf pairs with the exact
- * predicate (src/core/tri_tri.h) and compacts the children of the split
- * pairs into the next level by a blocked scan, as pm_compact does. A level
- * whose children exceed the bound is written and finished in parts. */
+ * of the stream (src/core/collide_math.h), tests leaf pairs with the exact
+ * predicate (src/core/tri_tri.h) and writes the children of the split
+ * pairs into the next level's stream. The first levels run on one thread
+ * until the stream holds SPLIT_AT pairs; then each of those pairs is a
+ * task: a thread takes the next one and filters its subtree pairs level by
+ * level in its own buffers, so the threads meet at one barrier per call
+ * (not two per level) and a thread another job holds up only takes fewer
+ * tasks. Levels that would exceed the thread's share of the bound are cut
+ * into parts. The pairs found are sorted at the end. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +19,9 @@
 #include "core/util.h"
 #include "cpu/cpu.h"
 
-/* Pairs per block of the blocked scan. */
-#define BLOCK 2048
+/* A stream at least this long ends the serial top of the traversal: its
+ * pairs are handed out to the threads one at a time. */
+#define SPLIT_AT 256
 
 typedef struct hits {
     uint64_t *v;
@@ -23,13 +29,28 @@ typedef struct hits {
     int failed;
 } hits;
 
+/* The two level buffers of one nesting (a level cut into parts is
+ * finished by the next nesting). */
+typedef struct lvlbuf {
+    uint64_t *v[2];
+    size_t cap[2];
+} lvlbuf;
+
+/* One thread's state: its hits, level buffers and counts. */
+typedef struct worker {
+    hits h;
+    lvlbuf *nest;
+    size_t nnest;
+    uint64_t levels, box_tests, leaf_tests, parts;
+    char pad[64];
+} worker;
+
 typedef struct job {
     const struct pm_bvh *a, *b;
     const pmi_xform *x;
     int self, nt;
-    size_t bound; /* max_candidates */
-    hits *hits;   /* one per thread */
-    uint64_t levels, box_tests, leaf_tests, parts;
+    size_t bound;      /* max_candidates */
+    size_t task_bound; /* a thread's share of it: bound / threads */
 } job;
 
 static void hits_push(hits *h, uint64_t v)
@@ -72,63 +93,6 @@ static void test_leaves(const job *j, uint32_t na, uint32_t nb, hits *h)
     hits_push(h, (ia << 32) | ib);
 }
 
-/* Decides every pair of the level (fates), tests the leaf pairs, and sums
- * the children per block into offs. Returns the total number of children. */
-static uint64_t decide_level(job *j, const uint64_t *cur, size_t n, uint8_t *fate, uint64_t *offs,
-                             size_t nblocks)
-{
-    const int64_t an = (int64_t)j->a->num_triangles, bn = (int64_t)j->b->num_triangles;
-    uint64_t leaves = 0;
-#pragma omp parallel for num_threads(j->nt) schedule(dynamic, 1) reduction(+ : leaves)
-    for (size_t blk = 0; blk < nblocks; blk++) {
-        hits *h = &j->hits[omp_get_thread_num()];
-        uint64_t kids = 0;
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        for (size_t i = blk * BLOCK; i < end; i++) {
-            uint32_t na = (uint32_t)(cur[i] >> 32), nb = (uint32_t)cur[i];
-            int f = pmi_pair_fate(j->a->boxes, an, j->b->boxes, bn, na, nb, j->self, j->x);
-            fate[i] = (uint8_t)f;
-            kids += pmi_pair_children(f);
-            if (f == PMI_PAIR_LEAF) {
-                leaves++;
-                test_leaves(j, na, nb, h);
-            }
-        }
-        offs[blk] = kids;
-    }
-    j->levels++;
-    j->box_tests += n;
-    j->leaf_tests += leaves;
-    uint64_t run = 0;
-    for (size_t blk = 0; blk < nblocks; blk++) {
-        uint64_t k = offs[blk];
-        offs[blk] = run;
-        run += k;
-    }
-    return run;
-}
-
-/* Writes the children of pairs first .. last-1 (whose blocks' offsets,
- * relative to `base`, are offs) to out. */
-static void write_children(const job *j, const uint64_t *cur, const uint8_t *fate, size_t first,
-                           size_t last, const uint64_t *offs, uint64_t base, uint64_t *out)
-{
-    size_t b0 = first / BLOCK, b1 = (last + BLOCK - 1) / BLOCK;
-#pragma omp parallel for num_threads(j->nt) schedule(static)
-    for (size_t blk = b0; blk < b1; blk++) {
-        size_t i = blk * BLOCK > first ? blk * BLOCK : first;
-        size_t end = (blk + 1) * BLOCK < last ? (blk + 1) * BLOCK : last;
-        uint64_t pos = (blk * BLOCK >= first ? offs[blk] : base) - base;
-        for (; i < end; i++) {
-            int f = fate[i];
-            if (f < PMI_PAIR_SPLIT_A) continue;
-            pmi_pair_split(j->a->children, j->b->children, (uint32_t)(cur[i] >> 32),
-                           (uint32_t)cur[i], f, j->self, out + pos);
-            pos += pmi_pair_children(f);
-        }
-    }
-}
-
 /* Grows *p to hold at least `need` elements of `elem` bytes (by at least
  * half, so a growing traversal reallocates rarely). */
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -144,91 +108,171 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 1;
 }
 
-/* Runs the traversal from the candidate pairs in[0..n) to the end. Memory:
- * two level buffers of at most `bound` pairs per call; a level whose
- * children exceed the bound is cut into parts of at most `bound` children,
- * each finished by a nested call before the next part is written. */
-static pm_status run_levels(job *j, const uint64_t *in, size_t n)
+/* Runs the traversal serially from the candidate pairs in[0..n), level
+ * `level` done before them, with the level buffers of nesting `nest`:
+ * each level is filtered into the other buffer in one pass (decide, test
+ * the leaf pairs, write the children of the split ones). A level whose
+ * children exceed the thread's share of the bound (task_bound) is cut
+ * into consecutive parts of at most that many children, each finished by
+ * a nested call before the rest of the level is decided. */
+static pm_status run_serial(job *j, worker *w, const uint64_t *in, size_t n, uint64_t level,
+                            size_t nest)
 {
-    pm_status s = PM_STATUS_OK;
-    void *buf[2] = {NULL, NULL}, *fate = NULL, *offs = NULL;
-    size_t cap[2] = {0, 0}, fate_cap = 0, offs_cap = 0;
+    const int64_t an = (int64_t)j->a->num_triangles, bn = (int64_t)j->b->num_triangles;
+    const float *boxes_a = j->a->boxes, *boxes_b = j->b->boxes;
+    if (nest >= w->nnest) {
+        lvlbuf *p = realloc(w->nest, (nest + 1) * sizeof *p);
+        if (!p) goto oom;
+        w->nest = p;
+        memset(p + w->nnest, 0, (nest + 1 - w->nnest) * sizeof *p);
+        w->nnest = nest + 1;
+    }
     const uint64_t *cur = in;
     int next = 0;
     while (n) {
-        size_t nblocks = (n + BLOCK - 1) / BLOCK;
-        if (!grow(&fate, &fate_cap, n, 1) || !grow(&offs, &offs_cap, nblocks, sizeof(uint64_t)))
-            goto oom;
-        uint64_t total = decide_level(j, cur, n, fate, offs, nblocks);
-        size_t want = total < j->bound ? (size_t)total : j->bound;
-        if (!grow(&buf[next], &cap[next], want, sizeof(uint64_t))) goto oom;
-        if (total <= j->bound) {
-            write_children(j, cur, fate, 0, n, offs, 0, buf[next]);
-            cur = buf[next];
-            next ^= 1;
-            n = (size_t)total;
-            continue;
+        level++;
+        if (level > w->levels) w->levels = level;
+        w->box_tests += n;
+        size_t want = n < j->task_bound / 3 ? 3 * n : j->task_bound;
+        lvlbuf *lb = &w->nest[nest];
+        if (!grow((void **)&lb->v[next], &lb->cap[next], want, sizeof(uint64_t))) goto oom;
+        uint64_t *out = lb->v[next];
+        size_t m = 0;
+        int cut = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t na = (uint32_t)(cur[i] >> 32), nb = (uint32_t)cur[i];
+            int f = pmi_pair_fate(boxes_a, an, boxes_b, bn, na, nb, j->self, j->x);
+            if (f == PMI_PAIR_DROP) continue;
+            if (f == PMI_PAIR_LEAF) {
+                w->leaf_tests++;
+                test_leaves(j, na, nb, &w->h);
+                continue;
+            }
+            unsigned k = pmi_pair_children(f);
+            if (m + k > j->task_bound) {
+                /* Finish the part written so far (its buffers are the
+                 * next nesting's; this one's stay where they are). */
+                if (!cut) w->parts++;
+                cut = 1;
+                pm_status s = run_serial(j, w, out, m, level, nest + 1);
+                if (s != PM_STATUS_OK) return s;
+                m = 0;
+            }
+            pmi_pair_split(j->a->children, j->b->children, na, nb, f, j->self, out + m);
+            m += k;
         }
-        /* Too many children: cut the level into consecutive parts of at
-         * most `bound` children each. */
-        const uint8_t *f = fate;
-        size_t first = 0;
-        j->parts++;
-        while (first < n && s == PM_STATUS_OK) {
-            size_t last = first;
-            uint64_t kids = 0;
-            while (last < n && kids + pmi_pair_children(f[last]) <= j->bound)
-                kids += pmi_pair_children(f[last++]);
-            size_t fb = first / BLOCK;
-            uint64_t base = ((uint64_t *)offs)[fb];
-            for (size_t i = fb * BLOCK; i < first; i++)
-                base += pmi_pair_children(f[i]);
-            write_children(j, cur, f, first, last, offs, base, buf[next]);
-            s = run_levels(j, buf[next], (size_t)kids);
-            first = last;
-        }
-        break;
+        if (cut) return run_serial(j, w, out, m, level, nest + 1);
+        cur = out;
+        n = m;
+        next ^= 1;
     }
-    goto done;
+    return PM_STATUS_OK;
 oom:
-    s = pmi_error(PM_STATUS_OUT_OF_MEMORY,
-                  "pm_collide: cannot allocate a candidate stream of %zu pairs", n);
-done:
-    free(buf[0]);
-    free(buf[1]);
-    free(fate);
-    free(offs);
-    return s;
+    return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                     "pm_collide: cannot allocate a candidate stream of %zu pairs", n);
 }
 
-/* Sorts 64-bit keys: LSD radix, 16 bits a pass. */
+/* The traversal: its top levels serially until the stream holds SPLIT_AT
+ * pairs (or would pass the bound), then every pair of that level is a
+ * task, finished by one thread (run_serial), the threads taking tasks in
+ * turn. No barrier but the one at the end. */
+static pm_status run_all(job *j, worker *ws)
+{
+    worker *w0 = &ws[0];
+    uint64_t *buf[2] = {NULL, NULL};
+    size_t cap[2] = {0, 0}, n = 1;
+    int c = 0;
+    uint64_t level = 0;
+    pm_status s = PM_STATUS_OK;
+    if (!grow((void **)&buf[0], &cap[0], 1, sizeof(uint64_t))) goto oom;
+    buf[0][0] = 0; /* (root, root) */
+    const int64_t an = (int64_t)j->a->num_triangles, bn = (int64_t)j->b->num_triangles;
+    while (n && n < SPLIT_AT && 3 * n <= j->bound) {
+        level++;
+        w0->box_tests += n;
+        if (!grow((void **)&buf[c ^ 1], &cap[c ^ 1], 3 * n, sizeof(uint64_t))) goto oom;
+        const uint64_t *cur = buf[c];
+        uint64_t *out = buf[c ^ 1];
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t na = (uint32_t)(cur[i] >> 32), nb = (uint32_t)cur[i];
+            int f = pmi_pair_fate(j->a->boxes, an, j->b->boxes, bn, na, nb, j->self, j->x);
+            if (f == PMI_PAIR_LEAF) {
+                w0->leaf_tests++;
+                test_leaves(j, na, nb, &w0->h);
+            } else if (f != PMI_PAIR_DROP) {
+                pmi_pair_split(j->a->children, j->b->children, na, nb, f, j->self, out + m);
+                m += pmi_pair_children(f);
+            }
+        }
+        c ^= 1;
+        n = m;
+    }
+    w0->levels = level;
+    if (n) {
+        const uint64_t *cur = buf[c];
+        int failed = 0;
+#pragma omp parallel for num_threads(j->nt) schedule(dynamic, 1)
+        for (size_t i = 0; i < n; i++) {
+            int stop;
+#pragma omp atomic read
+            stop = failed;
+            if (stop) continue;
+            pm_status r = run_serial(j, &ws[omp_get_thread_num()], cur + i, 1, level, 0);
+            if (r != PM_STATUS_OK) {
+#pragma omp critical(pm_collide_fail)
+                if (!failed) {
+                    s = r;
+#pragma omp atomic write
+                    failed = 1;
+                }
+            }
+        }
+    }
+    free(buf[0]);
+    free(buf[1]);
+    return s;
+oom:
+    free(buf[0]);
+    free(buf[1]);
+    return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                     "pm_collide: cannot allocate a candidate stream of %zu pairs", n);
+}
+
+/* Sorts 64-bit keys: LSD radix, 11 bits a pass (a small histogram: the
+ * per-frame calls sort a few thousand pairs), passes whose digit is the
+ * same in every key skipped. */
 static pm_status sort_u64(uint64_t *v, size_t n)
 {
+    enum { BITS = 11, DIGITS = 1 << BITS };
+    if (n < 2) return PM_STATUS_OK;
     uint64_t *tmp = malloc(n * sizeof *tmp);
-    size_t *hist = malloc(65536 * sizeof *hist);
+    size_t *hist = malloc(DIGITS * sizeof *hist);
     if (!tmp || !hist) {
         free(tmp);
         free(hist);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_collide: cannot sort %zu pairs", n);
     }
     uint64_t *src = v, *dst = tmp;
-    for (int shift = 0; shift < 64; shift += 16) {
-        memset(hist, 0, 65536 * sizeof *hist);
+    for (int shift = 0; shift < 64; shift += BITS) {
+        memset(hist, 0, DIGITS * sizeof *hist);
         for (size_t i = 0; i < n; i++)
-            hist[(src[i] >> shift) & 0xffff]++;
+            hist[(src[i] >> shift) & (DIGITS - 1)]++;
+        if (hist[(src[0] >> shift) & (DIGITS - 1)] == n) continue;
         size_t run = 0;
-        for (int d = 0; d < 65536; d++) {
+        for (int d = 0; d < DIGITS; d++) {
             size_t h = hist[d];
             hist[d] = run;
             run += h;
         }
         for (size_t i = 0; i < n; i++)
-            dst[hist[(src[i] >> shift) & 0xffff]++] = src[i];
+            dst[hist[(src[i] >> shift) & (DIGITS - 1)]++] = src[i];
         uint64_t *t = src;
         src = dst;
         dst = t;
     }
-    free(tmp); /* four passes: the result is back in v */
+    if (src != v) memcpy(v, src, n * sizeof *v);
+    free(tmp);
     free(hist);
     return PM_STATUS_OK;
 }
@@ -245,15 +289,22 @@ pm_status pmi_cpu_collide(pm_context *ctx, const struct pm_bvh *a, const struct 
     j.self = a == b;
     j.nt = ctx->num_threads;
     j.bound = o->max_candidates;
-    j.hits = calloc((size_t)j.nt, sizeof *j.hits);
-    if (!j.hits) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_collide: out of host memory");
-    const uint64_t root = 0;
-    pm_status s = run_levels(&j, &root, 1);
+    /* The threads' level buffers together stay within the bound (a pair
+     * has at most 3 children, so any share of at least 3 works). */
+    j.task_bound = j.bound / (size_t)j.nt > 16 ? j.bound / (size_t)j.nt : 16;
+    worker *ws = calloc((size_t)j.nt, sizeof *ws);
+    if (!ws) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_collide: out of host memory");
+    pm_status s = run_all(&j, ws);
     size_t total = 0;
+    uint64_t levels = 0, box_tests = 0, leaf_tests = 0, parts = 0;
     for (int t = 0; t < j.nt; t++) {
-        if (j.hits[t].failed && s == PM_STATUS_OK)
+        if (ws[t].h.failed && s == PM_STATUS_OK)
             s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_collide: cannot store the pairs found");
-        total += j.hits[t].n;
+        total += ws[t].h.n;
+        levels = ws[t].levels > levels ? ws[t].levels : levels;
+        box_tests += ws[t].box_tests;
+        leaf_tests += ws[t].leaf_tests;
+        parts += ws[t].parts;
     }
     uint64_t *all = NULL;
     if (s == PM_STATUS_OK) {
@@ -264,8 +315,8 @@ pm_status pmi_cpu_collide(pm_context *ctx, const struct pm_bvh *a, const struct 
     if (s == PM_STATUS_OK) {
         size_t k = 0;
         for (int t = 0; t < j.nt; t++) {
-            if (j.hits[t].n) memcpy(all + k, j.hits[t].v, j.hits[t].n * sizeof *all);
-            k += j.hits[t].n;
+            if (ws[t].h.n) memcpy(all + k, ws[t].h.v, ws[t].h.n * sizeof *all);
+            k += ws[t].h.n;
         }
         s = sort_u64(all, total);
     }
@@ -276,17 +327,25 @@ pm_status pmi_cpu_collide(pm_context *ctx, const struct pm_bvh *a, const struct 
             pairs[2 * i + 1] = (uint32_t)all[i];
         }
         *count = total;
-        if (o->stats_levels) *o->stats_levels = j.levels;
-        if (o->stats_box_tests) *o->stats_box_tests = j.box_tests;
-        if (o->stats_leaf_tests) *o->stats_leaf_tests = j.leaf_tests;
-        if (o->stats_parts) *o->stats_parts = j.parts;
+        pmi_collide_set_path(total ? "backend=cpu traversal=tasks sort=radix"
+                                   : "backend=cpu traversal=tasks sort=none");
+        if (o->stats_levels) *o->stats_levels = levels;
+        if (o->stats_box_tests) *o->stats_box_tests = box_tests;
+        if (o->stats_leaf_tests) *o->stats_leaf_tests = leaf_tests;
+        if (o->stats_parts) *o->stats_parts = parts;
         if (total > capacity)
             s = pmi_error(PM_STATUS_TRUNCATED, "pm_collide: %zu intersecting pairs, capacity %zu",
                           total, capacity);
     }
     free(all);
-    for (int t = 0; t < j.nt; t++)
-        free(j.hits[t].v);
-    free(j.hits);
+    for (int t = 0; t < j.nt; t++) {
+        free(ws[t].h.v);
+        for (size_t k = 0; k < ws[t].nnest; k++) {
+            free(ws[t].nest[k].v[0]);
+            free(ws[t].nest[k].v[1]);
+        }
+        free(ws[t].nest);
+    }
+    free(ws);
     return s;
 }

@@ -45,6 +45,10 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_EMIT: return loop_launch<PMI_LOOP_EMIT>(ctx, n, a);
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
     case PMI_LOOP_ZERO_U32: return loop_launch<PMI_LOOP_ZERO_U32>(ctx, n, a);
+    case PMI_LOOP_EVEN_UNIFORM: return loop_launch<PMI_LOOP_EVEN_UNIFORM>(ctx, n, a);
+    case PMI_LOOP_RED_UNIFORM: return loop_launch<PMI_LOOP_RED_UNIFORM>(ctx, n, a);
+    case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
+    case PMI_LOOP_NORMAL_NEW: return loop_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_subdivide_loop: unknown step %d", step);
