@@ -8,7 +8,13 @@ library's own call); with a GPU, also CUDA device input to device output
 CuPy) and marching_cubes(device='cuda') on the NumPy volume.
 
 usage: PYTHONPATH=build/python /usr/bin/python3 bench/bench_python.py [N ...]
-env: PM_BENCH_REPS (7), PM_BENCH_SK_REPS (3), PM_BENCH_THREADS (2)."""
+env: PM_BENCH_REPS (7), PM_BENCH_SK_REPS (3), PM_BENCH_THREADS (2).
+
+The last column of every row is the 1-minute load average when the row
+finished: on a shared machine (load above the core count) the OpenMP
+threads' spin-waiting (libgomp's GOMP_SPINCOUNT / OMP_WAIT_POLICY, printed
+in the header) decides more of the time than the code does; see
+bench/RESULTS-python.md."""
 import ctypes
 import ctypes.util
 import os
@@ -85,9 +91,11 @@ def main():
     print("pyramesh %s (%s); CPU context: %d threads on %d cores; %s" % (
         pyramesh.__version__, pyramesh.build_info(), cpu.threads, os.cpu_count(),
         cuda.device_name if cuda else "no GPU"))
-    print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
-    print("| N | call | median ms | min ms | vertices | triangles | skimage / this (median) | (min) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("load average at start: %.2f %.2f %.2f; OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s" % (
+        os.getloadavg() + (os.environ.get("OMP_WAIT_POLICY", "(unset)"),
+                           os.environ.get("GOMP_SPINCOUNT", "(unset)"))))
+    print("| N | call | median ms | min ms | vertices | triangles | skimage / this (median) | (min) | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         vol = cayley(n)
         sk = {}
@@ -95,8 +103,8 @@ def main():
             for key, name, fn in (("level", "skimage.measure.marching_cubes(vol, 0.0)", lambda: skimage_mc(vol, 0.0)),
                                   ("none", "skimage.measure.marching_cubes(vol) (level=None)", lambda: skimage_mc(vol))):
                 r = timed(fn, sk_reps)
-                print("| %d | %s | %.2f | %.2f | %d | %d | 1 | 1 |" % (
-                    n, name, r[0], r[1], len(r[2][0]), len(r[2][1])))
+                print("| %d | %s | %.2f | %.2f | %d | %d | 1 | 1 | %.2f |" % (
+                    n, name, r[0], r[1], len(r[2][0]), len(r[2][1]), os.getloadavg()[0]))
                 sk[key] = r[:2]
         rows = [
             ("level", "pyramesh.marching_cubes(vol, 0.0)", lambda: pyramesh.marching_cubes(vol, 0.0, context=cpu)),
@@ -114,7 +122,8 @@ def main():
             med, lo, out = timed(fn, reps)
             v, f = out[0], out[1]
             ratio = "%.1fx | %.1fx" % (sk[key][0] / med, sk[key][1] / lo) if key in sk else "- | -"
-            print("| %d | %s | %.2f | %.2f | %d | %d | %s |" % (n, name, med, lo, len(v), len(f), ratio))
+            print("| %d | %s | %.2f | %.2f | %d | %d | %s | %.2f |" % (
+                n, name, med, lo, len(v), len(f), ratio, os.getloadavg()[0]))
             del out
     print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
     return 0

@@ -896,8 +896,8 @@ typedef struct pm_mesh_piece {
  * 1) with PM_NORMALS_NONE; INVALID_ARGUMENT otherwise, and when owned
  * leaves the lattice (it may be empty). options: normals and inside as for
  * pm_isosurface; mode, buffers and report are ignored. The window is in
- * context memory (host memory on the CPU). PM_STATUS_UNSUPPORTED on a
- * backend without this entry (CUDA, for now). */
+ * context memory (host memory on the CPU, device memory on CUDA: a host
+ * window is PM_STATUS_INVALID_ARGUMENT there). */
 PM_API pm_status pm_isosurface_piece(pm_context *ctx, const pm_volume *window,
                                      const uint64_t window_lo[3], const pm_lattice *lattice,
                                      const pm_lattice_box *owned, double iso,

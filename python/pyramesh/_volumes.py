@@ -131,18 +131,21 @@ def marching_cubes(
     ctx = _pick_context(context, device)
     vol = _as_volume(volume)
     data_range = None
-    if level is None:
+    # level=None: the level is scikit-image's 0.5 * (min + max) of the
+    # float32 volume. With step_size 1 the C side finds the range in the
+    # same job as the extraction (on the context's threads); with a step,
+    # here, over the whole volume as scikit-image does.
+    auto_level = level is None and step_size == 1
+    if level is None and not auto_level:
         data_range = _pyramesh.volume_range(vol, ctx.threads)
         if data_range[0] > data_range[1]:
             raise RuntimeError("No surface found at the given iso value.")
-        # scikit-image: 0.5 * (min + max) of the float32 volume.
-        level = 0.5 * float(np.float32(data_range[0]) + np.float32(data_range[1]))
+        level = _mid_level(data_range)
+    elif auto_level:
+        level = 0.0  # replaced in the job
     else:
         level = float(level)
-    if math.isnan(level):
-        raise RuntimeError("No surface found at the given iso value.")
-    if math.isinf(level):
-        raise ValueError("Surface level must be within volume data range.")
+    _check_level(level)
     if step_size > 1:
         vol = np.ascontiguousarray(vol[::step_size, ::step_size, ::step_size])
     r = _pyramesh.isosurface(
@@ -160,8 +163,14 @@ def marching_cubes(
         sk_step=step_size,
         sk_mask=mask,
         sk_ascent=gradient_direction == "ascent",
+        sk_auto_level=auto_level,
     )
     verts, faces, normals, values = r[0], r[1], r[2], r[3]
+    if auto_level:
+        level, data_range = r[9], (r[10], r[11])
+        if data_range[0] > data_range[1]:
+            raise RuntimeError("No surface found at the given iso value.")
+        _check_level(level)
     if len(verts) == 0:
         if data_range is None:
             data_range = _pyramesh.volume_range(_as_volume(volume), ctx.threads)
@@ -177,6 +186,18 @@ def marching_cubes(
     if allow_degenerate:
         return verts, faces, normals, values
     return _remove_degenerate_faces(verts.astype(np.float32), faces, normals, values)
+
+
+def _mid_level(data_range):
+    # scikit-image: 0.5 * (min + max), the sum of float32 scalars.
+    return 0.5 * float(np.float32(data_range[0]) + np.float32(data_range[1]))
+
+
+def _check_level(level):
+    if math.isnan(level):
+        raise RuntimeError("No surface found at the given iso value.")
+    if math.isinf(level):
+        raise ValueError("Surface level must be within volume data range.")
 
 
 def _remove_degenerate_faces(vertices, faces, *arrays):

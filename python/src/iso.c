@@ -69,11 +69,36 @@ typedef struct {
     int reorder; /* columns permuted / faces flipped on the host */
     pmx_mc_post post;
     float *values;
+    /* marching_cubes with level=None: the level from the volume's range,
+     * found in the job (on the context's threads, just before the
+     * extraction reads the same samples). */
+    int auto_level;
+    double range_lo, range_hi;
 } iso_job;
+
+/* scikit-image's default level: the middle of the float32 data range, the
+ * sum rounded to float32 as NumPy's float32 scalars do. */
+static double mid_level(double lo, double hi)
+{
+    const float s = (float)lo + (float)hi; /* float arithmetic (FLT_EVAL_METHOD 0) */
+    return 0.5 * (double)s;
+}
 
 static void iso_run(pmx_job *job)
 {
     iso_job *j = (iso_job *)job;
+    if (j->auto_level) {
+        const size_t n[3] = {j->vol.nx, j->vol.ny, j->vol.nz};
+        const size_t stride[3] = {1, j->vol.row_stride, j->vol.slice_stride};
+        pmx_range(j->vol.data, j->vol.type, n, stride, j->post.threads, &j->range_lo,
+                  &j->range_hi);
+        /* All NaN, or a level that is NaN or infinite: no extraction (an
+         * empty result; the Python side raises scikit-image's error). */
+        if (!(j->range_lo <= j->range_hi)) return;
+        const double level = mid_level(j->range_lo, j->range_hi);
+        j->iso = j->post.iso = j->post.iso_eff = level;
+        if (isnan(level) || isinf(level)) return;
+    }
     pm_status s = pm_isosurface(job->ctx->ctx, &j->vol, j->iso, &j->opt, &j->mesh);
     if (s != PM_STATUS_OK) {
         pmx_job_fail(job, s);
@@ -199,8 +224,9 @@ static PyObject *build_result(iso_job *j, pmx_ctx *c, int device_out)
         Py_XDECREF(nm);
         Py_XDECREF(t);
     }
-    res = Py_BuildValue("(OOOOKsNNd)", pos, idx, nrm, val, (unsigned long long)m->active_cells,
-                        j->report.path, names, ms, m->timings.extract_ms);
+    res = Py_BuildValue("(OOOOKsNNdddd)", pos, idx, nrm, val, (unsigned long long)m->active_cells,
+                        j->report.path, names, ms, m->timings.extract_ms, j->iso, j->range_lo,
+                        j->range_hi);
 done:
     Py_XDECREF(pos);
     Py_XDECREF(idx);
@@ -212,12 +238,16 @@ done:
 
 /* isosurface(context, volume, iso, spacing, origin, normals, mode, inside,
  *            device_out, numpy_order, timed, join=False, sk_step=0,
- *            sk_mask=None, sk_ascent=False)
+ *            sk_mask=None, sk_ascent=False, sk_auto_level=False)
  * spacing and origin are per NumPy axis. numpy_order: vertex columns in
  * NumPy axis order (axis 0 first), else x (last axis), y, z. sk_step > 0
  * selects the scikit-image conventions (marching_cubes). Returns
  * (vertices, faces, normals, values, active_cells, path, stage_names,
- * stage_ms, extract_ms). join: ambiguous faces join the inside corners
+ * stage_ms, extract_ms, iso, range_lo, range_hi). sk_auto_level (with
+ * sk_step > 0): `iso` is ignored and the level is the middle of the
+ * volume's range, computed in the job (range_lo > range_hi: all NaN; an
+ * empty mesh when no level could be formed); the level used and the range
+ * are returned (the range is NaN without sk_auto_level). join: ambiguous faces join the inside corners
  * (the library separates them): the complementary region is extracted,
  * with the same partition of the samples, and turned inside out. */
 PyObject *pmx_isosurface(PyObject *self, PyObject *args, PyObject *kw)
@@ -225,13 +255,15 @@ PyObject *pmx_isosurface(PyObject *self, PyObject *args, PyObject *kw)
     (void)self;
     static char *kwlist[] = {"context", "volume",  "iso",        "spacing",     "origin", "normals",
                              "mode",    "inside",  "device_out", "numpy_order", "timed",  "join",
-                             "sk_step", "sk_mask", "sk_ascent",  NULL};
+                             "sk_step", "sk_mask", "sk_ascent",  "sk_auto_level", NULL};
     PyObject *ctxo, *volo, *spo, *oro, *masko = Py_None;
     double iso;
-    int normals, mode, inside, device_out, numpy_order, timed, join = 0, sk_step = 0, sk_ascent = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOdOOiiippp|piOp", kwlist, &ctxo, &volo, &iso, &spo,
-                                     &oro, &normals, &mode, &inside, &device_out, &numpy_order,
-                                     &timed, &join, &sk_step, &masko, &sk_ascent))
+    int normals, mode, inside, device_out, numpy_order, timed, join = 0, sk_step = 0, sk_ascent = 0,
+                                                                  sk_auto_level = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOdOOiiippp|piOpp", kwlist, &ctxo, &volo, &iso,
+                                     &spo, &oro, &normals, &mode, &inside, &device_out,
+                                     &numpy_order, &timed, &join, &sk_step, &masko, &sk_ascent,
+                                     &sk_auto_level))
         return NULL;
     pmx_ctx *c = pmx_ctx_from(ctxo);
     if (!c) return NULL;
@@ -304,6 +336,7 @@ PyObject *pmx_isosurface(PyObject *self, PyObject *args, PyObject *kw)
     j->vol.row_stride = stride[1];
     j->vol.slice_stride = stride[2];
     j->iso = iso;
+    j->range_lo = j->range_hi = NAN;
     j->opt.struct_size = sizeof j->opt;
     j->opt.normals = (pm_normals)normals;
     j->opt.mode = (pm_mesh_mode)mode;
@@ -343,6 +376,7 @@ PyObject *pmx_isosurface(PyObject *self, PyObject *args, PyObject *kw)
             goto out;
         }
         j->skimage = 1;
+        j->auto_level = sk_auto_level;
         p->step = sk_step;
         for (int L = 0; L < 3; L++)
             j->vol.spacing[L] = (double)sk_step;

@@ -9,6 +9,10 @@
 #include <omp.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define PMX_SAMPLE_CASES(X)                                                                        \
     X(PM_SAMPLE_U8, uint8_t)                                                                       \
     X(PM_SAMPLE_U16, uint16_t)                                                                     \
@@ -306,6 +310,117 @@ EDGE_VALUE(edge_value_i16, int16_t, INT16_MIN, INT16_MAX)
 EDGE_VALUE(edge_value_f32, float, -INFINITY, INFINITY)
 EDGE_VALUE(edge_value_f64, double, -INFINITY, INFINITY)
 
+#if defined(__SSE2__)
+/* float volumes, interior edges (no mask): the same value from SSE2
+ * vectors, about a fifth of the instructions. max_ps(x, acc) is
+ * `x > acc ? x : acc`, the scalar code's comparison: a NaN sample is
+ * skipped (the accumulators start at -inf / +inf, never NaN). The maximum
+ * of NaN-free floats does not depend on the order it is taken in (up to
+ * the sign of a zero, which the clamps at 0 below erase), and the last
+ * steps are the scalar code's doubles: the results are the same floats. */
+
+/* Largest range over the 4 cells from their highest (H) and lowest (L)
+ * samples, measured from iso and including it. */
+static inline double cells_best_sse(__m128 H, __m128 L, double iso)
+{
+    const __m128d isov = _mm_set1_pd(iso), zero = _mm_setzero_pd();
+    const __m128d hA = _mm_sub_pd(_mm_cvtps_pd(H), isov);
+    const __m128d hB = _mm_sub_pd(_mm_cvtps_pd(_mm_movehl_ps(H, H)), isov);
+    const __m128d lA = _mm_sub_pd(_mm_cvtps_pd(L), isov);
+    const __m128d lB = _mm_sub_pd(_mm_cvtps_pd(_mm_movehl_ps(L, L)), isov);
+    const __m128d rA = _mm_sub_pd(_mm_max_pd(hA, zero), _mm_min_pd(lA, zero));
+    const __m128d rB = _mm_sub_pd(_mm_max_pd(hB, zero), _mm_min_pd(lB, zero));
+    __m128d r = _mm_max_pd(rA, rB);
+    r = _mm_max_sd(r, _mm_unpackhi_pd(r, r));
+    return _mm_cvtsd_f64(r); /* >= 0: the scalar code's best starts at 0 */
+}
+
+/* Edge along y or z (a = 1, 2): the other axes are x (unit stride, the
+ * vector lanes: x - 1, x, x + 1 and one unused) and c. Needs
+ * lo[0] + 2 < n[0] (the 4-float loads stay in the row). */
+static double edge_value_f32_yz(const float *r, size_t sa, size_t sc, double iso)
+{
+    const __m128 lowest = _mm_set1_ps(-INFINITY), highest = _mm_set1_ps(INFINITY);
+    __m128 ch[3], cl[3];
+    for (int ic = 0; ic < 3; ic++, r += sc) {
+        const __m128 r0 = _mm_loadu_ps(r), r1 = _mm_loadu_ps(r + sa);
+        ch[ic] = _mm_max_ps(r1, _mm_max_ps(r0, lowest));
+        cl[ic] = _mm_min_ps(r1, _mm_min_ps(r0, highest));
+    }
+    /* Pairs along c, then along x (lanes i and i + 1): lanes 0 and 1. */
+    __m128 h0 = _mm_max_ps(ch[0], ch[1]), h1 = _mm_max_ps(ch[1], ch[2]);
+    __m128 l0 = _mm_min_ps(cl[0], cl[1]), l1 = _mm_min_ps(cl[1], cl[2]);
+    h0 = _mm_max_ps(h0, _mm_shuffle_ps(h0, h0, _MM_SHUFFLE(3, 3, 2, 1)));
+    h1 = _mm_max_ps(h1, _mm_shuffle_ps(h1, h1, _MM_SHUFFLE(3, 3, 2, 1)));
+    l0 = _mm_min_ps(l0, _mm_shuffle_ps(l0, l0, _MM_SHUFFLE(3, 3, 2, 1)));
+    l1 = _mm_min_ps(l1, _mm_shuffle_ps(l1, l1, _MM_SHUFFLE(3, 3, 2, 1)));
+    return cells_best_sse(_mm_movelh_ps(h0, h1), _mm_movelh_ps(l0, l1), iso);
+}
+
+/* Two samples x, x + 1 of a row into lanes (0, 1) and of another into
+ * (2, 3); __m64 loads (may alias any type). */
+static inline __m128 load_pairs(const float *r0, const float *r1)
+{
+    return _mm_loadh_pi(_mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)r0), (const __m64 *)r1);
+}
+
+/* Edge along x (a = 0): columns are the sample pairs (x, x + 1) of the
+ * rows y - 1 .. y + 1 (b) of the slices z - 1 .. z + 1 (c). */
+static double edge_value_f32_x(const float *r, size_t sb, size_t sc, double iso)
+{
+    const __m128 lowest = _mm_set1_ps(-INFINITY), highest = _mm_set1_ps(INFINITY);
+    __m128 ph[3], pl[3];
+    for (int ic = 0; ic < 3; ic++, r += sc) {
+        /* A: rows y - 1, y; B: rows y, y + 1. Column extremes in both
+         * lanes of a pair, then the two y pairs of cells. */
+        const __m128 A = load_pairs(r, r + sb), B = load_pairs(r + sb, r + 2 * sb);
+        const __m128 As = _mm_shuffle_ps(A, A, _MM_SHUFFLE(2, 3, 0, 1));
+        const __m128 Bs = _mm_shuffle_ps(B, B, _MM_SHUFFLE(2, 3, 0, 1));
+        const __m128 hA = _mm_max_ps(As, _mm_max_ps(A, lowest));
+        const __m128 hB = _mm_max_ps(Bs, _mm_max_ps(B, lowest));
+        const __m128 lA = _mm_min_ps(As, _mm_min_ps(A, highest));
+        const __m128 lB = _mm_min_ps(Bs, _mm_min_ps(B, highest));
+        ph[ic] = _mm_max_ps(hA, hB); /* cells y - 1..y in lanes 0, 1; y..y + 1 in 2, 3 */
+        pl[ic] = _mm_min_ps(lA, lB);
+    }
+    const __m128 h0 = _mm_max_ps(ph[0], ph[1]), h1 = _mm_max_ps(ph[1], ph[2]);
+    const __m128 l0 = _mm_min_ps(pl[0], pl[1]), l1 = _mm_min_ps(pl[1], pl[2]);
+    return cells_best_sse(_mm_shuffle_ps(h0, h1, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm_shuffle_ps(l0, l1, _MM_SHUFFLE(2, 0, 2, 0)), iso);
+}
+
+/* The first sample a vertex's vectors read (its cells' corner with the
+ * lowest coordinates; x - 1 for y and z edges), or NULL where the vector
+ * code does not apply (the mask, the volume's border). */
+static inline const float *edge_rows_f32(const pmx_mc_post *p, const size_t lo[3], int a)
+{
+    if (p->mask) return NULL;
+    if (a == 0) {
+        if (lo[1] >= 1 && lo[1] + 1 < p->n[1] && lo[2] >= 1 && lo[2] + 1 < p->n[2])
+            return (const float *)p->data + lo[0] + (lo[1] - 1) * p->stride[1] +
+                   (lo[2] - 1) * p->stride[2];
+        return NULL;
+    }
+    const int c = a == 2 ? 1 : 2;
+    if (lo[0] >= 1 && lo[0] + 2 < p->n[0] && lo[c] >= 1 && lo[c] + 1 < p->n[c])
+        return (const float *)p->data + (lo[0] - 1) + lo[a] * p->stride[a] +
+               (lo[c] - 1) * p->stride[c];
+    return NULL;
+}
+
+static inline double edge_value_f32_rows(const pmx_mc_post *p, const float *r, int a)
+{
+    if (a == 0) return edge_value_f32_x(r, p->stride[1], p->stride[2], p->iso);
+    return edge_value_f32_yz(r, p->stride[a], p->stride[a == 2 ? 1 : 2], p->iso);
+}
+
+static double edge_value_f32_fast(const pmx_mc_post *p, const size_t lo[3], int a)
+{
+    const float *r = edge_rows_f32(p, lo, a);
+    return r ? edge_value_f32_rows(p, r, a) : edge_value_f32(p, lo, a);
+}
+#endif
+
 typedef double (*edge_value_fn)(const pmx_mc_post *, const size_t *, int);
 
 static edge_value_fn edge_value_for(pm_sample_type t)
@@ -314,7 +429,11 @@ static edge_value_fn edge_value_for(pm_sample_type t)
     case PM_SAMPLE_U8: return edge_value_u8;
     case PM_SAMPLE_U16: return edge_value_u16;
     case PM_SAMPLE_I16: return edge_value_i16;
+#if defined(__SSE2__)
+    case PM_SAMPLE_F32: return edge_value_f32_fast;
+#else
     case PM_SAMPLE_F32: return edge_value_f32;
+#endif
     case PM_SAMPLE_F64: return edge_value_f64;
     }
     return edge_value_f64;
@@ -452,21 +571,68 @@ static int vertex_edge(const pmx_mc_post *p, const float *pos, long long pt[3], 
 /* The samples of a vertex's cells are scattered over three slices: asking
  * for them a few vertices ahead hides most of the memory latency (the
  * values pass is otherwise bound by it). */
-#define PMX_PREFETCH_AHEAD 8
+#ifndef PMX_PREFETCH_AHEAD
+#define PMX_PREFETCH_AHEAD 16
+#endif
 
 typedef struct {
     long long pt[3];
     int axis, fractional;
+    const float *rows; /* float volumes: the vector code's first sample, or NULL */
 } vertex_decode;
+
+/* vertex_edge for step 1, on floats: the same answers (a float is an
+ * integer exactly when it equals its truncation; positions are >= 0). */
+static inline int vertex_edge_step1(const float *pos, long long pt[3], int *axis)
+{
+    int fractional = 0;
+    *axis = -1;
+    for (int L = 0; L < 3; L++) {
+        const long long f = (long long)pos[L];
+        pt[L] = f;
+        if ((float)f != pos[L]) {
+            *axis = L;
+            fractional++;
+        }
+    }
+    return fractional;
+}
 
 static void decode_and_prefetch(const pmx_mc_post *p, const float *pos, vertex_decode *d)
 {
-    d->fractional = vertex_edge(p, pos, d->pt, &d->axis);
+    d->rows = NULL;
+    d->fractional =
+        p->step == 1 ? vertex_edge_step1(pos, d->pt, &d->axis) : vertex_edge(p, pos, d->pt, &d->axis);
     if (d->fractional != 1) return;
     const long long *pt = d->pt;
     const int a = d->axis, b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
-    if (pt[b] < 1 || pt[c] < 1 || (size_t)pt[b] + 1 >= p->n[b] || (size_t)pt[c] + 1 >= p->n[c] ||
-        (size_t)pt[a] + 1 >= p->n[a])
+    if ((size_t)pt[a] + 1 >= p->n[a]) return;
+#if defined(__SSE2__)
+    if (p->type == PM_SAMPLE_F32) {
+        const size_t lo[3] = {(size_t)pt[0], (size_t)pt[1], (size_t)pt[2]};
+        const float *r = d->rows = edge_rows_f32(p, lo, a);
+        if (r) {
+            /* The rows the vectors load: 9 sample pairs (x edges) or 6
+             * runs of 4 samples (y, z edges). */
+            /* The rows the vectors load: 9 sample pairs (x edges) or 6
+             * runs of 4 samples (y, z edges). */
+            if (a == 0) {
+                for (int k = 0; k < 9; k++)
+                    __builtin_prefetch(r + (size_t)(k / 3) * p->stride[2] +
+                                       (size_t)(k % 3) * p->stride[1]);
+            } else {
+                for (int k = 0; k < 6; k++) {
+                    const float *x =
+                        r + (size_t)(k >> 1) * p->stride[c] + (size_t)(k & 1) * p->stride[a];
+                    __builtin_prefetch(x);
+                    __builtin_prefetch(x + 3);
+                }
+            }
+            return;
+        }
+    }
+#endif
+    if (pt[b] < 1 || pt[c] < 1 || (size_t)pt[b] + 1 >= p->n[b] || (size_t)pt[c] + 1 >= p->n[c])
         return;
     const size_t es = pm_sample_size(p->type);
     const char *base =
@@ -522,6 +688,13 @@ void pmx_mc_values(const pmx_mc_post *p, pm_mesh *m, float *values, int reorder)
                 decode_and_prefetch(p, m->positions + 3 * (v + PMX_PREFETCH_AHEAD),
                                     &ring[v % PMX_PREFETCH_AHEAD]);
             const int axis = d.axis;
+#if defined(__SSE2__)
+            if (d.rows) {
+                values[v] = (float)edge_value_f32_rows(p, d.rows, axis);
+                if (reorder) reorder_vertex(p, m, (size_t)v);
+                continue;
+            }
+#endif
             if (d.fractional == 1 && (size_t)d.pt[axis] + 1 < p->n[axis]) {
                 const size_t lo[3] = {(size_t)d.pt[0], (size_t)d.pt[1], (size_t)d.pt[2]};
                 values[v] = (float)value_of(p, lo, axis);
@@ -651,9 +824,12 @@ void pmx_range(const char *data, pm_sample_type type, const size_t n[3], const s
     const long long rows = (long long)(n[1] * n[2]);
     double lo = INFINITY, hi = -INFINITY;
     if (threads < 1) threads = 1;
+    /* Small volumes (the calls that run on the calling thread) stay serial:
+     * no OpenMP team is started for them. */
+    const int par = threads > 1 && (double)rows * (double)n[0] >= (double)(1 << 20);
 #pragma omp parallel for schedule(static) reduction(min                                            \
                                                     : lo) reduction(max                            \
-                                                                    : hi) num_threads(threads)
+                                                                    : hi) num_threads(threads) if (par)
     for (long long r = 0; r < rows; r++) {
         const size_t k = (size_t)r / n[1], j = (size_t)r % n[1];
         double l, h;

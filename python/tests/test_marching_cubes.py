@@ -281,3 +281,40 @@ def test_errors_as_skimage():
         pyramesh.marching_cubes(np.zeros((3, 3, 3)), 0, method="_lorensen", mask=np.array([]))
     with pytest.raises(ValueError, match="gradient_direction"):
         pyramesh.marching_cubes(np.arange(27.0).reshape(3, 3, 3), 5.0, gradient_direction="up")
+
+
+@pytest.mark.parametrize("shape", [(20, 24, 28), (104, 104, 104)])  # inline call / worker thread
+def test_level_none_is_the_float32_mid_range(rng, shape):
+    """level=None: the range is found in the extraction's job (step_size 1)
+    or beforehand (step_size > 1); either way the level is scikit-image's
+    0.5 * (float32(min) + float32(max)), NaN left out."""
+    vol = smooth_noise(rng, shape).astype(np.float32) * np.float32(3.7) + np.float32(0.3)
+    vol.flat[rng.integers(0, vol.size, 5)] = np.nan
+    finite = vol[np.isfinite(vol)]
+    level = 0.5 * float(finite.min() + finite.max())  # float32 sum, as scikit-image
+    for step in (1, 2):
+        a = pyramesh.marching_cubes(vol, step_size=step)
+        b = pyramesh.marching_cubes(vol, level, step_size=step)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    for dtype in (np.uint8, np.int16, np.float64):
+        v = (rng.random((12, 13, 14)) * 100).astype(dtype)
+        lv = 0.5 * float(np.float32(v.min()) + np.float32(v.max()))
+        for x, y in zip(pyramesh.marching_cubes(v), pyramesh.marching_cubes(v, lv)):
+            np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("n", [8, 104])
+def test_level_none_errors(n):
+    with pytest.raises(RuntimeError, match="No surface found"):
+        pyramesh.marching_cubes(np.full((n, n, n), np.nan, np.float32))
+    with pytest.raises(RuntimeError, match="No surface found"):
+        pyramesh.marching_cubes(np.full((n, n, n), 2.5, np.float32))
+    v = np.zeros((n, n, n), np.float32)
+    v[1, 1, 1], v[2, 2, 2] = np.inf, -np.inf  # inf + -inf: a NaN level
+    with pytest.raises(RuntimeError, match="No surface found"):
+        with np.errstate(invalid="ignore"):
+            pyramesh.marching_cubes(v)
+    v[2, 2, 2] = 0.0  # an infinite level
+    with pytest.raises(ValueError, match="within volume data range"):
+        pyramesh.marching_cubes(v)

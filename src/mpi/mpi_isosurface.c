@@ -181,7 +181,19 @@ static pm_status piece_of(pm_context *ctx, const pm_volume *slab, const unsigned
     wv.nz = (size_t)(whi - wlo);
     uint64_t wl[3] = {0, 0, wlo};
     pm_lattice_box owned = {{0, 0, k0}, {lattice->dims[0], lattice->dims[1], k1 - k0}};
-    return pm_isosurface_piece(ctx, &wv, wl, lattice, &owned, iso, options, piece);
+    if (pm_context_device(ctx) != PM_DEVICE_CUDA)
+        return pm_isosurface_piece(ctx, &wv, wl, lattice, &owned, iso, options, piece);
+    /* A rank on a GPU: the window goes to its device first. */
+    size_t bytes = wv.nx * wv.ny * wv.nz * pm_sample_size(wv.type);
+    void *dev = NULL;
+    pm_status s = pm_alloc(ctx, bytes ? bytes : 1, &dev);
+    if (s == PM_STATUS_OK) s = pm_upload(ctx, dev, window, bytes);
+    if (s == PM_STATUS_OK) {
+        wv.data = dev;
+        s = pm_isosurface_piece(ctx, &wv, wl, lattice, &owned, iso, options, piece);
+    }
+    pm_free(ctx, dev);
+    return s;
 }
 
 /* Ghost slices below and above a slab for the piece of its own points
