@@ -265,6 +265,10 @@ static const pmi_backend cuda_backend = {
     /* .subdivide_step = */ pmi_cuda_subdivide_step,
     /* .post_step = */ pmi_cuda_post_step,
     /* .sph_build = */ pmi_cuda_sph_build,
+    /* .isosurface_piece = */ pmi_cuda_isosurface_piece,
+    /* .sparse_plan = */ NULL,
+    /* .sparse_pieces = */ NULL,
+    /* .sparse_plan_free = */ NULL,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

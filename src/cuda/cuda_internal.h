@@ -253,6 +253,11 @@ pm_status pmi_cuda_collide(pm_context *ctx, const struct pm_bvh *a, const struct
 /* Loop subdivision (subdivide.cu): one step of src/core/loop_rules.h. */
 pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n,
                                   const struct pmi_loop_args *args);
+/* A mesh piece of a window in device memory (piece.cu; src/core/backend.h). */
+pm_status pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window,
+                                    const uint64_t window_lo[3], const pm_lattice *lattice,
+                                    const pm_lattice_box *owned, double iso,
+                                    const pm_isosurface_options *options, pm_mesh_piece *piece);
 }
 
 #endif
