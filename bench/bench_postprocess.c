@@ -10,7 +10,8 @@
  * Laplacian iterations, area-weighted normals, 10 normal-smoothing
  * iterations, and on CUDA the final copy of the mesh to host memory). The
  * mesh stays in the context's memory as the CLI keeps it. Each size runs
- * on the CPU and, when a CUDA context can be created, on the GPU; the
+ * on the CPU and, when a CUDA context can be created, on the GPU (every
+ * step there, the cleanup's rounds included: src/cuda/mesh_cleanup.cu); the
  * median of the repetitions is printed per stage, with the check that
  * post-processing costs no more than the reconstruction, and an FNV-1a hash
  * of the final mesh (equal hashes: CPU and GPU gave the same bytes).
@@ -30,63 +31,9 @@
 #include <time.h>
 
 #include "pyramesh.h"
+#include "../tools/demo_scene.h"
 
-#define RADIUS 0.025
-#define JITTER 0.15
-#define SPHERE_FRACTION 0.15
-#define SEED 0x5eed0f5eedULL
-
-/* ---- the demo's scene (tools/cmd_demo.c, same generator) ------------- */
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static float jitter(uint64_t *state)
-{
-    return (float)(splitmix64(state) >> 40) / 8388608.0f - 1.0f;
-}
-
-static size_t generate(size_t target, float *xyz)
-{
-    const double s = 2.0 * RADIUS;
-    const float j = (float)(JITTER * s);
-    uint64_t rng = SEED;
-    size_t n = 0;
-    double block = (1.0 - SPHERE_FRACTION) * (double)target;
-    size_t m = (size_t)floor(cbrt(block / 2.0));
-    if (m < 2) m = 2;
-    for (size_t k = 0; k < 2 * m; k++)
-        for (size_t jj = 0; jj < m; jj++)
-            for (size_t i = 0; i < m; i++, n++)
-                if (xyz) {
-                    xyz[3 * n + 0] = (float)((double)i * s) + j * jitter(&rng);
-                    xyz[3 * n + 1] = (float)((double)jj * s) + j * jitter(&rng);
-                    xyz[3 * n + 2] = (float)((double)k * s) + j * jitter(&rng);
-                }
-    double vol = SPHERE_FRACTION * (double)target * s * s * s;
-    double R = cbrt(3.0 * vol / (4.0 * 3.14159265358979323846));
-    if (R < 2 * s) R = 2 * s;
-    double width = (double)(m - 1) * s;
-    double cx = width + 0.5 * width + R, cy = 0.5 * width, cz = (double)(2 * m) * s * 0.6 + R;
-    long q = (long)ceil(R / s);
-    for (long k = -q; k <= q; k++)
-        for (long jj = -q; jj <= q; jj++)
-            for (long i = -q; i <= q; i++) {
-                double x = (double)i * s, y = (double)jj * s, z = (double)k * s;
-                if (x * x + y * y + z * z > R * R) continue;
-                if (xyz) {
-                    xyz[3 * n + 0] = (float)(cx + x) + j * jitter(&rng);
-                    xyz[3 * n + 1] = (float)(cy + y) + j * jitter(&rng);
-                    xyz[3 * n + 2] = (float)(cz + z) + j * jitter(&rng);
-                }
-                n++;
-            }
-    return n;
-}
+#define RADIUS DEMO_RADIUS
 
 /* ---- the pipeline --------------------------------------------------- */
 
@@ -107,8 +54,8 @@ static const char *const stage_name[NSTAGE] = {
     "upload particles",  "density field", "extraction", "mesh cleanup",         "SPH interpolator",
     "smoothing weights", "Laplacian x15", "normals",    "normal smoothing x10", "mesh to host"};
 static const int stage_post[NSTAGE] = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
-static const char *const stage_where[NSTAGE] = {"-",   "dev", "dev", "host", "dev",
-                                                "dev", "dev", "dev", "dev",  "-"};
+static const char *const stage_where[NSTAGE] = {"-",   "dev", "dev", "dev", "dev",
+                                                "dev", "dev", "dev", "dev", "-"};
 
 static double now_ms(void)
 {
@@ -298,13 +245,13 @@ int main(int argc, char **argv)
            cube, reps, reps == 1 ? "" : "s", pm_build_info(), load);
     for (int si = 0; si < ns; si++) {
         const size_t target = sizes[si];
-        const size_t n = generate(target, NULL);
+        const size_t n = demo_scene(target, DEMO_SEED, NULL, NULL);
         float *xyz = malloc(n * 12);
         if (!xyz) {
             fprintf(stderr, "%zu particles: out of host memory\n", n);
             return 1;
         }
-        generate(target, xyz);
+        demo_scene(target, DEMO_SEED, xyz, NULL);
         uint64_t hashes[2] = {0, 0};
         for (int d = 0; d < 2; d++) {
             const pm_device want = d ? PM_DEVICE_CUDA : PM_DEVICE_CPU;

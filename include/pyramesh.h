@@ -988,9 +988,10 @@ PM_API pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n,
  *    memory of a CUDA context), on the CPU for a host mesh, whatever the
  *    context; the SPH functions (pm_sph_*) on the GPU of a CUDA context
  *    (the interpolator lives in device memory), on the CPU otherwise;
+ *    pm_mesh_mc_cleanup likewise where the mesh is (rounds of clusters);
  *  - sequential, on the CPU always (a mesh in device memory is copied to
- *    the host and the result back): pm_mesh_mc_cleanup,
- *    pm_mesh_decimate_barnacles, pm_mesh_remove_components,
+ *    the host and the result back): pm_mesh_decimate_barnacles,
+ *    pm_mesh_remove_components,
  *    pm_mesh_simplify, pm_mesh_to_quads; pm_mesh_check takes host meshes.
  * Results are the same bytes for every thread count and on both backends
  * (the GPU sums the same terms in the same order, in double). A mesh's
@@ -1031,10 +1032,14 @@ PM_API pm_status pm_mesh_smooth_taubin(pm_context *ctx, pm_mesh *mesh, int itera
 
 /* splashsurf's marching-cubes cleanup (--mesh-cleanup; Moore and Warren's
  * mesh displacement, 1991): every vertex is assigned its nearest lattice
- * point; vertices in order, each collapses the edges to its neighbours
- * that share that lattice point (half-edge collapses that keep the mesh a
- * manifold), the kept vertex moving to the mean of the vertices merged
- * into it; repeated up to max_iterations times while something collapses. */
+ * point; clusters (vertices joined by edges whose ends share that point)
+ * are processed in a fixed priority order, each collapsing its vertices
+ * into one another where PMP's half-edge collapse test allows (the mesh
+ * stays a manifold with the same topology), every kept vertex moving to
+ * the mean of the input positions merged into it; up to max_iterations
+ * sweeps while something collapses. Clusters with no edge between them
+ * run in parallel (docs/splashsurf.md gives the rule and why the result
+ * is the sequential order's). */
 typedef struct pm_mc_cleanup_options {
     size_t struct_size;
     /* The marching-cubes lattice: point (i,j,k) at origin + (i,j,k) *

@@ -174,7 +174,8 @@ if "$PM" "${ISO[@]}" -o gpu_probe.vtk --device cuda -q 2>/dev/null; then
   python3 - gi.json gr.json <<'PY' || bad "--device cuda: steps not on the device"
 import json, sys
 dev = {"Laplacian smoothing", "Taubin smoothing", "area-weighted normals", "normal smoothing",
-       "mesh AABB", "SPH interpolator", "smoothing weights", "mesh to host memory"}
+       "mesh AABB", "SPH interpolator", "smoothing weights", "mesh to host memory",
+       "mesh cleanup"}
 for f in sys.argv[1:]:
     for s in json.load(open(f))["post_processing"]["steps"]:
         assert (s["path"] == "device") == (s["step"] in dev), (f, s)

@@ -326,6 +326,279 @@ static void test_normals_and_smoothing(const pm_mesh *m0)
     free(ref), free(sm), free(w), free(pos);
 }
 
+/* ---- the marching-cubes cleanup's rule, sequentially (docs/splashsurf.md
+ * "Marching-cubes cleanup"): clusters in priority order, each cluster's
+ * collapses in member order, PMP's test written out on per-vertex
+ * triangle lists that grow as vertices merge. An independent reading of
+ * the rule for the byte-for-byte comparison. */
+
+typedef struct rc_list {
+    uint32_t *t;
+    size_t n, cap;
+} rc_list;
+
+static void rc_push(rc_list *l, uint32_t t)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->t = realloc(l->t, l->cap * sizeof *l->t);
+    }
+    l->t[l->n++] = t;
+}
+
+typedef struct rc_mesh {
+    size_t nv, nt;
+    uint32_t *tri;
+    uint8_t *tdead, *vdead;
+    rc_list *vt; /* triangles that held the vertex (dead or alive; filter) */
+} rc_mesh;
+
+static int rc_holds(const uint32_t *c, uint32_t v) { return c[0] == v || c[1] == v || c[2] == v; }
+
+/* The live triangles around x: entries of vt[x] alive and holding x. */
+#define RC_STAR(R, x, c)                                                                           \
+    for (size_t i_ = 0; i_ < (R)->vt[x].n; i_++)                                                   \
+        for (const uint32_t *c = (R)->tri + 3 * (size_t)(R)->vt[x].t[i_];                          \
+             c && !(R)->tdead[(R)->vt[x].t[i_]] && rc_holds(c, x); c = NULL)
+
+/* The third vertex of a live triangle around x with the directed edge u -> w. */
+static uint32_t rc_third(const rc_mesh *R, uint32_t x, uint32_t u, uint32_t w)
+{
+    RC_STAR(R, x, c)
+    for (int q = 0; q < 3; q++)
+        if (c[q] == u && c[(q + 1) % 3] == w) return c[(q + 2) % 3];
+    return UINT32_MAX;
+}
+
+static int rc_adjacent(const rc_mesh *R, uint32_t x, uint32_t y)
+{
+    RC_STAR(R, x, c)
+    if (rc_holds(c, y)) return 1;
+    return 0;
+}
+
+static int rc_boundary(const rc_mesh *R, uint32_t x)
+{
+    RC_STAR(R, x, c)
+    {
+        int q = c[0] == x ? 0 : c[1] == x ? 1 : 2;
+        if (rc_third(R, x, c[(q + 1) % 3], x) == UINT32_MAX ||
+            rc_third(R, x, x, c[(q + 2) % 3]) == UINT32_MAX)
+            return 1;
+    }
+    return 0;
+}
+
+static int rc_legal(const rc_mesh *R, uint32_t from, uint32_t to)
+{
+    uint32_t vpos = rc_third(R, from, from, to), vneg = rc_third(R, from, to, from);
+    if (vpos == UINT32_MAX || vneg == UINT32_MAX) return 0;
+    if (rc_third(R, to, vpos, to) == UINT32_MAX && rc_third(R, from, from, vpos) == UINT32_MAX)
+        return 0;
+    if (rc_third(R, from, vneg, from) == UINT32_MAX && rc_third(R, to, to, vneg) == UINT32_MAX)
+        return 0;
+    if (vpos == vneg) return 0;
+    if (rc_boundary(R, from) && rc_boundary(R, to)) return 0;
+    RC_STAR(R, from, c)
+    for (int q = 0; q < 3; q++) {
+        uint32_t vv = c[q];
+        if (vv != from && vv != to && vv != vpos && vv != vneg && rc_adjacent(R, to, vv)) return 0;
+    }
+    return 1;
+}
+
+static void rc_collapse(rc_mesh *R, uint32_t from, uint32_t to)
+{
+    for (size_t i = 0; i < R->vt[from].n; i++) {
+        uint32_t t = R->vt[from].t[i];
+        uint32_t *c = R->tri + 3 * (size_t)t;
+        if (R->tdead[t] || !rc_holds(c, from)) continue;
+        if (rc_holds(c, to)) {
+            R->tdead[t] = 1;
+            continue;
+        }
+        for (int q = 0; q < 3; q++)
+            if (c[q] == from) c[q] = to;
+        rc_push(&R->vt[to], t);
+    }
+    R->vdead[from] = 1;
+}
+
+static uint64_t rc_priority(uint32_t r)
+{
+    uint32_t h = r;
+    h = (h ^ (h >> 16)) * 0x7feb352du;
+    h = (h ^ (h >> 15)) * 0x846ca68bu;
+    h ^= h >> 16;
+    return ((uint64_t)h << 32) | r;
+}
+
+static int rc_cmp_prio(const void *p, const void *q)
+{
+    uint64_t a = rc_priority(*(const uint32_t *)p), b = rc_priority(*(const uint32_t *)q);
+    return (a > b) - (a < b);
+}
+
+static uint32_t rc_find(uint32_t *parent, uint32_t x)
+{
+    while (parent[x] != x)
+        x = parent[x];
+    return x;
+}
+
+/* The result of the rule on m (host) into out (host, owned); *legal_left:
+ * same-cluster edges of the result whose collapse the test allows (0 when
+ * the sweeps converged); *sweeps: sweeps with a collapse. */
+static void ref_cleanup(const pm_mesh *m, const pm_mc_cleanup_options *o, pm_mesh *out,
+                        size_t *legal_left, int *sweeps)
+{
+    const size_t nv = m->num_vertices, nt = m->num_triangles;
+    int64_t *g = malloc(24 * nv + 24);
+    uint32_t *parent = malloc(4 * nv + 4);
+    uint8_t *snaps = calloc(nv + 1, 1);
+    double cell = fmin(o->spacing[0], fmin(o->spacing[1], o->spacing[2]));
+    int limit = o->use_snap_distance || o->snap_distance > 0;
+    for (size_t v = 0; v < nv; v++) {
+        const float *p = m->positions + 3 * v;
+        int ok = 1;
+        double d2 = 0;
+        for (int a = 0; a < 3; a++) {
+            double u = ((double)p[a] - o->origin[a]) / o->spacing[a];
+            if (!(fabs(u) < 1125899906842624.0)) ok = 0;
+        }
+        for (int a = 0; a < 3; a++) {
+            int64_t k = 0;
+            if (ok) {
+                double f = floor(((double)p[a] - o->origin[a]) / o->spacing[a]);
+                double above = (double)p[a] - (o->origin[a] + f * o->spacing[a]);
+                k = (int64_t)f + (above > 0.5 * o->spacing[a]);
+            }
+            g[3 * v + a] = k;
+            double gp = o->origin[a] + (double)k * o->spacing[a];
+            d2 += ((double)p[a] - gp) * ((double)p[a] - gp);
+        }
+        if (limit && !(d2 <= (o->snap_distance * cell) * (o->snap_distance * cell))) ok = 0;
+        snaps[v] = (uint8_t)ok;
+        parent[v] = (uint32_t)v;
+    }
+    for (size_t t = 0; t < nt; t++)
+        for (int k = 0; k < 3; k++) {
+            uint32_t u = m->indices[3 * t + k], w = m->indices[3 * t + (k + 1) % 3];
+            if (!snaps[u] || !snaps[w] || memcmp(g + 3 * (size_t)u, g + 3 * (size_t)w, 24))
+                continue;
+            u = rc_find(parent, u);
+            w = rc_find(parent, w);
+            if (u < w) parent[w] = u;
+            if (w < u) parent[u] = w;
+        }
+    /* members of each root (ascending), roots of clusters of 2 or more */
+    uint32_t *root = malloc(4 * nv + 4), *count = calloc(nv + 1, 4), *start = calloc(nv + 2, 4);
+    uint32_t *members = malloc(4 * nv + 4), *fill = calloc(nv + 1, 4), *roots = malloc(4 * nv + 4);
+    for (size_t v = 0; v < nv; v++) {
+        root[v] = snaps[v] ? rc_find(parent, (uint32_t)v) : UINT32_MAX;
+        if (snaps[v]) count[root[v]]++;
+    }
+    for (size_t v = 0; v < nv; v++)
+        start[v + 1] = start[v] + count[v];
+    for (size_t v = 0; v < nv; v++)
+        if (snaps[v]) members[start[root[v]] + fill[root[v]]++] = (uint32_t)v;
+    size_t nr = 0;
+    for (size_t v = 0; v < nv; v++)
+        if (count[v] >= 2) roots[nr++] = (uint32_t)v;
+    qsort(roots, nr, 4, rc_cmp_prio);
+
+    rc_mesh R;
+    R.nv = nv;
+    R.nt = nt;
+    R.tri = malloc(12 * nt + 12);
+    memcpy(R.tri, m->indices, 12 * nt);
+    R.tdead = calloc(nt + 1, 1);
+    R.vdead = calloc(nv + 1, 1);
+    R.vt = calloc(nv + 1, sizeof *R.vt);
+    for (size_t t = 0; t < nt; t++)
+        for (int k = 0; k < 3; k++)
+            rc_push(&R.vt[m->indices[3 * t + k]], (uint32_t)t);
+    uint32_t *into = malloc(4 * nv + 4); /* the live vertex each was merged into */
+    for (size_t v = 0; v < nv; v++)
+        into[v] = (uint32_t)v;
+    int max_iter = o->max_iterations > 0 ? o->max_iterations : 5;
+    *sweeps = 0;
+    for (int it = 0; it < max_iter; it++) {
+        size_t collapses = 0;
+        for (size_t i = 0; i < nr; i++) {
+            const uint32_t *M = members + start[roots[i]], k = count[roots[i]];
+            uint32_t live = 0;
+            for (uint32_t j = 0; j < k; j++)
+                live += !R.vdead[M[j]];
+            if (live < 2) continue;
+            for (uint32_t a = 0; a < k; a++) {
+                if (R.vdead[M[a]]) continue;
+                for (uint32_t b = 0; b < k; b++) {
+                    if (b == a || R.vdead[M[b]] || !rc_legal(&R, M[b], M[a])) continue;
+                    rc_collapse(&R, M[b], M[a]);
+                    for (uint32_t j = 0; j < k; j++)
+                        if (into[M[j]] == M[b]) into[M[j]] = M[a];
+                    collapses++;
+                }
+            }
+        }
+        if (!collapses) break;
+        ++*sweeps;
+    }
+    /* same-cluster edges whose collapse is still legal */
+    *legal_left = 0;
+    for (size_t t = 0; t < nt; t++) {
+        if (R.tdead[t]) continue;
+        for (int k = 0; k < 3; k++) {
+            uint32_t u = R.tri[3 * t + k], w = R.tri[3 * t + (k + 1) % 3];
+            if (root[u] != UINT32_MAX && root[u] == root[w] &&
+                (rc_legal(&R, u, w) || rc_legal(&R, w, u)))
+                ++*legal_left;
+        }
+    }
+    /* the result */
+    uint32_t *map = malloc(4 * nv + 4);
+    size_t nv2 = 0, nt2 = 0;
+    for (size_t v = 0; v < nv; v++)
+        map[v] = (o->keep_vertices || !R.vdead[v]) ? (uint32_t)nv2++ : UINT32_MAX;
+    memset(out, 0, sizeof *out);
+    out->positions = malloc(12 * nv2 + 12);
+    out->indices = malloc(12 * nt + 12);
+    out->owns_arrays = 1;
+    for (size_t v = 0; v < nv; v++) {
+        if (map[v] == UINT32_MAX) continue;
+        float *q = out->positions + 3 * (size_t)map[v];
+        memcpy(q, m->positions + 3 * v, 12);
+        if (R.vdead[v]) continue;
+        double s[3] = {0, 0, 0};
+        uint32_t n = 0;
+        const uint32_t self = (uint32_t)v;
+        const uint32_t *M = root[v] == UINT32_MAX ? &self : members + start[root[v]];
+        const uint32_t k = root[v] == UINT32_MAX ? 1 : count[root[v]];
+        for (uint32_t j = 0; j < k; j++) {
+            if (into[M[j]] != v) continue;
+            for (int a = 0; a < 3; a++)
+                s[a] += (double)m->positions[3 * (size_t)M[j] + a];
+            n++;
+        }
+        for (int a = 0; a < 3; a++)
+            q[a] = (float)(s[a] / (double)n);
+    }
+    for (size_t t = 0; t < nt; t++) {
+        if (R.tdead[t]) continue;
+        for (int k = 0; k < 3; k++)
+            out->indices[3 * nt2 + k] = map[R.tri[3 * t + k]];
+        nt2++;
+    }
+    out->num_vertices = nv2;
+    out->num_triangles = nt2;
+    for (size_t v = 0; v < nv; v++)
+        free(R.vt[v].t);
+    free(R.vt), free(R.tri), free(R.tdead), free(R.vdead), free(into), free(map);
+    free(g), free(parent), free(snaps), free(root), free(count), free(start), free(members);
+    free(fill), free(roots);
+}
+
 static void test_cleanup(const pm_mesh *m0, const pm_mc_cleanup_options *lat)
 {
     pm_mesh m = copy(m0);
@@ -792,6 +1065,153 @@ static pm_mesh to_host(pm_context *ctx, pm_mesh *d)
     return h;
 }
 
+/* The library's cleanup of m0 with options o, run on the test context
+ * with a host mesh and with a mesh in context memory (the GPU runner when
+ * run as "cuda") and on a 3-thread CPU context, against ref_cleanup: the
+ * same bytes; the topology the input had kept; no legal collapse left
+ * between vertices of one cluster when the sweeps converged. */
+static void cleanup_vs_ref(const char *what, const pm_mesh *m0, const pm_mc_cleanup_options *o)
+{
+    pm_mesh ref;
+    size_t left;
+    int sweeps;
+    ref_cleanup(m0, o, &ref, &left, &sweeps);
+    pm_context *c3;
+    pm_context_desc d3 = {sizeof d3, PM_DEVICE_CPU, 0, 3, NULL};
+    PMT_OK(pm_context_create(&d3, &c3));
+    pm_mesh h = copy(m0), t3 = copy(m0), d = to_ctx(g_ctx, m0);
+    PMT_OK(pm_mesh_mc_cleanup(g_ctx, &h, o));
+    PMT_OK(pm_mesh_mc_cleanup(c3, &t3, o));
+    PMT_OK(pm_mesh_mc_cleanup(g_ctx, &d, o));
+    pm_mesh back = to_host(g_ctx, &d);
+    PMT_CHECK(same(&h, &ref),
+              "%s: the cleanup and the sequential rule differ: %zu/%zu vertices, "
+              "%zu/%zu triangles",
+              what, h.num_vertices, ref.num_vertices, h.num_triangles, ref.num_triangles);
+    PMT_CHECK(same(&t3, &ref), "%s: 3 threads differ from the sequential rule", what);
+    PMT_CHECK(same(&back, &ref), "%s: a mesh in context memory differs from the sequential rule",
+              what);
+    const int max_iter = o->max_iterations > 0 ? o->max_iterations : 5;
+    PMT_CHECK(sweeps == max_iter || left == 0,
+              "%s: %zu edges inside clusters still collapse legally after %d sweeps", what, left,
+              sweeps);
+    pm_mesh_report r0 = analyze(m0), r1 = analyze(&h);
+    PMT_CHECK(r1.manifold == r0.manifold && r1.oriented == r0.oriented && r1.closed == r0.closed &&
+                  r1.boundary_edges == r0.boundary_edges && r1.euler == r0.euler &&
+                  r1.components == r0.components && r1.degenerate_triangles == 0,
+              "%s: topology changed: closed %d->%d manifold %d->%d oriented %d->%d boundary "
+              "%zu->%zu euler %lld->%lld components %zu->%zu degenerate %zu",
+              what, r0.closed, r1.closed, r0.manifold, r1.manifold, r0.oriented, r1.oriented,
+              r0.boundary_edges, r1.boundary_edges, r0.euler, r1.euler, r0.components,
+              r1.components, r1.degenerate_triangles);
+    printf("cleanup %-26s %zu -> %zu triangles, %d sweep%s, %zu legal collapses left\n", what,
+           m0->num_triangles, h.num_triangles, sweeps, sweeps == 1 ? "" : "s", left);
+    drop(&h), drop(&t3), drop(&back), drop(&ref);
+    pm_mesh_free(g_ctx, &d);
+    pm_context_destroy(c3);
+}
+
+/* The cleanup's rule on marching-cubes meshes and on variants that give
+ * other clusters and orders: renumbered vertices, coarser and shifted
+ * lattices (larger clusters: illegal collapses, stars above the local
+ * copies' size), an open mesh (boundary tests), snap limits, kept
+ * vertices, one sweep; and invalid inputs refused. */
+static void test_cleanup_rule(const pm_mesh *m0, const pm_mc_cleanup_options *lat, double r)
+{
+    pm_mc_cleanup_options o = *lat;
+    cleanup_vs_ref("ball", m0, &o);
+    o.use_snap_distance = 1;
+    o.snap_distance = 0.2;
+    cleanup_vs_ref("ball, snap 0.2", m0, &o);
+    o = *lat;
+    o.keep_vertices = 1;
+    cleanup_vs_ref("ball, keep vertices", m0, &o);
+    o = *lat;
+    o.max_iterations = 1;
+    cleanup_vs_ref("ball, 1 sweep", m0, &o);
+    /* vertices renumbered at random */
+    {
+        const size_t nv = m0->num_vertices, nt = m0->num_triangles;
+        uint32_t *perm = malloc(4 * nv);
+        for (size_t v = 0; v < nv; v++)
+            perm[v] = (uint32_t)v;
+        for (size_t v = nv; v > 1; v--) {
+            size_t j = (size_t)(pmt_rand() % v);
+            uint32_t t = perm[v - 1];
+            perm[v - 1] = perm[j];
+            perm[j] = t;
+        }
+        pm_mesh p = copy(m0);
+        for (size_t v = 0; v < nv; v++)
+            memcpy(p.positions + 3 * (size_t)perm[v], m0->positions + 3 * v, 12);
+        for (size_t k = 0; k < 3 * nt; k++)
+            p.indices[k] = perm[m0->indices[k]];
+        cleanup_vs_ref("ball, renumbered", &p, lat);
+        drop(&p);
+        free(perm);
+    }
+    /* a smaller ball on coarser, shifted lattices */
+    {
+        size_t n;
+        float *xyz = ball(0.2, -0.1, 0.05, 4, r, &n);
+        pm_field_params p = params(r, 0.5);
+        pm_mc_cleanup_options l2;
+        pm_mesh s = reconstruct(xyz, n, &p, &l2);
+        pm_mesh sh = copy(&s);
+        pm_mesh_free(g_ctx, &s);
+        const double scale[3] = {1.0, 2.5, 3.7};
+        for (int k = 0; k < 3; k++) {
+            o = l2;
+            for (int a = 0; a < 3; a++) {
+                o.spacing[a] = l2.spacing[a] * scale[k];
+                o.origin[a] = l2.origin[a] + (k ? pmt_uniform() : 0.0) * o.spacing[a];
+            }
+            char name[64];
+            snprintf(name, sizeof name, "small ball, lattice x%.1f", scale[k]);
+            cleanup_vs_ref(name, &sh, &o);
+        }
+        /* open: the half below a plane */
+        pm_mesh half = copy(&sh);
+        const double lo[3] = {-10, -10, -10}, hi[3] = {10, 10, 0.05};
+        PMT_OK(pm_mesh_clip_aabb(g_ctx, &half, lo, hi, 0, 0, NULL));
+        PMT_CHECK(analyze(&half).boundary_edges > 0, "the clipped ball has no boundary");
+        cleanup_vs_ref("small ball, open", &half, &l2);
+        o = l2;
+        for (int a = 0; a < 3; a++)
+            o.spacing[a] *= 2.5;
+        cleanup_vs_ref("small ball, open, x2.5", &half, &o);
+        drop(&half), drop(&sh);
+        free(xyz);
+    }
+    /* invalid inputs: refused, the mesh unchanged */
+    {
+        float pos[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+        uint32_t rep[6] = {0, 1, 2, 0, 3, 3}, dup[6] = {0, 1, 2, 3, 0, 1};
+        for (int k = 0; k < 2; k++) {
+            pm_mesh bad;
+            memset(&bad, 0, sizeof bad);
+            bad.positions = pos;
+            bad.indices = k ? dup : rep;
+            bad.num_vertices = 4;
+            bad.num_triangles = 2;
+            pm_mesh c = copy(&bad);
+            pm_status s = pm_mesh_mc_cleanup(g_ctx, &c, lat);
+            const char *want = k ? "edge (0, 1) is used in the same direction by triangles 0 and 1"
+                                 : "triangle 1 (0 3 3) repeats a vertex";
+            PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), want),
+                      "invalid input %d: %s: %s", k, pm_status_string(s), pm_last_error());
+            PMT_CHECK(same(&c, &bad), "invalid input %d: the mesh changed", k);
+            drop(&c);
+            pm_mesh d = to_ctx(g_ctx, &bad);
+            s = pm_mesh_mc_cleanup(g_ctx, &d, lat);
+            PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), want),
+                      "invalid input %d in context memory: %s: %s", k, pm_status_string(s),
+                      pm_last_error());
+            pm_mesh_free(g_ctx, &d);
+        }
+    }
+}
+
 enum {
     B_NORMALS,
     B_NEW_NORMALS,
@@ -1110,6 +1530,7 @@ int main(int argc, char **argv)
 
     test_normals_and_smoothing(&host);
     test_cleanup(&host, &lat);
+    test_cleanup_rule(&host, &lat, r);
     test_barnacles();
     test_components(r);
     test_simplify(&host);

@@ -231,7 +231,7 @@ int cli_postprocess(pm_context *ctx, const cli_post *q, const float *xyz, size_t
             rc = fail(p, s, "--mesh-cleanup");
             goto out;
         }
-        step_end(&u, "mesh cleanup", 0, mesh);
+        step_end(&u, "mesh cleanup", dev, mesh);
     }
     if (q->decimate_barnacles) {
         step_begin(&u, "decimating barnacles", mesh);

@@ -10,6 +10,7 @@
 struct pmi_xform; /* src/core/collide_math.h */
 struct pmi_loop_args; /* src/core/loop_rules.h */
 struct pmi_post_args; /* src/core/post_rules.h */
+struct pmi_hmesh; /* src/cpu/post_cpu.h */
 struct pmi_sparse_plan; /* src/core/sparse.h */
 
 typedef struct pmi_backend {
@@ -103,6 +104,11 @@ typedef struct pmi_backend {
      * ip->g and ip->own (ip zeroed, ip->ctx set). */
     pm_status (*sph_build)(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
                            struct pm_sph_interpolator *ip);
+    /* The marching-cubes cleanup (src/core/cleanup_rules.h) of a mesh whose
+     * arrays (pos, tri, nrm or NULL) are this backend's memory and owned:
+     * options checked, indices in range; replaces them (normals follow
+     * their vertices: the caller recomputes them); unchanged on failure. */
+    pm_status (*mc_cleanup)(pm_context *ctx, struct pmi_hmesh *m, const pm_mc_cleanup_options *o);
     /* Mesh pieces and sparse reconstruction (src/core/sparse.c,
      * docs/scale.md). isosurface_piece: pm_isosurface_piece with the
      * window in context memory, checked against the ghost rule, options
@@ -115,8 +121,8 @@ typedef struct pmi_backend {
      * sparse_pieces: the field of each brick plan->bricks[first ..
      * first + count) over its window and its piece (host arrays), and the
      * time spent on fields and on extraction (summed over threads).
-     * sparse_plan_free: frees plan->state and plan->bricks. All four or
-     * none. */
+     * sparse_plan_free: frees plan->state and plan->bricks. isosurface_piece may come
+     * alone; the other three all or none. */
     pm_status (*isosurface_piece)(pm_context *ctx, const pm_volume *window,
                                   const uint64_t window_lo[3], const pm_lattice *lattice,
                                   const pm_lattice_box *owned, double iso,

@@ -5,9 +5,12 @@
  *    weights): the steps of core/post_rules.h run where the data lives, by
  *    the CPU runner (src/cpu/smooth.c) on host memory and by the context's
  *    backend (src/cuda/postprocess.cu) on device memory; the same bytes;
- *  - sequential (marching-cubes cleanup, barnacles, components,
- *    meshoptimizer decimation, quads, checks): the CPU runners on the
- *    host, a mesh in device memory copied there and back.
+ *  - the marching-cubes cleanup: data-parallel rounds (core/cleanup_rules.h)
+ *    run by the backend table's mc_cleanup where the mesh lives (the CPU
+ *    runner for host meshes, src/cuda/mesh_cleanup.cu for device memory);
+ *  - sequential (barnacles, components, meshoptimizer decimation, quads,
+ *    checks): the CPU runners on the host, a mesh in device memory copied
+ *    there and back.
  * Arguments are checked here; runners trust them. */
 #include <math.h>
 #include <stdlib.h>
@@ -658,10 +661,42 @@ pm_status pm_mesh_mc_cleanup(pm_context *ctx, pm_mesh *mesh, const pm_mc_cleanup
     pm_mc_cleanup_options o;
     pm_status cs = cleanup_options(fn, options, &o);
     if (cs != PM_STATUS_OK) return cs;
+    if (ctx && mesh && on_device(ctx, mesh) && ctx->backend->mc_cleanup) {
+        /* The backend's runner on the mesh's memory (src/cuda/mesh_cleanup.cu),
+         * then the normals the mesh had, recomputed there. */
+        px x;
+        pm_status s = dp_check(ctx, mesh, fn, 0, &x);
+        if (s == PM_STATUS_OK) s = dp_own(&x, mesh);
+        if (s == PM_STATUS_OK && mesh->num_triangles > 0) {
+            pmi_hmesh h;
+            h.nv = mesh->num_vertices;
+            h.nt = mesh->num_triangles;
+            h.pos = mesh->positions;
+            h.nrm = mesh->normals;
+            h.tri = mesh->indices;
+            s = ctx->backend->mc_cleanup(ctx, &h, &o);
+            if (s == PM_STATUS_OK) {
+                mesh->positions = h.pos;
+                mesh->normals = h.nrm;
+                mesh->indices = h.tri;
+                mesh->num_vertices = h.nv;
+                mesh->num_triangles = h.nt;
+                if (mesh->normals) {
+                    pmi_post_args a;
+                    memset(&a, 0, sizeof a);
+                    s = dp_adjacency(&x, mesh, 0, &a);
+                    if (s == PM_STATUS_OK) s = dp_normals(&x, mesh, &a);
+                }
+            }
+        }
+        return dp_finish(&x, s);
+    }
+    /* A host mesh (or a backend without a runner: a host copy): the CPU
+     * backend's runner. */
     view v;
     pm_status s = begin(ctx, mesh, fn, 1, 0, &v);
     if (s != PM_STATUS_OK) return s;
-    s = pmi_cpu_mc_cleanup(ctx->num_threads, &v.h, &o);
+    s = pmi_cpu_backend()->mc_cleanup(ctx, &v.h, &o);
     if (s == PM_STATUS_OK) s = refresh_normals(ctx, &v);
     return done(ctx, mesh, &v, s, fn);
 }

@@ -4,6 +4,7 @@
 
 #include "core/util.h"
 #include "cpu/cpu.h"
+#include "cpu/post_cpu.h"
 #include "cpu/sparse.h"
 
 static pm_status cpu_alloc(pm_context *ctx, size_t bytes, void **out)
@@ -61,6 +62,7 @@ static const pmi_backend cpu_backend = {
     .bvh_destroy = pmi_cpu_bvh_destroy,
     .collide = pmi_cpu_collide,
     .subdivide_step = pmi_cpu_subdivide_step,
+    .mc_cleanup = pmi_cpu_mc_cleanup_entry,
     .isosurface_piece = pmi_cpu_isosurface_piece,
     .sparse_plan = pmi_cpu_sparse_plan,
     .sparse_pieces = pmi_cpu_sparse_pieces,

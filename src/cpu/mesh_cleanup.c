@@ -1,18 +1,27 @@
-/* splashsurf's marching-cubes mesh cleanup and barnacle decimation on a
- * half-edge mesh (docs/splashsurf.md). The half-edge structure and its
- * collapse follow the rules of splashsurf_lib's HalfEdgeTriMesh (itself
+/* splashsurf's marching-cubes mesh cleanup and barnacle decimation
+ * (docs/splashsurf.md).
+ *
+ * The cleanup (Moore and Warren's mesh displacement) is data-parallel: the
+ * rule and its steps are core/cleanup_rules.h, run here as OpenMP loops
+ * (src/cuda/mesh_cleanup.cu runs them as kernels): clusters of vertices on
+ * one lattice point collapse in rounds of non-adjacent clusters, in an
+ * order that gives the sequential rule's mesh for every thread count.
+ *
+ * The barnacle decimation is sequential on a half-edge mesh whose
+ * structure and collapse follow splashsurf_lib's HalfEdgeTriMesh (itself
  * after the PMP library's collapse test): every vertex keeps the list of
  * its outgoing half-edges in creation order, a collapse of the half-edge
- * from -> to removes `from` and the two triangles of the edge. The cleanup
- * (Moore and Warren's mesh displacement) and the decimation are
- * sequential, since every collapse changes what the next one sees; where
- * splashsurf iterates hash sets and maps (an order that differs from run
- * to run) we visit candidates in ascending vertex index, so the result is
- * one mesh, the same for every thread count. */
+ * from -> to removes `from` and the two triangles of the edge; every
+ * collapse changes what the next one sees. Where splashsurf iterates hash
+ * sets and maps (an order that differs from run to run) we visit
+ * candidates in ascending vertex index, so the result is one mesh, the
+ * same for every thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend.h"
+#include "core/cleanup_rules.h"
 #include "core/post_rules.h"
 #include "core/util.h"
 #include "cpu/post_cpu.h"
@@ -328,115 +337,243 @@ static pm_status he_finish(hemesh *h, pmi_hmesh *m, int keep_vertices, const cha
 }
 
 /* ------------------------------------------------------------------------ */
-/* Marching-cubes cleanup                                                    */
+/* Marching-cubes cleanup (the rule and its steps: core/cleanup_rules.h)     */
 /* ------------------------------------------------------------------------ */
+
+/* The first invalid triangle as splashsurf's half-edge construction
+ * reports it: key from pmi_clean_check, c its three vertices. */
+pm_status pmi_clean_invalid(const uint32_t c[3], unsigned long long key, const char *fn)
+{
+    const size_t t = (size_t)(key >> 34);
+    const unsigned code = (unsigned)(key >> 32) & 3u;
+    const uint32_t s = (uint32_t)key;
+    if (code == 0)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: triangle %zu (%u %u %u) repeats a vertex",
+                         fn, t, c[0], c[1], c[2]);
+    return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                     "%s: edge (%u, %u) is used in the same direction by triangles %u and %zu (not "
+                     "a consistently oriented manifold)",
+                     fn, c[code - 1], c[code % 3], s, t);
+}
+
+/* The arrays of one run (freed together). */
+typedef struct clean_bufs {
+    void *p[24];
+    int n;
+} clean_bufs;
+
+static void *cb_alloc(clean_bufs *b, size_t count, size_t elem)
+{
+    size_t bytes;
+    if (!pmi_mul_size(count ? count : 1, elem, &bytes)) return NULL;
+    void *p = pmi_alloc_huge(bytes);
+    if (p) b->p[b->n++] = p;
+    return p;
+}
+
+static void cb_free(clean_bufs *b)
+{
+    for (int i = 0; i < b->n; i++)
+        free(b->p[i]);
+    b->n = 0;
+}
+
+/* Exclusive scan of n flags into off; returns the total. */
+static size_t scan_flags(const uint32_t *flag, size_t n, uint32_t *off)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        off[i] = (uint32_t)run;
+        run += flag[i];
+    }
+    return run;
+}
 
 pm_status pmi_cpu_mc_cleanup(int threads, pmi_hmesh *m, const pm_mc_cleanup_options *o)
 {
     const char *fn = "pm_mesh_mc_cleanup";
     if (m->nt == 0) return PM_STATUS_OK;
-    int64_t *grid = malloc((m->nv ? m->nv : 1) * 3 * sizeof *grid);
-    uint32_t *count = malloc((m->nv ? m->nv : 1) * sizeof *count);
-    uint32_t *buffer = NULL;
-    size_t buffer_cap = 0;
-    if (!grid || !count) {
-        free(grid);
-        free(count);
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
-    }
-    const long long snv = (long long)m->nv;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (long long v = 0; v < snv; v++) {
-        for (int a = 0; a < 3; a++)
-            grid[3 * v + a] =
-                pmi_post_nearest_point(m->pos[3 * v + a], o->origin[a], o->spacing[a]);
-        count[v] = 1;
+    const size_t nv = m->nv, nt = m->nt;
+    if (nv >= PMI_CLEAN_NONE || nt > (size_t)(UINT32_MAX / 3))
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu vertices, %zu triangles: indices are 32-bit",
+                         fn, nv, nt);
+    pmi_clean_args a;
+    memset(&a, 0, sizeof a);
+    a.nv = nv;
+    a.nt = nt;
+    a.pos = m->pos;
+    a.nrm = m->nrm;
+    for (int c = 0; c < 3; c++) {
+        a.origin[c] = o->origin[c];
+        a.spacing[c] = o->spacing[c];
     }
     double cell = o->spacing[0];
     if (o->spacing[1] < cell) cell = o->spacing[1];
     if (o->spacing[2] < cell) cell = o->spacing[2];
-    const int limit = o->use_snap_distance || o->snap_distance > 0;
-    const double max2 = (o->snap_distance * cell) * (o->snap_distance * cell);
+    a.limit = o->use_snap_distance || o->snap_distance > 0;
+    a.max2 = (o->snap_distance * cell) * (o->snap_distance * cell);
+    a.keep_vertices = o->keep_vertices;
     const int max_iter = o->max_iterations > 0 ? o->max_iterations : 5;
+    unsigned long long err = ~0ull, counter[2] = {0, 0};
+    a.error = &err;
+    a.counter = counter;
 
-    hemesh h;
-    pm_status s = he_build(&h, m, fn);
+    clean_bufs b;
+    memset(&b, 0, sizeof b);
+    const size_t nmax = nv > nt ? nv : nt;
+    a.tri = cb_alloc(&b, 3 * nt, 4);
+    a.g = cb_alloc(&b, 3 * nv, 8);
+    a.label = cb_alloc(&b, nv, 4);
+    a.rep = cb_alloc(&b, nv, 4);
+    a.cnt = cb_alloc(&b, nv + 1, 4);
+    a.cursor = cb_alloc(&b, nv, 4);
+    a.moff = cb_alloc(&b, nv + 1, 4);
+    a.mlist = cb_alloc(&b, nv, 4);
+    a.cl = cb_alloc(&b, nv, 4);
+    a.pend = cb_alloc(&b, nv, 1);
+    a.go = cb_alloc(&b, nv, 1);
+    a.flag = cb_alloc(&b, nmax, 4);
+    a.off = cb_alloc(&b, nmax, 4);
+    a.vmap = cb_alloc(&b, nv, 4);
+    uint32_t *todo = cb_alloc(&b, nv, 4);
+    if (!a.tri || !a.g || !a.label || !a.rep || !a.cnt || !a.cursor || !a.moff || !a.mlist ||
+        !a.cl || !a.pend || !a.go || !a.flag || !a.off || !a.vmap || !todo) {
+        cb_free(&b);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for the cleanup of %zu triangles",
+                         fn, nt);
+    }
+    pmi_adj vt;
+    pm_status s = pmi_vertex_triangles(threads, m->tri, nt, nv, &vt);
     if (s != PM_STATUS_OK) {
-        free(grid);
-        free(count);
+        cb_free(&b);
         return s;
     }
-    for (int iter = 0; iter < max_iter; iter++) {
-        size_t collapses = 0;
-        for (uint32_t v0 = 0; v0 < (uint32_t)h.nv; v0++) {
-            if (h.dead_v[v0]) continue;
-            const int64_t *g0 = grid + 3 * (size_t)v0;
-            double gp[3];
-            for (int a = 0; a < 3; a++)
-                gp[a] = o->origin[a] + (double)g0[a] * o->spacing[a];
-            if (limit) {
-                const float *p = m->pos + 3 * (size_t)v0;
-                double d2 = 0;
-                for (int a = 0; a < 3; a++)
-                    d2 += ((double)p[a] - gp[a]) * ((double)p[a] - gp[a]);
-                if (!(d2 <= max2)) continue;
-            }
-            /* The neighbours on the same lattice point (and near it). */
-            size_t nbuf = 0;
-            const uint32_t deg = h.out[v0].n;
-            if (deg > buffer_cap) {
-                free(buffer);
-                buffer_cap = 2 * deg;
-                buffer = malloc(buffer_cap * sizeof *buffer);
-                if (!buffer) {
-                    he_free(&h);
-                    free(grid);
-                    free(count);
-                    return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
-                }
-            }
-            for (uint32_t i = 0; i < deg; i++) {
-                uint32_t v1 = h.to[list_of(&h, v0)[i]];
-                const int64_t *g1 = grid + 3 * (size_t)v1;
-                if (g1[0] != g0[0] || g1[1] != g0[1] || g1[2] != g0[2]) continue;
-                if (limit) {
-                    const float *p = m->pos + 3 * (size_t)v1;
-                    double d2 = 0;
-                    for (int a = 0; a < 3; a++)
-                        d2 += ((double)p[a] - gp[a]) * ((double)p[a] - gp[a]);
-                    if (!(d2 <= max2)) continue;
-                }
-                buffer[nbuf++] = v1;
-            }
-            for (size_t b = 0; b < nbuf; b++) {
-                uint32_t v1 = buffer[b];
-                if (h.dead_v[v1]) continue;
-                uint32_t e = half_edge(&h, v1, v0);
-                if (e == NONE || try_collapse(&h, e) != COLLAPSE_OK) continue;
-                if (h.oom) break;
-                collapses++;
-                /* v0 moves to the mean of every vertex merged into it. */
-                const double n0 = count[v0], n1 = count[v1];
-                float *p0 = m->pos + 3 * (size_t)v0;
-                const float *p1 = m->pos + 3 * (size_t)v1;
-                for (int a = 0; a < 3; a++)
-                    p0[a] = (float)(((double)p0[a] * n0 + (double)p1[a] * n1) / (n0 + n1));
-                count[v0] += count[v1];
-            }
-            if (h.oom) break;
+    a.vt_off = vt.off;
+    a.vt_list = vt.list;
+    memcpy(a.tri, m->tri, 3 * nt * sizeof *a.tri);
+    memset(a.pend, 0, nv);
+    const long long snt = (long long)nt, snv = (long long)nv;
+
+    /* Lattice points; the input checked (an oriented manifold's
+     * triangles: splashsurf's half-edge construction refuses the rest) and
+     * the clusters joined in one pass over the rows; roots; members. */
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++)
+        pmi_clean_vertex(&a, (size_t)v);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++) {
+        pmi_clean_check(&a, (size_t)v);
+        pmi_clean_union(&a, (size_t)v);
+    }
+    if (err != ~0ull) {
+        s = pmi_clean_invalid(m->tri + 3 * (size_t)(err >> 34), err, fn);
+        pmi_adj_free(&vt);
+        cb_free(&b);
+        return s;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++)
+        pmi_clean_root(&a, (size_t)v);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++)
+        pmi_clean_root_set(&a, (size_t)v);
+    memset(a.cnt, 0, (nv + 1) * sizeof *a.cnt);
+    memset(a.cursor, 0, nv * sizeof *a.cursor);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++)
+        pmi_clean_member_count(&a, (size_t)v);
+    scan_flags(a.cnt, nv + 1, a.moff);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++)
+        pmi_clean_member_fill(&a, (size_t)v);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++) {
+        pmi_clean_member_sort(&a, (size_t)v);
+        pmi_clean_cluster_flag(&a, (size_t)v);
+    }
+    const size_t ncl = scan_flags(a.flag, nv, a.off);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++)
+        pmi_clean_cluster_list(&a, (size_t)v);
+
+    /* Sweeps of rounds (see core/cleanup_rules.h). */
+    const long long sncl = (long long)ncl;
+    a.nb = cb_alloc(&b, 16 * ncl, 4);
+    if (!a.nb) {
+        pmi_adj_free(&vt);
+        cb_free(&b);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu clusters", fn, ncl);
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long i = 0; i < sncl; i++)
+        pmi_clean_neighbours(&a, (size_t)i);
+    for (int it = 0; it < max_iter; it++) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (long long i = 0; i < sncl; i++)
+            pmi_clean_sweep(&a, (size_t)i);
+        size_t n = 0;
+        for (size_t i = 0; i < ncl; i++)
+            if (a.pend[a.cl[i]]) todo[n++] = (uint32_t)i;
+        if (n == 0) break;
+        counter[0] = 0;
+        while (n > 0) {
+            const long long sn = (long long)n;
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (long long j = 0; j < sn; j++)
+                pmi_clean_select(&a, todo[j]);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
+            for (long long j = 0; j < sn; j++)
+                pmi_clean_process(&a, todo[j]);
+            size_t u = 0;
+            for (size_t j = 0; j < n; j++)
+                if (a.pend[a.cl[todo[j]]]) todo[u++] = todo[j];
+            n = u;
         }
-        if (h.oom || collapses == 0) break;
+        if (counter[0] == 0) break;
     }
-    free(buffer);
-    free(grid);
-    free(count);
-    if (h.oom) {
-        he_free(&h);
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
+
+    /* The result: live triangles in order, kept vertices in order. */
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++)
+        pmi_clean_vert_flag(&a, (size_t)v);
+    const size_t nv2 = scan_flags(a.flag, nv, a.vmap);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long t = 0; t < snt; t++)
+        pmi_clean_tri_flag(&a, (size_t)t);
+    const size_t nt2 = scan_flags(a.flag, nt, a.off);
+    a.pos_out = pmi_alloc_huge((nv2 ? nv2 : 1) * 3 * sizeof *a.pos_out);
+    a.tri_out = pmi_alloc_huge((nt2 ? nt2 : 1) * 3 * sizeof *a.tri_out);
+    a.nrm_out = m->nrm ? pmi_alloc_huge((nv2 ? nv2 : 1) * 3 * sizeof *a.nrm_out) : NULL;
+    if (!a.pos_out || !a.tri_out || (m->nrm && !a.nrm_out)) {
+        free(a.pos_out);
+        free(a.tri_out);
+        free(a.nrm_out);
+        pmi_adj_free(&vt);
+        cb_free(&b);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for the result", fn);
     }
-    s = he_finish(&h, m, o->keep_vertices, fn);
-    he_free(&h);
-    return s;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long v = 0; v < snv; v++)
+        pmi_clean_vert_out(&a, (size_t)v);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long t = 0; t < snt; t++)
+        pmi_clean_tri_out(&a, (size_t)t);
+    pmi_adj_free(&vt);
+    cb_free(&b);
+    free(m->pos);
+    free(m->tri);
+    free(m->nrm);
+    m->pos = a.pos_out;
+    m->tri = a.tri_out;
+    m->nrm = a.nrm_out;
+    m->nv = nv2;
+    m->nt = nt2;
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_cpu_mc_cleanup_entry(pm_context *ctx, pmi_hmesh *m, const pm_mc_cleanup_options *o)
+{
+    return pmi_cpu_mc_cleanup(ctx->num_threads, m, o);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -2,8 +2,8 @@
  * them): the runner of the data-parallel steps of core/post_rules.h and
  * the vertex normals of the sequential runners (smooth.c); adjacency
  * (mesh_adjacency.c); the sequential runners, on host copies of the mesh:
- * the marching-cubes cleanup and the barnacle decimation
- * (mesh_cleanup.c), components (components.c), meshoptimizer decimation
+ * the barnacle decimation (mesh_cleanup.c, also the data-parallel
+ * marching-cubes cleanup), components (components.c), meshoptimizer decimation
  * (decimate.c), the checks (mesh_check.c), quads (quads.c); the SPH
  * interpolator's particle grid (sph_interp.c). Every runner is
  * deterministic: the same bytes for any thread count. Internal header. */
@@ -45,8 +45,18 @@ struct pmi_post_args;
 pm_status pmi_cpu_post_step(int threads, int step, size_t n, const struct pmi_post_args *args);
 pm_status pmi_cpu_vertex_normals(int threads, pmi_hmesh *m);
 
-/* mesh_cleanup.c (sequential: each collapse depends on the previous) */
+/* mesh_cleanup.c. The marching-cubes cleanup, data-parallel (the rule and
+ * its steps in core/cleanup_rules.h; src/cuda/mesh_cleanup.cu runs the same
+ * steps on device memory): options checked; m's arrays replaced (normals
+ * follow their vertices, the caller recomputes them); m unchanged on
+ * failure. The barnacle decimation is sequential (each collapse depends on
+ * the previous). */
 pm_status pmi_cpu_mc_cleanup(int threads, pmi_hmesh *m, const pm_mc_cleanup_options *o);
+/* The backend table's entry (core/backend.h mc_cleanup): a host mesh. */
+pm_status pmi_cpu_mc_cleanup_entry(pm_context *ctx, pmi_hmesh *m, const pm_mc_cleanup_options *o);
+/* The error for the first invalid triangle found by pmi_clean_check (key),
+ * c its three vertices. */
+pm_status pmi_clean_invalid(const uint32_t c[3], unsigned long long key, const char *fn);
 /* lattice: origin and spacing of the marching-cubes lattice (the
  * table-independent rule), or NULL for splashsurf's valence rule. */
 pm_status pmi_cpu_decimate_barnacles(int threads, pmi_hmesh *m,

@@ -230,6 +230,9 @@ extern "C" pm_status pmi_cuda_post_step(pm_context *ctx, int step, size_t n,
                                         const struct pmi_post_args *args);
 extern "C" pm_status pmi_cuda_sph_build(pm_context *ctx, const float *xyz, size_t n,
                                         const pm_field_params *p, struct pm_sph_interpolator *ip);
+/* The marching-cubes cleanup (mesh_cleanup.cu). */
+extern "C" pm_status pmi_cuda_mc_cleanup(pm_context *ctx, struct pmi_hmesh *m,
+                                         const pm_mc_cleanup_options *o);
 
 static const pmi_backend cuda_backend = {
     /* .name = */ "cuda",
@@ -265,6 +268,7 @@ static const pmi_backend cuda_backend = {
     /* .subdivide_step = */ pmi_cuda_subdivide_step,
     /* .post_step = */ pmi_cuda_post_step,
     /* .sph_build = */ pmi_cuda_sph_build,
+    /* .mc_cleanup = */ pmi_cuda_mc_cleanup,
     /* .isosurface_piece = */ pmi_cuda_isosurface_piece,
     /* .sparse_plan = */ NULL,
     /* .sparse_pieces = */ NULL,
