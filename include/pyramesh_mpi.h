@@ -70,6 +70,26 @@ PM_API pm_status pm_mpi_isosurface_local(pm_context *ctx, MPI_Comm comm, const p
                                          const pm_isosurface_options *options, pm_mesh *mesh,
                                          uint64_t **global_ids, pm_mpi_report *report);
 
+/* The particle surface of a set split over the ranks of comm, gathered
+ * on `root`: there `mesh` is pm_reconstruct(ctx, all particles, params,
+ * options, iso_options) byte for byte, where "all particles" is the ranks'
+ * xyz arrays concatenated in rank order (that order decides the order of
+ * every sum: docs/reconstruct.md). Each rank passes the particles it owns
+ * (host memory, any spatial split, n may be 0). The lattice is laid over
+ * the box of all kept particles (one allreduce), its bricks (docs/scale.md)
+ * are split by layers along z, one range per rank, and every particle is
+ * sent to the ranks whose bricks it reaches, with the neighbours its
+ * density needs (one all-to-all of 24 bytes per copy); each rank meshes
+ * its bricks into one piece and the root merges them. SPH method only (the
+ * sparse grid); options->grid is ignored, brick_points is used. Errors
+ * are agreed as in pm_mpi_agree. On a backend without the sparse entries
+ * (CUDA, for now) every rank returns PM_STATUS_UNSUPPORTED. */
+PM_API pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, size_t n,
+                                    const pm_field_params *params,
+                                    const pm_reconstruct_options *options,
+                                    const pm_isosurface_options *iso_options, int root,
+                                    pm_mesh *mesh, pm_mpi_report *report);
+
 /* Writes the distributed mesh: every rank writes its part as
  * `<stem>_<rank>.vtp` (VTK XML PolyData with a point array "GlobalIds"
  * (UInt64) and, when the mesh has them, "Normals") next to `path_pvtp`,

@@ -295,6 +295,80 @@ static pm_status run_sparse(pm_context *ctx, pmi_sparse_plan *plan, const pm_fie
     return st;
 }
 
+pm_status pmi_reconstruct_params(const pm_field_params *in, pm_field_params *p)
+{
+    return field_params(in, p);
+}
+
+pm_status pmi_reconstruct_pieces(pm_context *ctx, const float *xyz, size_t n,
+                                 const pm_field_params *params, size_t brick_points,
+                                 const pm_isosurface_options *iso_options, const double bmin[3],
+                                 const double bmax[3], uint64_t bz0, uint64_t bz1,
+                                 pm_mesh_piece **pieces, size_t *count)
+{
+    static const char fn[] = "pm_mpi_reconstruct";
+    *pieces = NULL;
+    *count = 0;
+    const pmi_backend *be = ctx->backend;
+    if (!(be->sparse_plan && be->sparse_pieces && be->sparse_plan_free))
+        return pmi_error(PM_STATUS_UNSUPPORTED,
+                         "%s: the sparse grid on the %s backend: not implemented on this backend "
+                         "yet",
+                         fn, be->name);
+    pm_field_params p;
+    pm_status st = field_params(params, &p);
+    if (st != PM_STATUS_OK) return st;
+    if (p.method != PM_FIELD_SPH)
+        return pmi_error(PM_STATUS_UNSUPPORTED, "%s: the sparse grid is SPH only", fn);
+    pm_isosurface_options opt;
+    if ((st = resolve_iso(fn, iso_options, &opt)) != PM_STATUS_OK) return st;
+    opt.inside = PM_INSIDE_ABOVE;
+    if (n == 0 || bz1 <= bz0) return PM_STATUS_OK;
+    pmi_sparse_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.have_box = 1;
+    memcpy(plan.box_min, bmin, sizeof plan.box_min);
+    memcpy(plan.box_max, bmax, sizeof plan.box_max);
+    void *staged = NULL;
+    const float *pts = xyz;
+    size_t xyz_bytes = n * 3 * sizeof(float);
+    if (!pmi_ctx_accessible(ctx, xyz)) {
+        st = be->alloc(ctx, xyz_bytes, &staged);
+        if (st == PM_STATUS_OK) st = be->upload(ctx, staged, xyz, xyz_bytes);
+        pts = staged;
+    }
+    if (st == PM_STATUS_OK) st = be->sparse_plan(ctx, pts, n, &p, brick_points, opt.normals, &plan);
+    if (staged) be->free(ctx, staged);
+    if (st != PM_STATUS_OK) return st;
+    /* The bricks of layers [bz0, bz1): a run of the ascending keys. */
+    size_t first = 0, last = 0;
+    for (size_t q = 0; q < plan.nbricks; q++) {
+        uint64_t b[3];
+        pmi_brick_unkey(&plan.G, plan.bricks[q], b);
+        if (b[2] < bz0) first = q + 1;
+        if (b[2] < bz1) last = q + 1;
+    }
+    size_t nb = last > first ? last - first : 0;
+    pm_mesh_piece *out = calloc(nb ? nb : 1, sizeof *out);
+    if (!out) st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu pieces", fn, nb);
+    const size_t batch = 64 * (size_t)(ctx->num_threads > 0 ? ctx->num_threads : 1);
+    for (size_t f = 0; st == PM_STATUS_OK && f < nb; f += batch) {
+        size_t c = nb - f < batch ? nb - f : batch;
+        double fms = 0, ems = 0;
+        st = be->sparse_pieces(ctx, &plan, first + f, c, p.iso, &opt, out + f, &fms, &ems);
+    }
+    be->sparse_plan_free(ctx, &plan);
+    if (st != PM_STATUS_OK) {
+        for (size_t q = 0; out && q < nb; q++)
+            pm_mesh_piece_free(&out[q]);
+        free(out);
+        return st;
+    }
+    *pieces = out;
+    *count = nb;
+    return PM_STATUS_OK;
+}
+
 /* Which path AUTO takes, from the plan: dense when its field fits the
  * memory limit and the occupied bricks' points are at least
  * 1/PMI_SPARSE_RATIO of the grid's (the dense walk is then the faster:

@@ -125,6 +125,11 @@ typedef struct pmi_sparse_plan {
     size_t bytes; /* what the plan holds */
     double neighbours_ms, density_ms;
     void *state; /* the backend's */
+    /* in (set by the caller before sparse_plan, else 0): lay the lattice
+     * over this box instead of the particles' own, as the box of all the
+     * particles of a set split over MPI ranks (src/mpi/). */
+    int have_box;
+    double box_min[3], box_max[3];
 } pmi_sparse_plan;
 
 /* The geometry for params (resolved) and the particles' box; brick_points
@@ -138,5 +143,20 @@ pm_status pmi_sparse_geom_init(const pm_field_params *p, const double bmin[3], c
  * (tv NULL when vals is). src/core/piece_merge.c. */
 void pmi_radix_sort_u64(uint64_t *keys, uint32_t *vals, size_t n, unsigned bits, uint64_t *tk,
                         uint32_t *tv);
+
+/* For the MPI layer (src/mpi/mpi_reconstruct.c): params with
+ * pm_reconstruct's defaults, and the pieces of the bricks with brick z in
+ * [bz0, bz1) of the sparse reconstruction whose lattice is laid over the
+ * box [bmin, bmax] (of every particle of the whole set), computed from xyz,
+ * which must hold every particle within reach of those bricks (and of
+ * their particles' densities) in the whole set's order. The pieces (host
+ * memory, *count of them) are the ones pm_reconstruct's sparse path makes
+ * for those bricks, byte for byte. */
+pm_status pmi_reconstruct_params(const pm_field_params *in, pm_field_params *p);
+pm_status pmi_reconstruct_pieces(pm_context *ctx, const float *xyz, size_t n,
+                                 const pm_field_params *params, size_t brick_points,
+                                 const pm_isosurface_options *iso_options, const double bmin[3],
+                                 const double bmax[3], uint64_t bz0, uint64_t bz1,
+                                 pm_mesh_piece **pieces, size_t *count);
 
 #endif

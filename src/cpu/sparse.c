@@ -219,6 +219,10 @@ pm_status pmi_cpu_sparse_plan(pm_context *ctx, const float *xyz, size_t n, const
     size_t kept;
     pm_status st = pmi_particles_box(ctx, "pm_reconstruct", xyz, n, p, bmin, bmax, &kept);
     if (st != PM_STATUS_OK) return st;
+    if (plan->have_box) {
+        memcpy(bmin, plan->box_min, sizeof bmin);
+        memcpy(bmax, plan->box_max, sizeof bmax);
+    }
     pmi_sparse_geom *G = &plan->G;
     st = pmi_sparse_geom_init(p, bmin, bmax, brick_points, normals, G);
     if (st != PM_STATUS_OK) return st;

@@ -5,7 +5,9 @@
  * byte the single-process pm_isosurface mesh (soup and indexed; normals
  * none, central, Sobel; u8, u16, f32), the distributed parts merged by
  * their global ids give the same mesh, and a rank with a bad slab makes
- * every rank fail with that rank's message. The seed comes from rank 0
+ * every rank fail with that rank's message. Particle sets split over the
+ * ranks (contiguous, by position, one rank empty) give pm_reconstruct's
+ * mesh of the concatenated set, byte for byte. The seed comes from rank 0
  * (PYRAMESH_TEST_SEED) so every rank builds the same volumes. */
 #include <math.h>
 #include <stdio.h>
@@ -209,6 +211,127 @@ static void check_local(pm_context *ctx, const pm_lattice *lat, const pm_volume 
     free(ids);
 }
 
+/* Particles: two jittered balls and a loose sheet, about 2500 in all;
+ * the same on every rank (same seed). */
+static float *make_particles(size_t *count)
+{
+    const double s = 0.1;
+    size_t cap = 8192, n = 0;
+    float *xyz = malloc(cap * 3 * sizeof *xyz);
+    double c[2][4] = {{0.4 + pmt_uniform(), 0.3, 0.5, 0.45}, {1.5, 0.9 + pmt_uniform(), 1.1, 0.35}};
+    for (int b = 0; b < 2; b++)
+        for (int k = -6; k <= 6; k++)
+            for (int j = -6; j <= 6; j++)
+                for (int i = -6; i <= 6; i++) {
+                    double x = i * s, y = j * s, z = k * s;
+                    if (x * x + y * y + z * z > c[b][3] * c[b][3] || n >= cap) continue;
+                    xyz[3 * n] = (float)(c[b][0] + x + 0.02 * (pmt_uniform() - 0.5));
+                    xyz[3 * n + 1] = (float)(c[b][1] + y + 0.02 * (pmt_uniform() - 0.5));
+                    xyz[3 * n + 2] = (float)(c[b][2] + z + 0.02 * (pmt_uniform() - 0.5));
+                    n++;
+                }
+    for (int i = 0; i < 300 && n < cap; i++, n++) { /* a sheet at z ~ 2 */
+        xyz[3 * n] = (float)(2.0 * pmt_uniform());
+        xyz[3 * n + 1] = (float)(2.0 * pmt_uniform());
+        xyz[3 * n + 2] = (float)(2.0 + 0.05 * pmt_uniform());
+    }
+    *count = n;
+    return xyz;
+}
+
+/* pm_mpi_reconstruct against pm_reconstruct of the concatenated set, for
+ * three splits: contiguous chunks, chunks by position (each rank the
+ * particles of a z band, so ghosts cross ranks), and one rank empty. */
+static int check_particles(pm_context *ctx)
+{
+    size_t n;
+    float *all = make_particles(&n);
+    int cases = 0;
+    for (int d = 0; d < 3; d++) {
+        /* The split: indices of rank r, in the order the rank holds them. */
+        size_t *owner = malloc(n * sizeof *owner);
+        for (size_t i = 0; i < n; i++) {
+            if (d == 0) owner[i] = i * (size_t)ranks / n;
+            else if (d == 1) {
+                double z = all[3 * i + 2];
+                int r = (int)(z / 2.2 * ranks);
+                owner[i] = (size_t)(r < 0 ? 0 : r >= ranks ? ranks - 1 : r);
+            } else
+                owner[i] = ranks > 1 ? (i * (size_t)(ranks - 1) / n) : 0; /* last rank empty */
+        }
+        /* The whole set in rank order, and this rank's part. */
+        float *cat = malloc(n * 3 * sizeof *cat), *mine = malloc(n * 3 * sizeof *mine + 4);
+        size_t nc = 0, nm = 0;
+        for (int r = 0; r < ranks; r++)
+            for (size_t i = 0; i < n; i++)
+                if (owner[i] == (size_t)r) {
+                    memcpy(cat + 3 * nc++, all + 3 * i, 12);
+                    if (r == rank) memcpy(mine + 3 * nm++, all + 3 * i, 12);
+                }
+        for (int variant = 0; variant < 2; variant++) {
+            pm_field_params fp;
+            memset(&fp, 0, sizeof fp);
+            fp.struct_size = sizeof fp;
+            fp.radius = 0.05;
+            fp.cube_size = variant ? 0.75 : 0.5;
+            if (variant) {
+                fp.use_aabb = 1;
+                for (int a = 0; a < 3; a++) {
+                    fp.aabb_min[a] = -1.0;
+                    fp.aabb_max[a] = 1.9;
+                }
+            }
+            pm_reconstruct_options ro;
+            memset(&ro, 0, sizeof ro);
+            ro.struct_size = sizeof ro;
+            ro.brick_points = variant ? 0 : 8;
+            pm_isosurface_options io;
+            memset(&io, 0, sizeof io);
+            io.struct_size = sizeof io;
+            io.normals = variant ? PM_NORMALS_SOBEL : PM_NORMALS_CENTRAL;
+            io.mode = variant ? PM_MESH_SOUP : PM_MESH_INDEXED;
+            pm_mesh ref, got;
+            PMT_OK(pm_reconstruct(ctx, cat, nc, &fp, NULL, &io, &ref, NULL));
+            int root = (d + variant) % ranks;
+            pm_mpi_report rep;
+            PMT_OK(pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, mine, nm, &fp, &ro, &io, root, &got,
+                                      &rep));
+            if (rank == root)
+                PMT_CHECK(ref.num_triangles > 0 && same_mesh(&ref, &got),
+                          "particles, split %d, variant %d: mpi mesh (%zu v, %zu t) = "
+                          "pm_reconstruct (%zu v, %zu t)",
+                          d, variant, got.num_vertices, got.num_triangles, ref.num_vertices,
+                          ref.num_triangles);
+            pm_mesh_free(ctx, &ref);
+            pm_mesh_free(ctx, &got);
+            cases++;
+        }
+        free(owner);
+        free(cat);
+        free(mine);
+    }
+    /* A non-finite coordinate on one rank: every rank fails with its message. */
+    {
+        float bad[3] = {0.f, NAN, 0.f};
+        int who = ranks - 1;
+        pm_field_params fp;
+        memset(&fp, 0, sizeof fp);
+        fp.struct_size = sizeof fp;
+        fp.radius = 0.05;
+        pm_mesh got;
+        pm_status st = pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, rank == who ? bad : all,
+                                          rank == who ? 1 : 100, &fp, NULL, NULL, 0, &got, NULL);
+        char want[32];
+        snprintf(want, sizeof want, "rank %d: ", who);
+        PMT_CHECK(st == PM_STATUS_INVALID_ARGUMENT &&
+                      strncmp(pm_last_error(), want, strlen(want)) == 0 &&
+                      strstr(pm_last_error(), "non-finite"),
+                  "a NaN on rank %d: %s, '%s'", who, pm_status_string(st), pm_last_error());
+    }
+    free(all);
+    return cases;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -325,6 +448,7 @@ int main(int argc, char **argv)
         }
         free(data);
     }
+    cases += check_particles(ctx);
     pm_context_destroy(ctx);
     int fails = pmt_failures, total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -1,0 +1,333 @@
+/* Particle surfaces over MPI ranks (include/pyramesh_mpi.h,
+ * docs/distributed.md): the sparse bricks of docs/scale.md split by brick
+ * layers along z, particles sent to the ranks whose layers they reach
+ * (with their index in the whole set, which orders every sum), each rank's
+ * bricks meshed into pieces, and the pieces merged on the root. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyramesh_mpi.h"
+
+#include "core/sparse.h"
+#include "mpi/mpi_internal.h"
+
+typedef struct particle {
+    float x, y, z;
+    uint32_t pad;
+    uint64_t gid; /* index in the whole set: rank order, then local order */
+} particle;
+
+static int cmp_gid(const void *a, const void *b)
+{
+    uint64_t x = ((const particle *)a)->gid, y = ((const particle *)b)->gid;
+    return x < y ? -1 : x > y;
+}
+
+/* The neighbour-cell layers (z) whose particles rank q's bricks need: the
+ * cells around its field windows, one ring more for those particles'
+ * densities, and one more for rounding: [c0, c1). */
+static void needed_cells(const pmi_sparse_geom *G, uint64_t bz0, uint64_t bz1, int64_t *c0,
+                         int64_t *c1)
+{
+    if (bz1 <= bz0) {
+        *c0 = *c1 = 0;
+        return;
+    }
+    uint64_t lo = bz0 * G->brick, hi = bz1 * G->brick < G->dims[2] ? bz1 * G->brick : G->dims[2];
+    uint64_t w0 = lo >= (uint64_t)G->ghost_lo ? lo - (uint64_t)G->ghost_lo : 0;
+    uint64_t w1 = hi + (uint64_t)G->ghost_hi;
+    *c0 = (int64_t)(w0 / G->B) - 3;
+    *c1 = (int64_t)((w1 - 1) / G->B) + 4;
+}
+
+/* One piece from a rank's brick pieces: vertices by key, triangles by cell
+ * key (bricks own disjoint points and cells, so keys do not repeat and a
+ * cell's triangles stay in their order). */
+typedef struct ref {
+    uint64_t key;
+    uint32_t piece;
+    uint32_t index;
+} ref;
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const ref *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    if (x->piece != y->piece) return x->piece < y->piece ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static pm_status combine(const pm_mesh_piece *pc, size_t count, const pmi_sparse_geom *G,
+                         uint64_t z_lo, uint64_t z_hi, pm_mesh_piece *out)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t nv = 0, nt = 0;
+    int normals = 0;
+    for (size_t q = 0; q < count; q++) {
+        nv += pc[q].num_vertices;
+        nt += pc[q].num_triangles;
+        normals |= pc[q].normals != NULL;
+    }
+    for (int a = 0; a < 3; a++) out->lattice_dims[a] = G->dims[a];
+    out->owned.lo[2] = z_lo;
+    out->owned.dims[0] = G->dims[0];
+    out->owned.dims[1] = G->dims[1];
+    out->owned.dims[2] = z_hi - z_lo;
+    ref *rv = malloc((size_t)(nv + 1) * sizeof *rv), *rt = malloc((size_t)(nt + 1) * sizeof *rt);
+    out->vertex_keys = malloc((size_t)(nv + 1) * 8);
+    out->positions = malloc((size_t)(3 * nv + 1) * 4);
+    out->normals = normals ? malloc((size_t)(3 * nv + 1) * 4) : NULL;
+    out->triangles = malloc((size_t)(3 * nt + 1) * 8);
+    out->cell_keys = malloc((size_t)(nt + 1) * 8);
+    if (!rv || !rt || !out->vertex_keys || !out->positions || (normals && !out->normals) ||
+        !out->triangles || !out->cell_keys) {
+        free(rv);
+        free(rt);
+        pm_mesh_piece_free(out);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_mpi_reconstruct: no memory for a piece of "
+                                                  "%llu vertices",
+                         (unsigned long long)nv);
+    }
+    uint64_t v = 0, t = 0;
+    for (size_t q = 0; q < count; q++) {
+        for (uint64_t i = 0; i < pc[q].num_vertices; i++)
+            rv[v++] = (ref){pc[q].vertex_keys[i], (uint32_t)q, (uint32_t)i};
+        for (uint64_t i = 0; i < pc[q].num_triangles; i++)
+            rt[t++] = (ref){pc[q].cell_keys[i], (uint32_t)q, (uint32_t)i};
+        out->active_cells += pc[q].active_cells;
+    }
+    qsort(rv, (size_t)nv, sizeof *rv, cmp_ref);
+    qsort(rt, (size_t)nt, sizeof *rt, cmp_ref);
+    for (uint64_t i = 0; i < nv; i++) {
+        const pm_mesh_piece *P = &pc[rv[i].piece];
+        out->vertex_keys[i] = rv[i].key;
+        memcpy(out->positions + 3 * i, P->positions + 3 * (size_t)rv[i].index, 12);
+        if (normals) memcpy(out->normals + 3 * i, P->normals + 3 * (size_t)rv[i].index, 12);
+    }
+    for (uint64_t i = 0; i < nt; i++) {
+        const pm_mesh_piece *P = &pc[rt[i].piece];
+        out->cell_keys[i] = rt[i].key;
+        memcpy(out->triangles + 3 * i, P->triangles + 3 * (size_t)rt[i].index, 24);
+    }
+    out->num_vertices = nv;
+    out->num_triangles = nt;
+    free(rv);
+    free(rt);
+    return PM_STATUS_OK;
+}
+
+pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, size_t n,
+                             const pm_field_params *params, const pm_reconstruct_options *options,
+                             const pm_isosurface_options *iso_options, int root, pm_mesh *mesh,
+                             pm_mpi_report *report)
+{
+    static const char fn[] = "pm_mpi_reconstruct";
+    pm_mpi_report rep;
+    memset(&rep, 0, sizeof rep);
+    int rank, ranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    rep.ranks = ranks;
+    if (mesh) memset(mesh, 0, sizeof *mesh);
+    pm_field_params p;
+    pm_status s = PM_STATUS_OK;
+    if (!ctx || !params || (n && !xyz) || (rank == root && !mesh))
+        s = pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL argument", fn);
+    else if (root < 0 || root >= ranks)
+        s = pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: root %d of %d ranks", fn, root, ranks);
+    else
+        s = pmi_reconstruct_params(params, &p);
+    size_t brick_points = options ? options->brick_points : 0;
+    /* The whole set's order: rank order, then local order. */
+    uint64_t my_n = n, base = 0;
+    MPI_Exscan(&my_n, &base, 1, MPI_UINT64_T, MPI_SUM, comm);
+    if (rank == 0) base = 0;
+    /* Kept particles (the aabb filter) and their box. */
+    double bmin[3] = {INFINITY, INFINITY, INFINITY}, bmax[3] = {-INFINITY, -INFINITY, -INFINITY};
+    uint8_t *keep = s == PM_STATUS_OK ? malloc(n ? n : 1) : NULL;
+    if (s == PM_STATUS_OK && !keep) s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    uint64_t kept = 0;
+    for (size_t i = 0; s == PM_STATUS_OK && i < n; i++) {
+        const float *q = xyz + 3 * i;
+        if (!isfinite(q[0]) || !isfinite(q[1]) || !isfinite(q[2])) {
+            s = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                          "%s: particle %llu (local %zu) has a non-finite coordinate", fn,
+                          (unsigned long long)(base + i), i);
+            break;
+        }
+        int in = 1;
+        for (int a = 0; a < 3 && p.use_aabb; a++)
+            in &= q[a] >= p.aabb_min[a] && q[a] <= p.aabb_max[a];
+        keep[i] = (uint8_t)in;
+        if (!in) continue;
+        kept++;
+        for (int a = 0; a < 3; a++) {
+            if ((double)q[a] < bmin[a]) bmin[a] = q[a];
+            if ((double)q[a] > bmax[a]) bmax[a] = q[a];
+        }
+    }
+    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) {
+        free(keep);
+        return s;
+    }
+    double gmin[3], gmax[3];
+    uint64_t total = 0;
+    MPI_Allreduce(bmin, gmin, 3, MPI_DOUBLE, MPI_MIN, comm);
+    MPI_Allreduce(bmax, gmax, 3, MPI_DOUBLE, MPI_MAX, comm);
+    MPI_Allreduce(&kept, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
+    if (total == 0) {
+        free(keep);
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no particles%s", fn,
+                         p.use_aabb ? " inside the aabb" : "");
+    }
+    /* The lattice and bricks of the whole set; brick layers by rank. */
+    pm_isosurface_options opt;
+    memset(&opt, 0, sizeof opt);
+    if (iso_options) {
+        size_t sz = iso_options->struct_size ? iso_options->struct_size : sizeof opt;
+        memcpy(&opt, iso_options, sz < sizeof opt ? sz : sizeof opt);
+    }
+    opt.struct_size = sizeof opt;
+    if (opt.normals == PM_NORMALS_DEFAULT) opt.normals = PM_NORMALS_CENTRAL;
+    pmi_sparse_geom G;
+    s = pmi_sparse_geom_init(&p, gmin, gmax, brick_points, opt.normals, &G);
+    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) {
+        free(keep);
+        return s;
+    }
+    const uint64_t L = G.bdims[2];
+    uint64_t bz0 = L * (uint64_t)rank / (uint64_t)ranks, bz1 = L * (uint64_t)(rank + 1) / (uint64_t)ranks;
+    rep.slab_lo = bz0 * G.brick;
+    rep.slab_nz = (bz1 * G.brick < G.dims[2] ? bz1 * G.brick : G.dims[2]) - rep.slab_lo;
+
+    /* Route every kept particle to the ranks whose cell layers it is in. */
+    double t = MPI_Wtime();
+    int64_t *c0 = malloc((size_t)ranks * 8), *c1 = malloc((size_t)ranks * 8);
+    int *scount = calloc((size_t)ranks, sizeof(int)), *rcount = calloc((size_t)ranks, sizeof(int));
+    int *sdisp = calloc((size_t)ranks + 1, sizeof(int)), *rdisp = calloc((size_t)ranks + 1, sizeof(int));
+    if (!c0 || !c1 || !scount || !rcount || !sdisp || !rdisp)
+        s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    const double cell = (double)G.B * G.rule.s;
+    for (int q = 0; s == PM_STATUS_OK && q < ranks; q++)
+        needed_cells(&G, L * (uint64_t)q / (uint64_t)ranks, L * (uint64_t)(q + 1) / (uint64_t)ranks,
+                     &c0[q], &c1[q]);
+    /* Count, agree, fill: every rank reaches every collective. */
+    particle *buf = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            for (int q = 0; q < ranks; q++) sdisp[q + 1] = sdisp[q] + scount[q];
+            buf = malloc(((size_t)sdisp[ranks] + 1) * sizeof *buf);
+            if (!buf) s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory to send particles", fn);
+            memset(scount, 0, (size_t)ranks * sizeof(int));
+        }
+        for (size_t i = 0; s == PM_STATUS_OK && i < n; i++) {
+            if (!keep[i]) continue;
+            double cz = floor(((double)xyz[3 * i + 2] - G.origin[2]) / cell);
+            if (cz < 0) cz = 0;
+            if (cz > (double)(G.cdims[2] - 1)) cz = (double)(G.cdims[2] - 1);
+            for (int q = 0; q < ranks; q++) {
+                if (cz < (double)c0[q] || cz >= (double)c1[q]) continue;
+                if (pass == 1) {
+                    particle *r = &buf[sdisp[q] + scount[q]];
+                    r->x = xyz[3 * i];
+                    r->y = xyz[3 * i + 1];
+                    r->z = xyz[3 * i + 2];
+                    r->pad = 0;
+                    r->gid = base + i;
+                } else if (scount[q] == 0x7fffffff) {
+                    s = pmi_error(PM_STATUS_OVERFLOW, "%s: more than 2^31 particles for rank %d", fn,
+                                  q);
+                    break;
+                }
+                scount[q]++;
+            }
+        }
+        if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) break;
+    }
+    particle *mine = NULL;
+    uint64_t m = 0;
+    if (s == PM_STATUS_OK) {
+        MPI_Datatype rec;
+        MPI_Type_contiguous((int)sizeof(particle), MPI_BYTE, &rec);
+        MPI_Type_commit(&rec);
+        MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm);
+        for (int q = 0; q < ranks; q++) m += (uint64_t)rcount[q];
+        if (m >= 0x7fffffff)
+            s = pmi_error(PM_STATUS_OVERFLOW, "%s: %llu particles for one rank, at most 2^31 - 1",
+                          fn, (unsigned long long)m);
+        else if (!(mine = malloc(((size_t)m + 1) * sizeof *mine)))
+            s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for %llu particles", fn,
+                          (unsigned long long)m);
+        s = pmi_mpi_agree(comm, s);
+        if (s == PM_STATUS_OK) {
+            for (int q = 0; q < ranks; q++) rdisp[q + 1] = rdisp[q] + rcount[q];
+            MPI_Alltoallv(buf, scount, sdisp, rec, mine, rcount, rdisp, rec, comm);
+        }
+        MPI_Type_free(&rec);
+    }
+    free(buf);
+    rep.ghost_slices = m; /* particles received, its own included */
+    rep.ghost_bytes = m * sizeof(particle);
+    rep.exchange_ms = 1e3 * (MPI_Wtime() - t);
+    /* The rank's bricks from its particles, in the whole set's order. */
+    pm_mesh_piece *pcs = NULL, piece;
+    size_t count = 0;
+    memset(&piece, 0, sizeof piece);
+    float *sorted = NULL;
+    t = MPI_Wtime();
+    if (s == PM_STATUS_OK && m > 0) {
+        qsort(mine, (size_t)m, sizeof *mine, cmp_gid);
+        sorted = malloc((size_t)m * 12);
+        if (!sorted) s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+        for (uint64_t i = 0; sorted && i < m; i++) {
+            sorted[3 * i] = mine[i].x;
+            sorted[3 * i + 1] = mine[i].y;
+            sorted[3 * i + 2] = mine[i].z;
+        }
+        if (s == PM_STATUS_OK)
+            s = pmi_reconstruct_pieces(ctx, sorted, (size_t)m, &p, brick_points, &opt, gmin, gmax,
+                                       bz0, bz1, &pcs, &count);
+        if (s == PM_STATUS_OK)
+            s = combine(pcs, count, &G, rep.slab_lo, rep.slab_lo + rep.slab_nz, &piece);
+        for (size_t q = 0; q < count; q++) pm_mesh_piece_free(&pcs[q]);
+        free(pcs);
+    }
+    free(sorted);
+    free(mine);
+    rep.extract_ms = 1e3 * (MPI_Wtime() - t);
+    rep.piece_vertices = piece.num_vertices;
+    rep.piece_triangles = piece.num_triangles;
+    s = pmi_mpi_agree(comm, s);
+    if (s == PM_STATUS_OK) {
+        pm_mesh_piece *all = NULL;
+        size_t np = 0;
+        const int has = piece.num_vertices > 0 || piece.num_triangles > 0;
+        t = MPI_Wtime();
+        s = pmi_mpi_gather_pieces(comm, rank, ranks, root, &piece, has, &all, &np);
+        rep.gather_ms = 1e3 * (MPI_Wtime() - t);
+        if (!(rank == root && has)) pm_mesh_piece_free(&piece); /* else moved into all */
+        t = MPI_Wtime();
+        if (s == PM_STATUS_OK && rank == root && np) {
+            pm_isosurface_options mo = opt;
+            mo.inside = PM_INSIDE_ABOVE;
+            s = pm_mesh_pieces_merge(ctx, all, np, &mo, mesh);
+        }
+        rep.merge_ms = 1e3 * (MPI_Wtime() - t);
+        for (size_t i = 0; i < np; i++) pm_mesh_piece_free(&all[i]);
+        free(all);
+        s = pmi_mpi_agree(comm, s);
+    } else {
+        pm_mesh_piece_free(&piece);
+    }
+    free(c0);
+    free(c1);
+    free(scount);
+    free(rcount);
+    free(sdisp);
+    free(rdisp);
+    free(keep);
+    if (s != PM_STATUS_OK && mesh && rank == root) pm_mesh_free(ctx, mesh);
+    if (report) *report = rep;
+    return s;
+}
