@@ -1,5 +1,5 @@
 #!/bin/bash
-# `mpirun -n N pyramesh isosurface` (docs/distributed.md): for 1 to 4 ranks
+# `mpirun -n N pyramesh isosurface|reconstruct` (docs/distributed.md): for 1 to 4 ranks
 # the mesh written by rank 0 is the same bytes as the run without mpirun,
 # for plain raw, gzip NRRD (read from the start and skipped by each rank)
 # and MetaImage (every rank reads the file), soup and indexed, central and
@@ -87,6 +87,21 @@ $MPI 3 "$PM" isosurface short.raw $RAW --iso 20000 -o bad.ply > out 2>&1
 [ $? -ne 0 ] || bad "a short raw file was accepted under mpirun"
 grep -q "short.raw" out || bad "no message naming the file: $(tail -3 out)"
 [ -e bad.ply ] && bad "an output was written after an error"
+
+# Particles: every rank reads the file and passes its share; rank 0
+# writes the same bytes as the serial run (also with post-processing).
+BUNNY=$(dirname "$0")/data/splashsurf/bunny_frame_14_7705_particles.vtk
+case "$BUNNY" in /*) ;; *) BUNNY="$OLDPWD/$BUNNY" ;; esac
+for opts in "" "--mesh-cleanup=on --normals=on --mesh-smoothing-iters=5"; do
+    # shellcheck disable=SC2086
+    "$PM" reconstruct "$BUNNY" -r 0.025 -c 0.5 $opts -o pref.ply -q 2> err || bad "serial reconstruct $opts: $(cat err)"
+    for n in 1 2 3; do
+        # shellcheck disable=SC2086
+        $MPI $n "$PM" reconstruct "$BUNNY" -r 0.025 -c 0.5 $opts -o pmpi$n.ply -q > out 2>&1 ||
+            bad "mpirun -n $n reconstruct $opts: $(tail -5 out)"
+        cmp -s pref.ply pmpi$n.ply || bad "mpirun -n $n reconstruct $opts: another mesh than the serial run"
+    done
+done
 
 # A .pvtp without mpirun is refused.
 "$PM" isosurface vol.raw $RAW --iso 20000 -o x.pvtp -q 2> err && bad "a .pvtp output without mpirun was accepted"

@@ -209,6 +209,14 @@ pm_status cli_mpi_isosurface(pm_context *ctx, const char *input, const pm_raw_op
                              size_t max_memory, double iso, const pm_isosurface_options *opt,
                              int distributed, pm_mesh *mesh, uint64_t **ids, pm_volume *geometry,
                              double *read_ms);
+/* The particle surface over the ranks (pm_mpi_reconstruct): every rank
+ * holds all n particles (read from the file) and passes its contiguous
+ * share; the mesh on rank 0, where rep gets the lattice, the particle
+ * counts and the stage times. */
+pm_status cli_mpi_reconstruct(pm_context *ctx, const float *xyz, size_t n,
+                              const pm_field_params *fp, const pm_reconstruct_options *ro,
+                              const pm_isosurface_options *iso, pm_mesh *mesh,
+                              pm_reconstruct_report *rep);
 /* Writes the distributed mesh: parts <stem>_<rank>.vtp and the .pvtp index. */
 pm_status cli_mpi_write_pvtp(const char *path, const pm_mesh *mesh, const uint64_t *ids);
 

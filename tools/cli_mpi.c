@@ -1,4 +1,7 @@
-/* `mpirun -n N pyramesh isosurface ...`: the CLI's MPI mode (docs/distributed.md).
+/* `mpirun -n N pyramesh isosurface|reconstruct ...`: the CLI's MPI mode
+ * (docs/distributed.md). `reconstruct`: every rank reads the particle
+ * file and passes its contiguous share to pm_mpi_reconstruct; rank 0
+ * post-processes and writes the mesh, the same bytes as a 1-rank run.
  * Started by mpirun (its environment says so), the command initialises
  * MPI; every rank reads only its slab of the volume where the format
  * allows (raw, NRRD: positioned reads; gzip: inflated from the start and
@@ -166,6 +169,61 @@ pm_status cli_mpi_isosurface(pm_context *ctx, const char *input, const pm_raw_op
 #else
     (void)ctx, (void)input, (void)raw, (void)max_memory, (void)iso, (void)opt, (void)distributed;
     (void)mesh, (void)ids, (void)geometry, (void)read_ms;
+    return PM_STATUS_UNSUPPORTED;
+#endif
+}
+
+pm_status cli_mpi_reconstruct(pm_context *ctx, const float *xyz, size_t n,
+                              const pm_field_params *fp, const pm_reconstruct_options *ro,
+                              const pm_isosurface_options *iso, pm_mesh *mesh,
+                              pm_reconstruct_report *rep)
+{
+    memset(rep, 0, sizeof *rep);
+#ifdef PM_HAVE_MPI
+    const size_t R = (size_t)cli_mpi_ranks, r = (size_t)cli_mpi_rank;
+    const size_t a = n * r / R, b = n * (r + 1) / R;
+    pm_mpi_report mr;
+    double t0 = cli_now_ms();
+    pm_status s = pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, xyz + 3 * a, b - a, fp, ro, iso, 0,
+                                     mesh, &mr);
+    if (s != PM_STATUS_OK || cli_mpi_rank != 0) return s;
+    /* The lattice (for the post-processing's snapping): the one
+     * pm_field_compute lays over the kept particles' box. */
+    double bmin[3] = {1e300, 1e300, 1e300}, bmax[3] = {-1e300, -1e300, -1e300};
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float *q = xyz + 3 * i;
+        int in = 1;
+        for (int k = 0; k < 3 && fp->use_aabb; k++)
+            in &= q[k] >= fp->aabb_min[k] && q[k] <= fp->aabb_max[k];
+        if (!in) continue;
+        kept++;
+        for (int k = 0; k < 3; k++) {
+            if (q[k] < bmin[k]) bmin[k] = q[k];
+            if (q[k] > bmax[k]) bmax[k] = q[k];
+        }
+    }
+    pm_field_grid g;
+    s = pm_field_grid_for_box(fp, bmin, bmax, &g);
+    if (s != PM_STATUS_OK) return s;
+    const double sp = (fp->cube_size > 0 ? fp->cube_size : 0.5) * fp->radius;
+    rep->sparse = 1;
+    rep->iso = fp->iso > 0 ? fp->iso : 0.6;
+    for (int k = 0; k < 3; k++) {
+        rep->lattice.origin[k] = (double)g.lo[k] * sp;
+        rep->lattice.spacing[k] = sp;
+        rep->lattice.dims[k] = g.dims[k];
+        rep->lattice_lo[k] = g.lo[k];
+    }
+    rep->particles_used = kept;
+    rep->particles_dropped = n - kept;
+    rep->field_ms = mr.extract_ms;
+    rep->merge_ms = mr.merge_ms + mr.gather_ms;
+    rep->neighbours_ms = mr.exchange_ms;
+    rep->total_ms = cli_now_ms() - t0;
+    return PM_STATUS_OK;
+#else
+    (void)ctx, (void)xyz, (void)n, (void)fp, (void)ro, (void)iso, (void)mesh;
     return PM_STATUS_UNSUPPORTED;
 #endif
 }

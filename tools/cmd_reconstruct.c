@@ -208,7 +208,23 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     pm_reconstruct_report rep;
     memset(&rep, 0, sizeof rep);
     rec_grid.struct_size = sizeof rec_grid;
-    s = pm_reconstruct(ctx, xyz_ctx, n, &o->field, &rec_grid, &iso, &mesh, &rep);
+    if (cli_mpi_rank >= 0) {
+        /* Under mpirun: the ranks mesh the particles together (each takes
+         * its share of the file's order); rank 0 goes on with the mesh. */
+        s = cli_mpi_reconstruct(ctx, xyz, n, &o->field, &rec_grid, &iso, &mesh, &rep);
+        path_word(&r->report, "mpi", "gather");
+        char num[16];
+        snprintf(num, sizeof num, "%d", cli_mpi_ranks);
+        path_word(&r->report, "ranks", num);
+        r->ranks = cli_mpi_ranks;
+        if (s != PM_STATUS_OK) return cli_mpi_rank > 0 ? CLI_FAIL : fail(p, s, "reconstructing the surface");
+        if (cli_mpi_rank > 0) {
+            pm_mesh_free(ctx, &mesh);
+            return CLI_OK;
+        }
+    } else {
+        s = pm_reconstruct(ctx, xyz_ctx, n, &o->field, &rec_grid, &iso, &mesh, &rep);
+    }
     /* The SPH steps of the post-processing use the particles' device copy. */
     if (!(q->smoothing_weights || q->normals == 2 || q->num_attributes) && *dev) {
         pm_free(ctx, *dev);
@@ -592,9 +608,19 @@ int cli_reconstruct_main(int argc, char **argv, int splashsurf)
     job.o.subdivide = job.c.subdivide;
 
     rc = CLI_FAIL;
-    if (!cli_context_create(&job.c, &job.ctx)) goto done;
+    if (!cli_mpi_start(&argc, &argv)) goto done;
+    if (cli_mpi_rank > 0) {
+        /* Rank 0 reports; the other ranks only work. */
+        job.c.quiet = 1;
+        job.c.stats_path = NULL;
+    }
+    if (!cli_context_create(&job.c, &job.ctx)) {
+        rc = cli_mpi_finish(CLI_FAIL);
+        goto done;
+    }
     rc = cli_run_frames(cmd, input, &job.c, rec_frame, &job);
     pm_context_destroy(job.ctx);
+    rc = cli_mpi_finish(rc);
     if (rc == CLI_INTERRUPTED || cli_check_interrupt()) rc = CLI_INTERRUPTED;
 done:
     free(out_default);
