@@ -18,6 +18,11 @@
 /* Lattice indices stay below 2^52 (exact in double). */
 #define PMI_MAX_LATTICE_INDEX 4503599627370496.0
 
+/* params with their defaults filled in (smoothing length 2, cube size
+ * 0.5, iso 0.6, rest density 1000, blur steps 2, memory half the RAM) and
+ * checked; fn names the public function in errors (src/core/mesh.c). */
+pm_status pmi_field_params(const char *fn, const pm_field_params *params, pm_field_params *p);
+
 /* The lattice rule of the density fields, shared by the CPU and CUDA
  * backends and pm_field_grid_for_box (docs/reconstruct.md): spacing s =
  * c r, the SPH support h, a particle's reach, the margin around the

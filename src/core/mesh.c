@@ -351,8 +351,8 @@ void pm_mesh_free(pm_context *ctx, pm_mesh *mesh)
     memset(mesh, 0, sizeof *mesh);
 }
 
-/* Field parameters with their defaults filled in, checked. */
-static pm_status field_params(const char *fn, const pm_field_params *params, pm_field_params *p)
+/* Field parameters with their defaults filled in, checked (field_rule.h). */
+pm_status pmi_field_params(const char *fn, const pm_field_params *params, pm_field_params *p)
 {
     memset(p, 0, sizeof *p);
     size_t sz = params->struct_size ? params->struct_size : sizeof *p;
@@ -388,7 +388,7 @@ static pm_status field_args(const char *fn, pm_context *ctx, const float *xyz, s
     if (!pmi_mul3_size(n, 3, sizeof(float), &b))
         return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu points overflow", fn, n);
     if (n && !xyz) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: xyz is NULL", fn);
-    pm_status s = field_params(fn, params, p);
+    pm_status s = pmi_field_params(fn, params, p);
     if (s != PM_STATUS_OK) return s;
     if (!ctx->backend->field_compute)
         return pmi_error(PM_STATUS_UNSUPPORTED, "%s: not supported on the %s backend", fn,
@@ -421,7 +421,7 @@ pm_status pm_field_grid_for_box(const pm_field_params *params, const double bmin
     if (!params || !bmin || !bmax || !grid)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_field_grid_for_box: NULL argument");
     pm_field_params p;
-    pm_status s = field_params("pm_field_grid_for_box", params, &p);
+    pm_status s = pmi_field_params("pm_field_grid_for_box", params, &p);
     if (s != PM_STATUS_OK) return s;
     for (int a = 0; a < 3; a++)
         if (!isfinite(bmin[a]) || !isfinite(bmax[a]) || !(bmin[a] <= bmax[a]))

@@ -162,28 +162,10 @@ pm_status pm_isosurface_piece(pm_context *ctx, const pm_volume *window, const ui
     return ctx->backend->isosurface_piece(ctx, &w, window_lo, lattice, owned, iso, &opt, piece);
 }
 
-/* pm_field_params with its defaults (as pm_field_compute resolves them,
- * src/core/mesh.c). */
+/* pm_field_params with its defaults, as pm_field_compute resolves them. */
 static pm_status field_params(const pm_field_params *in, pm_field_params *p)
 {
-    memset(p, 0, sizeof *p);
-    size_t sz = in->struct_size ? in->struct_size : sizeof *p;
-    memcpy(p, in, sz < sizeof *p ? sz : sizeof *p);
-    p->struct_size = sizeof *p;
-    if (p->smoothing_length == 0) p->smoothing_length = 2.0;
-    if (p->cube_size == 0) p->cube_size = 0.5;
-    if (p->iso == 0) p->iso = 0.6;
-    if (p->rest_density == 0) p->rest_density = 1000.0;
-    if (p->blur_steps == 0) p->blur_steps = 2;
-    if (p->blur_steps < 0) p->blur_steps = 0;
-    if (p->max_memory_bytes == 0) p->max_memory_bytes = (size_t)(pmi_total_ram_bytes() / 2);
-    if (!(p->radius > 0) || !isfinite(p->radius) || !(p->smoothing_length > 0) ||
-        !(p->cube_size > 0) || !isfinite(p->iso) || !(p->rest_density > 0) ||
-        (p->method != PM_FIELD_SPH && p->method != PM_FIELD_BLUR))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_reconstruct: radius, smoothing length, cube size and rest density "
-                         "must be positive and finite");
-    return PM_STATUS_OK;
+    return pmi_field_params("pm_reconstruct", in, p);
 }
 
 /* The dense path: pm_field_compute + pm_isosurface. */

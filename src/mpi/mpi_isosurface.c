@@ -205,6 +205,45 @@ static void ghosts(const pm_isosurface_options *o, uint64_t *below, uint64_t *ab
     *above = none ? 1 : 2;
 }
 
+/* The steps both forms share: the caller's own argument checks (first),
+ * the slab's, the slab table, the ghost exchange (extra_above slices more
+ * than the ghost rule asks). Returns an agreed status: on failure every
+ * rank returns it at once. */
+static pm_status slab_window(MPI_Comm comm, const pm_lattice *lattice, const pm_volume *slab,
+                             uint64_t z0, const pm_isosurface_options *options,
+                             uint64_t extra_above, pm_status first, pm_mpi_report *rep,
+                             unsigned char **window, uint64_t *wlo, uint64_t *whi)
+{
+    int rank, ranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    rep->ranks = ranks;
+    *window = NULL;
+    *wlo = *whi = 0;
+    pm_status s = first == PM_STATUS_OK ? check_args(lattice, slab, z0) : first;
+    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) return s;
+    rep->slab_lo = z0;
+    rep->slab_nz = slab->nz;
+    uint64_t *slabs = NULL;
+    s = gather_slabs(comm, ranks, z0, slab->nz, lattice->dims[2], &slabs);
+    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) {
+        free(slabs);
+        return s;
+    }
+    uint64_t below, above;
+    ghosts(options, &below, &above);
+    double t = MPI_Wtime();
+    s = exchange(comm, rank, ranks, slabs, lattice->dims[2], below, above + extra_above, slab,
+                 slab->nx, slab->ny, window, wlo, whi, rep);
+    rep->exchange_ms = 1e3 * (MPI_Wtime() - t);
+    free(slabs);
+    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) {
+        free(*window);
+        *window = NULL;
+    }
+    return s;
+}
+
 pm_status pm_mpi_isosurface(pm_context *ctx, MPI_Comm comm, const pm_lattice *lattice,
                             const pm_volume *slab, uint64_t z0, double iso,
                             const pm_isosurface_options *options, int root, pm_mesh *mesh,
@@ -215,34 +254,19 @@ pm_status pm_mpi_isosurface(pm_context *ctx, MPI_Comm comm, const pm_lattice *la
     int rank, ranks;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &ranks);
-    rep.ranks = ranks;
     if (mesh) memset(mesh, 0, sizeof *mesh);
-    pm_status s = check_args(lattice, slab, z0);
-    if (s == PM_STATUS_OK && (root < 0 || root >= ranks))
+    pm_status s = PM_STATUS_OK;
+    if (root < 0 || root >= ranks)
         s = pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mpi: root %d of %d ranks", root, ranks);
-    if (s == PM_STATUS_OK && rank == root && !mesh)
+    else if (rank == root && !mesh)
         s = pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mpi: NULL mesh on the root");
-    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) return s;
-    rep.slab_lo = z0;
-    rep.slab_nz = slab->nz;
-
-    uint64_t *slabs = NULL;
-    s = gather_slabs(comm, ranks, z0, slab->nz, lattice->dims[2], &slabs);
-    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) {
-        free(slabs);
-        return s;
-    }
-    uint64_t below, above, wlo = 0, whi = 0;
-    ghosts(options, &below, &above);
     unsigned char *window = NULL;
-    double t = MPI_Wtime();
-    s = exchange(comm, rank, ranks, slabs, lattice->dims[2], below, above, slab, slab->nx, slab->ny,
-                 &window, &wlo, &whi, &rep);
-    rep.exchange_ms = 1e3 * (MPI_Wtime() - t);
-    free(slabs);
+    uint64_t wlo, whi;
+    s = slab_window(comm, lattice, slab, z0, options, 0, s, &rep, &window, &wlo, &whi);
+    if (s != PM_STATUS_OK) return s;
     pm_mesh_piece piece;
     memset(&piece, 0, sizeof piece);
-    t = MPI_Wtime();
+    double t = MPI_Wtime();
     if (s == PM_STATUS_OK && slab->nz)
         s = piece_of(ctx, slab, window, wlo, whi, lattice, z0, z0 + slab->nz, iso, options, &piece);
     rep.extract_ms = 1e3 * (MPI_Wtime() - t);
@@ -361,38 +385,20 @@ pm_status pm_mpi_isosurface_local(pm_context *ctx, MPI_Comm comm, const pm_latti
 {
     pm_mpi_report rep;
     memset(&rep, 0, sizeof rep);
-    int rank, ranks;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &ranks);
-    rep.ranks = ranks;
     if (mesh) memset(mesh, 0, sizeof *mesh);
     if (global_ids) *global_ids = NULL;
-    pm_status s = check_args(lattice, slab, z0);
-    if (s == PM_STATUS_OK && (!mesh || !global_ids))
+    pm_status s = PM_STATUS_OK;
+    if (!mesh || !global_ids)
         s = pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mpi: NULL mesh or global_ids");
-    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) return s;
-    rep.slab_lo = z0;
-    rep.slab_nz = slab->nz;
-    uint64_t *slabs = NULL;
-    s = gather_slabs(comm, ranks, z0, slab->nz, lattice->dims[2], &slabs);
-    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) {
-        free(slabs);
-        return s;
-    }
     /* One slice more above: the next slab's first slice is meshed here too. */
-    uint64_t below, above, wlo = 0, whi = 0;
-    ghosts(options, &below, &above);
-    above += 1;
     unsigned char *window = NULL;
-    double t = MPI_Wtime();
-    s = exchange(comm, rank, ranks, slabs, lattice->dims[2], below, above, slab, slab->nx, slab->ny,
-                 &window, &wlo, &whi, &rep);
-    rep.exchange_ms = 1e3 * (MPI_Wtime() - t);
-    free(slabs);
+    uint64_t wlo, whi;
+    s = slab_window(comm, lattice, slab, z0, options, 1, s, &rep, &window, &wlo, &whi);
+    if (s != PM_STATUS_OK) return s;
     pm_mesh_piece a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
-    t = MPI_Wtime();
+    double t = MPI_Wtime();
     const uint64_t z1 = z0 + slab->nz;
     int have_b = 0;
     if (s == PM_STATUS_OK && slab->nz) {
