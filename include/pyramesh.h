@@ -85,6 +85,9 @@ PM_API pm_device pm_context_device(const pm_context *ctx);
 PM_API pm_status pm_context_synchronize(pm_context *ctx);
 /* Whether this build has the CUDA backend and a usable GPU is present. */
 PM_API int pm_cuda_available(void);
+/* How many GPUs the CUDA backend can use (0 without CUDA): the range of
+ * pm_context_desc.cuda_device, e.g. to bind MPI ranks one per GPU. */
+PM_API int pm_cuda_device_count(void);
 /* Human-readable name of a status; never NULL. */
 PM_API const char *pm_status_string(pm_status s);
 /* The message of the last failure on this thread ("" when none). */

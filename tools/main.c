@@ -264,6 +264,12 @@ int cli_context_create(const cli_common *c, pm_context **out)
     desc.struct_size = sizeof desc;
     desc.device = c->device;
     desc.num_threads = c->threads;
+    /* Under mpirun, the ranks of a node take its GPUs in turn. */
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (!local) local = getenv("MPI_LOCALRANKID");
+    if (!local) local = getenv("SLURM_LOCALID");
+    int gpus = c->device != PM_DEVICE_CPU && cli_mpi_rank >= 0 && local ? pm_cuda_device_count() : 0;
+    if (gpus > 0) desc.cuda_device = atoi(local) % gpus;
     pm_status s = pm_context_create(&desc, out);
     if (s != PM_STATUS_OK) {
         cli_error_status(s, c->device == PM_DEVICE_CUDA ? "--device cuda" : "creating a context");

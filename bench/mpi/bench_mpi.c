@@ -1,8 +1,10 @@
 /* pm_mpi_isosurface scaling and the per-message costs of the exchange
  * (docs/distributed.md). Run under mpirun:
- *   mpirun -n R bench_mpi N [threads]
+ *   mpirun -n R bench_mpi N [threads] [cpu|cuda]
  * meshes an N^3 f32 field (a few blobs, as the CLI's tests) split in R
- * slabs, each rank on `threads` CPU threads (default 1), median of 5 runs
+ * slabs, each rank on `threads` CPU threads (default 1) or, with cuda, on
+ * the GPU of its local rank (ranks of a node take its GPUs in turn; the
+ * window is uploaded and the piece extracted there), median of 5 runs
  * after a warm-up, and prints the stages of rank 0 and the slowest rank;
  * then (R >= 2) a ping-pong between ranks 0 and 1 for the message sizes
  * of a ghost slice, giving the latency and bandwidth the 1,024-rank model
@@ -41,11 +43,17 @@ int main(int argc, char **argv)
                            0.3 * sin(20 * x) * sin(17 * y) * sin(23 * z);
                 v[(k - z0) * n * n + j * n + i] = (float)f;
             }
+    const int cuda = argc > 3 && !strcmp(argv[3], "cuda");
     pm_context *ctx;
     pm_context_desc d;
     memset(&d, 0, sizeof d);
-    d.device = PM_DEVICE_CPU;
+    d.device = cuda ? PM_DEVICE_CUDA : PM_DEVICE_CPU;
     d.num_threads = threads;
+    if (cuda) {
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        int gpus = pm_cuda_device_count();
+        d.cuda_device = gpus > 0 && local ? atoi(local) % gpus : 0;
+    }
     if (pm_context_create(&d, &ctx) != PM_STATUS_OK) MPI_Abort(MPI_COMM_WORLD, 1);
     pm_lattice lat;
     memset(&lat, 0, sizeof lat);
@@ -85,15 +93,18 @@ int main(int argc, char **argv)
         for (int k = 0; k < 4; k++) st[it][k] = mx[k + 1];
     }
     if (rank == 0) {
+        char where[160];
+        if (cuda) snprintf(where, sizeof where, "%s", pm_context_device_name(ctx));
+        else snprintf(where, sizeof where, "%d CPU thread%s", threads, threads == 1 ? "" : "s");
         double sorted[RUNS];
         memcpy(sorted, total, sizeof sorted);
         qsort(sorted, RUNS, sizeof *sorted, cmp_double);
         int med = 0;
         for (int i = 0; i < RUNS; i++)
             if (total[i] == sorted[RUNS / 2]) med = i;
-        printf("bench_mpi: %zu^3 f32, %d ranks x %d threads: %zu triangles, median %.1f ms "
+        printf("bench_mpi: %zu^3 f32, %d ranks x %s: %zu triangles, median %.1f ms "
                "(slowest rank: exchange %.2f, extract %.1f, gather %.1f, merge %.1f ms)\n",
-               n, ranks, threads, tris, sorted[RUNS / 2], st[med][0], st[med][1], st[med][2],
+               n, ranks, where, tris, sorted[RUNS / 2], st[med][0], st[med][1], st[med][2],
                st[med][3]);
     }
     /* Ping-pong: latency (8 bytes) and bandwidth (one ghost slice). */

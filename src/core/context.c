@@ -30,6 +30,8 @@ static pm_status device_from_env(pm_device requested, pm_device *out)
 
 int pm_cuda_available(void) { return pmi_cuda_backend() != NULL && pmi_cuda_device_count() > 0; }
 
+int pm_cuda_device_count(void) { return pmi_cuda_backend() != NULL ? pmi_cuda_device_count() : 0; }
+
 pm_status pm_context_create(const pm_context_desc *desc_in, pm_context **out)
 {
     pmi_clear_error();
