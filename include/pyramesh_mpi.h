@@ -92,7 +92,7 @@ PM_API pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float 
 
 /* Writes the distributed mesh: every rank writes its part as
  * `<stem>_<rank>.vtp` (VTK XML PolyData with a point array "GlobalIds"
- * (UInt64) and, when the mesh has them, "Normals") next to `path_pvtp`,
+ * (Int64, VTK's id type) and, when the mesh has them, "Normals") next to `path_pvtp`,
  * and rank 0 writes `path_pvtp` (VTK's parallel PolyData index naming the
  * pieces), which ParaView and VTK's XMLPPolyDataReader open as one mesh.
  * Each file goes to a temporary name and is renamed once every rank has

@@ -40,6 +40,9 @@ command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 /usr/bin/python3 -c "import pytest" 2>/dev/null || missing="$missing python3-pytest"
 /usr/bin/python3 -c "import skimage" 2>/dev/null || missing="$missing python3-skimage"
 /usr/bin/python3 -c "import setuptools" 2>/dev/null || missing="$missing python3-setuptools"
+# VTK's Python module: the CPU marching-cubes peer (bench/peers_cpu.py) and
+# the reader that opens the MPI layer's .pvtp output in tests/cli_mpi.sh.
+/usr/bin/python3 -c "import vtk" 2>/dev/null || missing="$missing python3-vtk9"
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing="$missing python3-pip"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 if [ -z "$missing" ]; then exit 0; fi

@@ -237,7 +237,7 @@ pm_status pmi_vtu_read_points(const char *path, size_t max_memory_bytes, pm_poin
 pm_status pmi_bgeo_read(const char *path, size_t max_memory_bytes, pm_points *out);
 pm_status pmi_csv_read(const char *path, size_t max_memory_bytes, pm_points *out);
 pm_status pmi_vtp_write(const char *path, const pm_mesh *mesh, int base64);
-/* As pmi_vtp_write, with a point array "GlobalIds" (UInt64) when ids is not NULL. */
+/* As pmi_vtp_write, with a point array "GlobalIds" (Int64) when ids is not NULL. */
 pm_status pmi_vtp_write_ids(const char *path, const pm_mesh *mesh, int base64, const uint64_t *ids);
 pm_status pmi_glb_write(const char *path, const pm_mesh *mesh);
 pm_status pmi_xyz_read(const char *path, pm_points_format format, size_t max_memory_bytes,

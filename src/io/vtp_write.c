@@ -1,6 +1,6 @@
 /* VTK XML PolyData writer (.vtp; VTK's "VTK File Formats" document):
  * Points, point Normals (and, for the pieces of a distributed mesh, point
- * GlobalIds, UInt64) and Polys (connectivity, offsets), the data
+ * GlobalIds, Int64 as VTK's id type) and Polys (connectivity, offsets), the data
  * appended raw after the XML (header_type UInt64) or, on request, inline
  * as base64 so the file is plain text. */
 #include <stdio.h>
@@ -149,7 +149,7 @@ pm_status pmi_vtp_write_ids(const char *path, const pm_mesh *m, int base64, cons
             pmi_writer_printf(&w, "      <Points>\n");
         }
         if (a == ARR_CONN) pmi_writer_printf(&w, "      <Polys>\n");
-        const char *type = a <= ARR_NORMALS ? "Float32" : a == ARR_IDS ? "UInt64" : itype;
+        const char *type = a <= ARR_NORMALS ? "Float32" : a == ARR_IDS ? "Int64" : itype;
         pmi_writer_printf(&w, "        <DataArray type=\"%s\" Name=\"%s\"%s %s", type, names[a],
                           a <= ARR_NORMALS ? " NumberOfComponents=\"3\"" : "", attr[a]);
         if (base64) {

@@ -226,7 +226,7 @@ pm_status pm_mpi_write_pvtp(MPI_Comm comm, const char *path_pvtp, const pm_mesh 
             if (any)
                 pmi_writer_printf(&w, "      <PDataArray type=\"Float32\" Name=\"Normals\" "
                                       "NumberOfComponents=\"3\"/>\n");
-            pmi_writer_printf(&w, "      <PDataArray type=\"UInt64\" Name=\"GlobalIds\"/>\n"
+            pmi_writer_printf(&w, "      <PDataArray type=\"Int64\" Name=\"GlobalIds\"/>\n"
                                   "    </PPointData>\n    <PPoints>\n      <PDataArray "
                                   "type=\"Float32\" NumberOfComponents=\"3\"/>\n    </PPoints>\n");
             for (int r = 0; r < ranks; r++) {
