@@ -34,6 +34,10 @@ pm_status pmi_mpi_agree(MPI_Comm comm, pm_status mine)
     }
     MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, first, comm);
     msg.text[sizeof msg.text - 1] = 0;
+    /* An error agreed before keeps its "rank R: " prefix once. */
+    int r = -1, used = 0;
+    if (sscanf(msg.text, "rank %d: %n", &r, &used) == 1 && used > 0)
+        return pmi_error((pm_status)msg.status, "%s", msg.text);
     return pmi_error((pm_status)msg.status, "rank %d: %s", first, msg.text);
 }
 
