@@ -40,6 +40,11 @@ typedef struct pm_mpi_report {
     uint64_t ghost_bytes;     /* their bytes */
     uint64_t piece_vertices, piece_triangles; /* this rank's piece */
     double exchange_ms, extract_ms, gather_ms, merge_ms; /* this rank's stages */
+    /* pm_mpi_reconstruct: the lattice laid over all kept particles (the
+     * one pm_reconstruct reports) and the particles kept and dropped by
+     * the aabb filter, over all ranks. */
+    pm_lattice lattice;
+    uint64_t particles_used, particles_dropped;
 } pm_mpi_report;
 
 /* The iso surface of a volume split over the ranks of comm, gathered on

@@ -14,6 +14,7 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,36 +188,13 @@ pm_status cli_mpi_reconstruct(pm_context *ctx, const float *xyz, size_t n,
     pm_status s = pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, xyz + 3 * a, b - a, fp, ro, iso, 0,
                                      mesh, &mr);
     if (s != PM_STATUS_OK || cli_mpi_rank != 0) return s;
-    /* The lattice (for the post-processing's snapping): the one
-     * pm_field_compute lays over the kept particles' box. */
-    double bmin[3] = {1e300, 1e300, 1e300}, bmax[3] = {-1e300, -1e300, -1e300};
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        const float *q = xyz + 3 * i;
-        int in = 1;
-        for (int k = 0; k < 3 && fp->use_aabb; k++)
-            in &= q[k] >= fp->aabb_min[k] && q[k] <= fp->aabb_max[k];
-        if (!in) continue;
-        kept++;
-        for (int k = 0; k < 3; k++) {
-            if (q[k] < bmin[k]) bmin[k] = q[k];
-            if (q[k] > bmax[k]) bmax[k] = q[k];
-        }
-    }
-    pm_field_grid g;
-    s = pm_field_grid_for_box(fp, bmin, bmax, &g);
-    if (s != PM_STATUS_OK) return s;
-    const double sp = (fp->cube_size > 0 ? fp->cube_size : 0.5) * fp->radius;
     rep->sparse = 1;
     rep->iso = fp->iso > 0 ? fp->iso : 0.6;
-    for (int k = 0; k < 3; k++) {
-        rep->lattice.origin[k] = (double)g.lo[k] * sp;
-        rep->lattice.spacing[k] = sp;
-        rep->lattice.dims[k] = g.dims[k];
-        rep->lattice_lo[k] = g.lo[k];
-    }
-    rep->particles_used = kept;
-    rep->particles_dropped = n - kept;
+    rep->lattice = mr.lattice; /* for the post-processing's snapping */
+    for (int k = 0; k < 3; k++)
+        rep->lattice_lo[k] = llround(mr.lattice.origin[k] / mr.lattice.spacing[k]);
+    rep->particles_used = (size_t)mr.particles_used;
+    rep->particles_dropped = (size_t)mr.particles_dropped;
     rep->field_ms = mr.extract_ms;
     rep->merge_ms = mr.merge_ms + mr.gather_ms;
     rep->neighbours_ms = mr.exchange_ms;

@@ -176,6 +176,10 @@ pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, s
     MPI_Allreduce(bmin, gmin, 3, MPI_DOUBLE, MPI_MIN, comm);
     MPI_Allreduce(bmax, gmax, 3, MPI_DOUBLE, MPI_MAX, comm);
     MPI_Allreduce(&kept, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
+    uint64_t all_n = 0;
+    MPI_Allreduce(&my_n, &all_n, 1, MPI_UINT64_T, MPI_SUM, comm);
+    rep.particles_used = total;
+    rep.particles_dropped = all_n - total;
     if (total == 0) {
         free(keep);
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no particles%s", fn,
@@ -195,6 +199,11 @@ pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, s
     if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) {
         free(keep);
         return s;
+    }
+    for (int a = 0; a < 3; a++) {
+        rep.lattice.origin[a] = G.origin[a];
+        rep.lattice.spacing[a] = G.rule.s;
+        rep.lattice.dims[a] = G.dims[a];
     }
     const uint64_t L = G.bdims[2];
     uint64_t bz0 = L * (uint64_t)rank / (uint64_t)ranks, bz1 = L * (uint64_t)(rank + 1) / (uint64_t)ranks;

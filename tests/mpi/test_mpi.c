@@ -291,7 +291,8 @@ static int check_particles(pm_context *ctx)
             io.normals = variant ? PM_NORMALS_SOBEL : PM_NORMALS_CENTRAL;
             io.mode = variant ? PM_MESH_SOUP : PM_MESH_INDEXED;
             pm_mesh ref, got;
-            PMT_OK(pm_reconstruct(ctx, cat, nc, &fp, NULL, &io, &ref, NULL));
+            pm_reconstruct_report rr;
+            PMT_OK(pm_reconstruct(ctx, cat, nc, &fp, NULL, &io, &ref, &rr));
             int root = (d + variant) % ranks;
             pm_mpi_report rep;
             PMT_OK(pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, mine, nm, &fp, &ro, &io, root, &got,
@@ -302,6 +303,12 @@ static int check_particles(pm_context *ctx)
                           "pm_reconstruct (%zu v, %zu t)",
                           d, variant, got.num_vertices, got.num_triangles, ref.num_vertices,
                           ref.num_triangles);
+            /* Every rank's report: the single-process lattice and counts. */
+            PMT_CHECK(rep.particles_used == rr.particles_used &&
+                          rep.particles_dropped == rr.particles_dropped &&
+                          memcmp(rep.lattice.dims, rr.lattice.dims, sizeof rr.lattice.dims) == 0 &&
+                          memcmp(rep.lattice.origin, rr.lattice.origin, sizeof rr.lattice.origin) == 0,
+                      "particles, split %d, variant %d: report lattice and counts", d, variant);
             pm_mesh_free(ctx, &ref);
             pm_mesh_free(ctx, &got);
             cases++;
