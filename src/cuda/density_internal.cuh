@@ -43,6 +43,23 @@ void pmi_dn_scratch_free(pmi_dn_scratch *sc);
  * sorted last, cell key ncells), *vol the SPH volumes (NULL for blur),
  * *extra extra_b bytes of scratch; status (context memory) receives the
  * kept count and the first non-finite particle (or UINT64_MAX). */
+/* The checks and box of n particles, shared by the density grid and the
+ * SPH interpolator's grid (postprocess.cu): res is 64 bytes of device
+ * scratch; waits. first_bad: the first particle with a non-finite
+ * coordinate (~0ull: none); kept: those inside the aabb (all without
+ * aabb); the box of the kept ones, exact (float min/max by atomics on
+ * order-preserving integer keys). what names the call in errors. */
+typedef struct pmi_particle_box {
+    unsigned long long first_bad;
+    size_t kept;
+    double bmin[3], bmax[3];
+} pmi_particle_box;
+pm_status pmi_cuda_particle_box(pm_context *ctx, const float *xyz, size_t n, int aabb,
+                                double3 amin, double3 amax, unsigned long long *res,
+                                const char *what, pmi_particle_box *out);
+/* out[k] = the particle order[k]'s position, k < n (queued). */
+pm_status pmi_cuda_gather_xyz(pm_context *ctx, const float *xyz, const uint32_t *order, long long n,
+                              float *out, const char *what);
 pm_status pmi_dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n,
                                   const pm_field_params *p, const pm_field_grid *grid,
                                   size_t extra_b, pmi_dn_grid *g, double **vol, void **extra,

@@ -138,6 +138,41 @@ static unsigned dn_grid_blocks(long long n)
     return (unsigned)(b < 1 ? 1 : (b > 65536 ? 65536 : b));
 }
 
+pm_status pmi_cuda_particle_box(pm_context *ctx, const float *xyz, size_t n, int aabb,
+                                double3 amin, double3 amax, unsigned long long *res,
+                                const char *what, pmi_particle_box *out)
+{
+    cudaStream_t st = pmi_cuda(ctx)->stream;
+    unsigned long long init[8];
+    memset(init, 0, sizeof init);
+    init[0] = ~0ull;
+    unsigned *ikey = (unsigned *)(init + 2);
+    for (int a = 0; a < 3; a++)
+        ikey[a] = 0xffffffffu;
+    PMI_CU_TRY(cudaMemcpyAsync(res, init, sizeof init, cudaMemcpyHostToDevice, st), what);
+    dn_scan_kernel<<<dn_grid_blocks((long long)n), 256, 0, st>>>(xyz, (long long)n, aabb, amin,
+                                                                 amax, res);
+    PMI_TRY(pmi_cuda_launched(what));
+    unsigned long long got[8];
+    PMI_CU_TRY(cudaMemcpyAsync(got, res, sizeof got, cudaMemcpyDeviceToHost, st), what);
+    PMI_TRY(pmi_cuda_wait(ctx, what));
+    out->first_bad = got[0];
+    out->kept = (size_t)got[1];
+    const unsigned *gk = (const unsigned *)(got + 2);
+    for (int a = 0; a < 3; a++) {
+        out->bmin[a] = (double)dn_unkey(gk[a]);
+        out->bmax[a] = (double)dn_unkey(gk[3 + a]);
+    }
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_cuda_gather_xyz(pm_context *ctx, const float *xyz, const uint32_t *order, long long n,
+                              float *out, const char *what)
+{
+    dn_gather_kernel<<<dn_grid_blocks(n), 256, 0, pmi_cuda(ctx)->stream>>>(xyz, order, n, out);
+    return pmi_cuda_launched(what);
+}
+
 pm_status pmi_dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
                             pmi_dn_grid *g, pmi_dn_scratch *sc)
 {
@@ -154,40 +189,22 @@ pm_status pmi_dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const p
     /* Checks, kept count and bounding box. */
     unsigned long long *res;
     PMI_TRY(dn_alloc(sc, 64, (void **)&res, "the particle checks"));
-    unsigned long long init[8];
-    memset(init, 0, sizeof init);
-    init[0] = ~0ull;
-    unsigned *ikey = (unsigned *)(init + 2);
-    for (int a = 0; a < 3; a++)
-        ikey[a] = 0xffffffffu;
-    PMI_CU_TRY(cudaMemcpyAsync(res, init, sizeof init, cudaMemcpyHostToDevice, st),
-               "pm_field_compute: upload");
-    dn_scan_kernel<<<dn_grid_blocks((long long)n), 256, 0, st>>>(xyz, (long long)n, aabb, amin,
-                                                                 amax, res);
-    PMI_TRY(pmi_cuda_launched("pm_field_compute: particle checks"));
-    unsigned long long got[8];
-    PMI_CU_TRY(cudaMemcpyAsync(got, res, sizeof got, cudaMemcpyDeviceToHost, st),
-               "pm_field_compute: readback");
-    PMI_TRY(pmi_cuda_wait(ctx, "pm_field_compute: particle checks"));
-    if (got[0] != ~0ull) {
+    pmi_particle_box box;
+    PMI_TRY(pmi_cuda_particle_box(ctx, xyz, n, aabb, amin, amax, res, "pm_field_compute", &box));
+    if (box.first_bad != ~0ull) {
         float q[3] = {0, 0, 0};
-        cudaMemcpy(q, xyz + 3 * got[0], sizeof q, cudaMemcpyDeviceToHost);
+        cudaMemcpy(q, xyz + 3 * box.first_bad, sizeof q, cudaMemcpyDeviceToHost);
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_field_compute: particle %llu has a non-finite coordinate (%g, %g, %g)",
-                         got[0], q[0], q[1], q[2]);
+                         box.first_bad, q[0], q[1], q[2]);
     }
-    const size_t kept = (size_t)got[1];
+    const size_t kept = box.kept;
     if (kept == 0)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_field_compute: all %zu particles lie outside the aabb "
                          "(%g, %g, %g) .. (%g, %g, %g)",
                          n, amin.x, amin.y, amin.z, amax.x, amax.y, amax.z);
-    const unsigned *gk = (const unsigned *)(got + 2);
-    double bmin[3], bmax[3];
-    for (int a = 0; a < 3; a++) {
-        bmin[a] = (double)dn_unkey(gk[a]);
-        bmax[a] = (double)dn_unkey(gk[3 + a]);
-    }
+    const double *bmin = box.bmin, *bmax = box.bmax;
 
     /* Layout: the CPU's formulas (layout() in src/cpu/density.c). */
     const int sph = p->method == PM_FIELD_SPH;
@@ -260,9 +277,7 @@ pm_status pmi_dn_grid_build(pm_context *ctx, const float *xyz, size_t n, const p
     PMI_CU_TRY(
         cub::DeviceRadixSort::SortPairs(tmp, tb, keys, skeys, vals, svals, (int)n, 0, end_bit, st),
         "pm_field_compute: cell sort");
-    dn_gather_kernel<<<dn_grid_blocks((long long)kept), 256, 0, st>>>(xyz, svals, (long long)kept,
-                                                                      sxyz);
-    PMI_TRY(pmi_cuda_launched("pm_field_compute: gather"));
+    PMI_TRY(pmi_cuda_gather_xyz(ctx, xyz, svals, (long long)kept, sxyz, "pm_field_compute: gather"));
     if (sph) PMI_TRY(dn_alloc(sc, kept * 8, (void **)&sc->vol, "particle volumes"));
     PMI_TRY(pmi_cuda_wait(ctx, "pm_field_compute: neighbour grid"));
     g->cell = skeys;
@@ -386,8 +401,8 @@ pm_status pmi_dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n,
     PMI_CU_TRY(cub::DeviceRadixSort::SortPairs(sort_tmp, tb, keys, skeys, vals, svals, (int)n, 0,
                                                end_bit, st),
                "pm_field_compute_async: cell sort");
-    dn_gather_kernel<<<dn_grid_blocks((long long)n), 256, 0, st>>>(xyz, svals, (long long)n, sxyz);
-    PMI_TRY(pmi_cuda_launched("pm_field_compute_async: gather"));
+    PMI_TRY(pmi_cuda_gather_xyz(ctx, xyz, svals, (long long)n, sxyz,
+                                "pm_field_compute_async: gather"));
     g->cell = skeys;
     g->start = start;
     g->xyz = sxyz;

@@ -17,6 +17,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/cuda_internal.h"
+#include "cuda/density_internal.cuh"
 
 extern "C" {
 #include "core/post_rules.h"
@@ -71,65 +72,10 @@ extern "C" pm_status pmi_cuda_post_step(pm_context *ctx, int step, size_t n, con
 
 /* ---- the SPH interpolator's grid ----------------------------------------- */
 
-/* Order-preserving map of floats to unsigned keys (for min/max atomics). */
-static __device__ __forceinline__ unsigned sg_key(float f)
-{
-    unsigned b = __float_as_uint(f);
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-static float sg_unkey(unsigned k)
-{
-    unsigned b = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
 static __device__ __forceinline__ bool sg_in(const float *q, int aabb, double3 mn, double3 mx)
 {
     return !aabb || (q[0] >= mn.x && q[0] <= mx.x && q[1] >= mn.y && q[1] <= mx.y && q[2] >= mn.z &&
                      q[2] <= mx.z);
-}
-
-/* res: [0] first non-finite particle (u64), [1] kept count (u64), then 6
- * u32 keys: min x y z, max x y z of the kept particles. */
-static __global__ void sg_scan_kernel(const float *xyz, long long n, int aabb, double3 mn,
-                                      double3 mx, unsigned long long *res)
-{
-    unsigned *key = (unsigned *)(res + 2);
-    unsigned lo[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, hi[3] = {0, 0, 0};
-    unsigned long long kept = 0, bad = ~0ull;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        const float q[3] = {xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]};
-        if (!isfinite(q[0]) || !isfinite(q[1]) || !isfinite(q[2])) {
-            if ((unsigned long long)i < bad) bad = (unsigned long long)i;
-            continue;
-        }
-        if (!sg_in(q, aabb, mn, mx)) continue;
-        kept++;
-        for (int a = 0; a < 3; a++) {
-            const unsigned k = sg_key(q[a]);
-            lo[a] = min(lo[a], k);
-            hi[a] = max(hi[a], k);
-        }
-    }
-    for (int off = 16; off; off >>= 1) {
-        kept += __shfl_xor_sync(0xffffffffu, kept, off);
-        bad = min(bad, __shfl_xor_sync(0xffffffffu, bad, off));
-        for (int a = 0; a < 3; a++) {
-            lo[a] = min(lo[a], __shfl_xor_sync(0xffffffffu, lo[a], off));
-            hi[a] = max(hi[a], __shfl_xor_sync(0xffffffffu, hi[a], off));
-        }
-    }
-    if ((threadIdx.x & 31) == 0) {
-        if (bad != ~0ull) atomicMin(&res[0], bad);
-        if (kept) atomicAdd(&res[1], kept);
-        for (int a = 0; a < 3; a++) {
-            atomicMin(&key[a], lo[a]);
-            atomicMax(&key[3 + a], hi[a]);
-        }
-    }
 }
 
 /* Cell key per particle (dropped ones: ncells, sorted last), value = its
@@ -151,18 +97,6 @@ static __global__ void sg_cells_kernel(const float *xyz, long long n, int aabb, 
         }
         keys[i] = c;
         vals[i] = (uint32_t)i;
-    }
-}
-
-static __global__ void sg_gather_kernel(const float *xyz, const uint32_t *order, long long n,
-                                        float *out)
-{
-    for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n;
-         k += (long long)gridDim.x * blockDim.x) {
-        const size_t i = order[k];
-        out[3 * k] = xyz[3 * i];
-        out[3 * k + 1] = xyz[3 * i + 1];
-        out[3 * k + 2] = xyz[3 * i + 2];
     }
 }
 
@@ -222,34 +156,20 @@ static pm_status sg_build(pm_context *ctx, const float *xyz, size_t n, const pm_
         return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu particles, at most 2^31 - 1 on the GPU", fn,
                          n);
 
-    /* Checks, kept count and box. */
+    /* Checks, kept count and box (shared with the density grid). */
     unsigned long long *res = NULL;
     PMI_TRY(sg_alloc(bufs, 64, &res, "the particle checks"));
-    unsigned long long init[8];
-    memset(init, 0, sizeof init);
-    init[0] = ~0ull;
-    unsigned *ikey = (unsigned *)(init + 2);
-    for (int a = 0; a < 3; a++)
-        ikey[a] = 0xffffffffu;
-    PMI_CU_TRY(cudaMemcpyAsync(res, init, sizeof init, cudaMemcpyHostToDevice, st), fn);
-    sg_scan_kernel<<<sg_blocks((long long)n), 256, 0, st>>>(xyz, (long long)n, aabb, mn, mx, res);
-    PMI_TRY(pmi_cuda_launched("pm_sph_interpolator_create: particle checks"));
-    unsigned long long got[8];
-    PMI_CU_TRY(cudaMemcpyAsync(got, res, sizeof got, cudaMemcpyDeviceToHost, st), fn);
-    PMI_TRY(pmi_cuda_wait(ctx, "pm_sph_interpolator_create: particle checks"));
-    if (got[0] != ~0ull)
+    pmi_particle_box box;
+    PMI_TRY(pmi_cuda_particle_box(ctx, xyz, n, aabb, mn, mx, res,
+                                  "pm_sph_interpolator_create: particle checks", &box));
+    if (box.first_bad != ~0ull)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "%s: particle %llu has a non-finite coordinate", fn, got[0]);
-    const size_t kept = (size_t)got[1];
+                         "%s: particle %llu has a non-finite coordinate", fn, box.first_bad);
+    const size_t kept = box.kept;
     if (kept == 0)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: every particle lies outside the aabb",
                          fn);
-    const unsigned *gk = (const unsigned *)(got + 2);
-    double bmin[3], bmax[3];
-    for (int a = 0; a < 3; a++) {
-        bmin[a] = (double)sg_unkey(gk[a]);
-        bmax[a] = (double)sg_unkey(gk[3 + a]);
-    }
+    const double *bmin = box.bmin, *bmax = box.bmax;
 
     /* The CPU's layout (src/cpu/sph_interp.c). */
     pmi_post_grid *g = &ip->g;
@@ -301,8 +221,8 @@ static pm_status sg_build(pm_context *ctx, const float *xyz, size_t n, const pm_
     PMI_CU_TRY(
         cub::DeviceRadixSort::SortPairs(tmp, tb, keys, skeys, vals, svals, (int)n, 0, end_bit, st),
         "pm_sph_interpolator_create: cell sort");
-    sg_gather_kernel<<<sg_blocks((long long)kept), 256, 0, st>>>(xyz, svals, (long long)kept, sxyz);
-    PMI_TRY(pmi_cuda_launched("pm_sph_interpolator_create: gather"));
+    PMI_TRY(pmi_cuda_gather_xyz(ctx, xyz, svals, (long long)kept, sxyz,
+                                "pm_sph_interpolator_create: gather"));
     g->start = start;
     g->xyz = sxyz;
     g->input = svals;
