@@ -181,6 +181,42 @@ static void managed_and_mapped(pm_context *ctx)
 }
 #endif
 
+/* pm_mesh_free gives large host arrays back to the context, and the next
+ * mesh of about the same size is written into them (src/core/host_arrays.c):
+ * the same mesh as on a fresh context, in the recycled memory (glibc, where
+ * the library can tell an array's size); a mesh still held keeps its arrays. */
+static void recycled_arrays(pm_context *ctx, pm_context *cpu)
+{
+    const size_t n = 224; /* about 97,000 vertices: arrays of more than 1 MiB */
+    float *v = ball(n);
+    pm_volume vol = {v, PM_SAMPLE_F32, n, n, n, 0, 0, {1, 1, 1}, {0, 0, 0}};
+    pm_isosurface_options o = {.struct_size = sizeof o, .normals = PM_NORMALS_CENTRAL};
+    pm_mesh ref, a, b, c;
+    PMT_OK(pm_isosurface(cpu, &vol, 0.0, &o, &ref));
+    PMT_OK(pm_isosurface(ctx, &vol, 0.0, &o, &a));
+    PMT_CHECK(ref.num_vertices * 12 > ((size_t)1 << 20), "recycled: mesh too small (%zu vertices)",
+              ref.num_vertices);
+    const void *was[3] = {a.positions, a.normals, a.indices};
+    pm_mesh_free(ctx, &a);
+    PMT_OK(pm_isosurface(ctx, &vol, 0.0, &o, &b));
+    PMT_CHECK(same_mesh(&b, &ref), "recycled: the mesh in recycled arrays differs");
+#if defined(__GLIBC__)
+    const void *now[3] = {b.positions, b.normals, b.indices};
+    for (int q = 0; q < 3; q++)
+        PMT_CHECK(now[q] == was[0] || now[q] == was[1] || now[q] == was[2],
+                  "recycled: array %d of the second mesh is not one of the first's", q);
+#endif
+    PMT_OK(pm_isosurface(ctx, &vol, 0.0, &o, &c));
+    PMT_CHECK(same_mesh(&c, &ref), "recycled: the mesh beside a held one differs");
+    PMT_CHECK(c.positions != b.positions && c.normals != b.normals && c.indices != b.indices &&
+                  c.positions != b.normals && c.normals != b.positions,
+              "recycled: a held mesh's array was handed out again");
+    pm_mesh_free(ctx, &b);
+    pm_mesh_free(ctx, &c);
+    pm_mesh_free(cpu, &ref);
+    free(v);
+}
+
 int main(int argc, char **argv)
 {
     pm_context *ctx, *cpu;
@@ -191,6 +227,7 @@ int main(int argc, char **argv)
     host_volume(ctx, cpu, "first call");
     host_points(ctx, cpu);
     staged_copies(ctx);
+    recycled_arrays(ctx, cpu);
     if (dev == PM_DEVICE_CUDA) {
         refusals(ctx);
 #ifdef PM_HAVE_CUDA

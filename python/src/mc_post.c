@@ -806,8 +806,79 @@ void pmx_mc_reorder(const pmx_mc_post *p, pm_mesh *m)
 ROW_RANGE(row_range_u8, uint8_t)
 ROW_RANGE(row_range_u16, uint16_t)
 ROW_RANGE(row_range_i16, int16_t)
+#if defined(__SSE2__)
+/* Floats: the compiler does not vectorise `x < l ? x : l` (without
+ * -ffast-math), and the scalar loop ran at a third of the memory's speed.
+ * min_ps(x, acc) is `x < acc ? x : acc`: a NaN x leaves acc, and the
+ * accumulators start at +inf / -inf, so NaN is left out as above; four
+ * accumulators per side. */
+static void row_range_f32(const char *p, size_t n, double *lo, double *hi)
+{
+    const float *row = (const float *)p;
+    __m128 l[4], h[4];
+    for (int q = 0; q < 4; q++) {
+        l[q] = _mm_set1_ps(INFINITY);
+        h[q] = _mm_set1_ps(-INFINITY);
+    }
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int q = 0; q < 4; q++) {
+            const __m128 x = _mm_loadu_ps(row + i + 4 * q);
+            l[q] = _mm_min_ps(x, l[q]);
+            h[q] = _mm_max_ps(x, h[q]);
+        }
+    __m128 L = _mm_min_ps(_mm_min_ps(l[0], l[1]), _mm_min_ps(l[2], l[3]));
+    __m128 H = _mm_max_ps(_mm_max_ps(h[0], h[1]), _mm_max_ps(h[2], h[3]));
+    float lv[4], hv[4];
+    _mm_storeu_ps(lv, L);
+    _mm_storeu_ps(hv, H);
+    float ls = lv[0], hs = hv[0];
+    for (int q = 1; q < 4; q++) {
+        ls = lv[q] < ls ? lv[q] : ls;
+        hs = hv[q] > hs ? hv[q] : hs;
+    }
+    for (; i < n; i++) {
+        const float x = row[i];
+        ls = x < ls ? x : ls;
+        hs = x > hs ? x : hs;
+    }
+    *lo = (double)ls;
+    *hi = (double)hs;
+}
+
+static void row_range_f64(const char *p, size_t n, double *lo, double *hi)
+{
+    const double *row = (const double *)p;
+    __m128d l[4], h[4];
+    for (int q = 0; q < 4; q++) {
+        l[q] = _mm_set1_pd(INFINITY);
+        h[q] = _mm_set1_pd(-INFINITY);
+    }
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int q = 0; q < 4; q++) {
+            const __m128d x = _mm_loadu_pd(row + i + 2 * q);
+            l[q] = _mm_min_pd(x, l[q]);
+            h[q] = _mm_max_pd(x, h[q]);
+        }
+    __m128d L = _mm_min_pd(_mm_min_pd(l[0], l[1]), _mm_min_pd(l[2], l[3]));
+    __m128d H = _mm_max_pd(_mm_max_pd(h[0], h[1]), _mm_max_pd(h[2], h[3]));
+    double lv[2], hv[2];
+    _mm_storeu_pd(lv, L);
+    _mm_storeu_pd(hv, H);
+    double ls = lv[1] < lv[0] ? lv[1] : lv[0], hs = hv[1] > hv[0] ? hv[1] : hv[0];
+    for (; i < n; i++) {
+        const double x = row[i];
+        ls = x < ls ? x : ls;
+        hs = x > hs ? x : hs;
+    }
+    *lo = ls;
+    *hi = hs;
+}
+#else
 ROW_RANGE(row_range_f32, float)
 ROW_RANGE(row_range_f64, double)
+#endif
 
 void pmx_range(const char *data, pm_sample_type type, const size_t n[3], const size_t stride[3],
                int threads, double *lo_out, double *hi_out)

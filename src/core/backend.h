@@ -135,6 +135,8 @@ typedef struct pmi_backend {
     void (*sparse_plan_free)(pm_context *ctx, struct pmi_sparse_plan *plan);
 } pmi_backend;
 
+typedef struct pmi_host_arrays pmi_host_arrays;
+
 struct pm_context {
     pm_device device;
     const pmi_backend *backend;
@@ -142,6 +144,7 @@ struct pm_context {
     int cuda_device;
     void *cuda_stream;   /* caller's stream or NULL */
     void *backend_state; /* owned by the backend */
+    pmi_host_arrays *host_arrays; /* recycled host mesh arrays (host_arrays.c), or NULL */
     char device_name[128];
     char note[256]; /* why an AUTO context is not on the GPU, or "" */
 };
@@ -158,6 +161,14 @@ static inline int pmi_ctx_accessible(pm_context *ctx, const void *p)
 {
     return !ctx->backend->accessible || ctx->backend->accessible(ctx, p);
 }
+
+/* Recycled host arrays (host_arrays.c): _get returns an array of at least
+ * `bytes` (NULL when out of memory), from the context's recycled arrays or
+ * pmi_alloc_huge; _put gives one back (or frees it): any malloc'ed array. */
+void pmi_host_arrays_init(pm_context *ctx);
+void pmi_host_arrays_release(pm_context *ctx);
+void *pmi_host_array_get(pm_context *ctx, size_t bytes);
+void pmi_host_array_put(pm_context *ctx, void *p);
 
 /* Validates a volume and fills in default strides and spacing (sets the
  * error message on failure). */

@@ -108,6 +108,7 @@ pm_status pm_context_create(const pm_context_desc *desc_in, pm_context **out)
             return s;
         }
     }
+    pmi_host_arrays_init(ctx);
     *out = ctx;
     return PM_STATUS_OK;
 }
@@ -116,6 +117,7 @@ void pm_context_destroy(pm_context *ctx)
 {
     if (!ctx) return;
     if (ctx->backend->shutdown) ctx->backend->shutdown(ctx);
+    pmi_host_arrays_release(ctx);
     free(ctx);
 }
 

@@ -252,7 +252,7 @@ static pm_status mesh_array(pm_context *ctx, int in_context, uint64_t count, siz
     if (count > SIZE_MAX || !pmi_mul_size((size_t)count, elem, &bytes))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
     if (in_context) return ctx->backend->alloc(ctx, bytes, out);
-    *out = pmi_alloc_huge(bytes);
+    *out = pmi_host_array_get(ctx, bytes);
     if (!*out)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,
                          "pm_isosurface: no memory for a mesh array of %zu bytes", bytes);
@@ -343,9 +343,9 @@ void pm_mesh_free(pm_context *ctx, pm_mesh *mesh)
             pm_free(ctx, mesh->normals);
             pm_free(ctx, mesh->indices);
         } else {
-            free(mesh->positions);
-            free(mesh->normals);
-            free(mesh->indices);
+            pmi_host_array_put(ctx, mesh->positions);
+            pmi_host_array_put(ctx, mesh->normals);
+            pmi_host_array_put(ctx, mesh->indices);
         }
     }
     memset(mesh, 0, sizeof *mesh);
