@@ -11,9 +11,12 @@
  *
  * Usage: bench_sparse [--particles N] [--brick B] [--threads T]
  *                     [--grid auto|sparse|dense] [--normals none|central]
- *                     [--check] [--compare-dense]
+ *                     [--device cpu|cuda] [--check] [--compare-dense]
+ *                     [--compare-cpu]
  * (default 13350000 particles, brick 0 = default, all threads, sparse,
- * normals none as splashsurf's default output). */
+ * normals none as splashsurf's default output, the CPU). --compare-cpu
+ * (with --device cuda): the CPU's sparse mesh of the same scene, timed,
+ * and whether the bytes are the same. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +73,8 @@ static float *canyon(size_t n, double r, size_t *count)
 int main(int argc, char **argv)
 {
     size_t n = 13350000, brick = 0;
-    int threads = 0, check = 0, compare = 0;
+    int threads = 0, check = 0, compare = 0, compare_cpu = 0;
+    pm_device device = PM_DEVICE_CPU;
     pm_grid_mode grid = PM_GRID_SPARSE;
     pm_normals normals = PM_NORMALS_NONE;
     for (int i = 1; i < argc; i++) {
@@ -91,10 +95,14 @@ int main(int argc, char **argv)
             check = 1;
         else if (!strcmp(argv[i], "--compare-dense"))
             compare = 1;
+        else if (!strcmp(argv[i], "--compare-cpu"))
+            compare_cpu = 1;
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            device = !strcmp(argv[++i], "cuda") ? PM_DEVICE_CUDA : PM_DEVICE_CPU;
         else {
             fprintf(stderr, "usage: bench_sparse [--particles N] [--brick B] [--threads T] "
-                            "[--grid auto|sparse|dense] [--normals none|central] [--check] "
-                            "[--compare-dense]\n");
+                            "[--grid auto|sparse|dense] [--normals none|central] "
+                            "[--device cpu|cuda] [--check] [--compare-dense] [--compare-cpu]\n");
             return 2;
         }
     }
@@ -107,7 +115,7 @@ int main(int argc, char **argv)
         return 1;
     }
     double t_scene = now_ms() - t0;
-    pm_context_desc desc = {sizeof desc, PM_DEVICE_CPU, 0, threads, NULL};
+    pm_context_desc desc = {sizeof desc, device, 0, threads, NULL};
     pm_context *ctx;
     if (pm_context_create(&desc, &ctx) != PM_STATUS_OK) {
         fprintf(stderr, "%s\n", pm_last_error());
@@ -138,8 +146,8 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
     const pm_lattice *L = &rep.lattice;
     double cells = (double)(L->dims[0] - 1) * (double)(L->dims[1] - 1) * (double)(L->dims[2] - 1);
-    printf("canyon: %zu particles (scene %.0f ms), r %g, l 2, c 1.5, t 0.6, %d threads\n", count,
-           t_scene, r, pm_context_num_threads(ctx));
+    printf("canyon: %zu particles (scene %.0f ms), r %g, l 2, c 1.5, t 0.6, %s, %d host threads\n",
+           count, t_scene, r, pm_context_device_name(ctx), pm_context_num_threads(ctx));
     printf("grid %llu x %llu x %llu = %.3g cells, path %s", (unsigned long long)L->dims[0],
            (unsigned long long)L->dims[1], (unsigned long long)L->dims[2], cells,
            rep.sparse ? "sparse" : "dense");
@@ -185,6 +193,33 @@ int main(int argc, char **argv)
             rc |= !same;
             pm_mesh_free(ctx, &dense);
         }
+    }
+    if (compare_cpu) {
+        pm_context_desc dc = {sizeof dc, PM_DEVICE_CPU, 0, threads, NULL};
+        pm_context *cpu;
+        pm_mesh other;
+        pm_reconstruct_report rc2;
+        if (pm_context_create(&dc, &cpu) != PM_STATUS_OK) return 1;
+        t0 = now_ms();
+        s = pm_reconstruct(cpu, xyz, count, &p, &ro, &io, &other, &rc2);
+        double wc = now_ms() - t0;
+        if (s != PM_STATUS_OK) {
+            printf("cpu: %s: %s\n", pm_status_string(s), pm_last_error());
+            rc = 1;
+        } else {
+            int same = other.num_vertices == mesh.num_vertices &&
+                       other.num_triangles == mesh.num_triangles &&
+                       !memcmp(other.positions, mesh.positions, 12 * mesh.num_vertices) &&
+                       (!mesh.normals ||
+                        !memcmp(other.normals, mesh.normals, 12 * mesh.num_vertices)) &&
+                       !memcmp(other.indices, mesh.indices, 12 * mesh.num_triangles);
+            printf("cpu (%d threads, brick %llu): wall %.0f ms, mesh %s\n",
+                   pm_context_num_threads(cpu), (unsigned long long)rc2.brick_points, wc,
+                   same ? "byte-identical" : "DIFFERENT");
+            rc |= !same;
+            pm_mesh_free(cpu, &other);
+        }
+        pm_context_destroy(cpu);
     }
     pm_mesh_free(ctx, &mesh);
     pm_context_destroy(ctx);

@@ -10,9 +10,10 @@
  * byte (windows in device memory, padded or not, random boxes touching the
  * borders, one point thick or empty, every sample type, normal mode and
  * inside side, a piece of several chunks), CUDA pieces of random tilings
- * merged into pm_isosurface's mesh; the sparse reconstruction is not on
- * the CUDA backend yet: its clear PM_STATUS_UNSUPPORTED is checked and
- * that part skipped (the output says which checks ran). */
+ * merged into pm_isosurface's mesh; pm_reconstruct's sparse path on the
+ * GPU byte for byte the CPU's dense mesh (every normals mode, soup and
+ * indexed, the GPU's default brick and small ones, particles on brick
+ * corners and faces). */
 #include <math.h>
 
 #include "test_common.h"
@@ -680,6 +681,85 @@ static pm_field_grid grid_of(const pm_field_params *p, double lo, double hi)
     return g;
 }
 
+/* Surfaces across brick faces, edges and corners, and a particle exactly
+ * on a brick boundary: blobs centred on lattice points that are corners of
+ * bricks of `brick` points (anchors at the box corners), and a slab
+ * crossing a whole brick layer. */
+static void corners_scene(scene *S, pm_field_params *p, size_t brick)
+{
+    const double r = 0.025;
+    params_of(p, r, 2.0, 0.5, 0.6);
+    const double L = 3.0;
+    pm_field_grid g = grid_of(p, 0.0, L);
+    const double s = 0.5 * r;
+    add(S, 0, 0, 0);
+    add(S, L, L, L);
+    /* Brick corners near the middle. */
+    for (int c = 0; c < 8; c++) {
+        int64_t gi = ((int64_t)(g.dims[0] / 2) / (int64_t)brick) * (int64_t)brick +
+                     (c & 1) * (int64_t)brick * 3;
+        int64_t gj = ((int64_t)(g.dims[1] / 3) / (int64_t)brick) * (int64_t)brick +
+                     (c >> 1 & 1) * (int64_t)brick * 4;
+        int64_t gk = ((int64_t)(g.dims[2] / 4) / (int64_t)brick) * (int64_t)brick +
+                     (c >> 2 & 1) * (int64_t)brick * 5;
+        double x = (double)(g.lo[0] + gi) * s, y = (double)(g.lo[1] + gj) * s,
+               z = (double)(g.lo[2] + gk) * s;
+        if (c == 0)
+            add(S, x, y, z); /* one particle exactly on the corner point */
+        else if (c == 1)
+            add(S, x, y + 0.3 * s, z + 0.7 * s); /* on a brick face plane (x) */
+        else
+            ball(S, x, y, z, (2.0 + c) * r, r, 0.3);
+    }
+    /* A slab crossing a whole brick layer (faces along x). */
+    for (double y = 1.0; y < 1.3; y += 2 * r)
+        for (double z = 1.0; z < 1.3; z += 2 * r)
+            for (double x = 0.3; x < 2.7; x += 2 * r)
+                add(S, x, y, z);
+}
+
+/* pm_reconstruct's sparse path on the GPU against the CPU's dense mesh:
+ * every normals mode, soup and indexed, the bricks given (0: the GPU's
+ * default, checked to be its own). Returns the meshes compared. */
+static int cuda_sparse_vs_cpu(pm_context *ctx, const scene *S, const pm_field_params *p,
+                              const size_t *bricks, int nb, const char *what)
+{
+    static const pm_normals modes[4] = {PM_NORMALS_NONE, PM_NORMALS_CENTRAL, PM_NORMALS_SOBEL,
+                                        PM_NORMALS_FORWARD};
+    int runs = 0;
+    for (int mi = 0; mi < 4; mi++)
+        for (int soup = 0; soup < 2; soup++) {
+            pm_isosurface_options io;
+            memset(&io, 0, sizeof io);
+            io.struct_size = sizeof io;
+            io.normals = modes[mi];
+            io.mode = soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
+            pm_reconstruct_options ro = {sizeof ro, PM_GRID_DENSE, 0};
+            pm_mesh ref;
+            PMT_OK(pm_reconstruct(cpu1, S->xyz, S->n, p, &ro, &io, &ref, NULL));
+            PMT_CHECK(ref.num_triangles > 0, "%s: no surface to compare", what);
+            for (int b = 0; b < nb; b++) {
+                ro.grid = PM_GRID_SPARSE;
+                ro.brick_points = bricks[b];
+                pm_mesh m;
+                pm_reconstruct_report rs;
+                PMT_OK(pm_reconstruct(ctx, S->xyz, S->n, p, &ro, &io, &m, &rs));
+                char w[200];
+                snprintf(w, sizeof w, "%s: cuda sparse vs cpu dense: normals %d soup %d brick %zu",
+                         what, (int)modes[mi], soup, bricks[b]);
+                PMT_CHECK(rs.sparse && rs.bricks_occupied > 0, "%s: ran sparse", w);
+                if (!bricks[b])
+                    PMT_CHECK(rs.brick_points >= 128, "%s: default brick %llu, not the GPU's",
+                              w, (unsigned long long)rs.brick_points);
+                check_same_mesh(&m, &ref, w);
+                pm_mesh_free(ctx, &m);
+                runs++;
+            }
+            pm_mesh_free(cpu1, &ref);
+        }
+    return runs;
+}
+
 int main(int argc, char **argv)
 {
     pm_context *ctx;
@@ -712,32 +792,27 @@ int main(int argc, char **argv)
                "into pm_isosurface's mesh\n",
                pieces_compared, tilings_merged);
 
-        /* The sparse reconstruction: a real run must equal the CPU's dense
-         * mesh; a backend without it must refuse clearly (then skipped). */
+        /* The sparse reconstruction on the GPU: the CPU's dense mesh, byte
+         * for byte, for every normals mode, soup and indexed, the GPU's
+         * default brick and bricks small enough that block edges cross the
+         * surface on every face, edge and corner; a particle exactly on a
+         * brick corner and one on a brick face; empty bricks. */
         scene S = {0};
         const double r = 0.03;
         ball(&S, 0.1, 0.2, 0.3, 6 * r, r, 0.5);
         ball(&S, 3.0, 0.2, 0.3, 4 * r, r, 0.5);
         pm_field_params p;
         params_of(&p, r, 2.0, 0.5, 0.6);
-        pm_reconstruct_options ro = {sizeof ro, PM_GRID_SPARSE, 0};
-        pm_mesh m;
-        pm_status s = pm_reconstruct(ctx, S.xyz, S.n, &p, &ro, NULL, &m, NULL);
-        if (s == PM_STATUS_UNSUPPORTED && strstr(pm_last_error(), "cuda")) {
-            printf("sparse reconstruction: skipped, not on the CUDA backend yet (%s)\n",
-                   pm_last_error());
-        } else {
-            PMT_OK(s);
-            ro.grid = PM_GRID_DENSE;
-            pm_mesh ref;
-            PMT_OK(pm_reconstruct(cpu1, S.xyz, S.n, &p, &ro, NULL, &ref, NULL));
-            check_same_mesh(&m, &ref, "cuda sparse vs cpu dense");
-            pm_mesh_free(ctx, &m);
-            pm_mesh_free(cpu1, &ref);
-            printf("sparse reconstruction: the CUDA mesh is the CPU's dense mesh\n");
-        }
-        pm_context_destroy(cpu1);
+        static const size_t b1[3] = {0, 9, 33};
+        int runs = cuda_sparse_vs_cpu(ctx, &S, &p, b1, 3, "two balls");
         free(S.xyz);
+        scene C = {0};
+        corners_scene(&C, &p, 16);
+        static const size_t b2[2] = {16, 0};
+        runs += cuda_sparse_vs_cpu(ctx, &C, &p, b2, 2, "brick corners");
+        free(C.xyz);
+        printf("sparse reconstruction: %d CUDA meshes are the CPU's dense mesh\n", runs);
+        pm_context_destroy(cpu1);
         pm_context_destroy(ctx);
         return pmt_finish("test_sparse cuda");
     }
@@ -790,37 +865,9 @@ int main(int argc, char **argv)
      * are brick corners of a fixed lattice (anchors at the box corners). */
     {
         pm_field_params p;
-        const double r = 0.025;
-        params_of(&p, r, 2.0, 0.5, 0.6);
-        const double L = 3.0;
         const size_t brick = 16; /* B = 8: two cells per brick */
-        pm_field_grid g = grid_of(&p, 0.0, L);
-        const double s = 0.5 * r;
         scene S = {0};
-        add(&S, 0, 0, 0);
-        add(&S, L, L, L);
-        /* Brick corners near the middle. */
-        for (int c = 0; c < 8; c++) {
-            int64_t gi = ((int64_t)(g.dims[0] / 2) / (int64_t)brick) * (int64_t)brick +
-                         (c & 1) * (int64_t)brick * 3;
-            int64_t gj = ((int64_t)(g.dims[1] / 3) / (int64_t)brick) * (int64_t)brick +
-                         (c >> 1 & 1) * (int64_t)brick * 4;
-            int64_t gk = ((int64_t)(g.dims[2] / 4) / (int64_t)brick) * (int64_t)brick +
-                         (c >> 2 & 1) * (int64_t)brick * 5;
-            double x = (double)(g.lo[0] + gi) * s, y = (double)(g.lo[1] + gj) * s,
-                   z = (double)(g.lo[2] + gk) * s;
-            if (c == 0)
-                add(&S, x, y, z); /* one particle exactly on the corner point */
-            else if (c == 1)
-                add(&S, x, y + 0.3 * s, z + 0.7 * s); /* on a brick face plane (x) */
-            else
-                ball(&S, x, y, z, (2.0 + c) * r, r, 0.3);
-        }
-        /* A slab crossing a whole brick layer (faces along x). */
-        for (double y = 1.0; y < 1.3; y += 2 * r)
-            for (double z = 1.0; z < 1.3; z += 2 * r)
-                for (double x = 0.3; x < 2.7; x += 2 * r)
-                    add(&S, x, y, z);
+        corners_scene(&S, &p, brick);
         static const size_t bs[] = {16, 8, 24};
         brick_fields(cpu2, &S, &p, brick, "brick corners");
         sparse_vs_dense(&S, &p, bs, 3, "brick corners");

@@ -72,6 +72,11 @@ pm_status pmi_sparse_geom_init(const pm_field_params *p, const double bmin[3], c
     return PM_STATUS_OK;
 }
 
+size_t pmi_sparse_brick_default(const pm_context *ctx)
+{
+    return ctx->device == PM_DEVICE_CUDA ? PMI_BRICK_DEFAULT_GPU : PMI_BRICK_DEFAULT;
+}
+
 /* Options of an extraction with their defaults (pm_isosurface's). */
 static pm_status resolve_iso(const char *fn, const pm_isosurface_options *in,
                              pm_isosurface_options *opt)
@@ -388,6 +393,7 @@ pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n, const pm_f
     }
     if (ro.grid != PM_GRID_AUTO && ro.grid != PM_GRID_DENSE && ro.grid != PM_GRID_SPARSE)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: bad grid mode %d", fn, (int)ro.grid);
+    if (!ro.brick_points) ro.brick_points = pmi_sparse_brick_default(ctx);
     pm_field_params p;
     pm_status st = field_params(params, &p);
     if (st != PM_STATUS_OK) return st;

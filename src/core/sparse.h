@@ -15,6 +15,9 @@
 /* Default lattice points per brick edge (before rounding up to whole
  * neighbour cells): measured in bench/RESULTS-sparse.md. */
 #define PMI_BRICK_DEFAULT 32
+/* On the GPU a brick is a few device calls: larger bricks, fewer calls
+ * (bench/RESULTS-sparse.md). */
+#define PMI_BRICK_DEFAULT_GPU 128
 
 /* The virtual lattice of a sparse reconstruction: pm_field_compute's grid
  * (g0, dims), its neighbour cells of B points (anchored at g0, so they
@@ -122,7 +125,8 @@ typedef struct pmi_sparse_plan {
     size_t nbricks;
     uint64_t *bricks; /* brick keys, ascending (host memory, owned by the plan) */
     size_t occupied_cells;
-    size_t bytes; /* what the plan holds */
+    double h, mass; /* the SPH kernel's radius and the particle mass */
+    size_t bytes;   /* what the plan holds */
     double neighbours_ms, density_ms;
     void *state; /* the backend's */
     /* in (set by the caller before sparse_plan, else 0): lay the lattice
@@ -131,6 +135,10 @@ typedef struct pmi_sparse_plan {
     int have_box;
     double box_min[3], box_max[3];
 } pmi_sparse_plan;
+
+/* Lattice points per brick edge when the caller gives none: by the
+ * context's device (PMI_BRICK_DEFAULT, PMI_BRICK_DEFAULT_GPU). */
+size_t pmi_sparse_brick_default(const pm_context *ctx);
 
 /* The geometry for params (resolved) and the particles' box; brick_points
  * 0 = default; ghosts for the normals mode. INVALID_ARGUMENT / OVERFLOW

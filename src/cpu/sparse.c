@@ -37,24 +37,7 @@ static size_t lower_bound(const uint64_t *a, size_t n, uint64_t key)
     return lo;
 }
 
-/* A dense cell list over a box of cells [c0, c1), as density.c builds it
- * for the whole grid: the same particles in the same slot order, so
- * sph.c sums the same terms. Buffers grow and are reused per thread. */
-typedef struct local_list {
-    pmi_field_layout lay;
-    pmi_cell_list cells;
-    double *vol;
-    size_t cap_cells, cap_parts;
-    uint64_t c0[3];
-    /* Occupied cells met: local cell id and first global slot. */
-    struct {
-        size_t local;
-        uint32_t global;
-    } * found;
-    size_t nfound, cap_found;
-} local_list;
-
-static void local_free(local_list *L)
+void pmi_sparse_local_free(pmi_sparse_local *L)
 {
     free(L->cells.start);
     free(L->cells.xyz);
@@ -77,7 +60,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 /* Room for `parts` particles (positions and volumes) and `found` cells. */
-static int local_reserve(local_list *L, size_t parts, size_t found)
+static int local_reserve(pmi_sparse_local *L, size_t parts, size_t found)
 {
     if (parts > L->cap_parts) {
         size_t c = L->cap_parts ? L->cap_parts : 256;
@@ -93,9 +76,11 @@ static int local_reserve(local_list *L, size_t parts, size_t found)
     return grow((void **)&L->found, &L->cap_found, found, sizeof *L->found);
 }
 
-static int local_build(const pmi_sparse_geom *G, const cpu_plan *P, const uint64_t c0[3],
-                       const uint64_t c1[3], int with_vol, local_list *L)
+int pmi_sparse_local_build(const pmi_sparse_plan *plan, const uint64_t c0[3], const uint64_t c1[3],
+                           int with_vol, pmi_sparse_local *L)
 {
+    const pmi_sparse_geom *G = &plan->G;
+    const cpu_plan *P = plan->state;
     pmi_field_layout *lay = &L->lay;
     memset(lay, 0, sizeof *lay);
     lay->spacing = G->rule.s;
@@ -164,7 +149,7 @@ static pm_status plan_volumes(pm_context *ctx, pmi_sparse_plan *plan, cpu_plan *
     const long long nb = (long long)plan->nbricks;
 #pragma omp parallel num_threads(ctx->num_threads)
     {
-        local_list L;
+        pmi_sparse_local L;
         memset(&L, 0, sizeof L);
         double *lvol = NULL;
         size_t lcap = 0;
@@ -179,7 +164,7 @@ static pm_status plan_volumes(pm_context *ctx, pmi_sparse_plan *plan, cpu_plan *
                 s0[a] = o0[a] > 0 ? o0[a] - 1 : 0;
                 s1[a] = o1[a] < G->cdims[a] ? o1[a] + 1 : G->cdims[a];
             }
-            if (!local_build(G, P, s0, s1, 0, &L) ||
+            if (!pmi_sparse_local_build(plan, s0, s1, 0, &L) ||
                 !grow((void **)&lvol, &lcap, L.cells.n + 1, sizeof(double))) {
 #pragma omp atomic write
                 failed = 1;
@@ -203,7 +188,7 @@ static pm_status plan_volumes(pm_context *ctx, pmi_sparse_plan *plan, cpu_plan *
             }
         }
         free(lvol);
-        local_free(&L);
+        pmi_sparse_local_free(&L);
     }
     if (failed)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,
@@ -211,8 +196,10 @@ static pm_status plan_volumes(pm_context *ctx, pmi_sparse_plan *plan, cpu_plan *
     return PM_STATUS_OK;
 }
 
-pm_status pmi_cpu_sparse_plan(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
-                              size_t brick_points, pm_normals normals, pmi_sparse_plan *plan)
+/* The plan; with `volumes`, also the particles' SPH volumes. */
+static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                            size_t brick_points, pm_normals normals, int volumes,
+                            pmi_sparse_plan *plan)
 {
     const double t0 = pmi_now_ms();
     double bmin[3], bmax[3];
@@ -241,18 +228,18 @@ pm_status pmi_cpu_sparse_plan(pm_context *ctx, const float *xyz, size_t n, const
     uint32_t *idx = malloc(kept * sizeof *idx), *tv = malloc(kept * sizeof *tv);
     if (P) {
         P->xyz = malloc(kept * 3 * sizeof *P->xyz);
-        P->vol = malloc(kept * sizeof *P->vol);
+        P->vol = volumes ? malloc(kept * sizeof *P->vol) : NULL;
     }
     plan->state = P;
-    if (!P || !keys || !tk || !idx || !tv || !P->xyz || !P->vol) {
+    if (!P || !keys || !tk || !idx || !tv || !P->xyz || (volumes && !P->vol)) {
         free(keys), free(tk), free(idx), free(tv);
         pmi_cpu_sparse_plan_free(ctx, plan);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory to sort %zu particles",
                          kept);
     }
     P->n = kept;
-    P->h = G->rule.h;
-    P->mass = pmi_sph_mass(p->radius, p->rest_density);
+    P->h = plan->h = G->rule.h;
+    P->mass = plan->mass = pmi_sph_mass(p->radius, p->rest_density);
 
     /* Cell keys of the kept particles, in input order. */
     const double edge = (double)G->B * G->rule.s;
@@ -339,8 +326,9 @@ pm_status pmi_cpu_sparse_plan(pm_context *ctx, const float *xyz, size_t n, const
     plan->bricks = shrunk ? shrunk : bk;
     plan->nbricks = u;
     plan->occupied_cells = m;
-    plan->bytes = kept * (12 + 8) + m * 12 + u * 8;
+    plan->bytes = kept * (volumes ? 12 + 8 : 12) + m * 12 + u * 8;
     plan->neighbours_ms = pmi_now_ms() - t0;
+    if (!volumes) return PM_STATUS_OK;
 
     const double t1 = pmi_now_ms();
     st = plan_volumes(ctx, plan, P);
@@ -349,15 +337,29 @@ pm_status pmi_cpu_sparse_plan(pm_context *ctx, const float *xyz, size_t n, const
     return st;
 }
 
-/* The field of brick b over its window [w0, w1) into field (x fastest). */
-static int brick_field(const pmi_sparse_geom *G, const cpu_plan *P, local_list *L,
-                       const uint64_t b[3], float *field, double *scratch, uint64_t w0[3],
-                       uint64_t w1[3])
+pm_status pmi_cpu_sparse_plan(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                              size_t brick_points, pm_normals normals, pmi_sparse_plan *plan)
 {
+    return plan_build(ctx, xyz, n, p, brick_points, normals, 1, plan);
+}
+
+pm_status pmi_sparse_plan_host(pm_context *ctx, const float *xyz, size_t n,
+                               const pm_field_params *p, size_t brick_points, pm_normals normals,
+                               pmi_sparse_plan *plan)
+{
+    return plan_build(ctx, xyz, n, p, brick_points, normals, 0, plan);
+}
+
+/* The field of brick b over its window [w0, w1) into field (x fastest). */
+static int brick_field(const pmi_sparse_plan *plan, pmi_sparse_local *L, const uint64_t b[3],
+                       float *field, double *scratch, uint64_t w0[3], uint64_t w1[3])
+{
+    const pmi_sparse_geom *G = &plan->G;
+    const cpu_plan *P = plan->state;
     uint64_t c0[3], c1[3];
     pmi_brick_window(G, b, w0, w1);
     pmi_source_cells(G, w0, w1, c0, c1);
-    if (!local_build(G, P, c0, c1, 1, L)) return 0;
+    if (!pmi_sparse_local_build(plan, c0, c1, 1, L)) return 0;
     size_t lw0[3], lw1[3];
     for (int a = 0; a < 3; a++) {
         lw0[a] = (size_t)(w0[a] - c0[a] * G->B);
@@ -371,14 +373,14 @@ pm_status pmi_cpu_sparse_brick_field(pm_context *ctx, const pmi_sparse_plan *pla
                                      float *field, uint64_t w0[3], uint64_t w1[3])
 {
     (void)ctx;
-    local_list L;
+    pmi_sparse_local L;
     memset(&L, 0, sizeof L);
     double *scratch = malloc(pmi_sph_field_scratch((size_t)plan->G.B) * sizeof *scratch);
     uint64_t b[3];
     pmi_brick_unkey(&plan->G, plan->bricks[q], b);
-    int ok = scratch && brick_field(&plan->G, plan->state, &L, b, field, scratch, w0, w1);
+    int ok = scratch && brick_field(plan, &L, b, field, scratch, w0, w1);
     free(scratch);
-    local_free(&L);
+    pmi_sparse_local_free(&L);
     return ok ? PM_STATUS_OK : pmi_error(PM_STATUS_OUT_OF_MEMORY, "brick field: no memory");
 }
 
@@ -387,7 +389,6 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
                                 pm_mesh_piece *pieces, double *field_ms, double *extract_ms)
 {
     const pmi_sparse_geom *G = &plan->G;
-    const cpu_plan *P = plan->state;
     pm_lattice lat;
     for (int a = 0; a < 3; a++) {
         lat.origin[a] = G->origin[a];
@@ -403,7 +404,7 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
     const long long cnt = (long long)count;
 #pragma omp parallel num_threads(ctx->num_threads) reduction(+ : fms, ems)
     {
-        local_list L;
+        pmi_sparse_local L;
         memset(&L, 0, sizeof L);
         float *field = malloc(field_n * sizeof *field);
         double *scratch = malloc(scratch_n * sizeof *scratch);
@@ -419,7 +420,7 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
             uint64_t b[3], o0[3], o1[3], w0[3], w1[3];
             pmi_brick_unkey(G, plan->bricks[first + (size_t)q], b);
             pmi_brick_owned(G, b, o0, o1);
-            if (!brick_field(G, P, &L, b, field, scratch, w0, w1)) {
+            if (!brick_field(plan, &L, b, field, scratch, w0, w1)) {
 #pragma omp atomic write
                 failed = 1;
                 continue;
@@ -452,7 +453,7 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
         free(field);
         free(scratch);
         free(bits);
-        local_free(&L);
+        pmi_sparse_local_free(&L);
     }
     *field_ms = fms;
     *extract_ms = ems;

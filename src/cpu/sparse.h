@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "core/sparse.h"
+#include "cpu/density.h"
 
 /* One piece: the window's samples (strides in elements; its point 0 is
  * global point wlo), the global lattice, the owned box and the rules. */
@@ -47,6 +48,38 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
                                 double iso, const pm_isosurface_options *options,
                                 pm_mesh_piece *pieces, double *field_ms, double *extract_ms);
 void pmi_cpu_sparse_plan_free(pm_context *ctx, pmi_sparse_plan *plan);
+/* The plan without the particles' volumes, from particles in host memory
+ * on any context (the CUDA backend's sparse path computes the volumes on
+ * the device): the sorted particles, occupied cells and bricks, in
+ * plan->state; freed by pmi_cpu_sparse_plan_free. */
+pm_status pmi_sparse_plan_host(pm_context *ctx, const float *xyz, size_t n,
+                               const pm_field_params *p, size_t brick_points, pm_normals normals,
+                               pmi_sparse_plan *plan);
+
+/* A dense cell list over the neighbour cells [c0, c1) of a plan's lattice,
+ * as density.c builds it for a whole grid: the same particles in the same
+ * slot order (by cell, then input index), so the SPH sums add the same
+ * terms in the same order. Buffers grow and are reused from call to call;
+ * zero the struct before the first, pmi_sparse_local_free after the last. */
+typedef struct pmi_sparse_local {
+    pmi_field_layout lay; /* lo = the global lattice index of point 0 of cell c0 */
+    pmi_cell_list cells;  /* start (ncells + 1), xyz by slot, n */
+    double *vol;          /* volumes by slot (with_vol) */
+    size_t cap_cells, cap_parts;
+    uint64_t c0[3];
+    /* Occupied cells met: local cell id and first global slot. */
+    struct pmi_sparse_found {
+        size_t local;
+        uint32_t global;
+    } * found;
+    size_t nfound, cap_found;
+} pmi_sparse_local;
+
+/* Returns 0 when out of memory. with_vol needs a plan with volumes. */
+int pmi_sparse_local_build(const pmi_sparse_plan *plan, const uint64_t c0[3], const uint64_t c1[3],
+                           int with_vol, pmi_sparse_local *L);
+void pmi_sparse_local_free(pmi_sparse_local *L);
+
 /* For tests: the field of brick plan->bricks[q] over its window [w0, w1)
  * (pmi_brick_window) into field, x fastest. */
 pm_status pmi_cpu_sparse_brick_field(pm_context *ctx, const pmi_sparse_plan *plan, size_t q,

@@ -270,9 +270,9 @@ static const pmi_backend cuda_backend = {
     /* .sph_build = */ pmi_cuda_sph_build,
     /* .mc_cleanup = */ pmi_cuda_mc_cleanup,
     /* .isosurface_piece = */ pmi_cuda_isosurface_piece,
-    /* .sparse_plan = */ NULL,
-    /* .sparse_pieces = */ NULL,
-    /* .sparse_plan_free = */ NULL,
+    /* .sparse_plan = */ pmi_cuda_sparse_plan,
+    /* .sparse_pieces = */ pmi_cuda_sparse_pieces,
+    /* .sparse_plan_free = */ pmi_cuda_sparse_plan_free,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

@@ -258,6 +258,13 @@ pm_status pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window,
                                     const uint64_t window_lo[3], const pm_lattice *lattice,
                                     const pm_lattice_box *owned, double iso,
                                     const pm_isosurface_options *options, pm_mesh_piece *piece);
+pm_status pmi_cuda_sparse_plan(pm_context *ctx, const float *xyz, size_t n,
+                               const pm_field_params *p, size_t brick_points, pm_normals normals,
+                               struct pmi_sparse_plan *plan);
+pm_status pmi_cuda_sparse_pieces(pm_context *ctx, struct pmi_sparse_plan *plan, size_t first,
+                                 size_t count, double iso, const pm_isosurface_options *options,
+                                 pm_mesh_piece *pieces, double *field_ms, double *extract_ms);
+void pmi_cuda_sparse_plan_free(pm_context *ctx, struct pmi_sparse_plan *plan);
 }
 
 #endif

@@ -332,6 +332,17 @@ static pm_status dn_queue_field(pm_context *ctx, const pmi_dn_grid &g, const pm_
     return PM_STATUS_OK;
 }
 
+extern "C" pm_status pmi_dn_queue_sph(pm_context *ctx, const pmi_dn_grid *g, double h,
+                                      double mass, double *vol, float *field, const char *fn)
+{
+    cudaStream_t st = pmi_cuda(ctx)->stream;
+    dn_volumes_kernel<<<dn_blocks(g->n, 1ll << 31), DN_THREADS, 0, st>>>(*g, h, mass, vol);
+    PMI_TRY(dn_launched(fn, "particle densities"));
+    dn_sph_field_kernel<<<(unsigned)g->ncells, DN_THREADS, 0, st>>>(*g, h, vol, dn_brick(g->block),
+                                                                    field);
+    return dn_launched(fn, "colour field");
+}
+
 extern "C" pm_status pmi_cuda_field_compute(pm_context *ctx, const float *xyz, size_t n,
                                             const pm_field_params *p, pm_field *out)
 {

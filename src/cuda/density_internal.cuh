@@ -60,6 +60,12 @@ pm_status pmi_cuda_particle_box(pm_context *ctx, const float *xyz, size_t n, int
 /* out[k] = the particle order[k]'s position, k < n (queued). */
 pm_status pmi_cuda_gather_xyz(pm_context *ctx, const float *xyz, const uint32_t *order, long long n,
                               float *out, const char *what);
+/* Queues the SPH volumes of every slot of g (into vol, g->n doubles) and
+ * the colour field over g's points (into field, x fastest), kernel radius
+ * h and particle mass `mass`: the field of a grid the caller built
+ * (src/cuda/sparse.cu), with the dense path's kernels. */
+pm_status pmi_dn_queue_sph(pm_context *ctx, const pmi_dn_grid *g, double h, double mass,
+                           double *vol, float *field, const char *fn);
 pm_status pmi_dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n,
                                   const pm_field_params *p, const pm_field_grid *grid,
                                   size_t extra_b, pmi_dn_grid *g, double **vol, void **extra,

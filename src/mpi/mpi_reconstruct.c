@@ -194,6 +194,12 @@ pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, s
     }
     opt.struct_size = sizeof opt;
     if (opt.normals == PM_NORMALS_DEFAULT) opt.normals = PM_NORMALS_CENTRAL;
+    if (!brick_points) {
+        /* The default by device (larger on GPUs), the same on every rank. */
+        uint64_t mine = pmi_sparse_brick_default(ctx), all = 0;
+        MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, comm);
+        brick_points = (size_t)all;
+    }
     pmi_sparse_geom G;
     s = pmi_sparse_geom_init(&p, gmin, gmax, brick_points, opt.normals, &G);
     if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) {

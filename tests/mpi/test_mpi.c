@@ -8,7 +8,10 @@
  * every rank fail with that rank's message. Particle sets split over the
  * ranks (contiguous, by position, one rank empty) give pm_reconstruct's
  * mesh of the concatenated set, byte for byte. The seed comes from rank 0
- * (PYRAMESH_TEST_SEED) so every rank builds the same volumes. */
+ * (PYRAMESH_TEST_SEED) so every rank builds the same volumes. With the
+ * argument `cuda` every rank meshes on its GPU (rank modulo the GPUs; exit
+ * 77, a skip, without one) and the references stay on the CPU: the MPI
+ * mesh of GPU ranks is the CPU's single-process mesh. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include "test_common.h"
 
 static int rank, ranks;
+static pm_context *ref_ctx; /* the single-process references: CPU, 1 thread */
 
 /* A field of a few random spheres and planes plus noise, so the surface
  * crosses every slab boundary and has many components. */
@@ -292,7 +296,7 @@ static int check_particles(pm_context *ctx)
             io.mode = variant ? PM_MESH_SOUP : PM_MESH_INDEXED;
             pm_mesh ref, got;
             pm_reconstruct_report rr;
-            PMT_OK(pm_reconstruct(ctx, cat, nc, &fp, NULL, &io, &ref, &rr));
+            PMT_OK(pm_reconstruct(ref_ctx, cat, nc, &fp, NULL, &io, &ref, &rr));
             int root = (d + variant) % ranks;
             pm_mpi_report rep;
             PMT_OK(pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, mine, nm, &fp, &ro, &io, root, &got,
@@ -309,7 +313,7 @@ static int check_particles(pm_context *ctx)
                           memcmp(rep.lattice.dims, rr.lattice.dims, sizeof rr.lattice.dims) == 0 &&
                           memcmp(rep.lattice.origin, rr.lattice.origin, sizeof rr.lattice.origin) == 0,
                       "particles, split %d, variant %d: report lattice and counts", d, variant);
-            pm_mesh_free(ctx, &ref);
+            pm_mesh_free(ref_ctx, &ref);
             pm_mesh_free(ctx, &got);
             cases++;
         }
@@ -347,13 +351,26 @@ int main(int argc, char **argv)
     pmt_seed_init();
     MPI_Bcast(&pmt_seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     pmt_state = pmt_seed;
+    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
+    if (cuda && !pm_cuda_available()) {
+        if (rank == 0) printf("test_mpi cuda: no usable GPU, skipped\n");
+        MPI_Finalize();
+        return PMT_SKIP;
+    }
     pm_context *ctx = NULL;
     pm_context_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.device = PM_DEVICE_CPU;
     desc.num_threads = 1;
+    PMT_OK(pm_context_create(&desc, &ref_ctx));
+    if (cuda) {
+        desc.device = PM_DEVICE_CUDA;
+        desc.cuda_device = rank % pm_cuda_device_count();
+    }
     PMT_OK(pm_context_create(&desc, &ctx));
-    if (rank == 0) printf("test_mpi: %d ranks, seed %llu\n", ranks, (unsigned long long)pmt_seed);
+    if (rank == 0)
+        printf("test_mpi: %d ranks on %s, seed %llu\n", ranks, cuda ? "cuda" : "cpu",
+               (unsigned long long)pmt_seed);
 
     static const pm_sample_type types[3] = {PM_SAMPLE_F32, PM_SAMPLE_U16, PM_SAMPLE_U8};
     static const pm_normals normals[3] = {PM_NORMALS_CENTRAL, PM_NORMALS_NONE, PM_NORMALS_SOBEL};
@@ -393,7 +410,7 @@ int main(int argc, char **argv)
                     o.normals = normals[ni];
                     o.mode = mode ? PM_MESH_SOUP : PM_MESH_INDEXED;
                     pm_mesh ref, got;
-                    PMT_OK(pm_isosurface(ctx, &whole, isos[ti], &o, &ref));
+                    PMT_OK(pm_isosurface(ref_ctx, &whole, isos[ti], &o, &ref));
                     size_t z0, snz;
                     slab_of(d, rank, nz, &z0, &snz);
                     pm_volume slab = whole;
@@ -420,7 +437,7 @@ int main(int argc, char **argv)
                         check_local(ctx, &lat, &slab, z0, isos[ti], &o, &want);
                         pm_mesh_free(ctx, &want);
                     }
-                    pm_mesh_free(ctx, &ref);
+                    pm_mesh_free(ref_ctx, &ref);
                     pm_mesh_free(ctx, &got);
                     cases++;
                 }
@@ -457,6 +474,7 @@ int main(int argc, char **argv)
     }
     cases += check_particles(ctx);
     pm_context_destroy(ctx);
+    pm_context_destroy(ref_ctx);
     int fails = pmt_failures, total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
