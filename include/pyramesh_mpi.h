@@ -86,14 +86,31 @@ PM_API pm_status pm_mpi_isosurface_local(pm_context *ctx, MPI_Comm comm, const p
  * sent to the ranks whose bricks it reaches, with the neighbours its
  * density needs (one all-to-all of 24 bytes per copy); each rank meshes
  * its bricks into one piece and the root merges them. SPH method only (the
- * sparse grid); options->grid is ignored, brick_points is used. Errors
- * are agreed as in pm_mpi_agree. On a backend without the sparse entries
- * (CUDA, for now) every rank returns PM_STATUS_UNSUPPORTED. */
+ * sparse grid); options->grid is ignored, brick_points is used (0: the
+ * largest of the ranks' devices' defaults, docs/scale.md). Each rank
+ * meshes on its own context (CPU or its GPU); the mesh does not depend on
+ * the rank count, the split or the devices. Errors are agreed as in
+ * pm_mpi_agree. */
 PM_API pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, size_t n,
                                     const pm_field_params *params,
                                     const pm_reconstruct_options *options,
                                     const pm_isosurface_options *iso_options, int root,
                                     pm_mesh *mesh, pm_mpi_report *report);
+
+/* The distributed form of pm_mpi_reconstruct: each rank gets its part as a
+ * self-contained indexed mesh in host memory (free with pm_mesh_free):
+ * the vertices of its brick layers, then the vertices of the next ranks'
+ * layers that its triangles use (fetched from their owners), ascending
+ * vertex key, and the triangles of its cells in pm_reconstruct's order.
+ * global_ids (allocated, free with free()) receives each vertex's key
+ * (pm_vertex_key on the report's lattice): equal keys on two ranks are one
+ * vertex with the same bytes, and merging the parts by key gives the
+ * gathered mesh. iso_options->mode is ignored (indexed). */
+PM_API pm_status pm_mpi_reconstruct_local(pm_context *ctx, MPI_Comm comm, const float *xyz,
+                                          size_t n, const pm_field_params *params,
+                                          const pm_reconstruct_options *options,
+                                          const pm_isosurface_options *iso_options, pm_mesh *mesh,
+                                          uint64_t **global_ids, pm_mpi_report *report);
 
 /* Writes the distributed mesh: every rank writes its part as
  * `<stem>_<rank>.vtp` (VTK XML PolyData with a point array "GlobalIds"

@@ -108,6 +108,35 @@ for opts in "" "--mesh-cleanup=on --normals=on --mesh-smoothing-iters=5"; do
     done
 done
 
+# Particles, distributed: one part per rank (on each device) that VTK's
+# reader opens as the serial mesh (same triangles; distinct ids = its
+# vertices); with post-processing a .pvtp is refused.
+"$PM" reconstruct "$BUNNY" -r 0.025 -c 0.5 --device cpu -o pref.ply -q 2> err || bad "serial reconstruct: $(cat err)"
+for dev in $devices; do
+    rm -f pdist*.vtp pdist.pvtp
+    $MPI 3 "$PM" reconstruct "$BUNNY" -r 0.025 -c 0.5 --device $dev -o pdist.pvtp -q > out 2>&1 ||
+        bad "mpirun reconstruct -o .pvtp --device $dev: $(tail -5 out)"
+    for r in 0 1 2; do [ -s pdist_$r.vtp ] || bad "no part pdist_$r.vtp ($dev)"; done
+    if python3 -c "import vtk" 2> /dev/null; then
+        python3 - <<'PY' || bad "particles ($dev): VTK's reader disagrees with the serial mesh"
+import vtk
+r = vtk.vtkXMLPPolyDataReader(); r.SetFileName("pdist.pvtp"); r.Update()
+m = vtk.vtkPLYReader(); m.SetFileName("pref.ply"); m.Update()
+d, g = r.GetOutput(), m.GetOutput()
+ids = d.GetPointData().GetArray("GlobalIds")
+assert ids is not None, "no GlobalIds"
+uniq = len(set(int(ids.GetTuple1(i)) for i in range(ids.GetNumberOfTuples())))
+print("particles pvtp: %d points (%d distinct ids), %d triangles; serial %d points, %d triangles"
+      % (d.GetNumberOfPoints(), uniq, d.GetNumberOfCells(), g.GetNumberOfPoints(), g.GetNumberOfCells()))
+assert d.GetNumberOfCells() == g.GetNumberOfCells()
+assert uniq == g.GetNumberOfPoints()
+PY
+    fi
+done
+$MPI 2 "$PM" reconstruct "$BUNNY" -r 0.025 -c 0.5 --device cpu --normals=on -o bad.pvtp -q > out 2>&1 &&
+    bad "a .pvtp output with post-processing was accepted"
+grep -q "written as meshed" out || bad "no message for .pvtp with post-processing: $(tail -3 out)"
+
 # A .pvtp without mpirun is refused.
 "$PM" isosurface vol.raw $RAW --iso 20000 -o x.pvtp -q 2> err && bad "a .pvtp output without mpirun was accepted"
 

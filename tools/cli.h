@@ -212,10 +212,11 @@ pm_status cli_mpi_isosurface(pm_context *ctx, const char *input, const pm_raw_op
 /* The particle surface over the ranks (pm_mpi_reconstruct): every rank
  * holds all n particles (read from the file) and passes its contiguous
  * share; the mesh on rank 0, where rep gets the lattice, the particle
- * counts and the stage times. */
+ * counts and the stage times. With ids: the distributed form
+ * (pm_mpi_reconstruct_local), every rank's part in mesh and its ids. */
 pm_status cli_mpi_reconstruct(pm_context *ctx, const float *xyz, size_t n,
                               const pm_field_params *fp, const pm_reconstruct_options *ro,
-                              const pm_isosurface_options *iso, pm_mesh *mesh,
+                              const pm_isosurface_options *iso, pm_mesh *mesh, uint64_t **ids,
                               pm_reconstruct_report *rep);
 /* Writes the distributed mesh: parts <stem>_<rank>.vtp and the .pvtp index. */
 pm_status cli_mpi_write_pvtp(const char *path, const pm_mesh *mesh, const uint64_t *ids);

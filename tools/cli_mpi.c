@@ -8,7 +8,8 @@
  * skipped up to the slab), the ranks mesh it together with
  * pm_mpi_isosurface, and rank 0 post-processes and writes the mesh, the
  * same bytes as a 1-rank run. An output ending in .pvtp is written
- * distributed instead (pm_mpi_isosurface_local + pm_mpi_write_pvtp).
+ * distributed instead (pm_mpi_isosurface_local or pm_mpi_reconstruct_local,
+ * then pm_mpi_write_pvtp).
  * Built without MPI, a run under mpirun with more than one rank stops with
  * an error rather than meshing the volume N times. */
 #ifndef _POSIX_C_SOURCE
@@ -176,7 +177,7 @@ pm_status cli_mpi_isosurface(pm_context *ctx, const char *input, const pm_raw_op
 
 pm_status cli_mpi_reconstruct(pm_context *ctx, const float *xyz, size_t n,
                               const pm_field_params *fp, const pm_reconstruct_options *ro,
-                              const pm_isosurface_options *iso, pm_mesh *mesh,
+                              const pm_isosurface_options *iso, pm_mesh *mesh, uint64_t **ids,
                               pm_reconstruct_report *rep)
 {
     memset(rep, 0, sizeof *rep);
@@ -185,8 +186,11 @@ pm_status cli_mpi_reconstruct(pm_context *ctx, const float *xyz, size_t n,
     const size_t a = n * r / R, b = n * (r + 1) / R;
     pm_mpi_report mr;
     double t0 = cli_now_ms();
-    pm_status s = pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, xyz + 3 * a, b - a, fp, ro, iso, 0,
-                                     mesh, &mr);
+    pm_status s =
+        ids ? pm_mpi_reconstruct_local(ctx, MPI_COMM_WORLD, xyz + 3 * a, b - a, fp, ro, iso, mesh,
+                                       ids, &mr)
+            : pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, xyz + 3 * a, b - a, fp, ro, iso, 0, mesh,
+                                 &mr);
     if (s != PM_STATUS_OK || cli_mpi_rank != 0) return s;
     rep->sparse = 1;
     rep->iso = fp->iso > 0 ? fp->iso : 0.6;

@@ -163,6 +163,8 @@ static const cli_option options[] = {
 /* The grid of reconstruct (--grid, --brick and splashsurf's subdomain
  * switches); zero (auto) for the other callers of cli_reconstruct_points. */
 static pm_reconstruct_options rec_grid;
+/* Under mpirun with a .pvtp output: every rank writes its part. */
+static int rec_distributed;
 
 typedef struct rec_job {
     cli_common c;
@@ -208,16 +210,32 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     pm_reconstruct_report rep;
     memset(&rep, 0, sizeof rep);
     rec_grid.struct_size = sizeof rec_grid;
+    int written = 0;
     if (cli_mpi_rank >= 0) {
         /* Under mpirun: the ranks mesh the particles together (each takes
-         * its share of the file's order); rank 0 goes on with the mesh. */
-        s = cli_mpi_reconstruct(ctx, xyz, n, &o->field, &rec_grid, &iso, &mesh, &rep);
-        path_word(&r->report, "mpi", "gather");
+         * its share of the file's order); rank 0 goes on with the mesh,
+         * or every rank writes its part of a distributed (.pvtp) output. */
+        uint64_t *ids = NULL;
+        s = cli_mpi_reconstruct(ctx, xyz, n, &o->field, &rec_grid, &iso, &mesh,
+                                rec_distributed ? &ids : NULL, &rep);
+        path_word(&r->report, "mpi", rec_distributed ? "distributed" : "gather");
         char num[16];
         snprintf(num, sizeof num, "%d", cli_mpi_ranks);
         path_word(&r->report, "ranks", num);
         r->ranks = cli_mpi_ranks;
         if (s != PM_STATUS_OK) return cli_mpi_rank > 0 ? CLI_FAIL : fail(p, s, "reconstructing the surface");
+        if (rec_distributed) {
+            cli_progress_stage(p, "writing");
+            t0 = cli_now_ms();
+            s = cli_mpi_write_pvtp(output, &mesh, ids);
+            r->t.write_ms = cli_now_ms() - t0;
+            free(ids);
+            written = 1;
+            if (s != PM_STATUS_OK) {
+                pm_mesh_free(ctx, &mesh);
+                return cli_mpi_rank > 0 ? CLI_FAIL : fail(p, s, output);
+            }
+        }
         if (cli_mpi_rank > 0) {
             pm_mesh_free(ctx, &mesh);
             return CLI_OK;
@@ -260,7 +278,9 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     r->active_cells = mesh.active_cells;
 
     int rc;
-    if (q->enabled_any) {
+    if (written) {
+        rc = CLI_OK;
+    } else if (q->enabled_any) {
         rc = cli_postprocess(ctx, q, xyz_ctx, n, &o->field, o->input, rep.lattice.origin,
                              rep.lattice.spacing, o->iso.normals, &mesh, output, &o->write, p, r);
     } else {
@@ -609,6 +629,22 @@ int cli_reconstruct_main(int argc, char **argv, int splashsurf)
 
     rc = CLI_FAIL;
     if (!cli_mpi_start(&argc, &argv)) goto done;
+    {
+        const char *out = job.c.output;
+        size_t olen = strlen(out);
+        rec_distributed = olen > 5 && strcmp(out + olen - 5, ".pvtp") == 0;
+        if (rec_distributed && cli_mpi_rank < 0) {
+            rc = cli_mpi_finish(cli_usage_error(
+                cmd, "a .pvtp output is the distributed mesh of an mpirun run (docs/distributed.md)"));
+            goto done;
+        }
+        if (rec_distributed && (q->enabled_any || job.c.subdivide > 0 || job.c.soup)) {
+            rc = cli_mpi_finish(cli_usage_error(
+                cmd, "a distributed (.pvtp) output is written as meshed: no post-processing, "
+                     "--subdivide or --soup"));
+            goto done;
+        }
+    }
     if (cli_mpi_rank > 0) {
         /* Rank 0 reports; the other ranks only work. */
         job.c.quiet = 1;

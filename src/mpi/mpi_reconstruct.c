@@ -117,10 +117,167 @@ static pm_status combine(const pm_mesh_piece *pc, size_t count, const pmi_sparse
     return PM_STATUS_OK;
 }
 
-pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, size_t n,
+/* The distributed form of a rank's piece (pm_mpi_reconstruct_local): its
+ * own vertices, then those of other ranks its triangles use (asked of their
+ * owners: one all-to-all of keys, one of positions and normals), ascending
+ * keys; the keys are the global ids. Collective; errors agreed. */
+static uint64_t bsearch_key(const uint64_t *a, uint64_t n, uint64_t key)
+{
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The rank whose brick layers hold lattice slice z (layers split as in
+ * pm_mpi_reconstruct: rank q has [L q / ranks, L (q + 1) / ranks)). */
+static int owner_of(uint64_t z, const pmi_sparse_geom *G, uint64_t L, int ranks)
+{
+    const uint64_t b = z / G->brick;
+    int q = 0;
+    while (q + 1 < ranks && L * (uint64_t)(q + 1) / (uint64_t)ranks <= b)
+        q++;
+    return q;
+}
+
+static pm_status local_mesh(MPI_Comm comm, int ranks, const pmi_sparse_geom *G, uint64_t L,
+                            const pm_mesh_piece *P, int normals, pm_mesh *mesh, uint64_t **ids)
+{
+    static const char fn[] = "pm_mpi_reconstruct_local";
+    pm_status s = PM_STATUS_OK;
+    const uint64_t nv = P->num_vertices, nt = P->num_triangles;
+    const int stride = normals ? 6 : 3;
+    /* The keys the triangles use that other ranks own, ascending, once. */
+    uint64_t *need = malloc((size_t)(3 * nt + 1) * 8);
+    uint64_t nn = 0;
+    if (!need) s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    for (uint64_t i = 0; need && i < 3 * nt; i++) {
+        const uint64_t k = P->triangles[i];
+        const uint64_t at = bsearch_key(P->vertex_keys, nv, k);
+        if (at == nv || P->vertex_keys[at] != k) need[nn++] = k;
+    }
+    if (need) qsort(need, (size_t)nn, 8, cmp_u64);
+    uint64_t u = 0;
+    for (uint64_t i = 0; i < nn; i++)
+        if (!u || need[u - 1] != need[i]) need[u++] = need[i];
+    nn = u;
+    if (s == PM_STATUS_OK && nv + nn >= UINT32_MAX)
+        s = pmi_error(PM_STATUS_OVERFLOW, "%s: %llu vertices on one rank, more than 32-bit indices",
+                      fn, (unsigned long long)(nv + nn));
+    int *sc = calloc((size_t)ranks, sizeof(int)), *rc = calloc((size_t)ranks, sizeof(int));
+    int *sd = calloc((size_t)ranks + 1, sizeof(int)), *rd = calloc((size_t)ranks + 1, sizeof(int));
+    if (!sc || !rc || !sd || !rd) s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    const uint64_t plane = G->dims[0] * G->dims[1];
+    for (uint64_t i = 0; s == PM_STATUS_OK && i < nn; i++)
+        sc[owner_of(need[i] / 3 / plane, G, L, ranks)]++;
+    if ((s = pmi_mpi_agree(comm, s)) != PM_STATUS_OK) goto out;
+    MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm);
+    for (int q = 0; q < ranks; q++) {
+        sd[q + 1] = sd[q] + sc[q];
+        rd[q + 1] = rd[q] + rc[q];
+    }
+    /* need is ascending and owners ascend with z: need is already grouped
+     * by destination, in rank order. */
+    uint64_t *asked = malloc(((size_t)rd[ranks] + 1) * 8);
+    float *answer = malloc(((size_t)rd[ranks] + 1) * (size_t)stride * 4);
+    float *got = malloc(((size_t)nn + 1) * (size_t)stride * 4);
+    if (!asked || !answer || !got) s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    s = pmi_mpi_agree(comm, s);
+    if (s == PM_STATUS_OK) {
+        MPI_Alltoallv(need, sc, sd, MPI_UINT64_T, asked, rc, rd, MPI_UINT64_T, comm);
+        for (int i = 0; i < rd[ranks]; i++) {
+            const uint64_t at = bsearch_key(P->vertex_keys, nv, asked[i]);
+            if (at == nv || P->vertex_keys[at] != asked[i]) {
+                s = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                              "%s: vertex key %llu asked of the rank that should own it, which "
+                              "has no such vertex",
+                              fn, (unsigned long long)asked[i]);
+                break;
+            }
+            memcpy(answer + (size_t)i * (size_t)stride, P->positions + 3 * at, 12);
+            if (normals) memcpy(answer + (size_t)i * 6 + 3, P->normals + 3 * at, 12);
+        }
+        s = pmi_mpi_agree(comm, s);
+    }
+    if (s == PM_STATUS_OK) {
+        for (int q = 0; q <= ranks; q++) {
+            if (q < ranks) {
+                sc[q] *= stride;
+                rc[q] *= stride;
+            }
+            sd[q] *= stride;
+            rd[q] *= stride;
+        }
+        /* Answers travel back: what this rank was asked goes out (rc),
+         * what it asked comes in (sc). */
+        MPI_Alltoallv(answer, rc, rd, MPI_FLOAT, got, sc, sd, MPI_FLOAT, comm);
+        memset(mesh, 0, sizeof *mesh);
+        const uint64_t V = nv + nn;
+        mesh->positions = malloc((size_t)(3 * V + 1) * 4);
+        mesh->normals = normals ? malloc((size_t)(3 * V + 1) * 4) : NULL;
+        mesh->indices = malloc((size_t)(3 * nt + 1) * 4);
+        *ids = malloc((size_t)(V + 1) * 8);
+        if (!mesh->positions || (normals && !mesh->normals) || !mesh->indices || !*ids) {
+            s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for the part", fn);
+        } else {
+            memcpy(mesh->positions, P->positions, (size_t)(3 * nv) * 4);
+            if (normals) memcpy(mesh->normals, P->normals, (size_t)(3 * nv) * 4);
+            memcpy(*ids, P->vertex_keys, (size_t)nv * 8);
+            for (uint64_t i = 0; i < nn; i++) {
+                memcpy(mesh->positions + 3 * (nv + i), got + i * (uint64_t)stride, 12);
+                if (normals) memcpy(mesh->normals + 3 * (nv + i), got + i * 6 + 3, 12);
+                (*ids)[nv + i] = need[i];
+            }
+            for (uint64_t i = 0; i < 3 * nt; i++) {
+                const uint64_t k = P->triangles[i];
+                uint64_t at = bsearch_key(P->vertex_keys, nv, k);
+                if (at == nv || P->vertex_keys[at] != k) at = nv + bsearch_key(need, nn, k);
+                mesh->indices[i] = (uint32_t)at;
+            }
+            mesh->num_vertices = (size_t)V;
+            mesh->num_triangles = (size_t)nt;
+            mesh->active_cells = P->active_cells;
+            mesh->owns_arrays = 1;
+        }
+        if (s != PM_STATUS_OK) {
+            free(mesh->positions);
+            free(mesh->normals);
+            free(mesh->indices);
+            free(*ids);
+            *ids = NULL;
+            memset(mesh, 0, sizeof *mesh);
+        }
+        s = pmi_mpi_agree(comm, s);
+    }
+    free(asked);
+    free(answer);
+    free(got);
+out:
+    free(need);
+    free(sc);
+    free(rc);
+    free(sd);
+    free(rd);
+    return s;
+}
+
+/* pm_mpi_reconstruct (local NULL: gathered on root into mesh) and
+ * pm_mpi_reconstruct_local (local, ids: this rank's part). */
+static pm_status reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, size_t n,
                              const pm_field_params *params, const pm_reconstruct_options *options,
                              const pm_isosurface_options *iso_options, int root, pm_mesh *mesh,
-                             pm_mpi_report *report)
+                             pm_mesh *local, uint64_t **ids, pm_mpi_report *report)
 {
     static const char fn[] = "pm_mpi_reconstruct";
     pm_mpi_report rep;
@@ -132,7 +289,13 @@ pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, s
     if (mesh) memset(mesh, 0, sizeof *mesh);
     pm_field_params p;
     pm_status s = PM_STATUS_OK;
-    if (!ctx || !params || (n && !xyz) || (rank == root && !mesh))
+    if (local) {
+        memset(local, 0, sizeof *local);
+        root = 0;
+    }
+    if (ids) *ids = NULL;
+    if (!ctx || !params || (n && !xyz) || (!local && rank == root && !mesh) ||
+        (local && !ids))
         s = pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL argument", fn);
     else if (root < 0 || root >= ranks)
         s = pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: root %d of %d ranks", fn, root, ranks);
@@ -314,7 +477,13 @@ pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, s
     rep.piece_vertices = piece.num_vertices;
     rep.piece_triangles = piece.num_triangles;
     s = pmi_mpi_agree(comm, s);
-    if (s == PM_STATUS_OK) {
+    if (local) {
+        t = MPI_Wtime();
+        if (s == PM_STATUS_OK)
+            s = local_mesh(comm, ranks, &G, L, &piece, opt.normals != PM_NORMALS_NONE, local, ids);
+        rep.gather_ms = 1e3 * (MPI_Wtime() - t);
+        pm_mesh_piece_free(&piece);
+    } else if (s == PM_STATUS_OK) {
         pm_mesh_piece *all = NULL;
         size_t np = 0;
         const int has = piece.num_vertices > 0 || piece.num_triangles > 0;
@@ -342,7 +511,26 @@ pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, s
     free(sdisp);
     free(rdisp);
     free(keep);
-    if (s != PM_STATUS_OK && mesh && rank == root) pm_mesh_free(ctx, mesh);
+    if (s != PM_STATUS_OK && !local && mesh && rank == root) pm_mesh_free(ctx, mesh);
     if (report) *report = rep;
     return s;
+}
+
+pm_status pm_mpi_reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, size_t n,
+                             const pm_field_params *params, const pm_reconstruct_options *options,
+                             const pm_isosurface_options *iso_options, int root, pm_mesh *mesh,
+                             pm_mpi_report *report)
+{
+    return reconstruct(ctx, comm, xyz, n, params, options, iso_options, root, mesh, NULL, NULL,
+                       report);
+}
+
+pm_status pm_mpi_reconstruct_local(pm_context *ctx, MPI_Comm comm, const float *xyz, size_t n,
+                                   const pm_field_params *params,
+                                   const pm_reconstruct_options *options,
+                                   const pm_isosurface_options *iso_options, pm_mesh *mesh,
+                                   uint64_t **global_ids, pm_mpi_report *report)
+{
+    return reconstruct(ctx, comm, xyz, n, params, options, iso_options, 0, NULL, mesh, global_ids,
+                       report);
 }

@@ -133,15 +133,13 @@ static uint64_t index_of(const keyed *v, uint64_t n, uint64_t key)
     return lo;
 }
 
-/* The distributed parts, sent to rank 0 and merged there by their global
- * ids (equal ids: one vertex, with the same bytes on every rank that has
- * it; triangles in rank order), must be the gathered mesh `want`. */
-static void check_local(pm_context *ctx, const pm_lattice *lat, const pm_volume *slab, size_t z0,
-                        double iso, const pm_isosurface_options *o, const pm_mesh *want)
+/* The distributed parts (this rank's: part, ids; freed here), sent to rank
+ * 0 and merged there by their global ids (equal ids: one vertex, with the
+ * same bytes on every rank that has it; triangles in rank order), must be
+ * the gathered mesh `want`. */
+static void check_parts(pm_context *ctx, pm_mesh *part_in, uint64_t *ids, const pm_mesh *want)
 {
-    pm_mesh part;
-    uint64_t *ids = NULL;
-    PMT_OK(pm_mpi_isosurface_local(ctx, MPI_COMM_WORLD, lat, slab, z0, iso, o, &part, &ids, NULL));
+    pm_mesh part = *part_in;
     uint64_t nv = part.num_vertices, nt = part.num_triangles;
     PMT_CHECK(part.indices != NULL || nt == 0, "the local part is indexed");
     keyed *mine = calloc((size_t)nv + 1, sizeof *mine);
@@ -213,6 +211,15 @@ static void check_local(pm_context *ctx, const pm_lattice *lat, const pm_volume 
     free(tri);
     pm_mesh_free(ctx, &part);
     free(ids);
+}
+
+static void check_local(pm_context *ctx, const pm_lattice *lat, const pm_volume *slab, size_t z0,
+                        double iso, const pm_isosurface_options *o, const pm_mesh *want)
+{
+    pm_mesh part;
+    uint64_t *ids = NULL;
+    PMT_OK(pm_mpi_isosurface_local(ctx, MPI_COMM_WORLD, lat, slab, z0, iso, o, &part, &ids, NULL));
+    check_parts(ctx, &part, ids, want);
 }
 
 /* Particles: two jittered balls and a loose sheet, about 2500 in all;
@@ -313,6 +320,19 @@ static int check_particles(pm_context *ctx)
                           memcmp(rep.lattice.dims, rr.lattice.dims, sizeof rr.lattice.dims) == 0 &&
                           memcmp(rep.lattice.origin, rr.lattice.origin, sizeof rr.lattice.origin) == 0,
                       "particles, split %d, variant %d: report lattice and counts", d, variant);
+            /* The distributed parts, merged by id: the indexed mesh, on
+             * every rank (rank 0 compares). */
+            {
+                pm_isosurface_options ii = io;
+                ii.mode = PM_MESH_INDEXED;
+                pm_mesh want, part;
+                uint64_t *ids = NULL;
+                PMT_OK(pm_reconstruct(ref_ctx, cat, nc, &fp, NULL, &ii, &want, NULL));
+                PMT_OK(pm_mpi_reconstruct_local(ctx, MPI_COMM_WORLD, mine, nm, &fp, &ro, &io,
+                                                &part, &ids, NULL));
+                check_parts(ctx, &part, ids, &want);
+                pm_mesh_free(ref_ctx, &want);
+            }
             pm_mesh_free(ref_ctx, &ref);
             pm_mesh_free(ctx, &got);
             cases++;
