@@ -1,6 +1,7 @@
-/* pm_mpi_isosurface scaling and the per-message costs of the exchange
- * (docs/distributed.md). Run under mpirun:
+/* pm_mpi_isosurface and pm_mpi_reconstruct scaling and the per-message
+ * costs of the exchange (docs/distributed.md). Run under mpirun:
  *   mpirun -n R bench_mpi N [threads] [cpu|cuda]
+ *   mpirun -n R bench_mpi particles M [threads] [cpu|cuda]
  * meshes an N^3 f32 field (a few blobs, as the CLI's tests) split in R
  * slabs, each rank on `threads` CPU threads (default 1) or, with cuda, on
  * the GPU of its local rank (ranks of a node take its GPUs in turn; the
@@ -9,18 +10,95 @@
  * then (R >= 2) a ping-pong between ranks 0 and 1 for the message sizes
  * of a ghost slice, giving the latency and bandwidth the 1,024-rank model
  * in docs/distributed.md uses. Strong scaling: one N, several R; weak
- * scaling: N^3 per rank (N scaled by cbrt(R)). */
+ * scaling: N^3 per rank (N scaled by cbrt(R)). `particles`: the demo's
+ * dam-break scene (tools/demo_scene.h) of about M particles, every rank
+ * passing its contiguous share of the set to pm_mpi_reconstruct (the
+ * scene's parameters), median of 3 after a warm-up. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pyramesh_mpi.h"
+#include "tools/demo_scene.h"
 
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+static pm_context *rank_context(int threads, int cuda)
+{
+    pm_context *ctx;
+    pm_context_desc d;
+    memset(&d, 0, sizeof d);
+    d.device = cuda ? PM_DEVICE_CUDA : PM_DEVICE_CPU;
+    d.num_threads = threads;
+    if (cuda) {
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        int gpus = pm_cuda_device_count();
+        d.cuda_device = gpus > 0 && local ? atoi(local) % gpus : 0;
+    }
+    if (pm_context_create(&d, &ctx) != PM_STATUS_OK) MPI_Abort(MPI_COMM_WORLD, 1);
+    return ctx;
+}
+
+static int particles(int rank, int ranks, size_t target, int threads, int cuda)
+{
+    size_t n = demo_scene(target, DEMO_SEED, NULL, NULL);
+    float *xyz = malloc(n * 3 * sizeof *xyz);
+    demo_scene(target, DEMO_SEED, xyz, NULL);
+    pm_context *ctx = rank_context(threads, cuda);
+    pm_field_params p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.radius = DEMO_RADIUS;
+    p.smoothing_length = DEMO_SMOOTHING;
+    p.cube_size = DEMO_CUBE;
+    p.iso = DEMO_THRESHOLD;
+    const size_t a = n * (size_t)rank / (size_t)ranks, b = n * (size_t)(rank + 1) / (size_t)ranks;
+    enum { RUNS = 3 };
+    double total[RUNS], st[RUNS][4];
+    size_t tris = 0;
+    for (int it = -1; it < RUNS; it++) {
+        pm_mesh m;
+        pm_mpi_report rep;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t = MPI_Wtime();
+        pm_status s =
+            pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, xyz + 3 * a, b - a, &p, NULL, NULL, 0, &m, &rep);
+        double e = MPI_Wtime() - t;
+        if (s != PM_STATUS_OK) {
+            if (rank == 0) fprintf(stderr, "bench_mpi: %s\n", pm_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        tris = m.num_triangles;
+        pm_mesh_free(ctx, &m);
+        if (it < 0) continue;
+        double mine[5] = {e, rep.exchange_ms, rep.extract_ms, rep.gather_ms, rep.merge_ms}, mx[5];
+        MPI_Reduce(mine, mx, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        total[it] = 1e3 * mx[0];
+        for (int k = 0; k < 4; k++) st[it][k] = mx[k + 1];
+    }
+    if (rank == 0) {
+        char where[160];
+        if (cuda) snprintf(where, sizeof where, "%s", pm_context_device_name(ctx));
+        else snprintf(where, sizeof where, "%d CPU thread%s", threads, threads == 1 ? "" : "s");
+        double sorted[RUNS];
+        memcpy(sorted, total, sizeof sorted);
+        qsort(sorted, RUNS, sizeof *sorted, cmp_double);
+        int med = 0;
+        for (int i = 0; i < RUNS; i++)
+            if (total[i] == sorted[RUNS / 2]) med = i;
+        printf("bench_mpi: particles %zu, %d ranks x %s: %zu triangles, median %.1f ms "
+               "(slowest rank: exchange %.2f, extract %.1f, gather %.1f, merge %.1f ms)\n",
+               n, ranks, where, tris, sorted[RUNS / 2], st[med][0], st[med][1], st[med][2],
+               st[med][3]);
+    }
+    pm_context_destroy(ctx);
+    free(xyz);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -29,6 +107,12 @@ int main(int argc, char **argv)
     int rank, ranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    if (argc > 2 && !strcmp(argv[1], "particles")) {
+        particles(rank, ranks, (size_t)atof(argv[2]), argc > 3 ? atoi(argv[3]) : 1,
+                  argc > 4 && !strcmp(argv[4], "cuda"));
+        MPI_Finalize();
+        return 0;
+    }
     size_t n = argc > 1 ? (size_t)atol(argv[1]) : 256;
     int threads = argc > 2 ? atoi(argv[2]) : 1;
     size_t z0 = n * (size_t)rank / (size_t)ranks, z1 = n * (size_t)(rank + 1) / (size_t)ranks;
@@ -44,17 +128,7 @@ int main(int argc, char **argv)
                 v[(k - z0) * n * n + j * n + i] = (float)f;
             }
     const int cuda = argc > 3 && !strcmp(argv[3], "cuda");
-    pm_context *ctx;
-    pm_context_desc d;
-    memset(&d, 0, sizeof d);
-    d.device = cuda ? PM_DEVICE_CUDA : PM_DEVICE_CPU;
-    d.num_threads = threads;
-    if (cuda) {
-        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        int gpus = pm_cuda_device_count();
-        d.cuda_device = gpus > 0 && local ? atoi(local) % gpus : 0;
-    }
-    if (pm_context_create(&d, &ctx) != PM_STATUS_OK) MPI_Abort(MPI_COMM_WORLD, 1);
+    pm_context *ctx = rank_context(threads, cuda);
     pm_lattice lat;
     memset(&lat, 0, sizeof lat);
     for (int a = 0; a < 3; a++) {
