@@ -421,7 +421,8 @@ static void backend_boxes(pm_context *ctx, const size_t dims[3], pm_sample_type 
 /* ctx's pieces of a random tiling (each also against the CPU's), merged on
  * ctx in shuffled order, against the CPU's pm_isosurface of the volume. */
 static void backend_tiling(pm_context *ctx, const size_t dims[3], pm_sample_type t,
-                           pm_normals normals, pm_inside inside, pm_mesh_mode mode, size_t maxcuts)
+                           pm_normals normals, pm_inside inside, pm_mesh_mode mode, size_t maxcuts,
+                           int z_slabs_in_order)
 {
     double iso;
     unsigned char *data = random_volume(dims[0], dims[1], dims[2], t, 0, &iso);
@@ -448,7 +449,7 @@ static void backend_tiling(pm_context *ctx, const size_t dims[3], pm_sample_type
              dims[1], dims[2], pm_sample_type_string(t), (int)normals, (int)inside, (int)mode);
     size_t cut[3][12], np[3];
     for (int a = 0; a < 3; a++)
-        np[a] = random_cuts(dims[a], cut[a], maxcuts);
+        np[a] = random_cuts(dims[a], cut[a], z_slabs_in_order && a < 2 ? 1 : maxcuts);
     size_t count = np[0] * np[1] * np[2], q = 0;
     pm_mesh_piece *pieces = calloc(count, sizeof *pieces);
     for (size_t bz = 0; bz < np[2]; bz++)
@@ -463,7 +464,8 @@ static void backend_tiling(pm_context *ctx, const size_t dims[3], pm_sample_type
                 backend_piece(ctx, data, dims, t, &lat, &own, iso, &opt, (int)(pmt_rand() % 2),
                               &pieces[q++], what);
             }
-    for (size_t i = count; i > 1; i--) {
+    /* z slabs in order take the merge's ordered path (no sorts). */
+    for (size_t i = count; i > 1 && !z_slabs_in_order; i--) {
         size_t j = (size_t)(pmt_rand() % i);
         pm_mesh_piece x = pieces[i - 1];
         pieces[i - 1] = pieces[j];
@@ -495,15 +497,17 @@ static void backend_pieces(pm_context *ctx, int big_cases)
     for (size_t v = 0; v < nvd; v++)
         for (int t = 0; t < 5; t++)
             for (int nm = PM_NORMALS_NONE; nm <= PM_NORMALS_SOBEL; nm++)
-                backend_tiling(ctx, vd[v], (pm_sample_type)t, (pm_normals)nm,
-                               (t + nm + (int)v) % 2 ? PM_INSIDE_BELOW : PM_INSIDE_ABOVE,
-                               (v + (size_t)nm) % 2 ? PM_MESH_SOUP : PM_MESH_INDEXED, 6);
+                for (int zs = 0; zs < 2; zs++)
+                    backend_tiling(ctx, vd[v], (pm_sample_type)t, (pm_normals)nm,
+                                   (t + nm + (int)v) % 2 ? PM_INSIDE_BELOW : PM_INSIDE_ABOVE,
+                                   (v + (size_t)nm) % 2 ? PM_MESH_SOUP : PM_MESH_INDEXED, 6, zs);
     if (!big_cases) return;
     /* 300 x 217 x 70 = 4.56 M points: 2^22 = 13981 rows and 4 points. */
     static const size_t big[3] = {300, 217, 70};
     backend_tiling(ctx, big, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, PM_INSIDE_ABOVE, PM_MESH_INDEXED,
-                   2);
-    backend_tiling(ctx, big, PM_SAMPLE_U16, PM_NORMALS_SOBEL, PM_INSIDE_BELOW, PM_MESH_INDEXED, 3);
+                   2, 0);
+    backend_tiling(ctx, big, PM_SAMPLE_U16, PM_NORMALS_SOBEL, PM_INSIDE_BELOW, PM_MESH_INDEXED, 3,
+                   1);
 }
 
 /* ---- particles ---- */

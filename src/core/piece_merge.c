@@ -194,6 +194,39 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
         goto done;
     }
 
+    /* Pieces already in key order (z slabs of a volume, in order: each
+     * piece's keys above the previous pieces'): the concatenation is the
+     * merged order and the sorts are skipped. */
+    int ordered = 1;
+    {
+        uint64_t lastv = 0, lastc = 0;
+        int anyv = 0, anyc = 0;
+        for (size_t p = 0; p < count && ordered; p++) {
+            const pm_mesh_piece *P = &pieces[p];
+            if (P->num_vertices) {
+                if (anyv && P->vertex_keys[0] <= lastv) ordered = 0;
+                lastv = P->vertex_keys[P->num_vertices - 1];
+                anyv = 1;
+            }
+            if (P->num_triangles) {
+                if (anyc && P->cell_keys[0] <= lastc) ordered = 0;
+                lastc = P->cell_keys[P->num_triangles - 1];
+                anyc = 1;
+            }
+        }
+    }
+    if (ordered) {
+        for (size_t p = 0; p < count; p++) {
+            memcpy(vkeys + vbase[p], pieces[p].vertex_keys,
+                   (size_t)pieces[p].num_vertices * sizeof *vkeys);
+            for (uint64_t v = 0; v < pieces[p].num_vertices; v++)
+                vrank[vbase[p] + v] = (uint32_t)(vbase[p] + v);
+            for (uint64_t t = 0; t < pieces[p].num_triangles; t++)
+                trank[tbase[p] + t] = (uint32_t)(tbase[p] + t);
+        }
+        goto place;
+    }
+
     /* Vertex order: ascending key; each key once. */
     for (size_t p = 0; p < count; p++)
         for (uint64_t v = 0; v < pieces[p].num_vertices; v++) {
@@ -234,6 +267,7 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
         trank[src[t]] = (uint32_t)t;
     }
 
+place:;
     /* A bucket index over the merged keys for the vertices a triangle
      * takes from another piece: the key's bucket, then a short search. */
     uint64_t kmin = nv ? vkeys[0] : 0, span = nv ? vkeys[nv - 1] - kmin : 0;
