@@ -709,6 +709,12 @@ PM_API pm_status pm_volume_source_open(const char *path, const pm_raw_options *r
                                        pm_volume_source *out);
 /* Calls source->close(source->user) and zeroes the source. NULL is fine. */
 PM_API void pm_volume_source_close(pm_volume_source *source);
+/* A source over a volume in host memory (kept by the caller while the
+ * source is used): to stream a volume through a GPU whose memory cannot
+ * hold it, with pm_isosurface_stream's memory limit. On a CUDA context the
+ * slabs are uploaded straight from the volume (no copy when its slices are
+ * packed). Free with pm_volume_source_close. */
+PM_API pm_status pm_volume_source_memory(const pm_volume *volume, pm_volume_source *out);
 
 /* What a streamed extraction did (all zero before it starts). */
 typedef struct pm_stream_report {
@@ -745,12 +751,26 @@ typedef struct pm_stream_options {
  * itself is built in host memory. stream may be NULL (no limit).
  * options->report's path gets "stream=slabs slabs=N thickness=T
  * read_bytes=B" and stages read, walk, copy (and gather for soups).
- * Returns what pm_isosurface returns, the source's failure, or
- * PM_STATUS_UNSUPPORTED on a CUDA context (streaming runs on the CPU
- * backend only for now). On failure the mesh is freed and zeroed. */
+ * On a CUDA context the limit bounds the device memory: the slabs are
+ * meshed as pieces on the GPU (docs/scale.md, "Slabs on devices"), two at
+ * a time so that copies overlap extraction, and joined in host memory;
+ * the path says "stream=pieces" and the stages are read, upload, pieces,
+ * merge. Returns what pm_isosurface returns or the source's failure. On
+ * failure the mesh is freed and zeroed. */
 PM_API pm_status pm_isosurface_stream(pm_context *ctx, const pm_volume_source *source, double iso,
                                       const pm_isosurface_options *options,
                                       const pm_stream_options *stream, pm_mesh *mesh);
+
+/* Several devices in one process (docs/scale.md, "Slabs on devices"): the
+ * volume (host memory) cut into z slabs, each meshed as a mesh piece on
+ * one of the `count` contexts (a host thread each; a GPU also gets a
+ * second stream, so that one slab's upload overlaps another's
+ * extraction), the pieces joined in order on contexts[0]: pm_isosurface's
+ * mesh, byte for byte, for any count and any mix of devices. The output
+ * options are those of pm_isosurface on contexts[0]. */
+PM_API pm_status pm_isosurface_multi(pm_context *const *contexts, int count,
+                                     const pm_volume *volume, double iso,
+                                     const pm_isosurface_options *options, pm_mesh *mesh);
 /* pm_volume_source_open + pm_isosurface_stream + pm_volume_source_close. */
 PM_API pm_status pm_isosurface_file(pm_context *ctx, const char *path, const pm_raw_options *raw,
                                     double iso, const pm_isosurface_options *options,

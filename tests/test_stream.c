@@ -4,8 +4,13 @@
  * all) and thread count; raw and NRRD files (plain with header offsets,
  * big-endian, gzip); errors (truncated files, a failing source, a limit
  * too small) leave no mesh; the working set stays within the limit (the
- * report's accounting and getrusage). The cuda run checks that a CUDA
- * context says UNSUPPORTED, then skips (77). */
+ * report's accounting and getrusage). Slabs as mesh pieces on several
+ * contexts (core/slab_pieces.c: pm_isosurface_multi, and a source read in
+ * order by concurrent workers): the same mesh. The cuda run: the same on
+ * the GPU: pm_isosurface_stream through the device (a source, a memory
+ * source, a limit that forces thin slabs, a limit too small, a failing
+ * source), pm_isosurface's slab path (hook "slabs"), pm_isosurface_multi
+ * on the GPU alone and beside a CPU context. */
 #define _XOPEN_SOURCE 700
 #include <math.h>
 #include <sys/resource.h>
@@ -13,6 +18,7 @@
 
 #include "test_files.h"
 #include "test_volumes.h"
+#include "core/slab_pieces.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -547,30 +553,170 @@ static void test_bounded(pm_context *ctx)
     pm_volume_free(&v);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Slabs as mesh pieces on several contexts                                   */
+/* ------------------------------------------------------------------------ */
+
+/* pm_isosurface_multi on ctxs, and (internal) the slab pieces of a source
+ * read by concurrent workers, against pm_isosurface on ref; on a GPU also
+ * pm_isosurface_stream through it (cuda set). */
+static void test_slab_pieces(pm_context *ref, pm_context *const *ctxs, int n, int cuda,
+                             const char *tag)
+{
+    static const size_t dims[][3] = {{2, 2, 2}, {3, 5, 7}, {31, 33, 17}, {67, 45, 21}, {2, 9, 33}};
+    static const pm_normals normals[] = {PM_NORMALS_NONE, PM_NORMALS_FORWARD, PM_NORMALS_CENTRAL,
+                                         PM_NORMALS_SOBEL};
+    size_t runs = 0;
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+        for (int t = 0; t < 5; t++) {
+            const double iso = t == PM_SAMPLE_I16 ? 0.0 : 100.0;
+            pm_volume v;
+            memset(&v, 0, sizeof v);
+            v.type = (pm_sample_type)t;
+            v.nx = dims[d][0];
+            v.ny = dims[d][1];
+            v.nz = dims[d][2];
+            v.spacing[0] = 0.5;
+            v.spacing[1] = 1.25;
+            v.spacing[2] = 0.75 + pmt_uniform();
+            v.origin[2] = 7.0 * pmt_uniform();
+            v.data = random_volume(v.type, v.nx, v.ny, v.nz, iso);
+            for (int nm = 0; nm < 4; nm++)
+                for (int mode = 0; mode < 2; mode++) {
+                    pm_isosurface_options o;
+                    memset(&o, 0, sizeof o);
+                    o.struct_size = sizeof o;
+                    o.normals = normals[nm];
+                    o.mode = mode ? PM_MESH_SOUP : PM_MESH_INDEXED;
+                    o.inside = (nm + t) % 2 ? PM_INSIDE_BELOW : PM_INSIDE_ABOVE;
+                    char what[160];
+                    snprintf(what, sizeof what, "%s %zux%zux%zu %s normals %d %s", tag, v.nx, v.ny,
+                             v.nz, pm_sample_type_string(v.type), nm, mode ? "soup" : "indexed");
+                    pm_mesh want, got;
+                    PMT_OK(pm_isosurface(ref, &v, iso, &o, &want));
+                    pm_isosurface_report rep;
+                    memset(&rep, 0, sizeof rep);
+                    o.report = &rep;
+                    PMT_OK(pm_isosurface_multi(ctxs, n, &v, iso, &o, &got));
+                    o.report = NULL;
+                    same_mesh(&got, &want, what);
+                    PMT_CHECK(path_has(&rep, "extract=slabs"), "%s: multi path '%s'", what,
+                              rep.path);
+                    pm_mesh_free(ctxs[0], &got);
+                    runs++;
+                    /* A source, read in slice order by the workers. */
+                    for (size_t T = 1; T <= 3; T += 2) {
+                        mem_src m;
+                        pm_volume_source src = mem_source(&v, &m);
+                        pm_volume geo = v;
+                        geo.data = NULL;
+                        geo.row_stride = v.nx;
+                        geo.slice_stride = v.nx * v.ny;
+                        pmi_slab_report S;
+                        PMT_OK(pmi_slab_run(ctxs, n, &geo, &src, iso, &o, 0, T, 1, &got, &S));
+                        char w2[200];
+                        snprintf(w2, sizeof w2, "%s source thickness %zu", what, T);
+                        same_mesh(&got, &want, w2);
+                        PMT_CHECK(!m.contract_broken && m.next == v.nz,
+                                  "%s: reads not consecutive or incomplete", w2);
+                        PMT_CHECK(S.slabs == (v.nz + T - 1) / T, "%s: %zu slabs", w2, S.slabs);
+                        pm_mesh_free(ctxs[0], &got);
+                        runs++;
+                    }
+                    if (cuda) {
+                        /* pm_isosurface_stream through the GPU: a source
+                         * and a memory source, thin slabs. */
+                        for (int kind = 0; kind < 2; kind++) {
+                            mem_src m;
+                            pm_volume_source src;
+                            if (kind)
+                                PMT_OK(pm_volume_source_memory(&v, &src));
+                            else
+                                src = mem_source(&v, &m);
+                            pm_stream_report R;
+                            pm_stream_options so = {sizeof so, 0, 2, &R};
+                            memset(&rep, 0, sizeof rep);
+                            o.report = &rep;
+                            PMT_OK(pm_isosurface_stream(ctxs[0], &src, iso, &o, &so, &got));
+                            o.report = NULL;
+                            char w2[200];
+                            snprintf(w2, sizeof w2, "%s stream %s", what,
+                                     kind ? "memory source" : "source");
+                            same_mesh(&got, &want, w2);
+                            PMT_CHECK(path_has(&rep, "stream=pieces") &&
+                                          R.slabs == (v.nz + 1) / 2,
+                                      "%s: path '%s', %zu slabs", w2, rep.path, R.slabs);
+                            if (!kind)
+                                PMT_CHECK(!m.contract_broken && m.next == v.nz,
+                                          "%s: reads not consecutive", w2);
+                            if (kind) pm_volume_source_close(&src);
+                            pm_mesh_free(ctxs[0], &got);
+                            runs++;
+                        }
+                        /* pm_isosurface's slab path (volumes larger than
+                         * the GPU), forced. */
+                        setenv("PYRAMESH_TEST_HOOKS", "slabs", 1);
+                        memset(&rep, 0, sizeof rep);
+                        o.report = &rep;
+                        PMT_OK(pm_isosurface(ctxs[0], &v, iso, &o, &got));
+                        o.report = NULL;
+                        unsetenv("PYRAMESH_TEST_HOOKS");
+                        char w3[200];
+                        snprintf(w3, sizeof w3, "%s pm_isosurface slabs", what);
+                        same_mesh(&got, &want, w3);
+                        PMT_CHECK(path_has(&rep, "extract=slabs"), "%s: path '%s'", w3, rep.path);
+                        pm_mesh_free(ctxs[0], &got);
+                        runs++;
+                    }
+                    pm_mesh_free(ref, &want);
+                }
+            free((void *)v.data);
+        }
+    printf("%s: %zu slab-piece extractions identical to pm_isosurface\n", tag, runs);
+}
+
+/* On the GPU: a limit too small for one slice, and a failing source. */
+static void test_gpu_errors(pm_context *ctx)
+{
+    pm_volume v;
+    memset(&v, 0, sizeof v);
+    v.type = PM_SAMPLE_U16;
+    v.nx = 64, v.ny = 48, v.nz = 40;
+    v.data = random_volume(v.type, v.nx, v.ny, v.nz, 100.0);
+    mem_src m;
+    pm_volume_source src = mem_source(&v, &m);
+    pm_stream_options so = {sizeof so, 1 << 20, 0, NULL};
+    pm_mesh got;
+    pm_status s = pm_isosurface_stream(ctx, &src, 100.0, NULL, &so, &got);
+    PMT_CHECK(s == PM_STATUS_OUT_OF_MEMORY && strstr(pm_last_error(), "limit") &&
+                  got.num_triangles == 0 && !got.positions,
+              "a limit too small on the GPU: %s: %s", pm_status_string(s), pm_last_error());
+    src = mem_source(&v, &m);
+    m.fail_at = 23;
+    so.max_memory_bytes = 0;
+    so.slab_slices = 4;
+    s = pm_isosurface_stream(ctx, &src, 100.0, NULL, &so, &got);
+    PMT_CHECK(s == PM_STATUS_IO_ERROR && got.num_triangles == 0 && !got.positions,
+              "a failing source on the GPU: %s: %s", pm_status_string(s), pm_last_error());
+    free((void *)v.data);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
         pm_context *ctx;
         pm_device dev;
         if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
-        pm_volume v;
-        memset(&v, 0, sizeof v);
-        v.type = PM_SAMPLE_U8;
-        v.nx = v.ny = v.nz = 8;
-        v.data = random_volume(v.type, 8, 8, 8, 100.0);
-        mem_src m;
-        pm_volume_source src = mem_source(&v, &m);
-        pm_mesh got;
-        pm_status s = pm_isosurface_stream(ctx, &src, 100.0, NULL, NULL, &got);
-        free((void *)v.data);
+        pm_context *cpu;
+        pm_context_desc dc = {sizeof dc, PM_DEVICE_CPU, 0, 2, NULL};
+        PMT_OK(pm_context_create(&dc, &cpu));
+        pm_context *gpu_only[1] = {ctx}, *mixed[2] = {ctx, cpu};
+        test_slab_pieces(cpu, gpu_only, 1, 1, "cuda");
+        test_slab_pieces(cpu, mixed, 2, 0, "cuda + cpu");
+        test_gpu_errors(ctx);
+        pm_context_destroy(cpu);
         pm_context_destroy(ctx);
-        if (s == PM_STATUS_UNSUPPORTED && strstr(pm_last_error(), "CPU")) {
-            printf("skipped: streaming runs on the CPU backend only (%s)\n", pm_last_error());
-            return PMT_SKIP;
-        }
-        printf("cuda: expected PM_STATUS_UNSUPPORTED naming the CPU, got %s: %s\n",
-               pm_status_string(s), pm_last_error());
-        return 1;
+        return pmt_finish("test_stream cuda");
     }
     if (!pmt_files_start(argc, argv, "pm_stream", 1)) return PMT_SKIP;
     pm_context *ctx1, *ctx2;
@@ -584,6 +730,11 @@ int main(int argc, char **argv)
     test_larger(ctx1);
     test_errors(ctx2);
     test_files(ctx2);
+    {
+        pm_context *two[2] = {ctx1, ctx2};
+        test_slab_pieces(ctx1, two, 2, 0, "slabs on 2 cpu contexts");
+        test_slab_pieces(ctx1, two, 1, 0, "slabs on 1 cpu context");
+    }
     pm_context_destroy(ctx1);
     pm_context_destroy(ctx2);
     remove_tmpdir();

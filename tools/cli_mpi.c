@@ -205,7 +205,7 @@ pm_status cli_mpi_reconstruct(pm_context *ctx, const float *xyz, size_t n,
     rep->total_ms = cli_now_ms() - t0;
     return PM_STATUS_OK;
 #else
-    (void)ctx, (void)xyz, (void)n, (void)fp, (void)ro, (void)iso, (void)mesh;
+    (void)ctx, (void)xyz, (void)n, (void)fp, (void)ro, (void)iso, (void)mesh, (void)ids;
     return PM_STATUS_UNSUPPORTED;
 #endif
 }

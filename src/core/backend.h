@@ -133,6 +133,9 @@ typedef struct pmi_backend {
                                size_t count, double iso, const pm_isosurface_options *options,
                                pm_mesh_piece *pieces, double *field_ms, double *extract_ms);
     void (*sparse_plan_free)(pm_context *ctx, struct pmi_sparse_plan *plan);
+    /* Free bytes of the context's memory (a GPU's), for sizing slabs
+     * (core/slab_pieces.c); NULL when host memory is context memory. */
+    uint64_t (*free_bytes)(pm_context *ctx);
 } pmi_backend;
 
 typedef struct pmi_host_arrays pmi_host_arrays;

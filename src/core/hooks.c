@@ -13,6 +13,7 @@ static const struct {
 } hook_names[] = {
     {"novroom", PMI_HOOK_NOVROOM}, {"search", PMI_HOOK_SEARCH},   {"nopdl", PMI_HOOK_NOPDL},
     {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS}, {"levels", PMI_HOOK_LEVELS},
+    {"slabs", PMI_HOOK_SLABS},
 };
 #endif
 
@@ -37,7 +38,7 @@ pm_status pmi_hooks(unsigned *hooks)
         if (!bit)
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
-                             "comma-separated list of novroom, search, nopdl, scalar, twopass, levels)",
+                             "comma-separated list of novroom, search, nopdl, scalar, twopass, levels, slabs)",
                              (int)len, p, e);
         *hooks |= bit;
         p += len;

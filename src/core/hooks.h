@@ -32,6 +32,9 @@ extern "C" {
 /* CUDA pm_collide: the level-by-level traversal (devices that cannot
  * launch the persistent kernel). */
 #define PMI_HOOK_LEVELS 32u
+/* pm_isosurface of a host volume on a GPU: streamed through it in slabs
+ * (the path of volumes larger than the GPU's memory), five of them. */
+#define PMI_HOOK_SLABS 64u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 
 #include "core/backend.h"
+#include "core/hooks.h"
+#include "core/slab_pieces.h"
 #include "core/field_rule.h"
 #include "core/mesh_out.h"
 #include "core/util.h"
@@ -152,6 +154,35 @@ static pm_status check_buffers(pm_context *ctx, const char *fn, const pm_isosurf
     return PM_STATUS_OK;
 }
 
+/* The volume (host memory) as z-slab pieces on the contexts
+ * (core/slab_pieces.c), reported as such. */
+static pm_status isosurface_slabs(pm_context *const *ctxs, int n, const pm_volume *vol,
+                                  double iso, const pm_isosurface_options *opt, size_t min_slabs,
+                                  pm_mesh *mesh, double t0)
+{
+    pmi_slab_report S;
+    pm_status s = pmi_slab_run(ctxs, n, vol, NULL, iso, opt, 0, 0, min_slabs, mesh, &S);
+    if (s != PM_STATUS_OK && s != PM_STATUS_TRUNCATED) return s;
+    mesh->timings.extract_ms = pmi_now_ms() - t0;
+    if (opt->report) {
+        char w[32];
+        pmi_report_path(opt->report, "backend", ctxs[0]->backend->name);
+        pmi_report_path(opt->report, "extract", "slabs");
+        snprintf(w, sizeof w, "%d", n);
+        pmi_report_path(opt->report, "contexts", w);
+        snprintf(w, sizeof w, "%d", S.workers);
+        pmi_report_path(opt->report, "workers", w);
+        snprintf(w, sizeof w, "%zu", S.slabs);
+        pmi_report_path(opt->report, "slabs", w);
+        snprintf(w, sizeof w, "%zu", S.slab_slices);
+        pmi_report_path(opt->report, "thickness", w);
+        pmi_report_stage(opt->report, 0, "upload", S.upload_ms);
+        pmi_report_stage(opt->report, 1, "pieces", S.piece_ms);
+        pmi_report_stage(opt->report, 2, "merge", S.merge_ms);
+    }
+    return s;
+}
+
 pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
                         const pm_isosurface_options *options, pm_mesh *mesh)
 {
@@ -168,13 +199,63 @@ pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
     report_reset(opt.report);
     double t0 = pmi_now_ms();
     void *staged;
-    s = stage_input(ctx, "pm_isosurface", vol.data, volume_span_bytes(&vol), &staged);
-    if (s != PM_STATUS_OK) return s;
+    unsigned hooks;
+    if ((s = pmi_hooks(&hooks)) != PM_STATUS_OK) return s;
+    const int host_on_gpu = !pmi_ctx_accessible(ctx, vol.data) && ctx->backend->free_bytes;
+    if (host_on_gpu && (hooks & PMI_HOOK_SLABS)) {
+        s = PM_STATUS_OUT_OF_MEMORY; /* as if the volume did not fit */
+    } else {
+        s = stage_input(ctx, "pm_isosurface", vol.data, volume_span_bytes(&vol), &staged);
+        if (s != PM_STATUS_OK && !(s == PM_STATUS_OUT_OF_MEMORY && host_on_gpu)) return s;
+    }
+    if (s == PM_STATUS_OUT_OF_MEMORY) {
+        /* A host volume larger than the GPU's memory: streamed through it
+         * in slabs (docs/scale.md, "Slabs on devices"); the hook cuts five. */
+        pmi_clear_error();
+        return isosurface_slabs(&ctx, 1, &vol, iso, &opt, (hooks & PMI_HOOK_SLABS) ? 5 : 1, mesh,
+                                t0);
+    }
     if (staged) vol.data = staged;
     s = ctx->backend->isosurface(ctx, &vol, iso, &opt, mesh);
     if (staged) ctx->backend->free(ctx, staged);
     mesh->timings.extract_ms = pmi_now_ms() - t0;
     return s;
+}
+
+pm_status pm_isosurface_multi(pm_context *const *contexts, int count, const pm_volume *volume,
+                              double iso, const pm_isosurface_options *options, pm_mesh *mesh)
+{
+    static const char fn[] = "pm_isosurface_multi";
+    pmi_clear_error();
+    if (!contexts || count < 1 || !mesh)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts or NULL mesh", fn);
+    memset(mesh, 0, sizeof *mesh);
+    for (int i = 0; i < count; i++) {
+        if (!contexts[i])
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: context %d is NULL", fn, i);
+        for (int j = 0; j < i; j++)
+            if (contexts[j] == contexts[i])
+                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                                 "%s: context %d is given twice (one host thread per context)", fn,
+                                 i);
+    }
+    pm_volume vol;
+    pm_isosurface_options opt;
+    pm_status s = isosurface_args(fn, contexts[0], volume, iso, options, &vol, &opt);
+    if (s != PM_STATUS_OK) return s;
+    if (opt.output_in_context_memory && (s = check_buffers(contexts[0], fn, &opt)) != PM_STATUS_OK)
+        return s;
+    for (int i = 0; i < count; i++)
+        if (!contexts[i]->backend->isosurface_piece)
+            return pmi_error(PM_STATUS_UNSUPPORTED, "%s: context %d: no mesh pieces on the %s backend",
+                             fn, i, contexts[i]->backend->name);
+    report_reset(opt.report);
+    /* Two slabs per worker (a GPU has two), so that copies overlap. */
+    int workers = 0;
+    for (int i = 0; i < count; i++)
+        workers += contexts[i]->backend->free_bytes ? 2 : 1;
+    return isosurface_slabs(contexts, count, &vol, iso, &opt, (size_t)(2 * workers), mesh,
+                            pmi_now_ms());
 }
 
 pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,

@@ -25,6 +25,7 @@
 #include "core/backend.h"
 #include "core/hooks.h"
 #include "core/mesh_out.h"
+#include "core/slab_pieces.h"
 #include "core/util.h"
 #include "cpu/isosurface_internal.h"
 #include "cpu/isosurface_stream.h"
@@ -252,6 +253,59 @@ static void stream_hand_over(pmi_mc_append *A, const pm_isosurface_options *opt,
     A->indices = NULL;
 }
 
+/* On a GPU: the slabs as pieces (core/slab_pieces.c), the limit bounding
+ * the device memory; a source over memory is read in place. */
+static pm_status stream_pieces(pm_context *ctx, const pm_volume_source *source,
+                               const pm_volume *view, double iso, const pm_isosurface_options *opt,
+                               const pm_stream_options *so, pm_mesh *mesh)
+{
+    const double t0 = pmi_now_ms();
+    const pm_volume *mem = pmi_memory_source_volume(source);
+    pm_volume v = mem ? *mem : *view;
+    pmi_slab_report S;
+    pm_status st = pmi_slab_run(&ctx, 1, &v, mem ? NULL : source, iso, opt, so->max_memory_bytes,
+                                so->slab_slices, 1, mesh, &S);
+    if (st != PM_STATUS_OK && st != PM_STATUS_TRUNCATED) {
+        pm_mesh_free(ctx, mesh);
+        return st;
+    }
+    mesh->timings.extract_ms = pmi_now_ms() - t0;
+    if (so->report) {
+        pm_stream_report *R = so->report;
+        memset(R, 0, sizeof *R);
+        R->slabs = S.slabs;
+        R->slab_slices = S.slab_slices;
+        R->ghost_below = S.ghost_below;
+        R->ghost_above = S.ghost_above;
+        R->bytes_read = S.bytes_read;
+        R->working_set_bytes = 2 * (S.window_bytes + PMI_SLAB_DEVICE_SCRATCH);
+        R->read_ms = S.read_ms;
+        R->walk_ms = S.piece_ms;
+        R->copy_ms = S.upload_ms;
+        R->gather_ms = S.merge_ms;
+        R->mesh_bytes = (uint64_t)mesh->num_vertices * (mesh->normals ? 24u : 12u) +
+                        (mesh->indices ? (uint64_t)mesh->num_triangles * 12u : 0u);
+    }
+    if (opt->report) {
+        char w[32];
+        pmi_report_path(opt->report, "backend", ctx->backend->name);
+        pmi_report_path(opt->report, "stream", "pieces");
+        snprintf(w, sizeof w, "%zu", S.slabs);
+        pmi_report_path(opt->report, "slabs", w);
+        snprintf(w, sizeof w, "%zu", S.slab_slices);
+        pmi_report_path(opt->report, "thickness", w);
+        snprintf(w, sizeof w, "%d", S.workers);
+        pmi_report_path(opt->report, "workers", w);
+        snprintf(w, sizeof w, "%llu", (unsigned long long)S.bytes_read);
+        pmi_report_path(opt->report, "read_bytes", w);
+        pmi_report_stage(opt->report, 0, "read", S.read_ms);
+        pmi_report_stage(opt->report, 1, "upload", S.upload_ms);
+        pmi_report_stage(opt->report, 2, "pieces", S.piece_ms);
+        pmi_report_stage(opt->report, 3, "merge", S.merge_ms);
+    }
+    return st;
+}
+
 pm_status pm_isosurface_stream(pm_context *ctx, const pm_volume_source *source, double iso,
                                const pm_isosurface_options *options,
                                const pm_stream_options *stream, pm_mesh *mesh)
@@ -279,10 +333,7 @@ pm_status pm_isosurface_stream(pm_context *ctx, const pm_volume_source *source, 
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface_stream: iso value is not finite");
     pm_volume view;
     if ((st = stream_volume(source, &view)) != PM_STATUS_OK) return st;
-    if (pm_context_device(ctx) != PM_DEVICE_CPU)
-        return pmi_error(PM_STATUS_UNSUPPORTED,
-                         "pm_isosurface_stream: streaming runs on the CPU backend only for now; "
-                         "use a CPU context (--device cpu), or read the volume into memory");
+    if (ctx->backend->free_bytes) return stream_pieces(ctx, source, &view, iso, &opt, &so, mesh);
     unsigned hooks;
     if ((st = pmi_hooks(&hooks)) != PM_STATUS_OK) return st;
     const int avx2 = stream_avx2(hooks);

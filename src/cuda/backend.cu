@@ -234,6 +234,16 @@ extern "C" pm_status pmi_cuda_sph_build(pm_context *ctx, const float *xyz, size_
 extern "C" pm_status pmi_cuda_mc_cleanup(pm_context *ctx, struct pmi_hmesh *m,
                                          const pm_mc_cleanup_options *o);
 
+static uint64_t cuda_free_bytes(pm_context *ctx)
+{
+    size_t free_b = 0, total_b = 0;
+    if (pmi_cuda_begin(ctx) != PM_STATUS_OK || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return (uint64_t)free_b;
+}
+
 static const pmi_backend cuda_backend = {
     /* .name = */ "cuda",
     /* .init = */ cuda_init,
@@ -273,6 +283,7 @@ static const pmi_backend cuda_backend = {
     /* .sparse_plan = */ pmi_cuda_sparse_plan,
     /* .sparse_pieces = */ pmi_cuda_sparse_pieces,
     /* .sparse_plan_free = */ pmi_cuda_sparse_plan_free,
+    /* .free_bytes = */ cuda_free_bytes,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

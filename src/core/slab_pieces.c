@@ -1,0 +1,439 @@
+/* A volume meshed as z slabs on one or several contexts (docs/scale.md,
+ * "Slabs on devices"): streaming through a GPU whose memory cannot hold
+ * the volume (pm_isosurface_stream and pm_isosurface on a CUDA context),
+ * and several devices in one process (pm_isosurface_multi).
+ *
+ * Slab i owns lattice slices [k0, k1) = [i T, min(nz, (i + 1) T)) and is
+ * meshed as the mesh piece of that box (pm_isosurface_piece) from its
+ * window, the slices [k0 - glo, k1 + ghi) of the ghost rule (glo = 1,
+ * ghi = 2 with normals; 0 and 1 without), clipped to the volume. The
+ * pieces of z slabs come in key order, so pm_mesh_pieces_merge appends
+ * them (no sort) into pm_isosurface's mesh, byte for byte, whatever T and
+ * however many workers made them.
+ *
+ * Workers: one host thread per context, slab i on worker i mod n. A
+ * worker whose backend cannot read host memory uploads the window into
+ * its own device buffer first; two workers on one GPU (two contexts, two
+ * streams) overlap one slab's upload with the other's extraction. A
+ * volume in memory is uploaded from where it is (no host copy) when its
+ * slices are packed; a source is read in slice order under a lock, each
+ * slice once: the ghost slices a window shares with the previous one are
+ * carried over in host memory. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/mesh_out.h"
+#include "core/slab_pieces.h"
+#include "core/util.h"
+
+typedef struct slab_run slab_run;
+
+typedef struct slab_worker {
+    slab_run *run;
+    int w;
+    pm_context *ctx;
+    unsigned char *host; /* window staging in host memory (source or strided volume) */
+    void *dev;           /* window in device memory (backends that cannot read host memory) */
+    size_t dev_cap;
+    pm_status st;
+    char msg[512];
+    double read_ms, upload_ms, piece_ms;
+} slab_worker;
+
+struct slab_run {
+    pm_context *const *ctxs;
+    int n;
+    pm_volume v; /* geometry and strides; data: the volume in memory, or NULL (source) */
+    const pm_volume_source *src;
+    pm_lattice lat;
+    double iso;
+    pm_isosurface_options opt; /* indexed pieces */
+    size_t T, nslabs, glo, ghi, es, sb;
+    pm_mesh_piece *pieces;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t next_read;      /* the slab whose window is read next */
+    size_t read_to;        /* slices [0, read_to) delivered by the source */
+    unsigned char *carry;  /* the last glo + ghi slices read */
+    size_t carry_k0, carry_n;
+    int failed;
+    uint64_t bytes_read;
+};
+
+static void slab_window(const slab_run *R, size_t i, size_t *k0, size_t *k1, size_t *w0,
+                        size_t *w1)
+{
+    *k0 = i * R->T;
+    *k1 = R->v.nz - *k0 > R->T ? *k0 + R->T : R->v.nz;
+    *w0 = *k0 >= R->glo ? *k0 - R->glo : 0;
+    *w1 = R->v.nz - *k1 > R->ghi ? *k1 + R->ghi : R->v.nz;
+}
+
+static void worker_fail(slab_worker *W, pm_status s)
+{
+    W->st = s;
+    snprintf(W->msg, sizeof W->msg, "%s", pm_last_error());
+    pthread_mutex_lock(&W->run->mu);
+    W->run->failed = 1;
+    pthread_cond_broadcast(&W->run->cv);
+    pthread_mutex_unlock(&W->run->mu);
+}
+
+/* Slab i's window from the source into W->host, in slice order. */
+static pm_status read_window(slab_worker *W, size_t i, size_t w0, size_t w1)
+{
+    slab_run *R = W->run;
+    pm_status s = PM_STATUS_OK;
+    pthread_mutex_lock(&R->mu);
+    while (R->next_read != i && !R->failed)
+        pthread_cond_wait(&R->cv, &R->mu);
+    if (R->failed) {
+        pthread_mutex_unlock(&R->mu);
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "another slab failed");
+    }
+    const double t0 = pmi_now_ms();
+    /* Slices already delivered come from the carry, the rest from the source. */
+    for (size_t k = w0; k < R->read_to && k < w1; k++)
+        memcpy(W->host + (k - w0) * R->sb, R->carry + (k - R->carry_k0) * R->sb, R->sb);
+    const size_t from = R->read_to > w0 ? R->read_to : w0;
+    if (from < w1) {
+        s = R->src->read(R->src->user, from, w1, W->host + (from - w0) * R->sb);
+        if (s != PM_STATUS_OK && !pm_last_error()[0])
+            pmi_error(s, "pm_isosurface_stream: the source failed reading slices [%zu, %zu)", from,
+                      w1);
+        R->bytes_read += (uint64_t)(w1 - from) * R->sb;
+    }
+    if (s == PM_STATUS_OK) {
+        const size_t keep = R->glo + R->ghi, c0 = w1 - w0 > keep ? w1 - keep : w0;
+        memcpy(R->carry, W->host + (c0 - w0) * R->sb, (w1 - c0) * R->sb);
+        R->carry_k0 = c0;
+        R->carry_n = w1 - c0;
+        R->read_to = w1;
+        R->next_read = i + 1;
+        pthread_cond_broadcast(&R->cv);
+    }
+    W->read_ms += pmi_now_ms() - t0;
+    pthread_mutex_unlock(&R->mu);
+    return s;
+}
+
+static void *worker_main(void *arg)
+{
+    slab_worker *W = arg;
+    slab_run *R = W->run;
+    pm_context *ctx = W->ctx;
+    for (size_t i = (size_t)W->w; i < R->nslabs; i += (size_t)R->n) {
+        if (R->failed) break;
+        size_t k0, k1, w0, w1;
+        slab_window(R, i, &k0, &k1, &w0, &w1);
+        pm_volume win = R->v;
+        win.nz = w1 - w0;
+        pm_status s = PM_STATUS_OK;
+        if (R->src) {
+            if ((s = read_window(W, i, w0, w1)) != PM_STATUS_OK) {
+                worker_fail(W, s);
+                break;
+            }
+            win.data = W->host;
+        } else {
+            win.data = (const unsigned char *)R->v.data + w0 * R->v.slice_stride * R->es;
+        }
+        if (!pmi_ctx_accessible(ctx, win.data)) {
+            /* Upload: packed slices in one copy; otherwise packed first. */
+            const double t0 = pmi_now_ms();
+            const size_t bytes = win.nz * R->sb;
+            const int packed =
+                win.row_stride == win.nx && win.slice_stride == win.nx * win.ny;
+            if (!packed) {
+                for (size_t k = 0; k < win.nz; k++)
+                    for (size_t j = 0; j < win.ny; j++)
+                        memcpy(W->host + (k * win.ny + j) * win.nx * R->es,
+                               (const unsigned char *)win.data +
+                                   (k * win.slice_stride + j * win.row_stride) * R->es,
+                               win.nx * R->es);
+                win.data = W->host;
+                win.row_stride = win.nx;
+                win.slice_stride = win.nx * win.ny;
+            }
+            s = ctx->backend->upload(ctx, W->dev, win.data, bytes);
+            if (s != PM_STATUS_OK) {
+                worker_fail(W, s);
+                break;
+            }
+            win.data = W->dev;
+            W->upload_ms += pmi_now_ms() - t0;
+        }
+        const double t1 = pmi_now_ms();
+        const uint64_t wlo[3] = {0, 0, w0};
+        const pm_lattice_box own = {{0, 0, k0}, {R->v.nx, R->v.ny, k1 - k0}};
+        s = pm_isosurface_piece(ctx, &win, wlo, &R->lat, &own, R->iso, &R->opt, &R->pieces[i]);
+        W->piece_ms += pmi_now_ms() - t1;
+        if (s != PM_STATUS_OK) {
+            worker_fail(W, s);
+            break;
+        }
+    }
+    return NULL;
+}
+
+pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volume,
+                          const pm_volume_source *source, double iso,
+                          const pm_isosurface_options *opt, size_t T, pm_mesh *mesh,
+                          pmi_slab_report *rep)
+{
+    static const char fn[] = "pm_isosurface";
+    slab_run R;
+    memset(&R, 0, sizeof R);
+    R.ctxs = ctxs;
+    R.n = n;
+    R.v = *volume;
+    R.src = source;
+    R.iso = iso;
+    R.opt = *opt;
+    R.opt.mode = PM_MESH_INDEXED;
+    R.opt.out_positions = NULL;
+    R.opt.out_normals = NULL;
+    R.opt.out_indices = NULL;
+    R.opt.output_in_context_memory = 0;
+    R.opt.report = NULL;
+    R.es = pm_sample_size(R.v.type);
+    R.sb = R.v.nx * R.v.ny * R.es;
+    const int normals = opt->normals != PM_NORMALS_NONE;
+    R.glo = normals ? 1 : 0;
+    R.ghi = normals ? 2 : 1;
+    R.T = T ? T : 1;
+    R.nslabs = (R.v.nz + R.T - 1) / R.T;
+    const size_t dims[3] = {R.v.nx, R.v.ny, R.v.nz};
+    for (int a = 0; a < 3; a++) {
+        R.lat.origin[a] = R.v.origin[a];
+        R.lat.spacing[a] = R.v.spacing[a];
+        R.lat.dims[a] = dims[a];
+    }
+    const size_t held = R.T + R.glo + R.ghi < R.v.nz ? R.T + R.glo + R.ghi : R.v.nz;
+    R.pieces = calloc(R.nslabs, sizeof *R.pieces);
+    slab_worker *W = calloc((size_t)n, sizeof *W);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    if (source) R.carry = malloc((R.glo + R.ghi) * R.sb + 1);
+    if (!R.pieces || !W || !th || (source && !R.carry)) {
+        free(R.pieces), free(W), free(th), free(R.carry);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu slabs", fn, R.nslabs);
+    }
+    pthread_mutex_init(&R.mu, NULL);
+    pthread_cond_init(&R.cv, NULL);
+    pm_status st = PM_STATUS_OK;
+    const int packed = R.v.row_stride == R.v.nx && R.v.slice_stride == R.v.nx * R.v.ny;
+    for (int w = 0; w < n && st == PM_STATUS_OK; w++) {
+        W[w].run = &R;
+        W[w].w = w;
+        W[w].ctx = ctxs[w];
+        const int device = !pmi_ctx_accessible(ctxs[w], source ? (const void *)R.carry : R.v.data);
+        if (source || (device && !packed)) {
+            W[w].host = pmi_alloc_huge(held * R.sb);
+            if (!W[w].host)
+                st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                               "%s: no host memory for a slab window of %zu slices", fn, held);
+        }
+        if (st == PM_STATUS_OK && device) {
+            st = ctxs[w]->backend->alloc(ctxs[w], held * R.sb, &W[w].dev);
+            if (st != PM_STATUS_OK)
+                st = pmi_error(st, "%s: no %s memory for a slab window of %zu slices (%zu bytes)",
+                               fn, ctxs[w]->backend->name, held, held * R.sb);
+        }
+    }
+    const double t0 = pmi_now_ms();
+    int started = 0;
+    if (st == PM_STATUS_OK) {
+        if (n == 1) {
+            worker_main(&W[0]);
+            started = 0;
+        } else {
+            for (int w = 0; w < n; w++) {
+                if (pthread_create(&th[w], NULL, worker_main, &W[w]) != 0) {
+                    worker_fail(&W[w], pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                                                 "%s: cannot start worker thread %d", fn, w));
+                    break;
+                }
+                started++;
+            }
+            for (int w = 0; w < started; w++)
+                pthread_join(th[w], NULL);
+        }
+        /* The first failing worker's status and message. */
+        for (int w = 0; w < n; w++)
+            if (W[w].st != PM_STATUS_OK) {
+                st = pmi_error(W[w].st, "%s", W[w].msg);
+                break;
+            }
+    }
+    const double t1 = pmi_now_ms();
+    if (rep) {
+        memset(rep, 0, sizeof *rep);
+        rep->slabs = R.nslabs;
+        rep->slab_slices = R.T;
+        rep->ghost_below = R.glo;
+        rep->ghost_above = R.ghi;
+        rep->workers = n;
+        rep->bytes_read = source ? R.bytes_read : (uint64_t)R.v.nz * R.sb;
+        rep->window_bytes = (uint64_t)held * R.sb;
+        rep->pieces_ms = t1 - t0;
+        for (int w = 0; w < n; w++) {
+            rep->read_ms += W[w].read_ms;
+            rep->upload_ms += W[w].upload_ms;
+            rep->piece_ms += W[w].piece_ms;
+        }
+    }
+    for (int w = 0; w < n; w++) {
+        if (W[w].dev) W[w].ctx->backend->free(W[w].ctx, W[w].dev);
+        free(W[w].host);
+    }
+    if (st == PM_STATUS_OK) {
+        st = pm_mesh_pieces_merge(ctxs[0], R.pieces, R.nslabs, opt, mesh);
+        if (rep) rep->merge_ms = pmi_now_ms() - t1;
+    }
+    for (size_t i = 0; i < R.nslabs; i++)
+        pm_mesh_piece_free(&R.pieces[i]);
+    free(R.pieces);
+    free(R.carry);
+    free(W);
+    free(th);
+    pthread_mutex_destroy(&R.mu);
+    pthread_cond_destroy(&R.cv);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workers and slab thickness                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A second context on ctx's GPU: its own stream, so that one slab's upload
+ * overlaps another's extraction. */
+static pm_status twin_of(pm_context *ctx, pm_context **out)
+{
+    pm_context_desc d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.device = ctx->device;
+    d.cuda_device = ctx->cuda_device;
+    d.num_threads = ctx->num_threads;
+    return pm_context_create(&d, out);
+}
+
+pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
+                       const pm_volume_source *source, double iso,
+                       const pm_isosurface_options *opt, size_t limit, size_t T_want,
+                       size_t min_slabs, pm_mesh *mesh, pmi_slab_report *rep)
+{
+    static const char fn[] = "pm_isosurface";
+    const int normals = opt->normals != PM_NORMALS_NONE;
+    const size_t g = normals ? 3 : 1;
+    const size_t sb = volume->nx * volume->ny * pm_sample_size(volume->type);
+    /* Two workers per GPU; one per CPU context. */
+    if (n < 1) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts", fn);
+    size_t gpus = 0;
+    for (int i = 0; i < n; i++)
+        gpus += ctxs[i]->backend->free_bytes != NULL;
+    const size_t nw = (size_t)n + gpus;
+    pm_context **w = calloc(nw, sizeof *w);
+    pm_context **own = calloc(nw, sizeof *own);
+    if (!w || !own) {
+        free(w), free(own);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    }
+    /* The largest slab every GPU's workers hold (limit: per GPU; 0: 70% of
+     * what the GPU has free). */
+    size_t Tmax = volume->nz;
+    pm_status st = PM_STATUS_OK;
+    for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
+        if (!ctxs[i]->backend->free_bytes) continue;
+        uint64_t budget = limit ? limit : ctxs[i]->backend->free_bytes(ctxs[i]) / 10 * 7;
+        uint64_t per = budget / 2;
+        uint64_t room = per > PMI_SLAB_DEVICE_SCRATCH ? (per - PMI_SLAB_DEVICE_SCRATCH) / sb : 0;
+        uint64_t most = room > g ? room - g : 0;
+        if (most == 0 || (T_want && T_want > most)) {
+            size_t t = T_want ? T_want : 1;
+            st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                           "%s: a slab of %zu slice%s with %zu ghost slices (%zu bytes each) and "
+                           "%zu bytes of scratch, twice (two workers overlap copies and "
+                           "extraction), needs %llu bytes of %s memory; the limit is %llu",
+                           fn, t, t == 1 ? "" : "s", g, sb, PMI_SLAB_DEVICE_SCRATCH,
+                           (unsigned long long)(2 * ((t + g) * (uint64_t)sb +
+                                                     PMI_SLAB_DEVICE_SCRATCH)),
+                           ctxs[i]->backend->name, (unsigned long long)budget);
+        }
+        if (most < Tmax) Tmax = (size_t)most;
+    }
+    size_t T = T_want;
+    if (!T) {
+        const size_t even = (volume->nz + min_slabs - 1) / (min_slabs ? min_slabs : 1);
+        T = even < Tmax ? even : Tmax;
+        if (T < 1) T = 1;
+    }
+    int k = 0;
+    for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
+        w[k++] = ctxs[i];
+        if (ctxs[i]->backend->free_bytes) {
+            st = twin_of(ctxs[i], &own[k]);
+            w[k] = own[k];
+            k++;
+        }
+    }
+    if (st == PM_STATUS_OK) st = pmi_slab_pieces(w, k, volume, source, iso, opt, T, mesh, rep);
+    for (size_t i = 0; i < nw; i++)
+        pm_context_destroy(own[i]);
+    free(w);
+    free(own);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A source over a volume in memory                                           */
+/* ------------------------------------------------------------------------ */
+
+static pm_status memory_read(void *user, size_t z0, size_t z1, void *dst)
+{
+    const pm_volume *v = user;
+    const size_t es = pm_sample_size(v->type), row = v->nx * es;
+    unsigned char *o = dst;
+    for (size_t k = z0; k < z1; k++)
+        for (size_t j = 0; j < v->ny; j++, o += row)
+            memcpy(o, (const unsigned char *)v->data + (k * v->slice_stride + j * v->row_stride) * es,
+                   row);
+    return PM_STATUS_OK;
+}
+
+static void memory_close(void *user) { free(user); }
+
+pm_status pm_volume_source_memory(const pm_volume *volume, pm_volume_source *out)
+{
+    pmi_clear_error();
+    if (!volume || !out)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_volume_source_memory: NULL argument");
+    memset(out, 0, sizeof *out);
+    pm_volume v;
+    pm_status st = pmi_volume_resolve(volume, &v);
+    if (st != PM_STATUS_OK) return st;
+    pm_volume *copy = malloc(sizeof *copy);
+    if (!copy) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_volume_source_memory: no memory");
+    *copy = v;
+    out->struct_size = sizeof *out;
+    out->type = v.type;
+    out->nx = v.nx;
+    out->ny = v.ny;
+    out->nz = v.nz;
+    for (int a = 0; a < 3; a++) {
+        out->spacing[a] = v.spacing[a];
+        out->origin[a] = v.origin[a];
+    }
+    out->read = memory_read;
+    out->close = memory_close;
+    out->user = copy;
+    return PM_STATUS_OK;
+}
+
+const pm_volume *pmi_memory_source_volume(const pm_volume_source *source)
+{
+    return source && source->read == memory_read ? (const pm_volume *)source->user : NULL;
+}

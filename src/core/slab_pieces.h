@@ -1,0 +1,47 @@
+/* A volume meshed as z-slab pieces on one or several contexts
+ * (slab_pieces.c, docs/scale.md "Slabs on devices"). Internal header. */
+#ifndef PM_CORE_SLAB_PIECES_H
+#define PM_CORE_SLAB_PIECES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyramesh.h"
+
+typedef struct pmi_slab_report {
+    size_t slabs, slab_slices, ghost_below, ghost_above;
+    int workers;
+    uint64_t bytes_read;   /* sample bytes taken from the volume or the source */
+    uint64_t window_bytes; /* one worker's window buffer */
+    double read_ms, upload_ms, piece_ms; /* summed over workers */
+    double pieces_ms, merge_ms;          /* wall: all pieces, then the merge */
+} pmi_slab_report;
+
+/* Per worker on a GPU, besides its window: the piece extraction's scratch
+ * (2^22 points a chunk) and its outputs, counted against a memory limit. */
+#define PMI_SLAB_DEVICE_SCRATCH ((size_t)192 << 20)
+
+/* The mesh of `volume` (resolved: strides set; data in host memory, or
+ * NULL with `source`, which is then read in slice order) at iso with the
+ * resolved options, as z slabs of T slices meshed by n workers (ctxs[w],
+ * one host thread each) and merged on ctxs[0]: pm_isosurface's mesh. */
+pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volume,
+                          const pm_volume_source *source, double iso,
+                          const pm_isosurface_options *opt, size_t T, pm_mesh *mesh,
+                          pmi_slab_report *rep);
+
+/* pmi_slab_pieces with the workers and the thickness chosen: every GPU
+ * context gets a second context on its device (two workers overlap copies
+ * and extraction); T = T_want, or the volume cut into min_slabs slabs,
+ * thinner where a GPU's memory needs it: its workers' windows and scratch
+ * within `limit` bytes per GPU (0: 70% of its free memory);
+ * PM_STATUS_OUT_OF_MEMORY, with the figures, when one slice does not fit. */
+pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
+                       const pm_volume_source *source, double iso,
+                       const pm_isosurface_options *opt, size_t limit, size_t T_want,
+                       size_t min_slabs, pm_mesh *mesh, pmi_slab_report *rep);
+
+/* The volume a source from pm_volume_source_memory reads, or NULL. */
+const pm_volume *pmi_memory_source_volume(const pm_volume_source *source);
+
+#endif
