@@ -986,13 +986,26 @@ typedef struct pm_reconstruct_report {
  * (inside is PM_INSIDE_ABOVE); options and report may be NULL. The memory
  * estimate of the chosen path is checked against params->max_memory_bytes
  * first (PM_STATUS_OUT_OF_MEMORY naming the figure), and the pieces' bytes
- * as they grow. A sparse request on a backend without the sparse entries
- * (CUDA, for now), or with the blur method, is PM_STATUS_UNSUPPORTED. */
+ * as they grow. A sparse request with the blur method is
+ * PM_STATUS_UNSUPPORTED. On a GPU the sparse path computes each brick's
+ * field and piece on the device (docs/scale.md); brick_points 0 takes the
+ * device's default (32 on the CPU, 128 on a GPU). */
 PM_API pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n,
                                 const pm_field_params *params,
                                 const pm_reconstruct_options *options,
                                 const pm_isosurface_options *iso_options, pm_mesh *mesh,
                                 pm_reconstruct_report *report);
+/* pm_reconstruct over several contexts of one kind (several GPUs in one
+ * process, docs/scale.md): one plan, the occupied bricks split in
+ * contiguous shares over the contexts (a host thread each), the pieces
+ * merged on contexts[0]: the same mesh, byte for byte, for any count.
+ * The sparse path always runs unless options->grid is PM_GRID_DENSE
+ * (then contexts[0] alone meshes the dense grid). */
+PM_API pm_status pm_reconstruct_multi(pm_context *const *contexts, int count, const float *xyz,
+                                      size_t n, const pm_field_params *params,
+                                      const pm_reconstruct_options *options,
+                                      const pm_isosurface_options *iso_options, pm_mesh *mesh,
+                                      pm_reconstruct_report *report);
 
 /* ------------------------------------------------------------------------ */
 /* Mesh post-processing: splashsurf's (Loeschner et al. 2023) and general   */

@@ -108,5 +108,35 @@ grep -q "memory limit" err || bad "no memory figure in: $(cat err)"
 "$PM" isosurface f32.nrrd --iso 100 $M --debug-dir dbg -o x.ply -q 2>err &&
   bad "--debug-dir was accepted with a streamed volume"
 
+# On a GPU: --max-memory bounds its memory and the slabs stream through it
+# as pieces (stream=pieces), the same bytes; --device cuda:all meshes the
+# volume on every GPU (z slabs), the same bytes.
+if "$PM" --version | grep -q "^default device: cuda"; then
+  for t in u8 u16 f32 f64; do
+    iso=100
+    R="--raw-dims 48,40,200 --raw-type $t --iso $iso"
+    for opt in "" "--soup" "--normals sobel" "--normals none"; do
+      tag="cuda $t ${opt:-default}"
+      "$PM" isosurface $t.raw $R $opt $C -o mem.ply -q 2>err || { bad "$tag in memory: $(cat err)"; continue; }
+      "$PM" isosurface $t.raw $R $opt --device cuda --max-memory 300K -o g.ply -q --stats st.json 2>err ||
+        bad "$tag streamed: $(cat err)"
+      cmp -s mem.ply g.ply || bad "$tag: the mesh streamed through the GPU differs"
+      grep -q "stream=pieces" st.json || bad "$tag: --stats does not say stream=pieces: $(grep path st.json)"
+      "$PM" isosurface $t.raw.gz $R $opt --device cuda --max-memory 1500K -o g.ply -q 2>err ||
+        bad "$tag gzip streamed: $(cat err)"
+      cmp -s mem.ply g.ply || bad "$tag: the gzip mesh streamed through the GPU differs"
+      "$PM" isosurface $t.raw $R $opt --device cuda:all -o g.ply -q 2>err || bad "$tag cuda:all: $(cat err)"
+      cmp -s mem.ply g.ply || bad "$tag: the cuda:all mesh differs"
+    done
+  done
+  "$PM" isosurface f32.raw --raw-dims 48,40,200 --raw-type f32 --iso 100 --device cuda --max-memory 20K \
+    -o x.ply -q 2>err && bad "a GPU limit below one slab was accepted"
+  grep -q "limit" err || bad "no memory figure for the GPU limit in: $(cat err)"
+  [ -e x.ply ] && bad "an output was written when the GPU limit was too small"
+fi
+"$PM" isosurface f32.raw --raw-dims 48,40,200 --raw-type f32 --iso 100 --device cuda:x -o x.ply -q 2>err &&
+  bad "--device cuda:x was accepted"
+grep -q "cuda:all" err || bad "no usage message for --device cuda:x: $(cat err)"
+
 [ $fail -eq 0 ] && echo "cli_stream: all checks passed"
 exit $fail

@@ -21,7 +21,7 @@
 #include "cpu/density.h"
 #include "cpu/sparse.h"
 
-static pm_context *cpu1, *cpu2;
+static pm_context *cpu1, *cpu2, *cpu3;
 
 static void check_same_mesh(const pm_mesh *a, const pm_mesh *b, const char *what)
 {
@@ -649,6 +649,24 @@ static void sparse_vs_dense(const scene *S, const pm_field_params *p, const size
                        (unsigned long long)rd.lattice.dims[1],
                        (unsigned long long)rd.lattice.dims[2], dense.num_vertices,
                        dense.num_triangles);
+            {
+                /* Several contexts: the bricks shared out, the same mesh. */
+                pm_context *two[3] = {cpu2, cpu1, cpu3};
+                ro.grid = PM_GRID_SPARSE;
+                ro.brick_points = bricks[0];
+                for (int nc = 2; nc <= 3; nc++) {
+                    pm_mesh mm;
+                    pm_reconstruct_report rm;
+                    PMT_OK(pm_reconstruct_multi(two, nc, S->xyz, S->n, p, &ro, &io, &mm, &rm));
+                    char w[200];
+                    snprintf(w, sizeof w, "%s: normals %d soup %d: %d contexts", what,
+                             (int)modes[mi], soup, nc);
+                    PMT_CHECK(rm.sparse, "%s: multi ran dense", w);
+                    check_same_mesh(&mm, &dense, w);
+                    pm_mesh_free(cpu2, &mm);
+                }
+                ro.grid = PM_GRID_DENSE;
+            }
             for (int b = 0; b < nbricks; b++)
                 for (int th = 0; th < 2; th++) {
                     ro.grid = PM_GRID_SPARSE;
@@ -816,6 +834,35 @@ int main(int argc, char **argv)
         runs += cuda_sparse_vs_cpu(ctx, &C, &p, b2, 2, "brick corners");
         free(C.xyz);
         printf("sparse reconstruction: %d CUDA meshes are the CPU's dense mesh\n", runs);
+        {
+            /* Two GPU contexts (two GPUs where the machine has them, else
+             * two streams of one): the bricks shared out, the same mesh;
+             * a CPU context beside a GPU one is refused. */
+            pm_context *g2;
+            pm_context_desc dg = {sizeof dg, PM_DEVICE_CUDA, pm_cuda_device_count() > 1 ? 1 : 0, 0,
+                                  NULL};
+            PMT_OK(pm_context_create(&dg, &g2));
+            pm_context *two[2] = {ctx, g2};
+            scene S2 = {0};
+            ball(&S2, 0.1, 0.2, 0.3, 6 * r, r, 0.5);
+            ball(&S2, 3.0, 0.2, 0.3, 4 * r, r, 0.5);
+            pm_reconstruct_options ro = {sizeof ro, PM_GRID_SPARSE, 9};
+            pm_mesh mm, ref;
+            PMT_OK(pm_reconstruct_multi(two, 2, S2.xyz, S2.n, &p, &ro, NULL, &mm, NULL));
+            ro.grid = PM_GRID_DENSE;
+            PMT_OK(pm_reconstruct(cpu1, S2.xyz, S2.n, &p, &ro, NULL, &ref, NULL));
+            check_same_mesh(&mm, &ref, "pm_reconstruct_multi on two GPU contexts");
+            pm_mesh_free(ctx, &mm);
+            pm_mesh_free(cpu1, &ref);
+            pm_context *mixed[2] = {ctx, cpu1};
+            pm_status s = pm_reconstruct_multi(mixed, 2, S2.xyz, S2.n, &p, NULL, NULL, &mm, NULL);
+            PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), "one kind"),
+                      "a GPU and a CPU context: %s: %s", pm_status_string(s), pm_last_error());
+            printf("pm_reconstruct_multi: two GPU contexts (devices 0 and %d) give the mesh\n",
+                   dg.cuda_device);
+            free(S2.xyz);
+            pm_context_destroy(g2);
+        }
         pm_context_destroy(cpu1);
         pm_context_destroy(ctx);
         return pmt_finish("test_sparse cuda");
@@ -824,6 +871,7 @@ int main(int argc, char **argv)
     pm_context_desc d2 = {sizeof d2, PM_DEVICE_CPU, 0, 2, NULL};
     PMT_OK(pm_context_create(&d1, &cpu1));
     PMT_OK(pm_context_create(&d2, &cpu2));
+    PMT_OK(pm_context_create(&d2, &cpu3));
 
     /* Pieces of volumes: every sample type, normal mode, inside, mode. */
     static const size_t vd[][3] = {{2, 2, 2}, {3, 5, 7}, {17, 9, 33}, {31, 33, 17}, {40, 3, 2}};
@@ -914,6 +962,7 @@ int main(int argc, char **argv)
     }
 
     pm_context_destroy(cpu1);
+    pm_context_destroy(cpu3);
     pm_context_destroy(cpu2);
     pm_context_destroy(ctx);
     return pmt_finish("test_sparse");

@@ -49,6 +49,8 @@ double cli_now_ms(void);
 
 /* ---- shared pieces of isosurface/reconstruct ------------------------- */
 
+#define CLI_MAX_GPUS 16
+
 /* Options both mesh-producing commands take. */
 typedef struct cli_common {
     const char *output;     /* -o */
@@ -56,6 +58,9 @@ typedef struct cli_common {
     pm_normals normals;
     int soup, ascii, quiet;
     pm_device device;
+    int gpus[CLI_MAX_GPUS]; /* --device cuda:0,1: the GPUs (gpu_count of them) */
+    int gpu_count;
+    int all_gpus; /* --device cuda:all */
     int threads;
     uint64_t max_memory; /* 0 = library default */
     int have_start, have_end;
@@ -84,6 +89,14 @@ const char *cli_extension(const char *path, char *buf, size_t size);
 
 /* Creates the context the options ask for; prints the error on failure. */
 int cli_context_create(const cli_common *c, pm_context **out);
+/* The contexts of --device cuda:all or cuda:A,B,...: group[0] = first (from
+ * cli_context_create), one more per further GPU; *count = 1 otherwise (and
+ * under mpirun, where ranks take the GPUs). Prints the error and returns 0
+ * on failure; cli_context_group_free destroys group[1..]. */
+int cli_context_group(const cli_common *c, pm_context *first, pm_context **group, int *count);
+void cli_context_group_free(pm_context **group, int count);
+/* "cuda:0 NAME + cuda:1 NAME ..." for --stats. */
+void cli_group_name(pm_context *const *group, int count, char *out, size_t size);
 
 /* ---- stats.c: JSON ---------------------------------------------------- */
 

@@ -35,13 +35,16 @@ static const char help[] =
     "  --soup                   3 vertices per triangle instead of an indexed mesh\n"
     "  --subdivide N            refine the mesh by N levels of Loop subdivision\n"
     "  --ascii                  ASCII PLY\n"
-    "  --device D               auto|cpu|cuda (default auto: CUDA when a GPU is usable)\n"
+    "  --device D               auto|cpu|cuda (default auto: CUDA when a GPU is usable),\n"
+    "                           cuda:N (GPU N), cuda:A,B,... or cuda:all (z slabs\n"
+    "                           meshed on the GPUs together; the same mesh)\n"
     "  --threads N              CPU threads (default: all cores)\n"
     "  --stats FILE.json        write counts and timings as JSON\n"
     "  -q, --quiet              print nothing on success\n"
     "  --max-memory SIZE        volumes larger than SIZE (e.g. 512M, 8G) are streamed\n"
-    "                           slab by slab within SIZE (raw and NRRD files, CPU;\n"
-    "                           the same mesh); other formats are refused\n"
+    "                           slab by slab within SIZE (raw and NRRD files; on a\n"
+    "                           GPU SIZE bounds its memory; the same mesh); other\n"
+    "                           formats are refused\n"
     "  --debug-dir DIR          write debug PNGs there (created if missing): the\n"
     "                           middle z slice's cells coloured by triangle count\n"
     "                           and the HistoPyramid levels over them (a sequence\n"
@@ -112,6 +115,8 @@ typedef struct iso_job {
     int have_raw;
     pm_raw_options raw;
     pm_context *ctx;
+    pm_context *group[CLI_MAX_GPUS]; /* --device cuda:all|A,B: group[0] = ctx */
+    int ngroup;
     const char *debug_dir; /* --debug-dir, or NULL */
     pm_inside inside;      /* --inside */
     cli_post post;         /* mesh post-processing (zeroed: none) */
@@ -321,7 +326,7 @@ static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_res
     r->input = f->input;
     r->output = f->output;
     r->device = pm_device_string(pm_context_device(job->ctx));
-    snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(job->ctx));
+    cli_group_name(job->group, job->ngroup, r->device_name, sizeof r->device_name);
     r->ranks = cli_mpi_ranks;
     r->threads = pm_context_num_threads(job->ctx);
     r->subdivide = c->subdivide;
@@ -460,8 +465,10 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     t0 = cli_now_ms();
     pm_volume in = vol;
     void *dev = NULL;
-    if (streamed) opt.output_in_context_memory = 0; /* streaming builds the mesh on the host */
-    if (!streamed && pm_context_device(job->ctx) == PM_DEVICE_CUDA) {
+    /* Streaming and several GPUs build the mesh on the host. */
+    const int multi = job->ngroup > 1 && !streamed;
+    if (streamed || multi) opt.output_in_context_memory = 0;
+    if (!streamed && !multi && pm_context_device(job->ctx) == PM_DEVICE_CUDA) {
         size_t bytes;
         if (!volume_bytes(&vol, &bytes)) {
             pm_volume_free(&vol);
@@ -492,6 +499,10 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
         /* Reading and extracting alternate: the read time is the source's. */
         r->t.read_ms = s == PM_STATUS_OK || s == PM_STATUS_TRUNCATED ? sr.read_ms : 0.0;
         r->t.extract_ms = cli_now_ms() - t0 - r->t.read_ms;
+    } else if (multi) {
+        /* --device cuda:all|A,B: slabs over the GPUs (pm_isosurface_multi). */
+        s = pm_isosurface_multi(job->group, job->ngroup, &in, job->iso, &opt, &mesh);
+        r->t.extract_ms = cli_now_ms() - t0;
     } else {
         s = pm_isosurface(job->ctx, &in, job->iso, &opt, &mesh);
         r->t.extract_ms = cli_now_ms() - t0;
@@ -578,7 +589,12 @@ int cmd_isosurface(int argc, char **argv)
         job.c.stats_path = NULL;
     }
     if (!cli_context_create(&job.c, &job.ctx)) return cli_mpi_finish(CLI_FAIL);
+    if (!cli_context_group(&job.c, job.ctx, job.group, &job.ngroup)) {
+        pm_context_destroy(job.ctx);
+        return cli_mpi_finish(CLI_FAIL);
+    }
     int rc = cli_run_frames(cmd, input, &job.c, iso_frame, &job);
+    cli_context_group_free(job.group, job.ngroup);
     pm_context_destroy(job.ctx);
     rc = cli_mpi_finish(rc);
     if (rc == CLI_INTERRUPTED || cli_check_interrupt()) return CLI_INTERRUPTED;

@@ -90,7 +90,9 @@ static const char help[] =
     "  --decimate-error E           ... within E times the mesh extent\n"
     "\n"
     "Run:\n"
-    "  --device D                   auto|cpu|cuda (default auto)\n"
+    "  --device D                   auto|cpu|cuda (default auto), cuda:N (GPU N),\n"
+    "                               cuda:A,B,... or cuda:all (the bricks shared out\n"
+    "                               over the GPUs; the same mesh)\n"
     "  -n, --num-threads N          CPU threads (also --threads; default: all cores)\n"
     "  -q, --quiet                  print nothing on success\n"
     "  -v                           also print each post-processing step\n"
@@ -172,6 +174,10 @@ typedef struct rec_job {
     pm_context *ctx;
 } rec_job;
 
+/* --device cuda:all|A,B: the contexts (group[0] is the job's). */
+static pm_context *rec_group[CLI_MAX_GPUS];
+static int rec_ngroup = 1;
+
 /* Appends "key=value" to a report's path words (truncating). */
 static void path_word(pm_isosurface_report *r, const char *key, const char *value)
 {
@@ -240,6 +246,11 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
             pm_mesh_free(ctx, &mesh);
             return CLI_OK;
         }
+    } else if (rec_ngroup > 1 && rec_group[0] == ctx) {
+        /* Several GPUs: the bricks shared out (pm_reconstruct_multi). */
+        iso.output_in_context_memory = 0;
+        s = pm_reconstruct_multi(rec_group, rec_ngroup, xyz, n, &o->field, &rec_grid, &iso, &mesh,
+                                 &rep);
     } else {
         s = pm_reconstruct(ctx, xyz_ctx, n, &o->field, &rec_grid, &iso, &mesh, &rep);
     }
@@ -298,7 +309,10 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     r->command = "reconstruct";
     r->output = output;
     r->device = pm_device_string(pm_context_device(ctx));
-    snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(ctx));
+    if (rec_ngroup > 1 && rec_group[0] == ctx)
+        cli_group_name(rec_group, rec_ngroup, r->device_name, sizeof r->device_name);
+    else
+        snprintf(r->device_name, sizeof r->device_name, "%s", pm_context_device_name(ctx));
     r->threads = pm_context_num_threads(ctx);
     r->subdivide = o->subdivide;
     r->have_points = 1;
@@ -654,7 +668,14 @@ int cli_reconstruct_main(int argc, char **argv, int splashsurf)
         rc = cli_mpi_finish(CLI_FAIL);
         goto done;
     }
+    if (!cli_context_group(&job.c, job.ctx, rec_group, &rec_ngroup)) {
+        pm_context_destroy(job.ctx);
+        rc = cli_mpi_finish(CLI_FAIL);
+        goto done;
+    }
     rc = cli_run_frames(cmd, input, &job.c, rec_frame, &job);
+    cli_context_group_free(rec_group, rec_ngroup);
+    rec_ngroup = 1;
     pm_context_destroy(job.ctx);
     rc = cli_mpi_finish(rc);
     if (rc == CLI_INTERRUPTED || cli_check_interrupt()) rc = CLI_INTERRUPTED;

@@ -5,6 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -33,6 +35,31 @@ int cli_common_option(const char *cmd, const cli_args *a, int id, const char *va
     case OPT_SOUP: c->soup = 1; return 1;
     case OPT_ASCII: c->ascii = 1; return 1;
     case OPT_DEVICE:
+        if (strncmp(value, "cuda:", 5) == 0) {
+            /* cuda:all, cuda:N or cuda:A,B,... */
+            const char *q = value + 5;
+            c->device = PM_DEVICE_CUDA;
+            c->gpu_count = 0;
+            c->all_gpus = strcmp(q, "all") == 0;
+            while (!c->all_gpus) {
+                char *end;
+                long g = strtol(q, &end, 10);
+                if (end == q || g < 0 || g > 1023 || (*end && *end != ',') ||
+                    c->gpu_count == CLI_MAX_GPUS)
+                    return cli_usage_error(cmd,
+                                           "%s %s: expected cuda:all, cuda:N or cuda:A,B,... (at "
+                                           "most %d GPUs)",
+                                           opt, value, CLI_MAX_GPUS),
+                           -1;
+                for (int i = 0; i < c->gpu_count; i++)
+                    if (c->gpus[i] == (int)g)
+                        return cli_usage_error(cmd, "%s %s: GPU %ld twice", opt, value, g), -1;
+                c->gpus[c->gpu_count++] = (int)g;
+                if (!*end) break;
+                q = end + 1;
+            }
+            return 1;
+        }
         if (!cli_parse_choice(cmd, opt, value, devices, &k)) return -1;
         c->device = devices_enum[k];
         return 1;

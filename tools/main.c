@@ -269,7 +269,10 @@ int cli_context_create(const cli_common *c, pm_context **out)
     if (!local) local = getenv("MPI_LOCALRANKID");
     if (!local) local = getenv("SLURM_LOCALID");
     int gpus = c->device != PM_DEVICE_CPU && cli_mpi_rank >= 0 && local ? pm_cuda_device_count() : 0;
-    if (gpus > 0) desc.cuda_device = atoi(local) % gpus;
+    if (gpus > 0)
+        desc.cuda_device = atoi(local) % gpus;
+    else if (c->gpu_count > 0)
+        desc.cuda_device = c->gpus[0];
     pm_status s = pm_context_create(&desc, out);
     if (s != PM_STATUS_OK) {
         cli_error_status(s, c->device == PM_DEVICE_CUDA ? "--device cuda" : "creating a context");
@@ -278,6 +281,59 @@ int cli_context_create(const cli_common *c, pm_context **out)
     /* --device auto on a GPU this build cannot run on: say why the CPU. */
     if (*pm_context_note(*out) && !c->quiet) fprintf(stderr, "pyramesh: note: %s\n", pm_context_note(*out));
     return 1;
+}
+
+int cli_context_group(const cli_common *c, pm_context *first, pm_context **group, int *count)
+{
+    group[0] = first;
+    *count = 1;
+    if (cli_mpi_rank >= 0 || (!c->all_gpus && c->gpu_count < 2)) return 1;
+    int want[CLI_MAX_GPUS], n = 0;
+    if (c->all_gpus) {
+        int total = pm_cuda_device_count();
+        for (int g = 0; g < total && n < CLI_MAX_GPUS; g++)
+            want[n++] = g;
+    } else {
+        for (int i = 0; i < c->gpu_count; i++)
+            want[n++] = c->gpus[i];
+    }
+    for (int i = 1; i < n; i++) {
+        pm_context_desc desc;
+        memset(&desc, 0, sizeof desc);
+        desc.struct_size = sizeof desc;
+        desc.device = PM_DEVICE_CUDA;
+        desc.cuda_device = want[i];
+        desc.num_threads = c->threads;
+        pm_status s = pm_context_create(&desc, &group[i]);
+        if (s != PM_STATUS_OK) {
+            char what[48];
+            snprintf(what, sizeof what, "--device: GPU %d", want[i]);
+            cli_error_status(s, what);
+            cli_context_group_free(group, i);
+            *count = 1;
+            return 0;
+        }
+    }
+    *count = n > 0 ? n : 1;
+    return 1;
+}
+
+void cli_context_group_free(pm_context **group, int count)
+{
+    for (int i = 1; i < count; i++)
+        pm_context_destroy(group[i]);
+}
+
+void cli_group_name(pm_context *const *group, int count, char *out, size_t size)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < count && len < size; i++) {
+        int w = snprintf(out + len, size - len, "%s%s", i ? " + " : "",
+                         pm_context_device_name(group[i]));
+        if (w < 0) break;
+        len += (size_t)w;
+    }
 }
 
 int main(int argc, char **argv)

@@ -343,24 +343,30 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
     }
     /* The largest slab every GPU's workers hold (limit: per GPU; 0: 70% of
-     * what the GPU has free). */
+     * what the GPU has free): the window and the piece's scratch, twice. */
     size_t Tmax = volume->nz;
     pm_status st = PM_STATUS_OK;
+    const uint64_t plane = (uint64_t)volume->nx * volume->ny;
     for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
         if (!ctxs[i]->backend->free_bytes) continue;
         uint64_t budget = limit ? limit : ctxs[i]->backend->free_bytes(ctxs[i]) / 10 * 7;
-        uint64_t per = budget / 2;
-        uint64_t room = per > PMI_SLAB_DEVICE_SCRATCH ? (per - PMI_SLAB_DEVICE_SCRATCH) / sb : 0;
-        uint64_t most = room > g ? room - g : 0;
+        uint64_t lo = 0, hi = volume->nz; /* the largest T with 2 need(T) <= budget */
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo + 1) / 2;
+            if (2 * pmi_slab_device_bytes(mid, g, sb, plane) <= budget)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        const uint64_t most = lo;
         if (most == 0 || (T_want && T_want > most)) {
             size_t t = T_want ? T_want : 1;
             st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
                            "%s: a slab of %zu slice%s with %zu ghost slices (%zu bytes each) and "
-                           "%zu bytes of scratch, twice (two workers overlap copies and "
+                           "the extraction's scratch, twice (two workers overlap copies and "
                            "extraction), needs %llu bytes of %s memory; the limit is %llu",
-                           fn, t, t == 1 ? "" : "s", g, sb, PMI_SLAB_DEVICE_SCRATCH,
-                           (unsigned long long)(2 * ((t + g) * (uint64_t)sb +
-                                                     PMI_SLAB_DEVICE_SCRATCH)),
+                           fn, t, t == 1 ? "" : "s", g, sb,
+                           (unsigned long long)(2 * pmi_slab_device_bytes(t, g, sb, plane)),
                            ctxs[i]->backend->name, (unsigned long long)budget);
         }
         if (most < Tmax) Tmax = (size_t)most;

@@ -17,9 +17,15 @@ typedef struct pmi_slab_report {
     double pieces_ms, merge_ms;          /* wall: all pieces, then the merge */
 } pmi_slab_report;
 
-/* Per worker on a GPU, besides its window: the piece extraction's scratch
- * (2^22 points a chunk) and its outputs, counted against a memory limit. */
-#define PMI_SLAB_DEVICE_SCRATCH ((size_t)192 << 20)
+/* Device bytes of one GPU worker with slabs of T slices (g ghost slices,
+ * sb bytes and `plane` points a slice): its window, and the piece
+ * extraction's scratch and outputs, about 40 bytes per point of a chunk
+ * (the owned points, at most 2^22 a chunk: src/cuda/piece.cu). */
+static inline uint64_t pmi_slab_device_bytes(uint64_t T, uint64_t g, uint64_t sb, uint64_t plane)
+{
+    const uint64_t chunk = T * plane < ((uint64_t)1 << 22) ? T * plane : ((uint64_t)1 << 22);
+    return (T + g) * sb + 40 * chunk;
+}
 
 /* The mesh of `volume` (resolved: strides set; data in host memory, or
  * NULL with `source`, which is then read in slice order) at iso with the

@@ -4,6 +4,7 @@
  * plan (sorted particles, occupied bricks, volumes), its bricks' pieces in
  * batches under the memory limit, then pm_mesh_pieces_merge. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,10 +216,71 @@ static size_t piece_bytes(const pm_mesh_piece *P)
            (size_t)P->num_triangles * (24 + 8) + sizeof *P;
 }
 
-static pm_status run_sparse(pm_context *ctx, pmi_sparse_plan *plan, const pm_field_params *p,
-                            const pm_isosurface_options *opt, pm_mesh *mesh,
-                            pm_reconstruct_report *R)
+/* One context's share of a batch of bricks (a host thread each). */
+typedef struct brick_share {
+    pm_context *ctx;
+    pmi_sparse_plan *plan;
+    size_t first, count;
+    double iso;
+    const pm_isosurface_options *opt;
+    pm_mesh_piece *pieces;
+    double fms, ems;
+    pm_status st;
+    char msg[512];
+} brick_share;
+
+static void *brick_share_run(void *arg)
 {
+    brick_share *b = arg;
+    b->fms = b->ems = 0;
+    b->st = b->count ? b->ctx->backend->sparse_pieces(b->ctx, b->plan, b->first, b->count, b->iso,
+                                                      b->opt, b->pieces, &b->fms, &b->ems)
+                     : PM_STATUS_OK;
+    if (b->st != PM_STATUS_OK) snprintf(b->msg, sizeof b->msg, "%s", pm_last_error());
+    return NULL;
+}
+
+/* Bricks [first, first + count) split in contiguous shares over the
+ * contexts, one host thread each (the plan is read-only). */
+static pm_status pieces_on(pm_context *const *ctxs, int nctx, pmi_sparse_plan *plan, size_t first,
+                           size_t count, double iso, const pm_isosurface_options *opt,
+                           pm_mesh_piece *pieces, double *fms, double *ems)
+{
+    *fms = *ems = 0;
+    if (nctx == 1)
+        return ctxs[0]->backend->sparse_pieces(ctxs[0], plan, first, count, iso, opt, pieces, fms,
+                                               ems);
+    brick_share *b = calloc((size_t)nctx, sizeof *b);
+    pthread_t *th = calloc((size_t)nctx, sizeof *th);
+    int *started = calloc((size_t)nctx, sizeof *started);
+    if (!b || !th || !started) {
+        free(b), free(th), free(started);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory");
+    }
+    for (int w = 0; w < nctx; w++) {
+        const size_t a = count * (size_t)w / (size_t)nctx, e = count * (size_t)(w + 1) / (size_t)nctx;
+        b[w] = (brick_share){ctxs[w], plan, first + a, e - a, iso, opt, pieces + a, 0, 0,
+                             PM_STATUS_OK, ""};
+        started[w] = pthread_create(&th[w], NULL, brick_share_run, &b[w]) == 0;
+        if (!started[w]) brick_share_run(&b[w]);
+    }
+    pm_status st = PM_STATUS_OK;
+    for (int w = 0; w < nctx; w++) {
+        if (started[w]) pthread_join(th[w], NULL);
+        *fms += b[w].fms;
+        *ems += b[w].ems;
+    }
+    for (int w = 0; w < nctx && st == PM_STATUS_OK; w++)
+        if (b[w].st != PM_STATUS_OK) st = pmi_error(b[w].st, "%s", b[w].msg);
+    free(b), free(th), free(started);
+    return st;
+}
+
+static pm_status run_sparse(pm_context *const *ctxs, int nctx, pmi_sparse_plan *plan,
+                            const pm_field_params *p, const pm_isosurface_options *opt,
+                            pm_mesh *mesh, pm_reconstruct_report *R)
+{
+    pm_context *ctx = ctxs[0];
     const pmi_sparse_geom *G = &plan->G;
     const size_t nb = plan->nbricks;
     pm_mesh_piece *pieces = calloc(nb ? nb : 1, sizeof *pieces);
@@ -231,12 +293,11 @@ static pm_status run_sparse(pm_context *ctx, pmi_sparse_plan *plan, const pm_fie
     size_t held = plan->bytes + (size_t)(per_thread * ctx->num_threads) + nb * sizeof *pieces;
     size_t peak = held;
     pm_status st = PM_STATUS_OK;
-    const size_t batch = 64 * (size_t)(ctx->num_threads > 0 ? ctx->num_threads : 1);
+    const size_t batch = 64 * (size_t)(ctx->num_threads > 0 ? ctx->num_threads : 1) * (size_t)nctx;
     for (size_t first = 0; first < nb && st == PM_STATUS_OK; first += batch) {
         size_t count = nb - first < batch ? nb - first : batch;
         double fms = 0, ems = 0;
-        st = ctx->backend->sparse_pieces(ctx, plan, first, count, p->iso, opt, pieces + first, &fms,
-                                         &ems);
+        st = pieces_on(ctxs, nctx, plan, first, count, p->iso, opt, pieces + first, &fms, &ems);
         R->field_ms += fms;
         R->extract_ms += ems;
         for (size_t q = first; q < first + count; q++)
@@ -372,13 +433,14 @@ static int auto_dense(const pmi_sparse_plan *plan, const pm_field_params *p)
     return need <= (double)p->max_memory_bytes && occupied * PMI_SPARSE_RATIO >= points;
 }
 
-pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *params,
-                         const pm_reconstruct_options *options,
-                         const pm_isosurface_options *iso_options, pm_mesh *mesh,
-                         pm_reconstruct_report *report)
+static pm_status reconstruct_on(pm_context *const *ctxs, int nctx, const float *xyz, size_t n,
+                                const pm_field_params *params,
+                                const pm_reconstruct_options *options,
+                                const pm_isosurface_options *iso_options, pm_mesh *mesh,
+                                pm_reconstruct_report *report)
 {
     static const char fn[] = "pm_reconstruct";
-    pmi_clear_error();
+    pm_context *ctx = ctxs[0];
     if (!ctx || !params || !mesh)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL argument", fn);
     memset(mesh, 0, sizeof *mesh);
@@ -437,7 +499,7 @@ pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n, const pm_f
         if (st == PM_STATUS_OK)
             st = be->sparse_plan(ctx, pts, n, &p, ro.brick_points, opt.normals, &plan);
         if (staged) be->free(ctx, staged);
-        if (st == PM_STATUS_OK && ro.grid == PM_GRID_AUTO && auto_dense(&plan, &p)) {
+        if (st == PM_STATUS_OK && ro.grid == PM_GRID_AUTO && nctx == 1 && auto_dense(&plan, &p)) {
             be->sparse_plan_free(ctx, &plan);
             st = run_dense(ctx, xyz, n, &p, &opt, mesh, &R);
         } else if (st == PM_STATUS_OK) {
@@ -458,7 +520,7 @@ pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n, const pm_f
             R.occupied_cells = plan.occupied_cells;
             R.neighbours_ms = plan.neighbours_ms;
             R.density_ms = plan.density_ms;
-            st = run_sparse(ctx, &plan, &p, &opt, mesh, &R);
+            st = run_sparse(ctxs, nctx, &plan, &p, &opt, mesh, &R);
             be->sparse_plan_free(ctx, &plan);
         }
     }
@@ -476,6 +538,10 @@ pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n, const pm_f
             pmi_report_path(ir, "brick", num);
             snprintf(num, sizeof num, "%llu", (unsigned long long)R.bricks_occupied);
             pmi_report_path(ir, "bricks", num);
+            if (nctx > 1) {
+                snprintf(num, sizeof num, "%d", nctx);
+                pmi_report_path(ir, "contexts", num);
+            }
             pmi_report_stage(ir, 0, "fields", R.field_ms);
             pmi_report_stage(ir, 1, "pieces", R.extract_ms);
             pmi_report_stage(ir, 2, "merge", R.merge_ms);
@@ -491,4 +557,41 @@ pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n, const pm_f
     }
     if (report) *report = R;
     return st;
+}
+
+pm_status pm_reconstruct(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *params,
+                         const pm_reconstruct_options *options,
+                         const pm_isosurface_options *iso_options, pm_mesh *mesh,
+                         pm_reconstruct_report *report)
+{
+    pmi_clear_error();
+    return reconstruct_on(&ctx, 1, xyz, n, params, options, iso_options, mesh, report);
+}
+
+pm_status pm_reconstruct_multi(pm_context *const *contexts, int count, const float *xyz, size_t n,
+                               const pm_field_params *params,
+                               const pm_reconstruct_options *options,
+                               const pm_isosurface_options *iso_options, pm_mesh *mesh,
+                               pm_reconstruct_report *report)
+{
+    static const char fn[] = "pm_reconstruct_multi";
+    pmi_clear_error();
+    if (!contexts || count < 1 || !mesh)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts or NULL mesh", fn);
+    for (int i = 0; i < count; i++) {
+        if (!contexts[i])
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: context %d is NULL", fn, i);
+        for (int j = 0; j < i; j++)
+            if (contexts[j] == contexts[i])
+                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                                 "%s: context %d is given twice (one host thread per context)", fn,
+                                 i);
+        /* One plan for all: the same backend everywhere (a plan's state is
+         * its backend's). */
+        if (contexts[i]->backend != contexts[0]->backend)
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "%s: context %d is %s, context 0 %s: one kind of device per call", fn,
+                             i, contexts[i]->backend->name, contexts[0]->backend->name);
+    }
+    return reconstruct_on(contexts, count, xyz, n, params, options, iso_options, mesh, report);
 }

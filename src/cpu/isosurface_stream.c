@@ -278,7 +278,9 @@ static pm_status stream_pieces(pm_context *ctx, const pm_volume_source *source,
         R->ghost_below = S.ghost_below;
         R->ghost_above = S.ghost_above;
         R->bytes_read = S.bytes_read;
-        R->working_set_bytes = 2 * (S.window_bytes + PMI_SLAB_DEVICE_SCRATCH);
+        R->working_set_bytes =
+            2 * pmi_slab_device_bytes(S.slab_slices, S.ghost_below + S.ghost_above,
+                                      v.nx * v.ny * pm_sample_size(v.type), (uint64_t)v.nx * v.ny);
         R->read_ms = S.read_ms;
         R->walk_ms = S.piece_ms;
         R->copy_ms = S.upload_ms;
