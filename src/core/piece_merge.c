@@ -69,6 +69,41 @@ static size_t find_key(const uint64_t *a, size_t n, uint64_t key)
 }
 
 /* Which piece holds global triangle (or vertex) g, from the offsets. */
+/* The first index r >= 0 with a[r] >= key in a[0..n) (ascending), found
+ * from `from` by doubling steps, then halving: O(log distance). */
+static size_t gallop(const uint64_t *a, size_t n, size_t from, uint64_t key)
+{
+    if (from >= n) from = n ? n - 1 : 0;
+    if (!n) return 0;
+    size_t lo, hi; /* a[lo] < key <= a[hi], with lo = -1 / hi = n as sentinels */
+    if (a[from] < key) {
+        size_t step = 1;
+        lo = from;
+        while (lo + step < n && a[lo + step] < key) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step < n ? lo + step : n;
+        lo++;
+    } else {
+        size_t step = 1;
+        hi = from;
+        while (hi >= step && a[hi - step] >= key) {
+            hi -= step;
+            step *= 2;
+        }
+        lo = hi >= step ? hi - step + 1 : 0;
+    }
+    while (lo < hi) { /* the first >= key in [lo, hi) , else hi */
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static size_t piece_of(const uint64_t *base, size_t count, uint64_t g)
 {
     size_t lo = 0, hi = count; /* base[lo] <= g < base[hi] */
@@ -216,15 +251,51 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
         }
     }
     if (ordered) {
+        /* Concatenation: the arrays in bulk, each corner's index by a
+         * galloping search in the merged keys from the last one found
+         * (a triangle's corners are near its predecessor's). */
         for (size_t p = 0; p < count; p++) {
-            memcpy(vkeys + vbase[p], pieces[p].vertex_keys,
-                   (size_t)pieces[p].num_vertices * sizeof *vkeys);
-            for (uint64_t v = 0; v < pieces[p].num_vertices; v++)
-                vrank[vbase[p] + v] = (uint32_t)(vbase[p] + v);
-            for (uint64_t t = 0; t < pieces[p].num_triangles; t++)
-                trank[tbase[p] + t] = (uint32_t)(tbase[p] + t);
+            const pm_mesh_piece *P = &pieces[p];
+            const size_t nvp = (size_t)P->num_vertices;
+            memcpy(vkeys + vbase[p], P->vertex_keys, nvp * sizeof *vkeys);
+            pmi_memcpy_threads(M->pos + 3 * vbase[p], P->positions, nvp * 3 * sizeof(float));
+            if (M->nrm)
+                pmi_memcpy_threads(M->nrm + 3 * vbase[p], P->normals, nvp * 3 * sizeof(float));
         }
-        goto place;
+        int missing = 0;
+        size_t miss_piece = 0;
+        uint64_t miss_key = 0;
+        for (size_t p = 0; p < count; p++) {
+            const pm_mesh_piece *P = &pieces[p];
+            const long long nc = (long long)(3 * P->num_triangles);
+            uint32_t *out = M->idx + 3 * tbase[p];
+#pragma omp parallel num_threads(threads) if (nc > 196608)
+            {
+                size_t cur = (size_t)vbase[p];
+#pragma omp for schedule(static)
+                for (long long c = 0; c < nc; c++) {
+                    const uint64_t key = P->triangles[c];
+                    cur = gallop(vkeys, (size_t)nv, cur, key);
+                    if (cur >= nv || vkeys[cur] != key) {
+#pragma omp critical
+                        {
+                            if (!missing) miss_piece = p, miss_key = key;
+                            missing = 1;
+                        }
+                        cur = (size_t)vbase[p];
+                        out[c] = 0;
+                        continue;
+                    }
+                    out[c] = (uint32_t)cur;
+                }
+            }
+        }
+        if (missing)
+            st = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                           "pm_mesh_pieces_merge: a triangle of piece %zu names vertex key %llu, "
+                           "which no piece has (a neighbouring piece is missing)",
+                           miss_piece, (unsigned long long)miss_key);
+        goto done;
     }
 
     /* Vertex order: ascending key; each key once. */
@@ -267,7 +338,6 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
         trank[src[t]] = (uint32_t)t;
     }
 
-place:;
     /* A bucket index over the merged keys for the vertices a triangle
      * takes from another piece: the key's bucket, then a short search. */
     uint64_t kmin = nv ? vkeys[0] : 0, span = nv ? vkeys[nv - 1] - kmin : 0;

@@ -40,6 +40,7 @@ typedef struct slab_worker {
     size_t dev_cap;
     pm_status st;
     char msg[512];
+    int device; /* copies windows into its device buffer */
     double read_ms, upload_ms, piece_ms;
 } slab_worker;
 
@@ -141,7 +142,7 @@ static void *worker_main(void *arg)
         } else {
             win.data = (const unsigned char *)R->v.data + w0 * R->v.slice_stride * R->es;
         }
-        if (!pmi_ctx_accessible(ctx, win.data)) {
+        if (W->device) {
             /* Upload: packed slices in one copy; otherwise packed first. */
             const double t0 = pmi_now_ms();
             const size_t bytes = win.nz * R->sb;
@@ -229,7 +230,10 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
         W[w].run = &R;
         W[w].w = w;
         W[w].ctx = ctxs[w];
-        const int device = !pmi_ctx_accessible(ctxs[w], source ? (const void *)R.carry : R.v.data);
+        /* A GPU copies every window into its memory (pinned or mapped host
+         * memory included: read over the bus, the kernels would crawl). */
+        const int device = ctxs[w]->backend->free_bytes != NULL;
+        W[w].device = device;
         if (source || (device && !packed)) {
             W[w].host = pmi_alloc_huge(held * R.sb);
             if (!W[w].host)
@@ -332,6 +336,7 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
     const size_t sb = volume->nx * volume->ny * pm_sample_size(volume->type);
     /* Two workers per GPU; one per CPU context. */
     if (n < 1) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts", fn);
+    if (T_want > volume->nz) T_want = volume->nz; /* one slab: the volume */
     size_t gpus = 0;
     for (int i = 0; i < n; i++)
         gpus += ctxs[i]->backend->free_bytes != NULL;
