@@ -685,7 +685,7 @@ static void test_gpu_errors(pm_context *ctx)
     v.data = random_volume(v.type, v.nx, v.ny, v.nz, 100.0);
     mem_src m;
     pm_volume_source src = mem_source(&v, &m);
-    pm_stream_options so = {sizeof so, 1 << 20, 0, NULL};
+    pm_stream_options so = {sizeof so, 100 << 10, 0, NULL}; /* below two slabs of one slice */
     pm_mesh got;
     pm_status s = pm_isosurface_stream(ctx, &src, 100.0, NULL, &so, &got);
     PMT_CHECK(s == PM_STATUS_OUT_OF_MEMORY && strstr(pm_last_error(), "limit") &&

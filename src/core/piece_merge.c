@@ -7,6 +7,10 @@
  * triangles' vertices are their piece's), the merged key array else.
  * Host memory; the result is copied into context memory when asked. */
 #include <stdlib.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <string.h>
 
 #include "core/backend.h"
@@ -15,36 +19,63 @@
 #include "core/util.h"
 
 void pmi_radix_sort_u64(uint64_t *keys, uint32_t *vals, size_t n, unsigned bits, uint64_t *tk,
-                        uint32_t *tv)
+                        uint32_t *tv, int threads)
 {
     enum { D = 11, R = 1 << D };
     const unsigned passes = (bits + D - 1) / D;
-    size_t count[R];
+    /* Threads take contiguous blocks; a digit's slots go to the blocks in
+     * order (digit-major offsets), so every pass stays stable. */
+    if (threads < 1 || n < ((size_t)1 << 16)) threads = 1;
+    if (threads > 64) threads = 64;
+    size_t *count = malloc((size_t)threads * R * sizeof *count);
+    if (!count) threads = 1, count = malloc(R * sizeof *count);
     uint64_t *sk = keys, *dk = tk;
     uint32_t *sv = vals, *dv = tv;
     for (unsigned p = 0; p < passes; p++) {
         const unsigned sh = p * D;
-        memset(count, 0, sizeof count);
-        for (size_t i = 0; i < n; i++)
-            count[(sk[i] >> sh) & (R - 1)]++;
-        /* A digit every key shares moves nothing: skip the pass. */
-        if (n && count[(sk[0] >> sh) & (R - 1)] == n) continue;
-        size_t sum = 0;
-        for (size_t d = 0; d < R; d++) {
-            size_t c = count[d];
-            count[d] = sum;
-            sum += c;
+        int skip = 0;
+#pragma omp parallel num_threads(threads)
+        {
+            int t = 0, nt = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            nt = omp_get_num_threads();
+#endif
+            const size_t b = n * (size_t)t / (size_t)nt, e = n * (size_t)(t + 1) / (size_t)nt;
+            size_t *c = count + (size_t)t * R;
+            memset(c, 0, R * sizeof *c);
+            for (size_t i = b; i < e; i++)
+                c[(sk[i] >> sh) & (R - 1)]++;
+#pragma omp barrier
+#pragma omp single
+            {
+                /* A digit every key shares moves nothing: skip the pass. */
+                const size_t d0 = n ? (sk[0] >> sh) & (R - 1) : 0;
+                size_t same = 0, sum = 0;
+                for (int u = 0; u < nt; u++)
+                    same += count[(size_t)u * R + d0];
+                skip = n && same == n;
+                for (size_t d = 0; d < R && !skip; d++)
+                    for (int u = 0; u < nt; u++) {
+                        size_t x = count[(size_t)u * R + d];
+                        count[(size_t)u * R + d] = sum;
+                        sum += x;
+                    }
+            }
+            if (!skip)
+                for (size_t i = b; i < e; i++) {
+                    size_t at = c[(sk[i] >> sh) & (R - 1)]++;
+                    dk[at] = sk[i];
+                    if (sv) dv[at] = sv[i];
+                }
         }
-        for (size_t i = 0; i < n; i++) {
-            size_t at = count[(sk[i] >> sh) & (R - 1)]++;
-            dk[at] = sk[i];
-            if (sv) dv[at] = sv[i];
-        }
+        if (skip) continue;
         uint64_t *xk = sk;
         sk = dk, dk = xk;
         uint32_t *xv = sv;
         sv = dv, dv = xv;
     }
+    free(count);
     if (sk != keys) {
         memcpy(keys, sk, n * sizeof *keys);
         if (vals) memcpy(vals, sv, n * sizeof *vals);
@@ -304,7 +335,7 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
             keys[vbase[p] + v] = pieces[p].vertex_keys[v];
             src[vbase[p] + v] = (uint32_t)(vbase[p] + v);
         }
-    pmi_radix_sort_u64(keys, src, (size_t)nv, vbits, tk, tv);
+    pmi_radix_sort_u64(keys, src, (size_t)nv, vbits, tk, tv, threads);
     for (uint64_t r = 0; r < nv; r++) {
         if (r && keys[r] == keys[r - 1]) {
             st = pmi_error(PM_STATUS_INVALID_ARGUMENT,
@@ -324,7 +355,7 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
             keys[tbase[p] + t] = pieces[p].cell_keys[t];
             src[tbase[p] + t] = (uint32_t)(tbase[p] + t);
         }
-    pmi_radix_sort_u64(keys, src, (size_t)nt, cbits, tk, tv);
+    pmi_radix_sort_u64(keys, src, (size_t)nt, cbits, tk, tv, threads);
     for (uint64_t t = 0; t < nt; t++) {
         if (t && keys[t] == keys[t - 1] &&
             (src[t] != src[t - 1] + 1 ||

@@ -147,10 +147,11 @@ pm_status pmi_sparse_geom_init(const pm_field_params *p, const double bmin[3], c
                                size_t brick_points, pm_normals normals, pmi_sparse_geom *G);
 
 /* LSD radix sort (11 bits per pass, stable) of keys and their vals (may
- * be NULL) by the low `bits` bits of the keys; tk, tv: scratch of n
- * (tv NULL when vals is). src/core/piece_merge.c. */
+ * be NULL) by the low `bits` bits of the keys, on up to `threads` threads
+ * (the same result for any count); tk, tv: scratch of n (tv NULL when
+ * vals is). src/core/piece_merge.c. */
 void pmi_radix_sort_u64(uint64_t *keys, uint32_t *vals, size_t n, unsigned bits, uint64_t *tk,
-                        uint32_t *tv);
+                        uint32_t *tv, int threads);
 
 /* For the MPI layer (src/mpi/mpi_reconstruct.c): params with
  * pm_reconstruct's defaults, and the pieces of the bricks with brick z in

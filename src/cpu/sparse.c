@@ -246,10 +246,24 @@ static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const p
     const int aabb = p->use_aabb;
     const double *amin = p->aabb_min, *amax = p->aabb_max;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
+    if (!aabb) {
+        /* Every particle kept: keys in parallel, slot = input index. */
+#pragma omp parallel for num_threads(ctx->num_threads) schedule(static) if (n > 65536)
+        for (long long li = 0; li < (long long)n; li++) {
+            const size_t i = (size_t)li;
+            const float *q = xyz + 3 * i;
+            uint64_t c[3];
+            for (int a = 0; a < 3; a++)
+                c[a] = (uint64_t)pmi_cell_of(q[a], G->origin[a], edge, (long long)G->cdims[a]);
+            keys[i] = pmi_cell_key(G, c[0], c[1], c[2]);
+            idx[i] = (uint32_t)i;
+        }
+        k = n;
+    }
+    for (size_t i = 0; aabb && i < n; i++) {
         const float *q = xyz + 3 * i;
-        if (aabb && !(q[0] >= amin[0] && q[0] <= amax[0] && q[1] >= amin[1] && q[1] <= amax[1] &&
-                      q[2] >= amin[2] && q[2] <= amax[2]))
+        if (!(q[0] >= amin[0] && q[0] <= amax[0] && q[1] >= amin[1] && q[1] <= amax[1] &&
+              q[2] >= amin[2] && q[2] <= amax[2]))
             continue;
         uint64_t c[3];
         for (int a = 0; a < 3; a++)
@@ -258,11 +272,12 @@ static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const p
         idx[k++] = (uint32_t)i;
     }
     unsigned bits = G->cshift[2] + pmi_bits_for(G->cdims[2]);
-    pmi_radix_sort_u64(keys, idx, kept, bits, tk, tv);
+    pmi_radix_sort_u64(keys, idx, kept, bits, tk, tv, ctx->num_threads);
     free(tk);
     free(tv);
-    for (size_t s = 0; s < kept; s++)
-        memcpy(P->xyz + 3 * s, xyz + 3 * (size_t)idx[s], 3 * sizeof(float));
+#pragma omp parallel for num_threads(ctx->num_threads) schedule(static) if (kept > 65536)
+    for (long long ls = 0; ls < (long long)kept; ls++)
+        memcpy(P->xyz + 3 * (size_t)ls, xyz + 3 * (size_t)idx[ls], 3 * sizeof(float));
     free(idx);
 
     /* Occupied cells. */
@@ -316,7 +331,8 @@ static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const p
                 for (b[0] = lo[0]; b[0] <= hi[0]; b[0]++)
                     bk[nb++] = pmi_brick_key(G, b);
     }
-    pmi_radix_sort_u64(bk, NULL, nb, G->bshift[2] + pmi_bits_for(G->bdims[2]), bt, NULL);
+    pmi_radix_sort_u64(bk, NULL, nb, G->bshift[2] + pmi_bits_for(G->bdims[2]), bt, NULL,
+                       ctx->num_threads);
     free(bt);
     size_t u = 0;
     for (size_t i = 0; i < nb; i++)
