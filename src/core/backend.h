@@ -165,6 +165,10 @@ static inline int pmi_ctx_accessible(pm_context *ctx, const void *p)
     return !ctx->backend->accessible || ctx->backend->accessible(ctx, p);
 }
 
+/* A second context on ctx's device (its own stream): two host threads
+ * then overlap one piece's copies with another's kernels on one GPU. */
+pm_status pmi_context_twin(pm_context *ctx, pm_context **out);
+
 /* Recycled host arrays (host_arrays.c): _get returns an array of at least
  * `bytes` (NULL when out of memory), from the context's recycled arrays or
  * pmi_alloc_huge; _put gives one back (or frees it): any malloc'ed array. */

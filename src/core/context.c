@@ -113,6 +113,17 @@ pm_status pm_context_create(const pm_context_desc *desc_in, pm_context **out)
     return PM_STATUS_OK;
 }
 
+pm_status pmi_context_twin(pm_context *ctx, pm_context **out)
+{
+    pm_context_desc d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.device = ctx->device;
+    d.cuda_device = ctx->cuda_device;
+    d.num_threads = ctx->num_threads;
+    return pm_context_create(&d, out);
+}
+
 void pm_context_destroy(pm_context *ctx)
 {
     if (!ctx) return;

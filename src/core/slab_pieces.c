@@ -312,19 +312,6 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
 /* Workers and slab thickness                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* A second context on ctx's GPU: its own stream, so that one slab's upload
- * overlaps another's extraction. */
-static pm_status twin_of(pm_context *ctx, pm_context **out)
-{
-    pm_context_desc d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    d.device = ctx->device;
-    d.cuda_device = ctx->cuda_device;
-    d.num_threads = ctx->num_threads;
-    return pm_context_create(&d, out);
-}
-
 pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
                        const pm_volume_source *source, double iso,
                        const pm_isosurface_options *opt, size_t limit, size_t T_want,
@@ -386,7 +373,7 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
     for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
         w[k++] = ctxs[i];
         if (ctxs[i]->backend->free_bytes) {
-            st = twin_of(ctxs[i], &own[k]);
+            st = pmi_context_twin(ctxs[i], &own[k]);
             w[k] = own[k];
             k++;
         }

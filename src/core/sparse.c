@@ -520,7 +520,14 @@ static pm_status reconstruct_on(pm_context *const *ctxs, int nctx, const float *
             R.occupied_cells = plan.occupied_cells;
             R.neighbours_ms = plan.neighbours_ms;
             R.density_ms = plan.density_ms;
-            st = run_sparse(ctxs, nctx, &plan, &p, &opt, mesh, &R);
+            /* On a GPU a second stream: one brick's gather and copies on
+             * the host overlap another's kernels. */
+            pm_context *twin = NULL, *pair[2] = {ctx, NULL};
+            if (nctx == 1 && be->free_bytes && pmi_context_twin(ctx, &twin) == PM_STATUS_OK)
+                pair[1] = twin;
+            st = twin ? run_sparse(pair, 2, &plan, &p, &opt, mesh, &R)
+                      : run_sparse(ctxs, nctx, &plan, &p, &opt, mesh, &R);
+            pm_context_destroy(twin);
             be->sparse_plan_free(ctx, &plan);
         }
     }
