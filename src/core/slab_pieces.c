@@ -84,7 +84,7 @@ static void worker_fail(slab_worker *W, pm_status s)
 }
 
 /* Slab i's window from the source into W->host, in slice order. */
-static pm_status read_window(slab_worker *W, size_t i, size_t w0, size_t w1)
+static pm_status read_window(slab_worker *W, size_t i, size_t w0, size_t w1, int *stopped)
 {
     slab_run *R = W->run;
     pm_status s = PM_STATUS_OK;
@@ -92,8 +92,11 @@ static pm_status read_window(slab_worker *W, size_t i, size_t w0, size_t w1)
     while (R->next_read != i && !R->failed)
         pthread_cond_wait(&R->cv, &R->mu);
     if (R->failed) {
+        /* Another worker failed: stop without a status of one's own (the
+         * call reports the failing worker's). */
         pthread_mutex_unlock(&R->mu);
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "another slab failed");
+        *stopped = 1;
+        return PM_STATUS_OK;
     }
     const double t0 = pmi_now_ms();
     /* Slices already delivered come from the carry, the rest from the source. */
@@ -134,10 +137,12 @@ static void *worker_main(void *arg)
         win.nz = w1 - w0;
         pm_status s = PM_STATUS_OK;
         if (R->src) {
-            if ((s = read_window(W, i, w0, w1)) != PM_STATUS_OK) {
+            int stopped = 0;
+            if ((s = read_window(W, i, w0, w1, &stopped)) != PM_STATUS_OK) {
                 worker_fail(W, s);
                 break;
             }
+            if (stopped) break;
             win.data = W->host;
         } else {
             win.data = (const unsigned char *)R->v.data + w0 * R->v.slice_stride * R->es;
