@@ -520,14 +520,23 @@ static pm_status reconstruct_on(pm_context *const *ctxs, int nctx, const float *
             R.occupied_cells = plan.occupied_cells;
             R.neighbours_ms = plan.neighbours_ms;
             R.density_ms = plan.density_ms;
-            /* On a GPU a second stream: one brick's gather and copies on
-             * the host overlap another's kernels. */
-            pm_context *twin = NULL, *pair[2] = {ctx, NULL};
-            if (nctx == 1 && be->free_bytes && pmi_context_twin(ctx, &twin) == PM_STATUS_OK)
-                pair[1] = twin;
-            st = twin ? run_sparse(pair, 2, &plan, &p, &opt, mesh, &R)
-                      : run_sparse(ctxs, nctx, &plan, &p, &opt, mesh, &R);
-            pm_context_destroy(twin);
+            /* On GPUs a second stream each: one brick's gather and copies
+             * on the host overlap another's kernels. */
+            pm_context **w = be->free_bytes ? calloc(2 * (size_t)nctx, sizeof *w) : NULL;
+            int nw = 0;
+            for (int i = 0; w && i < nctx; i++) {
+                w[nw++] = ctxs[i];
+                if (pmi_context_twin(ctxs[i], &w[nw]) == PM_STATUS_OK) nw++;
+            }
+            st = w ? run_sparse(w, nw, &plan, &p, &opt, mesh, &R)
+                   : run_sparse(ctxs, nctx, &plan, &p, &opt, mesh, &R);
+            for (int i = 0; w && i < nw; i++) {
+                int given = 0;
+                for (int j = 0; j < nctx; j++)
+                    given |= w[i] == ctxs[j];
+                if (!given) pm_context_destroy(w[i]);
+            }
+            free(w);
             be->sparse_plan_free(ctx, &plan);
         }
     }

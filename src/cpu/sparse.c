@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "core/util.h"
 #include "cpu/cpu.h"
 #include "cpu/density.h"
@@ -280,57 +284,97 @@ static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const p
         memcpy(P->xyz + 3 * (size_t)ls, xyz + 3 * (size_t)idx[ls], 3 * sizeof(float));
     free(idx);
 
-    /* Occupied cells. */
+    /* Occupied cells (the runs of equal keys) and the bricks they reach:
+     * counted per block of threads, placed by a scan, written in order. */
+    const int nth = ctx->num_threads > 0 && kept > 65536 ? ctx->num_threads : 1;
+    size_t *part = calloc((size_t)nth + 1, sizeof *part);
+    if (!part) {
+        free(keys);
+        pmi_cpu_sparse_plan_free(ctx, plan);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory");
+    }
     size_t m = 0;
-    for (size_t s = 0; s < kept; s++)
-        m += s == 0 || keys[s] != keys[s - 1];
-    P->ckey = malloc(m * sizeof *P->ckey);
-    P->cstart = malloc((m + 1) * sizeof *P->cstart);
+#pragma omp parallel num_threads(nth)
+    {
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        const size_t b = kept * (size_t)t / (size_t)nt, e = kept * (size_t)(t + 1) / (size_t)nt;
+        size_t c = 0;
+        for (size_t q = b; q < e; q++)
+            c += q == 0 || keys[q] != keys[q - 1];
+        part[t + 1] = c;
+#pragma omp barrier
+#pragma omp single
+        {
+            for (int u = 0; u < nt; u++)
+                part[u + 1] += part[u];
+            m = part[nt];
+            P->ckey = malloc((m ? m : 1) * sizeof *P->ckey);
+            P->cstart = malloc((m + 1) * sizeof *P->cstart);
+        }
+        if (P->ckey && P->cstart) {
+            size_t o = part[t];
+            for (size_t q = b; q < e; q++)
+                if (q == 0 || keys[q] != keys[q - 1]) {
+                    P->ckey[o] = keys[q];
+                    P->cstart[o++] = (uint32_t)q;
+                }
+        }
+    }
+    free(part);
     if (!P->ckey || !P->cstart) {
         free(keys);
         pmi_cpu_sparse_plan_free(ctx, plan);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory for %zu cells", m);
     }
-    m = 0;
-    for (size_t s = 0; s < kept; s++)
-        if (s == 0 || keys[s] != keys[s - 1]) {
-            P->ckey[m] = keys[s];
-            P->cstart[m++] = (uint32_t)s;
-        }
     P->cstart[m] = (uint32_t)kept;
     P->m = m;
     free(keys);
 
     /* The bricks the particles reach, each once, ascending. */
-    size_t nb = 0;
-    for (size_t c = 0; c < m; c++) {
+    size_t *bcount = malloc((m + 1) * sizeof *bcount);
+    if (!bcount) {
+        pmi_cpu_sparse_plan_free(ctx, plan);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory");
+    }
+    bcount[0] = 0;
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (long long lc = 0; lc < (long long)m; lc++) {
         uint64_t cc[3], lo, hi;
         size_t cnt = 1;
-        pmi_cell_unkey(G, P->ckey[c], cc);
+        pmi_cell_unkey(G, P->ckey[lc], cc);
         for (int a = 0; a < 3; a++) {
             pmi_cell_bricks(G, a, cc[a], &lo, &hi);
             cnt *= (size_t)(hi - lo + 1);
         }
-        nb += cnt;
+        bcount[lc + 1] = cnt;
     }
+    for (size_t c = 0; c < m; c++)
+        bcount[c + 1] += bcount[c];
+    size_t nb = bcount[m];
     uint64_t *bk = malloc((nb ? nb : 1) * sizeof *bk), *bt = malloc((nb ? nb : 1) * sizeof *bt);
     if (!bk || !bt) {
-        free(bk), free(bt);
+        free(bk), free(bt), free(bcount);
         pmi_cpu_sparse_plan_free(ctx, plan);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory for %zu brick keys",
                          nb);
     }
-    nb = 0;
-    for (size_t c = 0; c < m; c++) {
+#pragma omp parallel for num_threads(nth) schedule(static)
+    for (long long lc = 0; lc < (long long)m; lc++) {
         uint64_t cc[3], lo[3], hi[3], b[3];
-        pmi_cell_unkey(G, P->ckey[c], cc);
+        size_t o = bcount[lc];
+        pmi_cell_unkey(G, P->ckey[lc], cc);
         for (int a = 0; a < 3; a++)
             pmi_cell_bricks(G, a, cc[a], &lo[a], &hi[a]);
         for (b[2] = lo[2]; b[2] <= hi[2]; b[2]++)
             for (b[1] = lo[1]; b[1] <= hi[1]; b[1]++)
                 for (b[0] = lo[0]; b[0] <= hi[0]; b[0]++)
-                    bk[nb++] = pmi_brick_key(G, b);
+                    bk[o++] = pmi_brick_key(G, b);
     }
+    free(bcount);
     pmi_radix_sort_u64(bk, NULL, nb, G->bshift[2] + pmi_bits_for(G->bdims[2]), bt, NULL,
                        ctx->num_threads);
     free(bt);
