@@ -9,6 +9,7 @@
 
 void pmi_memcpy_threads(void *dst, const void *src, size_t bytes)
 {
+    if (!bytes) return; /* src and dst may be NULL then */
     int nt = omp_get_max_threads();
     if (nt > 8) nt = 8; /* memory bandwidth, not cores, is the limit past that */
     if (bytes < ((size_t)1 << 20) || nt < 2) {

@@ -288,6 +288,7 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
         for (size_t p = 0; p < count; p++) {
             const pm_mesh_piece *P = &pieces[p];
             const size_t nvp = (size_t)P->num_vertices;
+            if (!nvp) continue; /* its arrays may be NULL */
             memcpy(vkeys + vbase[p], P->vertex_keys, nvp * sizeof *vkeys);
             pmi_memcpy_threads(M->pos + 3 * vbase[p], P->positions, nvp * 3 * sizeof(float));
             if (M->nrm)

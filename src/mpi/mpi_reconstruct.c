@@ -231,9 +231,11 @@ static pm_status local_mesh(MPI_Comm comm, int ranks, const pmi_sparse_geom *G, 
         if (!mesh->positions || (normals && !mesh->normals) || !mesh->indices || !*ids) {
             s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for the part", fn);
         } else {
-            memcpy(mesh->positions, P->positions, (size_t)(3 * nv) * 4);
-            if (normals) memcpy(mesh->normals, P->normals, (size_t)(3 * nv) * 4);
-            memcpy(*ids, P->vertex_keys, (size_t)nv * 8);
+            if (nv) { /* an empty piece's arrays may be NULL */
+                memcpy(mesh->positions, P->positions, (size_t)(3 * nv) * 4);
+                if (normals) memcpy(mesh->normals, P->normals, (size_t)(3 * nv) * 4);
+                memcpy(*ids, P->vertex_keys, (size_t)nv * 8);
+            }
             for (uint64_t i = 0; i < nn; i++) {
                 memcpy(mesh->positions + 3 * (nv + i), got + i * (uint64_t)stride, 12);
                 if (normals) memcpy(mesh->normals + 3 * (nv + i), got + i * 6 + 3, 12);
