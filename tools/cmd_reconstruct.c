@@ -46,7 +46,7 @@ static const char help[] =
     "                               the particles fill their box, else sparse; the mesh\n"
     "                               is the same bytes either way (docs/scale.md)\n"
     "  --brick N                    sparse: lattice points per brick edge (default 32,\n"
-    "                               rounded up to whole neighbour cells)\n"
+    "                               128 on a GPU; rounded up to whole neighbour cells)\n"
     "\n"
     "Output:\n"
     "  -o, --output-file MESH       output file (default {stem}_surface.vtk)\n"
