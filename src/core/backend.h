@@ -148,6 +148,7 @@ struct pm_context {
     void *cuda_stream;   /* caller's stream or NULL */
     void *backend_state; /* owned by the backend */
     pmi_host_arrays *host_arrays; /* recycled host mesh arrays (host_arrays.c), or NULL */
+    struct pm_context *twin;      /* pmi_context_twin's, made on first use, or NULL */
     char device_name[128];
     char note[256]; /* why an AUTO context is not on the GPU, or "" */
 };
@@ -166,8 +167,12 @@ static inline int pmi_ctx_accessible(pm_context *ctx, const void *p)
 }
 
 /* A second context on ctx's device (its own stream): two host threads
- * then overlap one piece's copies with another's kernels on one GPU. */
+ * then overlap one piece's copies with another's kernels on one GPU.
+ * Made on first use and kept (and destroyed) with ctx: not the caller's. */
 pm_status pmi_context_twin(pm_context *ctx, pm_context **out);
+/* The context list of a *_multi call: non-empty, no NULL, none twice,
+ * with same_backend all of contexts[0]'s backend. */
+pm_status pmi_contexts_check(const char *fn, pm_context *const *ctxs, int count, int same_backend);
 
 /* Recycled host arrays (host_arrays.c): _get returns an array of at least
  * `bytes` (NULL when out of memory), from the context's recycled arrays or

@@ -115,18 +115,47 @@ pm_status pm_context_create(const pm_context_desc *desc_in, pm_context **out)
 
 pm_status pmi_context_twin(pm_context *ctx, pm_context **out)
 {
-    pm_context_desc d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    d.device = ctx->device;
-    d.cuda_device = ctx->cuda_device;
-    d.num_threads = ctx->num_threads;
-    return pm_context_create(&d, out);
+    /* Made once, kept with ctx: a frame loop does not create a stream and
+     * pinned staging buffers per call. */
+    if (!ctx->twin) {
+        pm_context_desc d;
+        memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        d.device = ctx->device;
+        d.cuda_device = ctx->cuda_device;
+        d.num_threads = ctx->num_threads;
+        pm_status s = pm_context_create(&d, &ctx->twin);
+        if (s != PM_STATUS_OK) {
+            ctx->twin = NULL;
+            return s;
+        }
+    }
+    *out = ctx->twin;
+    return PM_STATUS_OK;
+}
+
+pm_status pmi_contexts_check(const char *fn, pm_context *const *ctxs, int count, int same_backend)
+{
+    if (!ctxs || count < 1) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts", fn);
+    for (int i = 0; i < count; i++) {
+        if (!ctxs[i]) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: context %d is NULL", fn, i);
+        for (int j = 0; j < i; j++)
+            if (ctxs[j] == ctxs[i])
+                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                                 "%s: context %d is given twice (one host thread per context)", fn,
+                                 i);
+        if (same_backend && ctxs[i]->backend != ctxs[0]->backend)
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "%s: context %d is %s, context 0 %s: one kind of device per call", fn,
+                             i, ctxs[i]->backend->name, ctxs[0]->backend->name);
+    }
+    return PM_STATUS_OK;
 }
 
 void pm_context_destroy(pm_context *ctx)
 {
     if (!ctx) return;
+    pm_context_destroy(ctx->twin);
     if (ctx->backend->shutdown) ctx->backend->shutdown(ctx);
     pmi_host_arrays_release(ctx);
     free(ctx);

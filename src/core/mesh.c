@@ -227,21 +227,13 @@ pm_status pm_isosurface_multi(pm_context *const *contexts, int count, const pm_v
 {
     static const char fn[] = "pm_isosurface_multi";
     pmi_clear_error();
-    if (!contexts || count < 1 || !mesh)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts or NULL mesh", fn);
+    if (!mesh) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL mesh", fn);
     memset(mesh, 0, sizeof *mesh);
-    for (int i = 0; i < count; i++) {
-        if (!contexts[i])
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: context %d is NULL", fn, i);
-        for (int j = 0; j < i; j++)
-            if (contexts[j] == contexts[i])
-                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                                 "%s: context %d is given twice (one host thread per context)", fn,
-                                 i);
-    }
+    pm_status s = pmi_contexts_check(fn, contexts, count, 0);
+    if (s != PM_STATUS_OK) return s;
     pm_volume vol;
     pm_isosurface_options opt;
-    pm_status s = isosurface_args(fn, contexts[0], volume, iso, options, &vol, &opt);
+    s = isosurface_args(fn, contexts[0], volume, iso, options, &vol, &opt);
     if (s != PM_STATUS_OK) return s;
     if (opt.output_in_context_memory && (s = check_buffers(contexts[0], fn, &opt)) != PM_STATUS_OK)
         return s;

@@ -125,14 +125,7 @@ static size_t gallop(const uint64_t *a, size_t n, size_t from, uint64_t key)
         }
         lo = hi >= step ? hi - step + 1 : 0;
     }
-    while (lo < hi) { /* the first >= key in [lo, hi) , else hi */
-        size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return lo + pmi_lower_bound_u64(a + lo, hi - lo, key); /* the first >= key, else hi */
 }
 
 static size_t piece_of(const uint64_t *base, size_t count, uint64_t g)
@@ -240,29 +233,9 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
     M->nv = nv;
     M->nt = nt;
     M->active = act;
-    const size_t big = nv > nt ? (size_t)nv : (size_t)nt;
-    uint64_t *keys = malloc((big ? big : 1) * sizeof *keys),
-             *tk = malloc((big ? big : 1) * sizeof *tk);
-    uint32_t *src = malloc((big ? big : 1) * sizeof *src),
-             *tv = malloc((big ? big : 1) * sizeof *tv);
-    uint32_t *vrank = malloc((nv ? nv : 1) * sizeof *vrank);
-    uint32_t *trank = malloc((nt ? nt : 1) * sizeof *trank);
-    uint64_t *vkeys = malloc((nv ? nv : 1) * sizeof *vkeys);
-    M->pos = pmi_alloc_huge((size_t)(nv ? nv : 1) * 3 * sizeof(float));
-    M->nrm = normals ? pmi_alloc_huge((size_t)(nv ? nv : 1) * 3 * sizeof(float)) : NULL;
-    M->idx = pmi_alloc_huge((size_t)(nt ? nt : 1) * 3 * sizeof(uint32_t));
-    pm_status st = PM_STATUS_OK;
-    if (!keys || !tk || !src || !tv || !vrank || !trank || !vkeys || !M->pos ||
-        (normals && !M->nrm) || !M->idx) {
-        st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
-                       "pm_mesh_pieces_merge: no memory for %llu vertices, %llu triangles",
-                       (unsigned long long)nv, (unsigned long long)nt);
-        goto done;
-    }
-
     /* Pieces already in key order (z slabs of a volume, in order: each
      * piece's keys above the previous pieces'): the concatenation is the
-     * merged order and the sorts are skipped. */
+     * merged order, and neither the sorts nor their arrays are needed. */
     int ordered = 1;
     {
         uint64_t lastv = 0, lastc = 0;
@@ -281,6 +254,32 @@ static pm_status merge_host(pm_context *ctx, const pm_mesh_piece *pieces, size_t
             }
         }
     }
+    const size_t big = ordered ? 0 : nv > nt ? (size_t)nv : (size_t)nt;
+    uint64_t *keys = NULL, *tk = NULL;
+    uint32_t *src = NULL, *tv = NULL, *vrank = NULL, *trank = NULL;
+    if (!ordered) {
+        keys = malloc((big ? big : 1) * sizeof *keys);
+        tk = malloc((big ? big : 1) * sizeof *tk);
+        src = malloc((big ? big : 1) * sizeof *src);
+        tv = malloc((big ? big : 1) * sizeof *tv);
+        vrank = malloc((nv ? nv : 1) * sizeof *vrank);
+        trank = malloc((nt ? nt : 1) * sizeof *trank);
+    }
+    uint64_t *vkeys = malloc((nv ? nv : 1) * sizeof *vkeys);
+    /* The arrays become the mesh's: the context's recycled ones where it
+     * has them (host_arrays.c). */
+    M->pos = pmi_host_array_get(ctx, (size_t)(nv ? nv : 1) * 3 * sizeof(float));
+    M->nrm = normals ? pmi_host_array_get(ctx, (size_t)(nv ? nv : 1) * 3 * sizeof(float)) : NULL;
+    M->idx = pmi_host_array_get(ctx, (size_t)(nt ? nt : 1) * 3 * sizeof(uint32_t));
+    pm_status st = PM_STATUS_OK;
+    if ((!ordered && (!keys || !tk || !src || !tv || !vrank || !trank)) || !vkeys || !M->pos ||
+        (normals && !M->nrm) || !M->idx) {
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                       "pm_mesh_pieces_merge: no memory for %llu vertices, %llu triangles",
+                       (unsigned long long)nv, (unsigned long long)nt);
+        goto done;
+    }
+
     if (ordered) {
         /* Concatenation: the arrays in bulk, each corner's index by a
          * galloping search in the merged keys from the last one found
@@ -440,7 +439,8 @@ done:
     free(keys), free(tk), free(src), free(tv), free(vrank), free(trank), free(vkeys);
     free(vbase), free(tbase);
     if (st != PM_STATUS_OK) {
-        free(M->pos), free(M->nrm), free(M->idx);
+        pmi_host_array_put(ctx, M->pos), pmi_host_array_put(ctx, M->nrm);
+        pmi_host_array_put(ctx, M->idx);
         memset(M, 0, sizeof *M);
     }
     return st;
@@ -527,7 +527,8 @@ pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, siz
             st = s2;
         }
     }
-    free(M.pos), free(M.nrm), free(M.idx);
+    pmi_host_array_put(ctx, M.pos), pmi_host_array_put(ctx, M.nrm);
+    pmi_host_array_put(ctx, M.idx);
     return st;
 }
 

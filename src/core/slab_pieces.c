@@ -332,13 +332,8 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
     size_t gpus = 0;
     for (int i = 0; i < n; i++)
         gpus += ctxs[i]->backend->free_bytes != NULL;
-    const size_t nw = (size_t)n + gpus;
-    pm_context **w = calloc(nw, sizeof *w);
-    pm_context **own = calloc(nw, sizeof *own);
-    if (!w || !own) {
-        free(w), free(own);
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
-    }
+    pm_context **w = calloc((size_t)n + gpus, sizeof *w);
+    if (!w) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
     /* The largest slab every GPU's workers hold (limit: per GPU; 0: 70% of
      * what the GPU has free): the window and the piece's scratch, twice. */
     size_t Tmax = volume->nz;
@@ -377,17 +372,11 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
     int k = 0;
     for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
         w[k++] = ctxs[i];
-        if (ctxs[i]->backend->free_bytes) {
-            st = pmi_context_twin(ctxs[i], &own[k]);
-            w[k] = own[k];
+        if (ctxs[i]->backend->free_bytes && (st = pmi_context_twin(ctxs[i], &w[k])) == PM_STATUS_OK)
             k++;
-        }
     }
     if (st == PM_STATUS_OK) st = pmi_slab_pieces(w, k, volume, source, iso, opt, T, mesh, rep);
-    for (size_t i = 0; i < nw; i++)
-        pm_context_destroy(own[i]);
     free(w);
-    free(own);
     return st;
 }
 

@@ -530,12 +530,6 @@ static pm_status reconstruct_on(pm_context *const *ctxs, int nctx, const float *
             }
             st = w ? run_sparse(w, nw, &plan, &p, &opt, mesh, &R)
                    : run_sparse(ctxs, nctx, &plan, &p, &opt, mesh, &R);
-            for (int i = 0; w && i < nw; i++) {
-                int given = 0;
-                for (int j = 0; j < nctx; j++)
-                    given |= w[i] == ctxs[j];
-                if (!given) pm_context_destroy(w[i]);
-            }
             free(w);
             be->sparse_plan_free(ctx, &plan);
         }
@@ -592,22 +586,9 @@ pm_status pm_reconstruct_multi(pm_context *const *contexts, int count, const flo
 {
     static const char fn[] = "pm_reconstruct_multi";
     pmi_clear_error();
-    if (!contexts || count < 1 || !mesh)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts or NULL mesh", fn);
-    for (int i = 0; i < count; i++) {
-        if (!contexts[i])
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: context %d is NULL", fn, i);
-        for (int j = 0; j < i; j++)
-            if (contexts[j] == contexts[i])
-                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                                 "%s: context %d is given twice (one host thread per context)", fn,
-                                 i);
-        /* One plan for all: the same backend everywhere (a plan's state is
-         * its backend's). */
-        if (contexts[i]->backend != contexts[0]->backend)
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "%s: context %d is %s, context 0 %s: one kind of device per call", fn,
-                             i, contexts[i]->backend->name, contexts[0]->backend->name);
-    }
+    if (!mesh) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL mesh", fn);
+    /* One plan for all: one backend (a plan's state is its backend's). */
+    pm_status s = pmi_contexts_check(fn, contexts, count, 1);
+    if (s != PM_STATUS_OK) return s;
     return reconstruct_on(contexts, count, xyz, n, params, options, iso_options, mesh, report);
 }

@@ -35,6 +35,20 @@ static inline int pmi_mul3_size(size_t a, size_t b, size_t c, size_t *out)
     return pmi_mul_size(a, b, &ab) && pmi_mul_size(ab, c, out);
 }
 
+/* The first index i in a[0..n) (ascending) with a[i] >= key, n if none. */
+static inline size_t pmi_lower_bound_u64(const uint64_t *a, size_t n, uint64_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Records a message for pm_last_error() and returns `s` so callers can
  * write `return pmi_error(PM_STATUS_PARSE_ERROR, "%s: ...", path);`. */
 pm_status pmi_error(pm_status s, const char *fmt, ...) PMI_PRINTF(2, 3);

@@ -28,19 +28,6 @@ typedef struct cpu_plan {
     double h, mass;
 } cpu_plan;
 
-static size_t lower_bound(const uint64_t *a, size_t n, uint64_t key)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 void pmi_sparse_local_free(pmi_sparse_local *L)
 {
     free(L->cells.start);
@@ -108,7 +95,7 @@ int pmi_sparse_local_build(const pmi_sparse_plan *plan, const uint64_t c0[3], co
     const size_t ncx = lay->cdims[0];
     for (uint64_t cz = c0[2]; cz < c1[2]; cz++)
         for (uint64_t cy = c0[1]; cy < c1[1]; cy++) {
-            size_t u = lower_bound(P->ckey, P->m, pmi_cell_key(G, c0[0], cy, cz));
+            size_t u = pmi_lower_bound_u64(P->ckey, P->m, pmi_cell_key(G, c0[0], cy, cz));
             for (size_t lx = 0; lx < ncx; lx++, lid++) {
                 L->cells.start[lid] = cur;
                 if (u >= P->m || P->ckey[u] != pmi_cell_key(G, c0[0] + lx, cy, cz)) continue;

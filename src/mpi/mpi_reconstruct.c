@@ -10,6 +10,7 @@
 #include "pyramesh_mpi.h"
 
 #include "core/sparse.h"
+#include "core/util.h"
 #include "mpi/mpi_internal.h"
 
 typedef struct particle {
@@ -117,23 +118,6 @@ static pm_status combine(const pm_mesh_piece *pc, size_t count, const pmi_sparse
     return PM_STATUS_OK;
 }
 
-/* The distributed form of a rank's piece (pm_mpi_reconstruct_local): its
- * own vertices, then those of other ranks its triangles use (asked of their
- * owners: one all-to-all of keys, one of positions and normals), ascending
- * keys; the keys are the global ids. Collective; errors agreed. */
-static uint64_t bsearch_key(const uint64_t *a, uint64_t n, uint64_t key)
-{
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -151,6 +135,10 @@ static int owner_of(uint64_t z, const pmi_sparse_geom *G, uint64_t L, int ranks)
     return q;
 }
 
+/* The distributed form of a rank's piece (pm_mpi_reconstruct_local): its
+ * own vertices, then those of other ranks its triangles use (asked of their
+ * owners: one all-to-all of keys, one of positions and normals), ascending
+ * keys; the keys are the global ids. Collective; errors agreed. */
 static pm_status local_mesh(MPI_Comm comm, int ranks, const pmi_sparse_geom *G, uint64_t L,
                             const pm_mesh_piece *P, int normals, pm_mesh *mesh, uint64_t **ids)
 {
@@ -164,7 +152,7 @@ static pm_status local_mesh(MPI_Comm comm, int ranks, const pmi_sparse_geom *G, 
     if (!need) s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
     for (uint64_t i = 0; need && i < 3 * nt; i++) {
         const uint64_t k = P->triangles[i];
-        const uint64_t at = bsearch_key(P->vertex_keys, nv, k);
+        const uint64_t at = pmi_lower_bound_u64(P->vertex_keys, nv, k);
         if (at == nv || P->vertex_keys[at] != k) need[nn++] = k;
     }
     if (need) qsort(need, (size_t)nn, 8, cmp_u64);
@@ -197,7 +185,7 @@ static pm_status local_mesh(MPI_Comm comm, int ranks, const pmi_sparse_geom *G, 
     if (s == PM_STATUS_OK) {
         MPI_Alltoallv(need, sc, sd, MPI_UINT64_T, asked, rc, rd, MPI_UINT64_T, comm);
         for (int i = 0; i < rd[ranks]; i++) {
-            const uint64_t at = bsearch_key(P->vertex_keys, nv, asked[i]);
+            const uint64_t at = pmi_lower_bound_u64(P->vertex_keys, nv, asked[i]);
             if (at == nv || P->vertex_keys[at] != asked[i]) {
                 s = pmi_error(PM_STATUS_INVALID_ARGUMENT,
                               "%s: vertex key %llu asked of the rank that should own it, which "
@@ -243,8 +231,8 @@ static pm_status local_mesh(MPI_Comm comm, int ranks, const pmi_sparse_geom *G, 
             }
             for (uint64_t i = 0; i < 3 * nt; i++) {
                 const uint64_t k = P->triangles[i];
-                uint64_t at = bsearch_key(P->vertex_keys, nv, k);
-                if (at == nv || P->vertex_keys[at] != k) at = nv + bsearch_key(need, nn, k);
+                uint64_t at = pmi_lower_bound_u64(P->vertex_keys, nv, k);
+                if (at == nv || P->vertex_keys[at] != k) at = nv + pmi_lower_bound_u64(need, nn, k);
                 mesh->indices[i] = (uint32_t)at;
             }
             mesh->num_vertices = (size_t)V;
