@@ -164,21 +164,11 @@ static pm_status isosurface_slabs(pm_context *const *ctxs, int n, const pm_volum
     pm_status s = pmi_slab_run(ctxs, n, vol, NULL, iso, opt, 0, 0, min_slabs, mesh, &S);
     if (s != PM_STATUS_OK && s != PM_STATUS_TRUNCATED) return s;
     mesh->timings.extract_ms = pmi_now_ms() - t0;
+    pmi_slab_report_words(opt->report, ctxs[0]->backend->name, "extract", "slabs", &S);
     if (opt->report) {
-        char w[32];
-        pmi_report_path(opt->report, "backend", ctxs[0]->backend->name);
-        pmi_report_path(opt->report, "extract", "slabs");
+        char w[16];
         snprintf(w, sizeof w, "%d", n);
         pmi_report_path(opt->report, "contexts", w);
-        snprintf(w, sizeof w, "%d", S.workers);
-        pmi_report_path(opt->report, "workers", w);
-        snprintf(w, sizeof w, "%zu", S.slabs);
-        pmi_report_path(opt->report, "slabs", w);
-        snprintf(w, sizeof w, "%zu", S.slab_slices);
-        pmi_report_path(opt->report, "thickness", w);
-        pmi_report_stage(opt->report, 0, "upload", S.upload_ms);
-        pmi_report_stage(opt->report, 1, "pieces", S.piece_ms);
-        pmi_report_stage(opt->report, 2, "merge", S.merge_ms);
     }
     return s;
 }

@@ -429,3 +429,24 @@ const pm_volume *pmi_memory_source_volume(const pm_volume_source *source)
 {
     return source && source->read == memory_read ? (const pm_volume *)source->user : NULL;
 }
+
+void pmi_slab_report_words(pm_isosurface_report *r, const char *backend, const char *key,
+                           const char *value, const pmi_slab_report *S)
+{
+    if (!r) return;
+    char w[32];
+    pmi_report_path(r, "backend", backend);
+    pmi_report_path(r, key, value);
+    snprintf(w, sizeof w, "%zu", S->slabs);
+    pmi_report_path(r, "slabs", w);
+    snprintf(w, sizeof w, "%zu", S->slab_slices);
+    pmi_report_path(r, "thickness", w);
+    snprintf(w, sizeof w, "%d", S->workers);
+    pmi_report_path(r, "workers", w);
+    snprintf(w, sizeof w, "%llu", (unsigned long long)S->bytes_read);
+    pmi_report_path(r, "read_bytes", w);
+    pmi_report_stage(r, 0, "read", S->read_ms);
+    pmi_report_stage(r, 1, "upload", S->upload_ms);
+    pmi_report_stage(r, 2, "pieces", S->piece_ms);
+    pmi_report_stage(r, 3, "merge", S->merge_ms);
+}

@@ -47,6 +47,12 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
                        const pm_isosurface_options *opt, size_t limit, size_t T_want,
                        size_t min_slabs, pm_mesh *mesh, pmi_slab_report *rep);
 
+/* The report's words for a slab run: backend, key=value (how it ran),
+ * slabs, thickness, workers, read_bytes; stages read, upload, pieces,
+ * merge (docs/scale.md). r may be NULL. */
+void pmi_slab_report_words(pm_isosurface_report *r, const char *backend, const char *key,
+                           const char *value, const pmi_slab_report *S);
+
 /* The volume a source from pm_volume_source_memory reads, or NULL. */
 const pm_volume *pmi_memory_source_volume(const pm_volume_source *source);
 

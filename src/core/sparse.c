@@ -506,12 +506,9 @@ static pm_status reconstruct_on(pm_context *const *ctxs, int nctx, const float *
             const pmi_sparse_geom *G = &plan.G;
             R.sparse = 1;
             R.iso = p.iso;
-            for (int a = 0; a < 3; a++) {
-                R.lattice.origin[a] = G->origin[a];
-                R.lattice.spacing[a] = G->rule.s;
-                R.lattice.dims[a] = G->dims[a];
+            R.lattice = pmi_sparse_lattice(G);
+            for (int a = 0; a < 3; a++)
                 R.lattice_lo[a] = G->g0[a];
-            }
             R.particles_used = plan.kept;
             R.particles_dropped = plan.dropped;
             R.brick_points = G->brick;

@@ -68,6 +68,18 @@ static inline void pmi_brick_unkey(const pmi_sparse_geom *G, uint64_t key, uint6
     b[2] = key >> G->bshift[2];
 }
 
+/* The global lattice of the geometry (pm_isosurface_piece's lattice). */
+static inline pm_lattice pmi_sparse_lattice(const pmi_sparse_geom *G)
+{
+    pm_lattice lat;
+    for (int a = 0; a < 3; a++) {
+        lat.origin[a] = G->origin[a];
+        lat.spacing[a] = G->rule.s;
+        lat.dims[a] = G->dims[a];
+    }
+    return lat;
+}
+
 /* The points a brick owns: [lo, hi) per axis. */
 static inline void pmi_brick_owned(const pmi_sparse_geom *G, const uint64_t b[3], uint64_t lo[3],
                                    uint64_t hi[3])

@@ -288,23 +288,7 @@ static pm_status stream_pieces(pm_context *ctx, const pm_volume_source *source,
         R->mesh_bytes = (uint64_t)mesh->num_vertices * (mesh->normals ? 24u : 12u) +
                         (mesh->indices ? (uint64_t)mesh->num_triangles * 12u : 0u);
     }
-    if (opt->report) {
-        char w[32];
-        pmi_report_path(opt->report, "backend", ctx->backend->name);
-        pmi_report_path(opt->report, "stream", "pieces");
-        snprintf(w, sizeof w, "%zu", S.slabs);
-        pmi_report_path(opt->report, "slabs", w);
-        snprintf(w, sizeof w, "%zu", S.slab_slices);
-        pmi_report_path(opt->report, "thickness", w);
-        snprintf(w, sizeof w, "%d", S.workers);
-        pmi_report_path(opt->report, "workers", w);
-        snprintf(w, sizeof w, "%llu", (unsigned long long)S.bytes_read);
-        pmi_report_path(opt->report, "read_bytes", w);
-        pmi_report_stage(opt->report, 0, "read", S.read_ms);
-        pmi_report_stage(opt->report, 1, "upload", S.upload_ms);
-        pmi_report_stage(opt->report, 2, "pieces", S.piece_ms);
-        pmi_report_stage(opt->report, 3, "merge", S.merge_ms);
-    }
+    pmi_slab_report_words(opt->report, ctx->backend->name, "stream", "pieces", &S);
     return st;
 }
 

@@ -436,12 +436,7 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
                                 pm_mesh_piece *pieces, double *field_ms, double *extract_ms)
 {
     const pmi_sparse_geom *G = &plan->G;
-    pm_lattice lat;
-    for (int a = 0; a < 3; a++) {
-        lat.origin[a] = G->origin[a];
-        lat.spacing[a] = G->rule.s;
-        lat.dims[a] = G->dims[a];
-    }
+    const pm_lattice lat = pmi_sparse_lattice(G);
     const size_t wmax = (size_t)(G->brick + (uint64_t)G->ghost_lo + (uint64_t)G->ghost_hi);
     const size_t field_n = wmax * wmax * wmax;
     const size_t scratch_n = pmi_sph_field_scratch((size_t)G->B);

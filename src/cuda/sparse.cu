@@ -105,12 +105,7 @@ extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *pl
     static const char fn[] = "pm_reconstruct";
     PMI_TRY(pmi_cuda_begin(ctx));
     const pmi_sparse_geom *G = &plan->G;
-    pm_lattice lat;
-    for (int a = 0; a < 3; a++) {
-        lat.origin[a] = G->origin[a];
-        lat.spacing[a] = G->rule.s;
-        lat.dims[a] = G->dims[a];
-    }
+    const pm_lattice lat = pmi_sparse_lattice(G);
     pmi_sparse_local L;
     memset(&L, 0, sizeof L);
     sp_dev D;

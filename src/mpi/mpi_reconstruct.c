@@ -359,11 +359,7 @@ static pm_status reconstruct(pm_context *ctx, MPI_Comm comm, const float *xyz, s
         free(keep);
         return s;
     }
-    for (int a = 0; a < 3; a++) {
-        rep.lattice.origin[a] = G.origin[a];
-        rep.lattice.spacing[a] = G.rule.s;
-        rep.lattice.dims[a] = G.dims[a];
-    }
+    rep.lattice = pmi_sparse_lattice(&G);
     const uint64_t L = G.bdims[2];
     uint64_t bz0 = L * (uint64_t)rank / (uint64_t)ranks, bz1 = L * (uint64_t)(rank + 1) / (uint64_t)ranks;
     rep.slab_lo = bz0 * G.brick;
