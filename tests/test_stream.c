@@ -112,6 +112,26 @@ static void *random_volume(pm_sample_type t, size_t nx, size_t ny, size_t nz, do
     return v;
 }
 
+/* A volume of the option matrices: random_volume with anisotropic
+ * spacing and an offset origin (free with free((void *)v.data)). */
+static pm_volume matrix_volume(const size_t dims[3], pm_sample_type t, double iso)
+{
+    pm_volume v;
+    memset(&v, 0, sizeof v);
+    v.type = t;
+    v.nx = dims[0];
+    v.ny = dims[1];
+    v.nz = dims[2];
+    v.spacing[0] = 0.5;
+    v.spacing[1] = 1.25;
+    v.spacing[2] = 0.75 + pmt_uniform();
+    v.origin[0] = -3.0;
+    v.origin[1] = 0.1;
+    v.origin[2] = 7.0 * pmt_uniform();
+    v.data = random_volume(v.type, v.nx, v.ny, v.nz, iso);
+    return v;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Library: every option against pm_isosurface                              */
 /* ------------------------------------------------------------------------ */
@@ -127,19 +147,7 @@ static void test_matrix(pm_context *ctx, const char *tag)
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
         for (int t = 0; t < 5; t++) {
             const double iso = t == PM_SAMPLE_I16 ? 0.0 : 100.0;
-            pm_volume v;
-            memset(&v, 0, sizeof v);
-            v.type = (pm_sample_type)t;
-            v.nx = dims[d][0];
-            v.ny = dims[d][1];
-            v.nz = dims[d][2];
-            v.spacing[0] = 0.5;
-            v.spacing[1] = 1.25;
-            v.spacing[2] = 0.75 + pmt_uniform();
-            v.origin[0] = -3.0;
-            v.origin[1] = 0.1;
-            v.origin[2] = 7.0 * pmt_uniform();
-            v.data = random_volume(v.type, v.nx, v.ny, v.nz, iso);
+            pm_volume v = matrix_volume(dims[d], (pm_sample_type)t, iso);
             for (int nm = 0; nm < 4; nm++)
                 for (int mode = 0; mode < 2; mode++)
                     for (int in = 0; in < 2; in++) {
@@ -570,17 +578,7 @@ static void test_slab_pieces(pm_context *ref, pm_context *const *ctxs, int n, in
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
         for (int t = 0; t < 5; t++) {
             const double iso = t == PM_SAMPLE_I16 ? 0.0 : 100.0;
-            pm_volume v;
-            memset(&v, 0, sizeof v);
-            v.type = (pm_sample_type)t;
-            v.nx = dims[d][0];
-            v.ny = dims[d][1];
-            v.nz = dims[d][2];
-            v.spacing[0] = 0.5;
-            v.spacing[1] = 1.25;
-            v.spacing[2] = 0.75 + pmt_uniform();
-            v.origin[2] = 7.0 * pmt_uniform();
-            v.data = random_volume(v.type, v.nx, v.ny, v.nz, iso);
+            pm_volume v = matrix_volume(dims[d], (pm_sample_type)t, iso);
             for (int nm = 0; nm < 4; nm++)
                 for (int mode = 0; mode < 2; mode++) {
                     pm_isosurface_options o;

@@ -44,30 +44,23 @@ static pm_context *rank_context(int threads, int cuda)
     return ctx;
 }
 
-static int particles(int rank, int ranks, size_t target, int threads, int cuda)
+/* One collective call of the benchmark (the mesh on rank 0). */
+typedef pm_status (*mpi_call)(void *arg, pm_context *ctx, pm_mesh *mesh, pm_mpi_report *rep);
+
+/* A warm-up then `runs` calls; rank 0 prints the median of the slowest
+ * rank's time and that run's stages, after `what`. */
+static void timed_runs(int rank, int ranks, pm_context *ctx, int threads, int cuda, int runs,
+                       mpi_call call, void *arg, const char *what)
 {
-    size_t n = demo_scene(target, DEMO_SEED, NULL, NULL);
-    float *xyz = malloc(n * 3 * sizeof *xyz);
-    demo_scene(target, DEMO_SEED, xyz, NULL);
-    pm_context *ctx = rank_context(threads, cuda);
-    pm_field_params p;
-    memset(&p, 0, sizeof p);
-    p.struct_size = sizeof p;
-    p.radius = DEMO_RADIUS;
-    p.smoothing_length = DEMO_SMOOTHING;
-    p.cube_size = DEMO_CUBE;
-    p.iso = DEMO_THRESHOLD;
-    const size_t a = n * (size_t)rank / (size_t)ranks, b = n * (size_t)(rank + 1) / (size_t)ranks;
-    enum { RUNS = 3 };
-    double total[RUNS], st[RUNS][4];
+    double total[8], st[8][4];
     size_t tris = 0;
-    for (int it = -1; it < RUNS; it++) {
+    if (runs > 8) runs = 8;
+    for (int it = -1; it < runs; it++) {
         pm_mesh m;
         pm_mpi_report rep;
         MPI_Barrier(MPI_COMM_WORLD);
         double t = MPI_Wtime();
-        pm_status s =
-            pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, xyz + 3 * a, b - a, &p, NULL, NULL, 0, &m, &rep);
+        pm_status s = call(arg, ctx, &m, &rep);
         double e = MPI_Wtime() - t;
         if (s != PM_STATUS_OK) {
             if (rank == 0) fprintf(stderr, "bench_mpi: %s\n", pm_last_error());
@@ -81,21 +74,66 @@ static int particles(int rank, int ranks, size_t target, int threads, int cuda)
         total[it] = 1e3 * mx[0];
         for (int k = 0; k < 4; k++) st[it][k] = mx[k + 1];
     }
-    if (rank == 0) {
-        char where[160];
-        if (cuda) snprintf(where, sizeof where, "%s", pm_context_device_name(ctx));
-        else snprintf(where, sizeof where, "%d CPU thread%s", threads, threads == 1 ? "" : "s");
-        double sorted[RUNS];
-        memcpy(sorted, total, sizeof sorted);
-        qsort(sorted, RUNS, sizeof *sorted, cmp_double);
-        int med = 0;
-        for (int i = 0; i < RUNS; i++)
-            if (total[i] == sorted[RUNS / 2]) med = i;
-        printf("bench_mpi: particles %zu, %d ranks x %s: %zu triangles, median %.1f ms "
-               "(slowest rank: exchange %.2f, extract %.1f, gather %.1f, merge %.1f ms)\n",
-               n, ranks, where, tris, sorted[RUNS / 2], st[med][0], st[med][1], st[med][2],
-               st[med][3]);
-    }
+    if (rank != 0) return;
+    char where[160];
+    if (cuda) snprintf(where, sizeof where, "%s", pm_context_device_name(ctx));
+    else snprintf(where, sizeof where, "%d CPU thread%s", threads, threads == 1 ? "" : "s");
+    double sorted[8];
+    memcpy(sorted, total, (size_t)runs * sizeof *sorted);
+    qsort(sorted, (size_t)runs, sizeof *sorted, cmp_double);
+    int med = 0;
+    for (int i = 0; i < runs; i++)
+        if (total[i] == sorted[runs / 2]) med = i;
+    printf("bench_mpi: %s, %d ranks x %s: %zu triangles, median %.1f ms "
+           "(slowest rank: exchange %.2f, extract %.1f, gather %.1f, merge %.1f ms)\n",
+           what, ranks, where, tris, sorted[runs / 2], st[med][0], st[med][1], st[med][2],
+           st[med][3]);
+}
+
+typedef struct particle_job {
+    const float *xyz;
+    size_t n;
+    pm_field_params p;
+} particle_job;
+
+static pm_status particle_call(void *arg, pm_context *ctx, pm_mesh *m, pm_mpi_report *rep)
+{
+    const particle_job *J = arg;
+    return pm_mpi_reconstruct(ctx, MPI_COMM_WORLD, J->xyz, J->n, &J->p, NULL, NULL, 0, m, rep);
+}
+
+typedef struct volume_job {
+    pm_lattice lat;
+    pm_volume slab;
+    size_t z0;
+    pm_isosurface_options o;
+} volume_job;
+
+static pm_status volume_call(void *arg, pm_context *ctx, pm_mesh *m, pm_mpi_report *rep)
+{
+    const volume_job *J = arg;
+    return pm_mpi_isosurface(ctx, MPI_COMM_WORLD, &J->lat, &J->slab, J->z0, 0.5, &J->o, 0, m, rep);
+}
+
+static int particles(int rank, int ranks, size_t target, int threads, int cuda)
+{
+    size_t n = demo_scene(target, DEMO_SEED, NULL, NULL);
+    float *xyz = malloc(n * 3 * sizeof *xyz);
+    demo_scene(target, DEMO_SEED, xyz, NULL);
+    pm_context *ctx = rank_context(threads, cuda);
+    particle_job J;
+    memset(&J, 0, sizeof J);
+    J.p.struct_size = sizeof J.p;
+    J.p.radius = DEMO_RADIUS;
+    J.p.smoothing_length = DEMO_SMOOTHING;
+    J.p.cube_size = DEMO_CUBE;
+    J.p.iso = DEMO_THRESHOLD;
+    const size_t a = n * (size_t)rank / (size_t)ranks, b = n * (size_t)(rank + 1) / (size_t)ranks;
+    J.xyz = xyz + 3 * a;
+    J.n = b - a;
+    char what[64];
+    snprintf(what, sizeof what, "particles %zu", n);
+    timed_runs(rank, ranks, ctx, threads, cuda, 3, particle_call, &J, what);
     pm_context_destroy(ctx);
     free(xyz);
     return 0;
@@ -129,58 +167,21 @@ int main(int argc, char **argv)
             }
     const int cuda = argc > 3 && !strcmp(argv[3], "cuda");
     pm_context *ctx = rank_context(threads, cuda);
-    pm_lattice lat;
-    memset(&lat, 0, sizeof lat);
+    volume_job J;
+    memset(&J, 0, sizeof J);
     for (int a = 0; a < 3; a++) {
-        lat.dims[a] = n;
-        lat.spacing[a] = 1.0 / (double)n;
+        J.lat.dims[a] = n;
+        J.lat.spacing[a] = 1.0 / (double)n;
     }
-    pm_volume slab;
-    memset(&slab, 0, sizeof slab);
-    slab.data = v;
-    slab.type = PM_SAMPLE_F32;
-    slab.nx = slab.ny = n;
-    slab.nz = z1 - z0;
-    pm_isosurface_options o;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    enum { RUNS = 5 };
-    double total[RUNS], st[RUNS][4];
-    size_t tris = 0;
-    for (int it = -1; it < RUNS; it++) {
-        pm_mesh m;
-        pm_mpi_report rep;
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t = MPI_Wtime();
-        pm_status s = pm_mpi_isosurface(ctx, MPI_COMM_WORLD, &lat, &slab, z0, 0.5, &o, 0, &m, &rep);
-        double e = MPI_Wtime() - t;
-        if (s != PM_STATUS_OK) {
-            if (rank == 0) fprintf(stderr, "bench_mpi: %s\n", pm_last_error());
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        tris = m.num_triangles;
-        pm_mesh_free(ctx, &m);
-        if (it < 0) continue;
-        double mine[5] = {e, rep.exchange_ms, rep.extract_ms, rep.gather_ms, rep.merge_ms}, mx[5];
-        MPI_Reduce(mine, mx, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        total[it] = 1e3 * mx[0];
-        for (int k = 0; k < 4; k++) st[it][k] = mx[k + 1];
-    }
-    if (rank == 0) {
-        char where[160];
-        if (cuda) snprintf(where, sizeof where, "%s", pm_context_device_name(ctx));
-        else snprintf(where, sizeof where, "%d CPU thread%s", threads, threads == 1 ? "" : "s");
-        double sorted[RUNS];
-        memcpy(sorted, total, sizeof sorted);
-        qsort(sorted, RUNS, sizeof *sorted, cmp_double);
-        int med = 0;
-        for (int i = 0; i < RUNS; i++)
-            if (total[i] == sorted[RUNS / 2]) med = i;
-        printf("bench_mpi: %zu^3 f32, %d ranks x %s: %zu triangles, median %.1f ms "
-               "(slowest rank: exchange %.2f, extract %.1f, gather %.1f, merge %.1f ms)\n",
-               n, ranks, where, tris, sorted[RUNS / 2], st[med][0], st[med][1], st[med][2],
-               st[med][3]);
-    }
+    J.slab.data = v;
+    J.slab.type = PM_SAMPLE_F32;
+    J.slab.nx = J.slab.ny = n;
+    J.slab.nz = z1 - z0;
+    J.z0 = z0;
+    J.o.struct_size = sizeof J.o;
+    char what[64];
+    snprintf(what, sizeof what, "%zu^3 f32", n);
+    timed_runs(rank, ranks, ctx, threads, cuda, 5, volume_call, &J, what);
     /* Ping-pong: latency (8 bytes) and bandwidth (one ghost slice). */
     if (ranks >= 2 && rank < 2) {
         size_t sizes[2] = {8, n * n * 4};

@@ -189,9 +189,10 @@ pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
     report_reset(opt.report);
     double t0 = pmi_now_ms();
     void *staged;
-    unsigned hooks;
-    if ((s = pmi_hooks(&hooks)) != PM_STATUS_OK) return s;
-    const int host_on_gpu = !pmi_ctx_accessible(ctx, vol.data) && ctx->backend->free_bytes;
+    /* Only a host volume on a GPU may take the slab path (or its hook). */
+    const int host_on_gpu = ctx->backend->free_bytes && !pmi_ctx_accessible(ctx, vol.data);
+    unsigned hooks = 0;
+    if (host_on_gpu && (s = pmi_hooks(&hooks)) != PM_STATUS_OK) return s;
     if (host_on_gpu && (hooks & PMI_HOOK_SLABS)) {
         s = PM_STATUS_OUT_OF_MEMORY; /* as if the volume did not fit */
     } else {
