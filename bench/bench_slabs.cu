@@ -162,7 +162,7 @@ static void stream_mode(size_t n, double limit_gib, int check)
         }
         const double ms = median(t, R);
         const double rate = (double)n * n * n * 2 / (ms * 1e6);
-        printf("  %s volume: %.1f ms median of %d (%zu slabs of %zu slices; upload %.0f, pieces "
+        printf("  %s volume: %.1f ms median of %d (%zu slabs of %zu slices; upload %.0f, extraction "
                "%.0f ms summed over workers; merge %.0f ms), %zu vertices, %zu triangles; "
                "%.1f GB/s = %.0f%% of the %s bandwidth\n",
                reg ? "registered (pinned)" : "pageable", ms, R, sr.slabs, sr.slab_slices,

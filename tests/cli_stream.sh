@@ -109,7 +109,7 @@ grep -q "memory limit" err || bad "no memory figure in: $(cat err)"
   bad "--debug-dir was accepted with a streamed volume"
 
 # On a GPU: --max-memory bounds its memory and the slabs stream through it
-# as pieces (stream=pieces), the same bytes; --device cuda:all meshes the
+# as slab windows (slab=window), the same bytes; --device cuda:all meshes the
 # volume on every GPU (z slabs), the same bytes.
 if "$PM" --version | grep -q "^default device: cuda"; then
   for t in u8 u16 f32 f64; do
@@ -118,11 +118,11 @@ if "$PM" --version | grep -q "^default device: cuda"; then
     for opt in "" "--soup" "--normals sobel" "--normals none"; do
       tag="cuda $t ${opt:-default}"
       "$PM" isosurface $t.raw $R $opt $C -o mem.ply -q 2>err || { bad "$tag in memory: $(cat err)"; continue; }
-      "$PM" isosurface $t.raw $R $opt --device cuda --max-memory 300K -o g.ply -q --stats st.json 2>err ||
+      "$PM" isosurface $t.raw $R $opt --device cuda --max-memory 4M -o g.ply -q --stats st.json 2>err ||
         bad "$tag streamed: $(cat err)"
       cmp -s mem.ply g.ply || bad "$tag: the mesh streamed through the GPU differs"
-      grep -q "stream=pieces" st.json || bad "$tag: --stats does not say stream=pieces: $(grep path st.json)"
-      "$PM" isosurface $t.raw.gz $R $opt --device cuda --max-memory 1500K -o g.ply -q 2>err ||
+      grep -q "slab=window" st.json || bad "$tag: --stats does not say slab=window: $(grep path st.json)"
+      "$PM" isosurface $t.raw.gz $R $opt --device cuda --max-memory 6M -o g.ply -q 2>err ||
         bad "$tag gzip streamed: $(cat err)"
       cmp -s mem.ply g.ply || bad "$tag: the gzip mesh streamed through the GPU differs"
       "$PM" isosurface $t.raw $R $opt --device cuda:all -o g.ply -q 2>err || bad "$tag cuda:all: $(cat err)"

@@ -641,7 +641,8 @@ static void test_slab_pieces(pm_context *ref, pm_context *const *ctxs, int n, in
                             snprintf(w2, sizeof w2, "%s stream %s", what,
                                      kind ? "memory source" : "source");
                             same_mesh(&got, &want, w2);
-                            PMT_CHECK(path_has(&rep, "stream=pieces") &&
+                            PMT_CHECK(path_has(&rep, "stream=slabs") &&
+                                          path_has(&rep, "slab=window") &&
                                           R.slabs == (v.nz + 1) / 2,
                                       "%s: path '%s', %zu slabs", w2, rep.path, R.slabs);
                             if (!kind)
@@ -663,6 +664,25 @@ static void test_slab_pieces(pm_context *ref, pm_context *const *ctxs, int n, in
                         snprintf(w3, sizeof w3, "%s pm_isosurface slabs", what);
                         same_mesh(&got, &want, w3);
                         PMT_CHECK(path_has(&rep, "extract=slabs"), "%s: path '%s'", w3, rep.path);
+                        pm_mesh_free(ctxs[0], &got);
+                        runs++;
+                        /* Windows over their budget meshed as halves down
+                         * to single slices (forced), thick slabs. */
+                        setenv("PYRAMESH_TEST_HOOKS", "split", 1);
+                        {
+                            mem_src m;
+                            pm_volume_source src = mem_source(&v, &m);
+                            pm_stream_options so = {sizeof so, 0, 4, NULL};
+                            memset(&rep, 0, sizeof rep);
+                            o.report = &rep;
+                            PMT_OK(pm_isosurface_stream(ctxs[0], &src, iso, &o, &so, &got));
+                            o.report = NULL;
+                        }
+                        unsetenv("PYRAMESH_TEST_HOOKS");
+                        snprintf(w3, sizeof w3, "%s split windows", what);
+                        same_mesh(&got, &want, w3);
+                        PMT_CHECK(path_has(&rep, "slab=window") && strstr(rep.path, " splits="),
+                                  "%s: path '%s'", w3, rep.path);
                         pm_mesh_free(ctxs[0], &got);
                         runs++;
                     }

@@ -7,11 +7,16 @@
 
 #include "pyramesh.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct pmi_xform; /* src/core/collide_math.h */
 struct pmi_loop_args; /* src/core/loop_rules.h */
 struct pmi_post_args; /* src/core/post_rules.h */
 struct pmi_hmesh; /* src/cpu/post_cpu.h */
 struct pmi_sparse_plan; /* src/core/sparse.h */
+struct pmi_slab_mesh;   /* below */
 
 typedef struct pmi_backend {
     const char *name;
@@ -136,7 +141,33 @@ typedef struct pmi_backend {
     /* Free bytes of the context's memory (a GPU's), for sizing slabs
      * (core/slab_pieces.c); NULL when host memory is context memory. */
     uint64_t (*free_bytes)(pm_context *ctx);
+    /* A z slab of a volume in context memory meshed by the backend's own
+     * extraction (core/slab_pieces.c): `window` holds global slices
+     * [zoff, zoff + window->nz) (origin and spacing the volume's), the slab
+     * owns its slices [own0, own1) (window-relative; the ghost rule's
+     * slices around them in the window where the volume has them);
+     * options resolved, mode and normals as wanted. Fills *out with the
+     * slab's part of pm_isosurface's mesh (host arrays). budget: device
+     * bytes the call may use besides the window (0: no limit); over it,
+     * or past 32-bit indices in the window, PM_STATUS_OUT_OF_MEMORY (the
+     * caller meshes thinner slabs). NULL: the slabs are mesh pieces. */
+    pm_status (*isosurface_window)(pm_context *ctx, const pm_volume *window, uint64_t zoff,
+                                   uint64_t own0, uint64_t own1, double iso,
+                                   const pm_isosurface_options *options, uint64_t budget,
+                                   struct pmi_slab_mesh *out);
 } pmi_backend;
+
+/* One z slab's part of pm_isosurface's mesh (isosurface_window): its
+ * vertices (indexed: the crossings of its slices, in the mesh's order;
+ * soup: its triangles' corners) and triangles; an indexed triangle's
+ * indices count from the slab's first vertex, and an index at or past
+ * num_vertices is the next slab's vertex (index - num_vertices). Host
+ * arrays (malloc), normals NULL without normals. */
+typedef struct pmi_slab_mesh {
+    uint64_t num_vertices, num_triangles, active_cells;
+    float *positions, *normals;
+    uint32_t *indices;
+} pmi_slab_mesh;
 
 typedef struct pmi_host_arrays pmi_host_arrays;
 
@@ -185,5 +216,9 @@ void pmi_host_array_put(pm_context *ctx, void *p);
 /* Validates a volume and fills in default strides and spacing (sets the
  * error message on failure). */
 pm_status pmi_volume_resolve(const pm_volume *in, pm_volume *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

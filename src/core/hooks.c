@@ -14,6 +14,7 @@ static const struct {
     {"novroom", PMI_HOOK_NOVROOM}, {"search", PMI_HOOK_SEARCH},   {"nopdl", PMI_HOOK_NOPDL},
     {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS}, {"levels", PMI_HOOK_LEVELS},
     {"slabs", PMI_HOOK_SLABS},
+    {"split", PMI_HOOK_SPLIT},
 };
 #endif
 

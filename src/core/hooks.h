@@ -35,6 +35,10 @@ extern "C" {
 /* pm_isosurface of a host volume on a GPU: streamed through it in slabs
  * (the path of volumes larger than the GPU's memory), five of them. */
 #define PMI_HOOK_SLABS 64u
+/* A GPU's slab windows: every window of more than one slice is refused
+ * once as over its memory budget, so the slabs are meshed as halves down
+ * to single slices (the path of dense surfaces under a tight limit). */
+#define PMI_HOOK_SPLIT 128u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

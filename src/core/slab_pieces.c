@@ -4,17 +4,24 @@
  * and several devices in one process (pm_isosurface_multi).
  *
  * Slab i owns lattice slices [k0, k1) = [i T, min(nz, (i + 1) T)) and is
- * meshed as the mesh piece of that box (pm_isosurface_piece) from its
- * window, the slices [k0 - glo, k1 + ghi) of the ghost rule (glo = 1,
- * ghi = 2 with normals; 0 and 1 without), clipped to the volume. The
- * pieces of z slabs come in key order, so pm_mesh_pieces_merge appends
- * them (no sort) into pm_isosurface's mesh, byte for byte, whatever T and
- * however many workers made them.
+ * meshed from its window, the slices [k0 - glo, k1 + ghi) of the ghost
+ * rule (glo = 1; ghi = 2 with normals, 1 without), clipped to the volume.
+ * On a GPU the backend's own extraction meshes the window and keeps the
+ * slab's part of pm_isosurface's mesh (isosurface_window: its crossings
+ * and its cells' triangles, indices counted from its first vertex); the
+ * parts are appended in slab order, indices shifted by the vertices
+ * before them. A window over the GPU's budget is meshed as two halves of
+ * its slab, recursively. On the CPU the slab is the mesh piece of its box
+ * (pm_isosurface_piece), and the pieces of z slabs come in key order, so
+ * pm_mesh_pieces_merge appends them (no sort). Either way the mesh is
+ * pm_isosurface's, byte for byte, whatever T and however many workers
+ * made it.
  *
  * Workers: one host thread per context, slab i on worker i mod n. A
  * worker whose backend cannot read host memory uploads the window into
- * its own device buffer first; two workers on one GPU (two contexts, two
- * streams) overlap one slab's upload with the other's extraction. A
+ * its own device buffer first; PMI_SLAB_GPU_WORKERS workers on one GPU
+ * (contexts of their own, streams of their own) overlap one slab's upload
+ * with the others' extraction and download. A
  * volume in memory is uploaded from where it is (no host copy) when its
  * slices are packed; a source is read in slice order under a lock, each
  * slice once: the ghost slices a window shares with the previous one are
@@ -42,7 +49,16 @@ typedef struct slab_worker {
     char msg[512];
     int device; /* copies windows into its device buffer */
     double read_ms, upload_ms, piece_ms;
+    size_t splits; /* windows meshed as halves */
+    double append_ms;
 } slab_worker;
+
+/* A slab's parts from the window extraction, in slice order (more than
+ * one where its window was split). */
+typedef struct slab_parts {
+    pmi_slab_mesh *m;
+    size_t n, cap;
+} slab_parts;
 
 struct slab_run {
     pm_context *const *ctxs;
@@ -52,8 +68,21 @@ struct slab_run {
     pm_lattice lat;
     double iso;
     pm_isosurface_options opt; /* indexed pieces */
+    pm_isosurface_options wopt; /* the caller's mode and normals, for windows */
     size_t T, nslabs, glo, ghi, es, sb;
+    int window;      /* every worker has isosurface_window: slab parts, not pieces */
+    uint64_t budget; /* device bytes a window extraction may use (0: no limit) */
+    /* Parts appended as their slabs finish, in slab order, into arrays that
+     * become the mesh (window slabs, the mesh in new host arrays): slab
+     * next_append is the next; vb, tb, act the counts so far. */
+    int append;
+    size_t next_append;
+    uint64_t vb, tb, act;
+    float *pos, *nrm;
+    uint32_t *idx;
+    double append_ms;
     pm_mesh_piece *pieces;
+    slab_parts *parts;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t next_read;      /* the slab whose window is read next */
@@ -71,6 +100,121 @@ static void slab_window(const slab_run *R, size_t i, size_t *k0, size_t *k1, siz
     *k1 = R->v.nz - *k0 > R->T ? *k0 + R->T : R->v.nz;
     *w0 = *k0 >= R->glo ? *k0 - R->glo : 0;
     *w1 = R->v.nz - *k1 > R->ghi ? *k1 + R->ghi : R->v.nz;
+}
+
+static pm_status parts_push(slab_parts *P, pmi_slab_mesh *m)
+{
+    if (P->n == P->cap) {
+        size_t cap = P->cap ? 2 * P->cap : 2;
+        pmi_slab_mesh *q = realloc(P->m, cap * sizeof *q);
+        if (!q) {
+            free(m->positions), free(m->normals), free(m->indices);
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_isosurface: no memory for a slab part");
+        }
+        P->m = q;
+        P->cap = cap;
+    }
+    P->m[P->n++] = *m;
+    return PM_STATUS_OK;
+}
+
+/* Frees a slab's parts, their arrays given back to ctx (the worker's). */
+static void parts_free(pm_context *ctx, slab_parts *P)
+{
+    for (size_t i = 0; i < P->n; i++) {
+        pmi_host_array_put(ctx, P->m[i].positions), pmi_host_array_put(ctx, P->m[i].normals);
+        pmi_host_array_put(ctx, P->m[i].indices);
+    }
+    free(P->m);
+    memset(P, 0, sizeof *P);
+}
+
+/* The owned slices [a, b) of window `win` (whose slice 0 is global slice
+ * w0) meshed by the backend into slab i's parts: the view of the ghost
+ * rule around them; over the budget, the two halves in turn. */
+static pm_status window_part(slab_worker *W, const pm_volume *win, size_t w0, size_t a, size_t b,
+                             size_t i)
+{
+    slab_run *R = W->run;
+    const size_t lo = a >= R->glo ? a - R->glo : 0;
+    const size_t hi = b + R->ghi < win->nz ? b + R->ghi : win->nz;
+    pm_volume v = *win;
+    v.data = (const unsigned char *)win->data + lo * win->slice_stride * R->es;
+    v.nz = hi - lo;
+    pmi_slab_mesh m;
+    pm_status s = W->ctx->backend->isosurface_window(W->ctx, &v, w0 + lo, a - lo, b - lo, R->iso,
+                                                     &R->wopt, R->budget, &m);
+    if (s == PM_STATUS_OUT_OF_MEMORY && b - a > 1) {
+        W->splits++;
+        pmi_clear_error();
+        const size_t mid = a + (b - a) / 2;
+        s = window_part(W, win, w0, a, mid, i);
+        return s != PM_STATUS_OK ? s : window_part(W, win, w0, mid, b, i);
+    }
+    return s != PM_STATUS_OK ? s : parts_push(&R->parts[i], &m);
+}
+
+/* n elements of `size` bytes in *p, grown with realloc (large blocks are
+ * remapped, not copied). */
+static int grow(void *p, uint64_t n, size_t size)
+{
+    size_t bytes;
+    if (!pmi_mul_size((size_t)n, size, &bytes) || (uint64_t)(size_t)n != n) return 0;
+    void *q = realloc(*(void **)p, bytes ? bytes : 1);
+    if (!q) return 0;
+    *(void **)p = q;
+    return 1;
+}
+
+/* Slab i's parts appended to the mesh's arrays once slabs 0..i-1 are
+ * (the worker whose turn it is copies alone, no lock held), their arrays
+ * freed. *stopped: another worker failed. */
+static pm_status append_slab(slab_worker *W, size_t i, int *stopped)
+{
+    slab_run *R = W->run;
+    pthread_mutex_lock(&R->mu);
+    while (R->next_append != i && !R->failed)
+        pthread_cond_wait(&R->cv, &R->mu);
+    *stopped = R->failed;
+    pthread_mutex_unlock(&R->mu);
+    if (*stopped) return PM_STATUS_OK;
+    const double t0 = pmi_now_ms();
+    const int indexed = R->wopt.mode == PM_MESH_INDEXED, normals = R->wopt.normals != PM_NORMALS_NONE;
+    const int threads = W->ctx->num_threads > 0 ? W->ctx->num_threads : 1;
+    slab_parts *P = &R->parts[i];
+    uint64_t nv = R->vb, nt = R->tb;
+    for (size_t p = 0; p < P->n; p++)
+        nv += P->m[p].num_vertices, nt += P->m[p].num_triangles;
+    if (!grow(&R->pos, 3 * nv, sizeof(float)) || (normals && !grow(&R->nrm, 3 * nv, sizeof(float))) ||
+        (indexed && !grow(&R->idx, 3 * nt, sizeof(uint32_t))))
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "pm_isosurface: no host memory for a mesh of %llu vertices and %llu "
+                         "triangles",
+                         (unsigned long long)nv, (unsigned long long)nt);
+    for (size_t p = 0; p < P->n; p++) {
+        pmi_slab_mesh *m = &P->m[p];
+        pmi_memcpy_threads(R->pos + 3 * R->vb, m->positions, (size_t)m->num_vertices * 12);
+        if (normals) pmi_memcpy_threads(R->nrm + 3 * R->vb, m->normals, (size_t)m->num_vertices * 12);
+        if (indexed) {
+            const size_t k = (size_t)m->num_triangles * 3;
+            const uint32_t base = (uint32_t)R->vb; /* the index rule is checked at the end */
+            uint32_t *dst = R->idx + 3 * R->tb;
+            const uint32_t *src = m->indices;
+#pragma omp parallel for num_threads(threads) schedule(static) if (k > 262144)
+            for (size_t c = 0; c < k; c++)
+                dst[c] = src[c] + base;
+        }
+        R->vb += m->num_vertices;
+        R->tb += m->num_triangles;
+        R->act += m->active_cells;
+    }
+    parts_free(W->ctx, P);
+    W->append_ms += pmi_now_ms() - t0;
+    pthread_mutex_lock(&R->mu);
+    R->next_append = i + 1;
+    pthread_cond_broadcast(&R->cv);
+    pthread_mutex_unlock(&R->mu);
+    return PM_STATUS_OK;
 }
 
 static void worker_fail(slab_worker *W, pm_status s)
@@ -173,10 +317,20 @@ static void *worker_main(void *arg)
             W->upload_ms += pmi_now_ms() - t0;
         }
         const double t1 = pmi_now_ms();
-        const uint64_t wlo[3] = {0, 0, w0};
-        const pm_lattice_box own = {{0, 0, k0}, {R->v.nx, R->v.ny, k1 - k0}};
-        s = pm_isosurface_piece(ctx, &win, wlo, &R->lat, &own, R->iso, &R->opt, &R->pieces[i]);
+        if (R->window) {
+            s = window_part(W, &win, w0, k0 - w0, k1 - w0, i);
+        } else {
+            const uint64_t wlo[3] = {0, 0, w0};
+            const pm_lattice_box own = {{0, 0, k0}, {R->v.nx, R->v.ny, k1 - k0}};
+            s = pm_isosurface_piece(ctx, &win, wlo, &R->lat, &own, R->iso, &R->opt,
+                                    &R->pieces[i]);
+        }
         W->piece_ms += pmi_now_ms() - t1;
+        if (s == PM_STATUS_OK && R->append) {
+            int stopped = 0;
+            s = append_slab(W, i, &stopped);
+            if (stopped) break;
+        }
         if (s != PM_STATUS_OK) {
             worker_fail(W, s);
             break;
@@ -185,10 +339,72 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* dst (host memory, or context memory of a device context) <- src. */
+static pm_status place(pm_context *ctx, int device, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return PM_STATUS_OK;
+    if (device) return ctx->backend->upload(ctx, dst, src, bytes);
+    pmi_memcpy_threads(dst, src, bytes);
+    return PM_STATUS_OK;
+}
+
+/* The slabs' parts appended into the mesh (opt: the caller's options):
+ * counts summed, arrays placed at their offsets, every part's indices
+ * shifted by the vertices before it. */
+static pm_status assemble(pm_context *ctx, slab_run *R, const pm_isosurface_options *opt,
+                          pm_mesh *mesh)
+{
+    const int indexed = opt->mode == PM_MESH_INDEXED;
+    uint64_t nv = 0, nt = 0, act = 0;
+    for (size_t i = 0; i < R->nslabs; i++)
+        for (size_t p = 0; p < R->parts[i].n; p++) {
+            const pmi_slab_mesh *m = &R->parts[i].m[p];
+            nv += m->num_vertices;
+            nt += m->num_triangles;
+            act += m->active_cells;
+        }
+    pmi_mesh_dest D;
+    pm_status st = pmi_mesh_prepare(ctx, opt, indexed, nv, nt, act, mesh, &D);
+    if (st != PM_STATUS_OK && st != PM_STATUS_TRUNCATED) return st;
+    const int device = opt->output_in_context_memory && ctx->backend != pmi_cpu_backend();
+    const int threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    uint64_t vb = 0, tb = 0;
+    pm_status s2 = PM_STATUS_OK;
+    for (size_t i = 0; i < R->nslabs && s2 == PM_STATUS_OK; i++)
+        for (size_t p = 0; p < R->parts[i].n && s2 == PM_STATUS_OK; p++) {
+            pmi_slab_mesh *m = &R->parts[i].m[p];
+            const uint64_t v = vb >= D.vertex_limit ? 0
+                               : D.vertex_limit - vb < m->num_vertices ? D.vertex_limit - vb
+                                                                       : m->num_vertices;
+            s2 = place(ctx, device, D.positions + 3 * vb, m->positions, (size_t)v * 12);
+            if (s2 == PM_STATUS_OK && D.normals)
+                s2 = place(ctx, device, D.normals + 3 * vb, m->normals, (size_t)v * 12);
+            if (s2 == PM_STATUS_OK && D.indices) {
+                const uint64_t t = tb >= D.tri_limit ? 0
+                                   : D.tri_limit - tb < m->num_triangles ? D.tri_limit - tb
+                                                                         : m->num_triangles;
+                const size_t k = (size_t)t * 3;
+                const uint32_t base = (uint32_t)vb; /* nv passed the index rule */
+                uint32_t *src = m->indices, *dst = device ? src : D.indices + 3 * tb;
+#pragma omp parallel for num_threads(threads) schedule(static) if (k > 262144)
+                for (size_t c = 0; c < k; c++)
+                    dst[c] = src[c] + base;
+                if (device) s2 = place(ctx, 1, D.indices + 3 * tb, src, k * 4);
+            }
+            vb += m->num_vertices;
+            tb += m->num_triangles;
+        }
+    if (s2 != PM_STATUS_OK) {
+        pm_mesh_free(ctx, mesh);
+        return s2;
+    }
+    return st;
+}
+
 pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volume,
                           const pm_volume_source *source, double iso,
-                          const pm_isosurface_options *opt, size_t T, pm_mesh *mesh,
-                          pmi_slab_report *rep)
+                          const pm_isosurface_options *opt, size_t T, uint64_t budget,
+                          pm_mesh *mesh, pmi_slab_report *rep)
 {
     static const char fn[] = "pm_isosurface";
     slab_run R;
@@ -205,11 +421,27 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
     R.opt.out_indices = NULL;
     R.opt.output_in_context_memory = 0;
     R.opt.report = NULL;
+    R.wopt = *opt;
+    R.wopt.out_positions = NULL;
+    R.wopt.out_normals = NULL;
+    R.wopt.out_indices = NULL;
+    R.wopt.output_in_context_memory = 0;
+    R.wopt.report = NULL;
+    R.window = 1;
+    for (int w = 0; w < n; w++)
+        R.window &= ctxs[w]->backend->isosurface_window != NULL;
+    R.budget = budget;
+    R.append = R.window && !opt->out_positions && !opt->output_in_context_memory;
     R.es = pm_sample_size(R.v.type);
     R.sb = R.v.nx * R.v.ny * R.es;
     const int normals = opt->normals != PM_NORMALS_NONE;
-    R.glo = normals ? 1 : 0;
-    R.ghi = normals ? 2 : 1;
+    /* One slice below even without normals: a window then has two slices
+     * at least (the last slab may own one). */
+    R.glo = 1;
+    /* An indexed window also holds slice k1 + 1: the crossings of slice
+     * k1 along z, which precede in mesh order some that the slab's
+     * triangles name. */
+    R.ghi = normals || (R.window && opt->mode == PM_MESH_INDEXED) ? 2 : 1;
     R.T = T ? T : 1;
     R.nslabs = (R.v.nz + R.T - 1) / R.T;
     const size_t dims[3] = {R.v.nx, R.v.ny, R.v.nz};
@@ -220,11 +452,12 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
     }
     const size_t held = R.T + R.glo + R.ghi < R.v.nz ? R.T + R.glo + R.ghi : R.v.nz;
     R.pieces = calloc(R.nslabs, sizeof *R.pieces);
+    R.parts = calloc(R.nslabs, sizeof *R.parts);
     slab_worker *W = calloc((size_t)n, sizeof *W);
     pthread_t *th = calloc((size_t)n, sizeof *th);
     if (source) R.carry = malloc((R.glo + R.ghi) * R.sb + 1);
-    if (!R.pieces || !W || !th || (source && !R.carry)) {
-        free(R.pieces), free(W), free(th), free(R.carry);
+    if (!R.pieces || !R.parts || !W || !th || (source && !R.carry)) {
+        free(R.pieces), free(R.parts), free(W), free(th), free(R.carry);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu slabs", fn, R.nslabs);
     }
     pthread_mutex_init(&R.mu, NULL);
@@ -288,23 +521,48 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
         rep->bytes_read = source ? R.bytes_read : (uint64_t)R.v.nz * R.sb;
         rep->window_bytes = (uint64_t)held * R.sb;
         rep->pieces_ms = t1 - t0;
+        rep->windows = R.window;
         for (int w = 0; w < n; w++) {
             rep->read_ms += W[w].read_ms;
             rep->upload_ms += W[w].upload_ms;
             rep->piece_ms += W[w].piece_ms;
+            rep->splits += W[w].splits;
+            rep->append_ms += W[w].append_ms;
         }
     }
     for (int w = 0; w < n; w++) {
         if (W[w].dev) W[w].ctx->backend->free(W[w].ctx, W[w].dev);
         free(W[w].host);
     }
-    if (st == PM_STATUS_OK) {
-        st = pm_mesh_pieces_merge(ctxs[0], R.pieces, R.nslabs, opt, mesh);
-        if (rep) rep->merge_ms = pmi_now_ms() - t1;
+    if (st == PM_STATUS_OK && R.append && (R.vb || R.tb)) {
+        /* The appended arrays become the mesh. */
+        const int indexed = opt->mode == PM_MESH_INDEXED;
+        if (indexed && !pmi_mesh_indices_fit(R.vb)) {
+            st = pmi_mesh_index_overflow(R.vb);
+        } else {
+            memset(mesh, 0, sizeof *mesh);
+            mesh->num_vertices = (size_t)(indexed ? R.vb : 3 * R.tb);
+            mesh->num_triangles = (size_t)R.tb;
+            mesh->positions = R.pos;
+            mesh->normals = R.nrm;
+            mesh->indices = R.idx;
+            mesh->active_cells = R.act;
+            mesh->owns_arrays = 1;
+            R.pos = R.nrm = NULL;
+            R.idx = NULL;
+        }
+    } else if (st == PM_STATUS_OK) {
+        st = R.window ? assemble(ctxs[0], &R, opt, mesh)
+                      : pm_mesh_pieces_merge(ctxs[0], R.pieces, R.nslabs, opt, mesh);
     }
-    for (size_t i = 0; i < R.nslabs; i++)
+    if (rep) rep->merge_ms = pmi_now_ms() - t1;
+    free(R.pos), free(R.nrm), free(R.idx);
+    for (size_t i = 0; i < R.nslabs; i++) {
         pm_mesh_piece_free(&R.pieces[i]);
+        parts_free(ctxs[0], &R.parts[i]);
+    }
     free(R.pieces);
+    free(R.parts);
     free(R.carry);
     free(W);
     free(th);
@@ -323,29 +581,30 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
                        size_t min_slabs, pm_mesh *mesh, pmi_slab_report *rep)
 {
     static const char fn[] = "pm_isosurface";
-    const int normals = opt->normals != PM_NORMALS_NONE;
-    const size_t g = normals ? 3 : 1;
+    const size_t g = 3; /* glo + ghi at most */
     const size_t sb = volume->nx * volume->ny * pm_sample_size(volume->type);
-    /* Two workers per GPU; one per CPU context. */
+    /* PMI_SLAB_GPU_WORKERS workers per GPU; one per CPU context. */
     if (n < 1) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts", fn);
     if (T_want > volume->nz) T_want = volume->nz; /* one slab: the volume */
     size_t gpus = 0;
     for (int i = 0; i < n; i++)
         gpus += ctxs[i]->backend->free_bytes != NULL;
-    pm_context **w = calloc((size_t)n + gpus, sizeof *w);
+    pm_context **w = calloc((size_t)n + (PMI_SLAB_GPU_WORKERS - 1) * gpus, sizeof *w);
     if (!w) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
     /* The largest slab every GPU's workers hold (limit: per GPU; 0: 70% of
-     * what the GPU has free): the window and the piece's scratch, twice. */
+     * what the GPU has free): the window and its extraction, per worker. */
     size_t Tmax = volume->nz;
+    uint64_t least = 0; /* the smallest GPU budget */
     pm_status st = PM_STATUS_OK;
     const uint64_t plane = (uint64_t)volume->nx * volume->ny;
     for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
         if (!ctxs[i]->backend->free_bytes) continue;
         uint64_t budget = limit ? limit : ctxs[i]->backend->free_bytes(ctxs[i]) / 10 * 7;
+        if (!least || budget < least) least = budget;
         uint64_t lo = 0, hi = volume->nz; /* the largest T with 2 need(T) <= budget */
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo + 1) / 2;
-            if (2 * pmi_slab_device_bytes(mid, g, sb, plane) <= budget)
+            if (PMI_SLAB_GPU_WORKERS * pmi_slab_device_bytes(mid, g, sb, plane) <= budget)
                 lo = mid;
             else
                 hi = mid - 1;
@@ -355,10 +614,12 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
             size_t t = T_want ? T_want : 1;
             st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
                            "%s: a slab of %zu slice%s with %zu ghost slices (%zu bytes each) and "
-                           "the extraction's scratch, twice (two workers overlap copies and "
+                           "the extraction's scratch, for each of %d workers (they overlap copies and "
                            "extraction), needs %llu bytes of %s memory; the limit is %llu",
                            fn, t, t == 1 ? "" : "s", g, sb,
-                           (unsigned long long)(2 * pmi_slab_device_bytes(t, g, sb, plane)),
+                           PMI_SLAB_GPU_WORKERS,
+                           (unsigned long long)(PMI_SLAB_GPU_WORKERS *
+                                                pmi_slab_device_bytes(t, g, sb, plane)),
                            ctxs[i]->backend->name, (unsigned long long)budget);
         }
         if (most < Tmax) Tmax = (size_t)most;
@@ -372,10 +633,21 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
     int k = 0;
     for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
         w[k++] = ctxs[i];
-        if (ctxs[i]->backend->free_bytes && (st = pmi_context_twin(ctxs[i], &w[k])) == PM_STATUS_OK)
-            k++;
+        /* More contexts on a GPU: its context's twin, the twin's twin... */
+        for (int t = 1; t < PMI_SLAB_GPU_WORKERS && ctxs[i]->backend->free_bytes && st == PM_STATUS_OK;
+             t++)
+            if ((st = pmi_context_twin(w[k - 1], &w[k])) == PM_STATUS_OK) k++;
     }
-    if (st == PM_STATUS_OK) st = pmi_slab_pieces(w, k, volume, source, iso, opt, T, mesh, rep);
+    /* A worker's window extraction: its share of its GPU's budget less
+     * its window. */
+    uint64_t wb = 0;
+    if (least) {
+        const size_t held = T + g < volume->nz ? T + g : volume->nz;
+        const uint64_t half = least / PMI_SLAB_GPU_WORKERS, win = (uint64_t)held * sb;
+        wb = half > win ? half - win : 1;
+    }
+    if (st == PM_STATUS_OK)
+        st = pmi_slab_pieces(w, k, volume, source, iso, opt, T, wb, mesh, rep);
     free(w);
     return st;
 }
@@ -445,6 +717,11 @@ void pmi_slab_report_words(pm_isosurface_report *r, const char *backend, const c
     pmi_report_path(r, "workers", w);
     snprintf(w, sizeof w, "%llu", (unsigned long long)S->bytes_read);
     pmi_report_path(r, "read_bytes", w);
+    pmi_report_path(r, "slab", S->windows ? "window" : "piece");
+    if (S->splits) {
+        snprintf(w, sizeof w, "%zu", S->splits);
+        pmi_report_path(r, "splits", w);
+    }
     pmi_report_stage(r, 0, "read", S->read_ms);
     pmi_report_stage(r, 1, "upload", S->upload_ms);
     pmi_report_stage(r, 2, "pieces", S->piece_ms);

@@ -15,16 +15,26 @@ typedef struct pmi_slab_report {
     uint64_t window_bytes; /* one worker's window buffer */
     double read_ms, upload_ms, piece_ms; /* summed over workers */
     double pieces_ms, merge_ms;          /* wall: all pieces, then the merge */
+    int windows;      /* slabs meshed by the backend's window extraction (else pieces) */
+    double append_ms; /* parts appended to the mesh as slabs finished (summed) */
+    size_t splits; /* windows over their budget, meshed as halves */
 } pmi_slab_report;
 
+/* Workers (host threads, contexts, streams) per GPU: while one uploads its
+ * slab's window, the others extract and download theirs. */
+#define PMI_SLAB_GPU_WORKERS 3
+
 /* Device bytes of one GPU worker with slabs of T slices (g ghost slices,
- * sb bytes and `plane` points a slice): its window, and the piece
- * extraction's scratch and outputs, about 40 bytes per point of a chunk
- * (the owned points, at most 2^22 a chunk: src/cuda/piece.cu). */
+ * sb bytes and `plane` points a slice): its window, and the window
+ * extraction's pass 1 scratch and mesh (src/cuda/isosurface.cu): about 72
+ * bytes per record of its first guess (min(points, points / 64 + 2^20)):
+ * 42 of scratch and 30 of mesh, and a quarter byte per point (bitmask or
+ * segments). A denser surface goes over it: the window is then meshed as
+ * halves. */
 static inline uint64_t pmi_slab_device_bytes(uint64_t T, uint64_t g, uint64_t sb, uint64_t plane)
 {
-    const uint64_t chunk = T * plane < ((uint64_t)1 << 22) ? T * plane : ((uint64_t)1 << 22);
-    return (T + g) * sb + 40 * chunk;
+    const uint64_t np = (T + g) * plane, guess = np / 64 + ((uint64_t)1 << 20);
+    return (T + g) * sb + 72 * (np < guess ? np : guess) + np / 4;
 }
 
 /* The mesh of `volume` (resolved: strides set; data in host memory, or
@@ -33,11 +43,11 @@ static inline uint64_t pmi_slab_device_bytes(uint64_t T, uint64_t g, uint64_t sb
  * one host thread each) and merged on ctxs[0]: pm_isosurface's mesh. */
 pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volume,
                           const pm_volume_source *source, double iso,
-                          const pm_isosurface_options *opt, size_t T, pm_mesh *mesh,
-                          pmi_slab_report *rep);
+                          const pm_isosurface_options *opt, size_t T, uint64_t budget,
+                          pm_mesh *mesh, pmi_slab_report *rep);
 
 /* pmi_slab_pieces with the workers and the thickness chosen: every GPU
- * context gets a second context on its device (two workers overlap copies
+ * context gets PMI_SLAB_GPU_WORKERS - 1 more contexts on its device (the workers overlap copies
  * and extraction); T = T_want, or the volume cut into min_slabs slabs,
  * thinner where a GPU's memory needs it: its workers' windows and scratch
  * within `limit` bytes per GPU (0: 70% of its free memory);

@@ -253,7 +253,7 @@ static void stream_hand_over(pmi_mc_append *A, const pm_isosurface_options *opt,
     A->indices = NULL;
 }
 
-/* On a GPU: the slabs as pieces (core/slab_pieces.c), the limit bounding
+/* On a GPU: the slab run of core/slab_pieces.c, the limit bounding
  * the device memory; a source over memory is read in place. */
 static pm_status stream_pieces(pm_context *ctx, const pm_volume_source *source,
                                const pm_volume *view, double iso, const pm_isosurface_options *opt,
@@ -279,7 +279,7 @@ static pm_status stream_pieces(pm_context *ctx, const pm_volume_source *source,
         R->ghost_above = S.ghost_above;
         R->bytes_read = S.bytes_read;
         R->working_set_bytes =
-            2 * pmi_slab_device_bytes(S.slab_slices, S.ghost_below + S.ghost_above,
+            PMI_SLAB_GPU_WORKERS * pmi_slab_device_bytes(S.slab_slices, S.ghost_below + S.ghost_above,
                                       v.nx * v.ny * pm_sample_size(v.type), (uint64_t)v.nx * v.ny);
         R->read_ms = S.read_ms;
         R->walk_ms = S.piece_ms;
@@ -288,7 +288,7 @@ static pm_status stream_pieces(pm_context *ctx, const pm_volume_source *source,
         R->mesh_bytes = (uint64_t)mesh->num_vertices * (mesh->normals ? 24u : 12u) +
                         (mesh->indices ? (uint64_t)mesh->num_triangles * 12u : 0u);
     }
-    pmi_slab_report_words(opt->report, ctx->backend->name, "stream", "pieces", &S);
+    pmi_slab_report_words(opt->report, ctx->backend->name, "stream", "slabs", &S);
     return st;
 }
 

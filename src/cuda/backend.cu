@@ -83,6 +83,7 @@ static void cuda_shutdown(pm_context *ctx)
     cudaSetDevice(st->device);
     if (st->stream) cudaStreamSynchronize(st->stream);
     if (st->arena) cudaFree(st->arena);
+    if (st->win_out) cudaFree(st->win_out);
     if (st->ticket_d) cudaFree(st->ticket_d);
     if (st->host) cudaFreeHost(st->host);
     for (int i = 0; i < 2; i++) {
@@ -284,6 +285,7 @@ static const pmi_backend cuda_backend = {
     /* .sparse_pieces = */ pmi_cuda_sparse_pieces,
     /* .sparse_plan_free = */ pmi_cuda_sparse_plan_free,
     /* .free_bytes = */ cuda_free_bytes,
+    /* .isosurface_window = */ pmi_cuda_isosurface_window,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

@@ -47,6 +47,10 @@ typedef struct pmi_cuda_state {
     void *pin[2];
     cudaEvent_t pin_ev[2];
     int pin_busy[2];
+    /* A slab window's mesh before its owned part is downloaded
+     * (pmi_cuda_isosurface_window), grown as windows need. */
+    void *win_out;
+    size_t win_out_bytes;
 } pmi_cuda_state;
 
 static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
@@ -258,6 +262,11 @@ pm_status pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window,
                                     const uint64_t window_lo[3], const pm_lattice *lattice,
                                     const pm_lattice_box *owned, double iso,
                                     const pm_isosurface_options *options, pm_mesh_piece *piece);
+/* A slab window's part of the mesh (isosurface.cu; src/core/backend.h). */
+pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume *window, uint64_t zoff,
+                                     uint64_t own0, uint64_t own1, double iso,
+                                     const pm_isosurface_options *options, uint64_t budget,
+                                     struct pmi_slab_mesh *out);
 pm_status pmi_cuda_sparse_plan(pm_context *ctx, const float *xyz, size_t n,
                                const pm_field_params *p, size_t brick_points, pm_normals normals,
                                struct pmi_sparse_plan *plan);

@@ -501,6 +501,187 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
     return result;
 }
 
+/* A slab window's owned part after pass 1 (pmi_cuda_isosurface_window):
+ * out[0..1] the triangle prefixes and out[2..3] the crossing prefixes at
+ * the first records of points p0 and p1 (the owned slices' first point
+ * and the first point after them), out[4] the active cells of the records
+ * outside [p0, p1), out[5..8] pass 1's totals. One block. */
+#define MC_WIN_THREADS 256
+static __global__ void __launch_bounds__(MC_WIN_THREADS)
+    mc_window_kernel(mc_records rec, const unsigned long long *totals, unsigned long long cap,
+                     unsigned long long p0, unsigned long long p1, int edges,
+                     unsigned long long *out)
+{
+    __shared__ unsigned long long r[2];
+    __shared__ unsigned long long part[MC_WIN_THREADS / 32];
+    const unsigned long long n = totals[0] < cap ? totals[0] : cap;
+    if (threadIdx.x < 2) {
+        const unsigned long long key = threadIdx.x ? p1 : p0;
+        unsigned long long lo = 0, hi = n;
+        while (lo < hi) {
+            const unsigned long long mid = lo + (hi - lo) / 2;
+            if (rec.point[mid] < key)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        r[threadIdx.x] = lo;
+        out[threadIdx.x] = lo < n ? rec.tri[lo] : totals[1];
+        out[2 + threadIdx.x] = !edges ? 0 : lo < n ? rec.cross[lo] : totals[2];
+    }
+    __syncthreads();
+    const unsigned long long r0 = r[0], r1 = r[1];
+    unsigned long long c = 0;
+    for (unsigned long long i = threadIdx.x; i < r0; i += MC_WIN_THREADS)
+        c += (rec.info[i] >> 11 & 7) != 0;
+    for (unsigned long long i = r1 + threadIdx.x; i < n; i += MC_WIN_THREADS)
+        c += (rec.info[i] >> 11 & 7) != 0;
+    for (int o = 16; o; o >>= 1)
+        c += __shfl_xor_sync(0xffffffffu, c, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long a = 0;
+        for (int w = 0; w < MC_WIN_THREADS / 32; w++)
+            a += part[w];
+        out[4] = a;
+        for (int k = 0; k < 4; k++)
+            out[5 + k] = totals[k];
+    }
+}
+
+/* Indices of the owned triangles counted from the slab's first vertex. */
+static __global__ void __launch_bounds__(MC_THREADS)
+    mc_rebase_kernel(uint32_t *idx, unsigned long long n, uint32_t first)
+{
+    const unsigned long long i = blockIdx.x * (unsigned long long)MC_THREADS + threadIdx.x;
+    if (i < n) idx[i] -= first;
+}
+
+/* The window's mesh room in the context's growing buffer. */
+static pm_status mc_win_room(pmi_cuda_state *st, size_t bytes, char **out)
+{
+    if (bytes > st->win_out_bytes) {
+        if (st->win_out) cudaFree(st->win_out); /* waits for the device */
+        st->win_out = NULL;
+        st->win_out_bytes = 0;
+        size_t want = bytes + bytes / 4;
+        PMI_TRY(mc_device_alloc(&st->win_out, want, "a slab window's mesh"));
+        st->win_out_bytes = want;
+    }
+    *out = (char *)st->win_out;
+    return PM_STATUS_OK;
+}
+
+/* A slab window (src/core/backend.h, isosurface_window): pass 1 and pass 2
+ * of pm_isosurface over the whole window (positions at global slices
+ * through v.kz; the ghost slices make every owned vertex's samples and
+ * gradients the volume's), then the owned records' ranges cut out of the
+ * mesh on the device and only they downloaded. The owned cells' triangles
+ * and the owned points' crossings are contiguous (records in lattice
+ * order), so the slab's part is pm_isosurface's mesh between two prefixes. */
+extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume *win,
+                                                uint64_t zoff, uint64_t own0, uint64_t own1,
+                                                double iso, const pm_isosurface_options *options,
+                                                uint64_t budget, pmi_slab_mesh *out)
+{
+    static const char fn[] = "pm_isosurface (slab window)";
+    memset(out, 0, sizeof *out);
+    pm_isosurface_options opt = *options;
+    opt.report = NULL;
+    opt.out_positions = NULL;
+    opt.out_normals = NULL;
+    opt.out_indices = NULL;
+    opt.output_in_context_memory = 1;
+    mc_plan pl;
+    PMI_TRY(mc_plan_make(ctx, win, iso, &opt, &pl));
+    pl.v.kz = (long long)zoff;
+    if ((pl.hooks & PMI_HOOK_SPLIT) && own1 - own0 > 1)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: split (test hook)", fn);
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    cudaStream_t s = st->stream;
+    const unsigned long long plane = (unsigned long long)win->nx * win->ny;
+    size_t rec_cap = (size_t)mc_rec_guess(pl.npoints);
+    mc_scratch p1;
+    unsigned long long w[9];
+    for (;;) {
+        PMI_TRY(mc_pass1_launch(ctx, win, pl, rec_cap, sizeof w, &p1));
+        unsigned long long *wd = (unsigned long long *)p1.extra;
+        mc_window_kernel<<<1, MC_WIN_THREADS, 0, s>>>(p1.rec, p1.totals, rec_cap, own0 * plane,
+                                                       own1 * plane, pl.edges, wd);
+        PMI_TRY(pmi_cuda_launched(fn));
+        PMI_CU_TRY(cudaMemcpyAsync(w, wd, sizeof w, cudaMemcpyDeviceToHost, s), fn);
+        PMI_TRY(pmi_cuda_wait(ctx, fn));
+        if (w[5] <= rec_cap) break;
+        rec_cap = (size_t)w[5];
+    }
+    const unsigned long long *tot = w + 5;
+    const int indexed = pl.indexed, nrm = opt.normals != PM_NORMALS_NONE;
+    const unsigned long long nt_own = w[1] - w[0];
+    const unsigned long long v_lo = indexed ? w[2] : 3 * w[0];
+    const unsigned long long nv_own = indexed ? w[3] - w[2] : 3 * nt_own;
+    const unsigned long long nv_w = indexed ? tot[2] : 3 * tot[1], nt_w = indexed ? tot[1] : 0;
+    const size_t vb = pmi_align256((size_t)nv_w * 12), ib = pmi_align256((size_t)nt_w * 12);
+    const size_t room = vb * (nrm ? 2 : 1) + ib;
+    const size_t used = (size_t)(p1.end - p1.base) + room;
+    if (indexed && !pmi_mesh_indices_fit(nv_w))
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "%s: %llu vertices in a window of %zu slices pass 32-bit indices", fn,
+                         nv_w, win->nz);
+    if (budget && used > budget)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "%s: a window of %zu slices needs %zu bytes of device memory for its "
+                         "scratch and mesh, over its budget of %llu",
+                         fn, win->nz, used, (unsigned long long)budget);
+    if (!nt_own && !nv_own) {
+        out->active_cells = tot[3] - w[4];
+        return PM_STATUS_OK;
+    }
+    char *q;
+    PMI_TRY(mc_win_room(st, room, &q));
+    pmi_mesh_dest dest;
+    memset(&dest, 0, sizeof dest);
+    dest.positions = (float *)q;
+    dest.normals = nrm ? (float *)(q + vb) : NULL;
+    dest.indices = indexed ? (uint32_t *)(q + vb * (nrm ? 2 : 1)) : NULL;
+    dest.vertex_limit = nv_w;
+    dest.tri_limit = nt_w;
+    cudaEvent_t ev[MC_EV_COUNT] = {NULL, NULL, NULL, NULL, NULL};
+    PMI_TRY(mc_sync_pass2(ctx, win, &opt, pl, p1, tot, dest, ev));
+    if (indexed && nt_own) {
+        mc_rebase_kernel<<<mc_blocks(3 * nt_own), MC_THREADS, 0, s>>>(
+            dest.indices + 3 * w[0], 3 * nt_own, (uint32_t)w[2]);
+        PMI_TRY(pmi_cuda_launched(fn));
+    }
+    out->num_vertices = nv_own;
+    out->num_triangles = nt_own;
+    out->active_cells = tot[3] - w[4];
+    pm_status r = PM_STATUS_OK;
+    /* Host arrays from the context's recycled ones: a worker's slabs are
+     * about the same size, and fresh pages would fault at every slab. */
+    out->positions = (float *)pmi_host_array_get(ctx, (size_t)nv_own * 12 + 1);
+    if (nrm) out->normals = (float *)pmi_host_array_get(ctx, (size_t)nv_own * 12 + 1);
+    if (indexed) out->indices = (uint32_t *)pmi_host_array_get(ctx, (size_t)nt_own * 12 + 1);
+    if (!out->positions || (nrm && !out->normals) || (indexed && !out->indices))
+        r = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no host memory for %llu vertices", fn,
+                      nv_own);
+    if (r == PM_STATUS_OK)
+        r = pmi_cuda_copy_host(ctx, out->positions, dest.positions + 3 * v_lo, nv_own * 12, 1,
+                               fn);
+    if (r == PM_STATUS_OK && nrm)
+        r = pmi_cuda_copy_host(ctx, out->normals, dest.normals + 3 * v_lo, nv_own * 12, 1, fn);
+    if (r == PM_STATUS_OK && indexed)
+        r = pmi_cuda_copy_host(ctx, out->indices, dest.indices + 3 * w[0], nt_own * 12, 1, fn);
+    pm_status ws = pmi_cuda_wait(ctx, fn);
+    if (r == PM_STATUS_OK) r = ws;
+    if (r != PM_STATUS_OK) {
+        pmi_host_array_put(ctx, out->positions), pmi_host_array_put(ctx, out->normals);
+        pmi_host_array_put(ctx, out->indices);
+        memset(out, 0, sizeof *out);
+    }
+    return r;
+}
+
 /* pm_isosurface_async's end of pass 1: the counts for the caller
  * (vertices, triangles, active cells, flags) and for pass 2 (dc). The mesh
  * fits when it fits the capacities whole, pmi_mesh_limits writing all of

@@ -22,6 +22,9 @@ typedef struct mcd_volume {
      * (the largest float <= iso). Exactly equivalent, NaN never inside. */
     float fthr;
     double org[3], sp[3];
+    /* Global z of slice 0: a slab window's vertices are placed at their
+     * global lattice slice (pmi_cuda_isosurface_window); 0 otherwise. */
+    long long kz;
 } mcd_volume;
 
 /* Tables copied from src/core/mc_tables.c at first use on each device;
@@ -141,7 +144,7 @@ static __device__ __forceinline__ void mcd_vertex(const mcd_volume &v, long long
     const long long i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
     const double vlo = mcd_load<T>(v, i, j, k), vhi = mcd_load<T>(v, i1, j1, k1);
     const double t = pmi_mc_edge_t(v.iso, vlo, vhi);
-    pmi_mc_position(v.org, v.sp, i, j, k, axis, t, pos);
+    pmi_mc_position(v.org, v.sp, i, j, k + v.kz, axis, t, pos);
     if constexpr (MODE != PM_NORMALS_NONE) {
         double g0[3], g1[3];
         mcd_gradient<T, MODE>(v, i, j, k, g0);
