@@ -118,13 +118,19 @@ if "$PM" --version | grep -q "^default device: cuda"; then
     for opt in "" "--soup" "--normals sobel" "--normals none"; do
       tag="cuda $t ${opt:-default}"
       "$PM" isosurface $t.raw $R $opt $C -o mem.ply -q 2>err || { bad "$tag in memory: $(cat err)"; continue; }
-      "$PM" isosurface $t.raw $R $opt --device cuda --max-memory 4M -o g.ply -q --stats st.json 2>err ||
-        bad "$tag streamed: $(cat err)"
-      cmp -s mem.ply g.ply || bad "$tag: the mesh streamed through the GPU differs"
-      grep -q "slab=window" st.json || bad "$tag: --stats does not say slab=window: $(grep path st.json)"
-      "$PM" isosurface $t.raw.gz $R $opt --device cuda --max-memory 6M -o g.ply -q 2>err ||
-        bad "$tag gzip streamed: $(cat err)"
-      cmp -s mem.ply g.ply || bad "$tag: the gzip mesh streamed through the GPU differs"
+      # A GPU's slab window needs about 42 bytes per point of scratch at
+      # this size (pass 1 sized for every point): of these volumes only
+      # the f64 one is larger than three workers' windows (every sample
+      # type streams through the GPU in test_stream).
+      if [ $t = f64 ]; then
+        "$PM" isosurface $t.raw $R $opt --device cuda --max-memory 2500K -o g.ply -q --stats st.json 2>err ||
+          bad "$tag streamed: $(cat err)"
+        cmp -s mem.ply g.ply || bad "$tag: the mesh streamed through the GPU differs"
+        grep -q "slab=window" st.json || bad "$tag: --stats does not say slab=window: $(grep path st.json)"
+        "$PM" isosurface $t.raw.gz $R $opt --device cuda --max-memory 2500K -o g.ply -q 2>err ||
+          bad "$tag gzip streamed: $(cat err)"
+        cmp -s mem.ply g.ply || bad "$tag: the gzip mesh streamed through the GPU differs"
+      fi
       "$PM" isosurface $t.raw $R $opt --device cuda:all -o g.ply -q 2>err || bad "$tag cuda:all: $(cat err)"
       cmp -s mem.ply g.ply || bad "$tag: the cuda:all mesh differs"
     done
