@@ -72,15 +72,15 @@ struct slab_run {
     size_t T, nslabs, glo, ghi, es, sb;
     int window;      /* every worker has isosurface_window: slab parts, not pieces */
     uint64_t budget; /* device bytes a window extraction may use (0: no limit) */
-    /* Parts appended as their slabs finish, in slab order, into arrays that
-     * become the mesh (window slabs, the mesh in new host arrays): slab
-     * next_append is the next; vb, tb, act the counts so far. */
+    /* Parts appended by an appender thread as their slabs finish, in slab
+     * order, into arrays that become the mesh (window slabs, the mesh in
+     * new host arrays): ready[i] once slab i's parts are complete; vb, tb,
+     * act the counts so far. */
     int append;
-    size_t next_append;
+    unsigned char *ready;
     uint64_t vb, tb, act;
     float *pos, *nrm;
     uint32_t *idx;
-    double append_ms;
     pm_mesh_piece *pieces;
     slab_parts *parts;
     pthread_mutex_t mu;
@@ -166,18 +166,11 @@ static int grow(void *p, uint64_t n, size_t size)
     return 1;
 }
 
-/* Slab i's parts appended to the mesh's arrays once slabs 0..i-1 are
- * (the worker whose turn it is copies alone, no lock held), their arrays
- * freed. *stopped: another worker failed. */
-static pm_status append_slab(slab_worker *W, size_t i, int *stopped)
+/* Slab i's parts appended to the mesh's arrays (by the appender, slabs in
+ * order), their arrays given back to the context that made them. */
+static pm_status append_slab(slab_worker *W, size_t i)
 {
     slab_run *R = W->run;
-    pthread_mutex_lock(&R->mu);
-    while (R->next_append != i && !R->failed)
-        pthread_cond_wait(&R->cv, &R->mu);
-    *stopped = R->failed;
-    pthread_mutex_unlock(&R->mu);
-    if (*stopped) return PM_STATUS_OK;
     const double t0 = pmi_now_ms();
     const int indexed = R->wopt.mode == PM_MESH_INDEXED, normals = R->wopt.normals != PM_NORMALS_NONE;
     const int threads = W->ctx->num_threads > 0 ? W->ctx->num_threads : 1;
@@ -208,12 +201,8 @@ static pm_status append_slab(slab_worker *W, size_t i, int *stopped)
         R->tb += m->num_triangles;
         R->act += m->active_cells;
     }
-    parts_free(W->ctx, P);
+    parts_free(R->ctxs[i % (size_t)R->n], P);
     W->append_ms += pmi_now_ms() - t0;
-    pthread_mutex_lock(&R->mu);
-    R->next_append = i + 1;
-    pthread_cond_broadcast(&R->cv);
-    pthread_mutex_unlock(&R->mu);
     return PM_STATUS_OK;
 }
 
@@ -326,11 +315,34 @@ static void *worker_main(void *arg)
                                     &R->pieces[i]);
         }
         W->piece_ms += pmi_now_ms() - t1;
-        if (s == PM_STATUS_OK && R->append) {
-            int stopped = 0;
-            s = append_slab(W, i, &stopped);
-            if (stopped) break;
+        if (s != PM_STATUS_OK) {
+            worker_fail(W, s);
+            break;
         }
+        if (R->append) {
+            pthread_mutex_lock(&R->mu);
+            R->ready[i] = 1;
+            pthread_cond_broadcast(&R->cv);
+            pthread_mutex_unlock(&R->mu);
+        }
+    }
+    return NULL;
+}
+
+/* The appender: slab after slab as they become ready, so the copies into
+ * the mesh overlap the workers' uploads and no worker waits for them. */
+static void *appender_main(void *arg)
+{
+    slab_worker *W = arg;
+    slab_run *R = W->run;
+    for (size_t i = 0; i < R->nslabs; i++) {
+        pthread_mutex_lock(&R->mu);
+        while (!R->ready[i] && !R->failed)
+            pthread_cond_wait(&R->cv, &R->mu);
+        const int failed = R->failed;
+        pthread_mutex_unlock(&R->mu);
+        if (failed) break;
+        pm_status s = append_slab(W, i);
         if (s != PM_STATUS_OK) {
             worker_fail(W, s);
             break;
@@ -453,11 +465,13 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
     const size_t held = R.T + R.glo + R.ghi < R.v.nz ? R.T + R.glo + R.ghi : R.v.nz;
     R.pieces = calloc(R.nslabs, sizeof *R.pieces);
     R.parts = calloc(R.nslabs, sizeof *R.parts);
-    slab_worker *W = calloc((size_t)n, sizeof *W);
-    pthread_t *th = calloc((size_t)n, sizeof *th);
+    R.ready = calloc(R.nslabs + 1, 1);
+    /* W[n]: the appender. */
+    slab_worker *W = calloc((size_t)n + 1, sizeof *W);
+    pthread_t *th = calloc((size_t)n + 1, sizeof *th);
     if (source) R.carry = malloc((R.glo + R.ghi) * R.sb + 1);
-    if (!R.pieces || !R.parts || !W || !th || (source && !R.carry)) {
-        free(R.pieces), free(R.parts), free(W), free(th), free(R.carry);
+    if (!R.pieces || !R.parts || !R.ready || !W || !th || (source && !R.carry)) {
+        free(R.pieces), free(R.parts), free(R.ready), free(W), free(th), free(R.carry);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu slabs", fn, R.nslabs);
     }
     pthread_mutex_init(&R.mu, NULL);
@@ -486,7 +500,16 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
         }
     }
     const double t0 = pmi_now_ms();
-    int started = 0;
+    int started = 0, appender = 0;
+    if (st == PM_STATUS_OK && R.append) {
+        W[n].run = &R;
+        W[n].w = n;
+        W[n].ctx = ctxs[0];
+        if (pthread_create(&th[n], NULL, appender_main, &W[n]) == 0)
+            appender = 1;
+        else
+            st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot start the appender thread", fn);
+    }
     if (st == PM_STATUS_OK) {
         if (n == 1) {
             worker_main(&W[0]);
@@ -503,8 +526,11 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
             for (int w = 0; w < started; w++)
                 pthread_join(th[w], NULL);
         }
-        /* The first failing worker's status and message. */
-        for (int w = 0; w < n; w++)
+    }
+    if (appender) pthread_join(th[n], NULL);
+    if (st == PM_STATUS_OK) {
+        /* The first failing worker's (or the appender's) status and message. */
+        for (int w = 0; w <= n; w++)
             if (W[w].st != PM_STATUS_OK) {
                 st = pmi_error(W[w].st, "%s", W[w].msg);
                 break;
@@ -527,8 +553,8 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
             rep->upload_ms += W[w].upload_ms;
             rep->piece_ms += W[w].piece_ms;
             rep->splits += W[w].splits;
-            rep->append_ms += W[w].append_ms;
         }
+        rep->append_ms = W[n].append_ms;
     }
     for (int w = 0; w < n; w++) {
         if (W[w].dev) W[w].ctx->backend->free(W[w].ctx, W[w].dev);
@@ -563,6 +589,7 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
     }
     free(R.pieces);
     free(R.parts);
+    free(R.ready);
     free(R.carry);
     free(W);
     free(th);
