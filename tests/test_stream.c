@@ -719,6 +719,53 @@ static void test_gpu_errors(pm_context *ctx)
     free((void *)v.data);
 }
 
+/* On the GPU: the stream's mesh left in device memory (the slab parts
+ * uploaded after the last slab), downloaded and compared. */
+static void test_gpu_device_output(pm_context *ctx)
+{
+    const size_t n = 48;
+    double *d = pmt_field_f64(PMT_FIELD_TORUS, n, n, n, 0.6, 0.25);
+    pm_volume v;
+    memset(&v, 0, sizeof v);
+    v.type = PM_SAMPLE_F32;
+    v.nx = v.ny = v.nz = n;
+    v.data = pmt_convert(d, n, n, n, v.type, 0, 0);
+    free(d);
+    for (int soup = 0; soup < 2; soup++) {
+        pm_isosurface_options o;
+        memset(&o, 0, sizeof o);
+        o.struct_size = sizeof o;
+        o.mode = soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
+        pm_mesh ref, got;
+        PMT_OK(pm_isosurface(ctx, &v, 0.0, &o, &ref));
+        o.output_in_context_memory = 1;
+        mem_src m;
+        pm_volume_source src = mem_source(&v, &m);
+        pm_stream_options so = {sizeof so, 0, 7, NULL};
+        PMT_OK(pm_isosurface_stream(ctx, &src, 0.0, &o, &so, &got));
+        PMT_CHECK(got.in_context_memory && got.num_vertices == ref.num_vertices &&
+                      got.num_triangles == ref.num_triangles,
+                  "device output (%s): %zu v %zu t in context memory %d, want %zu v %zu t",
+                  soup ? "soup" : "indexed", got.num_vertices, got.num_triangles,
+                  got.in_context_memory, ref.num_vertices, ref.num_triangles);
+        if (got.num_vertices == ref.num_vertices && got.num_triangles == ref.num_triangles) {
+            const size_t vb = got.num_vertices * 12, ib = got.num_triangles * 12;
+            float *pos = malloc(vb + 1), *nrm = malloc(vb + 1);
+            uint32_t *idx = malloc(ib + 1);
+            PMT_OK(pm_download(ctx, pos, got.positions, vb));
+            PMT_OK(pm_download(ctx, nrm, got.normals, vb));
+            if (!soup) PMT_OK(pm_download(ctx, idx, got.indices, ib));
+            PMT_CHECK(!memcmp(pos, ref.positions, vb) && !memcmp(nrm, ref.normals, vb) &&
+                          (soup || !memcmp(idx, ref.indices, ib)),
+                      "device output (%s): bytes differ", soup ? "soup" : "indexed");
+            free(pos), free(nrm), free(idx);
+        }
+        pm_mesh_free(ctx, &got);
+        pm_mesh_free(ctx, &ref);
+    }
+    free((void *)v.data);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
@@ -732,6 +779,8 @@ int main(int argc, char **argv)
         test_slab_pieces(cpu, gpu_only, 1, 1, "cuda");
         test_slab_pieces(cpu, mixed, 2, 0, "cuda + cpu");
         test_gpu_errors(ctx);
+        test_larger(ctx);
+        test_gpu_device_output(ctx);
         pm_context_destroy(cpu);
         pm_context_destroy(ctx);
         return pmt_finish("test_stream cuda");

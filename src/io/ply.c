@@ -25,6 +25,53 @@ static void put_i32le(unsigned char *p, int32_t v)
     if (pmi_host_big_endian()) pmi_swap_bytes(p, 1, 4);
 }
 
+/* Records per reserved block of the binary writer (its reserve takes at
+ * most 64 KiB: 2048 vertices of 24 bytes). */
+#define PLY_BATCH 2048
+
+/* The binary body on a little-endian host: the file's bytes are the
+ * arrays' own, interleaved a block at a time (vertex: position then
+ * normal; face: the count 3, then the three indices, which pmi_mesh_check
+ * held to int's range). */
+static void ply_binary_le(pmi_writer *w, const pm_mesh *m)
+{
+    const int has_n = m->normals != NULL;
+    const size_t vb = has_n ? 24 : 12;
+    for (size_t i = 0; i < m->num_vertices;) {
+        const size_t k = m->num_vertices - i < PLY_BATCH ? m->num_vertices - i : PLY_BATCH;
+        unsigned char *b = pmi_writer_reserve(w, k * vb);
+        if (!b) return;
+        if (!has_n) {
+            memcpy(b, m->positions + 3 * i, k * 12);
+        } else {
+            for (size_t j = 0; j < k; j++) {
+                memcpy(b + 24 * j, m->positions + 3 * (i + j), 12);
+                memcpy(b + 24 * j + 12, m->normals + 3 * (i + j), 12);
+            }
+        }
+        pmi_writer_advance(w, k * vb);
+        i += k;
+    }
+    for (size_t t = 0; t < m->num_triangles;) {
+        const size_t k = m->num_triangles - t < PLY_BATCH ? m->num_triangles - t : PLY_BATCH;
+        unsigned char *b = pmi_writer_reserve(w, k * 13);
+        if (!b) return;
+        for (size_t j = 0; j < k; j++) {
+            unsigned char *p = b + 13 * j;
+            p[0] = 3;
+            if (m->indices) {
+                memcpy(p + 1, m->indices + 3 * (t + j), 12);
+            } else {
+                const int32_t c[3] = {(int32_t)(3 * (t + j)), (int32_t)(3 * (t + j) + 1),
+                                      (int32_t)(3 * (t + j) + 2)};
+                memcpy(p + 1, c, 12);
+            }
+        }
+        pmi_writer_advance(w, k * 13);
+        t += k;
+    }
+}
+
 pm_status pmi_ply_write(const char *path, const pm_mesh *m, int ascii)
 {
     /* Face indices are declared "int" (signed 32-bit), as most readers
@@ -40,6 +87,10 @@ pm_status pmi_ply_write(const char *path, const pm_mesh *m, int ascii)
     if (has_n) pmi_writer_printf(&w, "property float nx\nproperty float ny\nproperty float nz\n");
     pmi_writer_printf(&w, "element face %zu\nproperty list uchar int vertex_indices\nend_header\n",
                       m->num_triangles);
+    if (!ascii && !pmi_host_big_endian()) {
+        ply_binary_le(&w, m);
+        return pmi_writer_commit(&w);
+    }
     for (size_t i = 0; i < m->num_vertices; i++) {
         const float *p = m->positions + 3 * i;
         const float *n = has_n ? m->normals + 3 * i : NULL;
