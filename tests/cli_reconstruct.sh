@@ -105,6 +105,28 @@ grep -q "^2 frames done, 1 failed$" "$W/stdout" || bad "final line: $(tail -1 "$
 "$PM" reconstruct "$W/frames/fluid_{}.xyz" -o "$W/out/sel_{}.ply" -r 0.05 -s 4 -e 9 --quiet ||
   bad "-s 4 -e 9 failed"
 [ -s "$W/out/sel_4.ply" ] && [ ! -e "$W/out/sel_1.ply" ] || bad "-s/-e selection"
+
+# A sequence writes frame k while frame k + 1 is meshed: the same bytes as
+# single runs, the stages' rates, and a write that fails (a file size limit,
+# SIGXFSZ ignored) fails its frame only, leaving no file.
+"$PM" reconstruct "$W/frames/fluid_1.xyz" -o "$W/out/single_1.ply" -r 0.05 --quiet ||
+  bad "single run of frame 1 failed"
+cmp -s "$W/out/single_1.ply" "$W/out/surface_1.ply" || bad "the sequence's frame 1 differs from a single run"
+grep -q "frames/s" "$W/stdout" || bad "no rate line in: $(cat "$W/stdout")"
+mkdir -p "$W/big" "$W/bigout"
+printf '0 0 0\n0.5 0 0\n' > "$W/big/f_1.xyz"
+cp "$W/ball.xyz" "$W/big/f_2.xyz"
+printf '0 0 0\n0 0.5 0\n' > "$W/big/f_3.xyz"
+(trap '' XFSZ; ulimit -f 512; "$PM" reconstruct "$W/big/f_{}.xyz" -o "$W/bigout/o_{}.ply" -r 0.05 -c 0.2 \
+  --stats "$W/bigout/s_{}.json" >"$W/stdout" 2>"$W/stderr")
+rc=$?
+[ $rc -eq 1 ] || bad "a failed deferred write: exit $rc, expected 1"
+grep -q "^2 frames done, 1 failed$" "$W/stdout" || bad "failed write: final line: $(tail -1 "$W/stdout")"
+grep -q "pyramesh: error:.*o_2.ply" "$W/stderr" || bad "no error naming o_2.ply: $(cat "$W/stderr")"
+[ -s "$W/bigout/o_1.ply" ] && [ -s "$W/bigout/o_3.ply" ] && [ -s "$W/bigout/s_3.json" ] ||
+  bad "the frames around the failed write were not written"
+[ -e "$W/bigout/o_2.ply" ] || [ -e "$W/bigout/s_2.json" ] && bad "the failed write left a file"
+ls "$W/bigout" | grep -q tmp && bad "temporary files left: $(ls "$W/bigout" | grep tmp)"
 ls "$W/out" | grep -q tmp && bad "temporary files left: $(ls "$W/out" | grep tmp)"
 
 [ $fail -eq 0 ] && echo "cli_reconstruct: all passed"

@@ -157,6 +157,10 @@ typedef struct cli_result {
     cli_post_step post[CLI_MAX_POST_STEPS];
     int num_post;
     double post_ms; /* their sum */
+    /* The mesh went to the sequence's writer thread (cli_write_deferred):
+     * t.write_ms and the write's outcome are filled when it is done. */
+    int write_deferred;
+    int write_failed;
 } cli_result;
 
 /* The one-screen summary on stdout. */
@@ -201,9 +205,20 @@ typedef int (*cli_frame_fn)(void *user, const cli_frame *frame, cli_progress *pr
                             cli_result *result);
 
 /* Runs fn over the input (a single file, or every frame matched by a `{}`
- * pattern), reports progress, writes --stats, and returns the exit status. */
+ * pattern), reports progress, writes --stats, and returns the exit status.
+ * In a sequence a frame's mesh may be written by a writer thread while the
+ * next frame is computed (cli_write_deferred); the frame is counted, its
+ * line printed and its stats written once its file is. */
 int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_frame_fn fn,
                    void *user);
+
+/* In a sequence (outside mpirun): waits for the previous frame's write,
+ * then hands `mesh` (host memory; it becomes the writer's, *mesh is
+ * zeroed) to the writer thread, which writes `path` with *w and frees
+ * the mesh on ctx, and returns 1. Else returns 0 and the caller writes.
+ * path and r stay valid until the frame is finished (cli_run_frames). */
+int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
+                       const pm_write_options *w, cli_result *r);
 
 /* ---- cli_mpi.c: runs under mpirun (docs/distributed.md) -------------------- */
 

@@ -287,6 +287,7 @@ static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_res
     memset(&wopt, 0, sizeof wopt);
     wopt.struct_size = sizeof wopt;
     wopt.ascii = c->ascii;
+    pm_mesh shown = mesh; /* what the result reports (a deferred write takes the mesh) */
     if (q->enabled_any) {
         /* The lattice of marching cubes: the samples. */
         double spacing[3];
@@ -301,15 +302,21 @@ static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_res
         }
     } else if (!job->mpi_distributed) {
         cli_progress_stage(p, "writing");
-        t0 = cli_now_ms();
-        s = pm_mesh_write(f->output, &mesh, &wopt);
-        r->t.write_ms = cli_now_ms() - t0;
-        if (s != PM_STATUS_OK) {
-            pm_mesh_free(job->ctx, &mesh);
-            pm_volume_free(&vol);
-            return fail(p, s, f->output);
+        shown = mesh;
+        if (!job->debug_dir && cli_write_deferred(job->ctx, f->output, &mesh, &wopt, r)) {
+            /* written while the next frame is meshed */
+        } else {
+            t0 = cli_now_ms();
+            s = pm_mesh_write(f->output, &mesh, &wopt);
+            r->t.write_ms = cli_now_ms() - t0;
+            if (s != PM_STATUS_OK) {
+                pm_mesh_free(job->ctx, &mesh);
+                pm_volume_free(&vol);
+                return fail(p, s, f->output);
+            }
         }
     }
+    if (!r->write_deferred) shown = mesh;
 
     if (job->debug_dir) {
         /* On the host volume, after the mesh: not part of any timing. */
@@ -338,11 +345,11 @@ static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_res
         r->spacing[k] = vol.spacing[k] != 0 ? vol.spacing[k] : 1.0;
     r->iso = job->iso;
     r->cells = (uint64_t)(vol.nx - 1) * (uint64_t)(vol.ny - 1) * (uint64_t)(vol.nz - 1);
-    r->vertices = mesh.num_vertices;
-    r->triangles = mesh.num_triangles;
+    r->vertices = shown.num_vertices;
+    r->triangles = shown.num_triangles;
     r->soup = c->soup;
-    r->normals = mesh.normals ? c->normals : PM_NORMALS_NONE;
-    r->normals_name = !mesh.normals ? NULL
+    r->normals = shown.normals ? c->normals : PM_NORMALS_NONE;
+    r->normals_name = !shown.normals ? NULL
                       : opt.normals == PM_NORMALS_NONE || cli_post_moves(q) || q->normals
                           ? "area-weighted"
                           : NULL;

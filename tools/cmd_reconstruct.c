@@ -289,6 +289,7 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     r->active_cells = mesh.active_cells;
 
     int rc;
+    pm_mesh shown = mesh; /* what the result reports (a deferred write takes the mesh) */
     if (written) {
         rc = CLI_OK;
     } else if (q->enabled_any) {
@@ -296,15 +297,21 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
                              rep.lattice.spacing, o->iso.normals, &mesh, output, &o->write, p, r);
     } else {
         cli_progress_stage(p, "writing");
-        t0 = cli_now_ms();
-        s = pm_mesh_write(output, &mesh, &o->write);
-        r->t.write_ms = cli_now_ms() - t0;
-        rc = s == PM_STATUS_OK ? CLI_OK : fail(p, s, output);
+        shown = mesh;
+        if (cli_write_deferred(ctx, output, &mesh, &o->write, r)) {
+            rc = CLI_OK; /* written while the next frame is meshed */
+        } else {
+            t0 = cli_now_ms();
+            s = pm_mesh_write(output, &mesh, &o->write);
+            r->t.write_ms = cli_now_ms() - t0;
+            rc = s == PM_STATUS_OK ? CLI_OK : fail(p, s, output);
+        }
     }
     if (rc != CLI_OK) {
         pm_mesh_free(ctx, &mesh);
         return rc;
     }
+    if (!r->write_deferred) shown = mesh;
 
     r->command = "reconstruct";
     r->output = output;
@@ -329,11 +336,11 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     r->cells = r->nx < 2 || r->ny < 2 || r->nz < 2
                    ? 0
                    : (uint64_t)(r->nx - 1) * (r->ny - 1) * (r->nz - 1);
-    r->vertices = mesh.num_vertices;
-    r->triangles = mesh.num_triangles;
+    r->vertices = shown.num_vertices;
+    r->triangles = shown.num_triangles;
     r->soup = o->iso.mode == PM_MESH_SOUP;
-    r->normals = mesh.normals ? o->iso.normals : PM_NORMALS_NONE;
-    r->normals_name = !mesh.normals     ? NULL
+    r->normals = shown.normals ? o->iso.normals : PM_NORMALS_NONE;
+    r->normals_name = !shown.normals    ? NULL
                       : q->normals == 2 ? "sph"
                       : o->iso.normals == PM_NORMALS_NONE || cli_post_moves(q) || q->normals
                           ? "area-weighted"

@@ -10,11 +10,77 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+
+/* ---- the sequence's writer thread ----------------------------------------
+ * One write in flight: frame k's file is written while frame k + 1 is
+ * read and meshed, so a sequence runs at the rate of its slowest stage. */
+typedef struct seq_writer {
+    int enabled; /* inside a sequence's run */
+    int running;
+    pthread_t th;
+    pm_context *ctx;
+    const char *path;
+    pm_mesh mesh;
+    pm_write_options w;
+    cli_result *r;
+    pm_status st;
+    char msg[512];
+} seq_writer;
+
+static seq_writer writer;
+
+static void *writer_main(void *arg)
+{
+    seq_writer *W = arg;
+    const double t0 = cli_now_ms();
+    W->st = pm_mesh_write(W->path, &W->mesh, &W->w);
+    W->r->t.write_ms = cli_now_ms() - t0;
+    if (W->st != PM_STATUS_OK) snprintf(W->msg, sizeof W->msg, "%s", pm_last_error());
+    pm_mesh_free(W->ctx, &W->mesh);
+    return NULL;
+}
+
+/* Waits for the write in flight; its frame's result records how it went
+ * (the message is printed when the frame is finished). */
+static void writer_join(void)
+{
+    if (!writer.running) return;
+    pthread_join(writer.th, NULL);
+    writer.running = 0;
+    if (writer.st != PM_STATUS_OK) {
+        writer.r->write_failed = 1;
+        /* The library's message names the file. */
+        if (writer.msg[0])
+            cli_error("%s", writer.msg);
+        else
+            cli_error("%s: %s", writer.path, pm_status_string(writer.st));
+    }
+}
+
+int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
+                       const pm_write_options *w, cli_result *r)
+{
+    if (!writer.enabled || cli_mpi_rank >= 0 || mesh->in_context_memory) return 0;
+    writer_join();
+    writer.ctx = ctx;
+    writer.path = path;
+    writer.mesh = *mesh;
+    writer.w = *w;
+    writer.r = r;
+    writer.st = PM_STATUS_OK;
+    writer.msg[0] = '\0';
+    if (pthread_create(&writer.th, NULL, writer_main, &writer) != 0) return 0;
+    writer.running = 1;
+    memset(mesh, 0, sizeof *mesh);
+    r->write_deferred = 1;
+    return 1;
+}
 
 static int count_placeholders(const char *s)
 {
@@ -242,41 +308,104 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
     if (c->stats_path && !stats_ph) cli_buf_printf(&json, "{\n  \"frames\": [");
     long done = 0, failed = 0, json_items = 0;
     int rc = CLI_OK;
-    for (long k = 0; k < n; k++) {
-        if (cli_interrupted) break;
-        memset(&r, 0, sizeof r);
-        frame.digits = frames[k].digits;
-        frame.number = frames[k].number;
-        frame.input = substitute(input, frames[k].digits);
-        frame.output = substitute(c->output, frames[k].digits);
-        frame.stats = stats_ph ? substitute(c->stats_path, frames[k].digits) : NULL;
-        progress.frame = frames[k].digits;
-        int frc;
-        if (!frame.input || !frame.output || (stats_ph && !frame.stats)) {
+    /* Two slots: frame k is computed in slot k % 2 while the writer may
+     * still write frame k - 1 from the other; a frame is finished (stats,
+     * line, counts) once its file is written. */
+    cli_result *sr = calloc(2, sizeof *sr);
+    if (!sr) {
+        cli_error("out of memory");
+        free(frames);
+        cli_buf_free(&json);
+        return CLI_FAIL;
+    }
+    cli_frame sf[2];
+    int sfrc[2] = {CLI_OK, CLI_OK}, pending = -1;
+    long sk[2] = {0, 0};
+    double seq_t0 = cli_now_ms(), sum_read = 0, sum_write = 0, sum_total = 0;
+    memset(sf, 0, sizeof sf);
+    writer.enabled = 1;
+    for (long k = 0;; k++) {
+        const int cur = (int)(k & 1);
+        int frc = CLI_OK;
+        const int run = k < n && !cli_interrupted;
+        if (run) {
+            cli_result *rr = &sr[cur];
+            cli_frame *fr = &sf[cur];
+            memset(rr, 0, sizeof *rr);
+            memset(fr, 0, sizeof *fr);
+            fr->digits = frames[k].digits;
+            fr->number = frames[k].number;
+            fr->input = substitute(input, frames[k].digits);
+            fr->output = substitute(c->output, frames[k].digits);
+            fr->stats = stats_ph ? substitute(c->stats_path, frames[k].digits) : NULL;
+            progress.frame = frames[k].digits;
+            if (!fr->input || !fr->output || (stats_ph && !fr->stats)) {
+                cli_progress_clear(&progress);
+                cli_error("out of memory");
+                frc = CLI_FAIL;
+            } else {
+                frc = fn(user, fr, &progress, rr);
+            }
             cli_progress_clear(&progress);
-            cli_error("out of memory");
-            frc = CLI_FAIL;
-        } else {
-            frc = fn(user, &frame, &progress, &r);
+            sfrc[cur] = frc;
+            sk[cur] = k;
         }
-        cli_progress_clear(&progress);
-        if (frc == CLI_OK && frame.stats && !write_single_stats(frame.stats, &r)) frc = CLI_FAIL;
-        if (frc == CLI_OK && c->stats_path && !stats_ph) {
-            cli_buf_printf(&json, "%s\n  ", json_items++ ? "," : "");
-            cli_result_json(&json, &r, 1);
+        /* Finish the previous frame (its write is done once joined), then
+         * this one unless its file is still being written. */
+        for (int pass = 0; pass < 2; pass++) {
+            int slot = pass == 0 ? pending : (run ? cur : -1);
+            if (slot < 0) continue;
+            if (pass == 0) {
+                /* Its write, unless this frame's own deferral joined it. */
+                if (writer.running && writer.r == &sr[slot]) writer_join();
+                pending = -1;
+            } else if (sfrc[slot] == CLI_OK && sr[slot].write_deferred && writer.running &&
+                       writer.r == &sr[slot]) {
+                pending = slot;
+                continue;
+            }
+            cli_result *rr = &sr[slot];
+            cli_frame *fr = &sf[slot];
+            int f = sfrc[slot];
+            if (f == CLI_OK && rr->write_failed) f = CLI_FAIL;
+            if (f == CLI_OK && rr->write_deferred) rr->total_ms += rr->t.write_ms;
+            if (f == CLI_OK && fr->stats && !write_single_stats(fr->stats, rr)) f = CLI_FAIL;
+            if (f == CLI_OK && c->stats_path && !stats_ph) {
+                cli_buf_printf(&json, "%s\n  ", json_items++ ? "," : "");
+                cli_result_json(&json, rr, 1);
+            }
+            /* rr points into the frame's strings: print before freeing them. */
+            if (f == CLI_OK && !c->quiet) cli_print_frame_line(frames[sk[slot]].digits, rr);
+            if (f == CLI_OK) {
+                sum_read += rr->t.read_ms;
+                sum_write += rr->t.write_ms;
+                sum_total += rr->total_ms;
+            }
+            free(fr->input);
+            free(fr->output);
+            free(fr->stats);
+            memset(fr, 0, sizeof *fr);
+            if (f == CLI_INTERRUPTED) continue;
+            if (f == CLI_OK)
+                done++;
+            else
+                failed++;
+            cli_progress_frame_done(&progress, f != CLI_OK);
+            fflush(stdout);
         }
-        /* r points into frame's strings: print before freeing them. */
-        if (frc == CLI_OK && !c->quiet) cli_print_frame_line(frames[k].digits, &r);
-        free(frame.input);
-        free(frame.output);
-        free(frame.stats);
-        if (frc == CLI_INTERRUPTED) break;
-        if (frc == CLI_OK)
-            done++;
-        else
-            failed++;
-        cli_progress_frame_done(&progress, frc != CLI_OK);
-        fflush(stdout);
+        if (!run || frc == CLI_INTERRUPTED) {
+            if (pending >= 0) continue; /* finish it on the next turn */
+            break;
+        }
+    }
+    writer.enabled = 0;
+    free(sr);
+    if (!c->quiet && done > 0) {
+        /* The stages' rates: the sequence runs at the slowest one's. */
+        const double wall = cli_now_ms() - seq_t0, rest = (sum_total - sum_read - sum_write) / done;
+        printf("%.2f frames/s (%.0f ms); per frame: read %.1f ms, meshing %.1f ms, write %.1f ms "
+               "(overlapped with the next frame)\n",
+               1e3 * (double)done / wall, wall, sum_read / done, rest, sum_write / done);
     }
     for (long k = 0; k < n; k++)
         free(frames[k].digits);
