@@ -161,6 +161,7 @@ typedef struct cli_result {
      * t.write_ms and the write's outcome are filled when it is done. */
     int write_deferred;
     int write_failed;
+    double write_wait_ms; /* waited for the previous frame's write (not this frame's work) */
 } cli_result;
 
 /* The one-screen summary on stdout. */

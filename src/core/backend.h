@@ -201,6 +201,11 @@ static inline int pmi_ctx_accessible(pm_context *ctx, const void *p)
  * then overlap one piece's copies with another's kernels on one GPU.
  * Made on first use and kept (and destroyed) with ctx: not the caller's. */
 pm_status pmi_context_twin(pm_context *ctx, pm_context **out);
+/* The worker contexts of a run over ctxs: each context, followed on a GPU
+ * by per_gpu - 1 more on its device (its twin, the twin's twin...), in
+ * *out (malloc'd, *count of them). */
+pm_status pmi_context_workers(pm_context *const *ctxs, int n, int per_gpu, pm_context ***out,
+                              int *count);
 /* The context list of a *_multi call: non-empty, no NULL, none twice,
  * with same_backend all of contexts[0]'s backend. */
 pm_status pmi_contexts_check(const char *fn, pm_context *const *ctxs, int count, int same_backend);

@@ -134,6 +134,28 @@ pm_status pmi_context_twin(pm_context *ctx, pm_context **out)
     return PM_STATUS_OK;
 }
 
+pm_status pmi_context_workers(pm_context *const *ctxs, int n, int per_gpu, pm_context ***out,
+                              int *count)
+{
+    if (per_gpu < 1) per_gpu = 1;
+    pm_context **w = calloc((size_t)n * (size_t)per_gpu + 1, sizeof *w);
+    if (!w) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "no memory for %d worker contexts", n);
+    int k = 0;
+    pm_status st = PM_STATUS_OK;
+    for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
+        w[k++] = ctxs[i];
+        for (int t = 1; t < per_gpu && ctxs[i]->backend->free_bytes && st == PM_STATUS_OK; t++)
+            if ((st = pmi_context_twin(w[k - 1], &w[k])) == PM_STATUS_OK) k++;
+    }
+    if (st != PM_STATUS_OK) {
+        free(w);
+        return st;
+    }
+    *out = w;
+    *count = k;
+    return PM_STATUS_OK;
+}
+
 pm_status pmi_contexts_check(const char *fn, pm_context *const *ctxs, int count, int same_backend)
 {
     if (!ctxs || count < 1) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts", fn);

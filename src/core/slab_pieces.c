@@ -613,11 +613,6 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
     /* PMI_SLAB_GPU_WORKERS workers per GPU; one per CPU context. */
     if (n < 1) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts", fn);
     if (T_want > volume->nz) T_want = volume->nz; /* one slab: the volume */
-    size_t gpus = 0;
-    for (int i = 0; i < n; i++)
-        gpus += ctxs[i]->backend->free_bytes != NULL;
-    pm_context **w = calloc((size_t)n + (PMI_SLAB_GPU_WORKERS - 1) * gpus, sizeof *w);
-    if (!w) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
     /* The largest slab every GPU's workers hold (limit: per GPU; 0: 70% of
      * what the GPU has free): the window and its extraction, per worker. */
     size_t Tmax = volume->nz;
@@ -657,14 +652,9 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
         T = even < Tmax ? even : Tmax;
         if (T < 1) T = 1;
     }
+    pm_context **w = NULL;
     int k = 0;
-    for (int i = 0; i < n && st == PM_STATUS_OK; i++) {
-        w[k++] = ctxs[i];
-        /* More contexts on a GPU: its context's twin, the twin's twin... */
-        for (int t = 1; t < PMI_SLAB_GPU_WORKERS && ctxs[i]->backend->free_bytes && st == PM_STATUS_OK;
-             t++)
-            if ((st = pmi_context_twin(w[k - 1], &w[k])) == PM_STATUS_OK) k++;
-    }
+    if (st == PM_STATUS_OK) st = pmi_context_workers(ctxs, n, PMI_SLAB_GPU_WORKERS, &w, &k);
     /* A worker's window extraction: its share of its GPU's budget less
      * its window. */
     uint64_t wb = 0;

@@ -517,14 +517,13 @@ static pm_status reconstruct_on(pm_context *const *ctxs, int nctx, const float *
             R.occupied_cells = plan.occupied_cells;
             R.neighbours_ms = plan.neighbours_ms;
             R.density_ms = plan.density_ms;
-            /* On GPUs a second stream each: one brick's gather and copies
-             * on the host overlap another's kernels. */
-            pm_context **w = be->free_bytes ? calloc(2 * (size_t)nctx, sizeof *w) : NULL;
+            /* On GPUs more streams each: one brick's gather and copies on
+             * the host overlap others' kernels. */
+            pm_context **w = NULL;
             int nw = 0;
-            for (int i = 0; w && i < nctx; i++) {
-                w[nw++] = ctxs[i];
-                if (pmi_context_twin(ctxs[i], &w[nw]) == PM_STATUS_OK) nw++;
-            }
+            if (be->free_bytes &&
+                pmi_context_workers(ctxs, nctx, PMI_SPARSE_GPU_WORKERS, &w, &nw) != PM_STATUS_OK)
+                w = NULL;
             st = w ? run_sparse(w, nw, &plan, &p, &opt, mesh, &R)
                    : run_sparse(ctxs, nctx, &plan, &p, &opt, mesh, &R);
             free(w);

@@ -18,6 +18,10 @@
 /* On the GPU a brick is a few device calls: larger bricks, fewer calls
  * (bench/RESULTS-sparse.md). */
 #define PMI_BRICK_DEFAULT_GPU 128
+/* Host threads (contexts, streams) per GPU in the sparse reconstruction:
+ * one brick's gather and copies on the host overlap the other's kernels
+ * (3 and 4 were no faster on the canyon: bench/RESULTS-sparse.md). */
+#define PMI_SPARSE_GPU_WORKERS 2
 
 /* The virtual lattice of a sparse reconstruction: pm_field_compute's grid
  * (g0, dims), its neighbour cells of B points (anchored at g0, so they
