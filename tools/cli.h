@@ -162,6 +162,7 @@ typedef struct cli_result {
     int write_deferred;
     int write_failed;
     double write_wait_ms; /* waited for the previous frame's write (not this frame's work) */
+    char write_error[512]; /* the deferred write's message when it failed */
 } cli_result;
 
 /* The one-screen summary on stdout. */

@@ -54,12 +54,11 @@ static void writer_join(void)
     pthread_join(writer.th, NULL);
     writer.running = 0;
     if (writer.st != PM_STATUS_OK) {
+        /* Printed when its frame is finished (the library's message names
+         * the file). */
         writer.r->write_failed = 1;
-        /* The library's message names the file. */
-        if (writer.msg[0])
-            cli_error("%s", writer.msg);
-        else
-            cli_error("%s: %s", writer.path, pm_status_string(writer.st));
+        snprintf(writer.r->write_error, sizeof writer.r->write_error, "%s",
+                 writer.msg[0] ? writer.msg : pm_status_string(writer.st));
     }
 }
 
@@ -324,6 +323,7 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
     int sfrc[2] = {CLI_OK, CLI_OK}, pending = -1;
     long sk[2] = {0, 0};
     double seq_t0 = cli_now_ms(), sum_read = 0, sum_write = 0, sum_total = 0;
+    long deferred = 0;
     memset(sf, 0, sizeof sf);
     writer.enabled = 1;
     for (long k = 0;; k++) {
@@ -369,11 +369,16 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
             cli_result *rr = &sr[slot];
             cli_frame *fr = &sf[slot];
             int f = sfrc[slot];
-            if (f == CLI_OK && rr->write_failed) f = CLI_FAIL;
+            if (f == CLI_OK && rr->write_failed) {
+                cli_progress_clear(&progress);
+                cli_error("%s", rr->write_error);
+                f = CLI_FAIL;
+            }
             /* Its total: its own stages and its write, not the wait for
              * the previous frame's write. */
-            if (f == CLI_OK && rr->write_deferred)
-                rr->total_ms += rr->t.write_ms - rr->write_wait_ms;
+            if (f == CLI_OK)
+                rr->total_ms += (rr->write_deferred ? rr->t.write_ms : 0.0) - rr->write_wait_ms;
+            if (f == CLI_OK && rr->write_deferred) deferred++;
             if (f == CLI_OK && fr->stats && !write_single_stats(fr->stats, rr)) f = CLI_FAIL;
             if (f == CLI_OK && c->stats_path && !stats_ph) {
                 cli_buf_printf(&json, "%s\n  ", json_items++ ? "," : "");
@@ -408,9 +413,9 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
     if (!c->quiet && done > 0) {
         /* The stages' rates: the sequence runs at the slowest one's. */
         const double wall = cli_now_ms() - seq_t0, rest = (sum_total - sum_read - sum_write) / done;
-        printf("%.2f frames/s (%.0f ms); per frame: read %.1f ms, meshing %.1f ms, write %.1f ms "
-               "(overlapped with the next frame)\n",
-               1e3 * (double)done / wall, wall, sum_read / done, rest, sum_write / done);
+        printf("%.2f frames/s (%.0f ms); per frame: read %.1f ms, meshing %.1f ms, write %.1f ms%s\n",
+               1e3 * (double)done / wall, wall, sum_read / done, rest, sum_write / done,
+               deferred == done ? " (overlapped with the next frame)" : "");
     }
     for (long k = 0; k < n; k++)
         free(frames[k].digits);

@@ -35,9 +35,9 @@ extern "C" {
 /* pm_isosurface of a host volume on a GPU: streamed through it in slabs
  * (the path of volumes larger than the GPU's memory), five of them. */
 #define PMI_HOOK_SLABS 64u
-/* A GPU's slab windows: every window of more than one slice is refused
- * once as over its memory budget, so the slabs are meshed as halves down
- * to single slices (the path of dense surfaces under a tight limit). */
+/* A GPU's slab windows: every window owning more than one slice is
+ * refused as over its memory budget, so the slabs are meshed as halves
+ * down to single slices (the path of dense surfaces under a tight limit). */
 #define PMI_HOOK_SPLIT 128u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns

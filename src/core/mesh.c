@@ -233,10 +233,11 @@ pm_status pm_isosurface_multi(pm_context *const *contexts, int count, const pm_v
             return pmi_error(PM_STATUS_UNSUPPORTED, "%s: context %d: no mesh pieces on the %s backend",
                              fn, i, contexts[i]->backend->name);
     report_reset(opt.report);
-    /* Two slabs per worker (a GPU has two), so that copies overlap. */
+    /* Two slabs per worker (a GPU has PMI_SLAB_GPU_WORKERS), so that
+     * copies overlap. */
     int workers = 0;
     for (int i = 0; i < count; i++)
-        workers += contexts[i]->backend->free_bytes ? 2 : 1;
+        workers += contexts[i]->backend->free_bytes ? PMI_SLAB_GPU_WORKERS : 1;
     return isosurface_slabs(contexts, count, &vol, iso, &opt, (size_t)(2 * workers), mesh,
                             pmi_now_ms());
 }

@@ -5,7 +5,8 @@
  *
  * Slab i owns lattice slices [k0, k1) = [i T, min(nz, (i + 1) T)) and is
  * meshed from its window, the slices [k0 - glo, k1 + ghi) of the ghost
- * rule (glo = 1; ghi = 2 with normals, 1 without), clipped to the volume.
+ * rule (glo = 1; ghi = 2 with normals or, on a GPU, for an indexed mesh;
+ * else 1), clipped to the volume.
  * On a GPU the backend's own extraction meshes the window and keeps the
  * slab's part of pm_isosurface's mesh (isosurface_window: its crossings
  * and its cells' triangles, indices counted from its first vertex); the
@@ -89,7 +90,11 @@ struct slab_run {
     size_t read_to;        /* slices [0, read_to) delivered by the source */
     unsigned char *carry;  /* the last glo + ghi slices read */
     size_t carry_k0, carry_n;
-    int failed;
+    int failed; /* atomic: set by worker_fail, read by every thread */
+    /* The appender's own lock and signal (ready[], failed): a worker that
+     * finished a slab never waits for the reader's lock. */
+    pthread_mutex_t amu;
+    pthread_cond_t acv;
     uint64_t bytes_read;
 };
 
@@ -211,9 +216,12 @@ static void worker_fail(slab_worker *W, pm_status s)
     W->st = s;
     snprintf(W->msg, sizeof W->msg, "%s", pm_last_error());
     pthread_mutex_lock(&W->run->mu);
-    W->run->failed = 1;
+    __atomic_store_n(&W->run->failed, 1, __ATOMIC_SEQ_CST);
     pthread_cond_broadcast(&W->run->cv);
     pthread_mutex_unlock(&W->run->mu);
+    pthread_mutex_lock(&W->run->amu);
+    pthread_cond_broadcast(&W->run->acv);
+    pthread_mutex_unlock(&W->run->amu);
 }
 
 /* Slab i's window from the source into W->host, in slice order. */
@@ -222,9 +230,9 @@ static pm_status read_window(slab_worker *W, size_t i, size_t w0, size_t w1, int
     slab_run *R = W->run;
     pm_status s = PM_STATUS_OK;
     pthread_mutex_lock(&R->mu);
-    while (R->next_read != i && !R->failed)
+    while (R->next_read != i && !__atomic_load_n(&R->failed, __ATOMIC_SEQ_CST))
         pthread_cond_wait(&R->cv, &R->mu);
-    if (R->failed) {
+    if (__atomic_load_n(&R->failed, __ATOMIC_SEQ_CST)) {
         /* Another worker failed: stop without a status of one's own (the
          * call reports the failing worker's). */
         pthread_mutex_unlock(&R->mu);
@@ -263,7 +271,7 @@ static void *worker_main(void *arg)
     slab_run *R = W->run;
     pm_context *ctx = W->ctx;
     for (size_t i = (size_t)W->w; i < R->nslabs; i += (size_t)R->n) {
-        if (R->failed) break;
+        if (__atomic_load_n(&R->failed, __ATOMIC_SEQ_CST)) break;
         size_t k0, k1, w0, w1;
         slab_window(R, i, &k0, &k1, &w0, &w1);
         pm_volume win = R->v;
@@ -320,10 +328,10 @@ static void *worker_main(void *arg)
             break;
         }
         if (R->append) {
-            pthread_mutex_lock(&R->mu);
+            pthread_mutex_lock(&R->amu);
             R->ready[i] = 1;
-            pthread_cond_broadcast(&R->cv);
-            pthread_mutex_unlock(&R->mu);
+            pthread_cond_signal(&R->acv);
+            pthread_mutex_unlock(&R->amu);
         }
     }
     return NULL;
@@ -336,11 +344,11 @@ static void *appender_main(void *arg)
     slab_worker *W = arg;
     slab_run *R = W->run;
     for (size_t i = 0; i < R->nslabs; i++) {
-        pthread_mutex_lock(&R->mu);
-        while (!R->ready[i] && !R->failed)
-            pthread_cond_wait(&R->cv, &R->mu);
-        const int failed = R->failed;
-        pthread_mutex_unlock(&R->mu);
+        pthread_mutex_lock(&R->amu);
+        while (!R->ready[i] && !__atomic_load_n(&R->failed, __ATOMIC_SEQ_CST))
+            pthread_cond_wait(&R->acv, &R->amu);
+        const int failed = __atomic_load_n(&R->failed, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&R->amu);
         if (failed) break;
         pm_status s = append_slab(W, i);
         if (s != PM_STATUS_OK) {
@@ -476,6 +484,8 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
     }
     pthread_mutex_init(&R.mu, NULL);
     pthread_cond_init(&R.cv, NULL);
+    pthread_mutex_init(&R.amu, NULL);
+    pthread_cond_init(&R.acv, NULL);
     pm_status st = PM_STATUS_OK;
     const int packed = R.v.row_stride == R.v.nx && R.v.slice_stride == R.v.nx * R.v.ny;
     for (int w = 0; w < n && st == PM_STATUS_OK; w++) {
@@ -595,6 +605,8 @@ pm_status pmi_slab_pieces(pm_context *const *ctxs, int n, const pm_volume *volum
     free(th);
     pthread_mutex_destroy(&R.mu);
     pthread_cond_destroy(&R.cv);
+    pthread_mutex_destroy(&R.amu);
+    pthread_cond_destroy(&R.acv);
     return st;
 }
 
@@ -608,7 +620,8 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
                        size_t min_slabs, pm_mesh *mesh, pmi_slab_report *rep)
 {
     static const char fn[] = "pm_isosurface";
-    const size_t g = 3; /* glo + ghi at most */
+    /* glo + ghi of a window (pmi_slab_pieces) */
+    const size_t g = opt->normals != PM_NORMALS_NONE || opt->mode == PM_MESH_INDEXED ? 3 : 2;
     const size_t sb = volume->nx * volume->ny * pm_sample_size(volume->type);
     /* PMI_SLAB_GPU_WORKERS workers per GPU; one per CPU context. */
     if (n < 1) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no contexts", fn);
@@ -623,7 +636,7 @@ pm_status pmi_slab_run(pm_context *const *ctxs, int n, const pm_volume *volume,
         if (!ctxs[i]->backend->free_bytes) continue;
         uint64_t budget = limit ? limit : ctxs[i]->backend->free_bytes(ctxs[i]) / 10 * 7;
         if (!least || budget < least) least = budget;
-        uint64_t lo = 0, hi = volume->nz; /* the largest T with 2 need(T) <= budget */
+        uint64_t lo = 0, hi = volume->nz; /* the largest T with W need(T) <= budget */
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo + 1) / 2;
             if (PMI_SLAB_GPU_WORKERS * pmi_slab_device_bytes(mid, g, sb, plane) <= budget)

@@ -613,6 +613,14 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
         PMI_CU_TRY(cudaMemcpyAsync(w, wd, sizeof w, cudaMemcpyDeviceToHost, s), fn);
         PMI_TRY(pmi_cuda_wait(ctx, fn));
         if (w[5] <= rec_cap) break;
+        /* Pass 1 again with room for every record: refused before it is
+         * taken when that alone passes the budget (42 bytes a record). */
+        const size_t more = (size_t)(p1.end - p1.base) + ((size_t)w[5] - rec_cap) * 42;
+        if (budget && more > budget)
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                             "%s: a window of %zu slices with %llu records needs about %zu bytes "
+                             "of device memory for its scratch, over its budget of %llu",
+                             fn, win->nz, w[5], more, (unsigned long long)budget);
         rec_cap = (size_t)w[5];
     }
     const unsigned long long *tot = w + 5;
