@@ -373,6 +373,37 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
     pm_context_destroy(cpu);
 }
 
+/* CUDA uniform subdivision alone (--what gpu): input and output in device
+ * memory, per level the call (pm_subdivide_loop + synchronize), the
+ * output's pm_mesh_free, and the floor (the output's bytes once at the
+ * measured bandwidth), without and with normals. */
+void gpu_speed(const sdi_mesh &m, const char *name, int maxlev)
+{
+    pm_context_desc d;
+    std::memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.device = PM_DEVICE_CUDA;
+    pm_context *gpu = nullptr;
+    if (!pm_cuda_available() || pm_context_create(&d, &gpu) != PM_STATUS_OK) {
+        std::printf("%s: no CUDA device\n", name);
+        return;
+    }
+    const double bw = device_bandwidth(gpu);
+    std::printf("\n== %s: %zu vertices, %zu triangles; device bandwidth %.0f GB/s\n", name, m.nv(),
+                m.nt(), bw);
+    for (int level = 1; level <= maxlev; level++)
+        for (bool normals : {false, true}) {
+            pm_result g = run_pm(gpu, m, level, options(0, 0, normals, true));
+            const double f = out_mb(g.nv, g.nt, normals) / bw;
+            std::printf("  level %d %-12s %9zu t  call+free %8.3f ms  floor %.3f ms (%.1f MB)  "
+                        "ratio %.2f  (output alloc+free alone %.3f ms)\n",
+                        level, normals ? "with normals" : "no normals", g.nt, g.ms, f,
+                        out_mb(g.nv, g.nt, normals), g.ms / f, alloc_ms(gpu, g.nv, g.nt, normals));
+            std::fflush(stdout);
+        }
+    pm_context_destroy(gpu);
+}
+
 /* ---- the adaptive study ------------------------------------------------------ */
 
 struct point {
@@ -621,7 +652,7 @@ int main(int argc, char **argv)
             std::fprintf(
                 stderr,
                 "usage: bench_subdivide [--threads N] [--sizes small|full|large] [--runs R] "
-                "[--what speed,study] [--max-level L] [--stencil-limit V]\n");
+                "[--what speed,study,gpu] [--max-level L] [--stencil-limit V]\n");
             return 2;
         }
     }
@@ -645,7 +676,7 @@ int main(int argc, char **argv)
     d.num_threads = threads;
     pm_status s = pm_context_create(&d, &ctx);
     if (s != PM_STATUS_OK) die(s, "context");
-    if (what.find("speed") != std::string::npos) {
+    if (what.find("speed") != std::string::npos || what.find("gpu") != std::string::npos) {
         /* particles and cube size for about 1e5 and 1e6 triangles */
         struct {
             size_t particles;
@@ -657,7 +688,10 @@ int main(int argc, char **argv)
             if ((s = sdi_reconstruct(ctx, sdi_particles(inputs[k].particles), inputs[k].cube,
                                      &m)) != PM_STATUS_OK)
                 die(s, "reconstruct");
-            speed(m, inputs[k].name, maxlev, threads);
+            if (what.find("gpu") != std::string::npos)
+                gpu_speed(m, inputs[k].name, maxlev);
+            else
+                speed(m, inputs[k].name, maxlev, threads);
         }
     }
     if (what.find("study") != std::string::npos) {

@@ -800,8 +800,12 @@ PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
  * So the owners before child block t number 3t + 2 * owner[3t] (owner[3t]:
  * the owners before triangle t), and within the block they follow in
  * half-edge order: the exclusive scan of the next stream's owner flags,
- * without a scan. */
-PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
+ * without a scan. The 12 words of each array for t's children go to o,
+ * tn (twins) and on (owner numbers); tn and on may be NULL (last level).
+ * The GPU stages them in shared memory to store a block's words
+ * contiguously. */
+PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint32_t *o,
+                                       uint32_t *tn, uint32_t *on)
 {
     const uint32_t *v = a->tri + 3 * (size_t)t;
     uint32_t m[3], tw[3], own[3];
@@ -815,21 +819,19 @@ PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
             if (a->vstart_new) a->vstart_new[m[k]] = 3 * (4 * t + 3) + k;
         }
     }
-    uint32_t *o = a->tri_next + 12 * (size_t)t;
     pmi_loop_put(o, v[0], m[0], m[2]);
     pmi_loop_put(o + 3, m[0], v[1], m[1]);
     pmi_loop_put(o + 6, m[2], m[1], v[2]);
     pmi_loop_put(o + 9, m[0], m[1], m[2]);
     const uint32_t base = 12 * t;
-    if (a->twin_next) {
+    if (tn) {
         const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
-        uint32_t *n = a->twin_next;
-        n[base + 1] = base + 11;
-        n[base + 11] = base + 1;
-        n[base + 5] = base + 9;
-        n[base + 9] = base + 5;
-        n[base + 6] = base + 10;
-        n[base + 10] = base + 6;
+        tn[1] = base + 11;
+        tn[11] = base + 1;
+        tn[5] = base + 9;
+        tn[9] = base + 5;
+        tn[6] = base + 10;
+        tn[10] = base + 6;
         for (uint32_t k = 0; k < 3; k++) {
             const uint32_t p = tw[k];
             uint32_t f = p, s = p; /* NONE carries over */
@@ -843,20 +845,27 @@ PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
                     s = b2 + first[k2];
                 }
             }
-            n[base + first[k]] = f;
-            n[base + second[k]] = s;
+            tn[first[k]] = f;
+            tn[second[k]] = s;
         }
     }
-    if (a->owner_next) {
+    if (on) {
         /* owner flags of child half-edges 0..11 */
         const uint32_t fl[12] = {own[0], 1, own[2], own[0], own[1], 1, 1, own[1], own[2], 0, 0, 0};
         uint32_t run = 3 * t + 2 * a->owner[3 * t];
-        uint32_t *n = a->owner_next + base;
         for (uint32_t j = 0; j < 12; j++) {
-            n[j] = run;
+            on[j] = run;
             run += fl[j];
         }
     }
+}
+
+/* pmi_loop_red_uniform_into writing the next stream's arrays in place. */
+PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
+{
+    const size_t base = 12 * (size_t)t;
+    pmi_loop_red_uniform_into(a, t, a->tri_next + base, a->twin_next ? a->twin_next + base : NULL,
+                              a->owner_next ? a->owner_next + base : NULL);
 }
 
 /* Sorts up to a few output triangle numbers (insertion sort). */

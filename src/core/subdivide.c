@@ -25,6 +25,15 @@ typedef struct sd_state {
     int nbufs;
 } sd_state;
 
+static void sd_free(sd_state *st, void *p)
+{
+    const pmi_backend *be = st->ctx->backend;
+    if (be->scratch_free)
+        be->scratch_free(st->ctx, p);
+    else
+        be->free(st->ctx, p);
+}
+
 static pm_status sd_alloc(sd_state *st, uint64_t count, size_t elem, void *out)
 {
     size_t bytes;
@@ -32,13 +41,15 @@ static pm_status sd_alloc(sd_state *st, uint64_t count, size_t elem, void *out)
         return pmi_error(PM_STATUS_OVERFLOW, FN ": %llu elements overflow",
                          (unsigned long long)count);
     void *p = NULL;
-    pm_status s = st->ctx->backend->alloc(st->ctx, bytes, &p);
+    const pmi_backend *be = st->ctx->backend;
+    pm_status s = be->scratch_alloc ? be->scratch_alloc(st->ctx, bytes, &p)
+                                    : be->alloc(st->ctx, bytes, &p);
     if (s != PM_STATUS_OK) return s;
     int i = 0;
     while (i < st->nbufs && st->bufs[i])
         i++;
     if (i == (int)(sizeof st->bufs / sizeof st->bufs[0])) {
-        st->ctx->backend->free(st->ctx, p);
+        sd_free(st, p);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, FN ": too many buffers");
     }
     st->bufs[i] = p;
@@ -52,7 +63,7 @@ static void sd_release(sd_state *st, void *p)
     if (!p) return;
     for (int i = 0; i < st->nbufs; i++)
         if (st->bufs[i] == p) {
-            st->ctx->backend->free(st->ctx, p);
+            sd_free(st, p);
             st->bufs[i] = NULL;
             return;
         }
@@ -61,7 +72,7 @@ static void sd_release(sd_state *st, void *p)
 static void sd_release_all(sd_state *st)
 {
     for (int i = 0; i < st->nbufs; i++)
-        if (st->bufs[i]) st->ctx->backend->free(st->ctx, st->bufs[i]);
+        if (st->bufs[i]) sd_free(st, st->bufs[i]);
     st->nbufs = 0;
 }
 

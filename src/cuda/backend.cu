@@ -90,6 +90,7 @@ static void cuda_shutdown(pm_context *ctx)
         if (st->pin[i]) cudaFreeHost(st->pin[i]);
         if (st->pin_ev[i]) cudaEventDestroy(st->pin_ev[i]);
     }
+    if (st->pool) cudaMemPoolDestroy(st->pool);
     if (st->own_stream && st->stream) cudaStreamDestroy(st->stream);
     cudaGetLastError();
     free(st);
@@ -235,10 +236,81 @@ extern "C" pm_status pmi_cuda_sph_build(pm_context *ctx, const float *xyz, size_
 extern "C" pm_status pmi_cuda_mc_cleanup(pm_context *ctx, struct pmi_hmesh *m,
                                          const pm_mc_cleanup_options *o);
 
+/* Stream-ordered scratch from the context's own pool (cudaMallocFromPoolAsync
+ * on the context's stream). The pool keeps what is freed (release
+ * threshold: unlimited), so a call that allocates and frees the same
+ * buffers as the last one maps no memory and never waits for the device,
+ * where cudaMalloc and cudaFree would (cudaFree waits for the whole
+ * device). What the pool holds unused is given back when an allocation
+ * fails and before free memory is measured (cuda_free_bytes). */
+static pm_status cuda_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    if (!st->pool) {
+        cudaMemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = cudaMemAllocationTypePinned;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = st->device;
+        cudaError_t e = cudaMemPoolCreate(&st->pool, &props);
+        if (e == cudaSuccess) {
+            uint64_t keep = UINT64_MAX;
+            e = cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        }
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            if (st->pool) cudaMemPoolDestroy(st->pool);
+            st->pool = NULL;
+            return cuda_alloc(ctx, bytes, out); /* no pools on this device */
+        }
+    }
+    void *p = NULL;
+    cudaError_t e = cudaMallocFromPoolAsync(&p, bytes ? bytes : 1, st->pool, st->stream);
+    if (e == cudaErrorMemoryAllocation) {
+        /* Give back what the pool holds unused, then try once more. */
+        cudaGetLastError();
+        cudaStreamSynchronize(st->stream);
+        cudaMemPoolTrimTo(st->pool, 0);
+        e = cudaMallocFromPoolAsync(&p, bytes ? bytes : 1, st->pool, st->stream);
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return pmi_error(e == cudaErrorMemoryAllocation ? PM_STATUS_OUT_OF_MEMORY
+                                                        : PM_STATUS_DEVICE_ERROR,
+                         "cannot allocate %zu bytes of device scratch memory (%s)", bytes,
+                         cudaGetErrorString(e));
+    }
+    *out = p;
+    return PM_STATUS_OK;
+}
+
+static void cuda_scratch_free(pm_context *ctx, void *p)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    if (!p) return;
+    memset(st->seen, 0, sizeof st->seen); /* the address may come back as something else */
+    if (cudaSetDevice(st->device) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    if (st->pool)
+        cudaFreeAsync(p, st->stream);
+    else
+        cudaFree(p);
+    cudaGetLastError();
+}
+
 static uint64_t cuda_free_bytes(pm_context *ctx)
 {
     size_t free_b = 0, total_b = 0;
-    if (pmi_cuda_begin(ctx) != PM_STATUS_OK || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    if (pmi_cuda_begin(ctx) != PM_STATUS_OK) return 0;
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    if (st->pool) { /* what the scratch pool holds unused is free memory */
+        cudaStreamSynchronize(st->stream);
+        cudaMemPoolTrimTo(st->pool, 0);
+    }
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
@@ -286,6 +358,8 @@ static const pmi_backend cuda_backend = {
     /* .sparse_plan_free = */ pmi_cuda_sparse_plan_free,
     /* .free_bytes = */ cuda_free_bytes,
     /* .isosurface_window = */ pmi_cuda_isosurface_window,
+    /* .scratch_alloc = */ cuda_scratch_alloc,
+    /* .scratch_free = */ cuda_scratch_free,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

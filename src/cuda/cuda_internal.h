@@ -51,6 +51,9 @@ typedef struct pmi_cuda_state {
      * (pmi_cuda_isosurface_window), grown as windows need. */
     void *win_out;
     size_t win_out_bytes;
+    /* The pool of stream-ordered scratch (cuda_scratch_alloc), made at its
+     * first use; it keeps freed memory for the next call. */
+    cudaMemPool_t pool;
 } pmi_cuda_state;
 
 static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)

@@ -15,6 +15,46 @@ template <int STEP> static __global__ void loop_step_kernel(size_t n, pmi_loop_a
     if (i < n) pmi_loop_step(STEP, (uint32_t)i, &a);
 }
 
+/* RED_UNIFORM with a block's output staged in shared memory: each thread
+ * writes its triangle's 12 words of each array (children, twins, owner
+ * numbers) there, then the block stores its 12 * RED_THREADS words of each
+ * array as contiguous 16-byte stores. Written directly, a warp's store of
+ * one word per thread touched 32 lines 48 bytes apart, 36 times per
+ * triangle. */
+#define RED_THREADS 128
+
+static __device__ void red_store(uint32_t *dst, const uint32_t *src, unsigned words)
+{
+    if (((uintptr_t)dst & 15) == 0) {
+        uint4 *d4 = (uint4 *)dst;
+        const uint4 *s4 = (const uint4 *)src;
+        for (unsigned i = threadIdx.x; i < words / 4; i += blockDim.x)
+            d4[i] = s4[i];
+    } else {
+        for (unsigned i = threadIdx.x; i < words; i += blockDim.x)
+            dst[i] = src[i];
+    }
+}
+
+static __global__ void __launch_bounds__(RED_THREADS)
+    red_uniform_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ __align__(16) uint32_t s_tri[12 * RED_THREADS];
+    __shared__ __align__(16) uint32_t s_twin[12 * RED_THREADS];
+    __shared__ __align__(16) uint32_t s_own[12 * RED_THREADS];
+    const size_t t0 = (size_t)blockIdx.x * RED_THREADS;
+    const size_t t = t0 + threadIdx.x;
+    const unsigned j = 12 * threadIdx.x;
+    if (t < n)
+        pmi_loop_red_uniform_into(&a, (uint32_t)t, s_tri + j, a.twin_next ? s_twin + j : NULL,
+                                  a.owner_next ? s_own + j : NULL);
+    __syncthreads();
+    const unsigned words = 12 * (unsigned)(n - t0 < RED_THREADS ? n - t0 : RED_THREADS);
+    red_store(a.tri_next + 12 * t0, s_tri, words);
+    if (a.twin_next) red_store(a.twin_next + 12 * t0, s_twin, words);
+    if (a.owner_next) red_store(a.owner_next + 12 * t0, s_own, words);
+}
+
 template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
     const unsigned threads = 256;
@@ -46,7 +86,11 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
     case PMI_LOOP_ZERO_U32: return loop_launch<PMI_LOOP_ZERO_U32>(ctx, n, a);
     case PMI_LOOP_EVEN_UNIFORM: return loop_launch<PMI_LOOP_EVEN_UNIFORM>(ctx, n, a);
-    case PMI_LOOP_RED_UNIFORM: return loop_launch<PMI_LOOP_RED_UNIFORM>(ctx, n, a);
+    case PMI_LOOP_RED_UNIFORM: {
+        const size_t blocks = (n + RED_THREADS - 1) / RED_THREADS;
+        red_uniform_kernel<<<(unsigned)blocks, RED_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
+        return pmi_cuda_launched("pm_subdivide_loop");
+    }
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
     case PMI_LOOP_NORMAL_NEW: return loop_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
     default: break;
