@@ -161,6 +161,12 @@ typedef struct pmi_backend {
      * Never handed to the caller. NULL: alloc and free. */
     pm_status (*scratch_alloc)(pm_context *ctx, size_t bytes, void **out);
     void (*scratch_free)(pm_context *ctx, void *p);
+    /* The arrays of meshes returned in context memory (pmi_mesh_prepare)
+     * and given back by pm_mesh_free: the backend may keep a few freed
+     * ones for the next mesh of about the same size. They are ordinary
+     * alloc memory: free works on them too. NULL: alloc and free. */
+    pm_status (*mesh_array_alloc)(pm_context *ctx, size_t bytes, void **out);
+    void (*mesh_array_free)(pm_context *ctx, void *p);
 } pmi_backend;
 
 /* One z slab's part of pm_isosurface's mesh (isosurface_window): its

@@ -316,7 +316,9 @@ static pm_status mesh_array(pm_context *ctx, int in_context, uint64_t count, siz
     size_t bytes;
     if (count > SIZE_MAX || !pmi_mul_size((size_t)count, elem, &bytes))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: mesh size overflows");
-    if (in_context) return ctx->backend->alloc(ctx, bytes, out);
+    if (in_context)
+        return ctx->backend->mesh_array_alloc ? ctx->backend->mesh_array_alloc(ctx, bytes, out)
+                                              : ctx->backend->alloc(ctx, bytes, out);
     *out = pmi_host_array_get(ctx, bytes);
     if (!*out)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,
@@ -403,7 +405,11 @@ void pm_mesh_free(pm_context *ctx, pm_mesh *mesh)
 {
     if (!mesh) return;
     if (mesh->owns_arrays) {
-        if (mesh->in_context_memory) {
+        if (mesh->in_context_memory && ctx && ctx->backend->mesh_array_free) {
+            ctx->backend->mesh_array_free(ctx, mesh->positions);
+            ctx->backend->mesh_array_free(ctx, mesh->normals);
+            ctx->backend->mesh_array_free(ctx, mesh->indices);
+        } else if (mesh->in_context_memory) {
             pm_free(ctx, mesh->positions);
             pm_free(ctx, mesh->normals);
             pm_free(ctx, mesh->indices);

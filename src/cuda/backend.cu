@@ -76,6 +76,16 @@ pm_status pmi_cuda_scratch(pm_context *ctx, size_t bytes, void **out)
     return PM_STATUS_OK;
 }
 
+/* Frees the mesh arrays kept for reuse (cuda_mesh_array_free). */
+static void cuda_release_kept(pmi_cuda_state *st)
+{
+    for (unsigned i = 0; i < st->nkept; i++)
+        cudaFree(st->kept[i].p);
+    st->nkept = 0;
+    st->kept_bytes = 0;
+    cudaGetLastError();
+}
+
 static void cuda_shutdown(pm_context *ctx)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -91,6 +101,7 @@ static void cuda_shutdown(pm_context *ctx)
         if (st->pin_ev[i]) cudaEventDestroy(st->pin_ev[i]);
     }
     if (st->pool) cudaMemPoolDestroy(st->pool);
+    cuda_release_kept(st);
     if (st->own_stream && st->stream) cudaStreamDestroy(st->stream);
     cudaGetLastError();
     free(st);
@@ -173,8 +184,14 @@ static pm_status cuda_synchronize(pm_context *ctx)
 static pm_status cuda_alloc(pm_context *ctx, size_t bytes, void **out)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e == cudaErrorMemoryAllocation && st->nkept) { /* give back kept mesh arrays, again */
+        cudaGetLastError();
+        cuda_release_kept(st);
+        e = cudaMalloc(&p, bytes ? bytes : 1);
+    }
     if (e != cudaSuccess) {
         cudaGetLastError();
         return pmi_error(e == cudaErrorMemoryAllocation ? PM_STATUS_OUT_OF_MEMORY
@@ -190,6 +207,8 @@ static void cuda_free(pm_context *ctx, void *p)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     memset(st->seen, 0, sizeof st->seen); /* the address may come back as something else */
+    for (unsigned i = 0; i < PMI_CUDA_OUT; i++)
+        if (st->out[i].p == p) st->out[i].p = NULL;
     if (cudaSetDevice(st->device) == cudaSuccess) cudaFree(p);
     cudaGetLastError();
 }
@@ -268,10 +287,12 @@ static pm_status cuda_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
     void *p = NULL;
     cudaError_t e = cudaMallocFromPoolAsync(&p, bytes ? bytes : 1, st->pool, st->stream);
     if (e == cudaErrorMemoryAllocation) {
-        /* Give back what the pool holds unused, then try once more. */
+        /* Give back what the pool holds unused and the kept mesh arrays,
+         * then try once more. */
         cudaGetLastError();
         cudaStreamSynchronize(st->stream);
         cudaMemPoolTrimTo(st->pool, 0);
+        cuda_release_kept(st);
         e = cudaMallocFromPoolAsync(&p, bytes ? bytes : 1, st->pool, st->stream);
     }
     if (e != cudaSuccess) {
@@ -301,12 +322,95 @@ static void cuda_scratch_free(pm_context *ctx, void *p)
     cudaGetLastError();
 }
 
+/* Recycled mesh arrays. A frame loop that meshes into context memory and
+ * frees the last mesh (pm_mesh_free) would pay a cudaMalloc and a cudaFree
+ * of the whole mesh per frame (about 1 ms for 1.3 GB on an H100).
+ * Freed arrays of 1 MiB and more are kept instead (at most PMI_CUDA_KEPT,
+ * within an eighth of the device's memory) and handed to the next mesh
+ * that fits in them with at most twice its size. Before an array is kept
+ * the device is synchronised, as cudaFree would (work of other streams may
+ * still read it). Kept arrays are released when an allocation fails,
+ * before free memory is measured and with the context. Only arrays whose
+ * size this context handed out are kept. */
+#define PMI_CUDA_MIN_KEPT ((size_t)1 << 20)
+
+
+static pm_status cuda_mesh_array_alloc(pm_context *ctx, size_t bytes, void **out)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    void *p = NULL;
+    size_t size = bytes;
+    if (bytes >= PMI_CUDA_MIN_KEPT) {
+        unsigned best = st->nkept;
+        for (unsigned i = 0; i < st->nkept; i++)
+            if (st->kept[i].size >= bytes && st->kept[i].size - bytes <= bytes &&
+                (best == st->nkept || st->kept[i].size < st->kept[best].size))
+                best = i;
+        if (best < st->nkept) {
+            p = st->kept[best].p;
+            size = st->kept[best].size;
+            st->kept_bytes -= size;
+            for (unsigned j = best + 1; j < st->nkept; j++)
+                st->kept[j - 1] = st->kept[j];
+            st->nkept--;
+        }
+    }
+    if (!p) PMI_TRY(cuda_alloc(ctx, bytes, &p));
+    if (size >= PMI_CUDA_MIN_KEPT) {
+        st->out[st->out_next].p = p;
+        st->out[st->out_next].size = size;
+        st->out_next = (st->out_next + 1) % PMI_CUDA_OUT;
+    }
+    *out = p;
+    return PM_STATUS_OK;
+}
+
+static void cuda_mesh_array_free(pm_context *ctx, void *p)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    if (!p) return;
+    size_t size = 0;
+    for (unsigned i = 0; i < PMI_CUDA_OUT; i++)
+        if (st->out[i].p == p) {
+            size = st->out[i].size;
+            st->out[i].p = NULL;
+            break;
+        }
+    if (!st->kept_budget) {
+        size_t free_b = 0, total_b = 0;
+        if (cudaSetDevice(st->device) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+            st->kept_budget = total_b / 8;
+        cudaGetLastError();
+    }
+    if (size < PMI_CUDA_MIN_KEPT || size > st->kept_budget ||
+        cudaSetDevice(st->device) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+        cuda_free(ctx, p);
+        return;
+    }
+    memset(st->seen, 0, sizeof st->seen);
+    while (st->nkept && (st->nkept == PMI_CUDA_KEPT || st->kept_bytes + size > st->kept_budget)) {
+        cudaFree(st->kept[0].p);
+        st->kept_bytes -= st->kept[0].size;
+        for (unsigned j = 1; j < st->nkept; j++)
+            st->kept[j - 1] = st->kept[j];
+        st->nkept--;
+    }
+    cudaGetLastError();
+    st->kept[st->nkept].p = p;
+    st->kept[st->nkept].size = size;
+    st->nkept++;
+    st->kept_bytes += size;
+}
+
 static uint64_t cuda_free_bytes(pm_context *ctx)
 {
     size_t free_b = 0, total_b = 0;
     if (pmi_cuda_begin(ctx) != PM_STATUS_OK) return 0;
     pmi_cuda_state *st = pmi_cuda(ctx);
-    if (st->pool) { /* what the scratch pool holds unused is free memory */
+    cuda_release_kept(st); /* kept mesh arrays and unused scratch are free memory */
+    if (st->pool) {
         cudaStreamSynchronize(st->stream);
         cudaMemPoolTrimTo(st->pool, 0);
     }
@@ -360,6 +464,8 @@ static const pmi_backend cuda_backend = {
     /* .isosurface_window = */ pmi_cuda_isosurface_window,
     /* .scratch_alloc = */ cuda_scratch_alloc,
     /* .scratch_free = */ cuda_scratch_free,
+    /* .mesh_array_alloc = */ cuda_mesh_array_alloc,
+    /* .mesh_array_free = */ cuda_mesh_array_free,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

@@ -26,6 +26,8 @@ enum {
     PMI_HOST_SLOTS = 8
 };
 
+#define PMI_CUDA_OUT 64
+#define PMI_CUDA_KEPT 8
 typedef struct pmi_cuda_state {
     int device;
     int num_sms;
@@ -54,6 +56,15 @@ typedef struct pmi_cuda_state {
     /* The pool of stream-ordered scratch (cuda_scratch_alloc), made at its
      * first use; it keeps freed memory for the next call. */
     cudaMemPool_t pool;
+    /* Recycled mesh arrays (cuda_mesh_array_alloc): the sizes of the
+     * arrays handed out (the newest PMI_CUDA_OUT of them), and the freed
+     * ones kept, oldest first. */
+    struct {
+        void *p;
+        size_t size;
+    } out[PMI_CUDA_OUT], kept[PMI_CUDA_KEPT];
+    unsigned out_next, nkept;
+    size_t kept_bytes, kept_budget;
 } pmi_cuda_state;
 
 static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
