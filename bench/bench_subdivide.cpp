@@ -9,10 +9,11 @@
  * triangles of uniform levels 1-3 and of adaptive sweeps (max_deviation,
  * max_angle, max_edge), the ratios at equal or lower deviation, and where
  * the deviation comes from.
- * --sizes: small = 1e5, large = 1e6, full = both.
+ * --sizes: small = 1e5, large = 1e6, full = both. --what gpu: the CUDA
+ * uniform rows alone, each against the floor of writing its output once.
  *
  *   bench_subdivide [--threads N] [--sizes small|full|large] [--runs R]
- *                   [--what speed,study] [--max-level L] [--stencil-limit V]
+ *                   [--what speed,study,gpu] [--max-level L] [--stencil-limit V]
  * Results: bench/RESULTS-subdivide.md. */
 #include <algorithm>
 #include <chrono>
@@ -374,9 +375,12 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
 }
 
 /* CUDA uniform subdivision alone (--what gpu): input and output in device
- * memory, per level the call (pm_subdivide_loop + synchronize), the
- * output's pm_mesh_free, and the floor (the output's bytes once at the
- * measured bandwidth), without and with normals. */
+ * memory, per level the call (pm_subdivide_loop + synchronize + the
+ * output's pm_mesh_free, as a frame loop runs it) against the floor (the
+ * output's bytes written once at the measured bandwidth), without and
+ * with normals; beside it, what a cudaMalloc + cudaFree of the output's
+ * arrays (pm_alloc + pm_free) would add to each call, which the context's
+ * recycled mesh arrays save. */
 void gpu_speed(const sdi_mesh &m, const char *name, int maxlev)
 {
     pm_context_desc d;
@@ -396,7 +400,7 @@ void gpu_speed(const sdi_mesh &m, const char *name, int maxlev)
             pm_result g = run_pm(gpu, m, level, options(0, 0, normals, true));
             const double f = out_mb(g.nv, g.nt, normals) / bw;
             std::printf("  level %d %-12s %9zu t  call+free %8.3f ms  floor %.3f ms (%.1f MB)  "
-                        "ratio %.2f  (output alloc+free alone %.3f ms)\n",
+                        "ratio %.2f  (pm_alloc + pm_free of the output's arrays %.3f ms)\n",
                         level, normals ? "with normals" : "no normals", g.nt, g.ms, f,
                         out_mb(g.nv, g.nt, normals), g.ms / f, alloc_ms(gpu, g.nv, g.nt, normals));
             std::fflush(stdout);
