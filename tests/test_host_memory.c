@@ -217,6 +217,57 @@ static void recycled_arrays(pm_context *ctx, pm_context *cpu)
     free(v);
 }
 
+/* The same for meshes in device memory (output_in_context_memory): the
+ * CUDA context keeps freed arrays of 1 MiB and more and hands them to the
+ * next mesh (src/cuda/backend.cu), whose bytes are those of a fresh
+ * context; a held mesh's arrays are never handed out again, and pm_free
+ * of a recycled array is fine. */
+static void recycled_device_arrays(pm_context *ctx, pm_context *cpu)
+{
+    const size_t n = 224;
+    float *v = ball(n);
+    pm_volume vol = {v, PM_SAMPLE_F32, n, n, n, 0, 0, {1, 1, 1}, {0, 0, 0}};
+    pm_isosurface_options o = {.struct_size = sizeof o, .normals = PM_NORMALS_CENTRAL};
+    pm_mesh ref, a, b, c;
+    PMT_OK(pm_isosurface(cpu, &vol, 0.0, &o, &ref));
+    o.output_in_context_memory = 1;
+    PMT_OK(pm_isosurface(ctx, &vol, 0.0, &o, &a));
+    const void *was[3] = {a.positions, a.normals, a.indices};
+    pm_mesh_free(ctx, &a);
+    PMT_OK(pm_isosurface(ctx, &vol, 0.0, &o, &b));
+    const void *now[3] = {b.positions, b.normals, b.indices};
+    for (int q = 0; q < 3; q++)
+        PMT_CHECK(now[q] == was[0] || now[q] == was[1] || now[q] == was[2],
+                  "recycled (device): array %d of the second mesh is not one of the first's", q);
+    PMT_OK(pm_isosurface(ctx, &vol, 0.0, &o, &c));
+    PMT_CHECK(c.positions != b.positions && c.normals != b.normals && c.indices != b.indices &&
+                  c.positions != b.normals && c.normals != b.positions,
+              "recycled (device): a held mesh's array was handed out again");
+    const pm_mesh *dm[2] = {&b, &c};
+    for (int k = 0; k < 2; k++) {
+        pm_mesh h = ref;
+        PMT_CHECK(dm[k]->num_vertices == ref.num_vertices &&
+                      dm[k]->num_triangles == ref.num_triangles,
+                  "recycled (device): mesh %d has other counts", k);
+        if (dm[k]->num_vertices != ref.num_vertices || dm[k]->num_triangles != ref.num_triangles)
+            continue;
+        const size_t vb = 12 * ref.num_vertices, tb = 12 * ref.num_triangles;
+        h.positions = malloc(vb);
+        h.normals = malloc(vb);
+        h.indices = malloc(tb);
+        PMT_OK(pm_download(ctx, h.positions, dm[k]->positions, vb));
+        PMT_OK(pm_download(ctx, h.normals, dm[k]->normals, vb));
+        PMT_OK(pm_download(ctx, h.indices, dm[k]->indices, tb));
+        PMT_CHECK(same_mesh(&h, &ref), "recycled (device): mesh %d differs from the CPU's", k);
+        free(h.positions), free(h.normals), free(h.indices);
+    }
+    pm_mesh_free(ctx, &b);
+    /* a caller may free a mesh's arrays itself */
+    pm_free(ctx, c.positions), pm_free(ctx, c.normals), pm_free(ctx, c.indices);
+    pm_mesh_free(cpu, &ref);
+    free(v);
+}
+
 int main(int argc, char **argv)
 {
     pm_context *ctx, *cpu;
@@ -229,6 +280,7 @@ int main(int argc, char **argv)
     staged_copies(ctx);
     recycled_arrays(ctx, cpu);
     if (dev == PM_DEVICE_CUDA) {
+        recycled_device_arrays(ctx, cpu);
         refusals(ctx);
 #ifdef PM_HAVE_CUDA
         managed_and_mapped(ctx);
