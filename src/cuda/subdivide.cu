@@ -23,17 +23,15 @@ template <int STEP> static __global__ void loop_step_kernel(size_t n, pmi_loop_a
  * triangle. */
 #define RED_THREADS 128
 
+/* The block's words are 48 * RED_THREADS bytes from the array's start
+ * times the block number, and the arrays come from cudaMalloc or the pool
+ * (256-byte aligned): 16-byte stores are aligned. */
 static __device__ void red_store(uint32_t *dst, const uint32_t *src, unsigned words)
 {
-    if (((uintptr_t)dst & 15) == 0) {
-        uint4 *d4 = (uint4 *)dst;
-        const uint4 *s4 = (const uint4 *)src;
-        for (unsigned i = threadIdx.x; i < words / 4; i += blockDim.x)
-            d4[i] = s4[i];
-    } else {
-        for (unsigned i = threadIdx.x; i < words; i += blockDim.x)
-            dst[i] = src[i];
-    }
+    uint4 *d4 = (uint4 *)dst;
+    const uint4 *s4 = (const uint4 *)src;
+    for (unsigned i = threadIdx.x; i < words / 4; i += blockDim.x)
+        d4[i] = s4[i];
 }
 
 static __global__ void __launch_bounds__(RED_THREADS)
