@@ -203,11 +203,9 @@ static void test_matrix(pm_context *ctx, const char *tag)
     printf("%s: %zu streamed extractions identical to pm_isosurface\n", tag, runs);
 }
 
-/* A volume large enough for several threads' slabs inside each buffer
- * load, and the caller's buffers (with truncation) as pm_isosurface. */
-static void test_larger(pm_context *ctx)
+/* An n^3 f32 torus field (the caller frees v.data). */
+static pm_volume torus_f32(size_t n)
 {
-    const size_t n = 64;
     double *d = pmt_field_f64(PMT_FIELD_TORUS, n, n, n, 0.6, 0.25);
     pm_volume v;
     memset(&v, 0, sizeof v);
@@ -215,6 +213,15 @@ static void test_larger(pm_context *ctx)
     v.nx = v.ny = v.nz = n;
     v.data = pmt_convert(d, n, n, n, v.type, 0, 0);
     free(d);
+    return v;
+}
+
+/* A volume large enough for several threads' slabs inside each buffer
+ * load, and the caller's buffers (with truncation) as pm_isosurface. */
+static void test_larger(pm_context *ctx)
+{
+    const size_t n = 64;
+    pm_volume v = torus_f32(n);
     for (int th = 0; th < 3; th++) {
         const size_t t[3] = {16, 23, 7};
         pm_mesh ref, got;
@@ -724,13 +731,7 @@ static void test_gpu_errors(pm_context *ctx)
 static void test_gpu_device_output(pm_context *ctx)
 {
     const size_t n = 48;
-    double *d = pmt_field_f64(PMT_FIELD_TORUS, n, n, n, 0.6, 0.25);
-    pm_volume v;
-    memset(&v, 0, sizeof v);
-    v.type = PM_SAMPLE_F32;
-    v.nx = v.ny = v.nz = n;
-    v.data = pmt_convert(d, n, n, n, v.type, 0, 0);
-    free(d);
+    pm_volume v = torus_f32(n);
     for (int soup = 0; soup < 2; soup++) {
         pm_isosurface_options o;
         memset(&o, 0, sizeof o);

@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "core/backend.h"
 #include "core/util.h"
 
 void pmi_memcpy_threads(void *dst, const void *src, size_t bytes)
@@ -23,4 +24,12 @@ void pmi_memcpy_threads(void *dst, const void *src, size_t bytes)
         if (a < bytes)
             memcpy((char *)dst + a, (const char *)src + a, bytes - a < part ? bytes - a : part);
     }
+}
+
+pm_status pmi_place(pm_context *ctx, int device, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return PM_STATUS_OK;
+    if (device) return ctx->backend->upload(ctx, dst, src, bytes);
+    pmi_memcpy_threads(dst, src, bytes);
+    return PM_STATUS_OK;
 }

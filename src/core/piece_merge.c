@@ -141,15 +141,6 @@ static size_t piece_of(const uint64_t *base, size_t count, uint64_t g)
     return lo;
 }
 
-/* dst (host memory, or context memory of a device context) <- src. */
-static pm_status put(pm_context *ctx, int device, void *dst, const void *src, size_t bytes)
-{
-    if (!bytes) return PM_STATUS_OK;
-    if (device) return ctx->backend->upload(ctx, dst, src, bytes);
-    memcpy(dst, src, bytes);
-    return PM_STATUS_OK;
-}
-
 /* The checks of the pieces: one lattice, keys ascending and inside it,
  * normals everywhere or nowhere. */
 static pm_status check_pieces(const pm_mesh_piece *pieces, size_t count, int normals,
@@ -493,11 +484,11 @@ pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, siz
     if (st == PM_STATUS_OK || st == PM_STATUS_TRUNCATED) {
         pm_status s2 = PM_STATUS_OK;
         if (indexed) {
-            s2 = put(ctx, device, D.positions, M.pos, (size_t)D.vertex_limit * 3 * sizeof(float));
+            s2 = pmi_place(ctx, device, D.positions, M.pos, (size_t)D.vertex_limit * 3 * sizeof(float));
             if (s2 == PM_STATUS_OK && D.normals)
-                s2 = put(ctx, device, D.normals, M.nrm, (size_t)D.vertex_limit * 3 * sizeof(float));
+                s2 = pmi_place(ctx, device, D.normals, M.nrm, (size_t)D.vertex_limit * 3 * sizeof(float));
             if (s2 == PM_STATUS_OK && D.indices)
-                s2 = put(ctx, device, D.indices, M.idx, (size_t)D.tri_limit * 3 * sizeof(uint32_t));
+                s2 = pmi_place(ctx, device, D.indices, M.idx, (size_t)D.tri_limit * 3 * sizeof(uint32_t));
         } else {
             /* Soup: every triangle corner copies its vertex. */
             size_t corners = (size_t)D.vertex_limit;
@@ -512,9 +503,9 @@ pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, siz
                     if (gn) memcpy(gn + 3 * c, M.nrm + 3 * v, 3 * sizeof(float));
                 }
                 if (device) {
-                    s2 = put(ctx, 1, D.positions, gp, corners * 3 * sizeof(float));
+                    s2 = pmi_place(ctx, 1, D.positions, gp, corners * 3 * sizeof(float));
                     if (s2 == PM_STATUS_OK && gn)
-                        s2 = put(ctx, 1, D.normals, gn, corners * 3 * sizeof(float));
+                        s2 = pmi_place(ctx, 1, D.normals, gn, corners * 3 * sizeof(float));
                 }
             }
             if (device) {

@@ -359,15 +359,6 @@ static void *appender_main(void *arg)
     return NULL;
 }
 
-/* dst (host memory, or context memory of a device context) <- src. */
-static pm_status place(pm_context *ctx, int device, void *dst, const void *src, size_t bytes)
-{
-    if (!bytes) return PM_STATUS_OK;
-    if (device) return ctx->backend->upload(ctx, dst, src, bytes);
-    pmi_memcpy_threads(dst, src, bytes);
-    return PM_STATUS_OK;
-}
-
 /* The slabs' parts appended into the mesh (opt: the caller's options):
  * counts summed, arrays placed at their offsets, every part's indices
  * shifted by the vertices before it. */
@@ -396,9 +387,9 @@ static pm_status assemble(pm_context *ctx, slab_run *R, const pm_isosurface_opti
             const uint64_t v = vb >= D.vertex_limit ? 0
                                : D.vertex_limit - vb < m->num_vertices ? D.vertex_limit - vb
                                                                        : m->num_vertices;
-            s2 = place(ctx, device, D.positions + 3 * vb, m->positions, (size_t)v * 12);
+            s2 = pmi_place(ctx, device, D.positions + 3 * vb, m->positions, (size_t)v * 12);
             if (s2 == PM_STATUS_OK && D.normals)
-                s2 = place(ctx, device, D.normals + 3 * vb, m->normals, (size_t)v * 12);
+                s2 = pmi_place(ctx, device, D.normals + 3 * vb, m->normals, (size_t)v * 12);
             if (s2 == PM_STATUS_OK && D.indices) {
                 const uint64_t t = tb >= D.tri_limit ? 0
                                    : D.tri_limit - tb < m->num_triangles ? D.tri_limit - tb
@@ -409,7 +400,7 @@ static pm_status assemble(pm_context *ctx, slab_run *R, const pm_isosurface_opti
 #pragma omp parallel for num_threads(threads) schedule(static) if (k > 262144)
                 for (size_t c = 0; c < k; c++)
                     dst[c] = src[c] + base;
-                if (device) s2 = place(ctx, 1, D.indices + 3 * tb, src, k * 4);
+                if (device) s2 = pmi_place(ctx, 1, D.indices + 3 * tb, src, k * 4);
             }
             vb += m->num_vertices;
             tb += m->num_triangles;

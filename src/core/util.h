@@ -65,6 +65,9 @@ void *pmi_alloc_huge(size_t bytes);
 
 /* memcpy of large host buffers by up to 8 threads (host_copy.c). */
 void pmi_memcpy_threads(void *dst, const void *src, size_t bytes);
+/* dst (host memory, or context memory of a device context: `device` set)
+ * <- src (host memory): an upload, or pmi_memcpy_threads (host_copy.c). */
+pm_status pmi_place(pm_context *ctx, int device, void *dst, const void *src, size_t bytes);
 
 /* Physical memory of the machine in bytes (0 if unknown). */
 uint64_t pmi_total_ram_bytes(void);
