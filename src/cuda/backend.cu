@@ -181,26 +181,48 @@ static pm_status cuda_synchronize(pm_context *ctx)
     return pmi_cuda_wait(ctx, "pm_context_synchronize");
 }
 
-static pm_status cuda_alloc(pm_context *ctx, size_t bytes, void **out)
+/* Gives back what the context holds unused: the scratch pool's free
+ * memory (after the stream's work, which may still use it) and the kept
+ * mesh arrays. */
+static void cuda_release_unused(pmi_cuda_state *st)
 {
-    PMI_TRY(pmi_cuda_begin(ctx));
+    if (st->pool) {
+        cudaStreamSynchronize(st->stream);
+        cudaMemPoolTrimTo(st->pool, 0);
+    }
+    cuda_release_kept(st);
+}
+
+/* cudaMalloc, or from `pool` on the context's stream; when the device is
+ * out of memory, what the context holds unused is given back and the
+ * allocation tried once more. */
+static pm_status cuda_alloc_in(pm_context *ctx, cudaMemPool_t pool, size_t bytes, void **out,
+                               const char *what)
+{
     pmi_cuda_state *st = pmi_cuda(ctx);
+    const size_t b = bytes ? bytes : 1;
     void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
-    if (e == cudaErrorMemoryAllocation && st->nkept) { /* give back kept mesh arrays, again */
+    cudaError_t e = pool ? cudaMallocFromPoolAsync(&p, b, pool, st->stream) : cudaMalloc(&p, b);
+    if (e == cudaErrorMemoryAllocation) {
         cudaGetLastError();
-        cuda_release_kept(st);
-        e = cudaMalloc(&p, bytes ? bytes : 1);
+        cuda_release_unused(st);
+        e = pool ? cudaMallocFromPoolAsync(&p, b, pool, st->stream) : cudaMalloc(&p, b);
     }
     if (e != cudaSuccess) {
         cudaGetLastError();
         return pmi_error(e == cudaErrorMemoryAllocation ? PM_STATUS_OUT_OF_MEMORY
                                                         : PM_STATUS_DEVICE_ERROR,
-                         "pm_alloc: cannot allocate %zu bytes of device memory (%s)", bytes,
+                         "%s: cannot allocate %zu bytes of device memory (%s)", what, bytes,
                          cudaGetErrorString(e));
     }
     *out = p;
     return PM_STATUS_OK;
+}
+
+static pm_status cuda_alloc(pm_context *ctx, size_t bytes, void **out)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    return cuda_alloc_in(ctx, NULL, bytes, out, "pm_alloc");
 }
 
 static void cuda_free(pm_context *ctx, void *p)
@@ -266,7 +288,7 @@ static pm_status cuda_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);
-    if (!st->pool) {
+    if (!st->pool && !st->no_pool) {
         cudaMemPoolProps props;
         memset(&props, 0, sizeof props);
         props.allocType = cudaMemAllocationTypePinned;
@@ -277,33 +299,15 @@ static pm_status cuda_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
             uint64_t keep = UINT64_MAX;
             e = cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReleaseThreshold, &keep);
         }
-        if (e != cudaSuccess) {
+        if (e != cudaSuccess) { /* no pools on this device: for good, so no
+                                   cudaMalloc'ed scratch reaches cudaFreeAsync */
             cudaGetLastError();
             if (st->pool) cudaMemPoolDestroy(st->pool);
             st->pool = NULL;
-            return cuda_alloc(ctx, bytes, out); /* no pools on this device */
+            st->no_pool = 1;
         }
     }
-    void *p = NULL;
-    cudaError_t e = cudaMallocFromPoolAsync(&p, bytes ? bytes : 1, st->pool, st->stream);
-    if (e == cudaErrorMemoryAllocation) {
-        /* Give back what the pool holds unused and the kept mesh arrays,
-         * then try once more. */
-        cudaGetLastError();
-        cudaStreamSynchronize(st->stream);
-        cudaMemPoolTrimTo(st->pool, 0);
-        cuda_release_kept(st);
-        e = cudaMallocFromPoolAsync(&p, bytes ? bytes : 1, st->pool, st->stream);
-    }
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return pmi_error(e == cudaErrorMemoryAllocation ? PM_STATUS_OUT_OF_MEMORY
-                                                        : PM_STATUS_DEVICE_ERROR,
-                         "cannot allocate %zu bytes of device scratch memory (%s)", bytes,
-                         cudaGetErrorString(e));
-    }
-    *out = p;
-    return PM_STATUS_OK;
+    return cuda_alloc_in(ctx, st->pool, bytes, out, "device scratch");
 }
 
 static void cuda_scratch_free(pm_context *ctx, void *p)
@@ -356,7 +360,7 @@ static pm_status cuda_mesh_array_alloc(pm_context *ctx, size_t bytes, void **out
             st->nkept--;
         }
     }
-    if (!p) PMI_TRY(cuda_alloc(ctx, bytes, &p));
+    if (!p) PMI_TRY(cuda_alloc_in(ctx, NULL, bytes, &p, "mesh array"));
     if (size >= PMI_CUDA_MIN_KEPT) {
         st->out[st->out_next].p = p;
         st->out[st->out_next].size = size;
@@ -409,11 +413,7 @@ static uint64_t cuda_free_bytes(pm_context *ctx)
     size_t free_b = 0, total_b = 0;
     if (pmi_cuda_begin(ctx) != PM_STATUS_OK) return 0;
     pmi_cuda_state *st = pmi_cuda(ctx);
-    cuda_release_kept(st); /* kept mesh arrays and unused scratch are free memory */
-    if (st->pool) {
-        cudaStreamSynchronize(st->stream);
-        cudaMemPoolTrimTo(st->pool, 0);
-    }
+    cuda_release_unused(st); /* kept mesh arrays and unused scratch are free memory */
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         cudaGetLastError();
         return 0;

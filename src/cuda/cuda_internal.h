@@ -56,6 +56,7 @@ typedef struct pmi_cuda_state {
     /* The pool of stream-ordered scratch (cuda_scratch_alloc), made at its
      * first use; it keeps freed memory for the next call. */
     cudaMemPool_t pool;
+    int no_pool; /* the device refused a pool: scratch is cudaMalloc memory */
     /* Recycled mesh arrays (cuda_mesh_array_alloc): the sizes of the
      * arrays handed out (the newest PMI_CUDA_OUT of them), and the freed
      * ones kept, oldest first. */
