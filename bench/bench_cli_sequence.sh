@@ -5,11 +5,16 @@
 # sequence of FRAMES copies, each frame's file written while the next is
 # meshed. Prints each run's stages, the sequence's rate line, and the
 # page cache's write speed for the same bytes (dd) beside the writer's.
-# Usage: bench_cli_sequence.sh PYRAMESH [FRAMES] [DEVICE]   (default 100, cuda)
+# With BENCH_DOWNLOAD (build/bench/bench_download), also the pinned
+# device-to-host copy of the mesh's bytes in the same run: the figure the
+# extract stage is held to (issue 23 item 6).
+# Usage: bench_cli_sequence.sh PYRAMESH [FRAMES] [DEVICE] [BENCH_DOWNLOAD]
+#        (default 100, cuda)
 set -u
 PM=$1
 FRAMES=${2:-100}
 DEV=${3:-cuda}
+DL=${4:-}
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 python3 - "$W/ball.xyz" <<'PY'
@@ -27,6 +32,11 @@ for k in 1 2 3; do
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('single run', sys.argv[2], d['triangles'], 'triangles', d['timings_ms'], d.get('extract_stages_ms'))" "$W/one.json" $k
 done
 BYTES=$(stat -c %s "$W/one.ply")
+if [ -n "$DL" ]; then
+  # The mesh's bytes in device memory: positions and normals, 3 indices.
+  MB=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['vertices'] * (24 if d['normals'] != 'none' else 12) + d['triangles'] * 12)" "$W/one.json")
+  "$DL" "$MB"
+fi
 dd if="$W/one.ply" of="$W/dd.bin" bs=8M 2>&1 | tail -1 | sed 's/^/dd of the same bytes (page cache, no sync): /'
 mkdir -p "$W/seq" "$W/out"
 for i in $(seq -w 1 "$FRAMES"); do ln -s "$W/ball.xyz" "$W/seq/f_$i.xyz"; done

@@ -818,6 +818,17 @@ typedef struct pm_write_options {
  * same directory and renamed, so a failure never leaves a partial file. */
 PM_API pm_status pm_mesh_write(const char *path, const pm_mesh *mesh,
                                const pm_write_options *options);
+/* pm_mesh_write for a mesh in host or in ctx's memory. A binary PLY of a
+ * mesh in CUDA device memory is packed on the GPU and streamed into the
+ * file through pinned buffers, a chunk at a time: the download overlaps
+ * the writing and no host copy of the mesh is made. Other formats copy
+ * the mesh into host memory first. The indices are checked as by
+ * pm_mesh_write, before anything is written. Like every call on ctx, from
+ * one thread at a time: a program that writes on one thread while it
+ * meshes on another gives the writer its own context (device memory is
+ * shared by the contexts of one GPU). */
+PM_API pm_status pm_mesh_write_context(pm_context *ctx, const char *path, const pm_mesh *mesh,
+                                       const pm_write_options *options);
 
 /* Reads a triangle mesh into host memory: PLY (ascii/binary, faces as
  * lists; polygons are fan-triangulated), OBJ (v/vn/f, negative indices),

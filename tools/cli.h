@@ -89,6 +89,9 @@ const char *cli_extension(const char *path, char *buf, size_t size);
 
 /* Creates the context the options ask for; prints the error on failure. */
 int cli_context_create(const cli_common *c, pm_context **out);
+/* A second context on the device of ctx, the last one cli_context_create
+ * made (for a thread of its own); 0 when ctx is not that one or it fails. */
+int cli_context_twin(pm_context *ctx, pm_context **out);
 /* The contexts of --device cuda:all or cuda:A,B,...: group[0] = first (from
  * cli_context_create), one more per further GPU; *count = 1 otherwise (and
  * under mpirun, where ranks take the GPUs). Prints the error and returns 0
@@ -215,9 +218,10 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
                    void *user);
 
 /* In a sequence (outside mpirun): waits for the previous frame's write,
- * then hands `mesh` (host memory; it becomes the writer's, *mesh is
- * zeroed) to the writer thread, which writes `path` with *w and frees
- * the mesh on ctx, and returns 1. Else returns 0 and the caller writes.
+ * then hands `mesh` (host or context memory; it becomes the writer's,
+ * *mesh is zeroed) to the writer thread, which writes `path` with *w (the
+ * mesh is freed on ctx when the write is joined), and returns 1. Else
+ * returns 0 and the caller writes.
  * path and r stay valid until the frame is finished (cli_run_frames). */
 int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
                        const pm_write_options *w, cli_result *r);

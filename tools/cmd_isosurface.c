@@ -307,7 +307,7 @@ static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_res
             /* written while the next frame is meshed */
         } else {
             t0 = cli_now_ms();
-            s = pm_mesh_write(f->output, &mesh, &wopt);
+            s = pm_mesh_write_context(job->ctx, f->output, &mesh, &wopt);
             r->t.write_ms = cli_now_ms() - t0;
             if (s != PM_STATUS_OK) {
                 pm_mesh_free(job->ctx, &mesh);
@@ -463,12 +463,14 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     opt.normals = c->normals;
     opt.mode = c->soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
     opt.inside = job->inside;
-    /* Normals that post-processing replaces are not computed here; a mesh
-     * that post-processing follows on a CUDA context stays on the device. */
+    /* Normals that post-processing replaces are not computed here. On a
+     * CUDA context the mesh stays on the device: post-processing runs
+     * there, and pm_mesh_write_context streams a binary PLY from there
+     * into the file (the download overlaps the writing). */
     const cli_post *q = &job->post;
     if (q->normals || cli_post_moves(q)) opt.normals = PM_NORMALS_NONE;
-    opt.output_in_context_memory =
-        pm_context_device(job->ctx) == PM_DEVICE_CUDA && q->enabled_any && c->subdivide <= 0;
+    opt.output_in_context_memory = pm_context_device(job->ctx) == PM_DEVICE_CUDA &&
+                                   c->subdivide <= 0 && (q->enabled_any || cli_mpi_rank < 0);
     t0 = cli_now_ms();
     pm_volume in = vol;
     void *dev = NULL;

@@ -204,10 +204,11 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     const cli_post *q = &o->post;
     cli_progress_stage(p, "reconstructing");
     pm_isosurface_options iso = o->iso;
-    /* On a CUDA context a mesh that post-processing follows stays in
-     * device memory, where the data-parallel steps run. */
+    /* On a CUDA context the mesh stays in device memory: post-processing
+     * runs there, and pm_mesh_write_context streams a binary PLY from
+     * there into the file (the download overlaps the writing). */
     iso.output_in_context_memory =
-        pm_context_device(ctx) == PM_DEVICE_CUDA && q->enabled_any && o->subdivide <= 0;
+        pm_context_device(ctx) == PM_DEVICE_CUDA && o->subdivide <= 0 && (q->enabled_any || cli_mpi_rank < 0);
     /* Normals that post-processing replaces are not computed here. */
     if (q->normals || cli_post_moves(q)) iso.normals = PM_NORMALS_NONE;
     r->report.timed = 1;
@@ -302,7 +303,7 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
             rc = CLI_OK; /* written while the next frame is meshed */
         } else {
             t0 = cli_now_ms();
-            s = pm_mesh_write(output, &mesh, &o->write);
+            s = pm_mesh_write_context(ctx, output, &mesh, &o->write);
             r->t.write_ms = cli_now_ms() - t0;
             rc = s == PM_STATUS_OK ? CLI_OK : fail(p, s, output);
         }

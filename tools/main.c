@@ -257,6 +257,16 @@ int cli_mesh_extension_ok(const char *path)
            strcmp(ext, "vtk") == 0;
 }
 
+/* The last context cli_context_create made, and how (cli_context_twin). */
+static pm_context *made_ctx;
+static pm_context_desc made_desc;
+
+int cli_context_twin(pm_context *ctx, pm_context **out)
+{
+    if (!ctx || ctx != made_ctx) return 0;
+    return pm_context_create(&made_desc, out) == PM_STATUS_OK;
+}
+
 int cli_context_create(const cli_common *c, pm_context **out)
 {
     pm_context_desc desc;
@@ -278,6 +288,10 @@ int cli_context_create(const cli_common *c, pm_context **out)
         cli_error_status(s, c->device == PM_DEVICE_CUDA ? "--device cuda" : "creating a context");
         return 0;
     }
+    made_ctx = *out;
+    made_desc = desc;
+    /* Not AUTO again: the twin is on the device this one chose. */
+    made_desc.device = pm_context_device(*out);
     /* --device auto on a GPU this build cannot run on: say why the CPU. */
     if (*pm_context_note(*out) && !c->quiet) fprintf(stderr, "pyramesh: note: %s\n", pm_context_note(*out));
     return 1;

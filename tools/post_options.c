@@ -165,13 +165,7 @@ static pm_status write_raw(pm_context *ctx, const pm_mesh *mesh, const char *pat
 {
     pm_mesh rm = *mesh;
     rm.normals = NULL;
-    if (!mesh->in_context_memory) return pm_mesh_write(path, &rm, write);
-    rm.owns_arrays = 0;
-    pm_status s = mesh_to_host(ctx, &rm);
-    if (s != PM_STATUS_OK) return s;
-    s = pm_mesh_write(path, &rm, write);
-    pm_mesh_free(ctx, &rm);
-    return s;
+    return pm_mesh_write_context(ctx, path, &rm, write);
 }
 
 int cli_postprocess(pm_context *ctx, const cli_post *q, const float *xyz, size_t n,

@@ -19,12 +19,16 @@
 
 /* ---- the sequence's writer thread ----------------------------------------
  * One write in flight: frame k's file is written while frame k + 1 is
- * read and meshed, so a sequence runs at the rate of its slowest stage. */
+ * read and meshed, so a sequence runs at the rate of its slowest stage. A
+ * mesh in GPU memory is written through the writer's own context (a
+ * context serves one thread at a time) on the same GPU; the frame's
+ * context frees the mesh once the write is joined. */
 typedef struct seq_writer {
     int enabled; /* inside a sequence's run */
     int running;
     pthread_t th;
-    pm_context *ctx;
+    pm_context *ctx;  /* the frame's */
+    pm_context *wctx; /* the writer's, made for the first mesh in GPU memory */
     const char *path;
     pm_mesh mesh;
     pm_write_options w;
@@ -39,10 +43,10 @@ static void *writer_main(void *arg)
 {
     seq_writer *W = arg;
     const double t0 = cli_now_ms();
-    W->st = pm_mesh_write(W->path, &W->mesh, &W->w);
+    W->st = W->mesh.in_context_memory ? pm_mesh_write_context(W->wctx, W->path, &W->mesh, &W->w)
+                                      : pm_mesh_write(W->path, &W->mesh, &W->w);
     W->r->t.write_ms = cli_now_ms() - t0;
     if (W->st != PM_STATUS_OK) snprintf(W->msg, sizeof W->msg, "%s", pm_last_error());
-    pm_mesh_free(W->ctx, &W->mesh);
     return NULL;
 }
 
@@ -53,6 +57,7 @@ static void writer_join(void)
     if (!writer.running) return;
     pthread_join(writer.th, NULL);
     writer.running = 0;
+    pm_mesh_free(writer.ctx, &writer.mesh);
     if (writer.st != PM_STATUS_OK) {
         /* Printed when its frame is finished (the library's message names
          * the file). */
@@ -65,7 +70,10 @@ static void writer_join(void)
 int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
                        const pm_write_options *w, cli_result *r)
 {
-    if (!writer.enabled || cli_mpi_rank >= 0 || mesh->in_context_memory) return 0;
+    if (!writer.enabled || cli_mpi_rank >= 0) return 0;
+    if (mesh->in_context_memory && pm_context_device(ctx) == PM_DEVICE_CUDA && !writer.wctx &&
+        !cli_context_twin(ctx, &writer.wctx))
+        return 0;
     const double t0 = cli_now_ms();
     writer_join();
     r->write_wait_ms = cli_now_ms() - t0;
@@ -409,6 +417,8 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
         }
     }
     writer.enabled = 0;
+    pm_context_destroy(writer.wctx);
+    writer.wctx = NULL;
     free(sr);
     if (!c->quiet && done > 0) {
         /* The stages' rates: the sequence runs at the slowest one's. */

@@ -466,6 +466,7 @@ static const pmi_backend cuda_backend = {
     /* .scratch_free = */ cuda_scratch_free,
     /* .mesh_array_alloc = */ cuda_mesh_array_alloc,
     /* .mesh_array_free = */ cuda_mesh_array_free,
+    /* .ply_body = */ pmi_cuda_ply_body,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

@@ -97,7 +97,14 @@ pm_status pmi_cuda_wait(pm_context *ctx, const char *what);
  * the upload queued (stream-ordered). The caller still waits as before. */
 pm_status pmi_cuda_copy_host(pm_context *ctx, void *dst, const void *src, size_t bytes,
                              int to_host, const char *what);
+/* The context's two pinned staging buffers (PMI_PIN_CHUNK bytes each),
+ * made at first use; returns with no copy in flight on either. */
+pm_status pmi_cuda_pin_buffers(pmi_cuda_state *st);
+/* The body of a binary PLY file of a mesh in device memory (ply_body.cu). */
+pm_status pmi_cuda_ply_body(pm_context *ctx, const pm_mesh *mesh, const char *path,
+                            pm_status (*put)(void *user, const void *bytes, size_t n), void *user);
 }
+#define PMI_PIN_CHUNK ((size_t)8 << 20)
 
 static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 

@@ -12,7 +12,7 @@ extern "C" {
 #include "core/util.h"
 }
 
-#define HC_CHUNK ((size_t)8 << 20)
+#define HC_CHUNK PMI_PIN_CHUNK
 #define HC_MIN ((size_t)4 << 20) /* below: one cudaMemcpyAsync */
 
 /* Whether host pointer p is pageable (not pinned, registered or managed). */
@@ -26,7 +26,7 @@ static int hc_pageable(const void *p)
     return a.type == cudaMemoryTypeUnregistered;
 }
 
-static pm_status hc_buffers(pmi_cuda_state *st)
+extern "C" pm_status pmi_cuda_pin_buffers(pmi_cuda_state *st)
 {
     for (int i = 0; i < 2; i++) {
         if (!st->pin[i]) {
@@ -56,7 +56,7 @@ extern "C" pm_status pmi_cuda_copy_host(pm_context *ctx, void *dst, const void *
                    what);
         return PM_STATUS_OK;
     }
-    PMI_TRY(hc_buffers(st));
+    PMI_TRY(pmi_cuda_pin_buffers(st));
     char *d = (char *)dst;
     const char *q = (const char *)src;
     size_t at[2] = {0, 0}, len[2] = {0, 0};
@@ -91,6 +91,6 @@ extern "C" pm_status pmi_cuda_copy_host(pm_context *ctx, void *dst, const void *
         }
     }
     /* Uploads: the last DMAs may still run; the stream orders them before
-     * any kernel that reads dst, and hc_buffers waits before reuse. */
+     * any kernel that reads dst, and pmi_cuda_pin_buffers waits before reuse. */
     return PM_STATUS_OK;
 }

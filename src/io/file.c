@@ -508,11 +508,12 @@ pm_status pmi_writer_open(pmi_writer *w, const char *path)
     return PM_STATUS_OK;
 }
 
-static void writer_flush(pmi_writer *w)
+/* n bytes at p to the file (the status records a failure). */
+static void writer_write(pmi_writer *w, const unsigned char *p, size_t n)
 {
     size_t done = 0;
-    while (w->status == PM_STATUS_OK && done < w->len) {
-        ssize_t k = write(w->fd, w->buf + done, w->len - done);
+    while (w->status == PM_STATUS_OK && done < n) {
+        ssize_t k = write(w->fd, p + done, n - done);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
             w->status = pmi_error(PM_STATUS_IO_ERROR, "%s: write failed: %s", w->path,
@@ -521,6 +522,11 @@ static void writer_flush(pmi_writer *w)
         }
         done += (size_t)k;
     }
+}
+
+static void writer_flush(pmi_writer *w)
+{
+    writer_write(w, w->buf, w->len);
     w->len = 0;
 }
 
@@ -539,6 +545,12 @@ void pmi_writer_advance(pmi_writer *w, size_t used)
 void pmi_writer_put(pmi_writer *w, const void *data, size_t n)
 {
     const unsigned char *p = data;
+    if (n >= PMI_WRITE_BUFFER) {
+        /* A large block goes to the file from where it is. */
+        writer_flush(w);
+        writer_write(w, p, n);
+        return;
+    }
     while (n > 0 && w->status == PM_STATUS_OK) {
         if (w->len == PMI_WRITE_BUFFER) writer_flush(w);
         size_t k = PMI_WRITE_BUFFER - w->len < n ? PMI_WRITE_BUFFER - w->len : n;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/backend.h"
 #include "io/io.h"
 
 /* Whether path ends in suffix (ASCII, case-insensitive): ".nii.gz". */
@@ -14,29 +15,20 @@ static int ends_with(const char *path, const char *suffix)
     return n > k && pmi_streq(path + n - k, suffix);
 }
 
-pm_status pmi_mesh_check(const char *path, const pm_mesh *m, uint64_t max_index)
+pm_status pmi_mesh_check_counts(const char *path, const pm_mesh *m, uint64_t max_index)
 {
-    if (m->in_context_memory)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "%s: the mesh is in context memory; writers need host memory", path);
     if (m->num_vertices && !m->positions)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: mesh positions are NULL", path);
+    size_t n3;
+    if (!pmi_mul_size(m->num_triangles, 3, &n3))
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: triangle count overflows", path);
     if (m->indices) {
         if (m->num_vertices > 0 && m->num_vertices - 1 > max_index)
             return pmi_error(PM_STATUS_OVERFLOW,
                              "%s: %zu vertices: indices do not fit this format's %llu limit", path,
                              m->num_vertices, (unsigned long long)max_index);
-        size_t n3;
-        if (!pmi_mul_size(m->num_triangles, 3, &n3))
-            return pmi_error(PM_STATUS_OVERFLOW, "%s: triangle count overflows", path);
-        for (size_t i = 0; i < n3; i++)
-            if (m->indices[i] >= m->num_vertices)
-                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                                 "%s: triangle %zu refers to vertex %u of %zu", path, i / 3,
-                                 m->indices[i], m->num_vertices);
     } else {
-        size_t n3;
-        if (!pmi_mul_size(m->num_triangles, 3, &n3) || n3 != m->num_vertices)
+        if (n3 != m->num_vertices)
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "%s: a soup (indices NULL) needs 3 vertices per triangle, got %zu "
                              "vertices for %zu triangles",
@@ -49,17 +41,37 @@ pm_status pmi_mesh_check(const char *path, const pm_mesh *m, uint64_t max_index)
     return PM_STATUS_OK;
 }
 
-pm_status pm_mesh_write(const char *path, const pm_mesh *mesh, const pm_write_options *options)
+pm_status pmi_mesh_check(const char *path, const pm_mesh *m, uint64_t max_index)
 {
-    pmi_clear_error();
-    if (!path || !mesh)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_write: NULL argument");
-    pm_write_options o = {0};
-    if (options) {
-        size_t n = options->struct_size ? options->struct_size : sizeof o;
-        memcpy(&o, options, n < sizeof o ? n : sizeof o);
+    if (m->in_context_memory)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "%s: the mesh is in context memory; writers need host memory "
+                         "(pm_mesh_write_context writes it)",
+                         path);
+    pm_status s = pmi_mesh_check_counts(path, m, max_index);
+    if (s != PM_STATUS_OK) return s;
+    if (m->indices) {
+        const size_t n3 = 3 * m->num_triangles;
+        for (size_t i = 0; i < n3; i++)
+            if (m->indices[i] >= m->num_vertices)
+                return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                                 "%s: triangle %zu refers to vertex %u of %zu", path, i / 3,
+                                 m->indices[i], m->num_vertices);
     }
-    pm_mesh_format f = o.format;
+    return PM_STATUS_OK;
+}
+
+/* The options (defaults where not given) and the format they or the
+ * path's extension name. */
+static pm_status write_format(const char *path, const pm_write_options *options,
+                              pm_write_options *o, pm_mesh_format *format)
+{
+    memset(o, 0, sizeof *o);
+    if (options) {
+        size_t n = options->struct_size ? options->struct_size : sizeof *o;
+        memcpy(o, options, n < sizeof *o ? n : sizeof *o);
+    }
+    pm_mesh_format f = o->format;
     if (f == PM_MESH_FORMAT_AUTO) {
         const char *ext = pmi_extension(path);
         if (pmi_streq(ext, "ply"))
@@ -80,6 +92,19 @@ pm_status pm_mesh_write(const char *path, const pm_mesh *mesh, const pm_write_op
                              ".vtp or .glb",
                              path, ext);
     }
+    *format = f;
+    return PM_STATUS_OK;
+}
+
+pm_status pm_mesh_write(const char *path, const pm_mesh *mesh, const pm_write_options *options)
+{
+    pmi_clear_error();
+    if (!path || !mesh)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_write: NULL argument");
+    pm_write_options o;
+    pm_mesh_format f = PM_MESH_FORMAT_AUTO;
+    pm_status s = write_format(path, options, &o, &f);
+    if (s != PM_STATUS_OK) return s;
     switch (f) {
     case PM_MESH_FORMAT_PLY: return pmi_ply_write(path, mesh, o.ascii);
     case PM_MESH_FORMAT_OBJ: return pmi_obj_write(path, mesh);
@@ -90,6 +115,58 @@ pm_status pm_mesh_write(const char *path, const pm_mesh *mesh, const pm_write_op
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: unknown mesh format %d", path, (int)f);
+}
+
+/* A device mesh's arrays copied into host memory, then written. */
+static pm_status write_downloaded(pm_context *ctx, const char *path, const pm_mesh *mesh,
+                                  const pm_write_options *options)
+{
+    pm_status s = pmi_mesh_check_counts(path, mesh, UINT64_MAX);
+    if (s != PM_STATUS_OK) return s;
+    pm_mesh h = *mesh;
+    h.in_context_memory = 0;
+    h.positions = h.normals = NULL;
+    h.indices = NULL;
+    size_t vb, ib = 0;
+    if (!pmi_mul_size(mesh->num_vertices, 3 * sizeof(float), &vb) ||
+        (mesh->indices && !pmi_mul_size(mesh->num_triangles, 3 * sizeof(uint32_t), &ib)))
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: mesh size overflows", path);
+    h.positions = malloc(vb ? vb : 1);
+    if (mesh->normals) h.normals = malloc(vb ? vb : 1);
+    if (mesh->indices) h.indices = malloc(ib ? ib : 1);
+    if (!h.positions || (mesh->normals && !h.normals) || (mesh->indices && !h.indices))
+        s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no host memory for the mesh (%zu bytes)", path,
+                      2 * vb + ib);
+    if (s == PM_STATUS_OK && vb) s = pm_download(ctx, h.positions, mesh->positions, vb);
+    if (s == PM_STATUS_OK && vb && mesh->normals) s = pm_download(ctx, h.normals, mesh->normals, vb);
+    if (s == PM_STATUS_OK && ib) s = pm_download(ctx, h.indices, mesh->indices, ib);
+    if (s == PM_STATUS_OK) s = pm_mesh_write(path, &h, options);
+    free(h.positions);
+    free(h.normals);
+    free(h.indices);
+    return s;
+}
+
+pm_status pm_mesh_write_context(pm_context *ctx, const char *path, const pm_mesh *mesh,
+                                const pm_write_options *options)
+{
+    pmi_clear_error();
+    if (!ctx || !path || !mesh)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_write_context: NULL argument");
+    if (!mesh->in_context_memory) return pm_mesh_write(path, mesh, options);
+    if (pm_context_device(ctx) == PM_DEVICE_CPU) {
+        /* The CPU context's memory is host memory. */
+        pm_mesh h = *mesh;
+        h.in_context_memory = 0;
+        return pm_mesh_write(path, &h, options);
+    }
+    pm_write_options o;
+    pm_mesh_format f = PM_MESH_FORMAT_AUTO;
+    pm_status s = write_format(path, options, &o, &f);
+    if (s != PM_STATUS_OK) return s;
+    if (f == PM_MESH_FORMAT_PLY && !o.ascii && !pmi_host_big_endian() && ctx->backend->ply_body)
+        return pmi_ply_write_context(ctx, path, mesh);
+    return write_downloaded(ctx, path, mesh, &o);
 }
 
 typedef pm_status (*volume_reader)(const char *, size_t, pm_volume *);

@@ -252,5 +252,11 @@ static inline uint64_t pmi_mesh_index(const pm_mesh *m, size_t t, int c)
  * in range (soups: 3 vertices per triangle). max_index is the largest
  * vertex index the format can store. */
 pm_status pmi_mesh_check(const char *path, const pm_mesh *m, uint64_t max_index);
+/* The same without reading the arrays: positions present, counts within
+ * max_index, a soup's 3 vertices per triangle (any memory). */
+pm_status pmi_mesh_check_counts(const char *path, const pm_mesh *m, uint64_t max_index);
+/* A binary little-endian PLY of a mesh in ctx's memory, its body packed
+ * by the backend (ply_body) and streamed into the file. */
+pm_status pmi_ply_write_context(pm_context *ctx, const char *path, const pm_mesh *mesh);
 
 #endif

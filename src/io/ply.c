@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend.h"
 #include "io/mesh_read.h"
 
 /* ------------------------------------------------------------------------ */
@@ -72,6 +73,38 @@ static void ply_binary_le(pmi_writer *w, const pm_mesh *m)
     }
 }
 
+static void ply_write_header(pmi_writer *w, const pm_mesh *m, int ascii)
+{
+    pmi_writer_printf(w, "ply\nformat %s 1.0\ncomment pyramesh %s\nelement vertex %zu\n",
+                      ascii ? "ascii" : "binary_little_endian", PM_VERSION_STRING, m->num_vertices);
+    pmi_writer_printf(w, "property float x\nproperty float y\nproperty float z\n");
+    if (m->normals) pmi_writer_printf(w, "property float nx\nproperty float ny\nproperty float nz\n");
+    pmi_writer_printf(w, "element face %zu\nproperty list uchar int vertex_indices\nend_header\n",
+                      m->num_triangles);
+}
+
+static pm_status ply_put(void *user, const void *bytes, size_t n)
+{
+    pmi_writer *w = user;
+    pmi_writer_put(w, bytes, n);
+    return w->status;
+}
+
+pm_status pmi_ply_write_context(pm_context *ctx, const char *path, const pm_mesh *m)
+{
+    pm_status s = pmi_mesh_check_counts(path, m, INT32_MAX);
+    if (s != PM_STATUS_OK) return s;
+    pmi_writer w;
+    if ((s = pmi_writer_open(&w, path)) != PM_STATUS_OK) return s;
+    ply_write_header(&w, m, 0);
+    s = ctx->backend->ply_body(ctx, m, path, ply_put, &w);
+    if (s != PM_STATUS_OK) {
+        pmi_writer_abort(&w);
+        return s;
+    }
+    return pmi_writer_commit(&w);
+}
+
 pm_status pmi_ply_write(const char *path, const pm_mesh *m, int ascii)
 {
     /* Face indices are declared "int" (signed 32-bit), as most readers
@@ -81,12 +114,7 @@ pm_status pmi_ply_write(const char *path, const pm_mesh *m, int ascii)
     pmi_writer w;
     if ((s = pmi_writer_open(&w, path)) != PM_STATUS_OK) return s;
     const int has_n = m->normals != NULL;
-    pmi_writer_printf(&w, "ply\nformat %s 1.0\ncomment pyramesh %s\nelement vertex %zu\n",
-                      ascii ? "ascii" : "binary_little_endian", PM_VERSION_STRING, m->num_vertices);
-    pmi_writer_printf(&w, "property float x\nproperty float y\nproperty float z\n");
-    if (has_n) pmi_writer_printf(&w, "property float nx\nproperty float ny\nproperty float nz\n");
-    pmi_writer_printf(&w, "element face %zu\nproperty list uchar int vertex_indices\nend_header\n",
-                      m->num_triangles);
+    ply_write_header(&w, m, ascii);
     if (!ascii && !pmi_host_big_endian()) {
         ply_binary_le(&w, m);
         return pmi_writer_commit(&w);

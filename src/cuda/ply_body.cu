@@ -1,0 +1,157 @@
+/* The body of a binary little-endian PLY file of a mesh in device memory
+ * (pm_mesh_write_context): the file's bytes are packed on the device a
+ * chunk at a time (vertex records: position, then normal; face records:
+ * the count 3, then three int32 indices, 13 bytes) and copied into the
+ * context's two pinned staging buffers. While the host writes chunk c,
+ * the device packs and copies chunk c + 1, so the download hides behind
+ * the file's writing and no host copy of the mesh is ever made. */
+#include <limits.h>
+
+#include "cuda/cuda_internal.h"
+
+#define PB_THREADS 256
+#define PB_FACE 13
+
+/* Vertices [v0, v0 + k) as records of 12 (positions) or 24 bytes. */
+static __global__ void pb_vertices(const float *__restrict__ pos, const float *__restrict__ nrm,
+                                   unsigned long long v0, unsigned long long k, float *out)
+{
+    const unsigned long long j = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= k) return;
+    const unsigned long long v = v0 + j;
+    const int w = nrm ? 6 : 3;
+    float *o = out + j * w;
+    o[0] = pos[3 * v];
+    o[1] = pos[3 * v + 1];
+    o[2] = pos[3 * v + 2];
+    if (nrm) {
+        o[3] = nrm[3 * v];
+        o[4] = nrm[3 * v + 1];
+        o[5] = nrm[3 * v + 2];
+    }
+}
+
+/* Faces [t0, t0 + k) as 13-byte records; a soup's triangle t is vertices
+ * 3t, 3t + 1, 3t + 2 (idx NULL). Little-endian bytes, as the host's. */
+static __global__ void pb_faces(const uint32_t *__restrict__ idx, unsigned long long t0,
+                                unsigned long long k, unsigned char *out)
+{
+    const unsigned long long j = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= k) return;
+    const unsigned long long t = t0 + j;
+    unsigned char *o = out + j * PB_FACE;
+    o[0] = 3;
+    for (int c = 0; c < 3; c++) {
+        const uint32_t i = idx ? idx[3 * t + c] : (uint32_t)(3 * t + c);
+        o[1 + 4 * c] = (unsigned char)i;
+        o[2 + 4 * c] = (unsigned char)(i >> 8);
+        o[3 + 4 * c] = (unsigned char)(i >> 16);
+        o[4 + 4 * c] = (unsigned char)(i >> 24);
+    }
+}
+
+/* The first index position (3t + corner) whose vertex is >= nv, into *bad
+ * (ULLONG_MAX when none). */
+static __global__ void pb_check(const uint32_t *__restrict__ idx, unsigned long long n3,
+                                unsigned long long nv, unsigned long long *bad)
+{
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n3;
+         i += stride)
+        if (idx[i] >= nv) {
+            atomicMin(bad, i);
+            return;
+        }
+}
+
+static unsigned pb_grid(unsigned long long k)
+{
+    return (unsigned)((k + PB_THREADS - 1) / PB_THREADS);
+}
+
+/* Whether an indexed mesh's indices are all below its vertex count; the
+ * message names the first triangle that is not. */
+static pm_status pb_check_indices(pm_context *ctx, const pm_mesh *m, const char *path, void *scratch)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    unsigned long long *bad = (unsigned long long *)scratch;
+    const unsigned long long n3 = 3ull * m->num_triangles;
+    PMI_CU_TRY(cudaMemsetAsync(bad, 0xff, sizeof *bad, st->stream), path);
+    const unsigned blocks = (unsigned)(n3 / PB_THREADS < 8u * st->num_sms ? n3 / PB_THREADS + 1
+                                                                          : 8u * st->num_sms);
+    pb_check<<<blocks, PB_THREADS, 0, st->stream>>>(m->indices, n3, m->num_vertices, bad);
+    PMI_TRY(pmi_cuda_launched("pm_mesh_write_context: checking the indices"));
+    PMI_CU_TRY(cudaMemcpyAsync(&st->host[PMI_HOST_RESULT], bad, sizeof *bad,
+                               cudaMemcpyDeviceToHost, st->stream),
+               path);
+    PMI_TRY(pmi_cuda_wait(ctx, "pm_mesh_write_context: checking the indices"));
+    const unsigned long long first = st->host[PMI_HOST_RESULT];
+    if (first == ULLONG_MAX) return PM_STATUS_OK;
+    uint32_t v = 0;
+    PMI_CU_TRY(cudaMemcpy(&v, m->indices + first, sizeof v, cudaMemcpyDeviceToHost), path);
+    return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: triangle %llu refers to vertex %u of %zu",
+                     path, first / 3, v, m->num_vertices);
+}
+
+extern "C" pm_status pmi_cuda_ply_body(pm_context *ctx, const pm_mesh *m, const char *path,
+                                       pm_status (*put)(void *user, const void *bytes, size_t n),
+                                       void *user)
+{
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    cudaStream_t s = st->stream;
+    PMI_TRY(pmi_cuda_pin_buffers(st));
+    /* Two device chunks (the packing of one while the other is copied). */
+    void *dev = NULL;
+    PMI_TRY(ctx->backend->scratch_alloc(ctx, 2 * PMI_PIN_CHUNK, &dev));
+    pm_status r = m->indices && m->num_triangles ? pb_check_indices(ctx, m, path, dev)
+                                                 : PM_STATUS_OK;
+    const size_t vb = m->normals ? 24 : 12;
+    const unsigned long long vper = PMI_PIN_CHUNK / vb, fper = PMI_PIN_CHUNK / PB_FACE;
+    const unsigned long long nvc = (m->num_vertices + vper - 1) / vper;
+    const unsigned long long nchunks = nvc + (m->num_triangles + fper - 1) / fper;
+    size_t len[2] = {0, 0};
+    for (unsigned long long c = 0; r == PM_STATUS_OK && c <= nchunks; c++) {
+        const int b = (int)(c & 1);
+        if (c < nchunks) {
+            /* Chunk c: packed into device chunk b, then copied into pinned
+             * buffer b (whose bytes the host wrote out two chunks ago). */
+            unsigned char *d = (unsigned char *)dev + b * PMI_PIN_CHUNK;
+            unsigned long long first, k;
+            if (c < nvc) {
+                first = c * vper;
+                k = m->num_vertices - first < vper ? m->num_vertices - first : vper;
+                pb_vertices<<<pb_grid(k), PB_THREADS, 0, s>>>(m->positions, m->normals, first, k,
+                                                               (float *)d);
+                len[b] = (size_t)k * vb;
+            } else {
+                first = (c - nvc) * fper;
+                k = m->num_triangles - first < fper ? m->num_triangles - first : fper;
+                pb_faces<<<pb_grid(k), PB_THREADS, 0, s>>>(m->indices, first, k, d);
+                len[b] = (size_t)k * PB_FACE;
+            }
+            r = pmi_cuda_launched("pm_mesh_write_context: packing the PLY body");
+            if (r != PM_STATUS_OK) break;
+            cudaError_t e = cudaMemcpyAsync(st->pin[b], d, len[b], cudaMemcpyDeviceToHost, s);
+            if (e == cudaSuccess) e = cudaEventRecord(st->pin_ev[b], s);
+            if (e != cudaSuccess) {
+                r = pmi_cuda_status(e, "pm_mesh_write_context: copying the PLY body");
+                break;
+            }
+            st->pin_busy[b] = 1;
+        }
+        if (c > 0) {
+            /* Chunk c - 1 is written while chunk c is packed and copied. */
+            const int a = b ^ 1;
+            cudaError_t e = cudaEventSynchronize(st->pin_ev[a]);
+            st->pin_busy[a] = 0;
+            r = e == cudaSuccess ? put(user, st->pin[a], len[a])
+                                 : pmi_cuda_status(e, "pm_mesh_write_context: copying the PLY body");
+        }
+    }
+    /* After a failure a copy may still be in flight into a buffer. */
+    if (cudaStreamSynchronize(s) != cudaSuccess) cudaGetLastError();
+    st->pin_busy[0] = st->pin_busy[1] = 0;
+    ctx->backend->scratch_free(ctx, dev);
+    return r;
+}
