@@ -18,7 +18,11 @@
  * then for each line "run" on stdin times one pm_isosurface call (indexed,
  * central normals, THREADS threads, one context kept across calls as an
  * application would) and prints "ms vertices triangles path" (freeing the
- * mesh is not timed). A peer process can interleave its own
+ * mesh is not timed); "keep" does the same into the caller's buffers
+ * (options.out_positions ...), allocated and touched before the first
+ * such call and reused by every later one, as an application meshing
+ * frames of the same size would. With PM_BENCH_STAGES set, the stage times
+ * of pm_isosurface_report follow the path (timing them adds waits). A peer process can interleave its own
  * runs with these. */
 #include <math.h>
 #include <stdint.h>
@@ -237,17 +241,47 @@ static int serve(char **a)
     pm_context_desc desc = {sizeof desc, PM_DEVICE_CPU, 0, threads, NULL};
     pm_context *ctx;
     if (pm_context_create(&desc, &ctx) != PM_STATUS_OK) return 1;
+    /* "keep": the caller's buffers, allocated (and touched) once. */
+    float *kp = NULL, *kn = NULL;
+    uint32_t *ki = NULL;
+    size_t kv = 0, kt = 0;
     char line[256];
     while (fgets(line, sizeof line, stdin)) {
-        if (strncmp(line, "run", 3) != 0) break;
+        int keep = strncmp(line, "keep", 4) == 0;
+        if (!keep && strncmp(line, "run", 3) != 0) break;
         pm_isosurface_options o;
         pm_isosurface_report rep;
         memset(&rep, 0, sizeof rep);
         memset(&o, 0, sizeof o);
+        rep.timed = getenv("PM_BENCH_STAGES") != NULL;
         o.report = &rep;
         o.mode = PM_MESH_INDEXED;
         o.normals = PM_NORMALS_CENTRAL;
         pm_mesh m;
+        if (keep && !kp) {
+            /* The counts, then buffers of that size, touched. */
+            if (pm_isosurface(ctx, &v, iso, &o, &m) != PM_STATUS_OK) {
+                fprintf(stderr, "pm_isosurface: %s\n", pm_last_error());
+                return 1;
+            }
+            kv = m.num_vertices;
+            kt = m.num_triangles;
+            pm_mesh_free(ctx, &m);
+            kp = malloc(12 * kv + 1);
+            kn = malloc(12 * kv + 1);
+            ki = malloc(12 * kt + 1);
+            if (!kp || !kn || !ki) return 1;
+            memset(kp, 0, 12 * kv);
+            memset(kn, 0, 12 * kv);
+            memset(ki, 0, 12 * kt);
+        }
+        if (keep) {
+            o.out_positions = kp;
+            o.out_normals = kn;
+            o.out_indices = ki;
+            o.vertex_capacity = kv;
+            o.triangle_capacity = kt;
+        }
         double t0 = now_ms();
         pm_status st = pm_isosurface(ctx, &v, iso, &o, &m);
         double t1 = now_ms(); /* the peer's time leaves out freeing its output too */
@@ -255,10 +289,16 @@ static int serve(char **a)
             fprintf(stderr, "pm_isosurface: %s\n", pm_last_error());
             return 1;
         }
-        printf("%.3f %zu %zu %s\n", t1 - t0, m.num_vertices, m.num_triangles, rep.path);
+        printf("%.3f %zu %zu %s", t1 - t0, m.num_vertices, m.num_triangles, rep.path);
+        for (int q = 0; q < 4 && rep.timed && rep.stage_names[q]; q++)
+            printf(" %s=%.2f", rep.stage_names[q], rep.stage_ms[q]);
+        printf("\n");
         fflush(stdout);
         pm_mesh_free(ctx, &m);
     }
+    free(kp);
+    free(kn);
+    free(ki);
     pm_context_destroy(ctx);
     free(d);
     return 0;

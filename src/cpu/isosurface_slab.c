@@ -140,11 +140,15 @@ void pmi_cpu_isosurface_release(pm_context *ctx)
 
 /* Per-thread scratch of the slab walk: a ring of 3 slices of inside bits,
  * and for 2 lattice slices the X, Y, Z crossing masks and the slab-local id
- * of the first vertex of every word. */
+ * of the first vertex of every word; and for the triangles, the vertex ids
+ * of the 4 lattice rows around a cell row (mc_edge_ids). */
 typedef struct mc_ring {
     uint64_t *bits[3];
     uint64_t *m[2], *pre[2];
     uint64_t end[2]; /* id after the slice's last vertex */
+    uint32_t *ids;   /* 4 slots of 3 axes of ids_row ids */
+    size_t ids_row;  /* ids per axis and slot: 64 * words per row */
+    size_t slot_row[4], slot_slice[4]; /* what each slot holds (SIZE_MAX: nothing) */
 } mc_ring;
 
 /* One slab walk: the job, its kernels and its memory budget. */
@@ -319,8 +323,36 @@ static int mc_slab_vertices(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S, size
     return 1;
 }
 
+/* The vertex ids of lattice row j of slice k (info slice s) into slot q:
+ * ids[(3 q + a) ids_row + i] is the id of the `axis a` edge of point i,
+ * written for the crossing edges only (the only ones a triangle uses), in
+ * the order the ids were counted (by point, then x, y, z edge). */
+static void mc_edge_ids(const mc_walk *F, mc_ring *R, int s, size_t j, size_t k, int q)
+{
+    const size_t rw = F->rw;
+    if (R->slot_row[q] == j && R->slot_slice[q] == k) return;
+    R->slot_row[q] = j;
+    R->slot_slice[q] = k;
+    uint32_t *ids = R->ids + 3 * (size_t)q * R->ids_row;
+    uint64_t id = R->pre[s][j * rw];
+    for (size_t w = 0; w < rw; w++) {
+        const uint64_t *m = R->m[s] + 3 * (j * rw + w);
+        uint64_t any = m[0] | m[1] | m[2];
+        while (any) {
+            unsigned b = (unsigned)__builtin_ctzll(any);
+            any &= any - 1;
+            size_t i = 64 * w + b;
+            for (int a = 0; a < 3; a++)
+                if (m[a] >> b & 1) ids[(size_t)a * R->ids_row + i] = (uint32_t)id++;
+        }
+    }
+}
+
 /* The triangles of cell slice k (k + 1 < nz), in the two-pass extraction's
- * order. */
+ * order. A triangle corner on edge e of cell i is the id of edge
+ * (axis, i + dx) of one of the cell row's 4 lattice rows: one load from
+ * the rows' id arrays (mc_edge_ids), which rows j + 1 hand on to the next
+ * cell row as its rows j. */
 MC_POPCNT static int mc_slab_triangles(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S, size_t k)
 {
     const mc_job *J = &F->J;
@@ -333,6 +365,10 @@ MC_POPCNT static int mc_slab_triangles(mc_walk *F, mc_ring *R, mc_pool *P, mc_sl
             mc_row_empty(R, rw, J->ny, s1, j) && mc_row_empty(R, rw, J->ny, s1, j + 1))
             continue;
         const uint64_t *r[4] = {b0 + j * rw, b0 + (j + 1) * rw, b1 + j * rw, b1 + (j + 1) * rw};
+        /* Edge e's ids: row pmi_mc_edge_row[e] = dy + 2 dz sits in slot
+         * (j + dy) % 2 + 2 dz, shifted by dx. */
+        const uint32_t *base[12];
+        int filled = 0;
         for (size_t w = 0; w < rw; w++) {
             uint64_t c[8];
             for (int q = 0; q < 4; q++) {
@@ -342,7 +378,22 @@ MC_POPCNT static int mc_slab_triangles(mc_walk *F, mc_ring *R, mc_pool *P, mc_sl
             uint64_t all_in = c[0] & c[1] & c[2] & c[3] & c[4] & c[5] & c[6] & c[7];
             uint64_t any_in = c[0] | c[1] | c[2] | c[3] | c[4] | c[5] | c[6] | c[7];
             uint64_t act = ~all_in & any_in & mc_low(J->nx - 1 - 64 * w);
+            if (!act) continue;
             S->nact += (uint64_t)mc_popc(act);
+            if (!filled) {
+                for (int r4 = 0; r4 < 4; r4++) {
+                    size_t jj = j + (r4 & 1);
+                    int q = (int)(jj & 1) + 2 * (r4 >> 1);
+                    mc_edge_ids(F, R, r4 >> 1 ? s1 : s0, jj, k + (r4 >> 1), q);
+                }
+                for (int e = 0; e < 12; e++) {
+                    int row = pmi_mc_edge_row[e];
+                    size_t q = ((j + (row & 1)) & 1) + 2 * (size_t)(row >> 1);
+                    base[e] = R->ids + (3 * q + pmi_mc_edge_axis[e]) * R->ids_row +
+                              pmi_mc_edge_dx[e];
+                }
+                filled = 1;
+            }
             while (act) {
                 unsigned bit = (unsigned)__builtin_ctzll(act);
                 act &= act - 1;
@@ -352,33 +403,9 @@ MC_POPCNT static int mc_slab_triangles(mc_walk *F, mc_ring *R, mc_pool *P, mc_sl
                 uint32_t *out = mc_take(F, P, &S->t, F->tcap, n, &q);
                 if (!out) return 0;
                 out += 3 * q;
-                /* Per lattice row around the cell: the id of the first
-                 * vertex of point i and the crossing bits (x, y, z) of
-                 * points i and i + 1 (the two-pass extraction's mc_rowid
-                 * rule, once per row instead of once per corner). */
-                uint64_t first[4];
-                unsigned at0[4], at1[4];
-                uint64_t below = (1ull << bit) - 1;
-                for (int r4 = 0; r4 < 4; r4++) {
-                    size_t qw = (j + (r4 & 1)) * rw + w;
-                    const uint64_t *m = R->m[r4 >> 1 ? s1 : s0] + 3 * qw;
-                    first[r4] = R->pre[r4 >> 1 ? s1 : s0][qw] +
-                                (uint64_t)(mc_popc(m[0] & below) + mc_popc(m[1] & below) +
-                                           mc_popc(m[2] & below));
-                    at0[r4] = (unsigned)((m[0] >> bit & 1) | (m[1] >> bit & 1) << 1 |
-                                         (m[2] >> bit & 1) << 2);
-                    const uint64_t *m1 = bit < 63 ? m : m + 3; /* i + 1 in word w + 1 */
-                    unsigned b1 = (bit + 1) & 63;
-                    at1[r4] = (unsigned)((m1[0] >> b1 & 1) | (m1[1] >> b1 & 1) << 1 |
-                                         (m1[2] >> b1 & 1) << 2);
-                }
-                for (unsigned v = 0; v < 3 * n; v++) {
-                    int e = tab[v], row = pmi_mc_edge_row[e];
-                    unsigned a = pmi_mc_edge_axis[e], pb = pmi_mc_edge_dx[e] ? at1[row] : at0[row];
-                    uint64_t id = first[row] + (pmi_mc_edge_dx[e] ? mc_popc(at0[row]) : 0) +
-                                  mc_popc(pb & ((1u << a) - 1));
-                    out[v] = (uint32_t)id;
-                }
+                const size_t i = 64 * w + bit;
+                for (unsigned v = 0; v < 3 * n; v++)
+                    out[v] = base[tab[v]][i];
                 S->nt += n;
             }
         }
@@ -391,6 +418,8 @@ static void mc_slab_walk(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S)
 {
     const size_t nz = F->J.nz;
     uint64_t next = 0;
+    for (int q = 0; q < 4; q++)
+        R->slot_row[q] = R->slot_slice[q] = SIZE_MAX; /* ids are slab-local */
     mc_ring_bits(F, R, S->k0);
     if (S->k0 + 1 < nz) mc_ring_bits(F, R, S->k0 + 1);
     if (!mc_ring_info(F, R, S->k0, &next)) {
@@ -586,8 +615,10 @@ static pm_status mc_walk_run(mc_walk *F, size_t k0, size_t k1, mc_place_fn place
     const int threads = F->threads;
     mc_slab *S = aligned_alloc(128, nslab * sizeof *S);
     if (S) memset(S, 0, nslab * sizeof *S);
-    /* Ring scratch per thread: 3 bit slices, 2 x (3 mask + 1 id) slices. */
-    size_t per_thread = 11 * F->sw;
+    /* Ring scratch per thread: 3 bit slices, 2 x (3 mask + 1 id) slices,
+     * then 12 rows of 32-bit ids. */
+    const size_t ids_row = 64 * F->rw;
+    size_t per_thread = 11 * F->sw + 6 * ids_row;
     uint64_t *scratch = S ? malloc(sizeof(uint64_t) * per_thread * (size_t)threads) : NULL;
     mc_pool *pools = aligned_alloc(128, 2 * (size_t)threads * sizeof(mc_pool));
     if (pools) memset(pools, 0, 2 * (size_t)threads * sizeof(mc_pool));
@@ -620,6 +651,8 @@ static pm_status mc_walk_run(mc_walk *F, size_t k0, size_t k1, mc_place_fn place
             R.m[q] = base + (3 + 4 * (size_t)q) * F->sw;
             R.pre[q] = R.m[q] + 3 * F->sw;
         }
+        R.ids = (uint32_t *)(base + 11 * F->sw);
+        R.ids_row = ids_row;
 #pragma omp for schedule(dynamic, 1)
         for (size_t s = 0; s < nslab; s++)
             mc_slab_walk(F, &R, pools + 2 * tid, &S[s]);
