@@ -268,6 +268,39 @@ static void recycled_device_arrays(pm_context *ctx, pm_context *cpu)
     free(v);
 }
 
+#ifdef PM_HAVE_CUDA
+/* Internal (src/cuda/backend.cu): whether ctx's scratch is pool memory. */
+int pmi_cuda_scratch_pooled(pm_context *ctx);
+
+/* Subdivision takes its buffers from the context's scratch: the
+ * stream-ordered pool, or cudaMalloc memory where the device refuses
+ * pools (the nopool hook makes this one refuse). Both give the CPU's
+ * bytes, and the path is the one expected. */
+static void scratch_pool(pm_context *ctx, pm_context *cpu)
+{
+    const size_t n = 40;
+    float *v = ball(n);
+    pm_volume vol = {v, PM_SAMPLE_F32, n, n, n, 0, 0, {1, 1, 1}, {0, 0, 0}};
+    pm_mesh m, ref, got;
+    PMT_OK(pm_isosurface(cpu, &vol, 0.0, NULL, &m));
+    pm_subdivide_options so = {.struct_size = sizeof so, .normals = PM_NORMALS_CENTRAL};
+    for (int round = 0; round < 2; round++) { /* the second reuses the scratch */
+        PMT_OK(pm_subdivide_loop(cpu, &m, 2, &so, &ref));
+        PMT_OK(pm_subdivide_loop(ctx, &m, 2, &so, &got));
+        PMT_CHECK(got.num_triangles > m.num_triangles && same_mesh(&got, &ref),
+                  "scratch (%s): subdivision differs from the CPU's",
+                  hook_set("nopool") ? "cudaMalloc" : "pool");
+        pm_mesh_free(ctx, &got);
+        pm_mesh_free(cpu, &ref);
+    }
+    PMT_CHECK(pmi_cuda_scratch_pooled(ctx) == !hook_set("nopool"),
+              "scratch: pool %d with the nopool hook %s", pmi_cuda_scratch_pooled(ctx),
+              hook_set("nopool") ? "set" : "unset");
+    pm_mesh_free(cpu, &m);
+    free(v);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     pm_context *ctx, *cpu;
@@ -284,6 +317,7 @@ int main(int argc, char **argv)
         refusals(ctx);
 #ifdef PM_HAVE_CUDA
         managed_and_mapped(ctx);
+        scratch_pool(ctx, cpu);
 #endif
         /* After the refusals: this context and a new one still work. */
         host_volume(ctx, cpu, "after the refusals");

@@ -39,6 +39,9 @@ extern "C" {
  * refused as over its memory budget, so the slabs are meshed as halves
  * down to single slices (the path of dense surfaces under a tight limit). */
 #define PMI_HOOK_SPLIT 128u
+/* CUDA: the device refuses a stream-ordered memory pool (older drivers
+ * and devices), so scratch is cudaMalloc memory. */
+#define PMI_HOOK_NOPOOL 256u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hooks.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/cuda_mc.h"
 
@@ -288,6 +289,10 @@ static pm_status cuda_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
 {
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);
+    unsigned hooks = 0;
+    if (!st->pool && !st->no_pool && pmi_hooks(&hooks) == PM_STATUS_OK &&
+        (hooks & PMI_HOOK_NOPOOL))
+        st->no_pool = 1; /* the test of the path without pools */
     if (!st->pool && !st->no_pool) {
         cudaMemPoolProps props;
         memset(&props, 0, sizeof props);
@@ -308,6 +313,12 @@ static pm_status cuda_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
         }
     }
     return cuda_alloc_in(ctx, st->pool, bytes, out, "device scratch");
+}
+
+/* Whether ctx's scratch comes from its pool (tests: the nopool hook). */
+extern "C" int pmi_cuda_scratch_pooled(pm_context *ctx)
+{
+    return pmi_cuda(ctx)->pool != NULL;
 }
 
 static void cuda_scratch_free(pm_context *ctx, void *p)
