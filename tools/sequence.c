@@ -71,9 +71,11 @@ int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
                        const pm_write_options *w, cli_result *r)
 {
     if (!writer.enabled || cli_mpi_rank >= 0) return 0;
-    if (mesh->in_context_memory && pm_context_device(ctx) == PM_DEVICE_CUDA && !writer.wctx &&
-        !cli_context_twin(ctx, &writer.wctx))
-        return 0;
+    if (mesh->in_context_memory) {
+        /* A GPU's mesh: through the writer's own context on that GPU. */
+        if (pm_context_device(ctx) != PM_DEVICE_CUDA) return 0;
+        if (!writer.wctx && !cli_context_twin(ctx, &writer.wctx)) return 0;
+    }
     const double t0 = cli_now_ms();
     writer_join();
     r->write_wait_ms = cli_now_ms() - t0;
