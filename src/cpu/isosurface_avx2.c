@@ -162,19 +162,45 @@ const mc_bits_row_fn pmi_mc_bits_row_avx2[5] = {mc_bits_row_u8_avx2, mc_bits_row
                                                 mc_bits_row_i16_avx2, mc_bits_row_f32_avx2,
                                                 mc_bits_row_f64_avx2};
 
-/* Central-difference samples of the point at element offset c along axis
- * a: the two samples and (ip - im) * h[a], as gradient_central reads and
- * computes them. */
-static inline void mc_central_taps(const mc_job *J, size_t c, const size_t p[3], int a, double *hi,
-                                   double *lo, double *div)
-{
-    const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};
-    size_t ip = PMI_MC_DIFF_HI(p[a], n[a]);
-    size_t im = PMI_MC_DIFF_LO_CENTRAL(p[a]);
-    *hi = mc_sample(J, c + (ip - p[a]) * st[a]);
-    *lo = mc_sample(J, c - (p[a] - im) * st[a]);
-    *div = (double)(ip - im) * J->h[a];
-}
+/* The samples of 4 vertices with central normals, per sample type: the
+ * edge's two samples, the lattice coordinates of its lower end, and for
+ * each end e and axis a the samples of the central difference (gh, gl)
+ * and (ip - im) * h[a] (gd), as gradient_central reads and computes them:
+ * ip - p is 1 below the last point and 0 on it, p - im is 1 above the
+ * first point and 0 on it, so ip - im is their sum. */
+#define MC_GATHER4(T, SUF)                                                                         \
+    static inline void mc_gather4_##SUF(const mc_job *J, const mc_pending *V, double vlo[4],      \
+                                        double vhi[4], double q[3][4], double gh[2][3][4],         \
+                                        double gl[2][3][4], double gd[2][3][4])                    \
+    {                                                                                              \
+        const T *d = (const T *)J->data;                                                           \
+        const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};                     \
+        for (int l = 0; l < 4; l++) {                                                              \
+            const mc_pending *v = &V[l];                                                           \
+            const size_t p[3] = {v->i, v->j, v->k};                                                \
+            const int ax = v->axis;                                                                \
+            const T *c0 = d + v->i + v->j * J->rs + v->k * J->ss, *c1 = c0 + st[ax];               \
+            vlo[l] = (double)*c0;                                                                  \
+            vhi[l] = (double)*c1;                                                                  \
+            for (int a = 0; a < 3; a++) {                                                          \
+                q[a][l] = (double)p[a];                                                            \
+                for (int e = 0; e < 2; e++) {                                                      \
+                    const size_t pa = p[a] + (size_t)(e && a == ax);                               \
+                    const size_t up = pa + 1 < n[a], dn = pa > 0;                                  \
+                    const T *c = e ? c1 : c0;                                                      \
+                    gh[e][a][l] = (double)c[up * st[a]];                                           \
+                    gl[e][a][l] = (double)*(c - dn * st[a]);                                       \
+                    gd[e][a][l] = (double)(up + dn) * J->h[a];                                     \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+MC_GATHER4(uint8_t, u8)
+MC_GATHER4(uint16_t, u16)
+MC_GATHER4(int16_t, i16)
+MC_GATHER4(float, f32)
+MC_GATHER4(double, f64)
+#undef MC_GATHER4
 
 /* vertex() with central normals for 4 vertices at once, any sample type:
  * the operations of core/mc_math.h (pmi_mc_edge_t, pmi_mc_position,
@@ -184,21 +210,13 @@ static inline void mc_central_taps(const mc_job *J, size_t c, const size_t p[3],
 __attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, const mc_pending *V)
 {
     /* 32-byte aligned: whole vectors, whatever the caller's stack. */
-    _Alignas(32) double vlo[4], vhi[4], q[3][4], g0h[3][4], g0l[3][4], g0d[3][4], g1h[3][4],
-        g1l[3][4], g1d[3][4], tl[4];
-    for (int l = 0; l < 4; l++) {
-        const mc_pending *v = &V[l];
-        size_t st = v->axis == 0 ? 1 : v->axis == 1 ? J->rs : J->ss;
-        size_t idx = v->i + v->j * J->rs + v->k * J->ss;
-        vlo[l] = mc_sample(J, idx);
-        vhi[l] = mc_sample(J, idx + st);
-        size_t p0[3] = {v->i, v->j, v->k}, p1[3] = {v->i, v->j, v->k};
-        p1[v->axis]++;
-        for (int a = 0; a < 3; a++) {
-            q[a][l] = (double)p0[a];
-            mc_central_taps(J, idx, p0, a, &g0h[a][l], &g0l[a][l], &g0d[a][l]);
-            mc_central_taps(J, idx + st, p1, a, &g1h[a][l], &g1l[a][l], &g1d[a][l]);
-        }
+    _Alignas(32) double vlo[4], vhi[4], q[3][4], gh[2][3][4], gl[2][3][4], gd[2][3][4], tl[4];
+    switch (J->type) {
+    case PM_SAMPLE_U8: mc_gather4_u8(J, V, vlo, vhi, q, gh, gl, gd); break;
+    case PM_SAMPLE_U16: mc_gather4_u16(J, V, vlo, vhi, q, gh, gl, gd); break;
+    case PM_SAMPLE_I16: mc_gather4_i16(J, V, vlo, vhi, q, gh, gl, gd); break;
+    case PM_SAMPLE_F32: mc_gather4_f32(J, V, vlo, vhi, q, gh, gl, gd); break;
+    default: mc_gather4_f64(J, V, vlo, vhi, q, gh, gl, gd); break;
     }
     const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
     __m256d lo = _mm256_loadu_pd(vlo), hi = _mm256_loadu_pd(vhi);
@@ -216,10 +234,10 @@ __attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, con
         __m256d pa =
             _mm256_add_pd(_mm256_set1_pd(J->origin[a]), _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
         _mm_storeu_ps(pf[a], _mm256_cvtpd_ps(pa));
-        __m256d g0 = _mm256_div_pd(_mm256_sub_pd(_mm256_loadu_pd(g0h[a]), _mm256_loadu_pd(g0l[a])),
-                                   _mm256_loadu_pd(g0d[a]));
-        __m256d g1 = _mm256_div_pd(_mm256_sub_pd(_mm256_loadu_pd(g1h[a]), _mm256_loadu_pd(g1l[a])),
-                                   _mm256_loadu_pd(g1d[a]));
+        __m256d g0 = _mm256_div_pd(_mm256_sub_pd(_mm256_load_pd(gh[0][a]), _mm256_load_pd(gl[0][a])),
+                                   _mm256_load_pd(gd[0][a]));
+        __m256d g1 = _mm256_div_pd(_mm256_sub_pd(_mm256_load_pd(gh[1][a]), _mm256_load_pd(gl[1][a])),
+                                   _mm256_load_pd(gd[1][a]));
         __m256d na = _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t), g0), _mm256_mul_pd(t, g1));
         n[a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
     }
