@@ -6,6 +6,7 @@
 #ifndef PM_TEST_FILES_H
 #define PM_TEST_FILES_H
 
+#include <dirent.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <sys/stat.h>
@@ -56,6 +57,18 @@ static inline int pmt_rm_entry(const char *p, const struct stat *sb, int flag, s
 }
 
 static inline void remove_tmpdir(void) { nftw(tmpdir, pmt_rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* Temporary files of the atomic writer ("*.tmp.*") left in dir. */
+static inline int count_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strstr(e->d_name, ".tmp.")) n++;
+    closedir(d);
+    return n;
+}
 
 /* tmpdir/name; the 8 most recent results stay valid. */
 static inline char *path_in(const char *name)

@@ -16,17 +16,6 @@
 #include "test_files.h"
 
 /* Temporary files left in dir (names containing ".tmp."). */
-static int count_temps(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strstr(e->d_name, ".tmp.")) n++;
-    closedir(d);
-    return n;
-}
-
 static float rd_f32(const unsigned char *p, int big)
 {
     unsigned char b[4];

@@ -6,21 +6,9 @@
  * is refused before anything is written, naming the file and the
  * triangle, as pm_mesh_write does. */
 #define _XOPEN_SOURCE 700
-#include <dirent.h>
 
 #include "test_common.h"
 #include "test_files.h"
-
-static int count_temps(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strstr(e->d_name, ".tmp.")) n++;
-    closedir(d);
-    return n;
-}
 
 /* nv random vertices (normals when asked), nt triangles: indexed with
  * random valid indices, or a soup (nv = 3 nt). */
