@@ -154,53 +154,70 @@ static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, const 
     }
 }
 
-/* Per-thread scratch of the indexed triangle pass: for the 4 lattice rows
- * around a cell row, per 64-point word the id of its first vertex and the
- * X, Y, Z crossing masks. */
+/* Per-thread scratch of the indexed triangle pass: the vertex ids of the
+ * 4 lattice rows around a cell row, in 4 slots of 3 axes of `row` ids
+ * (slot (j + dy) % 2 + 2 dz for row (j + dy, k + dz)); a cell row's rows
+ * j + 1 are the next cell row's rows j. */
 typedef struct mc_rowids {
-    uint64_t *pre, *m; /* pre[w]; m[3 w + axis] */
+    uint32_t *ids;
+    size_t row;       /* ids per axis and slot: 64 * words per row */
+    size_t filled[4]; /* lattice row in each slot, SIZE_MAX: none */
 } mc_rowids;
 
-static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_rowids *R)
+/* Slot q := the ids of the crossing edges of lattice row L (by point,
+ * then x, y, z edge, from voff[L]); slots of edges without a crossing get
+ * values nobody reads. */
+static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_rowids *R, int q)
 {
+    if (R->filled[q] == L) return;
+    R->filled[q] = L;
+    uint32_t *ids = R->ids + 3 * (size_t)q * R->row;
     uint64_t id = voff[L];
-    for (size_t x = 0, w = 0; x < J->nx; x += 64, w++) {
-        uint64_t *m = R->m + 3 * w;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        uint64_t m[3];
         mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
-        R->pre[w] = id;
-        id += (uint64_t)(mc_popc(m[0]) + mc_popc(m[1]) + mc_popc(m[2]));
+        uint64_t any = m[0] | m[1] | m[2];
+        while (any) {
+            unsigned b = (unsigned)__builtin_ctzll(any);
+            any &= any - 1;
+            uint32_t *o = ids + x + b;
+            o[0] = (uint32_t)id;
+            id += m[0] >> b & 1;
+            o[R->row] = (uint32_t)id;
+            id += m[1] >> b & 1;
+            o[2 * R->row] = (uint32_t)id;
+            id += m[2] >> b & 1;
+        }
     }
 }
 
-/* Vertex id of the `axis` edge of point p in a row filled above. */
-static inline uint32_t mc_rowid(const mc_rowids *R, size_t p, int axis)
-{
-    size_t w = p >> 6;
-    unsigned b = (unsigned)(p & 63);
-    const uint64_t *m = R->m + 3 * w;
-    uint64_t below = (1ull << b) - 1;
-    uint64_t id = R->pre[w] +
-                  (uint64_t)(mc_popc(m[0] & below) + mc_popc(m[1] & below) + mc_popc(m[2] & below));
-    if (axis >= 1) id += m[0] >> b & 1;
-    if (axis >= 2) id += m[1] >> b & 1;
-    return (uint32_t)id;
-}
-
-/* Pass 3: the triangles of cell rows [r0, r1), the first being number t0,
- * as indices into the vertices of the 4 lattice rows around each cell row
- * (R: this thread's scratch). Stops at the caller's capacity. */
+/* Pass 3: the triangles of cell rows [r0, r1), the first being number t0;
+ * a corner on edge e of cell i is the id of edge (axis, i + dx) of one of
+ * the 4 lattice rows (R: this thread's scratch). Stops at the caller's
+ * capacity. */
 MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0,
                                      const uint64_t *voff, const pmi_mesh_dest *D, mc_rowids *R)
 {
     uint64_t t = t0;
+    for (int q = 0; q < 4; q++)
+        R->filled[q] = SIZE_MAX;
     for (size_t r = r0; r < r1; r++) {
         size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
+        const uint32_t *base[12];
         int filled = 0;
         for (size_t x = 0; x + 1 < J->nx; x += 64) {
             uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
             if (act && !filled) {
-                for (int q = 0; q < 4; q++)
-                    mc_fill_rowids(J, (j + (q & 1)) + (k + (q >> 1)) * J->ny, voff, &R[q]);
+                for (int r4 = 0; r4 < 4; r4++) {
+                    size_t jj = j + (r4 & 1);
+                    mc_fill_rowids(J, jj + (k + (r4 >> 1)) * J->ny, voff, R,
+                                   (int)(jj & 1) + 2 * (r4 >> 1));
+                }
+                for (int e = 0; e < 12; e++) {
+                    int row = pmi_mc_edge_row[e];
+                    size_t q = ((j + (row & 1)) & 1) + 2 * (size_t)(row >> 1);
+                    base[e] = R->ids + (3 * q + pmi_mc_edge_axis[e]) * R->row + pmi_mc_edge_dx[e];
+                }
                 filled = 1;
             }
             while (act) {
@@ -213,11 +230,9 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
                 if (t >= D->tri_limit) return;
                 int last = t + n > D->tri_limit;
                 if (last) n = (unsigned)(D->tri_limit - t);
-                for (unsigned v = 0; v < 3 * n; v++) {
-                    int e = tab[v];
-                    D->indices[3 * t + v] = mc_rowid(&R[pmi_mc_edge_row[e]], i + pmi_mc_edge_dx[e],
-                                                     pmi_mc_edge_axis[e]);
-                }
+                uint32_t *out = D->indices + 3 * t;
+                for (unsigned v = 0; v < 3 * n; v++)
+                    out[v] = base[tab[v]][i];
                 t += n;
                 if (last) return;
             }
@@ -246,7 +261,7 @@ typedef struct mc_twopass {
     uint64_t *btri;    /* per block: triangles, then the first triangle */
     uint64_t *bact;    /* per block: active cells */
     uint64_t *voff;    /* per lattice row: owned crossings, then the first vertex */
-    uint64_t *scratch; /* per thread: 4 rows of (first id + 3 masks) per word */
+    uint32_t *scratch; /* per thread: the ids of mc_rowids */
 } mc_twopass;
 
 /* Passes 1 (inside bits) and 2 (triangles and active cells per block of
@@ -305,15 +320,13 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 #ifdef _OPENMP
             tid = omp_get_thread_num();
 #endif
-            mc_rowids R[4];
-            for (int q = 0; q < 4; q++) {
-                R[q].pre = T->scratch + ((size_t)tid * 16 + 4 * (size_t)q) * row_words;
-                R[q].m = R[q].pre + row_words;
-            }
+            mc_rowids R;
+            R.row = 64 * row_words;
+            R.ids = T->scratch + (size_t)tid * 12 * R.row;
 #pragma omp for schedule(dynamic, 1)
             for (size_t b = 0; b < T->nblocks; b++) {
                 size_t r1 = (b + 1) * brows < cell_rows ? (b + 1) * brows : cell_rows;
-                mc_write_cells(J, b * brows, r1, T->btri[b], T->voff, D, R);
+                mc_write_cells(J, b * brows, r1, T->btri[b], T->voff, D, &R);
             }
         }
     }
@@ -342,7 +355,7 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     T.btri = calloc(T.nblocks + 1, sizeof(uint64_t));
     T.bact = calloc(T.nblocks + 1, sizeof(uint64_t));
     T.voff = malloc(sizeof(uint64_t) * T.lattice_rows);
-    T.scratch = malloc(sizeof(uint64_t) * 16 * T.row_words * (size_t)T.threads);
+    T.scratch = malloc(sizeof(uint32_t) * 12 * 64 * T.row_words * (size_t)T.threads);
     pm_status st;
     if (!T.bits || !T.btri || !T.bact || !T.voff || !T.scratch) {
         st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
