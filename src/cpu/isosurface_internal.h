@@ -31,13 +31,23 @@ typedef struct mc_job {
     const uint64_t *bits; /* two-pass: inside bit of every lattice point, logical order */
 } mc_job;
 
-/* The per-type kernels of isosurface_kernel.h, indexed by pm_sample_type. */
+/* A vertex waiting for a vertex4 kernel: its edge and where it goes. */
+typedef struct mc_pending {
+    size_t i, j, k;
+    int axis;
+    float *pos, *nrm;
+} mc_pending;
+
+/* The per-type kernels of isosurface_kernel.h, indexed by pm_sample_type.
+ * vertex4_central: vertex() with central normals for 4 vertices. */
 typedef void (*mc_vertex_fn)(const mc_job *, size_t, size_t, size_t, int, float *, float *);
+typedef void (*mc_vertex4_fn)(const mc_job *, const mc_pending *);
 typedef void (*mc_bits_row_fn)(const mc_job *, size_t, uint64_t *);
 typedef struct mc_kernels {
     void (*bits_words)(const mc_job *, uint64_t *, size_t, size_t);
     mc_bits_row_fn bits_row;
     mc_vertex_fn vertex;
+    mc_vertex4_fn vertex4_central;
 } mc_kernels;
 extern const mc_kernels pmi_mc_kernels[5];
 
@@ -93,13 +103,6 @@ pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
 /* The indexed mesh by the two-pass extraction (isosurface_twopass.c). */
 pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
                          const pm_isosurface_options *opt, pm_mesh *mesh);
-
-/* A vertex waiting for pmi_mc_vertex4_central: its edge and where it goes. */
-typedef struct mc_pending {
-    size_t i, j, k;
-    int axis;
-    float *pos, *nrm;
-} mc_pending;
 
 #if MC_AVX2
 /* isosurface_avx2.c: bits_row of each sample type with 8 to 32 compares at

@@ -157,7 +157,7 @@ typedef struct mc_walk {
     mc_job J;
     const mc_kernels *K;
     mc_bits_row_fn bits_row;
-    int vertex4;       /* use pmi_mc_vertex4_central */
+    mc_vertex4_fn vertex4; /* central normals: 4 vertices at a time */
     size_t rw, sw;     /* words per row, per slice */
     int normals;       /* compute normals */
     size_t chunk;      /* bytes per output chunk */
@@ -275,8 +275,7 @@ static inline int mc_row_empty(const mc_ring *R, size_t rw, size_t ny, int s, si
 }
 
 /* The vertices of lattice slice k (in the two-pass extraction's order).
- * Central normals on AVX2 CPUs go through pmi_mc_vertex4_central four at a
- * time. */
+ * Central normals go through a vertex4 kernel four at a time. */
 static int mc_slab_vertices(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S, size_t k)
 {
     const mc_job *J = &F->J;
@@ -298,7 +297,6 @@ static int mc_slab_vertices(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S, size
                     if (!p) return 0;
                     float *pos = p + 3 * q, *nrm = F->normals ? p + 3 * (F->vcap + q) : NULL;
                     S->nv++;
-#if MC_AVX2
                     if (F->vertex4) {
                         mc_pending *v = &pend[np++];
                         v->i = 64 * w + b;
@@ -308,12 +306,11 @@ static int mc_slab_vertices(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S, size
                         v->pos = pos;
                         v->nrm = nrm;
                         if (np == 4) {
-                            pmi_mc_vertex4_central(J, pend);
+                            F->vertex4(J, pend);
                             np = 0;
                         }
                         continue;
                     }
-#endif
                     F->K->vertex(J, 64 * w + b, j, k, a, pos, nrm);
                 }
             }
@@ -557,10 +554,11 @@ static void mc_walk_init(mc_walk *F, pm_context *ctx, const pm_volume *vol, doub
     pmi_mc_job_init(&F->J, vol, iso, opt);
     F->K = &pmi_mc_kernels[vol->type];
     F->bits_row = F->K->bits_row;
+    if (opt->normals == PM_NORMALS_CENTRAL) F->vertex4 = F->K->vertex4_central;
 #if MC_AVX2
     if (avx2) {
         F->bits_row = pmi_mc_bits_row_avx2[vol->type];
-        F->vertex4 = opt->normals == PM_NORMALS_CENTRAL;
+        if (F->vertex4) F->vertex4 = pmi_mc_vertex4_central;
     }
 #else
     (void)avx2;

@@ -129,12 +129,15 @@ static void mc_prefetch_row(const mc_job *J, size_t L)
 }
 
 /* Pass 3: the vertices of lattice row L from slot voff[L] on, by point,
- * then x, y, z edge. Slots past the caller's capacity are skipped. */
+ * then x, y, z edge; central normals four at a time (vertex4). Slots past
+ * the caller's capacity are skipped. */
 static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, const pmi_mesh_dest *D,
-                         mc_vertex_fn vertex)
+                         mc_vertex_fn vertex, mc_vertex4_fn vertex4)
 {
     uint64_t id = voff[L];
     size_t j = L % J->ny, k = L / J->ny;
+    mc_pending pend[4];
+    int np = 0;
     mc_prefetch_row(J, L + 2);
     for (size_t x = 0; x < J->nx; x += 64) {
         uint64_t m[3];
@@ -145,13 +148,30 @@ static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, const 
             any &= any - 1;
             for (int a = 0; a < 3; a++) {
                 if (!(m[a] >> b & 1)) continue;
-                if (id < D->vertex_limit)
-                    vertex(J, x + b, j, k, a, D->positions + 3 * id,
-                           D->normals ? D->normals + 3 * id : NULL);
+                if (id >= D->vertex_limit) goto flush; /* ids only grow */
+                float *pos = D->positions + 3 * id, *nrm = D->normals ? D->normals + 3 * id : NULL;
                 id++;
+                if (vertex4) {
+                    mc_pending *v = &pend[np++];
+                    v->i = x + b;
+                    v->j = j;
+                    v->k = k;
+                    v->axis = a;
+                    v->pos = pos;
+                    v->nrm = nrm;
+                    if (np == 4) {
+                        vertex4(J, pend);
+                        np = 0;
+                    }
+                    continue;
+                }
+                vertex(J, x + b, j, k, a, pos, nrm);
             }
         }
     }
+flush:
+    for (int l = 0; l < np; l++)
+        vertex(J, pend[l].i, pend[l].j, pend[l].k, pend[l].axis, pend[l].pos, pend[l].nrm);
 }
 
 /* Per-thread scratch of the indexed triangle pass: the vertex ids of the
@@ -312,9 +332,12 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
     const size_t brows = T->brows, cell_rows = T->cell_rows, row_words = T->row_words;
 #pragma omp parallel num_threads(T->threads) if (T->par)
     {
+        /* Without normals (D->normals NULL) vertex() writes positions only. */
+        mc_vertex4_fn v4 = D->normals && J->normals == PM_NORMALS_CENTRAL ? T->K->vertex4_central
+                                                                          : NULL;
 #pragma omp for schedule(dynamic, 64) nowait
         for (size_t L = 0; L < T->lattice_rows; L++)
-            mc_write_row(J, L, T->voff, D, T->K->vertex);
+            mc_write_row(J, L, T->voff, D, T->K->vertex, v4);
         if (D->indices) {
             int tid = 0;
 #ifdef _OPENMP
