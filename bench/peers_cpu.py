@@ -17,7 +17,8 @@ pyramesh's context threads) and compute normals: vtkFlyingEdges3D with
 ComputeNormalsOn (scalars and gradients off), pyramesh an indexed mesh
 with central-difference normals. A VTK run is Update() on a fresh filter;
 a pyramesh run one pm_isosurface call (output allocation included, freeing
-excluded on both sides). Prints the median and the min-max spread of each
+excluded on both sides); 50 ms pass between runs, so that the idle threads
+of the side before have stopped spinning. Prints the median and the min-max spread of each
 side, the ratios of the medians, both meshes' counts and the load average.
 
 Cases (fields written by bench_cpu_isosurface --write-field):
@@ -172,6 +173,9 @@ def run_case(bench, name, path, dims, stype, iso, reps, threads):
     for rnd in range(reps + 1):
         for q in range(len(SIDES)):
             side = SIDES[(q + rnd) % len(SIDES)]
+            # Let the previous side's idle threads stop spinning (OpenMP's
+            # and TBB's workers spin a while after a parallel region).
+            time.sleep(0.05)
             ms, npts, ntri, path_words = srv[side].run("keep" if side == "pm_keep" else "run")
             counts[side] = (npts, ntri, path_words)
             if rnd:
