@@ -78,13 +78,20 @@ pair iso_large_soup ply "${LARGE[@]}" --soup
 pair rec ply "${REC[@]}"
 pair rec_obj obj "${REC[@]}"
 
-# The extract stage holds no download: the mesh stayed on the device.
-python3 - iso_large.json <<'PY' || bad "--stats: the extract stage still copies the mesh"
-import json, sys
-d = json.load(open(sys.argv[1]))
+# The extract stage holds no download: the mesh stayed on the device; and
+# each file took the write path expected of its format.
+python3 - <<'PY' || bad "--stats: extract stage or write path not as expected"
+import json
+d = json.load(open("iso_large.json"))
 st = d.get("extract_stages_ms", {})
 assert d["device"] == "cuda", d["device"]
 assert st.get("copy", 0) < 0.5, st
+want = {"iso": "device-stream", "iso_soup": "device-stream", "iso_large": "device-stream",
+        "rec": "device-stream", "iso_ascii": "device-download", "iso_obj": "device-download",
+        "iso_stl": "device-download", "rec_obj": "device-download"}
+for name, path in want.items():
+    got = json.load(open(name + ".json")).get("write_path")
+    assert got == path, (name, got, path)
 PY
 
 # Sequences: frames written by the writer thread through its own context.

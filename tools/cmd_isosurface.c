@@ -306,6 +306,7 @@ static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_res
         if (!job->debug_dir && cli_write_deferred(job->ctx, f->output, &mesh, &wopt, r)) {
             /* written while the next frame is meshed */
         } else {
+            r->write_path = cli_write_path(job->ctx, &mesh, &wopt, f->output);
             t0 = cli_now_ms();
             s = pm_mesh_write_context(job->ctx, f->output, &mesh, &wopt);
             r->t.write_ms = cli_now_ms() - t0;

@@ -302,6 +302,7 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
         if (cli_write_deferred(ctx, output, &mesh, &o->write, r)) {
             rc = CLI_OK; /* written while the next frame is meshed */
         } else {
+            r->write_path = cli_write_path(ctx, &mesh, &o->write, output);
             t0 = cli_now_ms();
             s = pm_mesh_write_context(ctx, output, &mesh, &o->write);
             r->t.write_ms = cli_now_ms() - t0;

@@ -67,6 +67,17 @@ static void writer_join(void)
     }
 }
 
+const char *cli_write_path(pm_context *ctx, const pm_mesh *mesh, const pm_write_options *w,
+                           const char *path)
+{
+    if (!mesh->in_context_memory || pm_context_device(ctx) != PM_DEVICE_CUDA) return "host";
+    char ext[16];
+    cli_extension(path, ext, sizeof ext);
+    const int ply = w->format == PM_MESH_FORMAT_PLY ||
+                    (w->format == PM_MESH_FORMAT_AUTO && strcmp(ext, "ply") == 0);
+    return ply && !w->ascii ? "device-stream" : "device-download";
+}
+
 int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
                        const pm_write_options *w, cli_result *r)
 {
@@ -79,6 +90,7 @@ int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
     const double t0 = cli_now_ms();
     writer_join();
     r->write_wait_ms = cli_now_ms() - t0;
+    r->write_path = cli_write_path(ctx, mesh, w, path);
     writer.ctx = ctx;
     writer.path = path;
     writer.mesh = *mesh;

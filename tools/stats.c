@@ -222,6 +222,7 @@ void cli_result_json(cli_buf *b, const cli_result *r, int indent)
     cli_buf_printf(b, "%s\"vertices\": %zu,\n", in, r->vertices);
     cli_buf_printf(b, "%s\"triangles\": %zu,\n", in, r->triangles);
     cli_buf_printf(b, "%s\"mesh\": \"%s\",\n", in, r->soup ? "soup" : "indexed");
+    if (r->write_path) cli_buf_printf(b, "%s\"write_path\": \"%s\",\n", in, r->write_path);
     cli_buf_printf(b, "%s\"normals\": \"%s\",\n", in,
                    r->normals_name ? r->normals_name : cli_normals_string(r->normals));
     if (r->num_post) {
