@@ -147,7 +147,7 @@ typedef struct mc_ring {
     uint64_t *m[2], *pre[2];
     uint64_t end[2]; /* id after the slice's last vertex */
     uint32_t *ids;   /* 4 slots of 3 axes of ids_row ids */
-    size_t ids_row;  /* ids per axis and slot: 64 * words per row */
+    size_t ids_row;  /* ids per axis and slot: nx */
     size_t slot_row[4], slot_slice[4]; /* what each slot holds (SIZE_MAX: nothing) */
 } mc_ring;
 
@@ -621,8 +621,8 @@ static pm_status mc_walk_run(mc_walk *F, size_t k0, size_t k1, mc_place_fn place
     mc_slab *S = aligned_alloc(128, nslab * sizeof *S);
     if (S) memset(S, 0, nslab * sizeof *S);
     /* Ring scratch per thread: 3 bit slices, 2 x (3 mask + 1 id) slices,
-     * then 12 rows of 32-bit ids. */
-    const size_t ids_row = 64 * F->rw;
+     * then 12 rows of nx 32-bit ids. */
+    const size_t ids_row = F->J.nx;
     size_t per_thread = 11 * F->sw + 6 * ids_row;
     uint64_t *scratch = S ? malloc(sizeof(uint64_t) * per_thread * (size_t)threads) : NULL;
     mc_pool *pools = aligned_alloc(128, 2 * (size_t)threads * sizeof(mc_pool));

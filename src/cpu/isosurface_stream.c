@@ -327,14 +327,13 @@ pm_status pm_isosurface_stream(pm_context *ctx, const pm_volume_source *source, 
 
     /* The plan: slab thickness from the limit; the fixed part of the
      * working set is the walk's ring per thread (88 bytes per 64 points of
-     * a slice row: 3 bit slices, 2 x (3 masks + 1 id); and 12 rows of
-     * 32-bit vertex ids, 3072 bytes per 64 points of a row) and the
-     * source's. */
+     * a slice row: 3 bit slices, 2 x (3 masks + 1 id); and 12 rows of nx
+     * 32-bit vertex ids, 48 bytes per point of a row) and the source's. */
     const size_t es = pm_sample_size(view.type), sb = view.slice_stride * es;
     const size_t glo = opt.normals != PM_NORMALS_NONE ? 1 : 0;
     const size_t threads = (size_t)(ctx->num_threads > 0 ? ctx->num_threads : 1);
     const size_t ring =
-        (11 * sizeof(uint64_t) * view.ny + 3072) * ((view.nx + 63) / 64) * threads;
+        (11 * sizeof(uint64_t) * ((view.nx + 63) / 64) * view.ny + 48 * view.nx) * threads;
     size_t fixed = ring + source->buffer_bytes, T = 0;
     uint64_t working = 0;
     if ((st = stream_plan(&view, &so, fixed, glo, &T, &working)) != PM_STATUS_OK) return st;

@@ -180,7 +180,7 @@ flush:
  * j + 1 are the next cell row's rows j. */
 typedef struct mc_rowids {
     uint32_t *ids;
-    size_t row;       /* ids per axis and slot: 64 * words per row */
+    size_t row;       /* ids per axis and slot: nx */
     size_t filled[4]; /* lattice row in each slot, SIZE_MAX: none */
 } mc_rowids;
 
@@ -276,7 +276,7 @@ typedef struct mc_twopass {
     mc_job J;
     const mc_kernels *K;
     int threads, par;
-    size_t lattice_rows, cell_rows, brows, nblocks, row_words;
+    size_t lattice_rows, cell_rows, brows, nblocks;
     uint64_t *bits;    /* inside mask */
     uint64_t *btri;    /* per block: triangles, then the first triangle */
     uint64_t *bact;    /* per block: active cells */
@@ -329,7 +329,7 @@ static void mc_twopass_count(mc_twopass *T, uint64_t *nvert, uint64_t *ntri, uin
 static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 {
     const mc_job *J = &T->J;
-    const size_t brows = T->brows, cell_rows = T->cell_rows, row_words = T->row_words;
+    const size_t brows = T->brows, cell_rows = T->cell_rows;
 #pragma omp parallel num_threads(T->threads) if (T->par)
     {
         /* Without normals (D->normals NULL) vertex() writes positions only. */
@@ -344,7 +344,7 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
             tid = omp_get_thread_num();
 #endif
             mc_rowids R;
-            R.row = 64 * row_words;
+            R.row = J->nx;
             R.ids = T->scratch + (size_t)tid * 12 * R.row;
 #pragma omp for schedule(dynamic, 1)
             for (size_t b = 0; b < T->nblocks; b++) {
@@ -370,7 +370,6 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     T.cell_rows = (T.J.ny - 1) * (T.J.nz - 1);
     T.brows = mc_block_rows(T.cell_rows, T.J.nx, T.threads);
     T.nblocks = (T.cell_rows + T.brows - 1) / T.brows;
-    T.row_words = (T.J.nx + 63) / 64;
     const size_t nwords = T.J.P / 64 + 2;
     const int timed = opt->report && opt->report->timed;
     double t0 = timed ? pmi_now_ms() : 0.0;
@@ -378,7 +377,7 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     T.btri = calloc(T.nblocks + 1, sizeof(uint64_t));
     T.bact = calloc(T.nblocks + 1, sizeof(uint64_t));
     T.voff = malloc(sizeof(uint64_t) * T.lattice_rows);
-    T.scratch = malloc(sizeof(uint32_t) * 12 * 64 * T.row_words * (size_t)T.threads);
+    T.scratch = malloc(sizeof(uint32_t) * 12 * T.J.nx * (size_t)T.threads);
     pm_status st;
     if (!T.bits || !T.btri || !T.bact || !T.voff || !T.scratch) {
         st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
