@@ -1,24 +1,25 @@
 #!/usr/bin/python3
 """pyramesh's CPU marching cubes beside VTK's vtkFlyingEdges3D, run by run.
 
-For each case, four processes hold the volume: two VTK ones (this
-script's --vtk-serve) and two pyramesh ones (bench_cpu_isosurface --serve,
-one context kept across calls, as an application would). Each round runs
-the four sides one after the other, the order rotated every round; one
-warm-up round, then R timed rounds. "VTK" and "pyramesh" run with glibc's
-malloc as it comes. In the "keep" sides neither library pays for faulting
-in fresh pages, which in a virtual machine can outweigh the extraction:
-"VTK keep" runs with malloc keeping freed memory (KEEP_ENV below), so each
-Update() reuses the heap of the one before; "pyramesh keep" writes into
-buffers of its own (options.out_positions ...), allocated once and reused
-(and runs with KEEP_ENV too, for its scratch arrays). Both
+Four sides per case, each a process holding the volume: two VTK ones
+(this script's --vtk-serve) and two pyramesh ones (bench_cpu_isosurface
+--serve, one context kept across calls, as an application would).
+"VTK" and "pyramesh" run with glibc's malloc as it comes. In the "keep"
+sides neither library pays for faulting in fresh pages, which in a
+virtual machine can outweigh the extraction: "VTK keep" runs with malloc
+keeping freed memory (KEEP_ENV below), so each Update() reuses the heap of
+the one before; "pyramesh keep" writes into buffers of its own
+(options.out_positions ...), allocated once and reused (and runs with
+KEEP_ENV too, for its scratch arrays). The keep pair runs first, then the
+plain pair; within a pair the runs alternate (the order flipped every
+round), one warm-up round, then R timed rounds, 50 ms between runs so
+that the idle threads of the side before have stopped spinning. Both
 libraries use the same number of threads (vtkSMPTools.Initialize(T);
 pyramesh's context threads) and compute normals: vtkFlyingEdges3D with
 ComputeNormalsOn (scalars and gradients off), pyramesh an indexed mesh
 with central-difference normals. A VTK run is Update() on a fresh filter;
 a pyramesh run one pm_isosurface call (output allocation included, freeing
-excluded on both sides); 50 ms pass between runs, so that the idle threads
-of the side before have stopped spinning. Prints the median and the min-max spread of each
+excluded on both sides). Prints the median and the min-max spread of each
 side, the ratios of the medians, both meshes' counts and the load average.
 
 Cases (fields written by bench_cpu_isosurface --write-field):
@@ -159,29 +160,34 @@ def load():
     return "%.2f" % os.getloadavg()[0]
 
 
-SIDES = ("vtk", "pm", "vtk_keep", "pm_keep")
+SIDES = ("vtk_keep", "pm_keep", "vtk", "pm")
 
 
 def run_case(bench, name, path, dims, stype, iso, reps, threads):
-    """R rounds after a warm-up round; each round runs every side once, the
-    order rotated from round to round."""
-    srv = {side: Server(bench, path, dims, stype, iso, threads, side.startswith("vtk"),
-                        side.endswith("keep")) for side in SIDES}
+    """Two phases, the keep pair first: in each, R rounds after a warm-up
+    round, each round running both sides, the order flipped every round.
+    (The pairs run apart because the plain sides free hundreds of MB per
+    call, and the system's work on freed memory would fall on whichever
+    side runs next.)"""
     load0 = load()
     times = {side: [] for side in SIDES}
     counts = {}
-    for rnd in range(reps + 1):
-        for q in range(len(SIDES)):
-            side = SIDES[(q + rnd) % len(SIDES)]
-            # Let the previous side's idle threads stop spinning (OpenMP's
-            # and TBB's workers spin a while after a parallel region).
-            time.sleep(0.05)
-            ms, npts, ntri, path_words = srv[side].run("keep" if side == "pm_keep" else "run")
-            counts[side] = (npts, ntri, path_words)
-            if rnd:
-                times[side].append(ms)
-    for side in SIDES:
-        srv[side].close()
+    for pair in (SIDES[:2], SIDES[2:]):
+        srv = {side: Server(bench, path, dims, stype, iso, threads, side.startswith("vtk"),
+                            side.endswith("keep")) for side in pair}
+        for rnd in range(reps + 1):
+            for q in range(2):
+                side = pair[(q + rnd) % 2]
+                # Let the previous side's idle threads stop spinning
+                # (OpenMP's and TBB's workers spin a while after a
+                # parallel region).
+                time.sleep(0.05)
+                ms, npts, ntri, path_words = srv[side].run("keep" if side == "pm_keep" else "run")
+                counts[side] = (npts, ntri, path_words)
+                if rnd:
+                    times[side].append(ms)
+        for side in pair:
+            srv[side].close()
     return {"name": name, "times": times, "counts": counts,
             "load": "%s -> %s" % (load0, load())}
 
