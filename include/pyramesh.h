@@ -300,13 +300,23 @@ typedef enum pm_inside {
                               negated field at -iso with PM_INSIDE_ABOVE */
 } pm_inside;
 
+/* output_in_context_memory = PM_OUTPUT_ANY: no copy between memories for
+ * the output. A mesh made on the device stays in context memory; one
+ * assembled on the host stays there: a sparse pm_reconstruct's merge, a
+ * host volume streamed through a GPU in slabs, pm_isosurface_multi,
+ * pm_isosurface_stream and pm_mesh_pieces_merge. pm_mesh.in_context_memory
+ * says which; pm_mesh_write_context writes either. With caller buffers,
+ * as 1. */
+#define PM_OUTPUT_ANY 2
+
 typedef struct pm_isosurface_options {
     size_t struct_size;
     pm_normals normals;
     pm_mesh_mode mode;
     pm_inside inside;
     /* Where the output arrays live: 0 = host memory (malloc), 1 = context
-     * memory (device memory on a CUDA context, no host copy). */
+     * memory (device memory on a CUDA context, no host copy),
+     * PM_OUTPUT_ANY = where the call makes the mesh (below). */
     int output_in_context_memory;
     /* Optional caller-provided output buffers (in the memory chosen above);
      * when out_positions is non-NULL the mesh is written there, at most

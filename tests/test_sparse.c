@@ -40,6 +40,24 @@ static void check_same_mesh(const pm_mesh *a, const pm_mesh *b, const char *what
         PMT_CHECK(!memcmp(a->indices, b->indices, a->num_triangles * 12), "%s: indices", what);
 }
 
+/* A mesh in ctx's memory copied into host arrays (free with free_copy). */
+static pm_mesh host_copy(pm_context *ctx, const pm_mesh *m)
+{
+    pm_mesh h = *m;
+    h.positions = pmt_to_host(ctx, m->positions, 12 * m->num_vertices);
+    h.normals = m->normals ? pmt_to_host(ctx, m->normals, 12 * m->num_vertices) : NULL;
+    h.indices = m->indices ? pmt_to_host(ctx, m->indices, 12 * m->num_triangles) : NULL;
+    h.in_context_memory = 0;
+    return h;
+}
+
+static void free_copy(pm_mesh *h)
+{
+    free(h->positions);
+    free(h->normals);
+    free(h->indices);
+}
+
 /* ---- pieces of volumes ---- */
 
 static double sample_value(pm_sample_type t, double v)
@@ -622,6 +640,34 @@ static void brick_fields(pm_context *ctx, const scene *S, const pm_field_params 
 }
 
 /* pm_reconstruct sparse == dense, for the modes and brick sizes given. */
+/* PM_OUTPUT_ANY: the mesh stays where it is made (a sparse merge's on
+ * the host, a GPU's dense extraction in its memory, a CPU's on the host),
+ * the same bytes as ref. */
+static void output_any(pm_context *ctx, const scene *S, const pm_field_params *p,
+                       pm_reconstruct_options ro, pm_isosurface_options io, const pm_mesh *ref,
+                       const char *what)
+{
+    io.output_in_context_memory = PM_OUTPUT_ANY;
+    const int gpu = pm_context_device(ctx) == PM_DEVICE_CUDA;
+    for (int sparse = 0; sparse < 2; sparse++) {
+        ro.grid = sparse ? PM_GRID_SPARSE : PM_GRID_DENSE;
+        pm_mesh m;
+        PMT_OK(pm_reconstruct(ctx, S->xyz, S->n, p, &ro, &io, &m, NULL));
+        char w[200];
+        snprintf(w, sizeof w, "%s: PM_OUTPUT_ANY, %s grid", what, sparse ? "sparse" : "dense");
+        PMT_CHECK(m.in_context_memory == (gpu && !sparse), "%s: in_context_memory %d", w,
+                  m.in_context_memory);
+        if (m.in_context_memory) {
+            pm_mesh h = host_copy(ctx, &m);
+            check_same_mesh(&h, ref, w);
+            free_copy(&h);
+        } else {
+            check_same_mesh(&m, ref, w);
+        }
+        pm_mesh_free(ctx, &m);
+    }
+}
+
 static void sparse_vs_dense(const scene *S, const pm_field_params *p, const size_t *bricks,
                             int nbricks, const char *what)
 {
@@ -690,6 +736,7 @@ static void sparse_vs_dense(const scene *S, const pm_field_params *p, const size
                     check_same_mesh(&sp, &dense, w);
                     pm_mesh_free(cpu1, &sp);
                 }
+            if (mi == 1) output_any(cpu2, S, p, ro, io, &dense, what);
             pm_mesh_free(cpu2, &dense);
         }
 }
@@ -777,6 +824,7 @@ static int cuda_sparse_vs_cpu(pm_context *ctx, const scene *S, const pm_field_pa
                 pm_mesh_free(ctx, &m);
                 runs++;
             }
+            if (mi == 1) output_any(ctx, S, p, ro, io, &ref, what);
             pm_mesh_free(cpu1, &ref);
         }
     return runs;

@@ -1,9 +1,10 @@
 /* pyramesh isosurface: volume file -> marching cubes (pm_isosurface) ->
  * optional mesh post-processing (post_options.c) -> mesh file. A volume
  * larger than --max-memory is streamed slab by slab (pm_isosurface_stream)
- * where its format allows. Otherwise reads on the host, uploads to the device when the context is CUDA, extracts into
- * host memory (device memory when post-processing follows on a CUDA
- * context) and writes; each stage is timed. */
+ * where its format allows. Otherwise reads on the host, uploads to the
+ * device when the context is CUDA, extracts (into device memory on one
+ * GPU without --subdivide) and writes (pm_mesh_write_context); each stage
+ * is timed. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -465,13 +466,15 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     opt.mode = c->soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
     opt.inside = job->inside;
     /* Normals that post-processing replaces are not computed here. On a
-     * CUDA context the mesh stays on the device: post-processing runs
-     * there, and pm_mesh_write_context streams a binary PLY from there
-     * into the file (the download overlaps the writing). */
+     * CUDA context the mesh stays where it is made, on the device:
+     * post-processing runs there, and pm_mesh_write_context streams a
+     * binary PLY from there into the file (the download overlaps the
+     * writing). */
     const cli_post *q = &job->post;
     if (q->normals || cli_post_moves(q)) opt.normals = PM_NORMALS_NONE;
-    opt.output_in_context_memory = pm_context_device(job->ctx) == PM_DEVICE_CUDA &&
-                                   c->subdivide <= 0 && (q->enabled_any || cli_mpi_rank < 0);
+    opt.output_in_context_memory = 0;
+    if (pm_context_device(job->ctx) == PM_DEVICE_CUDA && c->subdivide <= 0)
+        opt.output_in_context_memory = q->enabled_any ? 1 : cli_mpi_rank < 0 ? PM_OUTPUT_ANY : 0;
     t0 = cli_now_ms();
     pm_volume in = vol;
     void *dev = NULL;

@@ -112,6 +112,12 @@ static pm_status isosurface_args(const char *fn, pm_context *ctx, const pm_volum
     if (!ctx->backend->isosurface)
         return pmi_error(PM_STATUS_UNSUPPORTED, "%s: not supported on the %s backend", fn,
                          ctx->backend->name);
+    /* PM_OUTPUT_ANY: caller buffers as 1; a CPU context's memory is the
+     * host's. The paths that assemble the mesh on the host make it 0. */
+    if (opt->output_in_context_memory == PM_OUTPUT_ANY)
+        opt->output_in_context_memory = opt->out_positions         ? 1
+                                        : ctx->backend->free_bytes ? PM_OUTPUT_ANY
+                                                                   : 0;
     return PM_STATUS_OK;
 }
 
@@ -203,9 +209,11 @@ pm_status pm_isosurface(pm_context *ctx, const pm_volume *volume, double iso,
         /* A host volume larger than the GPU's memory: streamed through it
          * in slabs (docs/scale.md, "Slabs on devices"); the hook cuts five. */
         pmi_clear_error();
+        if (opt.output_in_context_memory == PM_OUTPUT_ANY) opt.output_in_context_memory = 0;
         return isosurface_slabs(&ctx, 1, &vol, iso, &opt, (hooks & PMI_HOOK_SLABS) ? 5 : 1, mesh,
                                 t0);
     }
+    if (opt.output_in_context_memory == PM_OUTPUT_ANY) opt.output_in_context_memory = 1;
     if (staged) vol.data = staged;
     s = ctx->backend->isosurface(ctx, &vol, iso, &opt, mesh);
     if (staged) ctx->backend->free(ctx, staged);
@@ -232,6 +240,8 @@ pm_status pm_isosurface_multi(pm_context *const *contexts, int count, const pm_v
         if (!contexts[i]->backend->isosurface_piece)
             return pmi_error(PM_STATUS_UNSUPPORTED, "%s: context %d: no mesh pieces on the %s backend",
                              fn, i, contexts[i]->backend->name);
+    if (opt.output_in_context_memory == PM_OUTPUT_ANY)
+        opt.output_in_context_memory = 0; /* the slabs are merged on the host */
     report_reset(opt.report);
     /* Two slabs per worker (a GPU has PMI_SLAB_GPU_WORKERS), so that
      * copies overlap. */

@@ -451,6 +451,9 @@ pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, siz
         memcpy(&opt, options, sz < sizeof opt ? sz : sizeof opt);
     }
     opt.struct_size = sizeof opt;
+    /* PM_OUTPUT_ANY: the merged mesh stays where it is made, on the host. */
+    if (opt.output_in_context_memory == PM_OUTPUT_ANY)
+        opt.output_in_context_memory = opt.out_positions ? 1 : 0;
     if (opt.mode != PM_MESH_INDEXED && opt.mode != PM_MESH_SOUP)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_pieces_merge: bad mode %d",
                          (int)opt.mode);
@@ -475,7 +478,7 @@ pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, siz
         mesh->indices = M.idx;
         mesh->active_cells = M.active;
         mesh->owns_arrays = 1;
-        mesh->in_context_memory = opt.output_in_context_memory;
+        mesh->in_context_memory = opt.output_in_context_memory != 0;
         return PM_STATUS_OK;
     }
     pmi_mesh_dest D;

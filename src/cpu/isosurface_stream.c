@@ -112,6 +112,9 @@ static pm_status stream_options(const pm_isosurface_options *options, const pm_s
     if (opt->normals < PM_NORMALS_DEFAULT || opt->normals > PM_NORMALS_SOBEL ||
         (opt->mode != PM_MESH_INDEXED && opt->mode != PM_MESH_SOUP))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface_stream: bad normals or mode");
+    /* PM_OUTPUT_ANY: the slabs are assembled on the host. */
+    if (opt->output_in_context_memory == PM_OUTPUT_ANY)
+        opt->output_in_context_memory = opt->out_positions ? 1 : 0;
     if (so) {
         size_t sz = so->struct_size ? so->struct_size : sizeof *sopt;
         memcpy(sopt, so, sz < sizeof *sopt ? sz : sizeof *sopt);
