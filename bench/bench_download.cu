@@ -53,6 +53,10 @@ int main(int argc, char **argv)
     CK(cudaMemset(dev, 1, bytes));
     CK(cudaHostAlloc(&pin, bytes, cudaHostAllocDefault));
     char *page = (char *)malloc(bytes);
+    if (!page) {
+        fprintf(stderr, "bench_download: no host memory for %zu bytes\n", bytes);
+        return 1;
+    }
     memset(page, 0, bytes);
     printf("%s, device to host\n", p.name);
     timed("pinned", pin, dev, bytes);

@@ -839,6 +839,12 @@ PM_API pm_status pm_mesh_write(const char *path, const pm_mesh *mesh,
  * shared by the contexts of one GPU). */
 PM_API pm_status pm_mesh_write_context(pm_context *ctx, const char *path, const pm_mesh *mesh,
                                        const pm_write_options *options);
+/* How pm_mesh_write_context would write mesh to path: "host" (from host
+ * memory), "device-stream" (a binary PLY packed on the GPU and streamed)
+ * or "device-download" (copied to the host first); NULL, with the message
+ * set, for a NULL argument or an unknown extension. */
+PM_API const char *pm_mesh_write_route(pm_context *ctx, const char *path, const pm_mesh *mesh,
+                                       const pm_write_options *options);
 
 /* Reads a triangle mesh into host memory: PLY (ascii/binary, faces as
  * lists; polygons are fan-triangulated), OBJ (v/vn/f, negative indices),

@@ -15,7 +15,6 @@
 #include "test_common.h"
 #include "test_files.h"
 
-/* Temporary files left in dir (names containing ".tmp."). */
 static float rd_f32(const unsigned char *p, int big)
 {
     unsigned char b[4];

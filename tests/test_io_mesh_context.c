@@ -2,9 +2,11 @@
  * bytes as pm_mesh_write writes for its host copy, in every format (on
  * CUDA, a binary PLY streamed from the device in chunks; the others from a
  * downloaded copy; on the CPU, context memory is host memory). Meshes
- * larger than the stream's 8 MiB chunks cover the chunk edges; a bad index
- * is refused before anything is written, naming the file and the
- * triangle, as pm_mesh_write does. */
+ * larger than the stream's 8 MiB chunks cover the chunk edges;
+ * pm_mesh_write_route names the way each took. A bad index is refused
+ * before anything is written, naming the file and the first bad triangle,
+ * as pm_mesh_write does; host arrays flagged as context memory are
+ * refused on a GPU. */
 #define _XOPEN_SOURCE 700
 
 #include "test_common.h"
@@ -73,9 +75,9 @@ static int same_file(const char *a, const char *b)
 }
 
 /* Writes m from host memory and from ctx's memory as ext (ascii: PLY's
- * ASCII form) and compares the files. */
+ * ASCII form) and compares the files; route: the way expected. */
 static void compare(pm_context *ctx, const pm_mesh *h, const pm_mesh *d, const char *tag,
-                    const char *ext, int ascii)
+                    const char *ext, int ascii, const char *route)
 {
     char na[96], nb[96];
     snprintf(na, sizeof na, "%s_%s_host.%s", tag, ascii ? "a" : "b", ext);
@@ -86,6 +88,9 @@ static void compare(pm_context *ctx, const pm_mesh *h, const pm_mesh *d, const c
     w.struct_size = sizeof w;
     w.ascii = ascii;
     PMT_OK(pm_mesh_write(pa, h, &w));
+    const char *got = pm_mesh_write_route(ctx, pb, d, &w);
+    PMT_CHECK(got && !strcmp(got, route), "%s: %s written by way of %s, expected %s", tag, nb,
+              got ? got : pm_last_error(), route);
     PMT_OK(pm_mesh_write_context(ctx, pb, d, &w));
     PMT_CHECK(same_file(pa, pb), "%s: %s differs from the host mesh's file", tag, nb);
     remove(pa);
@@ -98,6 +103,7 @@ int main(int argc, char **argv)
     pm_device dev;
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
     make_tmpdir("pm_io_mesh_context");
+    const int gpu = dev == PM_DEVICE_CUDA;
 
     /* Empty, one triangle, a few, and meshes over several 8 MiB chunks
      * (vertex records of 24 bytes, face records of 13). */
@@ -110,24 +116,26 @@ int main(int argc, char **argv)
                 pm_mesh d = ctx_mesh(ctx, &h);
                 char tag[32];
                 snprintf(tag, sizeof tag, "m%zu_%d_%d", k, normals, soup);
-                compare(ctx, &h, &d, tag, "ply", 0);
+                compare(ctx, &h, &d, tag, "ply", 0, gpu ? "device-stream" : "host");
                 if (k < 3) {
                     /* The formats written from a downloaded copy. */
-                    compare(ctx, &h, &d, tag, "ply", 1);
-                    compare(ctx, &h, &d, tag, "obj", 0);
-                    compare(ctx, &h, &d, tag, "stl", 0);
+                    compare(ctx, &h, &d, tag, "ply", 1, gpu ? "device-download" : "host");
+                    compare(ctx, &h, &d, tag, "obj", 0, gpu ? "device-download" : "host");
+                    compare(ctx, &h, &d, tag, "stl", 0, gpu ? "device-download" : "host");
                 }
                 /* A host mesh given to pm_mesh_write_context. */
-                compare(ctx, &h, &h, tag, "ply", 0);
+                compare(ctx, &h, &h, tag, "ply", 0, "host");
                 ctx_mesh_free(ctx, &d);
                 host_mesh_free(&h);
             }
 
-    /* A bad index: INVALID_ARGUMENT naming the file and the same triangle
-     * as pm_mesh_write, nothing written. */
+    /* Bad indices: INVALID_ARGUMENT naming the file and the same (first)
+     * triangle as pm_mesh_write, nothing written. */
     pm_mesh h = host_mesh(5000, 400000, 1, 0);
-    const size_t t = (size_t)(pmt_rand() % 400000);
+    const size_t t = (size_t)(pmt_rand() % 399000);
     h.indices[3 * t + 1] = 5000;
+    h.indices[3 * (t + 1 + pmt_rand() % 999) + 2] = 4000000000u;
+    h.indices[3 * 399999] = 5001;
     pm_mesh d = ctx_mesh(ctx, &h);
     const char *pa = path_in("bad_host.ply"), *pb = path_in("bad_ctx.ply");
     pm_status sa = pm_mesh_write(pa, &h, NULL);
@@ -143,7 +151,30 @@ int main(int argc, char **argv)
     PMT_CHECK(strstr(msg, want) && strstr(pm_last_error(), want), "messages '%s' / '%s', want '%s'",
               msg, pm_last_error(), want);
     PMT_CHECK(access(pa, F_OK) != 0 && access(pb, F_OK) != 0, "a file was written");
+    /* Checked before the file is made: into a missing directory, the bad
+     * index is the error, as pm_mesh_write's. */
+    const char *nodir = path_in("no/such/dir/bad.ply");
+    PMT_CHECK(pm_mesh_write_context(ctx, nodir, &d, NULL) == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), want),
+              "bad index into a missing directory: '%s'", pm_last_error());
     ctx_mesh_free(ctx, &d);
+    /* Host arrays flagged as context memory: on a GPU refused, naming
+     * them; on the CPU, context memory is host memory. */
+    h.indices[3 * t + 1] = 0;
+    h.indices[3 * 399999] = 0;
+    for (size_t i = 0; i < 3 * 400000; i++)
+        h.indices[i] %= 5000;
+    pm_mesh flagged = h;
+    flagged.in_context_memory = 1;
+    const char *pf = path_in("flagged.ply");
+    pm_status sf = pm_mesh_write_context(ctx, pf, &flagged, NULL);
+    if (gpu)
+        PMT_CHECK(sf == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), "positions") &&
+                      access(pf, F_OK) != 0,
+                  "host arrays flagged as device memory: %s (%s)", pm_status_string(sf),
+                  pm_last_error());
+    else
+        PMT_CHECK(sf == PM_STATUS_OK, "flagged mesh on the CPU: %s", pm_last_error());
     host_mesh_free(&h);
 
     /* NULL arguments. */

@@ -166,7 +166,7 @@ typedef struct cli_result {
     int write_failed;
     double write_wait_ms; /* waited for the previous frame's write (not this frame's work) */
     char write_error[512]; /* the deferred write's message when it failed */
-    const char *write_path; /* cli_write_path's word, NULL: not written by the command */
+    const char *write_path; /* pm_mesh_write_route's word; NULL: not written by the command */
 } cli_result;
 
 /* The one-screen summary on stdout. */
@@ -224,13 +224,12 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
  * mesh is freed on ctx when the write is joined), and returns 1. Else
  * returns 0 and the caller writes.
  * path and r stay valid until the frame is finished (cli_run_frames). */
-/* How pm_mesh_write_context writes mesh to path (docs/formats.md):
- * "device-stream" (a binary PLY packed on the GPU and streamed into the
- * file), "device-download" (copied to the host, then written) or "host". */
-const char *cli_write_path(pm_context *ctx, const pm_mesh *mesh, const pm_write_options *w,
-                           const char *path);
 int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
                        const pm_write_options *w, cli_result *r);
+/* In a sequence: waits for the write in flight, which frees its mesh
+ * (in GPU memory it is one more mesh there); returns 1 if there was one.
+ * A frame whose device memory ran out retries once after it. */
+int cli_write_join(void);
 
 /* ---- cli_mpi.c: runs under mpirun (docs/distributed.md) -------------------- */
 

@@ -307,7 +307,7 @@ static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_res
         if (!job->debug_dir && cli_write_deferred(job->ctx, f->output, &mesh, &wopt, r)) {
             /* written while the next frame is meshed */
         } else {
-            r->write_path = cli_write_path(job->ctx, &mesh, &wopt, f->output);
+            r->write_path = pm_mesh_write_route(job->ctx, f->output, &mesh, &wopt);
             t0 = cli_now_ms();
             s = pm_mesh_write_context(job->ctx, f->output, &mesh, &wopt);
             r->t.write_ms = cli_now_ms() - t0;
@@ -490,6 +490,8 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
             return CLI_FAIL;
         }
         s = pm_alloc(job->ctx, bytes, &dev);
+        /* The last frame's mesh, still being written, may hold the memory. */
+        if (s == PM_STATUS_OUT_OF_MEMORY && cli_write_join()) s = pm_alloc(job->ctx, bytes, &dev);
         if (s == PM_STATUS_OK) s = pm_upload(job->ctx, dev, vol.data, bytes);
         if (s != PM_STATUS_OK) {
             pm_free(job->ctx, dev);
@@ -518,6 +520,8 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
         r->t.extract_ms = cli_now_ms() - t0;
     } else {
         s = pm_isosurface(job->ctx, &in, job->iso, &opt, &mesh);
+        if (s == PM_STATUS_OUT_OF_MEMORY && opt.output_in_context_memory && cli_write_join())
+            s = pm_isosurface(job->ctx, &in, job->iso, &opt, &mesh);
         r->t.extract_ms = cli_now_ms() - t0;
     }
     pm_free(job->ctx, dev);

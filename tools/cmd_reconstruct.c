@@ -258,6 +258,9 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
                                  &rep);
     } else {
         s = pm_reconstruct(ctx, xyz_ctx, n, &o->field, &rec_grid, &iso, &mesh, &rep);
+        /* The last frame's mesh, still being written, may hold the memory. */
+        if (s == PM_STATUS_OUT_OF_MEMORY && iso.output_in_context_memory && cli_write_join())
+            s = pm_reconstruct(ctx, xyz_ctx, n, &o->field, &rec_grid, &iso, &mesh, &rep);
     }
     /* The SPH steps of the post-processing use the particles' device copy. */
     if (!(q->smoothing_weights || q->normals == 2 || q->num_attributes) && *dev) {
@@ -306,7 +309,7 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
         if (cli_write_deferred(ctx, output, &mesh, &o->write, r)) {
             rc = CLI_OK; /* written while the next frame is meshed */
         } else {
-            r->write_path = cli_write_path(ctx, &mesh, &o->write, output);
+            r->write_path = pm_mesh_write_route(ctx, output, &mesh, &o->write);
             t0 = cli_now_ms();
             s = pm_mesh_write_context(ctx, output, &mesh, &o->write);
             r->t.write_ms = cli_now_ms() - t0;

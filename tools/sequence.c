@@ -29,6 +29,8 @@ typedef struct seq_writer {
     pthread_t th;
     pm_context *ctx;  /* the frame's */
     pm_context *wctx; /* the writer's, made for the first mesh in GPU memory */
+    int no_twin;      /* it could not be made: GPU meshes are written in turn */
+    int quiet;
     const char *path;
     pm_mesh mesh;
     pm_write_options w;
@@ -67,15 +69,11 @@ static void writer_join(void)
     }
 }
 
-const char *cli_write_path(pm_context *ctx, const pm_mesh *mesh, const pm_write_options *w,
-                           const char *path)
+int cli_write_join(void)
 {
-    if (!mesh->in_context_memory || pm_context_device(ctx) != PM_DEVICE_CUDA) return "host";
-    char ext[16];
-    cli_extension(path, ext, sizeof ext);
-    const int ply = w->format == PM_MESH_FORMAT_PLY ||
-                    (w->format == PM_MESH_FORMAT_AUTO && strcmp(ext, "ply") == 0);
-    return ply && !w->ascii ? "device-stream" : "device-download";
+    if (!writer.running) return 0;
+    writer_join();
+    return 1;
 }
 
 int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
@@ -84,13 +82,22 @@ int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
     if (!writer.enabled || cli_mpi_rank >= 0) return 0;
     if (mesh->in_context_memory) {
         /* A GPU's mesh: through the writer's own context on that GPU. */
-        if (pm_context_device(ctx) != PM_DEVICE_CUDA) return 0;
-        if (!writer.wctx && !cli_context_twin(ctx, &writer.wctx)) return 0;
+        if (pm_context_device(ctx) != PM_DEVICE_CUDA || writer.no_twin) return 0;
+        if (!writer.wctx && !cli_context_twin(ctx, &writer.wctx)) {
+            /* Written in the frame's turn from now on; said once. */
+            writer.no_twin = 1;
+            if (!writer.quiet)
+                fprintf(stderr,
+                        "pyramesh: note: no second GPU context for the writer thread (%s); "
+                        "frames are written in their own turn\n",
+                        pm_last_error());
+            return 0;
+        }
     }
     const double t0 = cli_now_ms();
     writer_join();
     r->write_wait_ms = cli_now_ms() - t0;
-    r->write_path = cli_write_path(ctx, mesh, w, path);
+    r->write_path = pm_mesh_write_route(ctx, path, mesh, w);
     writer.ctx = ctx;
     writer.path = path;
     writer.mesh = *mesh;
@@ -348,6 +355,7 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
     long deferred = 0;
     memset(sf, 0, sizeof sf);
     writer.enabled = 1;
+    writer.quiet = c->quiet;
     for (long k = 0;; k++) {
         const int cur = (int)(k & 1);
         int frc = CLI_OK;
@@ -433,6 +441,7 @@ int cli_run_frames(const char *cmd, const char *input, const cli_common *c, cli_
     writer.enabled = 0;
     pm_context_destroy(writer.wctx);
     writer.wctx = NULL;
+    writer.no_twin = 0;
     free(sr);
     if (!c->quiet && done > 0) {
         /* The stages' rates: the sequence runs at the slowest one's. */

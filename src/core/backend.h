@@ -167,12 +167,14 @@ typedef struct pmi_backend {
      * alloc memory: free works on them too. NULL: alloc and free. */
     pm_status (*mesh_array_alloc)(pm_context *ctx, size_t bytes, void **out);
     void (*mesh_array_free)(pm_context *ctx, void *p);
-    /* The body of a binary little-endian PLY file (vertex records, then
-     * face records) of a mesh in context memory, for
-     * pm_mesh_write_context: handed to put a chunk at a time, in file
-     * order; an indexed mesh's indices are checked first (a message
-     * naming path and the first triangle out of range, nothing put).
-     * NULL: the mesh is copied to host memory and written from there. */
+    /* For pm_mesh_write_context, a mesh in context memory: whether every
+     * index is below the vertex count (else PM_STATUS_INVALID_ARGUMENT
+     * naming path and the first triangle out of range, as pm_mesh_write);
+     * then the body of its binary little-endian PLY file (vertex
+     * records, then face records), handed to put a chunk at a time in
+     * file order. NULL: the mesh is copied to host memory and written
+     * from there. */
+    pm_status (*mesh_indices_check)(pm_context *ctx, const pm_mesh *mesh, const char *path);
     pm_status (*ply_body)(pm_context *ctx, const pm_mesh *mesh, const char *path,
                           pm_status (*put)(void *user, const void *bytes, size_t n), void *user);
 } pmi_backend;

@@ -39,8 +39,8 @@ pm_status pmi_hooks(unsigned *hooks)
         if (!bit)
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
-                             "comma-separated list of novroom, search, nopdl, scalar, twopass, levels, slabs, "
-                             "split, nopool)",
+                             "comma-separated list of novroom, search, nopdl, scalar, twopass, "
+                             "levels, slabs, split, nopool)",
                              (int)len, p, e);
         *hooks |= bit;
         p += len;

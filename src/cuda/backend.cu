@@ -290,9 +290,10 @@ static pm_status cuda_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);
     unsigned hooks = 0;
-    if (!st->pool && !st->no_pool && pmi_hooks(&hooks) == PM_STATUS_OK &&
-        (hooks & PMI_HOOK_NOPOOL))
-        st->no_pool = 1; /* the test of the path without pools */
+    if (!st->pool && !st->no_pool) {
+        if (pmi_hooks(&hooks) != PM_STATUS_OK) pmi_clear_error(); /* the extraction reports it */
+        if (hooks & PMI_HOOK_NOPOOL) st->no_pool = 1; /* the test of the path without pools */
+    }
     if (!st->pool && !st->no_pool) {
         cudaMemPoolProps props;
         memset(&props, 0, sizeof props);
@@ -477,6 +478,7 @@ static const pmi_backend cuda_backend = {
     /* .scratch_free = */ cuda_scratch_free,
     /* .mesh_array_alloc = */ cuda_mesh_array_alloc,
     /* .mesh_array_free = */ cuda_mesh_array_free,
+    /* .mesh_indices_check = */ pmi_cuda_mesh_indices_check,
     /* .ply_body = */ pmi_cuda_ply_body,
 };
 

@@ -100,7 +100,9 @@ pm_status pmi_cuda_copy_host(pm_context *ctx, void *dst, const void *src, size_t
 /* The context's two pinned staging buffers (PMI_PIN_CHUNK bytes each),
  * made at first use; returns with no copy in flight on either. */
 pm_status pmi_cuda_pin_buffers(pmi_cuda_state *st);
-/* The body of a binary PLY file of a mesh in device memory (ply_body.cu). */
+/* A mesh in device memory: its indices checked, and the body of its
+ * binary PLY file (ply_body.cu). */
+pm_status pmi_cuda_mesh_indices_check(pm_context *ctx, const pm_mesh *mesh, const char *path);
 pm_status pmi_cuda_ply_body(pm_context *ctx, const pm_mesh *mesh, const char *path,
                             pm_status (*put)(void *user, const void *bytes, size_t n), void *user);
 }

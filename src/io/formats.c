@@ -136,9 +136,10 @@ static pm_status write_downloaded(pm_context *ctx, const char *path, const pm_me
     if (mesh->indices) h.indices = malloc(ib ? ib : 1);
     if (!h.positions || (mesh->normals && !h.normals) || (mesh->indices && !h.indices))
         s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no host memory for the mesh (%zu bytes)", path,
-                      2 * vb + ib);
+                      (mesh->normals ? 2 : 1) * vb + ib);
     if (s == PM_STATUS_OK && vb) s = pm_download(ctx, h.positions, mesh->positions, vb);
-    if (s == PM_STATUS_OK && vb && mesh->normals) s = pm_download(ctx, h.normals, mesh->normals, vb);
+    if (s == PM_STATUS_OK && vb && mesh->normals)
+        s = pm_download(ctx, h.normals, mesh->normals, vb);
     if (s == PM_STATUS_OK && ib) s = pm_download(ctx, h.indices, mesh->indices, ib);
     if (s == PM_STATUS_OK) s = pm_mesh_write(path, &h, options);
     free(h.positions);
@@ -147,25 +148,65 @@ static pm_status write_downloaded(pm_context *ctx, const char *path, const pm_me
     return s;
 }
 
+/* How pm_mesh_write_context writes a mesh (pm_mesh_write_route). */
+typedef enum write_route { ROUTE_HOST, ROUTE_STREAM, ROUTE_DOWNLOAD } write_route;
+
+static pm_status route_of(pm_context *ctx, const char *path, const pm_mesh *mesh,
+                          const pm_write_options *options, pm_write_options *o, write_route *r)
+{
+    *r = ROUTE_HOST;
+    pm_mesh_format f = PM_MESH_FORMAT_AUTO;
+    pm_status s = write_format(path, options, o, &f);
+    if (s != PM_STATUS_OK) return s;
+    /* A CPU context's memory is host memory. */
+    if (!mesh->in_context_memory || pm_context_device(ctx) == PM_DEVICE_CPU) return s;
+    const pmi_backend *be = ctx->backend;
+    *r = f == PM_MESH_FORMAT_PLY && !o->ascii && !pmi_host_big_endian() && be->ply_body &&
+                 be->mesh_indices_check
+             ? ROUTE_STREAM
+             : ROUTE_DOWNLOAD;
+    return s;
+}
+
+const char *pm_mesh_write_route(pm_context *ctx, const char *path, const pm_mesh *mesh,
+                                const pm_write_options *options)
+{
+    pmi_clear_error();
+    if (!ctx || !path || !mesh) {
+        pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_write_route: NULL argument");
+        return NULL;
+    }
+    pm_write_options o;
+    write_route r;
+    if (route_of(ctx, path, mesh, options, &o, &r) != PM_STATUS_OK) return NULL;
+    return r == ROUTE_STREAM ? "device-stream" : r == ROUTE_DOWNLOAD ? "device-download" : "host";
+}
+
 pm_status pm_mesh_write_context(pm_context *ctx, const char *path, const pm_mesh *mesh,
                                 const pm_write_options *options)
 {
     pmi_clear_error();
     if (!ctx || !path || !mesh)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_write_context: NULL argument");
-    if (!mesh->in_context_memory) return pm_mesh_write(path, mesh, options);
-    if (pm_context_device(ctx) == PM_DEVICE_CPU) {
-        /* The CPU context's memory is host memory. */
+    pm_write_options o;
+    write_route r;
+    pm_status s = route_of(ctx, path, mesh, options, &o, &r);
+    if (s != PM_STATUS_OK) return s;
+    if (r == ROUTE_HOST) {
         pm_mesh h = *mesh;
         h.in_context_memory = 0;
-        return pm_mesh_write(path, &h, options);
+        return pm_mesh_write(path, &h, &o);
     }
-    pm_write_options o;
-    pm_mesh_format f = PM_MESH_FORMAT_AUTO;
-    pm_status s = write_format(path, options, &o, &f);
-    if (s != PM_STATUS_OK) return s;
-    if (f == PM_MESH_FORMAT_PLY && !o.ascii && !pmi_host_big_endian() && ctx->backend->ply_body)
-        return pmi_ply_write_context(ctx, path, mesh);
+    /* Arrays the device cannot read would fault its kernels. */
+    const void *a[3] = {mesh->positions, mesh->normals, mesh->indices};
+    static const char *const names[3] = {"positions", "normals", "indices"};
+    for (int i = 0; i < 3; i++)
+        if (a[i] && !pmi_ctx_accessible(ctx, a[i]))
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "%s: the mesh's %s are not in the context's memory, though "
+                             "in_context_memory is set",
+                             path, names[i]);
+    if (r == ROUTE_STREAM) return pmi_ply_write_context(ctx, path, mesh);
     return write_downloaded(ctx, path, mesh, &o);
 }
 

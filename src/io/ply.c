@@ -78,7 +78,8 @@ static void ply_write_header(pmi_writer *w, const pm_mesh *m, int ascii)
     pmi_writer_printf(w, "ply\nformat %s 1.0\ncomment pyramesh %s\nelement vertex %zu\n",
                       ascii ? "ascii" : "binary_little_endian", PM_VERSION_STRING, m->num_vertices);
     pmi_writer_printf(w, "property float x\nproperty float y\nproperty float z\n");
-    if (m->normals) pmi_writer_printf(w, "property float nx\nproperty float ny\nproperty float nz\n");
+    if (m->normals)
+        pmi_writer_printf(w, "property float nx\nproperty float ny\nproperty float nz\n");
     pmi_writer_printf(w, "element face %zu\nproperty list uchar int vertex_indices\nend_header\n",
                       m->num_triangles);
 }
@@ -93,6 +94,7 @@ static pm_status ply_put(void *user, const void *bytes, size_t n)
 pm_status pmi_ply_write_context(pm_context *ctx, const char *path, const pm_mesh *m)
 {
     pm_status s = pmi_mesh_check_counts(path, m, INT32_MAX);
+    if (s == PM_STATUS_OK) s = ctx->backend->mesh_indices_check(ctx, m, path);
     if (s != PM_STATUS_OK) return s;
     pmi_writer w;
     if ((s = pmi_writer_open(&w, path)) != PM_STATUS_OK) return s;
