@@ -293,9 +293,11 @@ static void scratch_pool(pm_context *ctx, pm_context *cpu)
         pm_mesh_free(ctx, &got);
         pm_mesh_free(cpu, &ref);
     }
-    PMT_CHECK(pmi_cuda_scratch_pooled(ctx) == !hook_set("nopool"),
-              "scratch: pool %d with the nopool hook %s", pmi_cuda_scratch_pooled(ctx),
-              hook_set("nopool") ? "set" : "unset");
+    /* (A device may refuse pools by itself: only the hook's effect is
+     * certain.) */
+    if (hook_set("nopool"))
+        PMT_CHECK(!pmi_cuda_scratch_pooled(ctx), "scratch: pooled with the nopool hook set");
+    printf("scratch: %s\n", pmi_cuda_scratch_pooled(ctx) ? "pool" : "cudaMalloc");
     pm_mesh_free(cpu, &m);
     free(v);
 }

@@ -724,6 +724,11 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
     pm_context_destroy(ref);
 }
 
+#ifdef PM_HAVE_CUDA
+/* Internal (src/cuda/backend.cu): whether ctx's scratch is pool memory. */
+int pmi_cuda_scratch_pooled(pm_context *ctx);
+#endif
+
 int main(int argc, char **argv)
 {
     pm_context *ctx;
@@ -854,6 +859,11 @@ int main(int argc, char **argv)
     check_same_bytes(ctx, dev, &big, "big torus");
 
     tm_free(&tetra), tm_free(&ico), tm_free(&torus), tm_free(&grid), tm_free(&one), tm_free(&big);
+#ifdef PM_HAVE_CUDA
+    /* The nopool variant: the subdivisions above took cudaMalloc scratch. */
+    if (dev == PM_DEVICE_CUDA && hook_set("nopool"))
+        PMT_CHECK(!pmi_cuda_scratch_pooled(ctx), "nopool hook set, yet the scratch is pooled");
+#endif
     pm_context_destroy(ctx);
     return pmt_finish("test_subdivide");
 }
