@@ -220,11 +220,11 @@ def others(bench, name, path, dims, stype, iso, reps):
     srv = Server(bench, path, dims, stype, iso, 1, False, False)
     times = []
     for rep in range(n + 1):
-        ms = srv.run()[0]
+        ms, nv, nt, _ = srv.run()
         if rep:
             times.append(ms)
     srv.close()
-    rows.append(("pyramesh indexed central", 1, times, 0, 0))
+    rows.append(("pyramesh indexed central", 1, times, nv, nt))
     del image
     return rows
 
