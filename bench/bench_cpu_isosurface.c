@@ -22,8 +22,8 @@
  * (options.out_positions ...), allocated and touched before the first
  * such call and reused by every later one, as an application meshing
  * frames of the same size would. With PM_BENCH_STAGES set, the stage times
- * of pm_isosurface_report follow the path (timing them adds waits). A peer process can interleave its own
- * runs with these. */
+ * of pm_isosurface_report follow the path (timing them adds waits). A peer process can interleave
+ * its own runs with these. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -171,8 +171,8 @@ static uint8_t *bench_ct(size_t n, size_t *nz_out)
                 w = bench_cover(d_rib);
                 val = (1.0 - w) * val + w * 235.0;
                 /* Sternum: a flat bar at the front. */
-                double d_st = fmax(fabs(x) - 0.03 * (double)n,
-                                   fabs(y + 0.82 * ay) - 0.012 * (double)n);
+                double d_st =
+                    fmax(fabs(x) - 0.03 * (double)n, fabs(y + 0.82 * ay) - 0.012 * (double)n);
                 if (zf < 0.4) d_st = 1e9;
                 w = bench_cover(d_st);
                 val = (1.0 - w) * val + w * 235.0;

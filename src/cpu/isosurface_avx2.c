@@ -169,12 +169,12 @@ const mc_bits_row_fn pmi_mc_bits_row_avx2[5] = {mc_bits_row_u8_avx2, mc_bits_row
  * ip - p is 1 below the last point and 0 on it, p - im is 1 above the
  * first point and 0 on it, so ip - im is their sum. */
 #define MC_GATHER4(T, SUF)                                                                         \
-    static inline void mc_gather4_##SUF(const mc_job *J, const mc_pending *V, double vlo[4],      \
+    static inline void mc_gather4_##SUF(const mc_job *J, const mc_pending *V, double vlo[4],       \
                                         double vhi[4], double q[3][4], double gh[2][3][4],         \
                                         double gl[2][3][4], double gd[2][3][4])                    \
     {                                                                                              \
         const T *d = (const T *)J->data;                                                           \
-        const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};                     \
+        const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};                      \
         for (int l = 0; l < 4; l++) {                                                              \
             const mc_pending *v = &V[l];                                                           \
             const size_t p[3] = {v->i, v->j, v->k};                                                \
@@ -234,10 +234,12 @@ __attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, con
         __m256d pa =
             _mm256_add_pd(_mm256_set1_pd(J->origin[a]), _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
         _mm_storeu_ps(pf[a], _mm256_cvtpd_ps(pa));
-        __m256d g0 = _mm256_div_pd(_mm256_sub_pd(_mm256_load_pd(gh[0][a]), _mm256_load_pd(gl[0][a])),
-                                   _mm256_load_pd(gd[0][a]));
-        __m256d g1 = _mm256_div_pd(_mm256_sub_pd(_mm256_load_pd(gh[1][a]), _mm256_load_pd(gl[1][a])),
-                                   _mm256_load_pd(gd[1][a]));
+        __m256d g0 =
+            _mm256_div_pd(_mm256_sub_pd(_mm256_load_pd(gh[0][a]), _mm256_load_pd(gl[0][a])),
+                          _mm256_load_pd(gd[0][a]));
+        __m256d g1 =
+            _mm256_div_pd(_mm256_sub_pd(_mm256_load_pd(gh[1][a]), _mm256_load_pd(gl[1][a])),
+                          _mm256_load_pd(gd[1][a]));
         __m256d na = _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t), g0), _mm256_mul_pd(t, g1));
         n[a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
     }

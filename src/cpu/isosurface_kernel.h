@@ -183,8 +183,8 @@ static void MC_FN(vertex4_central)(const mc_job *J, const mc_pending *V)
         t[l] = pmi_mc_edge_t(J->iso, vlo[l], vhi[l]);
     for (int l = 0; l < 4; l++) {
         const mc_pending *v = &V[l];
-        pmi_mc_position(J->origin, J->h, (long long)v->i, (long long)v->j, (long long)v->k,
-                        v->axis, t[l], v->pos);
+        pmi_mc_position(J->origin, J->h, (long long)v->i, (long long)v->j, (long long)v->k, v->axis,
+                        t[l], v->pos);
         pmi_mc_normal(t[l], J->sg, J->siso, vlo[l], v->axis, g[0][l], g[1][l], v->nrm);
     }
 }

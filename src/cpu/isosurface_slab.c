@@ -145,9 +145,9 @@ void pmi_cpu_isosurface_release(pm_context *ctx)
 typedef struct mc_ring {
     uint64_t *bits[3];
     uint64_t *m[2], *pre[2];
-    uint64_t end[2]; /* id after the slice's last vertex */
-    uint32_t *ids;   /* 4 slots of 3 axes of ids_row ids */
-    size_t ids_row;  /* ids per axis and slot: nx */
+    uint64_t end[2];                   /* id after the slice's last vertex */
+    uint32_t *ids;                     /* 4 slots of 3 axes of ids_row ids */
+    size_t ids_row;                    /* ids per axis and slot: nx */
     size_t slot_row[4], slot_slice[4]; /* what each slot holds (SIZE_MAX: nothing) */
 } mc_ring;
 
@@ -158,12 +158,12 @@ typedef struct mc_walk {
     const mc_kernels *K;
     mc_bits_row_fn bits_row;
     mc_vertex4_fn vertex4; /* central normals: 4 vertices at a time */
-    size_t rw, sw;     /* words per row, per slice */
-    int normals;       /* compute normals */
-    size_t chunk;      /* bytes per output chunk */
-    size_t vcap, tcap; /* vertices, triangles per chunk */
-    double budget;     /* bytes all slab arrays may hold */
-    double used;       /* bytes they hold (atomic) */
+    size_t rw, sw;         /* words per row, per slice */
+    int normals;           /* compute normals */
+    size_t chunk;          /* bytes per output chunk */
+    size_t vcap, tcap;     /* vertices, triangles per chunk */
+    double budget;         /* bytes all slab arrays may hold */
+    double used;           /* bytes they hold (atomic) */
     int threads, par;
     size_t nslab;
 } mc_walk;
@@ -393,8 +393,8 @@ MC_POPCNT static int mc_slab_triangles(mc_walk *F, mc_ring *R, mc_pool *P, mc_sl
                 for (int e = 0; e < 12; e++) {
                     int row = pmi_mc_edge_row[e];
                     size_t q = ((j + (row & 1)) & 1) + 2 * (size_t)(row >> 1);
-                    base[e] = R->ids + (3 * q + pmi_mc_edge_axis[e]) * R->ids_row +
-                              pmi_mc_edge_dx[e];
+                    base[e] =
+                        R->ids + (3 * q + pmi_mc_edge_axis[e]) * R->ids_row + pmi_mc_edge_dx[e];
                 }
                 filled = 1;
             }
@@ -570,9 +570,7 @@ static void mc_walk_init(mc_walk *F, pm_context *ctx, const pm_volume *vol, doub
      * output is held only until it is appended, so small chunks keep the
      * memory beside the slab buffer small (4 per thread at least). */
     double cells = (double)(F->J.nx - 1) * (double)(F->J.ny - 1) * (double)(F->J.nz - 1);
-    F->chunk = stream ? (size_t)256 << 10
-               : cells >= 4194304.0 ? (size_t)2 << 20
-                                    : (size_t)64 << 10;
+    F->chunk = stream ? (size_t)256 << 10 : cells >= 4194304.0 ? (size_t)2 << 20 : (size_t)64 << 10;
     F->vcap = F->chunk / ((F->normals ? 6 : 3) * sizeof(float));
     F->tcap = F->chunk / (3 * sizeof(uint32_t));
     F->threads = ctx->num_threads > 0 ? ctx->num_threads : 1;

@@ -333,8 +333,8 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 #pragma omp parallel num_threads(T->threads) if (T->par)
     {
         /* Without normals (D->normals NULL) vertex() writes positions only. */
-        mc_vertex4_fn v4 = D->normals && J->normals == PM_NORMALS_CENTRAL ? T->K->vertex4_central
-                                                                          : NULL;
+        mc_vertex4_fn v4 =
+            D->normals && J->normals == PM_NORMALS_CENTRAL ? T->K->vertex4_central : NULL;
 #pragma omp for schedule(dynamic, 64) nowait
         for (size_t L = 0; L < T->lattice_rows; L++)
             mc_write_row(J, L, T->voff, D, T->K->vertex, v4);
