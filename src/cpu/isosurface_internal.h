@@ -38,6 +38,25 @@ typedef struct mc_pending {
     float *pos, *nrm;
 } mc_pending;
 
+/* Queues vertex (i, j, k, axis) for a vertex4 kernel, which computes the
+ * queue when it holds 4; *np counts the queued ones. */
+static inline void mc_pend(const mc_job *J, void (*vertex4)(const mc_job *, const mc_pending *),
+                           mc_pending *pend, int *np, size_t i, size_t j, size_t k, int axis,
+                           float *pos, float *nrm)
+{
+    mc_pending *v = &pend[(*np)++];
+    v->i = i;
+    v->j = j;
+    v->k = k;
+    v->axis = axis;
+    v->pos = pos;
+    v->nrm = nrm;
+    if (*np == 4) {
+        vertex4(J, pend);
+        *np = 0;
+    }
+}
+
 /* The per-type kernels of isosurface_kernel.h, indexed by pm_sample_type.
  * vertex4_central: vertex() with central normals for 4 vertices. */
 typedef void (*mc_vertex_fn)(const mc_job *, size_t, size_t, size_t, int, float *, float *);

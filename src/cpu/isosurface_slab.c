@@ -298,17 +298,7 @@ static int mc_slab_vertices(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S, size
                     float *pos = p + 3 * q, *nrm = F->normals ? p + 3 * (F->vcap + q) : NULL;
                     S->nv++;
                     if (F->vertex4) {
-                        mc_pending *v = &pend[np++];
-                        v->i = 64 * w + b;
-                        v->j = j;
-                        v->k = k;
-                        v->axis = a;
-                        v->pos = pos;
-                        v->nrm = nrm;
-                        if (np == 4) {
-                            F->vertex4(J, pend);
-                            np = 0;
-                        }
+                        mc_pend(J, F->vertex4, pend, &np, 64 * w + b, j, k, a, pos, nrm);
                         continue;
                     }
                     F->K->vertex(J, 64 * w + b, j, k, a, pos, nrm);

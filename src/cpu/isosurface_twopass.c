@@ -152,17 +152,7 @@ static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, const 
                 float *pos = D->positions + 3 * id, *nrm = D->normals ? D->normals + 3 * id : NULL;
                 id++;
                 if (vertex4) {
-                    mc_pending *v = &pend[np++];
-                    v->i = x + b;
-                    v->j = j;
-                    v->k = k;
-                    v->axis = a;
-                    v->pos = pos;
-                    v->nrm = nrm;
-                    if (np == 4) {
-                        vertex4(J, pend);
-                        np = 0;
-                    }
+                    mc_pend(J, vertex4, pend, &np, x + b, j, k, a, pos, nrm);
                     continue;
                 }
                 vertex(J, x + b, j, k, a, pos, nrm);
