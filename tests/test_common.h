@@ -101,6 +101,30 @@ static inline void *pmt_to_host(pm_context *ctx, const void *dev, size_t bytes)
     return h;
 }
 
+/* A host mesh's arrays copied into fresh context memory (flagged so; the
+ * caller pm_frees them), and a context mesh's into fresh host arrays (the
+ * caller frees them). */
+static inline pm_mesh pmt_mesh_to_ctx(pm_context *ctx, const pm_mesh *h)
+{
+    pm_mesh d = *h;
+    d.positions = (float *)pmt_to_ctx(ctx, h->positions, 12 * h->num_vertices);
+    d.normals = h->normals ? (float *)pmt_to_ctx(ctx, h->normals, 12 * h->num_vertices) : NULL;
+    d.indices = h->indices ? (uint32_t *)pmt_to_ctx(ctx, h->indices, 12 * h->num_triangles) : NULL;
+    d.in_context_memory = 1;
+    d.owns_arrays = 0;
+    return d;
+}
+
+static inline pm_mesh pmt_mesh_to_host(pm_context *ctx, const pm_mesh *d)
+{
+    pm_mesh h = *d;
+    h.positions = (float *)pmt_to_host(ctx, d->positions, 12 * d->num_vertices);
+    h.normals = d->normals ? (float *)pmt_to_host(ctx, d->normals, 12 * d->num_vertices) : NULL;
+    h.indices = d->indices ? (uint32_t *)pmt_to_host(ctx, d->indices, 12 * d->num_triangles) : NULL;
+    h.in_context_memory = 0;
+    return h;
+}
+
 static inline int pmt_finish(const char *name)
 {
     if (pmt_failures) {

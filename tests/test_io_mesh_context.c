@@ -38,18 +38,6 @@ static pm_mesh host_mesh(size_t nv, size_t nt, int normals, int soup)
     return m;
 }
 
-/* The same arrays in ctx's memory (the caller frees them with pm_free). */
-static pm_mesh ctx_mesh(pm_context *ctx, const pm_mesh *h)
-{
-    pm_mesh d = *h;
-    d.positions = pmt_to_ctx(ctx, h->positions, 12 * h->num_vertices);
-    d.normals = h->normals ? pmt_to_ctx(ctx, h->normals, 12 * h->num_vertices) : NULL;
-    d.indices = h->indices ? pmt_to_ctx(ctx, h->indices, 12 * h->num_triangles) : NULL;
-    d.in_context_memory = 1;
-    d.owns_arrays = 0;
-    return d;
-}
-
 static void ctx_mesh_free(pm_context *ctx, pm_mesh *d)
 {
     pm_free(ctx, d->positions);
@@ -113,7 +101,7 @@ int main(int argc, char **argv)
             for (int soup = 0; soup < 2; soup++) {
                 const size_t nt = soup && k == 3 ? 700001 : sizes[k][1];
                 pm_mesh h = host_mesh(sizes[k][0], nt, normals, soup);
-                pm_mesh d = ctx_mesh(ctx, &h);
+                pm_mesh d = pmt_mesh_to_ctx(ctx, &h);
                 char tag[32];
                 snprintf(tag, sizeof tag, "m%zu_%d_%d", k, normals, soup);
                 compare(ctx, &h, &d, tag, "ply", 0, gpu ? "device-stream" : "host");
@@ -136,7 +124,7 @@ int main(int argc, char **argv)
     h.indices[3 * t + 1] = 5000;
     h.indices[3 * (t + 1 + pmt_rand() % 999) + 2] = 4000000000u;
     h.indices[3 * 399999] = 5001;
-    pm_mesh d = ctx_mesh(ctx, &h);
+    pm_mesh d = pmt_mesh_to_ctx(ctx, &h);
     const char *pa = path_in("bad_host.ply"), *pb = path_in("bad_ctx.ply");
     pm_status sa = pm_mesh_write(pa, &h, NULL);
     char msg[512];

@@ -40,17 +40,6 @@ static void check_same_mesh(const pm_mesh *a, const pm_mesh *b, const char *what
         PMT_CHECK(!memcmp(a->indices, b->indices, a->num_triangles * 12), "%s: indices", what);
 }
 
-/* A mesh in ctx's memory copied into host arrays (free with free_copy). */
-static pm_mesh host_copy(pm_context *ctx, const pm_mesh *m)
-{
-    pm_mesh h = *m;
-    h.positions = pmt_to_host(ctx, m->positions, 12 * m->num_vertices);
-    h.normals = m->normals ? pmt_to_host(ctx, m->normals, 12 * m->num_vertices) : NULL;
-    h.indices = m->indices ? pmt_to_host(ctx, m->indices, 12 * m->num_triangles) : NULL;
-    h.in_context_memory = 0;
-    return h;
-}
-
 static void free_copy(pm_mesh *h)
 {
     free(h->positions);
@@ -658,7 +647,7 @@ static void output_any(pm_context *ctx, const scene *S, const pm_field_params *p
         PMT_CHECK(m.in_context_memory == (gpu && !sparse), "%s: in_context_memory %d", w,
                   m.in_context_memory);
         if (m.in_context_memory) {
-            pm_mesh h = host_copy(ctx, &m);
+            pm_mesh h = pmt_mesh_to_host(ctx, &m);
             check_same_mesh(&h, ref, w);
             free_copy(&h);
         } else {

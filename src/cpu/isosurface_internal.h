@@ -38,6 +38,20 @@ typedef struct mc_pending {
     float *pos, *nrm;
 } mc_pending;
 
+/* The ids of point bit b's x, y and z edges (masks m[0..2]) into o[0],
+ * o[row], o[2 row], branch-free: a slot without a crossing gets a value
+ * nobody reads. *id: the next id. */
+static inline void mc_id_slots(uint32_t *o, size_t row, const uint64_t m[3], unsigned b,
+                               uint64_t *id)
+{
+    o[0] = (uint32_t)*id;
+    *id += m[0] >> b & 1;
+    o[row] = (uint32_t)*id;
+    *id += m[1] >> b & 1;
+    o[2 * row] = (uint32_t)*id;
+    *id += m[2] >> b & 1;
+}
+
 /* Queues vertex (i, j, k, axis) for a vertex4 kernel, which computes the
  * queue when it holds 4; *np counts the queued ones. */
 static inline void mc_pend(const mc_job *J, void (*vertex4)(const mc_job *, const mc_pending *),

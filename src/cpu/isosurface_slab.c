@@ -328,16 +328,7 @@ static void mc_edge_ids(const mc_walk *F, mc_ring *R, int s, size_t j, size_t k,
         while (any) {
             unsigned b = (unsigned)__builtin_ctzll(any);
             any &= any - 1;
-            size_t i = 64 * w + b;
-            /* All three slots, branch-free: a slot without a crossing
-             * gets a value nobody reads. */
-            uint32_t *x = ids + i;
-            x[0] = (uint32_t)id;
-            id += m[0] >> b & 1;
-            x[R->ids_row] = (uint32_t)id;
-            id += m[1] >> b & 1;
-            x[2 * R->ids_row] = (uint32_t)id;
-            id += m[2] >> b & 1;
+            mc_id_slots(ids + 64 * w + b, R->ids_row, m, b, &id);
         }
     }
 }

@@ -190,13 +190,7 @@ static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_r
         while (any) {
             unsigned b = (unsigned)__builtin_ctzll(any);
             any &= any - 1;
-            uint32_t *o = ids + x + b;
-            o[0] = (uint32_t)id;
-            id += m[0] >> b & 1;
-            o[R->row] = (uint32_t)id;
-            id += m[1] >> b & 1;
-            o[2 * R->row] = (uint32_t)id;
-            id += m[2] >> b & 1;
+            mc_id_slots(ids + x + b, R->row, m, b, &id);
         }
     }
 }
