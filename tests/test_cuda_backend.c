@@ -13,6 +13,9 @@
 typedef struct CUstream_st *pmt_stream;
 extern int cudaStreamCreate(pmt_stream *s);
 extern int cudaStreamDestroy(pmt_stream s);
+/* The kernel preloading thread (src/cuda/preload.cu): waits for it, then
+ * returns how many kernels it loaded and its time. */
+int pmi_cuda_preload_wait(pm_context *ctx, double *ms);
 #endif
 
 static const size_t sizes[] = {1,    2,    3,    31,   32,    33,      255,           4095,
@@ -352,6 +355,41 @@ static void test_caller_stream(void)
 #endif
 }
 
+/* Kernel preloading: contexts destroyed at once stop their loading thread;
+ * a context computes while its thread loads; the thread loads every kernel
+ * its modules list (none with the nopreload hook). */
+static void test_preload(void)
+{
+#ifdef PM_HAVE_CUDA
+    pm_context_desc desc = {sizeof desc, PM_DEVICE_CUDA, 0, 0, NULL};
+    for (int i = 0; i < 6; i++) {
+        pm_context *c = NULL;
+        PMT_OK(pm_context_create(&desc, &c));
+        pm_context_destroy(c);
+    }
+    pm_context *c2 = NULL;
+    PMT_OK(pm_context_create(&desc, &c2));
+    size_t n = 100003;
+    uint32_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = 1;
+    uint32_t *d = pmt_to_ctx(c2, h, n * sizeof *h);
+    uint64_t total = 0;
+    PMT_OK(pm_scan_exclusive_u32(c2, d, n, d, &total));
+    PMT_CHECK(total == n, "scan while preloading: %llu", (unsigned long long)total);
+    double ms = 0;
+    int loaded = pmi_cuda_preload_wait(c2, &ms);
+    printf("preload: %d kernels in %.1f ms\n", loaded, ms);
+    if (hook_set("nopreload"))
+        PMT_CHECK(loaded == 0, "nopreload hook set, yet %d kernels preloaded", loaded);
+    else
+        PMT_CHECK(loaded >= 80, "preloaded %d kernels, expected the 84 listed", loaded);
+    free(h);
+    pm_free(c2, d);
+    pm_context_destroy(c2);
+#endif
+}
+
 static void test_errors(pm_context *ctx)
 {
     void *p = NULL;
@@ -387,6 +425,7 @@ int main(int argc, char **argv)
     test_compact(ctx);
     test_expand(ctx);
     test_caller_stream();
+    test_preload();
     test_errors(ctx);
     pm_context_destroy(ctx);
     return pmt_finish("test_cuda_backend");

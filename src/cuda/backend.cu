@@ -91,6 +91,7 @@ static void cuda_shutdown(pm_context *ctx)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     if (!st) return;
+    pmi_cuda_preload_stop(st);
     cudaSetDevice(st->device);
     if (st->stream) cudaStreamSynchronize(st->stream);
     if (st->arena) cudaFree(st->arena);
@@ -170,6 +171,7 @@ static pm_status cuda_init(pm_context *ctx)
         s = pmi_cuda_status(e, "CUDA context: pinned/ticket memory");
         goto fail;
     }
+    pmi_cuda_preload_start(st);
     return PM_STATUS_OK;
 fail:
     cuda_shutdown(ctx);

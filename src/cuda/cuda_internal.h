@@ -7,6 +7,7 @@
 #define PM_CUDA_INTERNAL_H
 
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,10 @@ typedef struct pmi_cuda_state {
     } out[PMI_CUDA_OUT], kept[PMI_CUDA_KEPT];
     unsigned out_next, nkept;
     size_t kept_bytes, kept_budget;
+    /* The thread loading the kernels (preload.cu), and what it did. */
+    pthread_t preload_thread;
+    int preload_running, preload_stop, preload_loaded;
+    double preload_ms;
 } pmi_cuda_state;
 
 static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
@@ -107,6 +112,27 @@ pm_status pmi_cuda_ply_body(pm_context *ctx, const pm_mesh *mesh, const char *pa
                             pm_status (*put)(void *user, const void *bytes, size_t n), void *user);
 }
 #define PMI_PIN_CHUNK ((size_t)8 << 20)
+
+/* Kernel preloading (preload.cu): a thread started with the context loads
+ * the kernels each module lists, tier 0 (f32 paths) before tier 1 (the
+ * rest); the stop (pm_context_destroy) lets it finish only the kernel it is
+ * loading. pmi_preload_fn loads one kernel and returns 0 once stopped. */
+struct pmi_preload;
+typedef struct pmi_preload pmi_preload;
+int pmi_preload_fn(pmi_preload *p, const void *fn);
+int pmi_preload_device(const pmi_preload *p);
+void pmi_cuda_preload_start(pmi_cuda_state *st);
+void pmi_cuda_preload_stop(pmi_cuda_state *st);
+void pmi_neighbours_preload(pmi_preload *p, int tier);
+void pmi_density_preload(pmi_preload *p, int tier);
+void pmi_isosurface_preload(pmi_preload *p, int tier);
+void pmi_mc_stream_preload(pmi_preload *p, int tier);
+void pmi_mc_expand_preload(pmi_preload *p, int tier);
+void pmi_mc_classify_preload(pmi_preload *p, int tier);
+void pmi_ply_body_preload(pmi_preload *p, int tier);
+void pmi_piece_preload(pmi_preload *p, int tier);
+/* Tests: waits for the thread; the kernels it loaded and its time. */
+extern "C" int pmi_cuda_preload_wait(pm_context *ctx, double *ms);
 
 static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 

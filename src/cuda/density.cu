@@ -425,3 +425,13 @@ extern "C" pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *
     if (sph) PMI_TRY(dn_queue_volumes(ctx, g, p, vol, fn));
     return dn_queue_field(ctx, g, p, vol, field, (float *)extra, fn);
 }
+
+/* Kernel preloading (preload.cu): the density fields' kernels. */
+void pmi_density_preload(pmi_preload *p, int tier)
+{
+    if (tier != 0) return;
+    const void *k[] = {(const void *)dn_volumes_kernel, (const void *)dn_sph_field_kernel,
+                       (const void *)dn_splat_kernel, (const void *)dn_blur_kernel};
+    for (const void *f : k)
+        if (!pmi_preload_fn(p, f)) return;
+}

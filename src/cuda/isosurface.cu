@@ -792,3 +792,17 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     mc_report_path(opt->report, pl, ran, 0);
     return ls;
 }
+
+/* Kernel preloading (preload.cu): the clear and count kernels of every
+ * call, then the slab windows'. */
+void pmi_isosurface_preload(pmi_preload *p, int tier)
+{
+    if (tier == 0) {
+        mcd_tables_upload(pmi_preload_device(p));
+        if (pmi_preload_fn(p, (const void *)mc_clear_kernel))
+            pmi_preload_fn(p, (const void *)mc_final_kernel);
+        return;
+    }
+    if (pmi_preload_fn(p, (const void *)mc_window_kernel))
+        pmi_preload_fn(p, (const void *)mc_rebase_kernel);
+}

@@ -595,3 +595,24 @@ pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling 
                totals);
     return pmi_cuda_launched("pm_isosurface: classification");
 }
+
+/* Kernel preloading (preload.cu): the bitmask path is tier 1 (f64 and
+ * large integer volumes). */
+template <typename T> static int mc_classify_preload_bits(pmi_preload *p)
+{
+    return pmi_preload_fn(p, (const void *)mc_bits_kernel<T, 1>) &&
+           pmi_preload_fn(p, (const void *)mc_bits_kernel<T, 0>);
+}
+
+void pmi_mc_classify_preload(pmi_preload *p, int tier)
+{
+    if (tier == 0) return;
+    mcd_tables_upload(pmi_preload_device(p));
+    if (!pmi_preload_fn(p, (const void *)mc_classify2_kernel<1>) ||
+        !pmi_preload_fn(p, (const void *)mc_classify2_kernel<0>) ||
+        !pmi_preload_fn(p, (const void *)mc_classify_kernel))
+        return;
+    if (mc_classify_preload_bits<double>(p) && mc_classify_preload_bits<uint8_t>(p) &&
+        mc_classify_preload_bits<uint16_t>(p) && mc_classify_preload_bits<int16_t>(p))
+        mc_classify_preload_bits<float>(p);
+}

@@ -607,3 +607,34 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
                    j.tstarts, j.ntri, (const float *)j.vpos, vn, j.pos, j.nrm, j.dc);
     return pmi_cuda_launched("pm_isosurface: soup");
 }
+
+/* Kernel preloading (preload.cu): the vertex kernels of one sample type,
+ * central normals and none first. */
+template <typename T> static int mc_expand_preload_type(pmi_preload *p)
+{
+    const void *k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
+                       (const void *)mc_soup_cell_kernel<T, PM_NORMALS_CENTRAL>,
+                       (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,
+                       (const void *)mc_soup_cell_kernel<T, PM_NORMALS_NONE>,
+                       (const void *)mc_vertex_block_kernel<T, PM_NORMALS_FORWARD>,
+                       (const void *)mc_soup_cell_kernel<T, PM_NORMALS_FORWARD>,
+                       (const void *)mc_vertex_block_kernel<T, PM_NORMALS_SOBEL>,
+                       (const void *)mc_soup_cell_kernel<T, PM_NORMALS_SOBEL>};
+    for (const void *f : k)
+        if (!pmi_preload_fn(p, f)) return 0;
+    return 1;
+}
+
+void pmi_mc_expand_preload(pmi_preload *p, int tier)
+{
+    if (tier == 0) {
+        mcd_tables_upload(pmi_preload_device(p));
+        if (pmi_preload_fn(p, (const void *)mc_triangle_kernel) &&
+            pmi_preload_fn(p, (const void *)mc_soup_record_kernel))
+            mc_expand_preload_type<float>(p);
+        return;
+    }
+    if (pmi_preload_fn(p, (const void *)mc_gather_kernel) && mc_expand_preload_type<uint8_t>(p) &&
+        mc_expand_preload_type<uint16_t>(p) && mc_expand_preload_type<int16_t>(p))
+        mc_expand_preload_type<double>(p);
+}

@@ -541,3 +541,23 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                m.pool_ctr, m.pool_cap, m.segbase, rec, rec_cap, edges, tb);
     return pmi_cuda_launched("pm_isosurface: record scatter");
 }
+
+/* Kernel preloading (preload.cu): f32 first. */
+void pmi_mc_stream_preload(pmi_preload *p, int tier)
+{
+    if (tier == 0) {
+        mcd_tables_upload(pmi_preload_device(p));
+        const void *k[] = {(const void *)mc_stream_kernel<float, 0>,
+                           (const void *)mc_stream_kernel<float, 1>,
+                           (const void *)mc_segscan_kernel, (const void *)mc_scatter_kernel};
+        for (const void *f : k)
+            if (!pmi_preload_fn(p, f)) return;
+        return;
+    }
+    const void *k[] = {
+        (const void *)mc_stream_kernel<uint8_t, 0>,  (const void *)mc_stream_kernel<uint8_t, 1>,
+        (const void *)mc_stream_kernel<uint16_t, 0>, (const void *)mc_stream_kernel<uint16_t, 1>,
+        (const void *)mc_stream_kernel<int16_t, 0>,  (const void *)mc_stream_kernel<int16_t, 1>};
+    for (const void *f : k)
+        if (!pmi_preload_fn(p, f)) return;
+}

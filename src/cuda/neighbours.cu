@@ -408,3 +408,13 @@ pm_status pmi_dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n,
     g->xyz = sxyz;
     return PM_STATUS_OK;
 }
+
+/* Kernel preloading (preload.cu): the particle pass's own kernels (CUB's
+ * sort loads its kernels at its first call). */
+void pmi_neighbours_preload(pmi_preload *p, int tier)
+{
+    if (tier != 0) return;
+    if (pmi_preload_fn(p, (const void *)dn_scan_kernel) &&
+        pmi_preload_fn(p, (const void *)dn_cells_kernel))
+        pmi_preload_fn(p, (const void *)dn_gather_kernel);
+}

@@ -450,3 +450,16 @@ pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window, const uint64
     if (s != PM_STATUS_OK) pm_mesh_piece_free(piece); /* zeroed, as the CPU leaves it */
     return s;
 }
+
+/* Kernel preloading (preload.cu): the bricks' pieces of f32 fields (the
+ * sparse reconstruction), central normals and none. */
+void pmi_piece_preload(pmi_preload *p, int tier)
+{
+    if (tier != 0) return;
+    mcd_tables_upload(pmi_preload_device(p));
+    const void *k[] = {(const void *)pc_classify<float>, (const void *)pc_scatter,
+                       (const void *)pc_vertices<float, PM_NORMALS_CENTRAL>,
+                       (const void *)pc_vertices<float, PM_NORMALS_NONE>};
+    for (const void *f : k)
+        if (!pmi_preload_fn(p, f)) return;
+}

@@ -177,3 +177,11 @@ extern "C" pm_status pmi_cuda_ply_body(pm_context *ctx, const pm_mesh *m, const 
     ctx->backend->scratch_free(ctx, chunk_d);
     return r;
 }
+
+/* Kernel preloading (preload.cu): the binary PLY body's kernels. */
+void pmi_ply_body_preload(pmi_preload *p, int tier)
+{
+    if (tier != 0) return;
+    if (pmi_preload_fn(p, (const void *)pb_check) && pmi_preload_fn(p, (const void *)pb_vertices))
+        pmi_preload_fn(p, (const void *)pb_faces);
+}
