@@ -419,6 +419,15 @@ int main(int argc, char **argv)
         return PMT_SKIP;
     }
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
+#ifdef PM_HAVE_CUDA
+    {
+        /* The process's first context loads the kernels (the figure of
+         * docs/cuda.md). */
+        double ms = 0;
+        int loaded = pmi_cuda_preload_wait(ctx, &ms);
+        printf("preload, first context: %d kernels in %.1f ms\n", loaded, ms);
+    }
+#endif
     test_reduce(ctx);
     test_scan(ctx);
     test_filter(ctx);

@@ -116,11 +116,12 @@ pm_status pmi_cuda_ply_body(pm_context *ctx, const pm_mesh *mesh, const char *pa
 /* Kernel preloading (preload.cu): a thread started with the context loads
  * the kernels each module lists, tier 0 (f32 paths) before tier 1 (the
  * rest); the stop (pm_context_destroy) lets it finish only the kernel it is
- * loading. pmi_preload_fn loads one kernel and returns 0 once stopped. */
+ * loading. pmi_preload_fn loads one kernel and returns 0 once stopped.
+ * The thread only loads kernels: no copy or other stream work, so that it
+ * cannot disturb a caller's stream capture. */
 struct pmi_preload;
 typedef struct pmi_preload pmi_preload;
 int pmi_preload_fn(pmi_preload *p, const void *fn);
-int pmi_preload_device(const pmi_preload *p);
 void pmi_cuda_preload_start(pmi_cuda_state *st);
 void pmi_cuda_preload_stop(pmi_cuda_state *st);
 void pmi_neighbours_preload(pmi_preload *p, int tier);

@@ -798,7 +798,6 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
 void pmi_isosurface_preload(pmi_preload *p, int tier)
 {
     if (tier == 0) {
-        mcd_tables_upload(pmi_preload_device(p));
         if (pmi_preload_fn(p, (const void *)mc_clear_kernel))
             pmi_preload_fn(p, (const void *)mc_final_kernel);
         return;

@@ -607,7 +607,6 @@ template <typename T> static int mc_classify_preload_bits(pmi_preload *p)
 void pmi_mc_classify_preload(pmi_preload *p, int tier)
 {
     if (tier == 0) return;
-    mcd_tables_upload(pmi_preload_device(p));
     if (!pmi_preload_fn(p, (const void *)mc_classify2_kernel<1>) ||
         !pmi_preload_fn(p, (const void *)mc_classify2_kernel<0>) ||
         !pmi_preload_fn(p, (const void *)mc_classify_kernel))

@@ -628,7 +628,6 @@ template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 void pmi_mc_expand_preload(pmi_preload *p, int tier)
 {
     if (tier == 0) {
-        mcd_tables_upload(pmi_preload_device(p));
         if (pmi_preload_fn(p, (const void *)mc_triangle_kernel) &&
             pmi_preload_fn(p, (const void *)mc_soup_record_kernel))
             mc_expand_preload_type<float>(p);

@@ -546,7 +546,6 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
 void pmi_mc_stream_preload(pmi_preload *p, int tier)
 {
     if (tier == 0) {
-        mcd_tables_upload(pmi_preload_device(p));
         const void *k[] = {(const void *)mc_stream_kernel<float, 0>,
                            (const void *)mc_stream_kernel<float, 1>,
                            (const void *)mc_segscan_kernel, (const void *)mc_scatter_kernel};

@@ -456,7 +456,6 @@ pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window, const uint64
 void pmi_piece_preload(pmi_preload *p, int tier)
 {
     if (tier != 0) return;
-    mcd_tables_upload(pmi_preload_device(p));
     const void *k[] = {(const void *)pc_classify<float>, (const void *)pc_scatter,
                        (const void *)pc_vertices<float, PM_NORMALS_CENTRAL>,
                        (const void *)pc_vertices<float, PM_NORMALS_NONE>};

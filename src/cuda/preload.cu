@@ -10,7 +10,9 @@
  * and the rarer paths. A kernel the caller launches before the thread
  * reaches it loads itself, as without the thread; nothing waits for the
  * thread but pm_context_destroy, which stops it after the kernel it is
- * loading. The hook nopreload leaves every kernel to load at its first
+ * loading. The thread makes no copies and queues no work (the marching
+ * cubes tables are still uploaded by the first call), so a caller's
+ * stream capture cannot be disturbed by it. The hook nopreload leaves every kernel to load at its first
  * launch (the A/B of bench/RESULTS-cudamc.md). */
 #include <pthread.h>
 #include <time.h>
@@ -19,7 +21,6 @@
 #include "cuda/cuda_internal.h"
 
 struct pmi_preload {
-    int device;
     const int *stop;
     int loaded;
 };
@@ -35,8 +36,6 @@ int pmi_preload_fn(pmi_preload *p, const void *fn)
     return 1;
 }
 
-int pmi_preload_device(const pmi_preload *p) { return p->device; }
-
 static double preload_now_ms(void)
 {
     struct timespec t;
@@ -48,7 +47,7 @@ static void *preload_main(void *arg)
 {
     pmi_cuda_state *st = (pmi_cuda_state *)arg;
     const double t0 = preload_now_ms();
-    pmi_preload p = {st->device, &st->preload_stop, 0};
+    pmi_preload p = {&st->preload_stop, 0};
     if (cudaSetDevice(st->device) == cudaSuccess) {
         /* In the order a reconstruction uses them: field, extraction, write. */
         for (int tier = 0; tier < 2; tier++) {
