@@ -42,9 +42,6 @@ extern "C" {
 /* CUDA: the device refuses a stream-ordered memory pool (older drivers
  * and devices), so scratch is cudaMalloc memory. */
 #define PMI_HOOK_NOPOOL 256u
-/* CUDA: no kernel preloading thread (src/cuda/preload.cu): every kernel
- * loads at its first launch, as CUDA's lazy loading does by itself. */
-#define PMI_HOOK_NOPRELOAD 512u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

@@ -67,9 +67,11 @@ typedef struct pmi_cuda_state {
     } out[PMI_CUDA_OUT], kept[PMI_CUDA_KEPT];
     unsigned out_next, nkept;
     size_t kept_bytes, kept_budget;
-    /* The thread loading the kernels (preload.cu), and what it did. */
+    /* The thread loading the kernels (preload.cu), its place in the list
+     * of running ones, and what it did. */
     pthread_t preload_thread;
-    int preload_running, preload_stop, preload_loaded;
+    struct pmi_cuda_state *preload_next;
+    int preload_stop, preload_listed, preload_loaded;
     double preload_ms;
 } pmi_cuda_state;
 
@@ -115,12 +117,13 @@ pm_status pmi_cuda_ply_body(pm_context *ctx, const pm_mesh *mesh, const char *pa
 
 /* Kernel preloading (preload.cu): a thread started with the context loads
  * the kernels each module lists, tier 0 (f32 paths) before tier 1 (the
- * rest); the stop (pm_context_destroy) lets it finish only the kernel it is
- * loading. pmi_preload_fn loads one kernel and returns 0 once stopped.
- * The thread only loads kernels: no copy or other stream work, so that it
- * cannot disturb a caller's stream capture. */
+ * rest); the stop (pm_context_destroy, or the process's exit) lets it
+ * finish only the kernel it is loading. pmi_preload_fn loads one kernel
+ * and returns 0 once stopped. The thread only loads kernels: no copy or
+ * other stream work, so that it cannot disturb a caller's stream capture. */
 struct pmi_preload;
 typedef struct pmi_preload pmi_preload;
+extern "C" {
 int pmi_preload_fn(pmi_preload *p, const void *fn);
 void pmi_cuda_preload_start(pmi_cuda_state *st);
 void pmi_cuda_preload_stop(pmi_cuda_state *st);
@@ -132,8 +135,10 @@ void pmi_mc_expand_preload(pmi_preload *p, int tier);
 void pmi_mc_classify_preload(pmi_preload *p, int tier);
 void pmi_ply_body_preload(pmi_preload *p, int tier);
 void pmi_piece_preload(pmi_preload *p, int tier);
-/* Tests: waits for the thread; the kernels it loaded and its time. */
-extern "C" int pmi_cuda_preload_wait(pm_context *ctx, double *ms);
+/* Tests: waits for the thread (not started: at once); the kernels it
+ * loaded, those listed and its time. */
+int pmi_cuda_preload_wait(pm_context *ctx, int *listed, double *ms);
+}
 
 static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
