@@ -4,7 +4,7 @@
 # through pkg-config (shared, and static with --static) and through CMake's
 # find_package (pyramesh::pyramesh and pyramesh::pyramesh_static), each run
 # on a small volume and giving the same mesh as the CLI; the CLI and its man
-# page installed.
+# page installed; nothing but the pm_ API exported by the shared library.
 # Usage: cli_install.sh BUILD_DIR SOURCE_DIR WORKDIR.
 set -u
 B=$1
@@ -22,6 +22,17 @@ LIBDIR=$(dirname "$(find "$P" -name pyramesh.pc | head -1)")/..
 [ -e "$LIBDIR/libpyramesh.a" ] || bad "libpyramesh.a not installed"
 ls "$LIBDIR"/libpyramesh.so* >/dev/null 2>&1 || bad "libpyramesh.so not installed"
 grep -q "isosurface" "$P/share/man/man1/pyramesh.1" || bad "the man page lacks the isosurface command"
+# Only the pm_ API is exported: other symbols of the shared library are
+# those the toolchain exports by itself (OpenMP's named critical sections,
+# libstdc++ template instantiations of the C++ readers).
+if command -v nm >/dev/null 2>&1; then
+  SO=$(ls "$LIBDIR"/libpyramesh.so.*.*.* 2>/dev/null | head -1)
+  if [ -n "$SO" ]; then
+    extra=$(nm -D --defined-only "$SO" | awk '{print $3}' |
+      grep -v -E '^(pm_|\.gomp_critical_user_pm_|_ZNSt|_ZNKSt|_ZSt|_init$|_fini$)' | head -5)
+    [ -z "$extra" ] || bad "the shared library exports more than the pm_ API: $extra"
+  fi
+fi
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
