@@ -230,6 +230,10 @@ int cli_write_deferred(pm_context *ctx, const char *path, pm_mesh *mesh,
  * (in GPU memory it is one more mesh there); returns 1 if there was one.
  * A frame whose device memory ran out retries once after it. */
 int cli_write_join(void);
+/* Writes the mesh in the frame's turn (pm_mesh_write_context), recording
+ * its route and time in r. */
+pm_status cli_write_now(pm_context *ctx, const char *path, const pm_mesh *mesh,
+                        const pm_write_options *w, cli_result *r);
 
 /* ---- cli_mpi.c: runs under mpirun (docs/distributed.md) -------------------- */
 
@@ -326,6 +330,14 @@ int cli_post_finish(const char *cmd, cli_post *q, cli_common *c, int splashsurf,
 /* Whether a post-processing step moves or merges vertices (the
  * extraction's gradient normals would then be stale). */
 int cli_post_moves(const cli_post *q);
+/* output_in_context_memory for the extraction of a command on ctx: on one
+ * GPU (not under mpirun, no --subdivide) the mesh stays where it is made
+ * (PM_OUTPUT_ANY: the GPU's memory for a dense grid, the host's for a
+ * sparse grid's merge), or in the GPU's memory when post-processing
+ * follows (its data-parallel steps run there); the host's otherwise.
+ * pm_mesh_write_context writes it from either (a binary PLY from the GPU
+ * streamed, the download overlapping the writing). */
+int cli_mesh_memory(pm_context *ctx, const cli_post *q, int subdivide);
 /* Runs the post-processing of `q` on a mesh from marching cubes on the
  * lattice origin/spacing (in host memory, or in context memory: then the
  * data-parallel steps run on the device and the mesh comes to the host

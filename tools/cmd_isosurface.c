@@ -307,10 +307,7 @@ static int iso_finish(iso_job *job, const cli_frame *f, cli_progress *p, cli_res
         if (!job->debug_dir && cli_write_deferred(job->ctx, f->output, &mesh, &wopt, r)) {
             /* written while the next frame is meshed */
         } else {
-            r->write_path = pm_mesh_write_route(job->ctx, f->output, &mesh, &wopt);
-            t0 = cli_now_ms();
-            s = pm_mesh_write_context(job->ctx, f->output, &mesh, &wopt);
-            r->t.write_ms = cli_now_ms() - t0;
+            s = cli_write_now(job->ctx, f->output, &mesh, &wopt, r);
             if (s != PM_STATUS_OK) {
                 pm_mesh_free(job->ctx, &mesh);
                 pm_volume_free(&vol);
@@ -465,16 +462,10 @@ static int iso_frame(void *user, const cli_frame *f, cli_progress *p, cli_result
     opt.normals = c->normals;
     opt.mode = c->soup ? PM_MESH_SOUP : PM_MESH_INDEXED;
     opt.inside = job->inside;
-    /* Normals that post-processing replaces are not computed here. On a
-     * CUDA context the mesh stays where it is made, on the device:
-     * post-processing runs there, and pm_mesh_write_context streams a
-     * binary PLY from there into the file (the download overlaps the
-     * writing). */
+    /* Normals that post-processing replaces are not computed here. */
     const cli_post *q = &job->post;
     if (q->normals || cli_post_moves(q)) opt.normals = PM_NORMALS_NONE;
-    opt.output_in_context_memory = 0;
-    if (pm_context_device(job->ctx) == PM_DEVICE_CUDA && c->subdivide <= 0)
-        opt.output_in_context_memory = q->enabled_any ? 1 : cli_mpi_rank < 0 ? PM_OUTPUT_ANY : 0;
+    opt.output_in_context_memory = cli_mesh_memory(job->ctx, q, c->subdivide);
     t0 = cli_now_ms();
     pm_volume in = vol;
     void *dev = NULL;

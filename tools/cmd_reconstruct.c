@@ -204,15 +204,7 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
     const cli_post *q = &o->post;
     cli_progress_stage(p, "reconstructing");
     pm_isosurface_options iso = o->iso;
-    /* On a CUDA context the mesh stays in device memory when post-processing
-     * follows (its data-parallel steps run there); else it stays where it is
-     * made (PM_OUTPUT_ANY: the GPU's memory for a dense grid, the host's for
-     * a sparse grid's merge), and pm_mesh_write_context writes it from there
-     * (a binary PLY from the GPU is streamed, the download overlapping the
-     * writing). */
-    iso.output_in_context_memory = 0;
-    if (pm_context_device(ctx) == PM_DEVICE_CUDA && o->subdivide <= 0)
-        iso.output_in_context_memory = q->enabled_any ? 1 : cli_mpi_rank < 0 ? PM_OUTPUT_ANY : 0;
+    iso.output_in_context_memory = cli_mesh_memory(ctx, q, o->subdivide);
     /* Normals that post-processing replaces are not computed here. */
     if (q->normals || cli_post_moves(q)) iso.normals = PM_NORMALS_NONE;
     r->report.timed = 1;
@@ -309,10 +301,7 @@ static int reconstruct(pm_context *ctx, const float *xyz, float **dev, size_t n,
         if (cli_write_deferred(ctx, output, &mesh, &o->write, r)) {
             rc = CLI_OK; /* written while the next frame is meshed */
         } else {
-            r->write_path = pm_mesh_write_route(ctx, output, &mesh, &o->write);
-            t0 = cli_now_ms();
-            s = pm_mesh_write_context(ctx, output, &mesh, &o->write);
-            r->t.write_ms = cli_now_ms() - t0;
+            s = cli_write_now(ctx, output, &mesh, &o->write, r);
             rc = s == PM_STATUS_OK ? CLI_OK : fail(p, s, output);
         }
     }

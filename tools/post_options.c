@@ -94,6 +94,12 @@ static char *raw_name(const char *output)
     return s;
 }
 
+int cli_mesh_memory(pm_context *ctx, const cli_post *q, int subdivide)
+{
+    if (pm_context_device(ctx) != PM_DEVICE_CUDA || subdivide > 0) return 0;
+    return q->enabled_any ? 1 : cli_mpi_rank < 0 ? PM_OUTPUT_ANY : 0;
+}
+
 int cli_post_moves(const cli_post *q)
 {
     return q->mesh_cleanup || q->decimate_barnacles ||

@@ -69,6 +69,16 @@ static void writer_join(void)
     }
 }
 
+pm_status cli_write_now(pm_context *ctx, const char *path, const pm_mesh *mesh,
+                        const pm_write_options *w, cli_result *r)
+{
+    r->write_path = pm_mesh_write_route(ctx, path, mesh, w);
+    const double t0 = cli_now_ms();
+    pm_status s = pm_mesh_write_context(ctx, path, mesh, w);
+    r->t.write_ms = cli_now_ms() - t0;
+    return s;
+}
+
 int cli_write_join(void)
 {
     if (!writer.running) return 0;
