@@ -139,6 +139,13 @@ void pmi_piece_preload(pmi_preload *p, int tier);
  * loaded, those listed and its time. */
 int pmi_cuda_preload_wait(pm_context *ctx, int *listed, double *ms);
 }
+/* pmi_preload_fn on each of a module's kernels in turn; 0 once stopped. */
+template <size_t N> static inline int pmi_preload_all(pmi_preload *p, const void *const (&k)[N])
+{
+    for (size_t i = 0; i < N; i++)
+        if (!pmi_preload_fn(p, k[i])) return 0;
+    return 1;
+}
 
 static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 

@@ -430,8 +430,7 @@ extern "C" pm_status pmi_cuda_field_compute_async(pm_context *ctx, const float *
 void pmi_density_preload(pmi_preload *p, int tier)
 {
     if (tier != 0) return;
-    const void *k[] = {(const void *)dn_volumes_kernel, (const void *)dn_sph_field_kernel,
-                       (const void *)dn_splat_kernel, (const void *)dn_blur_kernel};
-    for (const void *f : k)
-        if (!pmi_preload_fn(p, f)) return;
+    const void *const k[] = {(const void *)dn_volumes_kernel, (const void *)dn_sph_field_kernel,
+                             (const void *)dn_splat_kernel, (const void *)dn_blur_kernel};
+    pmi_preload_all(p, k);
 }

@@ -797,11 +797,10 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
  * call, then the slab windows'. */
 void pmi_isosurface_preload(pmi_preload *p, int tier)
 {
-    if (tier == 0) {
-        if (pmi_preload_fn(p, (const void *)mc_clear_kernel))
-            pmi_preload_fn(p, (const void *)mc_final_kernel);
-        return;
-    }
-    if (pmi_preload_fn(p, (const void *)mc_window_kernel))
-        pmi_preload_fn(p, (const void *)mc_rebase_kernel);
+    const void *const k0[] = {(const void *)mc_clear_kernel, (const void *)mc_final_kernel};
+    const void *const k1[] = {(const void *)mc_window_kernel, (const void *)mc_rebase_kernel};
+    if (tier == 0)
+        pmi_preload_all(p, k0);
+    else
+        pmi_preload_all(p, k1);
 }

@@ -598,20 +598,18 @@ pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling 
 
 /* Kernel preloading (preload.cu): the bitmask path is tier 1 (f64 and
  * large integer volumes). */
-template <typename T> static int mc_classify_preload_bits(pmi_preload *p)
-{
-    return pmi_preload_fn(p, (const void *)mc_bits_kernel<T, 1>) &&
-           pmi_preload_fn(p, (const void *)mc_bits_kernel<T, 0>);
-}
-
+#define MC_BITS_PAIR(T) (const void *)mc_bits_kernel<T, 1>, (const void *)mc_bits_kernel<T, 0>
 void pmi_mc_classify_preload(pmi_preload *p, int tier)
 {
     if (tier == 0) return;
-    if (!pmi_preload_fn(p, (const void *)mc_classify2_kernel<1>) ||
-        !pmi_preload_fn(p, (const void *)mc_classify2_kernel<0>) ||
-        !pmi_preload_fn(p, (const void *)mc_classify_kernel))
-        return;
-    if (mc_classify_preload_bits<double>(p) && mc_classify_preload_bits<uint8_t>(p) &&
-        mc_classify_preload_bits<uint16_t>(p) && mc_classify_preload_bits<int16_t>(p))
-        mc_classify_preload_bits<float>(p);
+    const void *const k[] = {(const void *)mc_classify2_kernel<1>,
+                             (const void *)mc_classify2_kernel<0>,
+                             (const void *)mc_classify_kernel,
+                             MC_BITS_PAIR(double),
+                             MC_BITS_PAIR(uint8_t),
+                             MC_BITS_PAIR(uint16_t),
+                             MC_BITS_PAIR(int16_t),
+                             MC_BITS_PAIR(float)};
+    pmi_preload_all(p, k);
 }
+#undef MC_BITS_PAIR

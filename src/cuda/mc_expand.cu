@@ -612,25 +612,23 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
  * central normals and none first. */
 template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 {
-    const void *k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
-                       (const void *)mc_soup_cell_kernel<T, PM_NORMALS_CENTRAL>,
-                       (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,
-                       (const void *)mc_soup_cell_kernel<T, PM_NORMALS_NONE>,
-                       (const void *)mc_vertex_block_kernel<T, PM_NORMALS_FORWARD>,
-                       (const void *)mc_soup_cell_kernel<T, PM_NORMALS_FORWARD>,
-                       (const void *)mc_vertex_block_kernel<T, PM_NORMALS_SOBEL>,
-                       (const void *)mc_soup_cell_kernel<T, PM_NORMALS_SOBEL>};
-    for (const void *f : k)
-        if (!pmi_preload_fn(p, f)) return 0;
-    return 1;
+    const void *const k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
+                             (const void *)mc_soup_cell_kernel<T, PM_NORMALS_CENTRAL>,
+                             (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,
+                             (const void *)mc_soup_cell_kernel<T, PM_NORMALS_NONE>,
+                             (const void *)mc_vertex_block_kernel<T, PM_NORMALS_FORWARD>,
+                             (const void *)mc_soup_cell_kernel<T, PM_NORMALS_FORWARD>,
+                             (const void *)mc_vertex_block_kernel<T, PM_NORMALS_SOBEL>,
+                             (const void *)mc_soup_cell_kernel<T, PM_NORMALS_SOBEL>};
+    return pmi_preload_all(p, k);
 }
 
 void pmi_mc_expand_preload(pmi_preload *p, int tier)
 {
     if (tier == 0) {
-        if (pmi_preload_fn(p, (const void *)mc_triangle_kernel) &&
-            pmi_preload_fn(p, (const void *)mc_soup_record_kernel))
-            mc_expand_preload_type<float>(p);
+        const void *const k[] = {(const void *)mc_triangle_kernel,
+                                 (const void *)mc_soup_record_kernel};
+        if (pmi_preload_all(p, k)) mc_expand_preload_type<float>(p);
         return;
     }
     if (pmi_preload_fn(p, (const void *)mc_gather_kernel) && mc_expand_preload_type<uint8_t>(p) &&

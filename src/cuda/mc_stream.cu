@@ -545,18 +545,15 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
 /* Kernel preloading (preload.cu): f32 first. */
 void pmi_mc_stream_preload(pmi_preload *p, int tier)
 {
-    if (tier == 0) {
-        const void *k[] = {(const void *)mc_stream_kernel<float, 0>,
-                           (const void *)mc_stream_kernel<float, 1>,
-                           (const void *)mc_segscan_kernel, (const void *)mc_scatter_kernel};
-        for (const void *f : k)
-            if (!pmi_preload_fn(p, f)) return;
-        return;
-    }
-    const void *k[] = {
+    const void *const k0[] = {(const void *)mc_stream_kernel<float, 0>,
+                              (const void *)mc_stream_kernel<float, 1>,
+                              (const void *)mc_segscan_kernel, (const void *)mc_scatter_kernel};
+    const void *const k1[] = {
         (const void *)mc_stream_kernel<uint8_t, 0>,  (const void *)mc_stream_kernel<uint8_t, 1>,
         (const void *)mc_stream_kernel<uint16_t, 0>, (const void *)mc_stream_kernel<uint16_t, 1>,
         (const void *)mc_stream_kernel<int16_t, 0>,  (const void *)mc_stream_kernel<int16_t, 1>};
-    for (const void *f : k)
-        if (!pmi_preload_fn(p, f)) return;
+    if (tier == 0)
+        pmi_preload_all(p, k0);
+    else
+        pmi_preload_all(p, k1);
 }

@@ -414,7 +414,7 @@ pm_status pmi_dn_grid_build_fixed(pm_context *ctx, const float *xyz, size_t n,
 void pmi_neighbours_preload(pmi_preload *p, int tier)
 {
     if (tier != 0) return;
-    if (pmi_preload_fn(p, (const void *)dn_scan_kernel) &&
-        pmi_preload_fn(p, (const void *)dn_cells_kernel))
-        pmi_preload_fn(p, (const void *)dn_gather_kernel);
+    const void *const k[] = {(const void *)dn_scan_kernel, (const void *)dn_cells_kernel,
+                             (const void *)dn_gather_kernel};
+    pmi_preload_all(p, k);
 }

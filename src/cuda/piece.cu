@@ -456,9 +456,8 @@ pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window, const uint64
 void pmi_piece_preload(pmi_preload *p, int tier)
 {
     if (tier != 0) return;
-    const void *k[] = {(const void *)pc_classify<float>, (const void *)pc_scatter,
-                       (const void *)pc_vertices<float, PM_NORMALS_CENTRAL>,
-                       (const void *)pc_vertices<float, PM_NORMALS_NONE>};
-    for (const void *f : k)
-        if (!pmi_preload_fn(p, f)) return;
+    const void *const k[] = {(const void *)pc_classify<float>, (const void *)pc_scatter,
+                             (const void *)pc_vertices<float, PM_NORMALS_CENTRAL>,
+                             (const void *)pc_vertices<float, PM_NORMALS_NONE>};
+    pmi_preload_all(p, k);
 }

@@ -182,6 +182,7 @@ extern "C" pm_status pmi_cuda_ply_body(pm_context *ctx, const pm_mesh *m, const 
 void pmi_ply_body_preload(pmi_preload *p, int tier)
 {
     if (tier != 0) return;
-    if (pmi_preload_fn(p, (const void *)pb_check) && pmi_preload_fn(p, (const void *)pb_vertices))
-        pmi_preload_fn(p, (const void *)pb_faces);
+    const void *const k[] = {(const void *)pb_check, (const void *)pb_vertices,
+                             (const void *)pb_faces};
+    pmi_preload_all(p, k);
 }

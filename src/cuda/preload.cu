@@ -20,7 +20,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cuda/cuda_internal.h"
 
@@ -41,17 +40,10 @@ int pmi_preload_fn(pmi_preload *p, const void *fn)
     return 1;
 }
 
-static double preload_now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
 static void *preload_main(void *arg)
 {
     pmi_cuda_state *st = (pmi_cuda_state *)arg;
-    const double t0 = preload_now_ms();
+    const double t0 = pmi_now_ms();
     pmi_preload p = {&st->preload_stop, 0, 0};
     if (cudaSetDevice(st->device) == cudaSuccess) {
         /* In the order a reconstruction uses them: field, extraction, write. */
@@ -69,7 +61,7 @@ static void *preload_main(void *arg)
     cudaGetLastError();
     st->preload_listed = p.listed;
     st->preload_loaded = p.loaded;
-    st->preload_ms = preload_now_ms() - t0;
+    st->preload_ms = pmi_now_ms() - t0;
     return NULL;
 }
 
