@@ -27,20 +27,25 @@
  * beyond any L2); a soup from the cells up to 2^23 points, else from the
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
-static size_t search_runs, novroom_runs, nopdl_runs;
+#define PMT_DIRECT_MAX ((size_t)1 << 28)
+static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs;
 static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_volume *v, int soup,
                        int async, const char *what)
 {
     if (pm_context_device(ctx) != PM_DEVICE_CUDA) return;
     const size_t points = v->nx * v->ny * v->nz, mask_bytes = points / 8;
-    const int stream =
-        v->type != PM_SAMPLE_F64 && (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24));
+    const int direct = v->type != PM_SAMPLE_F64 && (v->nx + 31) / 32 <= 64 &&
+                       points <= PMT_DIRECT_MAX && !hook_set("stream");
+    const int stream = !direct && v->type != PM_SAMPLE_F64 &&
+                       (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24));
     PMT_CHECK(path_has(r, "backend=cuda"), "%s: path \"%s\"", what, r->path);
-    PMT_CHECK(path_has(r, stream ? "pass1=stream" : "pass1=bitmask"), "%s: path \"%s\"", what,
-              r->path);
-    if (!stream && mask_bytes < ((size_t)4 << 20))
+    PMT_CHECK(path_has(r, direct   ? "pass1=direct"
+                          : stream ? "pass1=stream"
+                                   : "pass1=bitmask"),
+              "%s: path \"%s\"", what, r->path);
+    if (!stream && !direct && mask_bytes < ((size_t)4 << 20))
         PMT_CHECK(path_has(r, "classify=batched"), "%s: path \"%s\"", what, r->path);
-    if (!stream && mask_bytes > ((size_t)512 << 20))
+    if (!stream && !direct && mask_bytes > ((size_t)512 << 20))
         PMT_CHECK(path_has(r, "classify=perword"), "%s: path \"%s\"", what, r->path);
     const int search = hook_set("search"), novroom = hook_set("novroom");
     if (!soup) {
@@ -69,6 +74,8 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     search_runs += path_has(r, "pass2=search");
     novroom_runs += path_has(r, "soup=cells-fallback");
     nopdl_runs += path_has(r, "launch=plain");
+    direct_runs += path_has(r, "pass1=direct");
+    stream_runs += path_has(r, "pass1=stream");
 }
 
 static pm_context *cpu_ctx(void)
@@ -629,8 +636,17 @@ int main(int argc, char **argv)
         test_oom(ctx);
         test_rerun(ctx);
         test_huge(ctx);
-        printf("forced paths: %zu pass2=search, %zu soup=cells-fallback, %zu launch=plain\n",
-               search_runs, novroom_runs, nopdl_runs);
+        printf("forced paths: %zu pass2=search, %zu soup=cells-fallback, %zu launch=plain; "
+               "pass 1: %zu direct, %zu stream\n",
+               search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs);
+        /* Both classifications by default (small volumes direct, the
+         * larger ones of test_size_paths streamed); the stream hook takes
+         * every volume that the direct one would to the streaming one. */
+        PMT_CHECK(stream_runs > 0, "pass1=stream never ran");
+        if (hook_set("stream"))
+            PMT_CHECK(direct_runs == 0, "hook stream: pass1=direct ran %zu times", direct_runs);
+        else
+            PMT_CHECK(direct_runs > 0, "pass1=direct never ran");
         if (hook_set("search")) PMT_CHECK(search_runs > 0, "hook search: never pass2=search");
         if (hook_set("novroom"))
             PMT_CHECK(novroom_runs > 0, "hook novroom: never soup=cells-fallback");

@@ -14,7 +14,7 @@ static const struct {
     {"novroom", PMI_HOOK_NOVROOM}, {"search", PMI_HOOK_SEARCH},   {"nopdl", PMI_HOOK_NOPDL},
     {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS}, {"levels", PMI_HOOK_LEVELS},
     {"slabs", PMI_HOOK_SLABS},
-    {"split", PMI_HOOK_SPLIT},     {"nopool", PMI_HOOK_NOPOOL},
+    {"split", PMI_HOOK_SPLIT},     {"nopool", PMI_HOOK_NOPOOL},   {"stream", PMI_HOOK_STREAM},
 };
 #endif
 
@@ -40,7 +40,7 @@ pm_status pmi_hooks(unsigned *hooks)
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
                              "comma-separated list of novroom, search, nopdl, scalar, twopass, "
-                             "levels, slabs, split, nopool)",
+                             "levels, slabs, split, nopool, stream)",
                              (int)len, p, e);
         *hooks |= bit;
         p += len;

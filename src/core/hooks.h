@@ -42,6 +42,10 @@ extern "C" {
 /* CUDA: the device refuses a stream-ordered memory pool (older drivers
  * and devices), so scratch is cudaMalloc memory. */
 #define PMI_HOOK_NOPOOL 256u
+/* CUDA marching cubes: pass 1 by the streaming classification on small
+ * volumes too (which take the direct classification by default), so the
+ * suite's volumes, shaped for its chunks and bands, test it. */
+#define PMI_HOOK_STREAM 512u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

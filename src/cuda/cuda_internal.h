@@ -131,6 +131,7 @@ void pmi_neighbours_preload(pmi_preload *p, int tier);
 void pmi_density_preload(pmi_preload *p, int tier);
 void pmi_isosurface_preload(pmi_preload *p, int tier);
 void pmi_mc_stream_preload(pmi_preload *p, int tier);
+void pmi_mc_direct_preload(pmi_preload *p, int tier);
 void pmi_mc_expand_preload(pmi_preload *p, int tier);
 void pmi_mc_classify_preload(pmi_preload *p, int tier);
 void pmi_ply_body_preload(pmi_preload *p, int tier);

@@ -56,18 +56,24 @@ static int mc_pdl_compiled(void)
  * points (f32 at every size, f64 never). */
 #define MC_STREAM_MAX ((size_t)1 << 24)
 
-typedef enum mc_pass1 { MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
+/* The direct classification (one kernel) up to MC_DIRECT_MAX points,
+ * the streaming one above (measured on the H100, bench/RESULTS-cudamc.md). */
+#ifndef MC_DIRECT_MAX
+#define MC_DIRECT_MAX ((size_t)1 << 28)
+#endif
+
+typedef enum mc_pass1 { MC_PASS1_DIRECT, MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
 
 /* What an extraction does, decided on the host before any launch, the same
  * for both entry points. */
 typedef struct mc_plan {
     mcd_volume v;
-    mc_tiling tl;      /* the bitmask path's tiling */
+    mc_tiling tl;      /* the bitmask or direct path's tiling */
     mc_stream_grid sg; /* the streaming path's grid */
     size_t npoints;
     int indexed;    /* the mesh is indexed */
     int edges;      /* records with crossings and the row table (all but the soup from the cells) */
-    mc_pass1 pass1; /* streaming classification, or the bitmask kernels */
+    mc_pass1 pass1; /* direct or streaming classification, or the bitmask kernels */
     mc_cls_kernel cls; /* the bitmask path's classification kernel */
     mc_soup soup;      /* how pass 2 makes a soup (MC_SOUP_NONE: indexed) */
     int tables;        /* the classification writes the start table */
@@ -134,8 +140,14 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * 256^3 and through the bitmask from 384^3). */
     const int stream = pmi_mc_stream_supported(vol) &&
                        (vol->type == PM_SAMPLE_F32 || pl->npoints <= MC_STREAM_MAX);
-    pl->pass1 = stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
-    if (stream) {
+    /* Small volumes by the direct classification (one kernel), unless the
+     * stream hook asks for the streaming one. */
+    const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= MC_DIRECT_MAX &&
+                       !(pl->hooks & PMI_HOOK_STREAM);
+    pl->pass1 = direct ? MC_PASS1_DIRECT : stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
+    if (direct) {
+        pl->tl = pmi_mc_direct_tiling(vol);
+    } else if (stream) {
         pl->sg = pmi_mc_stream_make_grid(vol, st->num_sms);
     } else {
         pl->tl = pmi_mc_make_tiling(vol);
@@ -159,7 +171,10 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup s
 {
     if (!r) return;
     pmi_report_path(r, "backend", "cuda");
-    pmi_report_path(r, "pass1", pl.pass1 == MC_PASS1_STREAM ? "stream" : "bitmask");
+    pmi_report_path(r, "pass1",
+                    pl.pass1 == MC_PASS1_DIRECT   ? "direct"
+                    : pl.pass1 == MC_PASS1_STREAM ? "stream"
+                                                  : "bitmask");
     if (pl.pass1 == MC_PASS1_BITMASK)
         pmi_report_path(r, "classify", pl.cls == MC_CLS_BATCHED ? "batched" : "perword");
     pmi_report_path(r, "pass2",
@@ -199,8 +214,10 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     size_t state_b =
         pmi_align256((size_t)(stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
     size_t head_b = 256 + state_b;
-    /* Last: the bitmask, or the streaming classification's segment
-     * counts, segment bases and record pool. */
+    /* Last: the bitmask (its size kept by the direct classification,
+     * which stores none, as room for a soup's indexed vertices), or the
+     * streaming classification's segment counts, segment bases and record
+     * pool. */
     size_t segc_b = stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
     size_t segb_b = stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
     size_t bits_b = stream ? segc_b + segb_b + pmi_align256(rec_cap * 16)
@@ -255,6 +272,9 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
         return pmi_mc_stream_classify(ctx, pl.v, vol->type, sg, pl.edges, sm, p->rec, rec_cap,
                                       p->rows, p->totals, tp, pl.pdl);
     }
+    if (pl.pass1 == MC_PASS1_DIRECT)
+        return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, ticket, state, p->rec,
+                                      rec_cap, p->rows, p->totals, tp, pl.pdl);
     PMI_TRY(pmi_mc_inside_bits(ctx, pl.v, tl, vol->type, bits, pl.pdl));
     return pmi_mc_classify(ctx, pl.v, tl, pl.edges, bits, ticket, state, p->rec, rec_cap, p->rows,
                            p->totals, pl.cls, tp, pl.pdl);

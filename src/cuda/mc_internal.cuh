@@ -121,6 +121,22 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_tables *tab, int pdl);
 }
 
+/* Direct classification (mc_direct.cu, the default for small volumes):
+ * the records, row table, start table and totals of pmi_mc_classify in one
+ * kernel from the volume, no bitmask stored; tiles of MC_THREADS words
+ * (pmi_mc_direct_tiling), ticket and states (3 * ntiles) zeroed by the
+ * caller. Rows of at most 32 * MC_DIRECT_WMAX points, all types but f64. */
+#define MC_DIRECT_WMAX 64
+extern "C" {
+int pmi_mc_direct_supported(const pm_volume *vol);
+mc_tiling pmi_mc_direct_tiling(const pm_volume *vol);
+pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
+                                 const mc_tiling &tl, int edges, unsigned int *ticket,
+                                 unsigned long long *state, mc_records rec,
+                                 unsigned long long rec_cap, unsigned long long *rows,
+                                 unsigned long long *totals, const mc_tables *tab, int pdl);
+}
+
 /* Counts of pm_isosurface_async's pass 2, written on the device after
  * pass 1 (mc_final_kernel): records, crossings, triangles, and whether the
  * mesh is written at all (0 when it does not fit the caller's

@@ -48,19 +48,6 @@ MCD_TABLES_UPLOAD
 /* Segment counts (segc) are packed in 32 bits: records (<= 256) |
  * triangles (<= 1280) << 9 | crossings (<= 768) << 20. */
 
-/* Inside test on a loaded sample, as mcd_inside_t but with one compare:
- * floats against fthr, integer samples (exact in float) against the
- * integer threshold it (mcd_int_threshold). ABOVE: inside is above iso.
- * NaN is never inside. */
-template <typename T, int ABOVE>
-static __device__ __forceinline__ bool ms_inside(T x, float ft, int it)
-{
-    if constexpr (sizeof(T) == 4 && (T)0.5 != 0)
-        return ABOVE ? x > ft : x < ft;
-    else
-        return ABOVE ? (int)x > it : (int)x < it;
-}
-
 /* Loading one corner slice k: warp w's lane l loads the samples x0 + 32 q
  * + l of block rows 4 w + m / 8 (q = m % 8) for items m = 0..31 (a warp
  * instruction reads 32 consecutive samples). okm: bit m set when item m
@@ -90,7 +77,7 @@ static __device__ __forceinline__ void ms_pack(const T s[32], unsigned okm, floa
 #pragma unroll
     for (int m = 0; m < 32; m++) {
         const unsigned wd = __ballot_sync(0xffffffffu, in && (FULL || (okm >> m & 1)) &&
-                                                           ms_inside<T, ABOVE>(s[m], ft, it));
+                                                           mc_inside_cmp<T, ABOVE>(s[m], ft, it));
         if (lane == 0) rows[4 * w + (m >> 3)][m & 7] = wd;
     }
 }
@@ -192,7 +179,7 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
             else
                 ms_pack<T, ABOVE, 0>(s, okm, ft, it, kc < v.nz, s_b[buf]);
             if (t < MS_ROWS)
-                s_b[buf][t][MS_XW] = kc < v.nz && hok && ms_inside<T, ABOVE>(h, ft, it);
+                s_b[buf][t][MS_XW] = kc < v.nz && hok && mc_inside_cmp<T, ABOVE>(h, ft, it);
         }
         if (n + 1 < nsteps) {
             kl = back ? kc - 1 : kc + 1;

@@ -137,4 +137,43 @@ static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned lon
         tab[b] = r;
 }
 
+/* Inside test on a loaded sample, as mcd_inside_t but with one compare:
+ * floats against fthr, integer samples (exact in float) against the
+ * integer threshold it (mcd_int_threshold). ABOVE: inside is above iso.
+ * NaN is never inside. */
+template <typename T, int ABOVE>
+static __device__ __forceinline__ bool mc_inside_cmp(T x, float ft, int it)
+{
+    if constexpr (sizeof(T) == 4 && (T)0.5 != 0)
+        return ABOVE ? x > ft : x < ft;
+    else
+        return ABOVE ? (int)x > it : (int)x < it;
+}
+
+/* The records of the active points am of word m (first point row0), in
+ * order: record rb, triangle prefix tb, crossing prefix cb, advanced past
+ * them; and the start table's entries they hold. */
+static __device__ __forceinline__ void
+mc_emit_records(const mc_word &m, unsigned am, unsigned long long row0, const uint8_t *s_nt,
+                const mc_records &rec, unsigned long long rec_cap, int edges, const mc_tables &tab,
+                unsigned long long *rb, unsigned long long *tb, unsigned long long *cb)
+{
+    while (am) {
+        const int p = __ffs(am) - 1;
+        am &= am - 1;
+        unsigned nt, nc;
+        const unsigned info = mc_record_info(m, p, s_nt, &nt, &nc);
+        if (*rb < rec_cap) {
+            rec.point[*rb] = row0 + (unsigned long long)p;
+            rec.info[*rb] = (uint16_t)info;
+            rec.tri[*rb] = *tb;
+            if (edges) rec.cross[*rb] = *cb;
+        }
+        if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, *tb, nt, (long long)*rb);
+        ++*rb;
+        *tb += nt;
+        *cb += nc;
+    }
+}
+
 #endif

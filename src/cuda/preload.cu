@@ -51,6 +51,7 @@ static void *preload_main(void *arg)
             pmi_neighbours_preload(&p, tier);
             pmi_density_preload(&p, tier);
             pmi_isosurface_preload(&p, tier);
+            pmi_mc_direct_preload(&p, tier);
             pmi_mc_stream_preload(&p, tier);
             pmi_mc_expand_preload(&p, tier);
             pmi_ply_body_preload(&p, tier);

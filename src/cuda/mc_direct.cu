@@ -1,0 +1,208 @@
+/* CUDA marching cubes, pass 1 in one kernel: the direct classification
+ * (the default for small volumes, up to MC_DIRECT_MAX points, see
+ * mc_plan_make in isosurface.cu). The same records, row table, start
+ * table and totals as the bitmask kernels of mc_classify.cu, with the
+ * bitmask never stored: a block owns a tile of MC_THREADS consecutive
+ * 32-point words in lattice order and computes the inside bits its words
+ * need straight from the volume into shared memory, one warp load and one
+ * ballot per word: the tile's words and the row after them (window 0),
+ * and the same words one slice on (window 1). Thread t then classifies
+ * word t (mc_words.cuh), the block scans the counts, the tile chains them
+ * to the tiles before it by decoupled look-back (ticket order, so the
+ * chain never waits on a tile that has not started) and writes its
+ * records in lattice order.
+ *
+ * Why a third pass-1 path: a small volume is meshed by latency, not by
+ * bandwidth. The streaming classification takes three kernels (stream,
+ * segment scan, scatter) and its blocks walk four slices in turn; the
+ * bitmask path two kernels and a round trip of the bits through memory.
+ * Here one launch holds every tile of a 128^3 volume at once (256 tiles),
+ * each reads its 2 (256 + W + 1) words in a few batches of loads, and the
+ * slice that two tiles share is read twice (from L2 the second time).
+ * Rows of at most 32 MC_DIRECT_WMAX points (the windows' size). Measured
+ * figures: bench/RESULTS-cudamc.md. */
+#include "cuda/mc_words.cuh"
+
+MCD_TABLES_UPLOAD
+
+#define MD_WIN (MC_THREADS + MC_DIRECT_WMAX + 1) /* words in a window, at most */
+#define MD_BATCH 16 /* words a warp loads before it packs any of them */
+
+template <typename T, int ABOVE>
+static __global__ void __launch_bounds__(MC_THREADS, 3)
+    mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, unsigned int *ticket,
+                     unsigned long long *state, mc_records rec, unsigned long long rec_cap,
+                     unsigned long long *rows, mc_tables tab, unsigned long long *totals)
+{
+    pmi_pdl_enter();
+    __shared__ uint8_t s_nt[256];
+    __shared__ unsigned s_w[2 * MD_WIN];
+    __shared__ unsigned long long s_wsum[MC_THREADS / 32];
+    __shared__ unsigned long long base[3];
+    __shared__ unsigned s_tile, s_cells;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    s_nt[t] = mcd_tri_count[t];
+    if (t == 0) {
+        s_tile = atomicAdd(ticket, 1u);
+        s_cells = 0;
+    }
+    __syncthreads();
+    /* 32-bit positions: the plan keeps nwords + one slice of words +
+     * MD_WIN below 2^32. */
+    const unsigned tile = s_tile, W = (unsigned)tl.words, ny = (unsigned)v.ny,
+                   nw = (unsigned)tl.nwords, nx = (unsigned)v.nx;
+    const unsigned w0 = tile * MC_THREADS, nwin = MC_THREADS + W + 1, slice = W * ny;
+    const float ft = v.fthr;
+    const int it = mcd_int_threshold(ft, ABOVE);
+    const T *data = (const T *)v.data;
+
+    /* (1) Inside bits of window element e (word w0 + e of window 0, or
+     * word w0 + e - nwin + slice of window 1) into s_w[e]; warp w takes a
+     * contiguous share of the 2 nwin elements. Missing words and points
+     * are outside, as in the bitmask. */
+    const unsigned nall = 2 * nwin, per = (nall + MC_THREADS / 32 - 1) / (MC_THREADS / 32);
+    const unsigned e0 = warp * per, e1 = min(e0 + per, nall);
+    for (unsigned eb = e0; eb < e1; eb += MD_BATCH) {
+        T s[MD_BATCH];
+        bool ok[MD_BATCH];
+#pragma unroll
+        for (int u = 0; u < MD_BATCH; u++) {
+            const unsigned e = eb + u, second = e >= nwin;
+            const unsigned p = w0 + e + (second ? slice - nwin : 0u);
+            const unsigned r = p / W, wi = p - r * W, k = r / ny, j = r - k * ny;
+            const unsigned x = 32 * wi + lane;
+            ok[u] = e < e1 && p < nw && x < nx;
+            s[u] = ok[u] ? __ldg(data + x + (long long)j * v.rs + (long long)k * v.ss) : (T)0;
+        }
+#pragma unroll
+        for (int u = 0; u < MD_BATCH; u++) {
+            const unsigned bal =
+                __ballot_sync(0xffffffffu, ok[u] && mc_inside_cmp<T, ABOVE>(s[u], ft, it));
+            if (lane == u && eb + u < e1) s_w[eb + u] = bal;
+        }
+    }
+    __syncthreads();
+
+    /* (2) Word w0 + t: its rows (j, k), (j+1, k), (j, k+1), (j+1, k+1)
+     * are the window words t and t + W of both windows. */
+    const unsigned p = w0 + (unsigned)t;
+    const bool valid = p < nw;
+    unsigned act = 0, cells = 0, r = 0, wi = 0;
+    unsigned long long cnt = 0;
+    mc_word m;
+    if (valid) {
+        r = p / W;
+        wi = p - r * W;
+        const unsigned k = r / ny, j = r - k * ny;
+        const long long left = v.nx - 32ll * wi;
+        const unsigned *a = s_w + t, *c = s_w + nwin + t;
+        mc_make_word8(a[0], a[1], a[W], a[W + 1], c[0], c[1], c[W], c[W + 1],
+                      left > 64 ? 64 : (int)left, j + 1 < ny, (long long)k + 1 < v.nz, m);
+        cnt = mc_word_counts(m, s_nt, edges, &act, &cells);
+    }
+    for (int off = 16; off; off >>= 1)
+        cells += __shfl_xor_sync(0xffffffffu, cells, off);
+    if (lane == 0 && cells) atomicAdd(&s_cells, cells);
+
+    /* (3) Block scan of the packed counts (a tile has 8192 points: no
+     * field overflows), then the chain to the earlier tiles. */
+    unsigned long long inc = cnt;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const unsigned long long o = __shfl_up_sync(0xffffffffu, inc, off);
+        if (lane >= off) inc += o;
+    }
+    if (lane == 31) s_wsum[warp] = inc;
+    __syncthreads();
+    unsigned long long wb = 0, agg = 0;
+#pragma unroll
+    for (int w = 0; w < MC_THREADS / 32; w++) {
+        const unsigned long long x = s_wsum[w];
+        if (w < warp) wb += x;
+        agg += x;
+    }
+    const unsigned long long ex = wb + inc - cnt;
+    if (warp < 3)
+        mc_chain(state + warp * tl.ntiles, tile, tl.ntiles, MC_F(agg, warp), &base[warp],
+                 &totals[warp]);
+    if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
+    __syncthreads();
+
+    /* (4) The word's records, and its row's start. */
+    unsigned long long rb = base[0] + MC_F(ex, 0), tb = base[1] + MC_F(ex, 1),
+                       cb = base[2] + MC_F(ex, 2);
+    if (rows && valid && wi == 0) rows[r] = rb;
+    if (act) {
+        const unsigned long long row0 = (unsigned long long)v.nx * r + 32ull * wi;
+        mc_emit_records(m, act, row0, s_nt, rec, rec_cap, edges, tab, &rb, &tb, &cb);
+    }
+}
+
+int pmi_mc_direct_supported(const pm_volume *vol)
+{
+    if (vol->type == PM_SAMPLE_F64 || vol->nx == 0 || vol->ny == 0 || vol->nz == 0) return 0;
+    const unsigned long long words = (vol->nx + 31) / 32;
+    if (words > MC_DIRECT_WMAX) return 0;
+    const unsigned long long slice = words * vol->ny, nwords = slice * vol->nz;
+    return vol->ny < (1ull << 32) && vol->nz < (1ull << 32) &&
+           nwords + slice + 2 * MD_WIN < (1ull << 32);
+}
+
+mc_tiling pmi_mc_direct_tiling(const pm_volume *vol)
+{
+    mc_tiling tl;
+    tl.words = ((long long)vol->nx + 31) / 32;
+    tl.nwords = tl.words * (long long)vol->ny * (long long)vol->nz;
+    tl.ntiles = (tl.nwords + MC_THREADS - 1) / MC_THREADS;
+    return tl;
+}
+
+template <typename T>
+static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_tiling &tl, int edges,
+                      unsigned int *ticket, unsigned long long *state, const mc_records &rec,
+                      unsigned long long rec_cap, unsigned long long *rows, const mc_tables &tab,
+                      unsigned long long *totals)
+{
+    pmi_launch(pdl, v.sg < 0 ? mc_direct_kernel<T, 1> : mc_direct_kernel<T, 0>,
+               (unsigned)tl.ntiles, MC_THREADS, s, v, tl, edges, ticket, state, rec, rec_cap,
+               rows, tab, totals);
+}
+
+pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
+                                 const mc_tiling &tl, int edges, unsigned int *ticket,
+                                 unsigned long long *state, mc_records rec,
+                                 unsigned long long rec_cap, unsigned long long *rows,
+                                 unsigned long long *totals, const mc_tables *tab, int pdl)
+{
+    PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
+    cudaStream_t s = pmi_cuda(ctx)->stream;
+    if (tl.nwords == 0) return PM_STATUS_OK;
+    unsigned long long *rw = edges ? rows : NULL;
+    mc_tables tb = {NULL, 0, 1};
+    if (tab) tb = *tab;
+    switch (type) {
+    case PM_SAMPLE_U8: md_launch<uint8_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals); break;
+    case PM_SAMPLE_U16: md_launch<uint16_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals); break;
+    case PM_SAMPLE_I16: md_launch<int16_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals); break;
+    case PM_SAMPLE_F32: md_launch<float>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals); break;
+    default:
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_isosurface: no direct classification for f64");
+    }
+    return pmi_cuda_launched("pm_isosurface: direct classification");
+}
+
+/* Kernel preloading (preload.cu): f32 first. */
+void pmi_mc_direct_preload(pmi_preload *p, int tier)
+{
+    const void *const k0[] = {(const void *)mc_direct_kernel<float, 0>,
+                              (const void *)mc_direct_kernel<float, 1>};
+    const void *const k1[] = {
+        (const void *)mc_direct_kernel<uint8_t, 0>,  (const void *)mc_direct_kernel<uint8_t, 1>,
+        (const void *)mc_direct_kernel<uint16_t, 0>, (const void *)mc_direct_kernel<uint16_t, 1>,
+        (const void *)mc_direct_kernel<int16_t, 0>,  (const void *)mc_direct_kernel<int16_t, 1>};
+    if (tier == 0)
+        pmi_preload_all(p, k0);
+    else
+        pmi_preload_all(p, k1);
+}
