@@ -29,7 +29,8 @@ MCD_TABLES_UPLOAD
 #define MD_BATCH 16 /* words a warp loads before it packs any of them */
 
 template <typename T, int ABOVE>
-static __global__ void __launch_bounds__(MC_THREADS, 3)
+/* 4 blocks per SM: 56-60 registers, no spills. */
+static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, unsigned int *ticket,
                      unsigned long long *state, mc_records rec, unsigned long long rec_cap,
                      unsigned long long *rows, mc_tables tab, unsigned long long *totals)
@@ -56,29 +57,43 @@ static __global__ void __launch_bounds__(MC_THREADS, 3)
     const int it = mcd_int_threshold(ft, ABOVE);
     const T *data = (const T *)v.data;
 
-    /* (1) Inside bits of window element e (word w0 + e of window 0, or
-     * word w0 + e - nwin + slice of window 1) into s_w[e]; warp w takes a
-     * contiguous share of the 2 nwin elements. Missing words and points
-     * are outside, as in the bitmask. */
-    const unsigned nall = 2 * nwin, per = (nall + MC_THREADS / 32 - 1) / (MC_THREADS / 32);
-    const unsigned e0 = warp * per, e1 = min(e0 + per, nall);
-    for (unsigned eb = e0; eb < e1; eb += MD_BATCH) {
-        T s[MD_BATCH];
-        bool ok[MD_BATCH];
+    /* (1) Inside bits of window q's element e (word w0 + e, plus one
+     * slice of words in window 1) into s_w[q nwin + e]. Warp w takes a
+     * contiguous share of each window and steps through its words from
+     * one position (two divisions per share, not per word). Missing
+     * words and points are outside, as in the bitmask. */
+    const unsigned per = (nwin + MC_THREADS / 32 - 1) / (MC_THREADS / 32);
+#pragma unroll 1
+    for (unsigned q = 0; q < 2; q++) {
+        const unsigned e0 = warp * per, e1 = min(e0 + per, nwin);
+        unsigned p = w0 + e0 + (q ? slice : 0u);
+        unsigned r = p / W, wi = p - r * W, k = r / ny, j = r - k * ny;
+        const T *row = data + (long long)j * v.rs + (long long)k * v.ss;
+        for (unsigned eb = e0; eb < e1; eb += MD_BATCH) {
+            T s[MD_BATCH];
+            bool ok[MD_BATCH];
 #pragma unroll
-        for (int u = 0; u < MD_BATCH; u++) {
-            const unsigned e = eb + u, second = e >= nwin;
-            const unsigned p = w0 + e + (second ? slice - nwin : 0u);
-            const unsigned r = p / W, wi = p - r * W, k = r / ny, j = r - k * ny;
-            const unsigned x = 32 * wi + lane;
-            ok[u] = e < e1 && p < nw && x < nx;
-            s[u] = ok[u] ? __ldg(data + x + (long long)j * v.rs + (long long)k * v.ss) : (T)0;
-        }
+            for (int u = 0; u < MD_BATCH; u++) {
+                const unsigned x = 32 * wi + lane;
+                ok[u] = eb + u < e1 && p < nw && x < nx;
+                s[u] = ok[u] ? __ldg(row + x) : (T)0;
+                p++;
+                if (++wi == W) {
+                    wi = 0;
+                    if (++j == ny) {
+                        j = 0;
+                        row = data + (long long)(++k) * v.ss;
+                    } else {
+                        row += v.rs;
+                    }
+                }
+            }
 #pragma unroll
-        for (int u = 0; u < MD_BATCH; u++) {
-            const unsigned bal =
-                __ballot_sync(0xffffffffu, ok[u] && mc_inside_cmp<T, ABOVE>(s[u], ft, it));
-            if (lane == u && eb + u < e1) s_w[eb + u] = bal;
+            for (int u = 0; u < MD_BATCH; u++) {
+                const unsigned bal =
+                    __ballot_sync(0xffffffffu, ok[u] && mc_inside_cmp<T, ABOVE>(s[u], ft, it));
+                if (lane == u && eb + u < e1) s_w[q * nwin + eb + u] = bal;
+            }
         }
     }
     __syncthreads();
