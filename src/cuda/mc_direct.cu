@@ -26,7 +26,7 @@
 MCD_TABLES_UPLOAD
 
 #define MD_WIN (MC_THREADS + MC_DIRECT_WMAX + 1) /* words in a window, at most */
-#define MD_BATCH 16 /* words a warp loads before it packs any of them */
+#define MD_BATCH 12 /* elements a warp loads before it packs any of them */
 
 template <typename T, int ABOVE>
 /* 4 blocks per SM: 56-60 registers, no spills. */
@@ -57,27 +57,34 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     const int it = mcd_int_threshold(ft, ABOVE);
     const T *data = (const T *)v.data;
 
-    /* (1) Inside bits of window q's element e (word w0 + e, plus one
-     * slice of words in window 1) into s_w[q nwin + e]. Warp w takes a
-     * contiguous share of each window and steps through its words from
-     * one position (two divisions per share, not per word). Missing
-     * words and points are outside, as in the bitmask. */
-    const unsigned per = (nwin + MC_THREADS / 32 - 1) / (MC_THREADS / 32);
-#pragma unroll 1
-    for (unsigned q = 0; q < 2; q++) {
+    /* (1) Inside bits of element e of both windows (word w0 + e, and
+     * the word one slice on) into s_w[e] and s_w[nwin + e]. Warp w takes
+     * a contiguous share of the elements and steps through its words from
+     * one position (two divisions per share, not per word); a batch loads
+     * MD_BATCH elements of both windows before it packs any, so the
+     * warp's loads take few round trips. Missing words and points are
+     * outside, as in the bitmask. */
+    {
+        const unsigned per = (nwin + MC_THREADS / 32 - 1) / (MC_THREADS / 32);
         const unsigned e0 = warp * per, e1 = min(e0 + per, nwin);
-        unsigned p = w0 + e0 + (q ? slice : 0u);
-        unsigned r = p / W, wi = p - r * W, k = r / ny, j = r - k * ny;
+        unsigned p0 = w0 + e0;
+        unsigned r0 = p0 / W, wi = p0 - r0 * W, k = r0 / ny, j = r0 - k * ny;
+        const long long back = v.ss;
         const T *row = data + (long long)j * v.rs + (long long)k * v.ss;
         for (unsigned eb = e0; eb < e1; eb += MD_BATCH) {
-            T s[MD_BATCH];
-            bool ok[MD_BATCH];
+            T s[2][MD_BATCH];
+            bool ok[2][MD_BATCH];
 #pragma unroll
             for (int u = 0; u < MD_BATCH; u++) {
+                /* Word p0 at (wi, j, k); one slice on: word p0 + slice, the
+                 * same row one slice on. */
                 const unsigned x = 32 * wi + lane;
-                ok[u] = eb + u < e1 && p < nw && x < nx;
-                s[u] = ok[u] ? __ldg(row + x) : (T)0;
-                p++;
+                const bool in = eb + u < e1 && x < nx;
+                ok[0][u] = in && p0 < nw;
+                ok[1][u] = in && p0 + slice < nw;
+                s[0][u] = ok[0][u] ? __ldg(row + x) : (T)0;
+                s[1][u] = ok[1][u] ? __ldg(row + back + x) : (T)0;
+                p0++;
                 if (++wi == W) {
                     wi = 0;
                     if (++j == ny) {
@@ -89,11 +96,13 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
                 }
             }
 #pragma unroll
-            for (int u = 0; u < MD_BATCH; u++) {
-                const unsigned bal =
-                    __ballot_sync(0xffffffffu, ok[u] && mc_inside_cmp<T, ABOVE>(s[u], ft, it));
-                if (lane == u && eb + u < e1) s_w[q * nwin + eb + u] = bal;
-            }
+            for (int q = 0; q < 2; q++)
+#pragma unroll
+                for (int u = 0; u < MD_BATCH; u++) {
+                    const unsigned bal = __ballot_sync(
+                        0xffffffffu, ok[q][u] && mc_inside_cmp<T, ABOVE>(s[q][u], ft, it));
+                    if (lane == u && eb + u < e1) s_w[q * nwin + eb + u] = bal;
+                }
         }
     }
     __syncthreads();
@@ -178,9 +187,8 @@ static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_til
                       unsigned long long rec_cap, unsigned long long *rows, const mc_tables &tab,
                       unsigned long long *totals)
 {
-    pmi_launch(pdl, v.sg < 0 ? mc_direct_kernel<T, 1> : mc_direct_kernel<T, 0>,
-               (unsigned)tl.ntiles, MC_THREADS, s, v, tl, edges, ticket, state, rec, rec_cap,
-               rows, tab, totals);
+    pmi_launch(pdl, v.sg < 0 ? mc_direct_kernel<T, 1> : mc_direct_kernel<T, 0>, (unsigned)tl.ntiles,
+               MC_THREADS, s, v, tl, edges, ticket, state, rec, rec_cap, rows, tab, totals);
 }
 
 pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
@@ -196,10 +204,18 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     mc_tables tb = {NULL, 0, 1};
     if (tab) tb = *tab;
     switch (type) {
-    case PM_SAMPLE_U8: md_launch<uint8_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals); break;
-    case PM_SAMPLE_U16: md_launch<uint16_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals); break;
-    case PM_SAMPLE_I16: md_launch<int16_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals); break;
-    case PM_SAMPLE_F32: md_launch<float>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals); break;
+    case PM_SAMPLE_U8:
+        md_launch<uint8_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals);
+        break;
+    case PM_SAMPLE_U16:
+        md_launch<uint16_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals);
+        break;
+    case PM_SAMPLE_I16:
+        md_launch<int16_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals);
+        break;
+    case PM_SAMPLE_F32:
+        md_launch<float>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals);
+        break;
     default:
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_isosurface: no direct classification for f64");
