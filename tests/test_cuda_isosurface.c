@@ -27,7 +27,7 @@
  * beyond any L2); a soup from the cells up to 2^23 points, else from the
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
-#define PMT_DIRECT_MAX ((size_t)1 << 22)
+#define PMT_DIRECT_MAX ((size_t)1 << 23)
 static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs;
 static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_volume *v, int soup,
                        int async, const char *what)
