@@ -419,22 +419,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 3)
             it[i] = s_scan[MC_ROUNDS * t + i];
             sum += it[i];
         }
-        unsigned long long inc = sum;
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-            const unsigned long long o = __shfl_up_sync(0xffffffffu, inc, off);
-            if (lane >= off) inc += o;
-        }
-        if (lane == 31) s_wsum[warp] = inc;
-        __syncthreads();
-        unsigned long long wb = 0;
-#pragma unroll
-        for (int w = 0; w < MC_THREADS / 32; w++) {
-            const unsigned long long x = s_wsum[w];
-            if (w < warp) wb += x;
-            agg += x;
-        }
-        unsigned long long ex = wb + inc - sum;
+        unsigned long long ex = mc_block_scan(sum, s_wsum, &agg);
 #pragma unroll
         for (int i = 0; i < MC_ROUNDS; i++) {
             s_scan[MC_ROUNDS * t + i] = ex;

@@ -130,22 +130,8 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
 
     /* (3) Block scan of the packed counts (a tile has 8192 points: no
      * field overflows), then the chain to the earlier tiles. */
-    unsigned long long inc = cnt;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        const unsigned long long o = __shfl_up_sync(0xffffffffu, inc, off);
-        if (lane >= off) inc += o;
-    }
-    if (lane == 31) s_wsum[warp] = inc;
-    __syncthreads();
-    unsigned long long wb = 0, agg = 0;
-#pragma unroll
-    for (int w = 0; w < MC_THREADS / 32; w++) {
-        const unsigned long long x = s_wsum[w];
-        if (w < warp) wb += x;
-        agg += x;
-    }
-    const unsigned long long ex = wb + inc - cnt;
+    unsigned long long agg;
+    const unsigned long long ex = mc_block_scan(cnt, s_wsum, &agg);
     if (warp < 3)
         mc_chain(state + warp * tl.ntiles, tile, tl.ntiles, MC_F(agg, warp), &base[warp],
                  &totals[warp]);

@@ -26,6 +26,32 @@ static __device__ __forceinline__ void mc_chain(unsigned long long *st, long lon
     }
 }
 
+/* Exclusive scan of x over the block's MC_THREADS threads in thread order
+ * (s_wsum: MC_THREADS / 32 words of shared memory); *agg gets the block's
+ * total. Has a barrier: every thread of the block calls it. */
+static __device__ __forceinline__ unsigned long long
+mc_block_scan(unsigned long long x, unsigned long long *s_wsum, unsigned long long *agg)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned long long inc = x;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const unsigned long long o = __shfl_up_sync(0xffffffffu, inc, off);
+        if (lane >= off) inc += o;
+    }
+    if (lane == 31) s_wsum[warp] = inc;
+    __syncthreads();
+    unsigned long long wb = 0, a = 0;
+#pragma unroll
+    for (int w = 0; w < MC_THREADS / 32; w++) {
+        const unsigned long long v = s_wsum[w];
+        if (w < warp) wb += v;
+        a += v;
+    }
+    *agg = a;
+    return wb + inc - x;
+}
+
 /* Packed counts: records | triangles << 21 | crossings << 42; a tile has
  * MC_ROUNDS * MC_TILE_WORDS * 32 = 131072 points (at most 655360
  * triangles), so no field overflows. */
