@@ -2,8 +2,9 @@
  * every mode lives in test_isosurface.c): caller buffers in context memory
  * with a capacity (prefix written, nothing past it, TRUNCATED with full
  * counts), every sample type against the CPU backend (also on strided
- * volumes shaped for the streaming classification's chunks and bands,
- * with either inside side), volumes large enough to take each path that
+ * volumes shaped for the streaming classification's chunks and bands and
+ * at the direct classification's bounds, with either inside side),
+ * volumes large enough to take each path that
  * the CUDA backend picks by size and type (the bitmask classification of
  * 1- and 2-byte samples, the soup from the indexed vertices, streaming
  * blocks of several slices), a device allocation refused as
@@ -21,7 +22,9 @@
 
 
 /* The path a CUDA extraction of v must take (docs/cuda_isosurface.md):
- * pass 1 streamed for f32 and for other types but f64 up to 2^24 points,
+ * pass 1 by the direct classification up to 2^23 points (rows of at most
+ * 2048 points, every type but f64, not under the stream hook), else
+ * streamed for f32 and for other types but f64 up to 2^24 points,
  * else by the bitmask kernels (the batched classification while the
  * bitmask is small, checked below 4 MB; the per-word one above 512 MB,
  * beyond any L2); a soup from the cells up to 2^23 points, else from the
@@ -495,6 +498,20 @@ static void test_stream_shapes(pm_context *gpu)
     pm_context_destroy(cpu);
 }
 
+/* Shapes at the direct classification's bounds (check_path asserts the
+ * path): rows of 2048 points (64 words, its widest windows) with padded
+ * rows and slices, 2^23 - 2048 points; rows of 2049 points, which take
+ * the streaming classification; every type but f64, both inside sides. */
+static void test_direct_shapes(pm_context *gpu)
+{
+    pm_context *cpu = cpu_ctx();
+    types_match(cpu, gpu, 2048, 63, 65, 2048 + 16, (2048 + 16) * 63 + 32, PM_SAMPLE_F32,
+                PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
+    types_match(cpu, gpu, 2049, 8, 9, 2049, 2049 * 8, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
+                100.25);
+    pm_context_destroy(cpu);
+}
+
 /* Volumes that take the paths the CUDA backend picks by size and type
  * (check_path asserts which), against the CPU backend: 1- and 2-byte
  * samples past 2^24 points (the bitmask classification, with rows of
@@ -632,6 +649,7 @@ int main(int argc, char **argv)
     if (dev == PM_DEVICE_CUDA) {
         test_types(ctx);
         test_stream_shapes(ctx);
+        test_direct_shapes(ctx);
         test_size_paths(ctx);
         test_oom(ctx);
         test_rerun(ctx);

@@ -391,14 +391,17 @@ static void check_cpu_path(const pm_isosurface_report *r, int soup, const char *
 }
 
 /* The CUDA's path words under the hooks: nopdl launches every kernel the
- * plain way; search and novroom force their fallback where it applies (a
- * soup whose default is the cells path is not affected by novroom), so
- * they are counted and main() asserts that they ran. */
+ * plain way; stream takes no volume through the direct classification;
+ * search and novroom force their fallback where it applies (a soup whose
+ * default is the cells path is not affected by novroom), so they are
+ * counted and main() asserts that they ran. */
 static size_t cuda_search_runs, cuda_novroom_runs;
 static void check_cuda_path(const pm_isosurface_report *r, int soup, const char *what)
 {
     PMT_CHECK(path_has(r, "backend=cuda"), "%s: path \"%s\"", what, r->path);
     if (hook_set("nopdl")) PMT_CHECK(path_has(r, "launch=plain"), "%s: path \"%s\"", what, r->path);
+    if (hook_set("stream"))
+        PMT_CHECK(!path_has(r, "pass1=direct"), "%s: hook stream, path \"%s\"", what, r->path);
     if (hook_set("novroom") && soup)
         PMT_CHECK(!path_has(r, "soup=indexed"), "%s: hook novroom, path \"%s\"", what, r->path);
     if (!getenv("PYRAMESH_TEST_HOOKS"))

@@ -140,8 +140,11 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * 256^3 and through the bitmask from 384^3). */
     const int stream = pmi_mc_stream_supported(vol) &&
                        (vol->type == PM_SAMPLE_F32 || pl->npoints <= MC_STREAM_MAX);
-    /* Small volumes by the direct classification (one kernel), unless the
-     * stream hook asks for the streaming one. */
+    /* Up to MC_DIRECT_MAX points the direct classification (one kernel)
+     * instead, for every type but f64 and rows of at most 2048 points,
+     * unless the stream hook asks for the streaming one (measured on the
+     * H100, bench/RESULTS-cudamc.md: faster than the streaming
+     * classification from 64^3 to 192^3, slower from 224^3). */
     const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= MC_DIRECT_MAX &&
                        !(pl->hooks & PMI_HOOK_STREAM);
     pl->pass1 = direct ? MC_PASS1_DIRECT : stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
@@ -215,7 +218,8 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
         pmi_align256((size_t)(stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
     size_t head_b = 256 + state_b;
     /* Last: the bitmask (its size kept by the direct classification,
-     * which stores none, as room for a soup's indexed vertices), or the
+     * which stores none, as room for a soup's indexed vertices: up to 32
+     * MiB for rows of at most 32 points), or the
      * streaming classification's segment counts, segment bases and record
      * pool. */
     size_t segc_b = stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;

@@ -19,7 +19,7 @@
  * Here one launch holds every tile of a 128^3 volume at once (256 tiles),
  * each reads its 2 (256 + W + 1) words in a few batches of loads, and the
  * slice that two tiles share is read twice (from L2 the second time).
- * Rows of at most 32 MC_DIRECT_WMAX points (the windows' size). Measured
+ * Rows of at most 32 * MC_DIRECT_WMAX points (the windows' size). Measured
  * figures: bench/RESULTS-cudamc.md. */
 #include "cuda/mc_words.cuh"
 
@@ -29,7 +29,8 @@ MCD_TABLES_UPLOAD
 #define MD_BATCH 12 /* elements a warp loads before it packs any of them */
 
 template <typename T, int ABOVE>
-/* 4 blocks per SM: 56-60 registers, no spills. */
+/* 4 blocks per SM: 64 registers on sm_90, no spills (sm_75 to sm_86
+ * spill 12 bytes; not measured there). */
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, unsigned int *ticket,
                      unsigned long long *state, mc_records rec, unsigned long long rec_cap,
@@ -69,7 +70,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
         const unsigned e0 = warp * per, e1 = min(e0 + per, nwin);
         unsigned p0 = w0 + e0;
         unsigned r0 = p0 / W, wi = p0 - r0 * W, k = r0 / ny, j = r0 - k * ny;
-        const long long back = v.ss;
+        const long long next_slice = v.ss;
         const T *row = data + (long long)j * v.rs + (long long)k * v.ss;
         for (unsigned eb = e0; eb < e1; eb += MD_BATCH) {
             T s[2][MD_BATCH];
@@ -83,7 +84,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
                 ok[0][u] = in && p0 < nw;
                 ok[1][u] = in && p0 + slice < nw;
                 s[0][u] = ok[0][u] ? __ldg(row + x) : (T)0;
-                s[1][u] = ok[1][u] ? __ldg(row + back + x) : (T)0;
+                s[1][u] = ok[1][u] ? __ldg(row + next_slice + x) : (T)0;
                 p0++;
                 if (++wi == W) {
                     wi = 0;
@@ -151,11 +152,15 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
 int pmi_mc_direct_supported(const pm_volume *vol)
 {
     if (vol->type == PM_SAMPLE_F64 || vol->nx == 0 || vol->ny == 0 || vol->nz == 0) return 0;
+    if (vol->nx > 32 * (size_t)MC_DIRECT_WMAX) return 0;
+    if (vol->ny >= (1ull << 32) || vol->nz >= (1ull << 32)) return 0;
     const unsigned long long words = (vol->nx + 31) / 32;
-    if (words > MC_DIRECT_WMAX) return 0;
-    const unsigned long long slice = words * vol->ny, nwords = slice * vol->nz;
-    return vol->ny < (1ull << 32) && vol->nz < (1ull << 32) &&
-           nwords + slice + 2 * MD_WIN < (1ull << 32);
+    const unsigned long long slice = words * vol->ny; /* < 2^38 */
+    /* 32-bit word positions: nwords + one slice + a window below 2^32
+     * (checked without 64-bit wrap-around). */
+    const unsigned long long lim = (1ull << 32) - 2 * MD_WIN;
+    if (slice >= lim || vol->nz > (lim - slice) / slice) return 0;
+    return slice * vol->nz + slice < lim;
 }
 
 mc_tiling pmi_mc_direct_tiling(const pm_volume *vol)

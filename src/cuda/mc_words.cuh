@@ -1,8 +1,9 @@
 /* Bitmask words of the CUDA marching cubes' classification, shared by
- * mc_classify.cu (bitmask kernels) and mc_stream.cu (the streaming
- * classification): the masks of one 32-point word, its cases, the start
- * table entries a record holds, and the look-back chain of a tile's
- * packed counts. */
+ * mc_classify.cu (bitmask kernels), mc_stream.cu (the streaming
+ * classification) and mc_direct.cu (the direct classification): the
+ * masks of one 32-point word, its cases, the start table entries a record
+ * holds, the look-back chain of a tile's packed counts and the tiles'
+ * block scan. */
 #ifndef PM_CUDA_MC_WORDS_CUH
 #define PM_CUDA_MC_WORDS_CUH
 
@@ -53,8 +54,8 @@ mc_block_scan(unsigned long long x, unsigned long long *s_wsum, unsigned long lo
 }
 
 /* Packed counts: records | triangles << 21 | crossings << 42; a tile has
- * MC_ROUNDS * MC_TILE_WORDS * 32 = 131072 points (at most 655360
- * triangles), so no field overflows. */
+ * at most MC_ROUNDS * MC_TILE_WORDS * 32 = 131072 points (the bitmask
+ * kernels'; at most 655360 triangles), so no field overflows. */
 #define MC_F(x, f) (((x) >> (21 * (f))) & 0x1fffffull)
 
 /* (b) The masks of one bitmask word (32 points of row r = j + ny*k,
