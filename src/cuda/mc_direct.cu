@@ -28,9 +28,9 @@ MCD_TABLES_UPLOAD
 #define MD_WIN (MC_THREADS + MC_DIRECT_WMAX + 1) /* words in a window, at most */
 #define MD_BATCH 12 /* elements a warp loads before it packs any of them */
 
-template <typename T, int ABOVE>
 /* 4 blocks per SM: 64 registers on sm_90, no spills (sm_75 to sm_86
  * spill 12 bytes; not measured there). */
+template <typename T, int ABOVE>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, unsigned int *ticket,
                      unsigned long long *state, mc_records rec, unsigned long long rec_cap,
