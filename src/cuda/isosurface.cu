@@ -58,9 +58,7 @@ static int mc_pdl_compiled(void)
 
 /* The direct classification (one kernel) up to MC_DIRECT_MAX points,
  * the streaming one above (measured on the H100, bench/RESULTS-cudamc.md). */
-#ifndef MC_DIRECT_MAX
 #define MC_DIRECT_MAX ((size_t)1 << 23)
-#endif
 
 typedef enum mc_pass1 { MC_PASS1_DIRECT, MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
 

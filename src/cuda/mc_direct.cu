@@ -163,11 +163,10 @@ int pmi_mc_direct_supported(const pm_volume *vol)
     return slice * vol->nz + slice < lim;
 }
 
+/* The bitmask path's words, in tiles of MC_THREADS words. */
 mc_tiling pmi_mc_direct_tiling(const pm_volume *vol)
 {
-    mc_tiling tl;
-    tl.words = ((long long)vol->nx + 31) / 32;
-    tl.nwords = tl.words * (long long)vol->ny * (long long)vol->nz;
+    mc_tiling tl = pmi_mc_make_tiling(vol);
     tl.ntiles = (tl.nwords + MC_THREADS - 1) / MC_THREADS;
     return tl;
 }
