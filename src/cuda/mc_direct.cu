@@ -52,7 +52,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     /* 32-bit positions: the plan keeps nwords + one slice of words +
      * MD_WIN below 2^32. */
     const unsigned tile = s_tile, W = (unsigned)tl.words, ny = (unsigned)v.ny,
-                   nw = (unsigned)tl.nwords, nx = (unsigned)v.nx;
+                   nw = (unsigned)tl.nwords;
     const unsigned w0 = tile * MC_THREADS, nwin = MC_THREADS + W + 1, slice = W * ny;
     const float ft = v.fthr;
     const int it = mcd_int_threshold(ft, ABOVE);
@@ -60,50 +60,57 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
 
     /* (1) Inside bits of element e of both windows (word w0 + e, and
      * the word one slice on) into s_w[e] and s_w[nwin + e]. Warp w takes
-     * a contiguous share of the elements and steps through its words from
-     * one position (two divisions per share, not per word); a batch loads
-     * MD_BATCH elements of both windows before it packs any, so the
-     * warp's loads take few round trips. Missing words and points are
-     * outside, as in the bitmask. */
+     * a contiguous share of at most 41 elements (nwin <= 8 * 41). Lane l
+     * first places elements e0 + l and e0 + 32 + l: their row offset and
+     * how many of their 32 points each window holds (0 past the lattice,
+     * past the share, or for a missing word). Then a batch loads MD_BATCH
+     * elements of both windows, each with the placing lane's values by
+     * shuffle, before it packs any, so the warp's loads take few round
+     * trips; lane u keeps the ballots of the batch's element u and stores
+     * them after the batch. Missing words and points are outside, as in
+     * the bitmask. */
     {
         const unsigned per = (nwin + MC_THREADS / 32 - 1) / (MC_THREADS / 32);
         const unsigned e0 = warp * per, e1 = min(e0 + per, nwin);
-        unsigned p0 = w0 + e0;
-        unsigned r0 = p0 / W, wi = p0 - r0 * W, k = r0 / ny, j = r0 - k * ny;
+        long long off[2];
+        unsigned lim[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const unsigned e = e0 + 32 * h + lane, p0 = w0 + e;
+            const unsigned r0 = p0 / W, wi = p0 - r0 * W, k = r0 / ny, j = r0 - k * ny;
+            off[h] = (long long)j * v.rs + (long long)k * v.ss + 32ll * wi;
+            const unsigned n = (unsigned)min(32ll, v.nx - 32ll * wi);
+            lim[h] = e < e1 ? (p0 < nw ? n : 0u) | (p0 + slice < nw ? n : 0u) << 8 : 0u;
+        }
         const long long next_slice = v.ss;
-        const T *row = data + (long long)j * v.rs + (long long)k * v.ss;
         for (unsigned eb = e0; eb < e1; eb += MD_BATCH) {
             T s[2][MD_BATCH];
             bool ok[2][MD_BATCH];
 #pragma unroll
             for (int u = 0; u < MD_BATCH; u++) {
-                /* Word p0 at (wi, j, k); one slice on: word p0 + slice, the
-                 * same row one slice on. */
-                const unsigned x = 32 * wi + lane;
-                const bool in = eb + u < e1 && x < nx;
-                ok[0][u] = in && p0 < nw;
-                ok[1][u] = in && p0 + slice < nw;
-                s[0][u] = ok[0][u] ? __ldg(row + x) : (T)0;
-                s[1][u] = ok[1][u] ? __ldg(row + next_slice + x) : (T)0;
-                p0++;
-                if (++wi == W) {
-                    wi = 0;
-                    if (++j == ny) {
-                        j = 0;
-                        row = data + (long long)(++k) * v.ss;
-                    } else {
-                        row += v.rs;
-                    }
-                }
+                /* rel < per + MD_BATCH - 1 <= 52: h is 0 or 1. */
+                const unsigned rel = eb - e0 + u, h = rel >> 5;
+                const long long o = __shfl_sync(0xffffffffu, h ? off[1] : off[0], rel & 31);
+                const unsigned m = __shfl_sync(0xffffffffu, h ? lim[1] : lim[0], rel & 31);
+                ok[0][u] = lane < (m & 255u);
+                ok[1][u] = lane < (m >> 8);
+                s[0][u] = ok[0][u] ? __ldg(data + o + lane) : (T)0;
+                s[1][u] = ok[1][u] ? __ldg(data + o + next_slice + lane) : (T)0;
             }
+            unsigned mine0 = 0, mine1 = 0;
 #pragma unroll
-            for (int q = 0; q < 2; q++)
-#pragma unroll
-                for (int u = 0; u < MD_BATCH; u++) {
-                    const unsigned bal = __ballot_sync(
-                        0xffffffffu, ok[q][u] && mc_inside_cmp<T, ABOVE>(s[q][u], ft, it));
-                    if (lane == u && eb + u < e1) s_w[q * nwin + eb + u] = bal;
-                }
+            for (int u = 0; u < MD_BATCH; u++) {
+                const unsigned b0 =
+                    __ballot_sync(0xffffffffu, ok[0][u] && mc_inside_cmp<T, ABOVE>(s[0][u], ft, it));
+                const unsigned b1 =
+                    __ballot_sync(0xffffffffu, ok[1][u] && mc_inside_cmp<T, ABOVE>(s[1][u], ft, it));
+                mine0 = lane == u ? b0 : mine0;
+                mine1 = lane == u ? b1 : mine1;
+            }
+            if (lane < MD_BATCH && eb + lane < e1) {
+                s_w[eb + lane] = mine0;
+                s_w[nwin + eb + lane] = mine1;
+            }
         }
     }
     __syncthreads();

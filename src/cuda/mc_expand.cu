@@ -134,7 +134,7 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
  * vertices: the same function of the same edge, so the same bits). One
  * kernel, no search, no vertex scratch, but an edge shared by n triangles
  * is computed n times. Vertices from nvout on are not written. */
-#define MC_CELL_RECS 64 /* records per block of mc_soup_cell_kernel */
+#define MC_CELL_RECS 80 /* records per block of mc_soup_cell_kernel */
 /* Blocks of mc_soup_cell_kernel for n records (at least one launched). */
 static unsigned long long mc_cell_blocks(unsigned long long n)
 {
