@@ -31,7 +31,7 @@
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
 #define PMT_DIRECT_MAX ((size_t)1 << 23)
-static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs;
+static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs;
 static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_volume *v, int soup,
                        int async, const char *what)
 {
@@ -46,6 +46,14 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
                           : stream ? "pass1=stream"
                                    : "pass1=bitmask"),
               "%s: path \"%s\"", what, r->path);
+    /* The direct classification says whether its tile states were zeroed
+     * before the call or kept from the last one. */
+    if (direct)
+        PMT_CHECK(path_has(r, "states=zeroed") || path_has(r, "states=kept"), "%s: path \"%s\"",
+                  what, r->path);
+    else
+        PMT_CHECK(!strstr(r->path, "states="), "%s: path \"%s\"", what, r->path);
+    zeroed_runs += path_has(r, "states=zeroed");
     if (!stream && !direct && mask_bytes < ((size_t)4 << 20))
         PMT_CHECK(path_has(r, "classify=batched"), "%s: path \"%s\"", what, r->path);
     if (!stream && !direct && mask_bytes > ((size_t)512 << 20))
@@ -655,8 +663,8 @@ int main(int argc, char **argv)
         test_rerun(ctx);
         test_huge(ctx);
         printf("forced paths: %zu pass2=search, %zu soup=cells-fallback, %zu launch=plain; "
-               "pass 1: %zu direct, %zu stream\n",
-               search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs);
+               "pass 1: %zu direct (%zu with its states zeroed first), %zu stream\n",
+               search_runs, novroom_runs, nopdl_runs, direct_runs, zeroed_runs, stream_runs);
         /* Both classifications by default (small volumes direct, the
          * larger ones of test_size_paths streamed); the stream hook takes
          * every volume that the direct one would to the streaming one. */
@@ -665,6 +673,17 @@ int main(int argc, char **argv)
             PMT_CHECK(direct_runs == 0, "hook stream: pass1=direct ran %zu times", direct_runs);
         else
             PMT_CHECK(direct_runs > 0, "pass1=direct never ran");
+        /* States zeroed once per context and per larger volume, the rest
+         * kept (no clearing kernel); under the epochs hook the epochs wrap
+         * every 3 launches, so about every third checked call zeroes them
+         * (the meshes compared with the CPU's all the same). */
+        if (hook_set("epochs"))
+            PMT_CHECK(direct_runs > 0 && 8 * zeroed_runs >= direct_runs,
+                      "hook epochs: %zu of %zu direct runs zeroed the states", zeroed_runs,
+                      direct_runs);
+        else if (direct_runs > 0)
+            PMT_CHECK(zeroed_runs < direct_runs / 2,
+                      "%zu of %zu direct runs zeroed the states", zeroed_runs, direct_runs);
         if (hook_set("search")) PMT_CHECK(search_runs > 0, "hook search: never pass2=search");
         if (hook_set("novroom"))
             PMT_CHECK(novroom_runs > 0, "hook novroom: never soup=cells-fallback");

@@ -46,6 +46,10 @@ extern "C" {
  * volumes too (which take the direct classification by default), so the
  * suite's volumes, shaped for its chunks and bands, test it. */
 #define PMI_HOOK_STREAM 512u
+/* CUDA marching cubes: the direct classification's epochs wrap around
+ * after 3 calls instead of 2^30 - 1, so its tile states are zeroed again
+ * (report: states=zeroed) as a long-running context's are. */
+#define PMI_HOOK_EPOCHS 1024u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

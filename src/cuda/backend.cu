@@ -96,6 +96,7 @@ static void cuda_shutdown(pm_context *ctx)
     if (st->stream) cudaStreamSynchronize(st->stream);
     if (st->arena) cudaFree(st->arena);
     if (st->win_out) cudaFree(st->win_out);
+    if (st->md_buf) cudaFree(st->md_buf);
     if (st->ticket_d) cudaFree(st->ticket_d);
     if (st->host) cudaFreeHost(st->host);
     for (int i = 0; i < 2; i++) {

@@ -54,6 +54,14 @@ typedef struct pmi_cuda_state {
      * (pmi_cuda_isosurface_window), grown as windows need. */
     void *win_out;
     size_t win_out_bytes;
+    /* The direct classification's tile states and ticket (mc_direct.cu,
+     * md_sync_get): kept across calls, told apart by the call's epoch, so
+     * no kernel clears them; md_tickets counts the tickets taken. */
+    void *md_buf;
+    size_t md_bytes;
+    unsigned md_epoch, md_tickets;
+    int md_reset;  /* zero them before the next launch */
+    int md_zeroed; /* the last launch zeroed them first (report: states) */
     /* The pool of stream-ordered scratch (cuda_scratch_alloc), made at its
      * first use; it keeps freed memory for the next call. */
     cudaMemPool_t pool;

@@ -168,7 +168,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
 
 /* The report's path words (docs/cuda_isosurface.md): soup is the soup
  * path pass 2 took, fallback set when the indexed vertices got no room. */
-static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup soup, int fallback)
+static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup soup, int fallback,
+                           const pmi_cuda_state *st)
 {
     if (!r) return;
     pmi_report_path(r, "backend", "cuda");
@@ -178,6 +179,10 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup s
                                                   : "bitmask");
     if (pl.pass1 == MC_PASS1_BITMASK)
         pmi_report_path(r, "classify", pl.cls == MC_CLS_BATCHED ? "batched" : "perword");
+    /* The direct classification's tile states: zeroed before this call
+     * (a context's first, a larger volume, or the epochs wrapped), else
+     * kept from the last call. */
+    if (pl.pass1 == MC_PASS1_DIRECT) pmi_report_path(r, "states", st->md_zeroed ? "zeroed" : "kept");
     pmi_report_path(r, "pass2",
                     soup == MC_SOUP_CELLS    ? "cells"
                     : soup == MC_SOUP_GATHER ? "search"
@@ -199,12 +204,14 @@ typedef struct mc_scratch {
 } mc_scratch;
 
 /* Lays out the scratch for rec_cap records and launches pass 1 (no wait).
- * Scratch: tile states, records (point, triangle prefix, info, row table,
+ * Scratch: ticket, totals and tile states (the direct classification's
+ * are the context's), records (point, triangle prefix, info, row table,
  * start table, extra, crossing prefix), then the bitmask last: after
  * pass 1 the records' unused room and the bitmask are free (pm_isosurface
  * puts the soup's vertices there). */
 static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
-                                 size_t rec_cap, size_t extra_b, mc_scratch *p)
+                                 size_t rec_cap, size_t extra_b, mc_scratch *p,
+                                 const mc_final_args *fin = NULL)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     cudaStream_t s = st->stream;
@@ -213,7 +220,9 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     const mc_stream_grid &sg = pl.sg;
     const size_t nrows = (size_t)vol->ny * vol->nz;
     size_t state_b =
-        pmi_align256((size_t)(stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
+        pl.pass1 == MC_PASS1_DIRECT
+            ? 0
+            : pmi_align256((size_t)(stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
     size_t head_b = 256 + state_b;
     /* Last: the bitmask (its size kept by the direct classification,
      * which stores none, as room for a soup's indexed vertices: up to 32
@@ -257,11 +266,23 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     p->rec.cross = (unsigned long long *)q;
     q += pmi_align256(rec_cap * 8);
     unsigned int *bits = (unsigned int *)q;
+    const mc_tables *tp = tab.t ? &tab : NULL;
+    /* The direct classification keeps its tile states in the context and
+     * writes every total: nothing to clear. With fin its last tile writes
+     * the async counts too, pass 2's at the start of the extra room. */
+    if (pl.pass1 == MC_PASS1_DIRECT) {
+        mc_final_args f;
+        if (fin) {
+            f = *fin;
+            f.dc = (mc_dcounts *)p->extra;
+        }
+        return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, p->rec, rec_cap, p->rows,
+                                      p->totals, tp, fin ? &f : NULL, pl.hooks, pl.pdl);
+    }
     /* head_b is a multiple of 256 bytes. */
     pmi_launch(pl.pdl, mc_clear_kernel, mc_blocks(head_b / 16), MC_THREADS, s, (uint4 *)base,
                (unsigned long long)(head_b / 16));
     PMI_TRY(pmi_cuda_launched("pm_isosurface: clearing tile states"));
-    const mc_tables *tp = tab.t ? &tab : NULL;
     if (stream) {
         mc_stream_mem sm;
         sm.segc = bits;
@@ -274,9 +295,6 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
         return pmi_mc_stream_classify(ctx, pl.v, vol->type, sg, pl.edges, sm, p->rec, rec_cap,
                                       p->rows, p->totals, tp, pl.pdl);
     }
-    if (pl.pass1 == MC_PASS1_DIRECT)
-        return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, ticket, state, p->rec,
-                                      rec_cap, p->rows, p->totals, tp, pl.pdl);
     PMI_TRY(pmi_mc_inside_bits(ctx, pl.v, tl, vol->type, bits, pl.pdl));
     return pmi_mc_classify(ctx, pl.v, tl, pl.edges, bits, ticket, state, p->rec, rec_cap, p->rows,
                            p->totals, pl.cls, tp, pl.pdl);
@@ -385,7 +403,7 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
     pm_status ls =
         pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j, &ran);
     mc_event(ev, MC_EV_EXPANDED, s);
-    mc_report_path(opt->report, pl, ran, fallback);
+    mc_report_path(opt->report, pl, ran, fallback, pmi_cuda(ctx));
     if (ls == PM_STATUS_OK && !to_ctx) {
         /* Through the pinned staging buffers (host_copy.cu). */
         const char *what = "pm_isosurface: copying the mesh to the host";
@@ -712,34 +730,13 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
     return r;
 }
 
-/* pm_isosurface_async's end of pass 1: the counts for the caller
- * (vertices, triangles, active cells, flags) and for pass 2 (dc). The mesh
- * fits when it fits the capacities whole, pmi_mesh_limits writing all of
- * it (then the records fit their room, sized from the capacities, and the
- * soup's crossings their vertex room); otherwise the flag
- * PM_ISOSURFACE_DOES_NOT_FIT is set and nothing is written. Indexed meshes
- * past the index rule (pmi_mesh_indices_fit) set
- * PM_ISOSURFACE_INDEX_OVERFLOW. */
-static __global__ void mc_final_kernel(const unsigned long long *totals, int indexed,
-                                       unsigned long long rec_cap, unsigned long long vcap,
-                                       unsigned long long tcap, unsigned long long vroom,
-                                       mc_dcounts *dc, pm_isosurface_counts *counts)
+/* pm_isosurface_async's end of pass 1 after the streaming and bitmask
+ * classifications (mc_final_counts; the direct one's last tile writes the
+ * same counts itself). One thread. */
+static __global__ void mc_final_kernel(const unsigned long long *totals, mc_final_args f)
 {
     pmi_pdl_enter();
-    const unsigned long long nrec = totals[0], ntri = totals[1], ncross = totals[2];
-    const unsigned long long nv = indexed ? ncross : 3 * ntri;
-    unsigned long long flags = 0;
-    if (nv > vcap || ntri > tcap || nrec > rec_cap || ncross > vroom)
-        flags |= PM_ISOSURFACE_DOES_NOT_FIT;
-    if (indexed && ncross > 0xffffffffull) flags |= PM_ISOSURFACE_INDEX_OVERFLOW;
-    counts->num_vertices = nv;
-    counts->num_triangles = ntri;
-    counts->active_cells = totals[3];
-    counts->flags = flags;
-    dc->nrec = nrec;
-    dc->ncross = ncross;
-    dc->ntri = ntri;
-    dc->ok = flags == 0;
+    mc_final_counts(totals, f);
 }
 
 /* Both passes queued on the context's stream, no host wait: pass 1 with a
@@ -778,15 +775,25 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     if (from_vertices &&
         !pmi_mul3_size((size_t)nvk, (size_t)3 * sizeof(float), pnrm ? 2 : 1, &vroom_b))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: vertex room overflows");
+    /* The counts, for the caller and for pass 2 (dc, at the start of the
+     * extra room): written by the direct classification's last tile, or by
+     * mc_final_kernel after the other classifications. */
+    mc_final_args fin;
+    fin.dc = NULL;
+    fin.counts = counts_ctx;
+    fin.indexed = indexed;
+    fin.rec_cap = rec_cap;
+    fin.vcap = vcap;
+    fin.tcap = tcap;
+    fin.vroom = indexed ? vcap : from_vertices ? nvk : ~0ull;
     mc_scratch p1;
-    PMI_TRY(mc_pass1_launch(ctx, vol, pl, (size_t)rec_cap, 256 + vroom_b, &p1));
+    PMI_TRY(mc_pass1_launch(ctx, vol, pl, (size_t)rec_cap, 256 + vroom_b, &p1, &fin));
     mc_dcounts *dc = (mc_dcounts *)p1.extra;
-    pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, p1.totals, indexed, rec_cap, vcap, tcap,
-               indexed         ? vcap
-               : from_vertices ? nvk
-                               : ~0ull,
-               dc, counts_ctx);
-    PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
+    if (pl.pass1 != MC_PASS1_DIRECT) {
+        fin.dc = dc;
+        pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, (const unsigned long long *)p1.totals, fin);
+        PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));
+    }
     /* Pass 2 for the capacities; the counts come from dc. */
     mc_expand_job j;
     memset(&j, 0, sizeof j);
@@ -811,7 +818,7 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     mc_soup ran;
     pm_status ls =
         pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j, &ran);
-    mc_report_path(opt->report, pl, ran, 0);
+    mc_report_path(opt->report, pl, ran, 0, pmi_cuda(ctx));
     return ls;
 }
 

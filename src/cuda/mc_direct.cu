@@ -22,6 +22,7 @@
  * Rows of at most 32 * MC_DIRECT_WMAX points (the windows' size). Measured
  * figures: bench/RESULTS-cudamc.md. */
 #include "cuda/mc_words.cuh"
+#include "core/hooks.h"
 
 MCD_TABLES_UPLOAD
 
@@ -30,22 +31,88 @@ MCD_TABLES_UPLOAD
 
 /* 4 blocks per SM: 64 registers on sm_90, no spills (sm_75 to sm_86
  * spill 12 bytes; not measured there). */
+/* The tile states and ticket of the direct classification, kept by the
+ * context across calls (md_sync_get): no kernel clears them. A state word
+ * is a flag (PMI_FLAG_A or PMI_FLAG_P), the call's epoch (30 bits) and a
+ * 32-bit value; a state of another epoch is one not yet published. Tiles
+ * are numbered by ticket: the ticket counter is never reset, each block
+ * takes one, and the host knows how many earlier calls took (tbase). */
+#define MD_EPOCH_SHIFT 32
+#define MD_EPOCH_BITS 30
+#define MD_EPOCH_MASK (((1ull << MD_EPOCH_BITS) - 1) << MD_EPOCH_SHIFT)
+#define MD_CHAINS 4 /* records, triangles, crossings, active cells */
+typedef struct md_sync {
+    unsigned int *ticket;
+    unsigned int tbase;
+    unsigned long long *state; /* MD_CHAINS * ntiles words */
+    unsigned long long epoch;  /* the call's epoch, shifted into place */
+} md_sync;
+
+/* The exclusive prefix of tile `tile` (> 0) in one chain, by all 32 lanes
+ * of one warp: pmi_lookback's walk, with states of other epochs taken as
+ * not yet published. */
+static __device__ __forceinline__ unsigned long long md_lookback(const unsigned long long *state,
+                                                                 unsigned tile,
+                                                                 unsigned long long ep)
+{
+    const unsigned lane = threadIdx.x & 31;
+    unsigned long long excl = 0;
+    long long end = (long long)tile - 1;
+    for (;;) {
+        const long long idx = end - (long long)lane;
+        unsigned long long s;
+        for (;;) {
+            s = idx >= 0 ? *(const volatile unsigned long long *)(state + idx) : PMI_FLAG_P | ep;
+            const bool ready = (s >> 62) != 0 && (s & MD_EPOCH_MASK) == ep;
+            if (__all_sync(0xffffffffu, ready)) break;
+            __nanosleep(64);
+        }
+        const unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
+        unsigned long long v = s & 0xffffffffull;
+        if (pmask && (int)lane > __ffs(pmask) - 1) v = 0;
+        for (int off = 16; off; off >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, off);
+        excl += v;
+        if (pmask) break;
+        end -= 32;
+    }
+    return excl;
+}
+
+/* One chain of tile `tile` by one warp: publishes the tile's aggregate a,
+ * looks back, publishes the inclusive prefix; *base gets the exclusive
+ * prefix, *total the chain's total (the last tile only). */
+static __device__ __forceinline__ void md_chain(unsigned long long *st, unsigned tile,
+                                                unsigned ntiles, unsigned long long a,
+                                                unsigned long long ep, unsigned long long *base,
+                                                unsigned long long *total)
+{
+    const unsigned lane = threadIdx.x & 31;
+    if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | ep | a);
+    const unsigned long long b = tile ? md_lookback(st, tile, ep) : 0;
+    if (lane == 0) {
+        if (tile) pmi_tile_publish(st + tile, PMI_FLAG_P | ep | (b + a));
+        *base = b;
+        if (tile == ntiles - 1) *total = b + a;
+    }
+}
+
 template <typename T, int ABOVE>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
-    mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, unsigned int *ticket,
-                     unsigned long long *state, mc_records rec, unsigned long long rec_cap,
-                     unsigned long long *rows, mc_tables tab, unsigned long long *totals)
+    mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, md_sync sy, mc_records rec,
+                     unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
+                     unsigned long long *totals, mc_final_args fin)
 {
     pmi_pdl_enter();
     __shared__ uint8_t s_nt[256];
     __shared__ unsigned s_w[2 * MD_WIN];
     __shared__ unsigned long long s_wsum[MC_THREADS / 32];
-    __shared__ unsigned long long base[3];
+    __shared__ unsigned long long base[MD_CHAINS], s_tot[MD_CHAINS];
     __shared__ unsigned s_tile, s_cells;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     s_nt[t] = mcd_tri_count[t];
     if (t == 0) {
-        s_tile = atomicAdd(ticket, 1u);
+        s_tile = atomicAdd(sy.ticket, 1u) - sy.tbase;
         s_cells = 0;
     }
     __syncthreads();
@@ -140,11 +207,18 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
      * field overflows), then the chain to the earlier tiles. */
     unsigned long long agg;
     const unsigned long long ex = mc_block_scan(cnt, s_wsum, &agg);
-    if (warp < 3)
-        mc_chain(state + warp * tl.ntiles, tile, tl.ntiles, MC_F(agg, warp), &base[warp],
-                 &totals[warp]);
-    if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
+    const unsigned ntiles = (unsigned)tl.ntiles;
+    if (warp < MD_CHAINS)
+        md_chain(sy.state + warp * tl.ntiles, tile, ntiles, warp < 3 ? MC_F(agg, warp) : s_cells,
+                 sy.epoch, &base[warp], &s_tot[warp]);
     __syncthreads();
+    /* The last tile has the totals: pass 1's, and pm_isosurface_async's
+     * counts (mc_final_counts, as mc_final_kernel after the other paths). */
+    if (tile == ntiles - 1 && t == 0) {
+        for (int c = 0; c < MD_CHAINS; c++)
+            totals[c] = s_tot[c];
+        if (fin.dc) mc_final_counts(s_tot, fin);
+    }
 
     /* (4) The word's records, and its row's start. */
     unsigned long long rb = base[0] + MC_F(ex, 0), tb = base[1] + MC_F(ex, 1),
@@ -178,46 +252,104 @@ mc_tiling pmi_mc_direct_tiling(const pm_volume *vol)
     return tl;
 }
 
+/* The context's tile states and ticket for a launch of ntiles tiles:
+ * grown (and zeroed) as volumes need, then a new epoch per call; zeroed
+ * again when the epochs wrap around, or after a launch that failed (its
+ * tickets unknown). */
+static pm_status md_sync_get(pmi_cuda_state *st, unsigned long long ntiles, unsigned hooks,
+                             md_sync *sy)
+{
+    const unsigned epochs = (hooks & PMI_HOOK_EPOCHS) ? 4u : 1u << MD_EPOCH_BITS;
+    const size_t need = 256 + (size_t)ntiles * MD_CHAINS * sizeof(unsigned long long);
+    if (st->md_bytes < need) {
+        if (st->md_buf) cudaFree(st->md_buf); /* waits for the device */
+        st->md_buf = NULL;
+        st->md_bytes = 0;
+        const size_t bytes = need < ((size_t)1 << 16) ? (size_t)1 << 16 : need;
+        cudaError_t e = cudaMalloc(&st->md_buf, bytes);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            st->md_buf = NULL;
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                             "pm_isosurface: cannot allocate %zu bytes of device memory for the "
+                             "direct classification's tile states (%s)",
+                             bytes, cudaGetErrorString(e));
+        }
+        st->md_bytes = bytes;
+        st->md_reset = 1;
+    }
+    st->md_zeroed = 0;
+    if (st->md_reset || st->md_epoch + 1 >= epochs) {
+        PMI_CU_TRY(cudaMemsetAsync(st->md_buf, 0, st->md_bytes, st->stream),
+                   "pm_isosurface: zeroing the direct classification's tile states");
+        st->md_epoch = 0;
+        st->md_tickets = 0;
+        st->md_reset = 0;
+        st->md_zeroed = 1;
+    }
+    st->md_epoch++;
+    sy->ticket = (unsigned int *)st->md_buf;
+    sy->tbase = st->md_tickets;
+    sy->state = (unsigned long long *)((char *)st->md_buf + 256);
+    sy->epoch = (unsigned long long)st->md_epoch << MD_EPOCH_SHIFT;
+    st->md_tickets += (unsigned)ntiles; /* modulo 2^32, as the device counter */
+    return PM_STATUS_OK;
+}
+
 template <typename T>
 static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_tiling &tl, int edges,
-                      unsigned int *ticket, unsigned long long *state, const mc_records &rec,
-                      unsigned long long rec_cap, unsigned long long *rows, const mc_tables &tab,
-                      unsigned long long *totals)
+                      const md_sync &sy, const mc_records &rec, unsigned long long rec_cap,
+                      unsigned long long *rows, const mc_tables &tab, unsigned long long *totals,
+                      const mc_final_args &fin)
 {
     pmi_launch(pdl, v.sg < 0 ? mc_direct_kernel<T, 1> : mc_direct_kernel<T, 0>, (unsigned)tl.ntiles,
-               MC_THREADS, s, v, tl, edges, ticket, state, rec, rec_cap, rows, tab, totals);
+               MC_THREADS, s, v, tl, edges, sy, rec, rec_cap, rows, tab, totals, fin);
 }
 
 pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
-                                 const mc_tiling &tl, int edges, unsigned int *ticket,
-                                 unsigned long long *state, mc_records rec,
+                                 const mc_tiling &tl, int edges, mc_records rec,
                                  unsigned long long rec_cap, unsigned long long *rows,
-                                 unsigned long long *totals, const mc_tables *tab, int pdl)
+                                 unsigned long long *totals, const mc_tables *tab,
+                                 const mc_final_args *fin, unsigned hooks, int pdl)
 {
-    PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
-    cudaStream_t s = pmi_cuda(ctx)->stream;
-    if (tl.nwords == 0) return PM_STATUS_OK;
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    PMI_TRY(mcd_tables_upload(st->device));
+    if (type != PM_SAMPLE_U8 && type != PM_SAMPLE_U16 && type != PM_SAMPLE_I16 &&
+        type != PM_SAMPLE_F32)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_isosurface: no direct classification for %s",
+                         pm_sample_type_string(type));
+    /* At least one word, and 32-bit values for every count (at most 5
+     * triangles a point): a plan's volume (MC_DIRECT_MAX) has them. */
+    if (tl.nwords == 0 || tl.nwords > (1ll << 32) / 160)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_isosurface: %lld words for the direct classification", tl.nwords);
+    md_sync sy = {NULL, 0, NULL, 0};
+    PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, &sy));
+    cudaStream_t s = st->stream;
     unsigned long long *rw = edges ? rows : NULL;
     mc_tables tb = {NULL, 0, 1};
     if (tab) tb = *tab;
+    mc_final_args f;
+    memset(&f, 0, sizeof f);
+    if (fin) f = *fin;
     switch (type) {
     case PM_SAMPLE_U8:
-        md_launch<uint8_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals);
+        md_launch<uint8_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
         break;
     case PM_SAMPLE_U16:
-        md_launch<uint16_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals);
+        md_launch<uint16_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
         break;
     case PM_SAMPLE_I16:
-        md_launch<int16_t>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals);
-        break;
-    case PM_SAMPLE_F32:
-        md_launch<float>(s, pdl, v, tl, edges, ticket, state, rec, rec_cap, rw, tb, totals);
+        md_launch<int16_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
         break;
     default:
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_isosurface: no direct classification for f64");
+        md_launch<float>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
+        break;
     }
-    return pmi_cuda_launched("pm_isosurface: direct classification");
+    pm_status ls = pmi_cuda_launched("pm_isosurface: direct classification");
+    if (ls != PM_STATUS_OK) st->md_reset = 1;
+    return ls;
 }
 
 /* Kernel preloading (preload.cu): f32 first. */

@@ -121,22 +121,6 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_tables *tab, int pdl);
 }
 
-/* Direct classification (mc_direct.cu, the default for small volumes):
- * the records, row table, start table and totals of pmi_mc_classify in one
- * kernel from the volume, no bitmask stored; tiles of MC_THREADS words
- * (pmi_mc_direct_tiling), ticket and states (3 * ntiles) zeroed by the
- * caller. Rows of at most 32 * MC_DIRECT_WMAX points, all types but f64. */
-#define MC_DIRECT_WMAX 64
-extern "C" {
-int pmi_mc_direct_supported(const pm_volume *vol);
-mc_tiling pmi_mc_direct_tiling(const pm_volume *vol);
-pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
-                                 const mc_tiling &tl, int edges, unsigned int *ticket,
-                                 unsigned long long *state, mc_records rec,
-                                 unsigned long long rec_cap, unsigned long long *rows,
-                                 unsigned long long *totals, const mc_tables *tab, int pdl);
-}
-
 /* Counts of pm_isosurface_async's pass 2, written on the device after
  * pass 1 (mc_final_kernel): records, crossings, triangles, and whether the
  * mesh is written at all (0 when it does not fit the caller's
@@ -147,6 +131,57 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
 typedef struct mc_dcounts {
     unsigned long long nrec, ncross, ntri, ok;
 } mc_dcounts;
+
+/* pm_isosurface_async's end of pass 1, from pass 1's totals (records,
+ * triangles, crossings, active cells): the counts for the caller and for
+ * pass 2 (dc). The mesh fits when it fits the capacities whole; otherwise
+ * the flag PM_ISOSURFACE_DOES_NOT_FIT is set and nothing is written
+ * (indexed meshes past 32-bit indices: PM_ISOSURFACE_INDEX_OVERFLOW).
+ * Written by mc_final_kernel (isosurface.cu), or by the direct
+ * classification's last tile. */
+typedef struct mc_final_args {
+    mc_dcounts *dc; /* NULL: pm_isosurface, counts read by the host */
+    pm_isosurface_counts *counts;
+    int indexed;
+    unsigned long long rec_cap, vcap, tcap, vroom;
+} mc_final_args;
+static __device__ __forceinline__ void mc_final_counts(const unsigned long long *totals,
+                                                       const mc_final_args &f)
+{
+    const unsigned long long nrec = totals[0], ntri = totals[1], ncross = totals[2];
+    const unsigned long long nv = f.indexed ? ncross : 3 * ntri;
+    unsigned long long flags = 0;
+    if (nv > f.vcap || ntri > f.tcap || nrec > f.rec_cap || ncross > f.vroom)
+        flags |= PM_ISOSURFACE_DOES_NOT_FIT;
+    if (f.indexed && ncross > 0xffffffffull) flags |= PM_ISOSURFACE_INDEX_OVERFLOW;
+    f.counts->num_vertices = nv;
+    f.counts->num_triangles = ntri;
+    f.counts->active_cells = totals[3];
+    f.counts->flags = flags;
+    f.dc->nrec = nrec;
+    f.dc->ncross = ncross;
+    f.dc->ntri = ntri;
+    f.dc->ok = flags == 0;
+}
+
+/* Direct classification (mc_direct.cu, the default for small volumes):
+ * the records, row table, start table and totals of pmi_mc_classify in one
+ * kernel from the volume, no bitmask stored; tiles of MC_THREADS words
+ * (pmi_mc_direct_tiling). Its tile states and ticket are the context's,
+ * so nothing needs clearing before it; with fin (pm_isosurface_async) its
+ * last tile also writes the counts as mc_final_kernel does. Rows of at
+ * most 32 * MC_DIRECT_WMAX points, all types but f64. */
+#define MC_DIRECT_WMAX 64
+extern "C" {
+int pmi_mc_direct_supported(const pm_volume *vol);
+mc_tiling pmi_mc_direct_tiling(const pm_volume *vol);
+pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
+                                 const mc_tiling &tl, int edges, mc_records rec,
+                                 unsigned long long rec_cap, unsigned long long *rows,
+                                 unsigned long long *totals, const mc_tables *tab,
+                                 const mc_final_args *fin, unsigned hooks, int pdl);
+}
+
 
 /* How pass 2 makes a soup: none (an indexed mesh: vertices by blocks of
  * records, triangles one thread each); from the cells (mc_soup_cell_kernel:
