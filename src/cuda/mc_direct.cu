@@ -48,37 +48,6 @@ typedef struct md_sync {
     unsigned long long epoch;  /* the call's epoch, shifted into place */
 } md_sync;
 
-/* The exclusive prefix of tile `tile` (> 0) in one chain, by all 32 lanes
- * of one warp: pmi_lookback's walk, with states of other epochs taken as
- * not yet published. */
-static __device__ __forceinline__ unsigned long long md_lookback(const unsigned long long *state,
-                                                                 unsigned tile,
-                                                                 unsigned long long ep)
-{
-    const unsigned lane = threadIdx.x & 31;
-    unsigned long long excl = 0;
-    long long end = (long long)tile - 1;
-    for (;;) {
-        const long long idx = end - (long long)lane;
-        unsigned long long s;
-        for (;;) {
-            s = idx >= 0 ? *(const volatile unsigned long long *)(state + idx) : PMI_FLAG_P | ep;
-            const bool ready = (s >> 62) != 0 && (s & MD_EPOCH_MASK) == ep;
-            if (__all_sync(0xffffffffu, ready)) break;
-            __nanosleep(64);
-        }
-        const unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
-        unsigned long long v = s & 0xffffffffull;
-        if (pmask && (int)lane > __ffs(pmask) - 1) v = 0;
-        for (int off = 16; off; off >>= 1)
-            v += __shfl_xor_sync(0xffffffffu, v, off);
-        excl += v;
-        if (pmask) break;
-        end -= 32;
-    }
-    return excl;
-}
-
 /* One chain of tile `tile` by one warp: publishes the tile's aggregate a,
  * looks back, publishes the inclusive prefix; *base gets the exclusive
  * prefix, *total the chain's total (the last tile only). */
@@ -89,7 +58,9 @@ static __device__ __forceinline__ void md_chain(unsigned long long *st, unsigned
 {
     const unsigned lane = threadIdx.x & 31;
     if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | ep | a);
-    const unsigned long long b = tile ? md_lookback(st, tile, ep) : 0;
+    /* States of other epochs are not yet published. */
+    const unsigned long long b =
+        tile ? pmi_lookback_tagged(st, tile, 64, MD_EPOCH_MASK, ep, 0xffffffffull) : 0;
     if (lane == 0) {
         if (tile) pmi_tile_publish(st + tile, PMI_FLAG_P | ep | (b + a));
         *base = b;
