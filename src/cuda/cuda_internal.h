@@ -221,12 +221,11 @@ static __device__ __forceinline__ void pmi_tile_publish(unsigned long long *stat
  * prefix of the tile, looking back 32 predecessors at a time; a warp that
  * finds a predecessor without a state naps `spin_ns` before looking again.
  * States that carry a tag (the bits tag_mask, e.g. a call's epoch) count
- * as published only with the bits `tag`; the values are the bits
- * value_mask. */
+ * as published only with the bits `tag`; the value is the word without
+ * its flag and tag bits. */
 static __device__ __forceinline__ unsigned long long
 pmi_lookback_tagged(unsigned long long *state, unsigned long long tile, unsigned spin_ns,
-                    unsigned long long tag_mask, unsigned long long tag,
-                    unsigned long long value_mask)
+                    unsigned long long tag_mask, unsigned long long tag)
 {
     const unsigned lane = threadIdx.x & 31;
     unsigned long long excl = 0;
@@ -242,7 +241,7 @@ pmi_lookback_tagged(unsigned long long *state, unsigned long long tile, unsigned
             __nanosleep(spin_ns);
         }
         unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
-        unsigned long long v = s & value_mask;
+        unsigned long long v = s & PMI_VALUE_MASK & ~tag_mask;
         if (pmask && (int)lane > __ffs(pmask) - 1) v = 0;
         for (int off = 16; off; off >>= 1)
             v += __shfl_xor_sync(0xffffffffu, v, off);
@@ -256,7 +255,7 @@ pmi_lookback_tagged(unsigned long long *state, unsigned long long tile, unsigned
 static __device__ __forceinline__ unsigned long long
 pmi_lookback_ns(unsigned long long *state, unsigned long long tile, unsigned spin_ns)
 {
-    return pmi_lookback_tagged(state, tile, spin_ns, 0, 0, PMI_VALUE_MASK);
+    return pmi_lookback_tagged(state, tile, spin_ns, 0, 0);
 }
 
 static __device__ __forceinline__ unsigned long long pmi_lookback(unsigned long long *state,

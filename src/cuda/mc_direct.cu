@@ -29,8 +29,6 @@ MCD_TABLES_UPLOAD
 #define MD_WIN (MC_THREADS + MC_DIRECT_WMAX + 1) /* words in a window, at most */
 #define MD_BATCH 12 /* elements a warp loads before it packs any of them */
 
-/* 4 blocks per SM: 64 registers on sm_90, no spills (sm_75 to sm_86
- * spill 12 bytes; not measured there). */
 /* The tile states and ticket of the direct classification, kept by the
  * context across calls (md_sync_get): no kernel clears them. A state word
  * is a flag (PMI_FLAG_A or PMI_FLAG_P), the call's epoch (30 bits) and a
@@ -48,26 +46,8 @@ typedef struct md_sync {
     unsigned long long epoch;  /* the call's epoch, shifted into place */
 } md_sync;
 
-/* One chain of tile `tile` by one warp: publishes the tile's aggregate a,
- * looks back, publishes the inclusive prefix; *base gets the exclusive
- * prefix, *total the chain's total (the last tile only). */
-static __device__ __forceinline__ void md_chain(unsigned long long *st, unsigned tile,
-                                                unsigned ntiles, unsigned long long a,
-                                                unsigned long long ep, unsigned long long *base,
-                                                unsigned long long *total)
-{
-    const unsigned lane = threadIdx.x & 31;
-    if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | ep | a);
-    /* States of other epochs are not yet published. */
-    const unsigned long long b =
-        tile ? pmi_lookback_tagged(st, tile, 64, MD_EPOCH_MASK, ep, 0xffffffffull) : 0;
-    if (lane == 0) {
-        if (tile) pmi_tile_publish(st + tile, PMI_FLAG_P | ep | (b + a));
-        *base = b;
-        if (tile == ntiles - 1) *total = b + a;
-    }
-}
-
+/* 4 blocks per SM: 64 registers on sm_90, no spills (sm_75 to sm_86
+ * spill 12 bytes; not measured there). */
 template <typename T, int ABOVE>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, md_sync sy, mc_records rec,
@@ -180,8 +160,9 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     const unsigned long long ex = mc_block_scan(cnt, s_wsum, &agg);
     const unsigned ntiles = (unsigned)tl.ntiles;
     if (warp < MD_CHAINS)
-        md_chain(sy.state + warp * tl.ntiles, tile, ntiles, warp < 3 ? MC_F(agg, warp) : s_cells,
-                 sy.epoch, &base[warp], &s_tot[warp]);
+        mc_chain_tagged(sy.state + warp * tl.ntiles, tile, ntiles,
+                        warp < 3 ? MC_F(agg, warp) : s_cells, MD_EPOCH_MASK, sy.epoch, &base[warp],
+                        &s_tot[warp]);
     __syncthreads();
     /* The last tile has the totals: pass 1's, and pm_isosurface_async's
      * counts (mc_final_counts, as mc_final_kernel after the other paths). */
