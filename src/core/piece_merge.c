@@ -437,36 +437,321 @@ done:
     return st;
 }
 
-pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, size_t count,
-                               const pm_isosurface_options *options, pm_mesh *mesh)
-{
-    pmi_clear_error();
-    if (!ctx || !mesh || (count && !pieces))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_pieces_merge: NULL argument");
-    memset(mesh, 0, sizeof *mesh);
-    pm_isosurface_options opt;
-    memset(&opt, 0, sizeof opt);
-    if (options) {
-        size_t sz = options->struct_size ? options->struct_size : sizeof opt;
-        memcpy(&opt, options, sz < sizeof opt ? sz : sizeof opt);
-    }
-    opt.struct_size = sizeof opt;
-    /* PM_OUTPUT_ANY: the merged mesh stays where it is made, on the host. */
-    if (opt.output_in_context_memory == PM_OUTPUT_ANY)
-        opt.output_in_context_memory = opt.out_positions ? 1 : 0;
-    if (opt.mode != PM_MESH_INDEXED && opt.mode != PM_MESH_SOUP)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_pieces_merge: bad mode %d",
-                         (int)opt.mode);
-    const int normals = opt.normals != PM_NORMALS_NONE;
-    unsigned vbits = 0, cbits = 0;
-    pm_status st = PM_STATUS_OK;
-    if (count) st = check_pieces(pieces, count, normals, &vbits, &cbits);
-    if (st != PM_STATUS_OK) return st;
-    merged M;
-    memset(&M, 0, sizeof M);
-    st = merge_host(ctx, pieces, count, normals, vbits, cbits, &M);
-    if (st != PM_STATUS_OK) return st;
+/* The merge of a sparse reconstruction's pieces: one per occupied brick of
+ * the geometry G, pieces[q] the piece of bricks[q] (ascending keys), each
+ * owning its brick's points. No sort: the merged order is known from the
+ * bricks. Ascending keys run through the lattice's rows of points (k, j),
+ * and row (j, k) lies in the bricks (bx, j / brick, k / brick), ascending
+ * bx; a piece's vertices (and its triangles, by cell row) are in row
+ * order. So every piece counts its vertices and triangles per owned row,
+ * one pass over the layers of bricks (same bz) turns the counts into the
+ * rows' first global indices, and each piece writes its rows' runs there.
+ * A triangle corner's index is its row's first index in the owning
+ * piece (its own, or the neighbour brick's found among the bricks), then
+ * a galloping search in the merged keys. Memory: 8 bytes per owned row of
+ * every brick, besides the mesh and the merged keys. */
+typedef struct brick_rows {
+    const pmi_sparse_geom *G;
+    const uint64_t *bricks;
+    size_t count;
+    uint64_t *rbase;  /* count + 1: piece q's rows start at rbase[q] */
+    uint32_t *vfirst; /* per row: its vertices' first global index */
+    uint32_t *tfirst; /* per row: its triangles' first global index */
+} brick_rows;
 
+/* Brick q's owned box and its row of point (j, k) (inside the box). */
+static void brick_box(const brick_rows *B, size_t q, uint64_t lo[3], uint64_t hi[3])
+{
+    uint64_t b[3];
+    pmi_brick_unkey(B->G, B->bricks[q], b);
+    pmi_brick_owned(B->G, b, lo, hi);
+}
+
+/* The piece holding the brick of point (i, j, k): q itself, or a search
+ * of the bricks (count when none). */
+static size_t brick_of(const brick_rows *B, size_t q, const uint64_t lo[3], const uint64_t hi[3],
+                       uint64_t i, uint64_t j, uint64_t k)
+{
+    if (i >= lo[0] && i < hi[0] && j >= lo[1] && j < hi[1] && k >= lo[2] && k < hi[2]) return q;
+    const uint64_t R = B->G->brick, b[3] = {i / R, j / R, k / R};
+    const uint64_t key = pmi_brick_key(B->G, b);
+    size_t at = pmi_lower_bound_u64(B->bricks, B->count, key);
+    return at < B->count && B->bricks[at] == key ? at : B->count;
+}
+
+/* Counts per row (in first[]) into first global indices, layer by layer:
+ * the order of the rows is slice k, then brick row by, then j, then bx.
+ * tot[q]: the piece's own count (vertices or triangles). */
+static int rows_to_firsts(const brick_rows *B, uint32_t *first, const uint64_t *tot, int threads)
+{
+    const pmi_sparse_geom *G = B->G;
+    const size_t nq = B->count;
+    /* Layers: the runs of bricks with one bz; their totals, scanned. */
+    size_t nl = 0;
+    for (size_t q = 0; q < nq; q++)
+        if (!q || B->bricks[q] >> G->bshift[2] != B->bricks[q - 1] >> G->bshift[2]) nl++;
+    size_t *lq = malloc((nl + 1) * sizeof *lq);
+    uint64_t *lbase = malloc((nl + 1) * sizeof *lbase);
+    if (!lq || !lbase) {
+        free(lq), free(lbase);
+        return 0;
+    }
+    nl = 0;
+    uint64_t sum = 0;
+    for (size_t q = 0; q < nq; q++) {
+        if (!q || B->bricks[q] >> G->bshift[2] != B->bricks[q - 1] >> G->bshift[2]) {
+            lq[nl] = q;
+            lbase[nl++] = sum;
+        }
+        sum += tot[q];
+    }
+    lq[nl] = nq;
+    lbase[nl] = sum;
+    const long long snl = (long long)nl;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (long long l = 0; l < snl; l++) {
+        const size_t q0 = lq[l], q1 = lq[l + 1];
+        uint64_t lo[3], hi[3];
+        brick_box(B, q0, lo, hi);
+        const uint64_t k0 = lo[2], k1 = hi[2];
+        uint64_t run = lbase[l];
+        for (uint64_t k = k0; k < k1; k++)
+            for (size_t g0 = q0; g0 < q1;) {
+                /* The group of bricks with one by: [g0, g1), ascending bx. */
+                size_t g1 = g0 + 1;
+                while (g1 < q1 && B->bricks[g1] >> G->bshift[1] == B->bricks[g0] >> G->bshift[1])
+                    g1++;
+                uint64_t glo[3], ghi[3];
+                brick_box(B, g0, glo, ghi);
+                const uint64_t d1 = ghi[1] - glo[1];
+                for (uint64_t j = glo[1]; j < ghi[1]; j++)
+                    for (size_t q = g0; q < g1; q++) {
+                        uint32_t *f = first + B->rbase[q] + (j - glo[1]) + d1 * (k - k0);
+                        const uint32_t c = *f;
+                        *f = (uint32_t)run;
+                        run += c;
+                    }
+                g0 = g1;
+            }
+    }
+    free(lq), free(lbase);
+    return 1;
+}
+
+static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
+                                   const uint64_t *bricks, const pm_mesh_piece *pieces,
+                                   size_t count, int normals, merged *M)
+{
+    static const char fn[] = "pm_reconstruct (merge)";
+    int threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    const uint64_t N0 = G->dims[0], N1 = G->dims[1], N01 = N0 * N1;
+    const uint64_t C0 = N0 - 1, C1 = N1 - 1;
+    brick_rows B = {G, bricks, count, NULL, NULL, NULL};
+    uint64_t *vtot = malloc((count + 1) * sizeof *vtot), *ttot = malloc((count + 1) * sizeof *ttot);
+    B.rbase = malloc((count + 1) * sizeof *B.rbase);
+    uint64_t nv = 0, nt = 0, act = 0, rows = 0;
+    if (!vtot || !ttot || !B.rbase) {
+        free(vtot), free(ttot), free(B.rbase);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    }
+    for (size_t q = 0; q < count; q++) {
+        uint64_t lo[3], hi[3];
+        brick_box(&B, q, lo, hi);
+        B.rbase[q] = rows;
+        rows += (hi[1] - lo[1]) * (hi[2] - lo[2]);
+        vtot[q] = pieces[q].num_vertices;
+        ttot[q] = pieces[q].num_triangles;
+        nv += vtot[q];
+        nt += ttot[q];
+        act += pieces[q].active_cells;
+    }
+    B.rbase[count] = rows;
+    if (nv > UINT32_MAX || nt > UINT32_MAX) {
+        free(vtot), free(ttot), free(B.rbase);
+        return nv > UINT32_MAX ? pmi_mesh_index_overflow(nv)
+                               : pmi_error(PM_STATUS_OVERFLOW, "%s: %llu triangles, at most 2^32 - 1",
+                                           fn, (unsigned long long)nt);
+    }
+    M->nv = nv;
+    M->nt = nt;
+    M->active = act;
+    B.vfirst = calloc(rows ? rows : 1, sizeof *B.vfirst);
+    B.tfirst = calloc(rows ? rows : 1, sizeof *B.tfirst);
+    uint64_t *vkeys = malloc((nv ? nv : 1) * sizeof *vkeys);
+    M->pos = pmi_host_array_get(ctx, (size_t)(nv ? nv : 1) * 3 * sizeof(float));
+    M->nrm = normals ? pmi_host_array_get(ctx, (size_t)(nv ? nv : 1) * 3 * sizeof(float)) : NULL;
+    M->idx = pmi_host_array_get(ctx, (size_t)(nt ? nt : 1) * 3 * sizeof(uint32_t));
+    pm_status st = PM_STATUS_OK;
+    if (!B.vfirst || !B.tfirst || !vkeys || !M->pos || (normals && !M->nrm) || !M->idx) {
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory for %llu vertices, %llu triangles",
+                       fn, (unsigned long long)nv, (unsigned long long)nt);
+        goto done;
+    }
+
+    /* Counts per row, each vertex and cell checked to lie in its brick. */
+    int bad = 0;
+    size_t bad_q = 0;
+    uint64_t bad_key = 0;
+    const long long sc = (long long)count;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
+    for (long long lq = 0; lq < sc; lq++) {
+        const size_t q = (size_t)lq;
+        const pm_mesh_piece *P = &pieces[q];
+        uint64_t lo[3], hi[3];
+        brick_box(&B, q, lo, hi);
+        const uint64_t d1 = hi[1] - lo[1];
+        uint32_t *vf = B.vfirst + B.rbase[q], *tf = B.tfirst + B.rbase[q];
+        int ok = !P->num_vertices || !normals == !P->normals;
+        uint64_t key = 0;
+        for (uint64_t v = 0; v < P->num_vertices && ok; v++) {
+            key = P->vertex_keys[v];
+            const uint64_t p = key / 3, i = p % N0, j = p / N0 % N1, k = p / N01;
+            ok = i >= lo[0] && i < hi[0] && j >= lo[1] && j < hi[1] && k >= lo[2] && k < hi[2] &&
+                 (!v || key > P->vertex_keys[v - 1]);
+            if (ok) vf[(j - lo[1]) + d1 * (k - lo[2])]++;
+        }
+        for (uint64_t t = 0; t < P->num_triangles && ok; t++) {
+            key = P->cell_keys[t];
+            const uint64_t i = key % C0, j = key / C0 % C1, k = key / (C0 * C1);
+            ok = i >= lo[0] && i < hi[0] && j >= lo[1] && j < hi[1] && k >= lo[2] && k < hi[2] &&
+                 (!t || key >= P->cell_keys[t - 1]);
+            if (ok) tf[(j - lo[1]) + d1 * (k - lo[2])]++;
+        }
+        if (!ok) {
+#pragma omp critical
+            if (!bad || q < bad_q) bad = 1, bad_q = q, bad_key = key;
+        }
+    }
+    if (bad) {
+        st = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                       "%s: piece %zu: key %llu is not ascending, not in its brick, or its normals "
+                       "do not match",
+                       fn, bad_q, (unsigned long long)bad_key);
+        goto done;
+    }
+    if (!rows_to_firsts(&B, B.vfirst, vtot, threads) || !rows_to_firsts(&B, B.tfirst, ttot, threads)) {
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+        goto done;
+    }
+
+    /* Vertices: each row's run to its place. */
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
+    for (long long lq = 0; lq < sc; lq++) {
+        const size_t q = (size_t)lq;
+        const pm_mesh_piece *P = &pieces[q];
+        uint64_t lo[3], hi[3];
+        brick_box(&B, q, lo, hi);
+        const uint64_t d1 = hi[1] - lo[1];
+        const uint32_t *vf = B.vfirst + B.rbase[q];
+        uint64_t row = UINT64_MAX, at = 0;
+        for (uint64_t v = 0; v < P->num_vertices; v++) {
+            const uint64_t key = P->vertex_keys[v], p = key / 3;
+            const uint64_t r = (p / N0 % N1 - lo[1]) + d1 * (p / N01 - lo[2]);
+            if (r != row) row = r, at = vf[r];
+            vkeys[at] = key;
+            memcpy(M->pos + 3 * at, P->positions + 3 * v, 3 * sizeof(float));
+            if (M->nrm) memcpy(M->nrm + 3 * at, P->normals + 3 * v, 3 * sizeof(float));
+            at++;
+        }
+    }
+
+    /* Triangles: each row's run to its place, its corners' keys to
+     * indices. A corner is a point of the triangle's cell (offsets 0 or 1
+     * per axis from it). */
+    int missing = 0;
+    size_t miss_q = 0;
+    uint64_t miss_key = 0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
+    for (long long lq = 0; lq < sc; lq++) {
+        const size_t q = (size_t)lq;
+        const pm_mesh_piece *P = &pieces[q];
+        uint64_t lo[3], hi[3];
+        brick_box(&B, q, lo, hi);
+        const uint64_t d1 = hi[1] - lo[1];
+        const uint32_t *tf = B.tfirst + B.rbase[q];
+        uint64_t row = UINT64_MAX, at = 0;
+        for (uint64_t t = 0; t < P->num_triangles; t++) {
+            const uint64_t c = P->cell_keys[t];
+            const uint64_t ci = c % C0, cj = c / C0 % C1, ck = c / (C0 * C1);
+            const uint64_t r = (cj - lo[1]) + d1 * (ck - lo[2]);
+            if (r != row) row = r, at = tf[r];
+            const uint64_t cp = ci + N0 * (cj + N1 * ck);
+            uint32_t *o = M->idx + 3 * at;
+            for (int e = 0; e < 3; e++) {
+                const uint64_t key = P->triangles[3 * t + (uint64_t)e];
+                uint64_t d = key / 3 - cp; /* wraps when below: caught as missing */
+                const uint64_t dz = d >= N01;
+                d -= dz * N01;
+                const uint64_t dy = d >= N0, dx = d - dy * N0;
+                size_t g = nv;
+                if (key / 3 >= cp && dx <= 1 && dz <= 1) {
+                    const uint64_t i = ci + dx, j = cj + dy, k = ck + dz;
+                    const size_t w = brick_of(&B, q, lo, hi, i, j, k);
+                    if (w < count) {
+                        uint64_t wlo[3], whi[3];
+                        if (w == q)
+                            memcpy(wlo, lo, sizeof wlo), memcpy(whi, hi, sizeof whi);
+                        else
+                            brick_box(&B, w, wlo, whi);
+                        const size_t f = B.vfirst[B.rbase[w] + (j - wlo[1]) +
+                                                  (whi[1] - wlo[1]) * (k - wlo[2])];
+                        g = gallop(vkeys, (size_t)nv, f, key);
+                        if (g < nv && vkeys[g] != key) g = nv;
+                    }
+                }
+                if (g >= nv) {
+#pragma omp critical
+                    if (!missing || q < miss_q) missing = 1, miss_q = q, miss_key = key;
+                    g = 0;
+                }
+                o[e] = (uint32_t)g;
+            }
+            at++;
+        }
+    }
+    if (missing)
+        st = pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                       "%s: a triangle of piece %zu names vertex key %llu, which no piece has",
+                       fn, miss_q, (unsigned long long)miss_key);
+done:
+    free(vkeys), free(B.vfirst), free(B.tfirst), free(B.rbase);
+    free(vtot), free(ttot);
+    if (st != PM_STATUS_OK) {
+        pmi_host_array_put(ctx, M->pos), pmi_host_array_put(ctx, M->nrm);
+        pmi_host_array_put(ctx, M->idx);
+        memset(M, 0, sizeof *M);
+    }
+    return st;
+}
+
+/* pm_mesh_pieces_merge's options: a copy with PM_OUTPUT_ANY resolved (the
+ * merged mesh stays where it is made, on the host) and the mode checked. */
+static pm_status merge_options(const char *fn, const pm_isosurface_options *options,
+                               pm_isosurface_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    if (options) {
+        size_t sz = options->struct_size ? options->struct_size : sizeof *opt;
+        memcpy(opt, options, sz < sizeof *opt ? sz : sizeof *opt);
+    }
+    opt->struct_size = sizeof *opt;
+    if (opt->output_in_context_memory == PM_OUTPUT_ANY)
+        opt->output_in_context_memory = opt->out_positions ? 1 : 0;
+    if (opt->mode != PM_MESH_INDEXED && opt->mode != PM_MESH_SOUP)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: bad mode %d", fn, (int)opt->mode);
+    return PM_STATUS_OK;
+}
+
+/* The merged indexed mesh M (whose host arrays it takes) as the mesh the
+ * options ask for: M's arrays themselves, or copied into the caller's
+ * buffers or context memory, or expanded to a soup. */
+static pm_status merged_to_mesh(pm_context *ctx, const pm_isosurface_options *o, merged *Mp,
+                                pm_mesh *mesh)
+{
+    pm_isosurface_options opt = *o;
+    merged M = *Mp;
+    memset(Mp, 0, sizeof *Mp);
+    pm_status st = PM_STATUS_OK;
     const int indexed = opt.mode == PM_MESH_INDEXED;
     const int device = opt.output_in_context_memory && ctx->backend != pmi_cpu_backend();
     if (indexed && !opt.out_positions && !device) {
@@ -524,6 +809,43 @@ pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, siz
     pmi_host_array_put(ctx, M.pos), pmi_host_array_put(ctx, M.nrm);
     pmi_host_array_put(ctx, M.idx);
     return st;
+}
+
+pm_status pm_mesh_pieces_merge(pm_context *ctx, const pm_mesh_piece *pieces, size_t count,
+                               const pm_isosurface_options *options, pm_mesh *mesh)
+{
+    pmi_clear_error();
+    if (!ctx || !mesh || (count && !pieces))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_mesh_pieces_merge: NULL argument");
+    memset(mesh, 0, sizeof *mesh);
+    pm_isosurface_options opt;
+    pm_status st = merge_options("pm_mesh_pieces_merge", options, &opt);
+    if (st != PM_STATUS_OK) return st;
+    const int normals = opt.normals != PM_NORMALS_NONE;
+    unsigned vbits = 0, cbits = 0;
+    if (count) st = check_pieces(pieces, count, normals, &vbits, &cbits);
+    if (st != PM_STATUS_OK) return st;
+    merged M;
+    memset(&M, 0, sizeof M);
+    st = merge_host(ctx, pieces, count, normals, vbits, cbits, &M);
+    if (st != PM_STATUS_OK) return st;
+    return merged_to_mesh(ctx, &opt, &M, mesh);
+}
+
+pm_status pmi_pieces_merge_bricks(pm_context *ctx, const pmi_sparse_geom *G,
+                                  const uint64_t *bricks, const pm_mesh_piece *pieces,
+                                  size_t count, const pm_isosurface_options *options,
+                                  pm_mesh *mesh)
+{
+    memset(mesh, 0, sizeof *mesh);
+    pm_isosurface_options opt;
+    pm_status st = merge_options("pm_reconstruct (merge)", options, &opt);
+    if (st != PM_STATUS_OK) return st;
+    merged M;
+    memset(&M, 0, sizeof M);
+    st = merge_bricks_host(ctx, G, bricks, pieces, count, opt.normals != PM_NORMALS_NONE, &M);
+    if (st != PM_STATUS_OK) return st;
+    return merged_to_mesh(ctx, &opt, &M, mesh);
 }
 
 void pm_mesh_piece_free(pm_mesh_piece *piece)

@@ -2,7 +2,8 @@
  * pm_isosurface_piece's checks and dispatch, and pm_reconstruct, which
  * picks the dense or the sparse path and drives the latter: the backend's
  * plan (sorted particles, occupied bricks, volumes), its bricks' pieces in
- * batches under the memory limit, then pm_mesh_pieces_merge. */
+ * batches under the memory limit, then their merge by brick rows
+ * (pmi_pieces_merge_bricks). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -317,9 +318,15 @@ static pm_status run_sparse(pm_context *const *ctxs, int nctx, pmi_sparse_plan *
             nv += pieces[q].num_vertices;
             nt += pieces[q].num_triangles;
         }
-        /* The merge's sort arrays, ranks and the mesh (docs/scale.md). */
-        double big = (double)(nv > nt ? nv : nt);
-        double merge = 24.0 * big + 16.0 * (double)nv + 4.0 * (double)nt +
+        /* The merge's row tables and keys, and the mesh (docs/scale.md). */
+        double rows = 0;
+        for (size_t q = 0; q < nb; q++) {
+            uint64_t b[3], lo[3], hi[3];
+            pmi_brick_unkey(G, plan->bricks[q], b);
+            pmi_brick_owned(G, b, lo, hi);
+            rows += (double)(hi[1] - lo[1]) * (double)(hi[2] - lo[2]);
+        }
+        double merge = 8.0 * rows + 8.0 * (double)nv +
                        (opt->normals != PM_NORMALS_NONE ? 24.0 : 12.0) * (double)nv +
                        12.0 * (double)nt;
         if ((double)held + merge > (double)peak) peak = held + (size_t)merge;
@@ -333,7 +340,7 @@ static pm_status run_sparse(pm_context *const *ctxs, int nctx, pmi_sparse_plan *
     }
     if (st == PM_STATUS_OK) {
         double t0 = pmi_now_ms();
-        st = pm_mesh_pieces_merge(ctx, pieces, nb, opt, mesh);
+        st = pmi_pieces_merge_bricks(ctx, G, plan->bricks, pieces, nb, opt, mesh);
         R->merge_ms = pmi_now_ms() - t0;
     }
     for (size_t q = 0; q < nb; q++)

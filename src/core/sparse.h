@@ -169,6 +169,17 @@ pm_status pmi_sparse_geom_init(const pm_field_params *p, const double bmin[3], c
 void pmi_radix_sort_u64(uint64_t *keys, uint32_t *vals, size_t n, unsigned bits, uint64_t *tk,
                         uint32_t *tv, int threads);
 
+/* The sparse reconstruction's merge (src/core/piece_merge.c): pieces[q] is
+ * the piece of bricks[q] (ascending brick keys of G, each piece owning its
+ * brick's points); the mesh is pm_mesh_pieces_merge's of the same pieces,
+ * made without sorting (the order follows from the bricks). Extra memory:
+ * 8 bytes per owned row of points of every brick (2 * count * brick^2 at
+ * most) and 8 per vertex, besides the mesh. */
+pm_status pmi_pieces_merge_bricks(pm_context *ctx, const pmi_sparse_geom *G,
+                                  const uint64_t *bricks, const pm_mesh_piece *pieces,
+                                  size_t count, const pm_isosurface_options *options,
+                                  pm_mesh *mesh);
+
 /* For the MPI layer (src/mpi/mpi_reconstruct.c): params with
  * pm_reconstruct's defaults, and the pieces of the bricks with brick z in
  * [bz0, bz1) of the sparse reconstruction whose lattice is laid over the
