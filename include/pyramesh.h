@@ -411,9 +411,9 @@ typedef struct pm_isosurface_counts {
  * counts are then not written. The CUDA backend sizes its scratch and its
  * launches from the capacities, so generous capacities cost memory (about
  * 40 bytes per triangle of capacity, plus 24 per soup vertex) and a little
- * time. Same mesh, byte for byte, as pm_isosurface. Do not capture it into
- * a CUDA graph for replay: on small volumes the CUDA backend sets per-call
- * state from the host (docs/cuda_isosurface.md). */
+ * time. Same mesh, byte for byte, as pm_isosurface. It may be captured
+ * into a CUDA graph on the context's stream and replayed, on whatever
+ * the buffers hold at each replay (docs/cuda_isosurface.md). */
 #define PM_ISOSURFACE_DOES_NOT_FIT 1u
 #define PM_ISOSURFACE_INDEX_OVERFLOW 2u
 PM_API pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,

@@ -17,6 +17,9 @@
  * mode the capacity and async contracts are checked on the CPU backend. */
 #include <math.h>
 
+#ifdef PM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 #include "test_common.h"
 #include "test_volumes.h"
 
@@ -647,6 +650,144 @@ static void test_rerun(pm_context *gpu)
     free(h);
 }
 
+#ifdef PM_HAVE_CUDA
+/* pm_isosurface_async captured into a CUDA graph on the context's stream
+ * (a simulation's per-frame graph), then the graph replayed on other
+ * volumes in the same buffer, with uncaptured calls in between: the
+ * direct classification takes the call's cleared tile states under
+ * capture (states=cleared), since a replay repeats the launch parameters;
+ * every replay's mesh and counts equal pm_isosurface's of that volume.
+ * Copies go through pm_upload / pm_download, ordered on the context's
+ * stream: a cudaMemcpy from pageable memory on the legacy stream can
+ * still be in flight when a graph starts on a non-blocking stream. */
+static void test_capture(void)
+{
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+        PMT_CHECK(0, "capture: cannot create a stream");
+        return;
+    }
+    pm_context_desc d = {sizeof d, PM_DEVICE_CUDA, 0, 0, (void *)s};
+    pm_context *c;
+    PMT_OK(pm_context_create(&d, &c));
+    enum { N = 3 };
+    const size_t n = 72, np = n * n * n;
+    float *h[N];
+    for (int k = 0; k < N; k++) {
+        double *f = pmt_field_f64(k == 0 ? PMT_FIELD_CAYLEY : k == 1 ? PMT_FIELD_SPHERE
+                                                                      : PMT_FIELD_TORUS,
+                                  n, n, n, 0.4 + 0.1 * k, 0.2);
+        h[k] = pmt_convert(f, n, n, n, PM_SAMPLE_F32, 0, 0);
+        free(f);
+    }
+    float *dvol = pmt_to_ctx(c, h[0], 4 * np);
+    pm_volume v = {dvol, PM_SAMPLE_F32, n, n, n, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    const size_t vcap = 3u << 20, tcap = 1u << 20;
+    void *pos, *nrm, *idx, *cnt;
+    PMT_OK(pm_alloc(c, 12 * vcap, &pos));
+    PMT_OK(pm_alloc(c, 12 * vcap, &nrm));
+    PMT_OK(pm_alloc(c, 12 * tcap, &idx));
+    PMT_OK(pm_alloc(c, sizeof(pm_isosurface_counts), &cnt));
+    for (int mode = 0; mode < 2; mode++) {
+        pm_isosurface_options o;
+        memset(&o, 0, sizeof o);
+        o.mode = (pm_mesh_mode)mode;
+        o.normals = PM_NORMALS_CENTRAL;
+        o.output_in_context_memory = 1;
+        /* References, and a warm-up of the async call (tables, scratch). */
+        pm_mesh ref[N];
+        for (int k = 0; k < N; k++) {
+            PMT_OK(pm_upload(c, dvol, h[k], 4 * np));
+            pm_mesh m;
+            PMT_OK(pm_isosurface(c, &v, 0.0, &o, &m));
+            ref[k] = pmt_mesh_to_host(c, &m);
+            pm_mesh_free(c, &m);
+        }
+        pm_isosurface_options a = o;
+        a.out_positions = pos;
+        a.out_normals = nrm;
+        a.out_indices = mode == PM_MESH_INDEXED ? idx : NULL;
+        a.vertex_capacity = vcap;
+        a.triangle_capacity = tcap;
+        PMT_OK(pm_isosurface_async(c, &v, 0.0, &a, cnt));
+        PMT_OK(pm_context_synchronize(c));
+        pm_isosurface_report rep;
+        memset(&rep, 0, sizeof rep);
+        a.report = &rep;
+        cudaGraph_t g = NULL;
+        cudaGraphExec_t ge = NULL;
+        int ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) == cudaSuccess;
+        pm_status cs = ok ? pm_isosurface_async(c, &v, 0.0, &a, cnt) : PM_STATUS_DEVICE_ERROR;
+        ok = cudaStreamEndCapture(s, &g) == cudaSuccess && ok;
+        ok = ok && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess;
+        PMT_CHECK(ok && cs == PM_STATUS_OK, "capture: %s, %s", pm_status_string(cs),
+                  cudaGetErrorString(cudaGetLastError()));
+        a.report = NULL;
+        if (!ok || cs != PM_STATUS_OK) break;
+        /* The stream hook takes the streaming classification, which
+         * clears its states in every call anyway. */
+        if (hook_set("stream"))
+            PMT_CHECK(path_has(&rep, "pass1=stream") && !strstr(rep.path, "states="),
+                      "capture: hook stream, path \"%s\"", rep.path);
+        else
+            PMT_CHECK(path_has(&rep, "pass1=direct") && path_has(&rep, "states=cleared"),
+                      "capture: path \"%s\"", rep.path);
+        for (int round = 0; round < 2; round++)
+            for (int k = N - 1; k >= 0; k--) {
+                /* An uncaptured call on another volume first: the
+                 * context's epoch and tickets move on between replays. */
+                PMT_OK(pm_upload(c, dvol, h[(k + 1) % N], 4 * np));
+                PMT_OK(pm_isosurface_async(c, &v, 0.0, &a, cnt));
+                PMT_OK(pm_context_synchronize(c));
+                PMT_OK(pm_upload(c, dvol, h[k], 4 * np));
+                PMT_OK(cudaGraphLaunch(ge, s) == cudaSuccess ? PM_STATUS_OK
+                                                             : PM_STATUS_DEVICE_ERROR);
+                PMT_OK(pm_context_synchronize(c));
+                pm_isosurface_counts hc;
+                PMT_OK(pm_download(c, &hc, cnt, sizeof hc));
+                const pm_mesh *r = &ref[k];
+                PMT_CHECK(hc.flags == 0 && hc.num_vertices == r->num_vertices &&
+                              hc.num_triangles == r->num_triangles &&
+                              hc.active_cells == r->active_cells,
+                          "capture replay %d of volume %d (%s): counts %llu/%llu, want %zu/%zu",
+                          round, k, mode ? "soup" : "indexed",
+                          (unsigned long long)hc.num_vertices,
+                          (unsigned long long)hc.num_triangles, r->num_vertices, r->num_triangles);
+                float *gp = pmt_to_host(c, pos, 12 * r->num_vertices);
+                float *gn = pmt_to_host(c, nrm, 12 * r->num_vertices);
+                PMT_CHECK(!memcmp(gp, r->positions, 12 * r->num_vertices) &&
+                              !memcmp(gn, r->normals, 12 * r->num_vertices),
+                          "capture replay %d of volume %d (%s): vertices differ", round, k,
+                          mode ? "soup" : "indexed");
+                free(gp);
+                free(gn);
+                if (mode == PM_MESH_INDEXED) {
+                    uint32_t *gi = pmt_to_host(c, idx, 12 * r->num_triangles);
+                    PMT_CHECK(!memcmp(gi, r->indices, 12 * r->num_triangles),
+                              "capture replay %d of volume %d: indices differ", round, k);
+                    free(gi);
+                }
+            }
+        cudaGraphExecDestroy(ge);
+        cudaGraphDestroy(g);
+        for (int k = 0; k < N; k++) {
+            free(ref[k].positions);
+            free(ref[k].normals);
+            free(ref[k].indices);
+        }
+    }
+    pm_free(c, pos);
+    pm_free(c, nrm);
+    pm_free(c, idx);
+    pm_free(c, cnt);
+    pm_free(c, dvol);
+    pm_context_destroy(c);
+    cudaStreamDestroy(s);
+    for (int k = 0; k < N; k++)
+        free(h[k]);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     pm_context *ctx;
@@ -662,6 +803,9 @@ int main(int argc, char **argv)
         test_oom(ctx);
         test_rerun(ctx);
         test_huge(ctx);
+#ifdef PM_HAVE_CUDA
+        test_capture();
+#endif
         printf("forced paths: %zu pass2=search, %zu soup=cells-fallback, %zu launch=plain; "
                "pass 1: %zu direct (%zu with its states zeroed first), %zu stream\n",
                search_runs, novroom_runs, nopdl_runs, direct_runs, zeroed_runs, stream_runs);

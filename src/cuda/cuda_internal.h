@@ -61,7 +61,8 @@ typedef struct pmi_cuda_state {
     size_t md_bytes;
     unsigned md_epoch, md_tickets;
     int md_reset;  /* zero them before the next launch */
-    int md_zeroed; /* the last launch zeroed them first (report: states) */
+    int md_zeroed;  /* the last launch zeroed them first (report: states) */
+    int md_cleared; /* the last launch took the call's cleared states */
     /* The pool of stream-ordered scratch (cuda_scratch_alloc), made at its
      * first use; it keeps freed memory for the next call. */
     cudaMemPool_t pool;

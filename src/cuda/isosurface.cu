@@ -179,10 +179,15 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup s
                                                   : "bitmask");
     if (pl.pass1 == MC_PASS1_BITMASK)
         pmi_report_path(r, "classify", pl.cls == MC_CLS_BATCHED ? "batched" : "perword");
-    /* The direct classification's tile states: zeroed before this call
-     * (a context's first, a larger volume, or the epochs wrapped), else
-     * kept from the last call. */
-    if (pl.pass1 == MC_PASS1_DIRECT) pmi_report_path(r, "states", st->md_zeroed ? "zeroed" : "kept");
+    /* The direct classification's tile states: the call's own, cleared
+     * (under stream capture), or the context's, zeroed before this call (a
+     * context's first, a larger volume, or the epochs wrapped) or kept
+     * from the last call. */
+    if (pl.pass1 == MC_PASS1_DIRECT)
+        pmi_report_path(r, "states",
+                        st->md_cleared  ? "cleared"
+                        : st->md_zeroed ? "zeroed"
+                                        : "kept");
     pmi_report_path(r, "pass2",
                     soup == MC_SOUP_CELLS    ? "cells"
                     : soup == MC_SOUP_GATHER ? "search"
@@ -219,10 +224,20 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     const mc_tiling &tl = pl.tl;
     const mc_stream_grid &sg = pl.sg;
     const size_t nrows = (size_t)vol->ny * vol->nz;
-    size_t state_b =
-        pl.pass1 == MC_PASS1_DIRECT
-            ? 0
-            : pmi_align256((size_t)(stream ? sg.ntiles : tl.ntiles) * 3 * sizeof(unsigned long long));
+    /* A stream being captured into a CUDA graph replays the launches with
+     * the parameters of the capture, so the direct classification then
+     * takes cleared states of the call's scratch (epoch 0) instead of the
+     * context's (whose epoch and ticket count change from call to call). */
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cap) != cudaSuccess) {
+        cudaGetLastError();
+        cap = cudaStreamCaptureStatusActive;
+    }
+    const int kept = pl.pass1 == MC_PASS1_DIRECT && cap == cudaStreamCaptureStatusNone;
+    const size_t nstates = pl.pass1 == MC_PASS1_DIRECT ? (size_t)tl.ntiles * MD_CHAINS_MAX
+                           : stream                    ? (size_t)sg.ntiles * 3
+                                                       : (size_t)tl.ntiles * 3;
+    size_t state_b = kept ? 0 : pmi_align256(nstates * sizeof(unsigned long long));
     size_t head_b = 256 + state_b;
     /* Last: the bitmask (its size kept by the direct classification,
      * which stores none, as room for a soup's indexed vertices: up to 32
@@ -268,21 +283,26 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     unsigned int *bits = (unsigned int *)q;
     const mc_tables *tp = tab.t ? &tab : NULL;
     /* The direct classification keeps its tile states in the context and
-     * writes every total: nothing to clear. With fin its last tile writes
-     * the async counts too, pass 2's at the start of the extra room. */
-    if (pl.pass1 == MC_PASS1_DIRECT) {
-        mc_final_args f;
-        if (fin) {
-            f = *fin;
-            f.dc = (mc_dcounts *)p->extra;
-        }
-        return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, p->rec, rec_cap, p->rows,
-                                      p->totals, tp, fin ? &f : NULL, pl.hooks, pl.pdl);
+     * writes every total: nothing to clear (but under stream capture).
+     * With fin its last tile writes the async counts too, pass 2's at the
+     * start of the extra room. */
+    mc_final_args f;
+    if (fin) {
+        f = *fin;
+        f.dc = (mc_dcounts *)p->extra;
     }
+    if (kept)
+        return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, NULL, NULL, p->rec,
+                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, pl.hooks,
+                                      pl.pdl);
     /* head_b is a multiple of 256 bytes. */
     pmi_launch(pl.pdl, mc_clear_kernel, mc_blocks(head_b / 16), MC_THREADS, s, (uint4 *)base,
                (unsigned long long)(head_b / 16));
     PMI_TRY(pmi_cuda_launched("pm_isosurface: clearing tile states"));
+    if (pl.pass1 == MC_PASS1_DIRECT)
+        return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, ticket, state, p->rec,
+                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, pl.hooks,
+                                      pl.pdl);
     if (stream) {
         mc_stream_mem sm;
         sm.segc = bits;

@@ -38,7 +38,7 @@ MCD_TABLES_UPLOAD
 #define MD_EPOCH_SHIFT 32
 #define MD_EPOCH_BITS 30
 #define MD_EPOCH_MASK (((1ull << MD_EPOCH_BITS) - 1) << MD_EPOCH_SHIFT)
-#define MD_CHAINS 4 /* records, triangles, crossings, active cells */
+#define MD_CHAINS MD_CHAINS_MAX /* records, triangles, crossings, active cells */
 typedef struct md_sync {
     unsigned int *ticket;
     unsigned int tbase;
@@ -259,7 +259,8 @@ static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_til
 }
 
 pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
-                                 const mc_tiling &tl, int edges, mc_records rec,
+                                 const mc_tiling &tl, int edges, unsigned int *ticket,
+                                 unsigned long long *state, mc_records rec,
                                  unsigned long long rec_cap, unsigned long long *rows,
                                  unsigned long long *totals, const mc_tables *tab,
                                  const mc_final_args *fin, unsigned hooks, int pdl)
@@ -276,8 +277,9 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     if (tl.nwords == 0 || tl.nwords > (1ll << 32) / 160)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_isosurface: %lld words for the direct classification", tl.nwords);
-    md_sync sy = {NULL, 0, NULL, 0};
-    PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, &sy));
+    md_sync sy = {ticket, 0, state, 0}; /* the caller's: zeroed, epoch 0 */
+    st->md_cleared = ticket != NULL;
+    if (!ticket) PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, &sy));
     cudaStream_t s = st->stream;
     unsigned long long *rw = edges ? rows : NULL;
     mc_tables tb = {NULL, 0, 1};
@@ -300,7 +302,7 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
         break;
     }
     pm_status ls = pmi_cuda_launched("pm_isosurface: direct classification");
-    if (ls != PM_STATUS_OK) st->md_reset = 1;
+    if (ls != PM_STATUS_OK && !ticket) st->md_reset = 1;
     return ls;
 }
 

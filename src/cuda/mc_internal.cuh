@@ -167,16 +167,20 @@ static __device__ __forceinline__ void mc_final_counts(const unsigned long long 
 /* Direct classification (mc_direct.cu, the default for small volumes):
  * the records, row table, start table and totals of pmi_mc_classify in one
  * kernel from the volume, no bitmask stored; tiles of MC_THREADS words
- * (pmi_mc_direct_tiling). Its tile states and ticket are the context's,
- * so nothing needs clearing before it; with fin (pm_isosurface_async) its
+ * (pmi_mc_direct_tiling). Its tile states and ticket are the context's
+ * (ticket and state NULL), so nothing needs clearing before it, or the
+ * caller's, zeroed (MD_CHAINS_MAX * ntiles states; under stream capture);
+ * with fin (pm_isosurface_async) its
  * last tile also writes the counts as mc_final_kernel does. Rows of at
  * most 32 * MC_DIRECT_WMAX points, all types but f64. */
 #define MC_DIRECT_WMAX 64
+#define MD_CHAINS_MAX 4 /* the direct classification's chains (tile states per tile) */
 extern "C" {
 int pmi_mc_direct_supported(const pm_volume *vol);
 mc_tiling pmi_mc_direct_tiling(const pm_volume *vol);
 pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
-                                 const mc_tiling &tl, int edges, mc_records rec,
+                                 const mc_tiling &tl, int edges, unsigned int *ticket,
+                                 unsigned long long *state, mc_records rec,
                                  unsigned long long rec_cap, unsigned long long *rows,
                                  unsigned long long *totals, const mc_tables *tab,
                                  const mc_final_args *fin, unsigned hooks, int pdl);
