@@ -118,7 +118,7 @@ typedef struct pmi_backend {
      * docs/scale.md). isosurface_piece: pm_isosurface_piece with the
      * window in context memory, checked against the ghost rule, options
      * resolved; the piece's arrays in host memory. sparse_plan: the
-     * particles (context memory, read during the call only; p resolved,
+     * particles (host or context memory, read during the call only; p resolved,
      * method SPH) filtered, their
      * box, the geometry (pmi_sparse_geom_init), the particles sorted by
      * cell key, the occupied bricks (host array, ascending) and the SPH

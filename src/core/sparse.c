@@ -494,18 +494,9 @@ static pm_status reconstruct_on(pm_context *const *ctxs, int nctx, const float *
     } else {
         pmi_sparse_plan plan;
         memset(&plan, 0, sizeof plan);
-        /* Host particles go to context memory first when the backend
-         * cannot read them (as pm_field_compute does). */
-        void *staged = NULL;
-        const float *pts = xyz;
-        if (n && !pmi_ctx_accessible(ctx, xyz)) {
-            st = be->alloc(ctx, xyz_bytes, &staged);
-            if (st == PM_STATUS_OK) st = be->upload(ctx, staged, xyz, xyz_bytes);
-            pts = staged;
-        }
-        if (st == PM_STATUS_OK)
-            st = be->sparse_plan(ctx, pts, n, &p, ro.brick_points, opt.normals, &plan);
-        if (staged) be->free(ctx, staged);
+        /* The plan reads host or context memory (the GPU's is made on
+         * the host). */
+        st = be->sparse_plan(ctx, xyz, n, &p, ro.brick_points, opt.normals, &plan);
         if (st == PM_STATUS_OK && ro.grid == PM_GRID_AUTO && nctx == 1 && auto_dense(&plan, &p)) {
             be->sparse_plan_free(ctx, &plan);
             st = run_dense(ctx, xyz, n, &p, &opt, mesh, &R);

@@ -144,7 +144,8 @@ typedef struct pmi_sparse_plan {
     double h, mass; /* the SPH kernel's radius and the particle mass */
     size_t bytes;   /* what the plan holds */
     double neighbours_ms, density_ms;
-    void *state; /* the backend's */
+    void *state;  /* the backend's */
+    void *device; /* the backend's device copies of state (CUDA: per GPU), or NULL */
     /* in (set by the caller before sparse_plan, else 0): lay the lattice
      * over this box instead of the particles' own, as the box of all the
      * particles of a set split over MPI ranks (src/mpi/). */

@@ -504,3 +504,13 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
                          "pm_reconstruct: no memory for the bricks' fields or pieces");
     return PM_STATUS_OK;
 }
+
+void pmi_sparse_plan_cells(const pmi_sparse_plan *plan, pmi_sparse_cells *out)
+{
+    const cpu_plan *P = plan->state;
+    out->n = P->n;
+    out->xyz = P->xyz;
+    out->m = P->m;
+    out->ckey = P->ckey;
+    out->cstart = P->cstart;
+}

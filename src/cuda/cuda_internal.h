@@ -50,8 +50,8 @@ typedef struct pmi_cuda_state {
     void *pin[2];
     cudaEvent_t pin_ev[2];
     int pin_busy[2];
-    /* A slab window's mesh before its owned part is downloaded
-     * (pmi_cuda_isosurface_window), grown as windows need. */
+    /* Output room kept for the next call (pmi_cuda_out_room): a slab
+     * window's mesh before its owned part is downloaded, a piece's chunk. */
     void *win_out;
     size_t win_out_bytes;
     /* The direct classification's tile states and ticket (mc_direct.cu,
@@ -100,6 +100,10 @@ pm_status pmi_cuda_begin(pm_context *ctx);
  * already queued on the stream may still use the old arena: growing it frees
  * the old one with cudaFree, which waits for the device first. */
 pm_status pmi_cuda_scratch(pm_context *ctx, size_t bytes, void **out);
+/* Output room of `bytes` in the context's kept buffer (st->win_out),
+ * grown when needed (a grow waits for the device); valid until the next
+ * call. src/cuda/isosurface.cu. */
+pm_status pmi_cuda_out_room(pmi_cuda_state *st, size_t bytes, char **out);
 /* Checks the launch just made. */
 pm_status pmi_cuda_launched(const char *what);
 /* Waits, then reads the full count kernels left in the mapped host word:

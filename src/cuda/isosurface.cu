@@ -618,15 +618,17 @@ static __global__ void __launch_bounds__(MC_THREADS)
     if (i < n) idx[i] -= first;
 }
 
-/* The window's mesh room in the context's growing buffer. */
-static pm_status mc_win_room(pmi_cuda_state *st, size_t bytes, char **out)
+/* Output room in the context's growing buffer (a slab window's mesh, a
+ * piece's chunk): kept for the next call, grown by a quarter beyond the
+ * request when it must grow. */
+extern "C" pm_status pmi_cuda_out_room(pmi_cuda_state *st, size_t bytes, char **out)
 {
     if (bytes > st->win_out_bytes) {
         if (st->win_out) cudaFree(st->win_out); /* waits for the device */
         st->win_out = NULL;
         st->win_out_bytes = 0;
         size_t want = bytes + bytes / 4;
-        PMI_TRY(mc_device_alloc(&st->win_out, want, "a slab window's mesh"));
+        PMI_TRY(mc_device_alloc(&st->win_out, want, "an output buffer"));
         st->win_out_bytes = want;
     }
     *out = (char *)st->win_out;
@@ -706,7 +708,7 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
         return PM_STATUS_OK;
     }
     char *q;
-    PMI_TRY(mc_win_room(st, room, &q));
+    PMI_TRY(pmi_cuda_out_room(st, room, &q));
     pmi_mesh_dest dest;
     memset(&dest, 0, sizeof dest);
     dest.positions = (float *)q;

@@ -267,30 +267,13 @@ static int pc_grow(void **p, size_t count, size_t size)
 }
 
 /* The per-chunk device buffers: counts and offsets (scratch arena), and
- * the chunk's outputs (own allocation, grown as chunks need). */
+ * the chunk's outputs (the context's output room, pmi_cuda_out_room). */
 typedef struct pc_bufs {
     uint32_t *vcount, *voff, *tcount, *toff;
     uint16_t *info;
     void *scan_tmp[2];
     unsigned long long *totals; /* vertices, triangles, active cells */
-    char *out;
-    size_t out_bytes;
 } pc_bufs;
-
-static pm_status pc_out_reserve(pc_bufs *B, size_t bytes)
-{
-    if (bytes <= B->out_bytes) return PM_STATUS_OK;
-    if (B->out) cudaFree(B->out); /* waits for the work that used it */
-    B->out = NULL;
-    B->out_bytes = 0;
-    cudaError_t e = cudaMalloc((void **)&B->out, bytes);
-    if (e != cudaSuccess) {
-        B->out = NULL;
-        return pmi_cuda_status(e, "pm_isosurface_piece: output staging");
-    }
-    B->out_bytes = bytes;
-    return PM_STATUS_OK;
-}
 
 /* One chunk: classified, scanned, scattered, its vertices computed and
  * everything appended to the host piece P. */
@@ -320,8 +303,8 @@ static pm_status pc_chunk(pm_context *ctx, const pc_job &J, pm_sample_type type,
     const size_t b_src = pmi_align256(nv * 4), b_key = pmi_align256(nv * 8),
                  b_pos = pmi_align256(nv * 12), b_nrm = with_n ? pmi_align256(nv * 12) : 0,
                  b_tri = pmi_align256(nt * 24), b_ck = pmi_align256(nt * 8);
-    PMI_TRY(pc_out_reserve(B, b_src + b_key + b_pos + b_nrm + b_tri + b_ck + 256));
-    char *q = B->out;
+    char *q;
+    PMI_TRY(pmi_cuda_out_room(st, b_src + b_key + b_pos + b_nrm + b_tri + b_ck + 256, &q));
     uint32_t *vsrc = (uint32_t *)q;
     unsigned long long *keys = (unsigned long long *)(q += b_src);
     float *pos = (float *)(q += b_key);
@@ -442,9 +425,8 @@ pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window, const uint64
         J.n = npts - p0 < chunk ? npts - p0 : chunk;
         s = pc_chunk(ctx, J, window->type, options->normals, &B, piece);
     }
-    if (B.out) {
+    if (s != PM_STATUS_OK) {
         cudaStreamSynchronize(st->stream); /* a failed chunk may have left work queued */
-        cudaFree(B.out);
         cudaGetLastError();
     }
     if (s != PM_STATUS_OK) pm_mesh_piece_free(piece); /* zeroed, as the CPU leaves it */
