@@ -277,6 +277,44 @@ static pm_status pieces_on(pm_context *const *ctxs, int nctx, pmi_sparse_plan *p
     return st;
 }
 
+/* Pieces of sparse_pieces no longer needed: freed, or zeroed when their
+ * arrays are in the plan's blocks. */
+static void pieces_drop(const pmi_sparse_plan *plan, pm_mesh_piece *pieces, size_t count)
+{
+    for (size_t q = 0; q < count; q++) {
+        if (plan->pieces_in_blocks)
+            memset(&pieces[q], 0, sizeof pieces[q]);
+        else
+            pm_mesh_piece_free(&pieces[q]);
+    }
+}
+
+/* Pieces whose arrays are in the plan's blocks given arrays of their own
+ * (they outlive the plan). */
+static pm_status pieces_own(pm_mesh_piece *pieces, size_t count)
+{
+    for (size_t q = 0; q < count; q++) {
+        pm_mesh_piece *P = &pieces[q];
+        const size_t nv = (size_t)P->num_vertices, nt = (size_t)P->num_triangles;
+        void *a[5] = {P->vertex_keys, P->positions, P->normals, P->triangles, P->cell_keys};
+        const size_t b[5] = {nv * 8, nv * 12, nv * 12, nt * 24, nt * 8};
+        void *c[5] = {NULL, NULL, NULL, NULL, NULL};
+        int ok = 1;
+        for (int i = 0; i < 5 && ok; i++)
+            if (a[i]) ok = (c[i] = malloc(b[i] ? b[i] : 1)) != NULL && memcpy(c[i], a[i], b[i]);
+        if (!ok) {
+            for (int i = 0; i < 5; i++)
+                free(c[i]);
+            for (size_t r = q; r < count; r++)
+                memset(&pieces[r], 0, sizeof pieces[r]);
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory for a piece");
+        }
+        P->vertex_keys = c[0], P->positions = c[1], P->normals = c[2];
+        P->triangles = c[3], P->cell_keys = c[4];
+    }
+    return PM_STATUS_OK;
+}
+
 static pm_status run_sparse(pm_context *const *ctxs, int nctx, pmi_sparse_plan *plan,
                             const pm_field_params *p, const pm_isosurface_options *opt,
                             pm_mesh *mesh, pm_reconstruct_report *R)
@@ -343,8 +381,7 @@ static pm_status run_sparse(pm_context *const *ctxs, int nctx, pmi_sparse_plan *
         st = pmi_pieces_merge_bricks(ctx, G, plan->bricks, pieces, nb, opt, mesh);
         R->merge_ms = pmi_now_ms() - t0;
     }
-    for (size_t q = 0; q < nb; q++)
-        pm_mesh_piece_free(&pieces[q]);
+    pieces_drop(plan, pieces, nb);
     free(pieces);
     R->peak_bytes = peak;
     return st;
@@ -384,16 +421,7 @@ pm_status pmi_reconstruct_pieces(pm_context *ctx, const float *xyz, size_t n,
     plan.have_box = 1;
     memcpy(plan.box_min, bmin, sizeof plan.box_min);
     memcpy(plan.box_max, bmax, sizeof plan.box_max);
-    void *staged = NULL;
-    const float *pts = xyz;
-    size_t xyz_bytes = n * 3 * sizeof(float);
-    if (!pmi_ctx_accessible(ctx, xyz)) {
-        st = be->alloc(ctx, xyz_bytes, &staged);
-        if (st == PM_STATUS_OK) st = be->upload(ctx, staged, xyz, xyz_bytes);
-        pts = staged;
-    }
-    if (st == PM_STATUS_OK) st = be->sparse_plan(ctx, pts, n, &p, brick_points, opt.normals, &plan);
-    if (staged) be->free(ctx, staged);
+    st = be->sparse_plan(ctx, xyz, n, &p, brick_points, opt.normals, &plan);
     if (st != PM_STATUS_OK) return st;
     /* The bricks of layers [bz0, bz1): a run of the ascending keys. */
     size_t first = 0, last = 0;
@@ -412,10 +440,10 @@ pm_status pmi_reconstruct_pieces(pm_context *ctx, const float *xyz, size_t n,
         double fms = 0, ems = 0;
         st = be->sparse_pieces(ctx, &plan, first + f, c, p.iso, &opt, out + f, &fms, &ems);
     }
+    if (st == PM_STATUS_OK && plan.pieces_in_blocks) st = pieces_own(out, nb);
+    if (st != PM_STATUS_OK && out) pieces_drop(&plan, out, nb);
     be->sparse_plan_free(ctx, &plan);
     if (st != PM_STATUS_OK) {
-        for (size_t q = 0; out && q < nb; q++)
-            pm_mesh_piece_free(&out[q]);
         free(out);
         return st;
     }

@@ -146,6 +146,10 @@ typedef struct pmi_sparse_plan {
     double neighbours_ms, density_ms;
     void *state;  /* the backend's */
     void *device; /* the backend's device copies of state (CUDA: per GPU), or NULL */
+    /* Set by the backend: the pieces of sparse_pieces have their arrays in
+     * blocks the plan holds (freed with it): zero them, do not free them;
+     * pieces that outlive the plan get their own copies (pmi_pieces_own). */
+    int pieces_in_blocks;
     /* in (set by the caller before sparse_plan, else 0): lay the lattice
      * over this box instead of the particles' own, as the box of all the
      * particles of a set split over MPI ranks (src/mpi/). */

@@ -349,6 +349,22 @@ pm_status pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window,
                                     const uint64_t window_lo[3], const pm_lattice *lattice,
                                     const pm_lattice_box *owned, double iso,
                                     const pm_isosurface_options *options, pm_mesh_piece *piece);
+/* Pieces kept on the device (the sparse reconstruction's bricks): every
+ * kind of array appended to its own buffer, grown as needed; nv, nt the
+ * vertices and triangles held. */
+typedef struct pmi_piece_store {
+    unsigned long long *keys, *tri, *ckey;
+    float *pos, *nrm;
+    size_t nv, nt, cap_v, cap_t;
+} pmi_piece_store;
+/* pmi_cuda_isosurface_piece with the piece's arrays appended to store
+ * (the piece gets their counts, no arrays). */
+pm_status pmi_cuda_piece_stored(pm_context *ctx, const pm_volume *window,
+                                const uint64_t window_lo[3], const pm_lattice *lattice,
+                                const pm_lattice_box *owned, double iso,
+                                const pm_isosurface_options *options, pm_mesh_piece *piece,
+                                pmi_piece_store *store);
+void pmi_piece_store_free(pmi_piece_store *store);
 /* A slab window's part of the mesh (isosurface.cu; src/core/backend.h). */
 pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume *window, uint64_t zoff,
                                      uint64_t own0, uint64_t own1, double iso,

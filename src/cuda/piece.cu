@@ -275,10 +275,66 @@ typedef struct pc_bufs {
     unsigned long long *totals; /* vertices, triangles, active cells */
 } pc_bufs;
 
+/* Room in the store for nv more vertices and nt more triangles: each
+ * array grown to twice what it needs, its contents copied over (a grow
+ * waits for the device). */
+static pm_status pc_store_reserve(pmi_piece_store *S, int with_n, unsigned long long nv,
+                                  unsigned long long nt, cudaStream_t s)
+{
+    static const char fn[] = "pm_reconstruct: the pieces on the device";
+    if (S->nv + nv > S->cap_v) {
+        const size_t cap = 2 * (S->nv + nv);
+        void *k = NULL, *p = NULL, *n = NULL;
+        if (cudaMalloc(&k, cap * 8) != cudaSuccess || cudaMalloc(&p, cap * 12) != cudaSuccess ||
+            (with_n && cudaMalloc(&n, cap * 12) != cudaSuccess)) {
+            cudaFree(k), cudaFree(p), cudaFree(n);
+            cudaGetLastError();
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no device memory for %zu vertices",
+                             fn, cap);
+        }
+        if (S->nv) {
+            cudaMemcpyAsync(k, S->keys, S->nv * 8, cudaMemcpyDeviceToDevice, s);
+            cudaMemcpyAsync(p, S->pos, S->nv * 12, cudaMemcpyDeviceToDevice, s);
+            if (with_n) cudaMemcpyAsync(n, S->nrm, S->nv * 12, cudaMemcpyDeviceToDevice, s);
+        }
+        cudaFree(S->keys), cudaFree(S->pos), cudaFree(S->nrm); /* after the copies */
+        S->keys = (unsigned long long *)k, S->pos = (float *)p, S->nrm = (float *)n;
+        S->cap_v = cap;
+        PMI_CU_TRY(cudaGetLastError(), fn);
+    }
+    if (S->nt + nt > S->cap_t) {
+        const size_t cap = 2 * (S->nt + nt);
+        void *t = NULL, *c = NULL;
+        if (cudaMalloc(&t, cap * 24) != cudaSuccess || cudaMalloc(&c, cap * 8) != cudaSuccess) {
+            cudaFree(t), cudaFree(c);
+            cudaGetLastError();
+            return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no device memory for %zu triangles",
+                             fn, cap);
+        }
+        if (S->nt) {
+            cudaMemcpyAsync(t, S->tri, S->nt * 24, cudaMemcpyDeviceToDevice, s);
+            cudaMemcpyAsync(c, S->ckey, S->nt * 8, cudaMemcpyDeviceToDevice, s);
+        }
+        cudaFree(S->tri), cudaFree(S->ckey);
+        S->tri = (unsigned long long *)t, S->ckey = (unsigned long long *)c;
+        S->cap_t = cap;
+        PMI_CU_TRY(cudaGetLastError(), fn);
+    }
+    return PM_STATUS_OK;
+}
+
+void pmi_piece_store_free(pmi_piece_store *S)
+{
+    cudaFree(S->keys), cudaFree(S->pos), cudaFree(S->nrm), cudaFree(S->tri), cudaFree(S->ckey);
+    cudaGetLastError();
+    memset(S, 0, sizeof *S);
+}
+
 /* One chunk: classified, scanned, scattered, its vertices computed and
- * everything appended to the host piece P. */
+ * everything appended to the host piece P, or to the store S (P counts
+ * them). */
 static pm_status pc_chunk(pm_context *ctx, const pc_job &J, pm_sample_type type, pm_normals normals,
-                          pc_bufs *B, pm_mesh_piece *P)
+                          pc_bufs *B, pm_mesh_piece *P, pmi_piece_store *S)
 {
     static const char fn[] = "pm_isosurface_piece";
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -304,13 +360,19 @@ static pm_status pc_chunk(pm_context *ctx, const pc_job &J, pm_sample_type type,
                  b_pos = pmi_align256(nv * 12), b_nrm = with_n ? pmi_align256(nv * 12) : 0,
                  b_tri = pmi_align256(nt * 24), b_ck = pmi_align256(nt * 8);
     char *q;
-    PMI_TRY(pmi_cuda_out_room(st, b_src + b_key + b_pos + b_nrm + b_tri + b_ck + 256, &q));
+    PMI_TRY(pmi_cuda_out_room(
+        st, S ? b_src + 256 : b_src + b_key + b_pos + b_nrm + b_tri + b_ck + 256, &q));
     uint32_t *vsrc = (uint32_t *)q;
     unsigned long long *keys = (unsigned long long *)(q += b_src);
     float *pos = (float *)(q += b_key);
     float *nrm = (float *)(q += b_pos);
     unsigned long long *tri = (unsigned long long *)(q += b_nrm);
     unsigned long long *ckey = (unsigned long long *)(q += b_tri);
+    if (S) {
+        PMI_TRY(pc_store_reserve(S, with_n, nv, nt, s));
+        keys = S->keys + S->nv, pos = S->pos + 3 * S->nv, nrm = with_n ? S->nrm + 3 * S->nv : NULL;
+        tri = S->tri + 3 * S->nt, ckey = S->ckey + S->nt;
+    }
 
     pc_scatter<<<pc_blocks(J.n), PC_THREADS, 0, s>>>(J, B->info, B->voff, B->toff, vsrc, tri, ckey);
     PMI_TRY(pmi_cuda_launched(fn));
@@ -320,6 +382,13 @@ static pm_status pc_chunk(pm_context *ctx, const pc_job &J, pm_sample_type type,
         PMI_TRY(pmi_cuda_launched(fn));
     }
 
+    if (S) {
+        S->nv += nv;
+        S->nt += nt;
+        P->num_vertices += nv;
+        P->num_triangles += nt;
+        return PM_STATUS_OK;
+    }
     /* Host arrays grown to the new totals (the piece keeps what it had on
      * failure; the caller frees it). */
     const size_t v0 = (size_t)P->num_vertices, t0 = (size_t)P->num_triangles;
@@ -353,10 +422,11 @@ static pm_status pc_chunk(pm_context *ctx, const pc_job &J, pm_sample_type type,
     return PM_STATUS_OK;
 }
 
-extern "C" pm_status
-pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window, const uint64_t window_lo[3],
-                          const pm_lattice *lattice, const pm_lattice_box *owned, double iso,
-                          const pm_isosurface_options *options, pm_mesh_piece *piece)
+extern "C" pm_status pmi_cuda_piece_stored(pm_context *ctx, const pm_volume *window,
+                                           const uint64_t window_lo[3], const pm_lattice *lattice,
+                                           const pm_lattice_box *owned, double iso,
+                                           const pm_isosurface_options *options,
+                                           pm_mesh_piece *piece, pmi_piece_store *store)
 {
     static const char fn[] = "pm_isosurface_piece";
     memset(piece, 0, sizeof *piece);
@@ -423,7 +493,7 @@ pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window, const uint64
     for (unsigned long long p0 = 0; p0 < npts && s == PM_STATUS_OK; p0 += chunk) {
         J.p0 = p0;
         J.n = npts - p0 < chunk ? npts - p0 : chunk;
-        s = pc_chunk(ctx, J, window->type, options->normals, &B, piece);
+        s = pc_chunk(ctx, J, window->type, options->normals, &B, piece, store);
     }
     if (s != PM_STATUS_OK) {
         cudaStreamSynchronize(st->stream); /* a failed chunk may have left work queued */
@@ -431,6 +501,14 @@ pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window, const uint64
     }
     if (s != PM_STATUS_OK) pm_mesh_piece_free(piece); /* zeroed, as the CPU leaves it */
     return s;
+}
+
+extern "C" pm_status
+pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window, const uint64_t window_lo[3],
+                          const pm_lattice *lattice, const pm_lattice_box *owned, double iso,
+                          const pm_isosurface_options *options, pm_mesh_piece *piece)
+{
+    return pmi_cuda_piece_stored(ctx, window, window_lo, lattice, owned, iso, options, piece, NULL);
 }
 
 /* Kernel preloading (preload.cu): the bricks' pieces of f32 fields (the

@@ -35,9 +35,12 @@ typedef struct sp_gpu {
     uint32_t *cstart;
 } sp_gpu;
 
-/* plan->device: a copy per GPU, made by the first worker on it. */
+/* plan->device: a copy per GPU, made by the first worker on it, and the
+ * host blocks that hold the pieces' arrays (freed with the plan). */
 typedef struct sp_shared {
     pthread_mutex_t mu;
+    void **blocks;
+    size_t nblocks, cap_blocks;
     int ndev;
     sp_gpu gpu[1]; /* ndev of them */
 } sp_shared;
@@ -229,6 +232,7 @@ extern "C" pm_status pmi_cuda_sparse_plan(pm_context *ctx, const float *xyz, siz
         return s;
     }
     plan->device = S;
+    plan->pieces_in_blocks = 1;
     return s;
 }
 
@@ -248,6 +252,9 @@ extern "C" void pmi_cuda_sparse_plan_free(pm_context *ctx, pmi_sparse_plan *plan
         }
         cudaSetDevice(cur);
         cudaGetLastError();
+        for (size_t i = 0; i < S->nblocks; i++)
+            free(S->blocks[i]);
+        free(S->blocks);
         pthread_mutex_destroy(&S->mu);
         free(S);
         plan->device = NULL;
@@ -274,6 +281,59 @@ static size_t sp_box_particles(const pmi_sparse_plan *plan, const pmi_sparse_cel
     return n;
 }
 
+/* The stored pieces [0, count) (their first vertex and triangle in the
+ * store: v0[q], t0[q]) downloaded into one host block, kept by the plan;
+ * each piece's arrays point into it. */
+static pm_status sp_download(pm_context *ctx, pmi_sparse_plan *plan, const pmi_piece_store *T,
+                             int with_n, const size_t *v0, const size_t *t0, size_t count,
+                             pm_mesh_piece *pieces)
+{
+    static const char fn[] = "pm_reconstruct: the pieces to the host";
+    const size_t nv = T->nv, nt = T->nt;
+    const size_t bk = nv * 8, bp = nv * 12, bn = with_n ? nv * 12 : 0, bt = nt * 24, bc = nt * 8;
+    char *h = (char *)malloc(bk + bp + bn + bt + bc + 1);
+    if (!h)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no host memory for %zu vertices", fn, nv);
+    sp_shared *S = (sp_shared *)plan->device;
+    pthread_mutex_lock(&S->mu);
+    int kept = 1;
+    if (S->nblocks == S->cap_blocks) {
+        const size_t c = 2 * S->cap_blocks + 8;
+        void **b = (void **)realloc(S->blocks, c * sizeof *b);
+        if (b) S->blocks = b, S->cap_blocks = c;
+        else kept = 0;
+    }
+    if (kept) S->blocks[S->nblocks++] = h;
+    pthread_mutex_unlock(&S->mu);
+    if (!kept) {
+        free(h);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    }
+    uint64_t *hk = (uint64_t *)h, *ht = (uint64_t *)(h + bk + bp + bn),
+             *hc = (uint64_t *)(h + bk + bp + bn + bt);
+    float *hp = (float *)(h + bk), *hn = with_n ? (float *)(h + bk + bp) : NULL;
+    pm_status s = PM_STATUS_OK;
+    if (nv) s = pmi_cuda_copy_host(ctx, hk, T->keys, bk, 1, fn);
+    if (s == PM_STATUS_OK && nv) s = pmi_cuda_copy_host(ctx, hp, T->pos, bp, 1, fn);
+    if (s == PM_STATUS_OK && nv && with_n) s = pmi_cuda_copy_host(ctx, hn, T->nrm, bn, 1, fn);
+    if (s == PM_STATUS_OK && nt) s = pmi_cuda_copy_host(ctx, ht, T->tri, bt, 1, fn);
+    if (s == PM_STATUS_OK && nt) s = pmi_cuda_copy_host(ctx, hc, T->ckey, bc, 1, fn);
+    if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, fn);
+    for (size_t q = 0; q < count && s == PM_STATUS_OK; q++) {
+        pm_mesh_piece *P = &pieces[q];
+        if (P->num_vertices) {
+            P->vertex_keys = hk + v0[q];
+            P->positions = hp + 3 * v0[q];
+            P->normals = hn ? hn + 3 * v0[q] : NULL;
+        }
+        if (P->num_triangles) {
+            P->triangles = ht + 3 * t0[q];
+            P->cell_keys = hc + t0[q];
+        }
+    }
+    return s;
+}
+
 extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t first,
                                             size_t count, double iso,
                                             const pm_isosurface_options *options,
@@ -291,6 +351,14 @@ extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *pl
     cudaStream_t st = pmi_cuda(ctx)->stream;
     sp_dev D;
     memset(&D, 0, sizeof D);
+    pmi_piece_store T;
+    memset(&T, 0, sizeof T);
+    size_t *pv0 = (size_t *)malloc((count + 1) * sizeof *pv0),
+           *pt0 = (size_t *)malloc((count + 1) * sizeof *pt0);
+    if (!pv0 || !pt0) {
+        free(pv0), free(pt0);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+    }
     double fms = 0.0, ems = 0.0;
     pm_status s = PM_STATUS_OK;
     for (size_t q = 0; q < count && s == PM_STATUS_OK; q++) {
@@ -377,11 +445,20 @@ extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *pl
             own.lo[a] = o0[a];
             own.dims[a] = o1[a] - o0[a];
         }
-        s = pmi_cuda_isosurface_piece(ctx, &win, w0, &lat, &own, iso, options, &pieces[q]);
+        pv0[q] = T.nv;
+        pt0[q] = T.nt;
+        s = pmi_cuda_piece_stored(ctx, &win, w0, &lat, &own, iso, options, &pieces[q], &T);
         fms += t1 - t0;
         ems += pmi_now_ms() - t1;
     }
+    if (s == PM_STATUS_OK) {
+        const double t2 = pmi_now_ms();
+        s = sp_download(ctx, plan, &T, options->normals != PM_NORMALS_NONE, pv0, pt0, count, pieces);
+        ems += pmi_now_ms() - t2;
+    }
     if (s != PM_STATUS_OK) cudaStreamSynchronize(st); /* queued work may use D */
+    pmi_piece_store_free(&T);
+    free(pv0), free(pt0);
     sp_dev_free(ctx, &D);
     *field_ms = fms;
     *extract_ms = ems;
