@@ -116,7 +116,8 @@ static __device__ __forceinline__ double dn_terms(const double2 *sxy, const doub
     return acc;
 }
 
-/* One block per neighbour cell; each warp owns bricks of br.x * br.y * br.z
+/* One group of warps per neighbour cell (one block, or a part of one for
+ * small cells); each warp owns bricks of br.x * br.y * br.z
  * lattice points of the cell (one point per lane; a compact brick keeps its
  * bounding box small). Per brick, the warp reads the particles of the 27
  * cells around the cell in neighbour order, 32 at a time, keeps those that
@@ -126,12 +127,17 @@ static __device__ __forceinline__ double dn_terms(const double2 *sxy, const doub
  * exactly the particles the plain loop would add, in the same order. SPH
  * (sph, vol: the volumes) or blur (r: the particle radius). */
 static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, const double *vol,
-                                                double r, int3 br, float *out, bool sph)
+                                                double r, int3 br, int wpc, float *out, bool sph)
 {
     __shared__ double2 sxy[DN_WARPS][DN_CAP], szv[DN_WARPS][DN_CAP];
-    __shared__ uint32_t run_b[9], run_e[9];
-    __shared__ int nrun;
-    const long long c = blockIdx.x;
+    __shared__ uint32_t run_b[DN_WARPS][9], run_e[DN_WARPS][9];
+    __shared__ int nrun_s[DN_WARPS];
+    /* wpc warps per cell (dn_warps_per_cell), DN_WARPS / wpc cells per
+     * block: group gr of the block's warps takes cell c, its warp wi of
+     * them the cell's bricks wi, wi + wpc, ... */
+    const int warp0 = threadIdx.x >> 5, gr = warp0 / wpc, wi = warp0 % wpc;
+    const long long c = blockIdx.x * (long long)(DN_WARPS / wpc) + gr;
+    const bool cell_live = c < g.ncells;
     const long long cx = c % g.cd[0], cy = (c / g.cd[0]) % g.cd[1], cz = c / (g.cd[0] * g.cd[1]);
     const long long B = g.block;
     const long long i0 = cx * B, j0 = cy * B, k0 = cz * B;
@@ -139,7 +145,7 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
                     nk = min(B, g.dims[2] - k0);
     const double s = g.s;
     const pmi_sph_kernel w = pmi_sph_kernel_of(h);
-    if (threadIdx.x == 0) {
+    if (cell_live && wi == 0 && (threadIdx.x & 31) == 0) {
         int q = 0;
         for (int dz = -1; dz <= 1; dz++) {
             if ((dz < 0 && cz == 0) || (dz > 0 && cz + 1 >= g.cd[2])) continue;
@@ -148,23 +154,26 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
                 uint32_t b, e;
                 dn_row_range(g, cx, ((cz + dz) * g.cd[1] + (cy + dy)) * g.cd[0], &b, &e);
                 if (b != e) {
-                    run_b[q] = b;
-                    run_e[q] = e;
+                    run_b[gr][q] = b;
+                    run_e[gr][q] = e;
                     q++;
                 }
             }
         }
-        nrun = q;
+        nrun_s[gr] = q;
     }
     __syncthreads();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (!cell_live) return;
+    const int nrun = nrun_s[gr];
+    const uint32_t *rb = run_b[gr], *re = run_e[gr];
+    const int warp = warp0, lane = threadIdx.x & 31;
     const unsigned below = (1u << lane) - 1u;
     double2 *wxy = sxy[warp], *wzv = szv[warp];
     const int oi = lane % br.x, oj = (lane / br.x) % br.y, ok = lane / (br.x * br.y);
     const long long nbx = (ni + br.x - 1) / br.x, nby = (nj + br.y - 1) / br.y,
                     nbz = (nk + br.z - 1) / br.z;
     const long long nbricks = nbx * nby * nbz;
-    for (long long wb = warp; wb < nbricks; wb += DN_WARPS) {
+    for (long long wb = wi; wb < nbricks; wb += wpc) {
         const long long bi = (wb % nbx) * br.x, bj = ((wb / nbx) % nby) * br.y,
                         bk = (wb / (nbx * nby)) * br.z;
         const long long li = bi + oi, lj = bj + oj, lk = bk + ok;
@@ -182,11 +191,11 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
                          pmi_lattice_coord(g.lo[2] + k0 + min(bk + br.z, nk) - 1, s));
         double acc = 0.0;
         int cnt = 0, q = 0;
-        uint32_t cb = nrun > 0 ? run_b[0] : 0;
+        uint32_t cb = nrun > 0 ? rb[0] : 0;
         /* Chunks of 32 slots over the runs; one place adds the terms (when
          * 32 are staged, and at the end), to keep the code small. */
         while (q < nrun) {
-            const uint32_t left = run_e[q] - cb, t = cb + lane;
+            const uint32_t left = re[q] - cb, t = cb + lane;
             bool keep = false;
             double3 p = make_double3(0.0, 0.0, 0.0);
             if ((uint32_t)lane < left) {
@@ -204,7 +213,7 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
             if (left > 32)
                 cb += 32;
             else if (++q < nrun)
-                cb = run_b[q];
+                cb = rb[q];
             if (cnt >= 32 || (q == nrun && cnt > 0)) {
                 __syncwarp();
                 acc = dn_terms(wxy, wzv, cnt, lx, ly, lz, &w, r, s, sph, acc);
@@ -229,16 +238,16 @@ static __device__ __forceinline__ void dn_field(const pmi_dn_grid &g, double h, 
  * than the spill-free 104 registers (2 blocks) do; the fastest bound on the
  * H100 (bench_cuda_reconstruct; the sweep is in bench/RESULTS-density.md). */
 static __global__ void __launch_bounds__(DN_THREADS, DN_FIELD_MIN_BLOCKS)
-    dn_sph_field_kernel(pmi_dn_grid g, double h, const double *vol, int3 br, float *out)
+    dn_sph_field_kernel(pmi_dn_grid g, double h, const double *vol, int3 br, int wpc, float *out)
 {
-    dn_field(g, h, vol, 0.0, br, out, true);
+    dn_field(g, h, vol, 0.0, br, wpc, out, true);
 }
 
 /* Not measured for speed (the benchmark times SPH); spill-free, 106 registers. */
 static __global__ void __launch_bounds__(DN_THREADS)
-    dn_splat_kernel(pmi_dn_grid g, double r, int3 br, float *out)
+    dn_splat_kernel(pmi_dn_grid g, double r, int3 br, int wpc, float *out)
 {
-    dn_field(g, 1.0, NULL, r, br, out, false);
+    dn_field(g, 1.0, NULL, r, br, wpc, out, false);
 }
 
 /* One binomial pass along `axis`, out of place: pmi_blur_tap with zeros
@@ -278,6 +287,25 @@ static int3 dn_brick(long long B)
     return best;
 }
 
+/* Warps per cell of the field kernels: as many as the cell has bricks of
+ * br, rounded up to a divisor of DN_WARPS (small cells, B^3 <= 32 at
+ * c >= 1, share a block instead of leaving 7 of its 8 warps idle). */
+static int dn_warps_per_cell(long long B, int3 br)
+{
+    const long long nb = ((B + br.x - 1) / br.x) * ((B + br.y - 1) / br.y) * ((B + br.z - 1) / br.z);
+    int w = 1;
+    while (w < DN_WARPS && w < nb)
+        w *= 2;
+    return w;
+}
+
+/* Blocks of the field kernels over the grid's cells. */
+static unsigned dn_cell_blocks(const pmi_dn_grid &g, int wpc)
+{
+    const long long per = DN_WARPS / wpc;
+    return (unsigned)((g.ncells + per - 1) / per);
+}
+
 static unsigned dn_blocks(long long n, long long cap)
 {
     long long b = (n + DN_THREADS - 1) / DN_THREADS;
@@ -313,13 +341,17 @@ static pm_status dn_queue_field(pm_context *ctx, const pmi_dn_grid &g, const pm_
 {
     cudaStream_t st = pmi_cuda(ctx)->stream;
     if (p->method == PM_FIELD_SPH) {
-        dn_sph_field_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(
-            g, pmi_field_rule_of(p).h, vol, dn_brick(g.block), field);
+        const int3 br = dn_brick(g.block);
+        const int wpc = dn_warps_per_cell(g.block, br);
+        dn_sph_field_kernel<<<dn_cell_blocks(g, wpc), DN_THREADS, 0, st>>>(
+            g, pmi_field_rule_of(p).h, vol, br, wpc, field);
         return dn_launched(fn, "colour field");
     }
     const int passes = 3 * p->blur_steps;
     float *a = (passes & 1) ? tmp : field, *b = (passes & 1) ? field : tmp;
-    dn_splat_kernel<<<(unsigned)g.ncells, DN_THREADS, 0, st>>>(g, p->radius, dn_brick(g.block), a);
+    const int3 br = dn_brick(g.block);
+    const int wpc = dn_warps_per_cell(g.block, br);
+    dn_splat_kernel<<<dn_cell_blocks(g, wpc), DN_THREADS, 0, st>>>(g, p->radius, br, wpc, a);
     PMI_TRY(dn_launched(fn, "splat"));
     for (int q = 0; q < passes; q++) {
         dn_blur_kernel<<<dn_blocks(g.points, 65536), DN_THREADS, 0, st>>>(
@@ -338,8 +370,10 @@ extern "C" pm_status pmi_dn_queue_sph(pm_context *ctx, const pmi_dn_grid *g, dou
     cudaStream_t st = pmi_cuda(ctx)->stream;
     dn_volumes_kernel<<<dn_blocks(g->n, 1ll << 31), DN_THREADS, 0, st>>>(*g, h, mass, vol);
     PMI_TRY(dn_launched(fn, "particle densities"));
-    dn_sph_field_kernel<<<(unsigned)g->ncells, DN_THREADS, 0, st>>>(*g, h, vol, dn_brick(g->block),
-                                                                    field);
+    const int3 br = dn_brick(g->block);
+    const int wpc = dn_warps_per_cell(g->block, br);
+    dn_sph_field_kernel<<<dn_cell_blocks(*g, wpc), DN_THREADS, 0, st>>>(*g, h, vol, br, wpc,
+                                                                         field);
     return dn_launched(fn, "colour field");
 }
 
