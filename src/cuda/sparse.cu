@@ -135,6 +135,11 @@ static pm_status sp_gpu_get(pm_context *ctx, pmi_sparse_plan *plan, const sp_gpu
         if (s == PM_STATUS_OK) s = pmi_cuda_copy_host(ctx, g->cstart, C.cstart, sb, 0, fn);
         if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, fn);
         g->ready = s == PM_STATUS_OK;
+        if (!g->ready) { /* a later worker tries again from nothing */
+            cudaFree(g->xyz), cudaFree(g->ckey), cudaFree(g->cstart);
+            cudaGetLastError();
+            g->xyz = NULL, g->ckey = NULL, g->cstart = NULL;
+        }
     }
     pthread_mutex_unlock(&S->mu);
     *out = g;
