@@ -819,6 +819,69 @@ static int cuda_sparse_vs_cpu(pm_context *ctx, const scene *S, const pm_field_pa
     return runs;
 }
 
+/* The GPU's plan (src/cuda/sparse.cu) against the CPU's: the same report
+ * (kept and dropped particles, occupied cells and bricks) and mesh, with
+ * particles dropped by an aabb (their keys sort last), particles already
+ * in device memory (read in place), and a non-finite particle refused
+ * naming its index. */
+static void gpu_plan_cases(pm_context *ctx, double r)
+{
+    scene S = {0};
+    ball(&S, 0.1, 0.2, 0.3, 6 * r, r, 0.5);
+    ball(&S, 3.0, 0.2, 0.3, 4 * r, r, 0.5);
+    ball(&S, 1.5, 1.2, 0.3, 5 * r, r, 0.5);
+    pm_field_params p;
+    params_of(&p, r, 2.0, 0.5, 0.6);
+    pm_reconstruct_options ro = {sizeof ro, PM_GRID_SPARSE, 9};
+    float *dev = NULL;
+    const size_t bytes = S.n * 3 * sizeof(float);
+    PMT_OK(pm_alloc(ctx, bytes, (void **)&dev));
+    PMT_OK(pm_upload(ctx, dev, S.xyz, bytes));
+    for (int c = 0; c < 3; c++) {
+        pm_field_params q = p;
+        if (c == 1) { /* the third ball and half the first outside */
+            q.use_aabb = 1;
+            q.aabb_min[0] = 0.1, q.aabb_min[1] = -1.0, q.aabb_min[2] = -1.0;
+            q.aabb_max[0] = 3.5, q.aabb_max[1] = 0.8, q.aabb_max[2] = 1.0;
+        }
+        pm_mesh ref, m;
+        pm_reconstruct_report rc, rg;
+        PMT_OK(pm_reconstruct(cpu1, S.xyz, S.n, &q, &ro, NULL, &ref, &rc));
+        PMT_OK(pm_reconstruct(ctx, c == 2 ? dev : S.xyz, S.n, &q, &ro, NULL, &m, &rg));
+        char w[120];
+        snprintf(w, sizeof w, "gpu plan: %s",
+                 c == 0 ? "host particles" : c == 1 ? "aabb" : "device particles");
+        PMT_CHECK(rg.sparse && rc.sparse, "%s: both sparse", w);
+        PMT_CHECK(rg.particles_used == rc.particles_used &&
+                      rg.particles_dropped == rc.particles_dropped &&
+                      rg.occupied_cells == rc.occupied_cells &&
+                      rg.bricks_occupied == rc.bricks_occupied,
+                  "%s: kept %zu/%zu dropped %zu/%zu cells %llu/%llu bricks %llu/%llu", w,
+                  rg.particles_used, rc.particles_used, rg.particles_dropped,
+                  rc.particles_dropped, (unsigned long long)rg.occupied_cells,
+                  (unsigned long long)rc.occupied_cells, (unsigned long long)rg.bricks_occupied,
+                  (unsigned long long)rc.bricks_occupied);
+        if (c == 1)
+            PMT_CHECK(rg.particles_dropped > 0 && rg.particles_used > 0, "%s: some dropped", w);
+        check_same_mesh(&m, &ref, w);
+        pm_mesh_free(ctx, &m);
+        pm_mesh_free(cpu1, &ref);
+    }
+    /* A NaN at index 7: refused, named, on host and device input. */
+    S.xyz[3 * 7 + 1] = NAN;
+    PMT_OK(pm_upload(ctx, dev, S.xyz, bytes));
+    for (int c = 0; c < 2; c++) {
+        pm_mesh m;
+        pm_status s = pm_reconstruct(ctx, c ? dev : S.xyz, S.n, &p, &ro, NULL, &m, NULL);
+        PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT && strstr(pm_last_error(), "particle 7 "),
+                  "gpu plan: NaN (%s particles): %s: %s", c ? "device" : "host",
+                  pm_status_string(s), pm_last_error());
+    }
+    pm_free(ctx, dev);
+    free(S.xyz);
+    printf("gpu plan: aabb, device particles and a NaN as the CPU's plan\n");
+}
+
 int main(int argc, char **argv)
 {
     pm_context *ctx;
@@ -871,6 +934,7 @@ int main(int argc, char **argv)
         runs += cuda_sparse_vs_cpu(ctx, &C, &p, b2, 2, "brick corners");
         free(C.xyz);
         printf("sparse reconstruction: %d CUDA meshes are the CPU's dense mesh\n", runs);
+        gpu_plan_cases(ctx, r);
         {
             /* Two GPU contexts (two GPUs where the machine has them, else
              * two streams of one): the bricks shared out, the same mesh;

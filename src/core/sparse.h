@@ -1,6 +1,6 @@
 /* The sparse decomposition of particle reconstruction (docs/scale.md),
  * shared by the core driver (src/core/sparse.c) and the backends'
- * entries (src/cpu/sparse.c; CUDA to come): the global lattice, its
+ * entries (src/cpu/sparse.c, src/cuda/sparse.cu): the global lattice, its
  * neighbour cells and bricks, their 64-bit keys, and a brick's owned
  * points, field window and source cells. Internal header. */
 #ifndef PM_CORE_SPARSE_H
@@ -43,6 +43,14 @@ typedef struct pmi_sparse_geom {
     int ghost_lo, ghost_hi;        /* field window beyond the owned points */
 } pmi_sparse_geom;
 
+/* The key helpers below run on the host and, in src/cuda/sparse.cu, on
+ * the device (the GPU's plan computes the same keys). */
+#ifdef __CUDACC__
+#define PMI_GEOM_FN static __host__ __device__ __forceinline__
+#else
+#define PMI_GEOM_FN static inline
+#endif
+
 static inline unsigned pmi_bits_for(uint64_t n)
 {
     unsigned b = 0;
@@ -51,21 +59,21 @@ static inline unsigned pmi_bits_for(uint64_t n)
     return b;
 }
 
-static inline uint64_t pmi_cell_key(const pmi_sparse_geom *G, uint64_t cx, uint64_t cy, uint64_t cz)
+PMI_GEOM_FN uint64_t pmi_cell_key(const pmi_sparse_geom *G, uint64_t cx, uint64_t cy, uint64_t cz)
 {
     return cz << G->cshift[2] | cy << G->cshift[1] | cx;
 }
-static inline void pmi_cell_unkey(const pmi_sparse_geom *G, uint64_t key, uint64_t c[3])
+PMI_GEOM_FN void pmi_cell_unkey(const pmi_sparse_geom *G, uint64_t key, uint64_t c[3])
 {
     c[0] = key & ((1ull << G->cshift[1]) - 1);
     c[1] = (key >> G->cshift[1]) & ((1ull << (G->cshift[2] - G->cshift[1])) - 1);
     c[2] = key >> G->cshift[2];
 }
-static inline uint64_t pmi_brick_key(const pmi_sparse_geom *G, const uint64_t b[3])
+PMI_GEOM_FN uint64_t pmi_brick_key(const pmi_sparse_geom *G, const uint64_t b[3])
 {
     return b[2] << G->bshift[2] | b[1] << G->bshift[1] | b[0];
 }
-static inline void pmi_brick_unkey(const pmi_sparse_geom *G, uint64_t key, uint64_t b[3])
+PMI_GEOM_FN void pmi_brick_unkey(const pmi_sparse_geom *G, uint64_t key, uint64_t b[3])
 {
     b[0] = key & ((1ull << G->bshift[1]) - 1);
     b[1] = (key >> G->bshift[1]) & ((1ull << (G->bshift[2] - G->bshift[1])) - 1);
@@ -125,7 +133,7 @@ static inline void pmi_source_cells(const pmi_sparse_geom *G, const uint64_t w0[
  * cells' corners are the points of cells [b bc, (b+1) bc] (the last one
  * through its first point), and the particle reaches the points of cells
  * c-1 .. c+1, so b bc <= c + 1 and c - 1 <= (b+1) bc: [lo, hi], clipped. */
-static inline void pmi_cell_bricks(const pmi_sparse_geom *G, int a, uint64_t c, uint64_t *lo,
+PMI_GEOM_FN void pmi_cell_bricks(const pmi_sparse_geom *G, int a, uint64_t c, uint64_t *lo,
                                    uint64_t *hi)
 {
     const uint64_t bc = G->bc;

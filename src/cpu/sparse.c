@@ -187,10 +187,8 @@ static pm_status plan_volumes(pm_context *ctx, pmi_sparse_plan *plan, cpu_plan *
     return PM_STATUS_OK;
 }
 
-/* The plan; with `volumes`, also the particles' SPH volumes. */
-static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
-                            size_t brick_points, pm_normals normals, int volumes,
-                            pmi_sparse_plan *plan)
+pm_status pmi_cpu_sparse_plan(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
+                              size_t brick_points, pm_normals normals, pmi_sparse_plan *plan)
 {
     const double t0 = pmi_now_ms();
     double bmin[3], bmax[3];
@@ -219,10 +217,10 @@ static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const p
     uint32_t *idx = malloc(kept * sizeof *idx), *tv = malloc(kept * sizeof *tv);
     if (P) {
         P->xyz = malloc(kept * 3 * sizeof *P->xyz);
-        P->vol = volumes ? malloc(kept * sizeof *P->vol) : NULL;
+        P->vol = malloc(kept * sizeof *P->vol);
     }
     plan->state = P;
-    if (!P || !keys || !tk || !idx || !tv || !P->xyz || (volumes && !P->vol)) {
+    if (!P || !keys || !tk || !idx || !tv || !P->xyz || !P->vol) {
         free(keys), free(tk), free(idx), free(tv);
         pmi_cpu_sparse_plan_free(ctx, plan);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory to sort %zu particles",
@@ -373,9 +371,8 @@ static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const p
     plan->bricks = shrunk ? shrunk : bk;
     plan->nbricks = u;
     plan->occupied_cells = m;
-    plan->bytes = kept * (volumes ? 12 + 8 : 12) + m * 12 + u * 8;
+    plan->bytes = kept * (12 + 8) + m * 12 + u * 8;
     plan->neighbours_ms = pmi_now_ms() - t0;
-    if (!volumes) return PM_STATUS_OK;
 
     const double t1 = pmi_now_ms();
     st = plan_volumes(ctx, plan, P);
@@ -384,18 +381,6 @@ static pm_status plan_build(pm_context *ctx, const float *xyz, size_t n, const p
     return st;
 }
 
-pm_status pmi_cpu_sparse_plan(pm_context *ctx, const float *xyz, size_t n, const pm_field_params *p,
-                              size_t brick_points, pm_normals normals, pmi_sparse_plan *plan)
-{
-    return plan_build(ctx, xyz, n, p, brick_points, normals, 1, plan);
-}
-
-pm_status pmi_sparse_plan_host(pm_context *ctx, const float *xyz, size_t n,
-                               const pm_field_params *p, size_t brick_points, pm_normals normals,
-                               pmi_sparse_plan *plan)
-{
-    return plan_build(ctx, xyz, n, p, brick_points, normals, 0, plan);
-}
 
 /* The field of brick b over its window [w0, w1) into field (x fastest). */
 static int brick_field(const pmi_sparse_plan *plan, pmi_sparse_local *L, const uint64_t b[3],
@@ -503,14 +488,4 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,
                          "pm_reconstruct: no memory for the bricks' fields or pieces");
     return PM_STATUS_OK;
-}
-
-void pmi_sparse_plan_cells(const pmi_sparse_plan *plan, pmi_sparse_cells *out)
-{
-    const cpu_plan *P = plan->state;
-    out->n = P->n;
-    out->xyz = P->xyz;
-    out->m = P->m;
-    out->ckey = P->ckey;
-    out->cstart = P->cstart;
 }

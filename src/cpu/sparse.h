@@ -48,25 +48,6 @@ pm_status pmi_cpu_sparse_pieces(pm_context *ctx, pmi_sparse_plan *plan, size_t f
                                 double iso, const pm_isosurface_options *options,
                                 pm_mesh_piece *pieces, double *field_ms, double *extract_ms);
 void pmi_cpu_sparse_plan_free(pm_context *ctx, pmi_sparse_plan *plan);
-/* The plan without the particles' volumes, from particles in host memory
- * on any context (the CUDA backend's sparse path computes the volumes on
- * the device): the sorted particles, occupied cells and bricks, in
- * plan->state; freed by pmi_cpu_sparse_plan_free. */
-pm_status pmi_sparse_plan_host(pm_context *ctx, const float *xyz, size_t n,
-                               const pm_field_params *p, size_t brick_points, pm_normals normals,
-                               pmi_sparse_plan *plan);
-
-/* A plan's sorted particles and occupied cells (read-only views of
- * plan->state), for backends that copy them elsewhere (the GPU). */
-typedef struct pmi_sparse_cells {
-    size_t n;              /* kept particles */
-    const float *xyz;      /* 3 per sorted slot */
-    size_t m;              /* occupied cells */
-    const uint64_t *ckey;  /* their keys, ascending */
-    const uint32_t *cstart; /* first slot of each, m + 1 */
-} pmi_sparse_cells;
-void pmi_sparse_plan_cells(const pmi_sparse_plan *plan, pmi_sparse_cells *out);
-
 /* A dense cell list over the neighbour cells [c0, c1) of a plan's lattice,
  * as density.c builds it for a whole grid: the same particles in the same
  * slot order (by cell, then input index), so the SPH sums add the same

@@ -1,10 +1,15 @@
-/* Sparse SPH reconstruction on the GPU (docs/scale.md): the plan of the
- * CPU backend (src/cpu/sparse.c: particles sorted by 64-bit neighbour-cell
- * key, the occupied cells and bricks) made on the host, its sorted
- * particles and occupied cells copied once to every GPU that meshes
- * bricks, then brick by brick on the device: the brick's particles
- * gathered from those copies, the dense path's kernels (density.cu) over a
- * small dense grid of the brick's cells, and the brick's piece (piece.cu).
+/* Sparse SPH reconstruction on the GPU (docs/scale.md). The plan is made
+ * on the context's GPU: the particles' checks and box, their 64-bit
+ * neighbour-cell keys (src/core/sparse.h), a stable radix sort of (key,
+ * input index), the sorted positions, the occupied cells (runs of equal
+ * keys) and the bricks their particles reach (sorted, unique): the CPU
+ * plan's arrays (src/cpu/sparse.c), element for element. The sorted
+ * particles and occupied cells stay on that GPU, are copied once to every
+ * other GPU that meshes bricks, and the host keeps the occupied cells and
+ * the brick keys. Then brick by brick on the device: the brick's
+ * particles gathered from those arrays, the dense path's kernels
+ * (density.cu) over a small dense grid of the brick's cells, and the
+ * brick's piece (piece.cu).
  *
  * A brick's grid is the neighbour cells holding its field window and two
  * more on each side, anchored at whole cells of the global lattice. Its
@@ -22,6 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+
 #include "cuda/density_internal.cuh"
 extern "C" {
 #include "cpu/sparse.h"
@@ -35,13 +45,18 @@ typedef struct sp_gpu {
     uint32_t *cstart;
 } sp_gpu;
 
-/* plan->device: a copy per GPU, made by the first worker on it, and the
- * host blocks that hold the pieces' arrays (freed with the plan). */
+/* plan->device: the plan's arrays on the GPU that made it (home), a copy
+ * per other GPU, made by the first worker on it, the occupied cells on the
+ * host (each brick's particle count is found there), and the host blocks
+ * that hold the pieces' arrays (freed with the plan). */
 typedef struct sp_shared {
     pthread_mutex_t mu;
     void **blocks;
     size_t nblocks, cap_blocks;
-    int ndev;
+    size_t n, m;      /* sorted particles, occupied cells */
+    uint64_t *ckey;   /* host: the occupied cells' keys, ascending */
+    uint32_t *cstart; /* host: their first slots, m + 1 */
+    int home, ndev;
     sp_gpu gpu[1]; /* ndev of them */
 } sp_shared;
 
@@ -105,37 +120,50 @@ static pm_status sp_dev_reserve(pm_context *ctx, sp_dev *D, size_t n, size_t nce
     return PM_STATUS_OK;
 }
 
-/* The plan's arrays on the context's GPU, copied by the first worker on
- * it (the others wait for it). */
+/* The plan's arrays on the context's GPU: on the home GPU those the plan
+ * made, elsewhere copied from them by the first worker on the GPU (the
+ * others wait for it). */
 static pm_status sp_gpu_get(pm_context *ctx, pmi_sparse_plan *plan, const sp_gpu **out)
 {
-    static const char fn[] = "pm_reconstruct: the sorted particles to the GPU";
+    static const char fn[] = "pm_reconstruct: the sorted particles to another GPU";
     sp_shared *S = (sp_shared *)plan->device;
     const int d = pmi_cuda(ctx)->device;
     if (!S || d < 0 || d >= S->ndev)
         return pmi_error(PM_STATUS_DEVICE_ERROR, "pm_reconstruct: device %d has no plan copy", d);
     pthread_mutex_lock(&S->mu);
     sp_gpu *g = &S->gpu[d];
+    const sp_gpu *h = &S->gpu[S->home];
     pm_status s = PM_STATUS_OK;
     if (!g->ready) {
-        pmi_sparse_cells C;
-        pmi_sparse_plan_cells(plan, &C);
-        const size_t nb = (C.n ? C.n : 1) * 3 * sizeof(float), kb = (C.m ? C.m : 1) * 8,
-                     sb = (C.m + 1) * 4;
-        if (cudaMalloc((void **)&g->xyz, nb) != cudaSuccess ||
-            cudaMalloc((void **)&g->ckey, kb) != cudaSuccess ||
-            cudaMalloc((void **)&g->cstart, sb) != cudaSuccess) {
+        cudaStream_t st = pmi_cuda(ctx)->stream;
+        const size_t nb = (S->n ? S->n : 1) * 3 * sizeof(float), kb = (S->m ? S->m : 1) * 8,
+                     sb = (S->m + 1) * 4;
+        /* Direct copies over NVLink or PCIe where the GPUs allow it. */
+        int peer = 0;
+        if (cudaDeviceCanAccessPeer(&peer, d, S->home) == cudaSuccess && peer) {
+            cudaError_t e = cudaDeviceEnablePeerAccess(S->home, 0);
+            if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+                s = pmi_cuda_status(e, fn);
+        }
+        cudaGetLastError();
+        if (s == PM_STATUS_OK && (cudaMalloc((void **)&g->xyz, nb) != cudaSuccess ||
+                                  cudaMalloc((void **)&g->ckey, kb) != cudaSuccess ||
+                                  cudaMalloc((void **)&g->cstart, sb) != cudaSuccess)) {
             cudaGetLastError();
             s = pmi_error(PM_STATUS_OUT_OF_MEMORY,
-                          "%s: no device memory for %zu particles and %zu cells", fn, C.n, C.m);
+                          "%s: no device memory for %zu particles and %zu cells", fn, S->n, S->m);
         }
-        if (s == PM_STATUS_OK && C.n)
-            s = pmi_cuda_copy_host(ctx, g->xyz, C.xyz, C.n * 3 * sizeof(float), 0, fn);
-        if (s == PM_STATUS_OK && C.m) s = pmi_cuda_copy_host(ctx, g->ckey, C.ckey, kb, 0, fn);
-        if (s == PM_STATUS_OK) s = pmi_cuda_copy_host(ctx, g->cstart, C.cstart, sb, 0, fn);
+        cudaError_t e = cudaSuccess;
+        if (s == PM_STATUS_OK) e = cudaMemcpyPeerAsync(g->xyz, d, h->xyz, S->home, nb, st);
+        if (s == PM_STATUS_OK && e == cudaSuccess)
+            e = cudaMemcpyPeerAsync(g->ckey, d, h->ckey, S->home, kb, st);
+        if (s == PM_STATUS_OK && e == cudaSuccess)
+            e = cudaMemcpyPeerAsync(g->cstart, d, h->cstart, S->home, sb, st);
+        if (s == PM_STATUS_OK && e != cudaSuccess) s = pmi_cuda_status(e, fn);
         if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, fn);
         g->ready = s == PM_STATUS_OK;
         if (!g->ready) { /* a later worker tries again from nothing */
+            cudaStreamSynchronize(st);
             cudaFree(g->xyz), cudaFree(g->ckey), cudaFree(g->cstart);
             cudaGetLastError();
             g->xyz = NULL, g->ckey = NULL, g->cstart = NULL;
@@ -197,6 +225,299 @@ static __global__ void sp_gather_kernel(const float *gxyz, const uint32_t *count
     }
 }
 
+/* ---- the plan ---------------------------------------------------------- */
+
+/* Device arrays of the plan's making, freed at its end. */
+typedef struct sp_tmp {
+    void *p[16];
+    int n;
+} sp_tmp;
+
+static pm_status sp_tmp_alloc(sp_tmp *T, size_t bytes, void **out, const char *what)
+{
+    *out = NULL;
+    if (T->n == (int)(sizeof T->p / sizeof T->p[0]) ||
+        cudaMalloc(out, bytes ? bytes : 1) != cudaSuccess) {
+        cudaGetLastError();
+        *out = NULL;
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "pm_reconstruct: no device memory for %s (%zu bytes)", what, bytes);
+    }
+    T->p[T->n++] = *out;
+    return PM_STATUS_OK;
+}
+
+/* Device memory of the plan's own (kept with it): freed with the plan. */
+static pm_status sp_keep_alloc(void **out, size_t bytes, const char *what)
+{
+    if (cudaMalloc(out, bytes ? bytes : 1) != cudaSuccess) {
+        cudaGetLastError();
+        *out = NULL;
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "pm_reconstruct: no device memory for %s (%zu bytes)", what, bytes);
+    }
+    return PM_STATUS_OK;
+}
+
+static unsigned sp_blocks(unsigned long long n)
+{
+    const unsigned long long b = (n + 255) / 256;
+    return (unsigned)(b < 1 ? 1 : (b > 65536 ? 65536 : b));
+}
+
+/* Each particle's cell key (`drop`, above every key, for one outside the
+ * aabb) and its input index: the CPU plan's keys (pmi_cell_of per axis). */
+static __global__ void sp_keys_kernel(const float *xyz, unsigned long long n, int aabb,
+                                      double3 amin, double3 amax, pmi_sparse_geom G, double edge,
+                                      unsigned long long drop, unsigned long long *key,
+                                      uint32_t *val)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const float q0 = xyz[3 * i], q1 = xyz[3 * i + 1], q2 = xyz[3 * i + 2];
+        unsigned long long k = drop;
+        if (!aabb || (q0 >= amin.x && q0 <= amax.x && q1 >= amin.y && q1 <= amax.y &&
+                      q2 >= amin.z && q2 <= amax.z))
+            k = pmi_cell_key(&G, (uint64_t)pmi_cell_of(q0, G.origin[0], edge, (long long)G.cdims[0]),
+                             (uint64_t)pmi_cell_of(q1, G.origin[1], edge, (long long)G.cdims[1]),
+                             (uint64_t)pmi_cell_of(q2, G.origin[2], edge, (long long)G.cdims[2]));
+        key[i] = k;
+        val[i] = (uint32_t)i;
+    }
+}
+
+/* The bricks an occupied cell's particles reach (pmi_cell_bricks): their
+ * number (count, with emit NULL) or their keys from out[off[i]]. */
+static __global__ void sp_bricks_kernel(const unsigned long long *ckey, unsigned long long m,
+                                        pmi_sparse_geom G, unsigned long long *count,
+                                        const unsigned long long *off, unsigned long long *out)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < m;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        uint64_t c[3], lo[3], hi[3], b[3];
+        pmi_cell_unkey(&G, ckey[i], c);
+        for (int a = 0; a < 3; a++)
+            pmi_cell_bricks(&G, a, c[a], &lo[a], &hi[a]);
+        if (!out) {
+            count[i] = (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1) * (hi[2] - lo[2] + 1);
+            continue;
+        }
+        unsigned long long o = off[i];
+        for (b[2] = lo[2]; b[2] <= hi[2]; b[2]++)
+            for (b[1] = lo[1]; b[1] <= hi[1]; b[1]++)
+                for (b[0] = lo[0]; b[0] <= hi[0]; b[0]++)
+                    out[o++] = pmi_brick_key(&G, b);
+    }
+}
+
+/* CUB's scratch for a call: the `tmp` block, grown when it is short. */
+static pm_status sp_cub_tmp(sp_tmp *T, void **tmp, size_t *have, size_t need)
+{
+    if (need <= *have) return PM_STATUS_OK;
+    PMI_TRY(sp_tmp_alloc(T, need, tmp, "the sort's scratch"));
+    *have = need;
+    return PM_STATUS_OK;
+}
+
+/* A device word read back (waits). */
+static pm_status sp_read_word(pm_context *ctx, const unsigned long long *d, unsigned long long *h,
+                              const char *what)
+{
+    PMI_CU_TRY(cudaMemcpyAsync(h, d, sizeof *h, cudaMemcpyDeviceToHost, pmi_cuda(ctx)->stream),
+               what);
+    return pmi_cuda_wait(ctx, what);
+}
+
+static pm_status sp_plan_build(pm_context *ctx, const float *xyz, size_t n,
+                               const pm_field_params *p, size_t brick_points, pm_normals normals,
+                               pmi_sparse_plan *plan, sp_shared *S, sp_tmp *T)
+{
+    static const char fn[] = "pm_reconstruct";
+    cudaStream_t st = pmi_cuda(ctx)->stream;
+    const double t0 = pmi_now_ms();
+    if (n == 0) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: no particles", fn);
+    if (n >= UINT32_MAX)
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu particles, at most 4294967294 per call", fn,
+                         n);
+    size_t bytes;
+    if (!pmi_mul3_size(n, 3, sizeof(float), &bytes))
+        return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu particles overflow", fn, n);
+
+    /* The particles on this GPU: read where they are when they are here,
+     * copied from the host (pinned staging) or another GPU otherwise. */
+    cudaPointerAttributes pa;
+    memset(&pa, 0, sizeof pa);
+    if (cudaPointerGetAttributes(&pa, xyz) != cudaSuccess) pa.type = cudaMemoryTypeUnregistered;
+    cudaGetLastError();
+    const int here = (pa.type == cudaMemoryTypeDevice && pa.device == S->home) ||
+                     pa.type == cudaMemoryTypeManaged;
+    const float *dx = xyz;
+    if (!here) {
+        float *c;
+        PMI_TRY(sp_tmp_alloc(T, bytes, (void **)&c, "the particles"));
+        if (pa.type == cudaMemoryTypeDevice)
+            PMI_CU_TRY(cudaMemcpyAsync(c, xyz, bytes, cudaMemcpyDefault, st),
+                       "pm_reconstruct: the particles from another GPU");
+        else
+            PMI_TRY(pmi_cuda_copy_host(ctx, c, xyz, bytes, 0, "pm_reconstruct: the particles"));
+        dx = c;
+    }
+
+    /* Checks, kept count and box (the CPU's pmi_particles_box). */
+    unsigned long long *res;
+    PMI_TRY(sp_tmp_alloc(T, 64, (void **)&res, "the particle checks"));
+    const int aabb = p->use_aabb;
+    const double3 amin = make_double3(p->aabb_min[0], p->aabb_min[1], p->aabb_min[2]);
+    const double3 amax = make_double3(p->aabb_max[0], p->aabb_max[1], p->aabb_max[2]);
+    pmi_particle_box box;
+    PMI_TRY(pmi_cuda_particle_box(ctx, dx, n, aabb, amin, amax, res, fn, &box));
+    if (box.first_bad != ~0ull) {
+        float q[3] = {0, 0, 0};
+        cudaMemcpy(q, dx + 3 * box.first_bad, sizeof q, cudaMemcpyDeviceToHost);
+        cudaGetLastError();
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "%s: particle %llu has a non-finite coordinate (%g, %g, %g)", fn,
+                         box.first_bad, q[0], q[1], q[2]);
+    }
+    const size_t kept = box.kept;
+    if (kept == 0)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "%s: all %zu particles lie outside the aabb (%g, %g, %g) .. (%g, %g, %g)",
+                         fn, n, amin.x, amin.y, amin.z, amax.x, amax.y, amax.z);
+    double bmin[3], bmax[3];
+    for (int a = 0; a < 3; a++) {
+        bmin[a] = plan->have_box ? plan->box_min[a] : box.bmin[a];
+        bmax[a] = plan->have_box ? plan->box_max[a] : box.bmax[a];
+    }
+    pmi_sparse_geom *G = &plan->G;
+    PMI_TRY(pmi_sparse_geom_init(p, bmin, bmax, brick_points, normals, G));
+    plan->kept = kept;
+    plan->dropped = n - kept;
+    plan->h = G->rule.h;
+    plan->mass = pmi_sph_mass(p->radius, p->rest_density);
+
+    /* Keys sorted with their input indices (stable: ties in input order,
+     * as the CPU's radix sort leaves them); the dropped ones sort last. */
+    const unsigned cb = G->cshift[2] + pmi_bits_for(G->cdims[2]);
+    int end_bit = (int)cb + (kept < n ? 1 : 0);
+    if (end_bit < 1) end_bit = 1;
+    const long long ln = (long long)n;
+    size_t tmp_have = 0, need_b = 0;
+    void *tmp = NULL;
+    PMI_CU_TRY(cub::DeviceRadixSort::SortPairs(NULL, need_b, (const unsigned long long *)NULL,
+                                               (unsigned long long *)NULL, (const uint32_t *)NULL,
+                                               (uint32_t *)NULL, ln, 0, end_bit, st),
+               "pm_reconstruct: the sort's scratch");
+    const double need = (here ? 0.0 : (double)bytes) + 24.0 * (double)n + (double)need_b +
+                        24.0 * (double)kept;
+    if (!(need <= (double)p->max_memory_bytes))
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "%s: %zu particles need %.4g GB of device memory to sort, more than the "
+                         "memory limit of %.4g GB (max_memory_bytes, --max-memory)",
+                         fn, n, need / 1e9, (double)p->max_memory_bytes / 1e9);
+    unsigned long long *key, *skey;
+    uint32_t *val, *sval;
+    PMI_TRY(sp_tmp_alloc(T, n * 8, (void **)&key, "the cell keys"));
+    PMI_TRY(sp_tmp_alloc(T, n * 8, (void **)&skey, "the sorted cell keys"));
+    PMI_TRY(sp_tmp_alloc(T, (n + 1) * 4, (void **)&val, "the particle indices"));
+    PMI_TRY(sp_tmp_alloc(T, n * 4, (void **)&sval, "the sorted particle indices"));
+    PMI_TRY(sp_cub_tmp(T, &tmp, &tmp_have, need_b));
+    const unsigned long long drop = 1ull << cb;
+    sp_keys_kernel<<<sp_blocks(n), 256, 0, st>>>(dx, n, aabb, amin, amax, *G,
+                                                 (double)G->B * G->rule.s, drop, key, val);
+    PMI_TRY(pmi_cuda_launched("pm_reconstruct: cell keys"));
+    PMI_CU_TRY(cub::DeviceRadixSort::SortPairs(tmp, need_b, key, skey, val, sval, ln, 0, end_bit,
+                                               st),
+               "pm_reconstruct: the particle sort");
+    sp_gpu *g = &S->gpu[S->home];
+    PMI_TRY(sp_keep_alloc((void **)&g->xyz, kept * 12, "the sorted particles"));
+    PMI_TRY(pmi_cuda_gather_xyz(ctx, dx, sval, (long long)kept, g->xyz, fn));
+
+    /* Occupied cells: the runs of equal keys (into key, their lengths into
+     * val), their first slots by an exclusive scan. */
+    const long long lk = (long long)kept;
+    need_b = 0;
+    PMI_CU_TRY(cub::DeviceRunLengthEncode::Encode(NULL, need_b, skey, key, val, res, lk, st),
+               "pm_reconstruct: the cells' scratch");
+    PMI_TRY(sp_cub_tmp(T, &tmp, &tmp_have, need_b));
+    PMI_CU_TRY(cub::DeviceRunLengthEncode::Encode(tmp, need_b, skey, key, val, res, lk, st),
+               "pm_reconstruct: the occupied cells");
+    unsigned long long m = 0;
+    PMI_TRY(sp_read_word(ctx, res, &m, "pm_reconstruct: the occupied cells"));
+    S->n = kept;
+    S->m = (size_t)m;
+    PMI_TRY(sp_keep_alloc((void **)&g->ckey, m * 8, "the occupied cells"));
+    PMI_TRY(sp_keep_alloc((void **)&g->cstart, (m + 1) * 4, "the occupied cells' starts"));
+    PMI_CU_TRY(cudaMemcpyAsync(g->ckey, key, m * 8, cudaMemcpyDeviceToDevice, st),
+               "pm_reconstruct: the occupied cells");
+    PMI_CU_TRY(cudaMemsetAsync(val + m, 0, 4, st), "pm_reconstruct: the occupied cells");
+    need_b = 0;
+    PMI_CU_TRY(cub::DeviceScan::ExclusiveSum(NULL, need_b, val, g->cstart, (long long)m + 1, st),
+               "pm_reconstruct: the cells' scratch");
+    PMI_TRY(sp_cub_tmp(T, &tmp, &tmp_have, need_b));
+    PMI_CU_TRY(cub::DeviceScan::ExclusiveSum(tmp, need_b, val, g->cstart, (long long)m + 1, st),
+               "pm_reconstruct: the occupied cells' starts");
+
+    /* The bricks the particles reach: per cell, counted, placed by a scan,
+     * written, sorted and made unique. */
+    unsigned long long *bcount, *boff;
+    PMI_TRY(sp_tmp_alloc(T, (m + 1) * 8, (void **)&bcount, "the bricks' counts"));
+    PMI_TRY(sp_tmp_alloc(T, (m + 1) * 8, (void **)&boff, "the bricks' offsets"));
+    PMI_CU_TRY(cudaMemsetAsync(bcount + m, 0, 8, st), "pm_reconstruct: the bricks");
+    sp_bricks_kernel<<<sp_blocks(m), 256, 0, st>>>(g->ckey, m, *G, bcount, NULL, NULL);
+    PMI_TRY(pmi_cuda_launched("pm_reconstruct: the bricks"));
+    need_b = 0;
+    PMI_CU_TRY(cub::DeviceScan::ExclusiveSum(NULL, need_b, bcount, boff, (long long)m + 1, st),
+               "pm_reconstruct: the bricks' scratch");
+    PMI_TRY(sp_cub_tmp(T, &tmp, &tmp_have, need_b));
+    PMI_CU_TRY(cub::DeviceScan::ExclusiveSum(tmp, need_b, bcount, boff, (long long)m + 1, st),
+               "pm_reconstruct: the bricks");
+    unsigned long long nb = 0;
+    PMI_TRY(sp_read_word(ctx, boff + m, &nb, "pm_reconstruct: the bricks"));
+    unsigned long long *bk, *bk2;
+    PMI_TRY(sp_tmp_alloc(T, nb * 8, (void **)&bk, "the brick keys"));
+    PMI_TRY(sp_tmp_alloc(T, nb * 8, (void **)&bk2, "the sorted brick keys"));
+    sp_bricks_kernel<<<sp_blocks(m), 256, 0, st>>>(g->ckey, m, *G, NULL, boff, bk);
+    PMI_TRY(pmi_cuda_launched("pm_reconstruct: the brick keys"));
+    int bbit = (int)(G->bshift[2] + pmi_bits_for(G->bdims[2]));
+    if (bbit < 1) bbit = 1;
+    const long long lnb = (long long)nb;
+    need_b = 0;
+    PMI_CU_TRY(cub::DeviceRadixSort::SortKeys(NULL, need_b, (const unsigned long long *)NULL,
+                                              (unsigned long long *)NULL, lnb, 0, bbit, st),
+               "pm_reconstruct: the bricks' scratch");
+    PMI_TRY(sp_cub_tmp(T, &tmp, &tmp_have, need_b));
+    PMI_CU_TRY(cub::DeviceRadixSort::SortKeys(tmp, need_b, bk, bk2, lnb, 0, bbit, st),
+               "pm_reconstruct: the brick sort");
+    need_b = 0;
+    PMI_CU_TRY(cub::DeviceSelect::Unique(NULL, need_b, bk2, bk, res, lnb, st),
+               "pm_reconstruct: the bricks' scratch");
+    PMI_TRY(sp_cub_tmp(T, &tmp, &tmp_have, need_b));
+    PMI_CU_TRY(cub::DeviceSelect::Unique(tmp, need_b, bk2, bk, res, lnb, st),
+               "pm_reconstruct: the distinct bricks");
+    unsigned long long u = 0;
+    PMI_TRY(sp_read_word(ctx, res, &u, "pm_reconstruct: the distinct bricks"));
+
+    /* To the host: the brick keys and the occupied cells. */
+    plan->bricks = (uint64_t *)malloc((u ? u : 1) * 8);
+    S->ckey = (uint64_t *)malloc((m ? m : 1) * 8);
+    S->cstart = (uint32_t *)malloc((m + 1) * 4);
+    if (!plan->bricks || !S->ckey || !S->cstart)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "%s: no host memory for %llu bricks and %llu cells", fn, u, m);
+    if (u) PMI_TRY(pmi_cuda_copy_host(ctx, plan->bricks, bk, u * 8, 1, fn));
+    if (m) PMI_TRY(pmi_cuda_copy_host(ctx, S->ckey, g->ckey, m * 8, 1, fn));
+    PMI_TRY(pmi_cuda_copy_host(ctx, S->cstart, g->cstart, (m + 1) * 4, 1, fn));
+    PMI_TRY(pmi_cuda_wait(ctx, "pm_reconstruct: the plan to the host"));
+    g->ready = 1;
+    plan->nbricks = (size_t)u;
+    plan->occupied_cells = (size_t)m;
+    plan->bytes = kept * 12 + (size_t)m * 12 + (size_t)u * 8;
+    plan->neighbours_ms = pmi_now_ms() - t0;
+    plan->density_ms = 0.0;
+    return PM_STATUS_OK;
+}
+
 extern "C" pm_status pmi_cuda_sparse_plan(pm_context *ctx, const float *xyz, size_t n,
                                           const pm_field_params *p, size_t brick_points,
                                           pm_normals normals, pmi_sparse_plan *plan)
@@ -207,42 +528,30 @@ extern "C" pm_status pmi_cuda_sparse_plan(pm_context *ctx, const float *xyz, siz
         cudaGetLastError();
         return pmi_error(PM_STATUS_DEVICE_ERROR, "pm_reconstruct: no CUDA device");
     }
+    const int home = pmi_cuda(ctx)->device;
+    if (home < 0 || home >= ndev)
+        return pmi_error(PM_STATUS_DEVICE_ERROR, "pm_reconstruct: no CUDA device %d", home);
     sp_shared *S = (sp_shared *)calloc(1, sizeof *S + (size_t)ndev * sizeof(sp_gpu));
     if (!S) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory");
     pthread_mutex_init(&S->mu, NULL);
     S->ndev = ndev;
-    size_t bytes;
-    pm_status s = PM_STATUS_OK;
-    /* Host particles are read where they are; device ones copied first. */
-    cudaPointerAttributes a;
-    const int on_device = n && cudaPointerGetAttributes(&a, xyz) == cudaSuccess &&
-                          (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
-    cudaGetLastError();
-    if (!on_device) {
-        s = pmi_sparse_plan_host(ctx, xyz, n, p, brick_points, normals, plan);
-    } else if (!pmi_mul3_size(n, 3, sizeof(float), &bytes)) {
-        s = pmi_error(PM_STATUS_OVERFLOW, "pm_reconstruct: %zu particles overflow", n);
-    } else {
-        float *h = (float *)malloc(bytes);
-        s = h ? pmi_cuda_copy_host(ctx, h, xyz, bytes, 1, "pm_reconstruct: particles to the host")
-              : pmi_error(PM_STATUS_OUT_OF_MEMORY,
-                          "pm_reconstruct: no host memory for %zu particles", n);
-        if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, "pm_reconstruct: particles to the host");
-        if (s == PM_STATUS_OK) s = pmi_sparse_plan_host(ctx, h, n, p, brick_points, normals, plan);
-        free(h);
-    }
-    if (s != PM_STATUS_OK) {
-        pthread_mutex_destroy(&S->mu);
-        free(S);
-        return s;
-    }
+    S->home = home;
     plan->device = S;
     plan->pieces_in_blocks = 1;
+    sp_tmp T;
+    memset(&T, 0, sizeof T);
+    pm_status s = sp_plan_build(ctx, xyz, n, p, brick_points, normals, plan, S, &T);
+    cudaStreamSynchronize(pmi_cuda(ctx)->stream);
+    for (int i = 0; i < T.n; i++)
+        cudaFree(T.p[i]);
+    cudaGetLastError();
+    if (s != PM_STATUS_OK) pmi_cuda_sparse_plan_free(ctx, plan);
     return s;
 }
 
 extern "C" void pmi_cuda_sparse_plan_free(pm_context *ctx, pmi_sparse_plan *plan)
 {
+    (void)ctx;
     sp_shared *S = (sp_shared *)plan->device;
     if (S) {
         int cur = 0;
@@ -260,16 +569,20 @@ extern "C" void pmi_cuda_sparse_plan_free(pm_context *ctx, pmi_sparse_plan *plan
         for (size_t i = 0; i < S->nblocks; i++)
             free(S->blocks[i]);
         free(S->blocks);
+        free(S->ckey);
+        free(S->cstart);
         pthread_mutex_destroy(&S->mu);
         free(S);
         plan->device = NULL;
     }
-    pmi_cpu_sparse_plan_free(ctx, plan);
+    free(plan->bricks);
+    plan->bricks = NULL;
+    plan->state = NULL;
 }
 
 /* Particles of the cells [c0, c1): per row of cells, a range of sorted
  * slots (the occupied cells' keys are ascending, x lowest). */
-static size_t sp_box_particles(const pmi_sparse_plan *plan, const pmi_sparse_cells *C,
+static size_t sp_box_particles(const pmi_sparse_plan *plan, const sp_shared *C,
                                const uint64_t c0[3], const uint64_t c1[3])
 {
     const pmi_sparse_geom *G = &plan->G;
@@ -349,8 +662,7 @@ extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *pl
     PMI_TRY(pmi_cuda_begin(ctx));
     const pmi_sparse_geom *G = &plan->G;
     const pm_lattice lat = pmi_sparse_lattice(G);
-    pmi_sparse_cells C;
-    pmi_sparse_plan_cells(plan, &C);
+    const sp_shared *C = (const sp_shared *)plan->device;
     const sp_gpu *gp = NULL;
     PMI_TRY(sp_gpu_get(ctx, plan, &gp));
     cudaStream_t st = pmi_cuda(ctx)->stream;
@@ -385,7 +697,7 @@ extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *pl
         }
         const size_t ncells = lay.cdims[0] * lay.cdims[1] * lay.cdims[2];
         const size_t points = lay.dims[0] * lay.dims[1] * lay.dims[2];
-        const size_t n = sp_box_particles(plan, &C, c0, c1);
+        const size_t n = sp_box_particles(plan, C, c0, c1);
         if (n > UINT32_MAX) {
             s = pmi_error(PM_STATUS_OVERFLOW, "%s: %zu particles reach one brick (at most 2^32 - 1)",
                           fn, n);
@@ -401,7 +713,7 @@ extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *pl
         bx.sh1 = G->cshift[1];
         bx.sh2 = G->cshift[2];
         const unsigned blocks = (unsigned)((ncells + 255) / 256);
-        sp_cells_kernel<<<blocks, 256, 0, st>>>(gp->ckey, (unsigned long long)C.m, gp->cstart, bx,
+        sp_cells_kernel<<<blocks, 256, 0, st>>>(gp->ckey, (unsigned long long)C->m, gp->cstart, bx,
                                                 (unsigned long long)ncells, D.count, D.first);
         s = pmi_cuda_launched("pm_reconstruct: a brick's cells");
         if (s == PM_STATUS_OK)
