@@ -1013,6 +1013,42 @@ int main(int argc, char **argv)
         free(S.xyz);
     }
 
+    /* Pieces larger than the merge's runs (16384 vertices or triangles,
+     * src/core/piece_merge.c): one brick holding a large ball, cut into
+     * runs at row starts, and the same ball in bricks of 40 points. */
+    {
+        scene S = {0};
+        const double r = 0.02;
+        ball(&S, 0.0, 0.0, 0.0, 26 * r, r, 0.5);
+        pm_field_params p;
+        params_of(&p, r, 2.0, 0.5, 0.6);
+        pm_reconstruct_options ro = {sizeof ro, PM_GRID_DENSE, 0};
+        pm_mesh dense;
+        PMT_OK(pm_reconstruct(cpu2, S.xyz, S.n, &p, &ro, NULL, &dense, NULL));
+        PMT_CHECK(dense.num_vertices > 2 * 16384 && dense.num_triangles > 2 * 16384,
+                  "large pieces: only %zu vertices, %zu triangles", dense.num_vertices,
+                  dense.num_triangles);
+        static const size_t bs[] = {1024, 40};
+        for (int b = 0; b < 2; b++) {
+            ro.grid = PM_GRID_SPARSE;
+            ro.brick_points = bs[b];
+            pm_mesh sp;
+            pm_reconstruct_report rs;
+            PMT_OK(pm_reconstruct(cpu2, S.xyz, S.n, &p, &ro, NULL, &sp, &rs));
+            if (b == 0)
+                PMT_CHECK(rs.bricks_occupied == 1, "large pieces: %llu bricks, expected one",
+                          (unsigned long long)rs.bricks_occupied);
+            char w[80];
+            snprintf(w, sizeof w, "large pieces: brick %zu", bs[b]);
+            check_same_mesh(&sp, &dense, w);
+            pm_mesh_free(cpu2, &sp);
+        }
+        printf("large pieces: %zu vertices in one brick, merged in runs as the dense mesh\n",
+               dense.num_vertices);
+        pm_mesh_free(cpu2, &dense);
+        free(S.xyz);
+    }
+
     /* Surfaces across brick faces, edges and corners, and a particle
      * exactly on a brick boundary: blobs centred on lattice points that
      * are brick corners of a fixed lattice (anchors at the box corners). */

@@ -21,7 +21,7 @@
 #include "core/backend.h"
 #include "core/util.h"
 
-#define PMI_HOST_ARRAYS 8
+#define PMI_HOST_ARRAYS 16
 #define PMI_HOST_ARRAY_MIN ((size_t)1 << 20)
 #define PMI_HOST_ARRAYS_MAX_BYTES ((size_t)512 << 20)
 

@@ -538,6 +538,38 @@ static int rows_to_firsts(const brick_rows *B, uint32_t *first, const uint64_t *
     return 1;
 }
 
+/* A run of the merge's passes: part `part` of piece q. */
+#define MERGE_RUN 16384
+typedef struct merge_run {
+    size_t q, part;
+} merge_run;
+
+static size_t merge_parts(const pm_mesh_piece *P)
+{
+    const uint64_t n = P->num_vertices > P->num_triangles ? P->num_vertices : P->num_triangles;
+    return n > MERGE_RUN ? (size_t)((n + MERGE_RUN - 1) / MERGE_RUN) : 1;
+}
+
+/* Cut point x of n sorted keys moved on to the next row's start (the row
+ * of a key: key / div), so that every row lies in one part. */
+static uint64_t row_cut(const uint64_t *keys, uint64_t n, uint64_t x, uint64_t div)
+{
+    if (x >= n) return n;
+    if (x == 0) return 0;
+    const uint64_t r = keys[x - 1] / div;
+    while (x < n && keys[x] / div == r)
+        x++;
+    return x;
+}
+
+/* Part `part` of n sorted keys: [*a, *e). */
+static void merge_span(size_t part, uint64_t n, const uint64_t *keys, uint64_t div, uint64_t *a,
+                       uint64_t *e)
+{
+    *a = row_cut(keys, n, (uint64_t)part * MERGE_RUN, div);
+    *e = row_cut(keys, n, ((uint64_t)part + 1) * MERGE_RUN, div);
+}
+
 static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
                                    const uint64_t *bricks, const pm_mesh_piece *pieces,
                                    size_t count, int normals, merged *M)
@@ -575,9 +607,10 @@ static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
     M->nv = nv;
     M->nt = nt;
     M->active = act;
+    merge_run *run = NULL;
     B.vfirst = calloc(rows ? rows : 1, sizeof *B.vfirst);
     B.tfirst = calloc(rows ? rows : 1, sizeof *B.tfirst);
-    uint64_t *vkeys = malloc((nv ? nv : 1) * sizeof *vkeys);
+    uint64_t *vkeys = pmi_host_array_get(ctx, (size_t)(nv ? nv : 1) * sizeof *vkeys);
     M->pos = pmi_host_array_get(ctx, (size_t)(nv ? nv : 1) * 3 * sizeof(float));
     M->nrm = normals ? pmi_host_array_get(ctx, (size_t)(nv ? nv : 1) * 3 * sizeof(float)) : NULL;
     M->idx = pmi_host_array_get(ctx, (size_t)(nt ? nt : 1) * 3 * sizeof(uint32_t));
@@ -588,38 +621,64 @@ static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
         goto done;
     }
 
-    /* Counts per row, each vertex and cell checked to lie in its brick. */
+    /* The passes' work: each piece's vertices and triangles in runs of
+     * about MERGE_RUN (a few large bricks would otherwise keep most
+     * threads idle), every run from a row's start to a row's start, so a
+     * row is counted and placed by one run. */
+    size_t nrun = 0;
+    for (size_t q = 0; q < count; q++)
+        nrun += merge_parts(&pieces[q]);
+    run = malloc((nrun ? nrun : 1) * sizeof *run);
+    if (!run) {
+        st = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
+        goto done;
+    }
+    nrun = 0;
+    for (size_t q = 0; q < count; q++)
+        for (size_t i = 0, np = merge_parts(&pieces[q]); i < np; i++)
+            run[nrun++] = (merge_run){q, i};
+    const long long sr = (long long)nrun;
+    /* Rows: of points (key / 3 / N0) for vertices, of cells (key / C0)
+     * for triangles. */
+    const uint64_t VROW = 3 * N0, CROW = C0;
+
+    /* Counts per row, each vertex and cell checked to lie in its brick
+     * (the first offence by piece, then position, is the one named). */
     int bad = 0;
     size_t bad_q = 0;
-    uint64_t bad_key = 0;
-    const long long sc = (long long)count;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
-    for (long long lq = 0; lq < sc; lq++) {
-        const size_t q = (size_t)lq;
+    uint64_t bad_at = 0, bad_key = 0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (long long lr = 0; lr < sr; lr++) {
+        const size_t q = run[lr].q;
         const pm_mesh_piece *P = &pieces[q];
         uint64_t lo[3], hi[3];
         brick_box(&B, q, lo, hi);
         const uint64_t d1 = hi[1] - lo[1];
         uint32_t *vf = B.vfirst + B.rbase[q], *tf = B.tfirst + B.rbase[q];
-        int ok = !P->num_vertices || !normals == !P->normals;
-        uint64_t key = 0;
-        for (uint64_t v = 0; v < P->num_vertices && ok; v++) {
-            key = P->vertex_keys[v];
+        int ok = run[lr].part || !P->num_vertices || !normals == !P->normals;
+        uint64_t key = 0, at = 0;
+        const uint64_t *vk = P->vertex_keys, *ck = P->cell_keys;
+        uint64_t v0, v1, t0, t1;
+        merge_span(run[lr].part, P->num_vertices, vk, VROW, &v0, &v1);
+        merge_span(run[lr].part, P->num_triangles, ck, CROW, &t0, &t1);
+        for (uint64_t v = v0; v < v1 && ok; v++) {
+            key = vk[v], at = v;
             const uint64_t p = key / 3, i = p % N0, j = p / N0 % N1, k = p / N01;
             ok = i >= lo[0] && i < hi[0] && j >= lo[1] && j < hi[1] && k >= lo[2] && k < hi[2] &&
-                 (!v || key > P->vertex_keys[v - 1]);
+                 (!v || key > vk[v - 1]);
             if (ok) vf[(j - lo[1]) + d1 * (k - lo[2])]++;
         }
-        for (uint64_t t = 0; t < P->num_triangles && ok; t++) {
-            key = P->cell_keys[t];
+        for (uint64_t t = t0; t < t1 && ok; t++) {
+            key = ck[t], at = P->num_vertices + t;
             const uint64_t i = key % C0, j = key / C0 % C1, k = key / (C0 * C1);
             ok = i >= lo[0] && i < hi[0] && j >= lo[1] && j < hi[1] && k >= lo[2] && k < hi[2] &&
-                 (!t || key >= P->cell_keys[t - 1]);
+                 (!t || key >= ck[t - 1]);
             if (ok) tf[(j - lo[1]) + d1 * (k - lo[2])]++;
         }
         if (!ok) {
 #pragma omp critical
-            if (!bad || q < bad_q) bad = 1, bad_q = q, bad_key = key;
+            if (!bad || q < bad_q || (q == bad_q && at < bad_at))
+                bad = 1, bad_q = q, bad_at = at, bad_key = key;
         }
     }
     if (bad) {
@@ -635,17 +694,20 @@ static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
     }
 
     /* Vertices: each row's run to its place. */
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
-    for (long long lq = 0; lq < sc; lq++) {
-        const size_t q = (size_t)lq;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (long long lr = 0; lr < sr; lr++) {
+        const size_t q = run[lr].q;
         const pm_mesh_piece *P = &pieces[q];
         uint64_t lo[3], hi[3];
         brick_box(&B, q, lo, hi);
         const uint64_t d1 = hi[1] - lo[1];
         const uint32_t *vf = B.vfirst + B.rbase[q];
+        const uint64_t *vk = P->vertex_keys;
+        uint64_t v0, v1;
+        merge_span(run[lr].part, P->num_vertices, vk, VROW, &v0, &v1);
         uint64_t row = UINT64_MAX, at = 0;
-        for (uint64_t v = 0; v < P->num_vertices; v++) {
-            const uint64_t key = P->vertex_keys[v], p = key / 3;
+        for (uint64_t v = v0; v < v1; v++) {
+            const uint64_t key = vk[v], p = key / 3;
             const uint64_t r = (p / N0 % N1 - lo[1]) + d1 * (p / N01 - lo[2]);
             if (r != row) row = r, at = vf[r];
             vkeys[at] = key;
@@ -660,22 +722,25 @@ static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
      * per axis from it). */
     int missing = 0;
     size_t miss_q = 0;
-    uint64_t miss_key = 0;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
-    for (long long lq = 0; lq < sc; lq++) {
-        const size_t q = (size_t)lq;
+    uint64_t miss_t = 0, miss_key = 0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (long long lr = 0; lr < sr; lr++) {
+        const size_t q = run[lr].q;
         const pm_mesh_piece *P = &pieces[q];
         uint64_t lo[3], hi[3];
         brick_box(&B, q, lo, hi);
         const uint64_t d1 = hi[1] - lo[1];
         const uint32_t *tf = B.tfirst + B.rbase[q];
+        const uint64_t *ck = P->cell_keys;
+        uint64_t t0, t1;
+        merge_span(run[lr].part, P->num_triangles, ck, CROW, &t0, &t1);
         uint64_t row = UINT64_MAX, at = 0;
-        for (uint64_t t = 0; t < P->num_triangles; t++) {
-            const uint64_t c = P->cell_keys[t];
-            const uint64_t ci = c % C0, cj = c / C0 % C1, ck = c / (C0 * C1);
-            const uint64_t r = (cj - lo[1]) + d1 * (ck - lo[2]);
+        for (uint64_t t = t0; t < t1; t++) {
+            const uint64_t c = ck[t];
+            const uint64_t ci = c % C0, cj = c / C0 % C1, ck_ = c / (C0 * C1);
+            const uint64_t r = (cj - lo[1]) + d1 * (ck_ - lo[2]);
             if (r != row) row = r, at = tf[r];
-            const uint64_t cp = ci + N0 * (cj + N1 * ck);
+            const uint64_t cp = ci + N0 * (cj + N1 * ck_);
             uint32_t *o = M->idx + 3 * at;
             for (int e = 0; e < 3; e++) {
                 const uint64_t key = P->triangles[3 * t + (uint64_t)e];
@@ -685,7 +750,7 @@ static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
                 const uint64_t dy = d >= N0, dx = d - dy * N0;
                 size_t g = nv;
                 if (key / 3 >= cp && dx <= 1 && dz <= 1) {
-                    const uint64_t i = ci + dx, j = cj + dy, k = ck + dz;
+                    const uint64_t i = ci + dx, j = cj + dy, k = ck_ + dz;
                     const size_t w = brick_of(&B, q, lo, hi, i, j, k);
                     if (w < count) {
                         uint64_t wlo[3], whi[3];
@@ -701,7 +766,8 @@ static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
                 }
                 if (g >= nv) {
 #pragma omp critical
-                    if (!missing || q < miss_q) missing = 1, miss_q = q, miss_key = key;
+                    if (!missing || q < miss_q || (q == miss_q && t < miss_t))
+                        missing = 1, miss_q = q, miss_t = t, miss_key = key;
                     g = 0;
                 }
                 o[e] = (uint32_t)g;
@@ -714,7 +780,9 @@ static pm_status merge_bricks_host(pm_context *ctx, const pmi_sparse_geom *G,
                        "%s: a triangle of piece %zu names vertex key %llu, which no piece has",
                        fn, miss_q, (unsigned long long)miss_key);
 done:
-    free(vkeys), free(B.vfirst), free(B.tfirst), free(B.rbase);
+    free(run);
+    pmi_host_array_put(ctx, vkeys);
+    free(B.vfirst), free(B.tfirst), free(B.rbase);
     free(vtot), free(ttot);
     if (st != PM_STATUS_OK) {
         pmi_host_array_put(ctx, M->pos), pmi_host_array_put(ctx, M->nrm);

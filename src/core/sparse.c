@@ -258,8 +258,13 @@ static pm_status pieces_on(pm_context *const *ctxs, int nctx, pmi_sparse_plan *p
         free(b), free(th), free(started);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "pm_reconstruct: no memory");
     }
+    /* The bricks taken one at a time from a shared cursor where the
+     * backend can, else in contiguous shares. */
+    size_t cursor = 0;
+    plan->cursor = plan->shares_batches ? &cursor : NULL;
     for (int w = 0; w < nctx; w++) {
-        const size_t a = count * (size_t)w / (size_t)nctx, e = count * (size_t)(w + 1) / (size_t)nctx;
+        size_t a = count * (size_t)w / (size_t)nctx, e = count * (size_t)(w + 1) / (size_t)nctx;
+        if (plan->cursor) a = 0, e = count;
         b[w] = (brick_share){ctxs[w], plan, first + a, e - a, iso, opt, pieces + a, 0, 0,
                              PM_STATUS_OK, ""};
         started[w] = pthread_create(&th[w], NULL, brick_share_run, &b[w]) == 0;
@@ -271,6 +276,7 @@ static pm_status pieces_on(pm_context *const *ctxs, int nctx, pmi_sparse_plan *p
         *fms += b[w].fms;
         *ems += b[w].ems;
     }
+    plan->cursor = NULL;
     for (int w = 0; w < nctx && st == PM_STATUS_OK; w++)
         if (b[w].st != PM_STATUS_OK) st = pmi_error(b[w].st, "%s", b[w].msg);
     free(b), free(th), free(started);

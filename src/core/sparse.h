@@ -158,6 +158,14 @@ typedef struct pmi_sparse_plan {
      * blocks the plan holds (freed with it): zero them, do not free them;
      * pieces that outlive the plan get their own copies (pmi_pieces_own). */
     int pieces_in_blocks;
+    /* Set by the backend: its sparse_pieces can share a batch with other
+     * contexts' calls. The driver then gives every context the whole
+     * batch [first, first + count) and sets `cursor`: each call takes the
+     * next brick (an atomic add on *cursor, from 0) until none is left, so
+     * no context waits while another still holds a long share; a piece is
+     * the same whichever context makes it. NULL: the call makes them all. */
+    int shares_batches;
+    size_t *cursor;
     /* in (set by the caller before sparse_plan, else 0): lay the lattice
      * over this box instead of the particles' own, as the box of all the
      * particles of a set split over MPI ranks (src/mpi/). */

@@ -538,6 +538,7 @@ extern "C" pm_status pmi_cuda_sparse_plan(pm_context *ctx, const float *xyz, siz
     S->home = home;
     plan->device = S;
     plan->pieces_in_blocks = 1;
+    plan->shares_batches = 1;
     sp_tmp T;
     memset(&T, 0, sizeof T);
     pm_status s = sp_plan_build(ctx, xyz, n, p, brick_points, normals, plan, S, &T);
@@ -551,7 +552,6 @@ extern "C" pm_status pmi_cuda_sparse_plan(pm_context *ctx, const float *xyz, siz
 
 extern "C" void pmi_cuda_sparse_plan_free(pm_context *ctx, pmi_sparse_plan *plan)
 {
-    (void)ctx;
     sp_shared *S = (sp_shared *)plan->device;
     if (S) {
         int cur = 0;
@@ -567,7 +567,7 @@ extern "C" void pmi_cuda_sparse_plan_free(pm_context *ctx, pmi_sparse_plan *plan
         cudaSetDevice(cur);
         cudaGetLastError();
         for (size_t i = 0; i < S->nblocks; i++)
-            free(S->blocks[i]);
+            pmi_host_array_put(ctx, S->blocks[i]);
         free(S->blocks);
         free(S->ckey);
         free(S->cstart);
@@ -599,17 +599,19 @@ static size_t sp_box_particles(const pmi_sparse_plan *plan, const sp_shared *C,
     return n;
 }
 
-/* The stored pieces [0, count) (their first vertex and triangle in the
- * store: v0[q], t0[q]) downloaded into one host block, kept by the plan;
- * each piece's arrays point into it. */
+/* The stored pieces (the i-th of `count` is pieces[took[i]], its first
+ * vertex and triangle in the store v0[i], t0[i]) downloaded into one host
+ * block, kept by the plan; each piece's arrays point into it. */
 static pm_status sp_download(pm_context *ctx, pmi_sparse_plan *plan, const pmi_piece_store *T,
-                             int with_n, const size_t *v0, const size_t *t0, size_t count,
-                             pm_mesh_piece *pieces)
+                             int with_n, const size_t *v0, const size_t *t0, const size_t *took,
+                             size_t count, pm_mesh_piece *pieces)
 {
     static const char fn[] = "pm_reconstruct: the pieces to the host";
     const size_t nv = T->nv, nt = T->nt;
     const size_t bk = nv * 8, bp = nv * 12, bn = with_n ? nv * 12 : 0, bt = nt * 24, bc = nt * 8;
-    char *h = (char *)malloc(bk + bp + bn + bt + bc + 1);
+    /* A recycled array (src/core/host_arrays.c): its pages are mapped
+     * already when a frame's plan follows the last one's. */
+    char *h = (char *)pmi_host_array_get(ctx, bk + bp + bn + bt + bc + 1);
     if (!h)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no host memory for %zu vertices", fn, nv);
     sp_shared *S = (sp_shared *)plan->device;
@@ -624,7 +626,7 @@ static pm_status sp_download(pm_context *ctx, pmi_sparse_plan *plan, const pmi_p
     if (kept) S->blocks[S->nblocks++] = h;
     pthread_mutex_unlock(&S->mu);
     if (!kept) {
-        free(h);
+        pmi_host_array_put(ctx, h);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
     }
     uint64_t *hk = (uint64_t *)h, *ht = (uint64_t *)(h + bk + bp + bn),
@@ -637,16 +639,16 @@ static pm_status sp_download(pm_context *ctx, pmi_sparse_plan *plan, const pmi_p
     if (s == PM_STATUS_OK && nt) s = pmi_cuda_copy_host(ctx, ht, T->tri, bt, 1, fn);
     if (s == PM_STATUS_OK && nt) s = pmi_cuda_copy_host(ctx, hc, T->ckey, bc, 1, fn);
     if (s == PM_STATUS_OK) s = pmi_cuda_wait(ctx, fn);
-    for (size_t q = 0; q < count && s == PM_STATUS_OK; q++) {
-        pm_mesh_piece *P = &pieces[q];
+    for (size_t i = 0; i < count && s == PM_STATUS_OK; i++) {
+        pm_mesh_piece *P = &pieces[took[i]];
         if (P->num_vertices) {
-            P->vertex_keys = hk + v0[q];
-            P->positions = hp + 3 * v0[q];
-            P->normals = hn ? hn + 3 * v0[q] : NULL;
+            P->vertex_keys = hk + v0[i];
+            P->positions = hp + 3 * v0[i];
+            P->normals = hn ? hn + 3 * v0[i] : NULL;
         }
         if (P->num_triangles) {
-            P->triangles = ht + 3 * t0[q];
-            P->cell_keys = hc + t0[q];
+            P->triangles = ht + 3 * t0[i];
+            P->cell_keys = hc + t0[i];
         }
     }
     return s;
@@ -671,14 +673,20 @@ extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *pl
     pmi_piece_store T;
     memset(&T, 0, sizeof T);
     size_t *pv0 = (size_t *)malloc((count + 1) * sizeof *pv0),
-           *pt0 = (size_t *)malloc((count + 1) * sizeof *pt0);
-    if (!pv0 || !pt0) {
-        free(pv0), free(pt0);
+           *pt0 = (size_t *)malloc((count + 1) * sizeof *pt0),
+           *took = (size_t *)malloc((count + 1) * sizeof *took);
+    if (!pv0 || !pt0 || !took) {
+        free(pv0), free(pt0), free(took);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no memory", fn);
     }
     double fms = 0.0, ems = 0.0;
     pm_status s = PM_STATUS_OK;
-    for (size_t q = 0; q < count && s == PM_STATUS_OK; q++) {
+    /* The bricks: all of [first, first + count), or those this call takes
+     * from the cursor the driver shares among its contexts. */
+    size_t *cursor = plan->cursor, made = 0;
+    for (size_t k = 0; s == PM_STATUS_OK; k++) {
+        const size_t q = cursor ? __atomic_fetch_add(cursor, (size_t)1, __ATOMIC_RELAXED) : k;
+        if (q >= count) break;
         const double t0 = pmi_now_ms();
         uint64_t b[3], o0[3], o1[3], w0[3], w1[3], c0[3], c1[3];
         pmi_brick_unkey(G, plan->bricks[first + q], b);
@@ -762,20 +770,22 @@ extern "C" pm_status pmi_cuda_sparse_pieces(pm_context *ctx, pmi_sparse_plan *pl
             own.lo[a] = o0[a];
             own.dims[a] = o1[a] - o0[a];
         }
-        pv0[q] = T.nv;
-        pt0[q] = T.nt;
+        pv0[made] = T.nv;
+        pt0[made] = T.nt;
+        took[made++] = q;
         s = pmi_cuda_piece_stored(ctx, &win, w0, &lat, &own, iso, options, &pieces[q], &T);
         fms += t1 - t0;
         ems += pmi_now_ms() - t1;
     }
     if (s == PM_STATUS_OK) {
         const double t2 = pmi_now_ms();
-        s = sp_download(ctx, plan, &T, options->normals != PM_NORMALS_NONE, pv0, pt0, count, pieces);
+        s = sp_download(ctx, plan, &T, options->normals != PM_NORMALS_NONE, pv0, pt0, took, made,
+                        pieces);
         ems += pmi_now_ms() - t2;
     }
     if (s != PM_STATUS_OK) cudaStreamSynchronize(st); /* queued work may use D */
     pmi_piece_store_free(&T);
-    free(pv0), free(pt0);
+    free(pv0), free(pt0), free(took);
     sp_dev_free(ctx, &D);
     *field_ms = fms;
     *extract_ms = ems;
