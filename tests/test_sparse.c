@@ -822,8 +822,8 @@ static int cuda_sparse_vs_cpu(pm_context *ctx, const scene *S, const pm_field_pa
 /* The GPU's plan (src/cuda/sparse.cu) against the CPU's: the same report
  * (kept and dropped particles, occupied cells and bricks) and mesh, with
  * particles dropped by an aabb (their keys sort last), particles already
- * in device memory (read in place), and a non-finite particle refused
- * naming its index. */
+ * in device memory (read in place), a non-finite particle refused naming
+ * its index, and a memory limit the sort does not fit. */
 static void gpu_plan_cases(pm_context *ctx, double r)
 {
     scene S = {0};
@@ -877,9 +877,19 @@ static void gpu_plan_cases(pm_context *ctx, double r)
                   "gpu plan: NaN (%s particles): %s: %s", c ? "device" : "host",
                   pm_status_string(s), pm_last_error());
     }
+    /* A memory limit the sort does not fit: refused with the figure. */
+    S.xyz[3 * 7 + 1] = 0.2f;
+    {
+        pm_field_params q = p;
+        q.max_memory_bytes = 32 * S.n;
+        pm_mesh m;
+        pm_status s = pm_reconstruct(ctx, S.xyz, S.n, &q, &ro, NULL, &m, NULL);
+        PMT_CHECK(s == PM_STATUS_OUT_OF_MEMORY && strstr(pm_last_error(), "memory limit"),
+                  "gpu plan: a small memory limit: %s: %s", pm_status_string(s), pm_last_error());
+    }
     pm_free(ctx, dev);
     free(S.xyz);
-    printf("gpu plan: aabb, device particles and a NaN as the CPU's plan\n");
+    printf("gpu plan: aabb, device particles, a NaN and a small memory limit as the CPU's plan\n");
 }
 
 int main(int argc, char **argv)

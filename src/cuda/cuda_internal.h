@@ -350,9 +350,11 @@ pm_status pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window,
                                     const pm_lattice_box *owned, double iso,
                                     const pm_isosurface_options *options, pm_mesh_piece *piece);
 /* Pieces kept on the device (the sparse reconstruction's bricks): every
- * kind of array appended to its own buffer, grown as needed; nv, nt the
- * vertices and triangles held. */
+ * kind of array appended to its own buffer, grown as needed, in the
+ * stream-ordered scratch of the context that fills it (ctx, set at the
+ * first piece); nv, nt the vertices and triangles held. */
 typedef struct pmi_piece_store {
+    pm_context *ctx;
     unsigned long long *keys, *tri, *ckey;
     float *pos, *nrm;
     size_t nv, nt, cap_v, cap_t;

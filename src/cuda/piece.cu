@@ -276,56 +276,54 @@ typedef struct pc_bufs {
 } pc_bufs;
 
 /* Room in the store for nv more vertices and nt more triangles: each
- * array grown to twice what it needs, its contents copied over (a grow
- * waits for the device). */
+ * array grown to twice what it needs, its contents copied over, the old
+ * one freed after the copy (all stream-ordered on the context's stream). */
+static pm_status pc_store_grow(pmi_piece_store *S, void **arr, size_t held, size_t cap,
+                               size_t elem, cudaStream_t s)
+{
+    pm_context *ctx = S->ctx;
+    void *q = NULL;
+    if (ctx->backend->scratch_alloc(ctx, cap * elem, &q) != PM_STATUS_OK)
+        return PM_STATUS_OUT_OF_MEMORY;
+    if (held && *arr)
+        PMI_CU_TRY(cudaMemcpyAsync(q, *arr, held * elem, cudaMemcpyDeviceToDevice, s),
+                   "pm_reconstruct: the pieces on the device");
+    ctx->backend->scratch_free(ctx, *arr);
+    *arr = q;
+    return PM_STATUS_OK;
+}
+
 static pm_status pc_store_reserve(pmi_piece_store *S, int with_n, unsigned long long nv,
                                   unsigned long long nt, cudaStream_t s)
 {
     static const char fn[] = "pm_reconstruct: the pieces on the device";
     if (S->nv + nv > S->cap_v) {
         const size_t cap = 2 * (S->nv + nv);
-        void *k = NULL, *p = NULL, *n = NULL;
-        if (cudaMalloc(&k, cap * 8) != cudaSuccess || cudaMalloc(&p, cap * 12) != cudaSuccess ||
-            (with_n && cudaMalloc(&n, cap * 12) != cudaSuccess)) {
-            cudaFree(k), cudaFree(p), cudaFree(n);
-            cudaGetLastError();
+        if (pc_store_grow(S, (void **)&S->keys, S->nv, cap, 8, s) != PM_STATUS_OK ||
+            pc_store_grow(S, (void **)&S->pos, S->nv, cap, 12, s) != PM_STATUS_OK ||
+            (with_n && pc_store_grow(S, (void **)&S->nrm, S->nv, cap, 12, s) != PM_STATUS_OK))
             return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no device memory for %zu vertices",
                              fn, cap);
-        }
-        if (S->nv) {
-            cudaMemcpyAsync(k, S->keys, S->nv * 8, cudaMemcpyDeviceToDevice, s);
-            cudaMemcpyAsync(p, S->pos, S->nv * 12, cudaMemcpyDeviceToDevice, s);
-            if (with_n) cudaMemcpyAsync(n, S->nrm, S->nv * 12, cudaMemcpyDeviceToDevice, s);
-        }
-        cudaFree(S->keys), cudaFree(S->pos), cudaFree(S->nrm); /* after the copies */
-        S->keys = (unsigned long long *)k, S->pos = (float *)p, S->nrm = (float *)n;
         S->cap_v = cap;
-        PMI_CU_TRY(cudaGetLastError(), fn);
     }
     if (S->nt + nt > S->cap_t) {
         const size_t cap = 2 * (S->nt + nt);
-        void *t = NULL, *c = NULL;
-        if (cudaMalloc(&t, cap * 24) != cudaSuccess || cudaMalloc(&c, cap * 8) != cudaSuccess) {
-            cudaFree(t), cudaFree(c);
-            cudaGetLastError();
+        if (pc_store_grow(S, (void **)&S->tri, S->nt, cap, 24, s) != PM_STATUS_OK ||
+            pc_store_grow(S, (void **)&S->ckey, S->nt, cap, 8, s) != PM_STATUS_OK)
             return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no device memory for %zu triangles",
                              fn, cap);
-        }
-        if (S->nt) {
-            cudaMemcpyAsync(t, S->tri, S->nt * 24, cudaMemcpyDeviceToDevice, s);
-            cudaMemcpyAsync(c, S->ckey, S->nt * 8, cudaMemcpyDeviceToDevice, s);
-        }
-        cudaFree(S->tri), cudaFree(S->ckey);
-        S->tri = (unsigned long long *)t, S->ckey = (unsigned long long *)c;
         S->cap_t = cap;
-        PMI_CU_TRY(cudaGetLastError(), fn);
     }
     return PM_STATUS_OK;
 }
 
 void pmi_piece_store_free(pmi_piece_store *S)
 {
-    cudaFree(S->keys), cudaFree(S->pos), cudaFree(S->nrm), cudaFree(S->tri), cudaFree(S->ckey);
+    if (S->ctx) {
+        void *const a[] = {S->keys, S->pos, S->nrm, S->tri, S->ckey};
+        for (int i = 0; i < 5; i++)
+            S->ctx->backend->scratch_free(S->ctx, a[i]);
+    }
     cudaGetLastError();
     memset(S, 0, sizeof *S);
 }
@@ -369,6 +367,7 @@ static pm_status pc_chunk(pm_context *ctx, const pc_job &J, pm_sample_type type,
     unsigned long long *tri = (unsigned long long *)(q += b_nrm);
     unsigned long long *ckey = (unsigned long long *)(q += b_tri);
     if (S) {
+        S->ctx = ctx;
         PMI_TRY(pc_store_reserve(S, with_n, nv, nt, s));
         keys = S->keys + S->nv, pos = S->pos + 3 * S->nv, nrm = with_n ? S->nrm + 3 * S->nv : NULL;
         tri = S->tri + 3 * S->nt, ckey = S->ckey + S->nt;

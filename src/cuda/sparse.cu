@@ -60,7 +60,8 @@ typedef struct sp_shared {
     sp_gpu gpu[1]; /* ndev of them */
 } sp_shared;
 
-/* Device buffers reused from brick to brick (grown as needed). */
+/* Device buffers reused from brick to brick (grown as needed; the
+ * context's stream-ordered scratch). */
 typedef struct sp_dev {
     float *xyz;
     uint32_t *cell, *start, *count, *first;
@@ -74,16 +75,16 @@ static void sp_dev_free(pm_context *ctx, sp_dev *D)
 {
     void *const p[] = {D->xyz, D->cell, D->start, D->count, D->first, D->vol, D->field, D->tmp};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-        ctx->backend->free(ctx, p[i]);
+        ctx->backend->scratch_free(ctx, p[i]);
     memset(D, 0, sizeof *D);
 }
 
 /* Frees *p and allocates `bytes` (reserve's step). */
 static pm_status sp_realloc(pm_context *ctx, void **p, size_t bytes)
 {
-    ctx->backend->free(ctx, *p);
+    ctx->backend->scratch_free(ctx, *p);
     *p = NULL;
-    return ctx->backend->alloc(ctx, bytes, p);
+    return ctx->backend->scratch_alloc(ctx, bytes, p);
 }
 
 /* Room for n slots, ncells cells and points lattice points. */
@@ -227,8 +228,11 @@ static __global__ void sp_gather_kernel(const float *gxyz, const uint32_t *count
 
 /* ---- the plan ---------------------------------------------------------- */
 
-/* Device arrays of the plan's making, freed at its end. */
+/* Device arrays of the plan's making, from the context's stream-ordered
+ * scratch (a frame's plan reuses the last one's memory without mapping
+ * it again), freed at its end. */
 typedef struct sp_tmp {
+    pm_context *ctx;
     void *p[16];
     int n;
 } sp_tmp;
@@ -237,8 +241,7 @@ static pm_status sp_tmp_alloc(sp_tmp *T, size_t bytes, void **out, const char *w
 {
     *out = NULL;
     if (T->n == (int)(sizeof T->p / sizeof T->p[0]) ||
-        cudaMalloc(out, bytes ? bytes : 1) != cudaSuccess) {
-        cudaGetLastError();
+        T->ctx->backend->scratch_alloc(T->ctx, bytes, out) != PM_STATUS_OK) {
         *out = NULL;
         return pmi_error(PM_STATUS_OUT_OF_MEMORY,
                          "pm_reconstruct: no device memory for %s (%zu bytes)", what, bytes);
@@ -278,7 +281,8 @@ static __global__ void sp_keys_kernel(const float *xyz, unsigned long long n, in
         unsigned long long k = drop;
         if (!aabb || (q0 >= amin.x && q0 <= amax.x && q1 >= amin.y && q1 <= amax.y &&
                       q2 >= amin.z && q2 <= amax.z))
-            k = pmi_cell_key(&G, (uint64_t)pmi_cell_of(q0, G.origin[0], edge, (long long)G.cdims[0]),
+            k = pmi_cell_key(&G,
+                             (uint64_t)pmi_cell_of(q0, G.origin[0], edge, (long long)G.cdims[0]),
                              (uint64_t)pmi_cell_of(q1, G.origin[1], edge, (long long)G.cdims[1]),
                              (uint64_t)pmi_cell_of(q2, G.origin[2], edge, (long long)G.cdims[2]));
         key[i] = k;
@@ -541,10 +545,10 @@ extern "C" pm_status pmi_cuda_sparse_plan(pm_context *ctx, const float *xyz, siz
     plan->shares_batches = 1;
     sp_tmp T;
     memset(&T, 0, sizeof T);
+    T.ctx = ctx;
     pm_status s = sp_plan_build(ctx, xyz, n, p, brick_points, normals, plan, S, &T);
-    cudaStreamSynchronize(pmi_cuda(ctx)->stream);
-    for (int i = 0; i < T.n; i++)
-        cudaFree(T.p[i]);
+    for (int i = 0; i < T.n; i++) /* stream-ordered: after the queued work */
+        ctx->backend->scratch_free(ctx, T.p[i]);
     cudaGetLastError();
     if (s != PM_STATUS_OK) pmi_cuda_sparse_plan_free(ctx, plan);
     return s;
