@@ -80,11 +80,21 @@ PMI_HD void pmi_mc_position(const double origin[3], const double h[3], long long
 
 /* Gradient component of central and forward differences: the samples at
  * the upper and lower points, span = their distance in lattice points,
- * h = the spacing along the axis. */
-PMI_HD double pmi_mc_diff(double hi, double lo, double span, double h)
+ * h = the spacing along the axis. The difference is multiplied by the
+ * weight 1 / (span h), which depends on the axis and the span only (0, 1
+ * or 2: a kernel may compute the weights once per call), rather than
+ * divided by span h: a division per component was the largest cost of a
+ * vertex. A span of 0 (an axis of one point) gives 0 * inf = NaN, which
+ * pmi_mc_normal turns into the edge's direction. */
+PMI_HD double pmi_mc_diff_weight(double span, double h) { return 1.0 / (span * h); }
+PMI_HD double pmi_mc_diff_w(double hi, double lo, double w)
 {
     double d = hi - lo;
-    return d / (span * h);
+    return d * w;
+}
+PMI_HD double pmi_mc_diff(double hi, double lo, double span, double h)
+{
+    return pmi_mc_diff_w(hi, lo, pmi_mc_diff_weight(span, h));
 }
 
 /* One term of the Sobel sum: the 3x3 cross-section's weight (1 2 1 times

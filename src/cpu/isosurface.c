@@ -12,9 +12,10 @@
  *                    and small volumes, whose surface is large for their
  *                    cell count), or cannot be allocated; test hook
  *                    "twopass" forces it;
- *   simd=avx2        the slab walk's AVX2 kernels (isosurface_avx2.c), on
- *                    x86-64 CPUs that have AVX2; simd=scalar elsewhere, in
- *                    the two-pass extraction, and with test hook "scalar";
+ *   simd=avx2        the AVX2 kernels (isosurface_avx2.c): the slab walk's
+ *                    inside bits, both extractions' vertices with central
+ *                    normals, on x86-64 CPUs that have AVX2; simd=scalar
+ *                    elsewhere and with test hook "scalar";
  *   soup=gather      soups: the indexed mesh, expanded. */
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,8 @@ void pmi_mc_job_init(mc_job *J, const pm_volume *vol, double iso, const pm_isosu
     for (int a = 0; a < 3; a++) {
         J->h[a] = vol->spacing[a];
         J->origin[a] = vol->origin[a];
+        for (int span = 0; span < 3; span++)
+            J->gw[span][a] = pmi_mc_diff_weight((double)span, J->h[a]);
     }
     J->iso = iso;
     J->sg = opt->inside == PM_INSIDE_ABOVE ? -1.0 : 1.0;
@@ -124,7 +127,7 @@ static pm_status mc_indexed(pm_context *ctx, const pm_volume *vol, double iso,
         if (st != PM_STATUS_UNSUPPORTED) return st;
     }
     *ran = MC_EXTRACT_TWOPASS;
-    return pmi_mc_twopass(ctx, vol, iso, opt, mesh);
+    return pmi_mc_twopass(ctx, vol, iso, opt, avx2, mesh);
 }
 
 /* A soup is the indexed mesh expanded: the vertex of a triangle corner is
@@ -192,10 +195,9 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     mc_extraction ran;
     st = soup ? mc_soup(ctx, vol, iso, opt, avx2, twopass, mesh, &ran)
               : mc_indexed(ctx, vol, iso, opt, avx2, twopass, mesh, &ran);
-    const int slab = ran == MC_EXTRACT_SLAB;
     pmi_report_path(opt->report, "backend", "cpu");
-    pmi_report_path(opt->report, "extract", slab ? "slab" : "twopass");
-    pmi_report_path(opt->report, "simd", slab && avx2 ? "avx2" : "scalar");
+    pmi_report_path(opt->report, "extract", ran == MC_EXTRACT_SLAB ? "slab" : "twopass");
+    pmi_report_path(opt->report, "simd", avx2 ? "avx2" : "scalar");
     if (soup) pmi_report_path(opt->report, "soup", "gather");
     return st;
 }

@@ -162,17 +162,65 @@ const mc_bits_row_fn pmi_mc_bits_row_avx2[5] = {mc_bits_row_u8_avx2, mc_bits_row
                                                 mc_bits_row_i16_avx2, mc_bits_row_f32_avx2,
                                                 mc_bits_row_f64_avx2};
 
-/* The samples of 4 vertices with central normals, per sample type: the
+/* The operands of 4 vertices with central normals, lane l for V[l]: the
  * edge's two samples, the lattice coordinates of its lower end, and for
  * each end e and axis a the samples of the central difference (gh, gl)
- * and (ip - im) * h[a] (gd), as gradient_central reads and computes them:
- * ip - p is 1 below the last point and 0 on it, p - im is 1 above the
- * first point and 0 on it, so ip - im is their sum. */
-#define MC_GATHER4(T, SUF)                                                                         \
-    static inline void mc_gather4_##SUF(const mc_job *J, const mc_pending *V, double vlo[4],       \
-                                        double vhi[4], double q[3][4], double gh[2][3][4],         \
-                                        double gl[2][3][4], double gd[2][3][4])                    \
+ * and the weight of the difference (gw), as gradient_central reads and
+ * computes them. Built in registers: vectors loaded from scalars just
+ * stored to the stack wait for the store forwarding to fail. */
+typedef struct mc_v4 {
+    __m256d lo, hi, q[3], gh[2][3], gl[2][3], gw[2][3];
+} mc_v4;
+
+/* The fast gather: every lane's two ends lie inside the volume, so the
+ * differences are central (span 2) at fixed offsets. Returns 0, with
+ * nothing read, when a lane has an end on the volume's border. */
+#define MC_GATHER4_FAST(T, SUF, LOAD4)                                                             \
+    __attribute__((target("avx2"))) static inline int mc_gather4_fast_##SUF(                       \
+        const mc_job *J, const mc_pending *V, mc_v4 *o)                                            \
     {                                                                                              \
+        const size_t st[3] = {1, J->rs, J->ss};                                                    \
+        ptrdiff_t c0[4], c1[4];                                                                    \
+        for (int l = 0; l < 4; l++) {                                                              \
+            const mc_pending *v = &V[l];                                                           \
+            const int ax = v->axis;                                                                \
+            if (!v->i || !v->j || !v->k || v->i + 2 + (ax == 0) > J->nx ||                         \
+                v->j + 2 + (ax == 1) > J->ny || v->k + 2 + (ax == 2) > J->nz)                      \
+                return 0;                                                                          \
+            c0[l] = (ptrdiff_t)(v->i + v->j * J->rs + v->k * J->ss);                               \
+            c1[l] = c0[l] + (ptrdiff_t)st[ax];                                                     \
+        }                                                                                          \
+        const T *d = (const T *)J->data;                                                           \
+        o->lo = LOAD4(d, c0[0], c0[1], c0[2], c0[3]);                                              \
+        o->hi = LOAD4(d, c1[0], c1[1], c1[2], c1[3]);                                              \
+        o->q[0] = _mm256_set_pd((double)V[3].i, (double)V[2].i, (double)V[1].i, (double)V[0].i);   \
+        o->q[1] = _mm256_set_pd((double)V[3].j, (double)V[2].j, (double)V[1].j, (double)V[0].j);   \
+        o->q[2] = _mm256_set_pd((double)V[3].k, (double)V[2].k, (double)V[1].k, (double)V[0].k);   \
+        for (int a = 0; a < 3; a++) {                                                              \
+            const ptrdiff_t s = (ptrdiff_t)st[a];                                                  \
+            o->gh[0][a] = LOAD4(d, c0[0] + s, c0[1] + s, c0[2] + s, c0[3] + s);                    \
+            o->gl[0][a] = LOAD4(d, c0[0] - s, c0[1] - s, c0[2] - s, c0[3] - s);                    \
+            o->gh[1][a] = LOAD4(d, c1[0] + s, c1[1] + s, c1[2] + s, c1[3] + s);                    \
+            o->gl[1][a] = LOAD4(d, c1[0] - s, c1[1] - s, c1[2] - s, c1[3] - s);                    \
+            o->gw[0][a] = o->gw[1][a] = _mm256_set1_pd(J->gw[2][a]);                               \
+        }                                                                                          \
+        return 1;                                                                                  \
+    }
+
+/* Four samples as doubles, lane l from d[o_l]. */
+#define MC_LOAD4_F32(d, o0, o1, o2, o3) _mm256_cvtps_pd(_mm_set_ps(d[o3], d[o2], d[o1], d[o0]))
+#define MC_LOAD4_ANY(d, o0, o1, o2, o3)                                                            \
+    _mm256_set_pd((double)d[o3], (double)d[o2], (double)d[o1], (double)d[o0])
+
+/* The general gather, any lane on the border included: the clamped
+ * differences of gradient_central (ip - p is 1 below the last point and 0
+ * on it, p - im is 1 above the first point and 0 on it, so ip - im is
+ * their sum), through arrays. */
+#define MC_GATHER4(T, SUF)                                                                         \
+    __attribute__((target("avx2"))) static void mc_gather4_##SUF(const mc_job *J,                  \
+                                                                 const mc_pending *V, mc_v4 *o)    \
+    {                                                                                              \
+        _Alignas(32) double lo[4], hi[4], q[3][4], gh[2][3][4], gl[2][3][4], gw[2][3][4];          \
         const T *d = (const T *)J->data;                                                           \
         const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};                      \
         for (int l = 0; l < 4; l++) {                                                              \
@@ -180,8 +228,8 @@ const mc_bits_row_fn pmi_mc_bits_row_avx2[5] = {mc_bits_row_u8_avx2, mc_bits_row
             const size_t p[3] = {v->i, v->j, v->k};                                                \
             const int ax = v->axis;                                                                \
             const T *c0 = d + v->i + v->j * J->rs + v->k * J->ss, *c1 = c0 + st[ax];               \
-            vlo[l] = (double)*c0;                                                                  \
-            vhi[l] = (double)*c1;                                                                  \
+            lo[l] = (double)*c0;                                                                   \
+            hi[l] = (double)*c1;                                                                   \
             for (int a = 0; a < 3; a++) {                                                          \
                 q[a][l] = (double)p[a];                                                            \
                 for (int e = 0; e < 2; e++) {                                                      \
@@ -190,56 +238,70 @@ const mc_bits_row_fn pmi_mc_bits_row_avx2[5] = {mc_bits_row_u8_avx2, mc_bits_row
                     const T *c = e ? c1 : c0;                                                      \
                     gh[e][a][l] = (double)c[up * st[a]];                                           \
                     gl[e][a][l] = (double)*(c - dn * st[a]);                                       \
-                    gd[e][a][l] = (double)(up + dn) * J->h[a];                                     \
+                    gw[e][a][l] = J->gw[up + dn][a];                                               \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
+        o->lo = _mm256_load_pd(lo);                                                                \
+        o->hi = _mm256_load_pd(hi);                                                                \
+        for (int a = 0; a < 3; a++) {                                                              \
+            o->q[a] = _mm256_load_pd(q[a]);                                                        \
+            for (int e = 0; e < 2; e++) {                                                          \
+                o->gh[e][a] = _mm256_load_pd(gh[e][a]);                                            \
+                o->gl[e][a] = _mm256_load_pd(gl[e][a]);                                            \
+                o->gw[e][a] = _mm256_load_pd(gw[e][a]);                                            \
+            }                                                                                      \
+        }                                                                                          \
     }
+MC_GATHER4_FAST(uint8_t, u8, MC_LOAD4_ANY)
+MC_GATHER4_FAST(uint16_t, u16, MC_LOAD4_ANY)
+MC_GATHER4_FAST(int16_t, i16, MC_LOAD4_ANY)
+MC_GATHER4_FAST(float, f32, MC_LOAD4_F32)
+MC_GATHER4_FAST(double, f64, MC_LOAD4_ANY)
 MC_GATHER4(uint8_t, u8)
 MC_GATHER4(uint16_t, u16)
 MC_GATHER4(int16_t, i16)
 MC_GATHER4(float, f32)
 MC_GATHER4(double, f64)
 #undef MC_GATHER4
+#undef MC_GATHER4_FAST
 
 /* vertex() with central normals for 4 vertices at once, any sample type:
  * the operations of core/mc_math.h (pmi_mc_edge_t, pmi_mc_position,
- * pmi_mc_diff, pmi_mc_normal) in the same order, 4 lanes wide (division and
- * square root are correctly rounded in both; no fused multiply-add in this
- * target), so the same bits as 4 calls of vertex_<type>. */
+ * pmi_mc_diff_w, pmi_mc_normal) in the same order, 4 lanes wide (division
+ * and square root are correctly rounded in both; no fused multiply-add in
+ * this target), so the same bits as 4 calls of vertex_<type>. */
 __attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, const mc_pending *V)
 {
-    /* 32-byte aligned: whole vectors, whatever the caller's stack. */
-    _Alignas(32) double vlo[4], vhi[4], q[3][4], gh[2][3][4], gl[2][3][4], gd[2][3][4], tl[4];
+    mc_v4 o;
+#define MC_GATHER(SUF) (void)(mc_gather4_fast_##SUF(J, V, &o) || (mc_gather4_##SUF(J, V, &o), 1))
     switch (J->type) {
-    case PM_SAMPLE_U8: mc_gather4_u8(J, V, vlo, vhi, q, gh, gl, gd); break;
-    case PM_SAMPLE_U16: mc_gather4_u16(J, V, vlo, vhi, q, gh, gl, gd); break;
-    case PM_SAMPLE_I16: mc_gather4_i16(J, V, vlo, vhi, q, gh, gl, gd); break;
-    case PM_SAMPLE_F32: mc_gather4_f32(J, V, vlo, vhi, q, gh, gl, gd); break;
-    default: mc_gather4_f64(J, V, vlo, vhi, q, gh, gl, gd); break;
+    case PM_SAMPLE_U8: MC_GATHER(u8); break;
+    case PM_SAMPLE_U16: MC_GATHER(u16); break;
+    case PM_SAMPLE_I16: MC_GATHER(i16); break;
+    case PM_SAMPLE_F32: MC_GATHER(f32); break;
+    default: MC_GATHER(f64); break;
     }
+#undef MC_GATHER
     const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
-    __m256d lo = _mm256_loadu_pd(vlo), hi = _mm256_loadu_pd(vhi);
-    __m256d t = _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(J->iso), lo), _mm256_sub_pd(hi, lo));
+    __m256d t =
+        _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(J->iso), o.lo), _mm256_sub_pd(o.hi, o.lo));
     __m256d ok_t =
         _mm256_and_pd(_mm256_cmp_pd(t, zero, _CMP_GE_OQ), _mm256_cmp_pd(t, one, _CMP_LE_OQ));
     t = _mm256_blendv_pd(_mm256_set1_pd(0.5), t, ok_t);
-    _mm256_store_pd(tl, t);
-    for (int l = 0; l < 4; l++)
-        q[V[l].axis][l] = q[V[l].axis][l] + tl[l];
+    /* t added to the coordinate along each lane's axis; the others get
+     * + 0.0, which leaves a coordinate (>= +0) as it is. */
+    const __m256i axis = _mm256_set_epi64x(V[3].axis, V[2].axis, V[1].axis, V[0].axis);
     _Alignas(16) float pf[3][4], nf[3][4];
     __m256d n[3];
     for (int a = 0; a < 3; a++) {
-        __m256d qa = _mm256_loadu_pd(q[a]);
+        __m256d on = _mm256_castsi256_pd(_mm256_cmpeq_epi64(axis, _mm256_set1_epi64x(a)));
+        __m256d qa = _mm256_add_pd(o.q[a], _mm256_and_pd(on, t));
         __m256d pa =
             _mm256_add_pd(_mm256_set1_pd(J->origin[a]), _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
-        _mm_storeu_ps(pf[a], _mm256_cvtpd_ps(pa));
-        __m256d g0 =
-            _mm256_div_pd(_mm256_sub_pd(_mm256_load_pd(gh[0][a]), _mm256_load_pd(gl[0][a])),
-                          _mm256_load_pd(gd[0][a]));
-        __m256d g1 =
-            _mm256_div_pd(_mm256_sub_pd(_mm256_load_pd(gh[1][a]), _mm256_load_pd(gl[1][a])),
-                          _mm256_load_pd(gd[1][a]));
+        _mm_store_ps(pf[a], _mm256_cvtpd_ps(pa));
+        __m256d g0 = _mm256_mul_pd(_mm256_sub_pd(o.gh[0][a], o.gl[0][a]), o.gw[0][a]);
+        __m256d g1 = _mm256_mul_pd(_mm256_sub_pd(o.gh[1][a], o.gl[1][a]), o.gw[1][a]);
         __m256d na = _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t), g0), _mm256_mul_pd(t, g1));
         n[a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
     }
@@ -251,7 +313,7 @@ __attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, con
     for (int a = 0; a < 3; a++) {
         __m256d m = _mm256_mul_pd(n[a], inv);
         ok = _mm256_and_pd(ok, _mm256_cmp_pd(_mm256_sub_pd(m, m), zero, _CMP_EQ_OQ));
-        _mm_storeu_ps(nf[a], _mm256_cvtpd_ps(m));
+        _mm_store_ps(nf[a], _mm256_cvtpd_ps(m));
     }
     int okm = _mm256_movemask_pd(ok);
     for (int l = 0; l < 4; l++) {
@@ -263,7 +325,9 @@ __attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, con
                 v->nrm[a] = nf[a][l];
         } else {
             /* pmi_mc_normal's fallback: the edge direction, inside to outside. */
-            float sgn = pmi_mc_inside(J->sg, J->siso, vlo[l]) ? 1.0f : -1.0f;
+            _Alignas(32) double lo[4];
+            _mm256_store_pd(lo, o.lo);
+            float sgn = pmi_mc_inside(J->sg, J->siso, lo[l]) ? 1.0f : -1.0f;
             v->nrm[0] = v->nrm[1] = v->nrm[2] = 0.0f;
             v->nrm[v->axis] = sgn;
         }

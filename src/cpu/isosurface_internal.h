@@ -24,6 +24,7 @@ typedef struct mc_job {
     size_t P;                  /* lattice points nx * ny * nz */
     size_t es;                 /* bytes per sample */
     double h[3], origin[3];
+    double gw[3][3]; /* gradient weights pmi_mc_diff_weight(span, h[a]), [span][a] */
     double iso, sg, siso; /* sg = -1 for PM_INSIDE_ABOVE; siso = sg * iso */
     float fthr;           /* siso rounded up to float (the float threshold rule) */
     pm_normals normals;
@@ -133,9 +134,10 @@ static inline unsigned mc_case(const uint64_t w[8], unsigned b)
  * noise) or could not be allocated. */
 pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
                       const pm_isosurface_options *opt, int avx2, pm_mesh *mesh);
-/* The indexed mesh by the two-pass extraction (isosurface_twopass.c). */
+/* The indexed mesh by the two-pass extraction (isosurface_twopass.c), with
+ * the AVX2 vertex kernel when avx2 is set. */
 pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
-                         const pm_isosurface_options *opt, pm_mesh *mesh);
+                         const pm_isosurface_options *opt, int avx2, pm_mesh *mesh);
 
 #if MC_AVX2
 /* isosurface_avx2.c: bits_row of each sample type with 8 to 32 compares at
@@ -143,7 +145,7 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
 extern const mc_bits_row_fn pmi_mc_bits_row_avx2[5];
 
 /* vertex() with central normals for the 4 vertices V[0..3], bit for bit
- * as 4 calls of the kernel's vertex(). */
+ * as 4 calls of the kernel's vertex() (both extractions). */
 void pmi_mc_vertex4_central(const mc_job *J, const mc_pending *V);
 #endif
 

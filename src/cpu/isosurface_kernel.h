@@ -90,8 +90,8 @@ static void MC_FN(gradient)(const mc_job *J, size_t i, size_t j, size_t k, doubl
         if (J->normals != PM_NORMALS_SOBEL) {
             const MC_T *c = (const MC_T *)J->data + i + j * J->rs + k * J->ss;
             size_t st = a == 0 ? 1 : a == 1 ? J->rs : J->ss;
-            g[a] = pmi_mc_diff((double)c[(ip - p[a]) * st], (double)*(c - (p[a] - im) * st),
-                               (double)(ip - im), J->h[a]);
+            g[a] = pmi_mc_diff_w((double)c[(ip - p[a]) * st], (double)*(c - (p[a] - im) * st),
+                                 J->gw[ip - im][a]);
             continue;
         }
         /* The two axes across a, b < c; c is the outer loop. */
@@ -124,8 +124,8 @@ static inline void MC_FN(gradient_central)(const mc_job *J, size_t i, size_t j, 
     for (int a = 0; a < 3; a++) {
         size_t ip = PMI_MC_DIFF_HI(p[a], n[a]);
         size_t im = PMI_MC_DIFF_LO_CENTRAL(p[a]);
-        g[a] = pmi_mc_diff((double)c[(ip - p[a]) * st[a]], (double)*(c - (p[a] - im) * st[a]),
-                           (double)(ip - im), J->h[a]);
+        g[a] = pmi_mc_diff_w((double)c[(ip - p[a]) * st[a]], (double)*(c - (p[a] - im) * st[a]),
+                             J->gw[ip - im][a]);
     }
 }
 
@@ -175,8 +175,8 @@ static void MC_FN(vertex4_central)(const mc_job *J, const mc_pending *V)
                 const size_t pa = p[a] + (size_t)(e && a == v->axis);
                 const size_t up = pa + 1 < n[a], dn = pa > 0;
                 const MC_T *c = e ? c1 : c0;
-                g[e][l][a] = pmi_mc_diff((double)c[up * st[a]], (double)*(c - dn * st[a]),
-                                         (double)(up + dn), J->h[a]);
+                g[e][l][a] = pmi_mc_diff_w((double)c[up * st[a]], (double)*(c - dn * st[a]),
+                                           J->gw[up + dn][a]);
             }
     }
     for (int l = 0; l < 4; l++)

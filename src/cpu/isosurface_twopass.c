@@ -259,6 +259,7 @@ static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
 typedef struct mc_twopass {
     mc_job J;
     const mc_kernels *K;
+    mc_vertex4_fn vertex4_central; /* K's, or the AVX2 one */
     int threads, par;
     size_t lattice_rows, cell_rows, brows, nblocks;
     uint64_t *bits;    /* inside mask */
@@ -318,7 +319,7 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
     {
         /* Without normals (D->normals NULL) vertex() writes positions only. */
         mc_vertex4_fn v4 =
-            D->normals && J->normals == PM_NORMALS_CENTRAL ? T->K->vertex4_central : NULL;
+            D->normals && J->normals == PM_NORMALS_CENTRAL ? T->vertex4_central : NULL;
 #pragma omp for schedule(dynamic, 64) nowait
         for (size_t L = 0; L < T->lattice_rows; L++)
             mc_write_row(J, L, T->voff, D, T->K->vertex, v4);
@@ -340,12 +341,18 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 }
 
 pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
-                         const pm_isosurface_options *opt, pm_mesh *mesh)
+                         const pm_isosurface_options *opt, int avx2, pm_mesh *mesh)
 {
     mc_twopass T;
     memset(&T, 0, sizeof T);
     pmi_mc_job_init(&T.J, vol, iso, opt);
     T.K = &pmi_mc_kernels[vol->type];
+    T.vertex4_central = T.K->vertex4_central;
+#if MC_AVX2
+    if (avx2) T.vertex4_central = pmi_mc_vertex4_central;
+#else
+    (void)avx2;
+#endif
     T.threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
     /* Small volumes run on the calling thread (same blocks, same output):
      * waking a team costs more than the work. */
