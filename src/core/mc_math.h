@@ -96,6 +96,13 @@ PMI_HD double pmi_mc_diff(double hi, double lo, double span, double h)
 {
     return pmi_mc_diff_w(hi, lo, pmi_mc_diff_weight(span, h));
 }
+/* The weight of span 0, 1 or 2 from the three of an axis, w[span]: selects
+ * rather than indexes (an index would put them in local memory on the
+ * GPU). */
+PMI_HD double pmi_mc_diff_pick(const double w0, const double w1, const double w2, long long span)
+{
+    return span == 2 ? w2 : span == 1 ? w1 : w0;
+}
 
 /* One term of the Sobel sum: the 3x3 cross-section's weight (1 2 1 times
  * 1 2 1) at offsets db, dc in {-1, 0, 1}, times the difference of the

@@ -1,6 +1,6 @@
 /* The AVX2 kernels of the CPU marching cubes' slab walk (picked at run time
  * on CPUs that have AVX2): the inside bits of a lattice row, and the
- * vertices with central-difference normals four at a time. Each computes
+ * vertices with central-difference normals eight at a time. Each computes
  * the same bits as the portable kernels of isosurface_kernel.h. */
 #include "core/mc_math.h"
 #include "cpu/isosurface_internal.h"
@@ -266,15 +266,20 @@ MC_GATHER4(double, f64)
 #undef MC_GATHER4
 #undef MC_GATHER4_FAST
 
-/* vertex() with central normals for 4 vertices at once, any sample type:
+/* vertex() with central normals for 8 vertices at once, any sample type:
  * the operations of core/mc_math.h (pmi_mc_edge_t, pmi_mc_position,
  * pmi_mc_diff_w, pmi_mc_normal) in the same order, 4 lanes wide (division
  * and square root are correctly rounded in both; no fused multiply-add in
- * this target), so the same bits as 4 calls of vertex_<type>. */
-__attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, const mc_pending *V)
+ * this target), so the same bits as 8 calls of vertex_<type>. Two groups
+ * of 4 lanes go through each step together: one group's chain of
+ * division, square root and division would otherwise leave the core
+ * waiting. */
+__attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, const mc_pending *V)
 {
-    mc_v4 o;
-#define MC_GATHER(SUF) (void)(mc_gather4_fast_##SUF(J, V, &o) || (mc_gather4_##SUF(J, V, &o), 1))
+    mc_v4 o[2];
+#define MC_GATHER(SUF)                                                                             \
+    for (int g = 0; g < 2; g++)                                                                    \
+        if (!mc_gather4_fast_##SUF(J, V + 4 * g, &o[g])) mc_gather4_##SUF(J, V + 4 * g, &o[g]);
     switch (J->type) {
     case PM_SAMPLE_U8: MC_GATHER(u8); break;
     case PM_SAMPLE_U16: MC_GATHER(u16); break;
@@ -284,52 +289,65 @@ __attribute__((target("avx2"))) void pmi_mc_vertex4_central(const mc_job *J, con
     }
 #undef MC_GATHER
     const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
-    __m256d t =
-        _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(J->iso), o.lo), _mm256_sub_pd(o.hi, o.lo));
-    __m256d ok_t =
-        _mm256_and_pd(_mm256_cmp_pd(t, zero, _CMP_GE_OQ), _mm256_cmp_pd(t, one, _CMP_LE_OQ));
-    t = _mm256_blendv_pd(_mm256_set1_pd(0.5), t, ok_t);
-    /* t added to the coordinate along each lane's axis; the others get
-     * + 0.0, which leaves a coordinate (>= +0) as it is. */
-    const __m256i axis = _mm256_set_epi64x(V[3].axis, V[2].axis, V[1].axis, V[0].axis);
-    _Alignas(16) float pf[3][4], nf[3][4];
-    __m256d n[3];
-    for (int a = 0; a < 3; a++) {
-        __m256d on = _mm256_castsi256_pd(_mm256_cmpeq_epi64(axis, _mm256_set1_epi64x(a)));
-        __m256d qa = _mm256_add_pd(o.q[a], _mm256_and_pd(on, t));
-        __m256d pa =
-            _mm256_add_pd(_mm256_set1_pd(J->origin[a]), _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
-        _mm_store_ps(pf[a], _mm256_cvtpd_ps(pa));
-        __m256d g0 = _mm256_mul_pd(_mm256_sub_pd(o.gh[0][a], o.gl[0][a]), o.gw[0][a]);
-        __m256d g1 = _mm256_mul_pd(_mm256_sub_pd(o.gh[1][a], o.gl[1][a]), o.gw[1][a]);
-        __m256d na = _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t), g0), _mm256_mul_pd(t, g1));
-        n[a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
+    __m256d t[2], n[2][3], l2[2], ok[2], inv[2];
+    _Alignas(16) float pf[2][3][4], nf[2][3][4];
+    for (int g = 0; g < 2; g++) {
+        t[g] = _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(J->iso), o[g].lo),
+                             _mm256_sub_pd(o[g].hi, o[g].lo));
+        __m256d ok_t = _mm256_and_pd(_mm256_cmp_pd(t[g], zero, _CMP_GE_OQ),
+                                     _mm256_cmp_pd(t[g], one, _CMP_LE_OQ));
+        t[g] = _mm256_blendv_pd(_mm256_set1_pd(0.5), t[g], ok_t);
     }
-    __m256d l2 = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(n[0], n[0]), _mm256_mul_pd(n[1], n[1])),
-                               _mm256_mul_pd(n[2], n[2]));
-    __m256d ok = _mm256_and_pd(_mm256_cmp_pd(l2, zero, _CMP_GT_OQ),
-                               _mm256_cmp_pd(l2, _mm256_set1_pd(DBL_MAX), _CMP_LE_OQ));
-    __m256d inv = _mm256_div_pd(one, _mm256_sqrt_pd(l2));
-    for (int a = 0; a < 3; a++) {
-        __m256d m = _mm256_mul_pd(n[a], inv);
-        ok = _mm256_and_pd(ok, _mm256_cmp_pd(_mm256_sub_pd(m, m), zero, _CMP_EQ_OQ));
-        _mm_store_ps(nf[a], _mm256_cvtpd_ps(m));
+    for (int g = 0; g < 2; g++) {
+        /* t added to the coordinate along each lane's axis; the others get
+         * + 0.0, which leaves a coordinate (>= +0) as it is. */
+        const mc_pending *W = V + 4 * g;
+        const __m256i axis = _mm256_set_epi64x(W[3].axis, W[2].axis, W[1].axis, W[0].axis);
+        for (int a = 0; a < 3; a++) {
+            __m256d on = _mm256_castsi256_pd(_mm256_cmpeq_epi64(axis, _mm256_set1_epi64x(a)));
+            __m256d qa = _mm256_add_pd(o[g].q[a], _mm256_and_pd(on, t[g]));
+            __m256d pa = _mm256_add_pd(_mm256_set1_pd(J->origin[a]),
+                                       _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
+            _mm_store_ps(pf[g][a], _mm256_cvtpd_ps(pa));
+            __m256d g0 = _mm256_mul_pd(_mm256_sub_pd(o[g].gh[0][a], o[g].gl[0][a]), o[g].gw[0][a]);
+            __m256d g1 = _mm256_mul_pd(_mm256_sub_pd(o[g].gh[1][a], o[g].gl[1][a]), o[g].gw[1][a]);
+            __m256d na = _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t[g]), g0),
+                                       _mm256_mul_pd(t[g], g1));
+            n[g][a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
+        }
     }
-    int okm = _mm256_movemask_pd(ok);
-    for (int l = 0; l < 4; l++) {
-        const mc_pending *v = &V[l];
-        for (int a = 0; a < 3; a++)
-            v->pos[a] = pf[a][l];
-        if (okm >> l & 1) {
+    for (int g = 0; g < 2; g++) {
+        l2[g] = _mm256_add_pd(
+            _mm256_add_pd(_mm256_mul_pd(n[g][0], n[g][0]), _mm256_mul_pd(n[g][1], n[g][1])),
+            _mm256_mul_pd(n[g][2], n[g][2]));
+        ok[g] = _mm256_and_pd(_mm256_cmp_pd(l2[g], zero, _CMP_GT_OQ),
+                              _mm256_cmp_pd(l2[g], _mm256_set1_pd(DBL_MAX), _CMP_LE_OQ));
+        inv[g] = _mm256_div_pd(one, _mm256_sqrt_pd(l2[g]));
+    }
+    for (int g = 0; g < 2; g++)
+        for (int a = 0; a < 3; a++) {
+            __m256d m = _mm256_mul_pd(n[g][a], inv[g]);
+            ok[g] = _mm256_and_pd(ok[g], _mm256_cmp_pd(_mm256_sub_pd(m, m), zero, _CMP_EQ_OQ));
+            _mm_store_ps(nf[g][a], _mm256_cvtpd_ps(m));
+        }
+    for (int g = 0; g < 2; g++) {
+        int okm = _mm256_movemask_pd(ok[g]);
+        for (int l = 0; l < 4; l++) {
+            const mc_pending *v = &V[4 * g + l];
             for (int a = 0; a < 3; a++)
-                v->nrm[a] = nf[a][l];
-        } else {
-            /* pmi_mc_normal's fallback: the edge direction, inside to outside. */
-            _Alignas(32) double lo[4];
-            _mm256_store_pd(lo, o.lo);
-            float sgn = pmi_mc_inside(J->sg, J->siso, lo[l]) ? 1.0f : -1.0f;
-            v->nrm[0] = v->nrm[1] = v->nrm[2] = 0.0f;
-            v->nrm[v->axis] = sgn;
+                v->pos[a] = pf[g][a][l];
+            if (okm >> l & 1) {
+                for (int a = 0; a < 3; a++)
+                    v->nrm[a] = nf[g][a][l];
+            } else {
+                /* pmi_mc_normal's fallback: the edge direction, inside to
+                 * outside. */
+                _Alignas(32) double lo[4];
+                _mm256_store_pd(lo, o[g].lo);
+                float sgn = pmi_mc_inside(J->sg, J->siso, lo[l]) ? 1.0f : -1.0f;
+                v->nrm[0] = v->nrm[1] = v->nrm[2] = 0.0f;
+                v->nrm[v->axis] = sgn;
+            }
         }
     }
 }

@@ -32,7 +32,7 @@ typedef struct mc_job {
     const uint64_t *bits; /* two-pass: inside bit of every lattice point, logical order */
 } mc_job;
 
-/* A vertex waiting for a vertex4 kernel: its edge and where it goes. */
+/* A vertex waiting for a vertex8 kernel: its edge and where it goes. */
 typedef struct mc_pending {
     size_t i, j, k;
     int axis;
@@ -53,9 +53,9 @@ static inline void mc_id_slots(uint32_t *o, size_t row, const uint64_t m[3], uns
     *id += m[2] >> b & 1;
 }
 
-/* Queues vertex (i, j, k, axis) for a vertex4 kernel, which computes the
- * queue when it holds 4; *np counts the queued ones. */
-static inline void mc_pend(const mc_job *J, void (*vertex4)(const mc_job *, const mc_pending *),
+/* Queues vertex (i, j, k, axis) for a vertex8 kernel, which computes the
+ * queue when it holds 8; *np counts the queued ones. */
+static inline void mc_pend(const mc_job *J, void (*vertex8)(const mc_job *, const mc_pending *),
                            mc_pending *pend, int *np, size_t i, size_t j, size_t k, int axis,
                            float *pos, float *nrm)
 {
@@ -66,22 +66,22 @@ static inline void mc_pend(const mc_job *J, void (*vertex4)(const mc_job *, cons
     v->axis = axis;
     v->pos = pos;
     v->nrm = nrm;
-    if (*np == 4) {
-        vertex4(J, pend);
+    if (*np == 8) {
+        vertex8(J, pend);
         *np = 0;
     }
 }
 
 /* The per-type kernels of isosurface_kernel.h, indexed by pm_sample_type.
- * vertex4_central: vertex() with central normals for 4 vertices. */
+ * vertex8_central: vertex() with central normals for 8 vertices. */
 typedef void (*mc_vertex_fn)(const mc_job *, size_t, size_t, size_t, int, float *, float *);
-typedef void (*mc_vertex4_fn)(const mc_job *, const mc_pending *);
+typedef void (*mc_vertex8_fn)(const mc_job *, const mc_pending *);
 typedef void (*mc_bits_row_fn)(const mc_job *, size_t, uint64_t *);
 typedef struct mc_kernels {
     void (*bits_words)(const mc_job *, uint64_t *, size_t, size_t);
     mc_bits_row_fn bits_row;
     mc_vertex_fn vertex;
-    mc_vertex4_fn vertex4_central;
+    mc_vertex8_fn vertex8_central;
 } mc_kernels;
 extern const mc_kernels pmi_mc_kernels[5];
 
@@ -144,9 +144,9 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
  * a time (the same bits as the kernels'), for CPUs with AVX2. */
 extern const mc_bits_row_fn pmi_mc_bits_row_avx2[5];
 
-/* vertex() with central normals for the 4 vertices V[0..3], bit for bit
+/* vertex() with central normals for the 8 vertices V[0..7], bit for bit
  * as 4 calls of the kernel's vertex() (both extractions). */
-void pmi_mc_vertex4_central(const mc_job *J, const mc_pending *V);
+void pmi_mc_vertex8_central(const mc_job *J, const mc_pending *V);
 #endif
 
 #endif

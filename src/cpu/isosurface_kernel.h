@@ -152,19 +152,19 @@ static void MC_FN(vertex)(const mc_job *J, size_t i, size_t j, size_t k, int axi
     pmi_mc_normal(t, J->sg, J->siso, vlo, axis, g0, g1, nrm);
 }
 
-/* vertex() with central normals for the 4 vertices V[0..3] (same
- * expressions, the same bits), in steps over the 4 lanes: their divisions
+/* vertex() with central normals for the 8 vertices V[0..7] (same
+ * expressions, the same bits), in steps over the 8 lanes: their divisions
  * and square roots are independent, so they overlap instead of waiting on
  * one another as one vertex after another would. The samples of the
  * central differences are read as gradient_central reads them: ip - p is 1
  * below the last point and 0 on it, p - im is 1 above the first and 0 on
  * it, so ip - im is their sum. */
-static void MC_FN(vertex4_central)(const mc_job *J, const mc_pending *V)
+static void MC_FN(vertex8_central)(const mc_job *J, const mc_pending *V)
 {
     const MC_T *d = (const MC_T *)J->data;
     const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};
-    double vlo[4], vhi[4], t[4], g[2][4][3];
-    for (int l = 0; l < 4; l++) {
+    double vlo[8], vhi[8], t[8], g[2][8][3];
+    for (int l = 0; l < 8; l++) {
         const mc_pending *v = &V[l];
         const size_t p[3] = {v->i, v->j, v->k};
         const MC_T *c0 = d + v->i + v->j * J->rs + v->k * J->ss, *c1 = c0 + st[v->axis];
@@ -179,9 +179,9 @@ static void MC_FN(vertex4_central)(const mc_job *J, const mc_pending *V)
                                            J->gw[up + dn][a]);
             }
     }
-    for (int l = 0; l < 4; l++)
+    for (int l = 0; l < 8; l++)
         t[l] = pmi_mc_edge_t(J->iso, vlo[l], vhi[l]);
-    for (int l = 0; l < 4; l++) {
+    for (int l = 0; l < 8; l++) {
         const mc_pending *v = &V[l];
         pmi_mc_position(J->origin, J->h, (long long)v->i, (long long)v->j, (long long)v->k, v->axis,
                         t[l], v->pos);

@@ -157,7 +157,7 @@ typedef struct mc_walk {
     mc_job J;
     const mc_kernels *K;
     mc_bits_row_fn bits_row;
-    mc_vertex4_fn vertex4; /* central normals: 4 vertices at a time */
+    mc_vertex8_fn vertex8; /* central normals: 8 vertices at a time */
     size_t rw, sw;         /* words per row, per slice */
     int normals;           /* compute normals */
     size_t chunk;          /* bytes per output chunk */
@@ -275,13 +275,13 @@ static inline int mc_row_empty(const mc_ring *R, size_t rw, size_t ny, int s, si
 }
 
 /* The vertices of lattice slice k (in the two-pass extraction's order).
- * Central normals go through a vertex4 kernel four at a time. */
+ * Central normals go through a vertex8 kernel eight at a time. */
 static int mc_slab_vertices(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S, size_t k)
 {
     const mc_job *J = &F->J;
     const size_t rw = F->rw;
     const uint64_t *m = R->m[k & 1];
-    mc_pending pend[4];
+    mc_pending pend[8];
     int np = 0;
     for (size_t j = 0; j < J->ny; j++)
         for (size_t w = 0; w < rw; w++) {
@@ -297,8 +297,8 @@ static int mc_slab_vertices(mc_walk *F, mc_ring *R, mc_pool *P, mc_slab *S, size
                     if (!p) return 0;
                     float *pos = p + 3 * q, *nrm = F->normals ? p + 3 * (F->vcap + q) : NULL;
                     S->nv++;
-                    if (F->vertex4) {
-                        mc_pend(J, F->vertex4, pend, &np, 64 * w + b, j, k, a, pos, nrm);
+                    if (F->vertex8) {
+                        mc_pend(J, F->vertex8, pend, &np, 64 * w + b, j, k, a, pos, nrm);
                         continue;
                     }
                     F->K->vertex(J, 64 * w + b, j, k, a, pos, nrm);
@@ -535,11 +535,11 @@ static void mc_walk_init(mc_walk *F, pm_context *ctx, const pm_volume *vol, doub
     pmi_mc_job_init(&F->J, vol, iso, opt);
     F->K = &pmi_mc_kernels[vol->type];
     F->bits_row = F->K->bits_row;
-    if (opt->normals == PM_NORMALS_CENTRAL) F->vertex4 = F->K->vertex4_central;
+    if (opt->normals == PM_NORMALS_CENTRAL) F->vertex8 = F->K->vertex8_central;
 #if MC_AVX2
     if (avx2) {
         F->bits_row = pmi_mc_bits_row_avx2[vol->type];
-        if (F->vertex4) F->vertex4 = pmi_mc_vertex4_central;
+        if (F->vertex8) F->vertex8 = pmi_mc_vertex8_central;
     }
 #else
     (void)avx2;

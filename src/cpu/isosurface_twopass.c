@@ -129,14 +129,14 @@ static void mc_prefetch_row(const mc_job *J, size_t L)
 }
 
 /* Pass 3: the vertices of lattice row L from slot voff[L] on, by point,
- * then x, y, z edge; central normals four at a time (vertex4). Slots past
+ * then x, y, z edge; central normals eight at a time (vertex8). Slots past
  * the caller's capacity are skipped. */
 static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, const pmi_mesh_dest *D,
-                         mc_vertex_fn vertex, mc_vertex4_fn vertex4)
+                         mc_vertex_fn vertex, mc_vertex8_fn vertex8)
 {
     uint64_t id = voff[L];
     size_t j = L % J->ny, k = L / J->ny;
-    mc_pending pend[4];
+    mc_pending pend[8];
     int np = 0;
     mc_prefetch_row(J, L + 2);
     for (size_t x = 0; x < J->nx; x += 64) {
@@ -151,8 +151,8 @@ static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, const 
                 if (id >= D->vertex_limit) goto flush; /* ids only grow */
                 float *pos = D->positions + 3 * id, *nrm = D->normals ? D->normals + 3 * id : NULL;
                 id++;
-                if (vertex4) {
-                    mc_pend(J, vertex4, pend, &np, x + b, j, k, a, pos, nrm);
+                if (vertex8) {
+                    mc_pend(J, vertex8, pend, &np, x + b, j, k, a, pos, nrm);
                     continue;
                 }
                 vertex(J, x + b, j, k, a, pos, nrm);
@@ -259,7 +259,7 @@ static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
 typedef struct mc_twopass {
     mc_job J;
     const mc_kernels *K;
-    mc_vertex4_fn vertex4_central; /* K's, or the AVX2 one */
+    mc_vertex8_fn vertex8_central; /* K's, or the AVX2 one */
     int threads, par;
     size_t lattice_rows, cell_rows, brows, nblocks;
     uint64_t *bits;    /* inside mask */
@@ -318,8 +318,8 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 #pragma omp parallel num_threads(T->threads) if (T->par)
     {
         /* Without normals (D->normals NULL) vertex() writes positions only. */
-        mc_vertex4_fn v4 =
-            D->normals && J->normals == PM_NORMALS_CENTRAL ? T->vertex4_central : NULL;
+        mc_vertex8_fn v4 =
+            D->normals && J->normals == PM_NORMALS_CENTRAL ? T->vertex8_central : NULL;
 #pragma omp for schedule(dynamic, 64) nowait
         for (size_t L = 0; L < T->lattice_rows; L++)
             mc_write_row(J, L, T->voff, D, T->K->vertex, v4);
@@ -347,9 +347,9 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     memset(&T, 0, sizeof T);
     pmi_mc_job_init(&T.J, vol, iso, opt);
     T.K = &pmi_mc_kernels[vol->type];
-    T.vertex4_central = T.K->vertex4_central;
+    T.vertex8_central = T.K->vertex8_central;
 #if MC_AVX2
-    if (avx2) T.vertex4_central = pmi_mc_vertex4_central;
+    if (avx2) T.vertex8_central = pmi_mc_vertex8_central;
 #else
     (void)avx2;
 #endif

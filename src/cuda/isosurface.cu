@@ -104,6 +104,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     for (int a = 0; a < 3; a++) {
         v.org[a] = vol->origin[a];
         v.sp[a] = vol->spacing[a];
+        for (int span = 0; span < 3; span++)
+            v.gw[span][a] = pmi_mc_diff_weight((double)span, v.sp[a]);
     }
     if (!pmi_mul3_size(vol->nx, vol->ny, vol->nz, &pl->npoints))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: lattice size overflows");

@@ -22,6 +22,7 @@ typedef struct mcd_volume {
      * (the largest float <= iso). Exactly equivalent, NaN never inside. */
     float fthr;
     double org[3], sp[3];
+    double gw[3][3]; /* gradient weights pmi_mc_diff_weight(span, sp[a]), [span][a] */
     /* Global z of slice 0: a slab window's vertices are placed at their
      * global lattice slice (pmi_cuda_isosurface_window); 0 otherwise. */
     long long kz;
@@ -110,8 +111,9 @@ static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long lo
             long long qp[3] = {i, j, k}, qm[3] = {i, j, k};
             qp[a] = ip;
             qm[a] = im;
-            g[a] = pmi_mc_diff(mcd_load<T>(v, qp[0], qp[1], qp[2]),
-                               mcd_load<T>(v, qm[0], qm[1], qm[2]), (double)(ip - im), v.sp[a]);
+            g[a] = pmi_mc_diff_w(mcd_load<T>(v, qp[0], qp[1], qp[2]),
+                                 mcd_load<T>(v, qm[0], qm[1], qm[2]),
+                                 pmi_mc_diff_pick(v.gw[0][a], v.gw[1][a], v.gw[2][a], ip - im));
         } else {
             const int b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
             double s = 0.0;

@@ -34,6 +34,7 @@ typedef struct pc_job {
     unsigned long long rs, ss;
     unsigned long long wlo[3], N[3], olo[3], od[3];
     double origin[3], h[3];
+    double gw[3][3]; /* gradient weights pmi_mc_diff_weight(span, h[a]), [span][a] */
     double iso, sg, siso;
     unsigned long long p0, n;
 } pc_job;
@@ -155,8 +156,9 @@ static __device__ __forceinline__ void pc_gradient(const pc_job &J, const unsign
             unsigned long long qp[3] = {p[0], p[1], p[2]}, qm[3] = {p[0], p[1], p[2]};
             qp[a] = ip;
             qm[a] = im;
-            g[a] = pmi_mc_diff(pc_ld<T>(J, qp[0], qp[1], qp[2]), pc_ld<T>(J, qm[0], qm[1], qm[2]),
-                               (double)(ip - im), J.h[a]);
+            g[a] = pmi_mc_diff_w(pc_ld<T>(J, qp[0], qp[1], qp[2]), pc_ld<T>(J, qm[0], qm[1], qm[2]),
+                                 pmi_mc_diff_pick(J.gw[0][a], J.gw[1][a], J.gw[2][a],
+                                                  (long long)(ip - im)));
         } else {
             const int b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
             double s = 0.0;
@@ -457,6 +459,8 @@ extern "C" pm_status pmi_cuda_piece_stored(pm_context *ctx, const pm_volume *win
         J.od[a] = owned->dims[a];
         J.origin[a] = lattice->origin[a];
         J.h[a] = lattice->spacing[a];
+        for (int span = 0; span < 3; span++)
+            J.gw[span][a] = pmi_mc_diff_weight((double)span, J.h[a]);
     }
     J.iso = iso;
     J.sg = options->inside == PM_INSIDE_BELOW ? 1.0 : -1.0;
