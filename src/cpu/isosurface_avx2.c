@@ -266,6 +266,18 @@ MC_GATHER4(double, f64)
 #undef MC_GATHER4
 #undef MC_GATHER4_FAST
 
+/* x[l], y[l], z[l] of 4 lanes to o[3 l + 0..2]. */
+__attribute__((target("avx2"))) static inline void mc_store_xyz4(float *o, __m128 x, __m128 y,
+                                                                 __m128 z)
+{
+    const __m128 xy_lo = _mm_unpacklo_ps(x, y), xy_hi = _mm_unpackhi_ps(x, y); /* x0 y0 x1 y1 */
+    const __m128 zx_lo = _mm_unpacklo_ps(z, x), zx_hi = _mm_unpackhi_ps(z, x); /* z0 x0 z1 x1 */
+    const __m128 yz_lo = _mm_unpacklo_ps(y, z), yz_hi = _mm_unpackhi_ps(y, z); /* y0 z0 y1 z1 */
+    _mm_storeu_ps(o, _mm_shuffle_ps(xy_lo, zx_lo, _MM_SHUFFLE(3, 0, 1, 0)));     /* x0 y0 z0 x1 */
+    _mm_storeu_ps(o + 4, _mm_shuffle_ps(yz_lo, xy_hi, _MM_SHUFFLE(1, 0, 3, 2))); /* y1 z1 x2 y2 */
+    _mm_storeu_ps(o + 8, _mm_shuffle_ps(zx_hi, yz_hi, _MM_SHUFFLE(3, 2, 3, 0))); /* z2 x3 y3 z3 */
+}
+
 /* vertex() with central normals for 8 vertices at once, any sample type:
  * the operations of core/mc_math.h (pmi_mc_edge_t, pmi_mc_position,
  * pmi_mc_diff_w, pmi_mc_normal) in the same order, 4 lanes wide (division
@@ -332,6 +344,18 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
         }
     for (int g = 0; g < 2; g++) {
         int okm = _mm256_movemask_pd(ok[g]);
+        const mc_pending *W = V + 4 * g;
+        if (okm == 15 && W[1].pos == W[0].pos + 3 && W[2].pos == W[0].pos + 6 &&
+            W[3].pos == W[0].pos + 9 && W[1].nrm == W[0].nrm + 3 && W[2].nrm == W[0].nrm + 6 &&
+            W[3].nrm == W[0].nrm + 9) {
+            /* Consecutive vertices (the usual case): x, y, z of the 4 lanes
+             * interleaved into 12 floats, three stores each. */
+            mc_store_xyz4(W[0].pos, _mm_load_ps(pf[g][0]), _mm_load_ps(pf[g][1]),
+                          _mm_load_ps(pf[g][2]));
+            mc_store_xyz4(W[0].nrm, _mm_load_ps(nf[g][0]), _mm_load_ps(nf[g][1]),
+                          _mm_load_ps(nf[g][2]));
+            continue;
+        }
         for (int l = 0; l < 4; l++) {
             const mc_pending *v = &V[4 * g + l];
             for (int a = 0; a < 3; a++)
