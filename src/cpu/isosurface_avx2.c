@@ -266,6 +266,30 @@ MC_GATHER4(double, f64)
 #undef MC_GATHER4
 #undef MC_GATHER4_FAST
 
+/* Bit k of case byte b is bit b of corner word w[order[k]] (mc_case): per
+ * corner, from the highest bit down, each byte lane picks its word byte
+ * (shuffle), tests its bit and doubles the sum so far plus the bit. */
+__attribute__((target("avx2"))) void pmi_mc_cases64_avx2(const uint64_t w[8], uint8_t cs[64])
+{
+    static const int order[8] = {0, 4, 5, 1, 2, 6, 7, 3};
+    const __m256i sel = _mm256_set1_epi64x(0x8040201008040201ll);
+    const __m256i ctl[2] = {
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                         3, 3, 3, 3, 3, 3, 3),
+        _mm256_setr_epi8(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7,
+                         7, 7, 7, 7, 7, 7, 7)};
+    __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int k = 7; k >= 0; k--) {
+        const __m256i v = _mm256_set1_epi64x((long long)w[order[k]]);
+        for (int h = 0; h < 2; h++) {
+            __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, ctl[h]), sel), sel);
+            acc[h] = _mm256_sub_epi8(_mm256_add_epi8(acc[h], acc[h]), m);
+        }
+    }
+    _mm256_storeu_si256((__m256i *)cs, acc[0]);
+    _mm256_storeu_si256((__m256i *)(cs + 32), acc[1]);
+}
+
 /* x[l], y[l], z[l] of 4 lanes to o[3 l + 0..2]. */
 __attribute__((target("avx2"))) static inline void mc_store_xyz4(float *o, __m128 x, __m128 y,
                                                                  __m128 z)

@@ -17,6 +17,9 @@
 #define MC_AVX2 0
 #endif
 
+/* The case bytes (mc_case) of 64 cells from their 8 corner words. */
+typedef void (*mc_cases64_fn)(const uint64_t w[8], uint8_t cs[64]);
+
 /* One extraction: the volume, the iso value and the rules of the call. */
 typedef struct mc_job {
     const void *data;
@@ -30,6 +33,7 @@ typedef struct mc_job {
     pm_normals normals;
     pm_sample_type type;
     const uint64_t *bits; /* two-pass: inside bit of every lattice point, logical order */
+    mc_cases64_fn cases64; /* two-pass: mc_cases64 or the AVX2 one */
 } mc_job;
 
 /* A vertex waiting for a vertex8 kernel: its edge and where it goes. */
@@ -127,6 +131,13 @@ static inline unsigned mc_case(const uint64_t w[8], unsigned b)
                       (w[7] >> b & 1) << 6 | (w[3] >> b & 1) << 7);
 }
 
+/* mc_cases64_fn, a cell at a time. */
+static inline void mc_cases64(const uint64_t w[8], uint8_t cs[64])
+{
+    for (unsigned b = 0; b < 64; b++)
+        cs[b] = (uint8_t)mc_case(w, b);
+}
+
 /* The indexed mesh by the slab walk (isosurface_slab.c), with the AVX2
  * kernels when avx2 is set. Returns PM_STATUS_UNSUPPORTED, with nothing
  * set, when it declines: its slab arrays would pass its memory budget
@@ -143,6 +154,9 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
 /* isosurface_avx2.c: bits_row of each sample type with 8 to 32 compares at
  * a time (the same bits as the kernels'), for CPUs with AVX2. */
 extern const mc_bits_row_fn pmi_mc_bits_row_avx2[5];
+
+/* mc_cases64 of 64 cells at a time (every cell's byte, 2 x 32 lanes). */
+void pmi_mc_cases64_avx2(const uint64_t w[8], uint8_t cs[64]);
 
 /* vertex() with central normals for the 8 vertices V[0..7], bit for bit
  * as 4 calls of the kernel's vertex() (both extractions). */

@@ -66,11 +66,14 @@ MC_POPCNT static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint
         size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
         for (size_t x = 0; x + 1 < J->nx; x += 64) {
             uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
+            if (!act) continue;
             na += (uint64_t)mc_popc(act);
+            uint8_t cs[64];
+            J->cases64(w, cs);
             while (act) {
                 unsigned b = (unsigned)__builtin_ctzll(act);
                 act &= act - 1;
-                nt += pmi_mc_tri_count[mc_case(w, b)];
+                nt += pmi_mc_tri_count[cs[b]];
             }
         }
     }
@@ -211,7 +214,10 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
         int filled = 0;
         for (size_t x = 0; x + 1 < J->nx; x += 64) {
             uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
-            if (act && !filled) {
+            if (!act) continue;
+            uint8_t cs64[64];
+            J->cases64(w, cs64);
+            if (!filled) {
                 for (int r4 = 0; r4 < 4; r4++) {
                     size_t jj = j + (r4 & 1);
                     mc_fill_rowids(J, jj + (k + (r4 >> 1)) * J->ny, voff, R,
@@ -227,7 +233,7 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
             while (act) {
                 unsigned b = (unsigned)__builtin_ctzll(act);
                 act &= act - 1;
-                unsigned cs = mc_case(w, b), n = pmi_mc_tri_count[cs];
+                unsigned cs = cs64[b], n = pmi_mc_tri_count[cs];
                 const int8_t *tab = pmi_mc_tri_table[cs];
                 size_t i = x + b;
                 /* The caller's capacity: the triangles that fit, then stop. */
@@ -348,8 +354,12 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     pmi_mc_job_init(&T.J, vol, iso, opt);
     T.K = &pmi_mc_kernels[vol->type];
     T.vertex8_central = T.K->vertex8_central;
+    T.J.cases64 = mc_cases64;
 #if MC_AVX2
-    if (avx2) T.vertex8_central = pmi_mc_vertex8_central;
+    if (avx2) {
+        T.vertex8_central = pmi_mc_vertex8_central;
+        T.J.cases64 = pmi_mc_cases64_avx2;
+    }
 #else
     (void)avx2;
 #endif
