@@ -110,6 +110,7 @@ void pmi_mc_job_init(mc_job *J, const pm_volume *vol, double iso, const pm_isosu
     J->P = J->nx * J->ny * J->nz;
     J->es = pm_sample_size(vol->type);
     J->fthr = pmi_mc_float_threshold(J->siso);
+    J->cases64 = mc_cases64;
 }
 
 /* Which extraction made the indexed mesh. */

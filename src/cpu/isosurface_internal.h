@@ -33,7 +33,7 @@ typedef struct mc_job {
     pm_normals normals;
     pm_sample_type type;
     const uint64_t *bits; /* two-pass: inside bit of every lattice point, logical order */
-    mc_cases64_fn cases64; /* two-pass: mc_cases64 or the AVX2 one */
+    mc_cases64_fn cases64; /* mc_cases64 or the AVX2 one */
 } mc_job;
 
 /* A vertex waiting for a vertex8 kernel: its edge and where it goes. */
@@ -136,6 +136,15 @@ static inline void mc_cases64(const uint64_t w[8], uint8_t cs[64])
 {
     for (unsigned b = 0; b < 64; b++)
         cs[b] = (uint8_t)mc_case(w, b);
+}
+
+/* The active cells `act` of 8 corner words whose case bytes are worth
+ * computing 64 at a time (into cs, returns 1) rather than one by one. */
+static inline int mc_cases_wide(const mc_job *J, const uint64_t w[8], uint64_t act, uint8_t cs[64])
+{
+    if (mc_popc(act) < 8) return 0;
+    J->cases64(w, cs);
+    return 1;
 }
 
 /* The indexed mesh by the slab walk (isosurface_slab.c), with the AVX2

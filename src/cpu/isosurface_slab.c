@@ -365,6 +365,8 @@ MC_POPCNT static int mc_slab_triangles(mc_walk *F, mc_ring *R, mc_pool *P, mc_sl
             uint64_t act = ~all_in & any_in & mc_low(J->nx - 1 - 64 * w);
             if (!act) continue;
             S->nact += (uint64_t)mc_popc(act);
+            uint8_t cs64[64];
+            const int wide = mc_cases_wide(J, c, act, cs64);
             if (!filled) {
                 for (int r4 = 0; r4 < 4; r4++) {
                     size_t jj = j + (r4 & 1);
@@ -382,7 +384,7 @@ MC_POPCNT static int mc_slab_triangles(mc_walk *F, mc_ring *R, mc_pool *P, mc_sl
             while (act) {
                 unsigned bit = (unsigned)__builtin_ctzll(act);
                 act &= act - 1;
-                unsigned cs = mc_case(c, bit), n = pmi_mc_tri_count[cs];
+                unsigned cs = wide ? cs64[bit] : mc_case(c, bit), n = pmi_mc_tri_count[cs];
                 const int8_t *tab = pmi_mc_tri_table[cs];
                 size_t q;
                 uint32_t *out = mc_take(F, P, &S->t, F->tcap, n, &q);
@@ -539,6 +541,7 @@ static void mc_walk_init(mc_walk *F, pm_context *ctx, const pm_volume *vol, doub
 #if MC_AVX2
     if (avx2) {
         F->bits_row = pmi_mc_bits_row_avx2[vol->type];
+        F->J.cases64 = pmi_mc_cases64_avx2;
         if (F->vertex8) F->vertex8 = pmi_mc_vertex8_central;
     }
 #else

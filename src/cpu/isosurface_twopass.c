@@ -69,11 +69,11 @@ MC_POPCNT static void mc_count_cells(const mc_job *J, size_t r0, size_t r1, uint
             if (!act) continue;
             na += (uint64_t)mc_popc(act);
             uint8_t cs[64];
-            J->cases64(w, cs);
+            const int wide = mc_cases_wide(J, w, act, cs);
             while (act) {
                 unsigned b = (unsigned)__builtin_ctzll(act);
                 act &= act - 1;
-                nt += pmi_mc_tri_count[cs[b]];
+                nt += pmi_mc_tri_count[wide ? cs[b] : mc_case(w, b)];
             }
         }
     }
@@ -216,7 +216,7 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
             uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
             if (!act) continue;
             uint8_t cs64[64];
-            J->cases64(w, cs64);
+            const int wide = mc_cases_wide(J, w, act, cs64);
             if (!filled) {
                 for (int r4 = 0; r4 < 4; r4++) {
                     size_t jj = j + (r4 & 1);
@@ -233,7 +233,7 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
             while (act) {
                 unsigned b = (unsigned)__builtin_ctzll(act);
                 act &= act - 1;
-                unsigned cs = cs64[b], n = pmi_mc_tri_count[cs];
+                unsigned cs = wide ? cs64[b] : mc_case(w, b), n = pmi_mc_tri_count[cs];
                 const int8_t *tab = pmi_mc_tri_table[cs];
                 size_t i = x + b;
                 /* The caller's capacity: the triangles that fit, then stop. */
@@ -354,7 +354,6 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     pmi_mc_job_init(&T.J, vol, iso, opt);
     T.K = &pmi_mc_kernels[vol->type];
     T.vertex8_central = T.K->vertex8_central;
-    T.J.cases64 = mc_cases64;
 #if MC_AVX2
     if (avx2) {
         T.vertex8_central = pmi_mc_vertex8_central;
