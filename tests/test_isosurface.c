@@ -372,8 +372,8 @@ static pm_context *make_ctx(int threads)
 /* hook_set and path_has: test_common.h. */
 
 /* The CPU's path words: the forced ones under the hooks; by default the
- * AVX2 kernels where the CPU has them (the slab walk; the two-pass
- * extraction has none). Counts the extractions that ran. */
+ * AVX2 kernels where the CPU has them; the two-pass extraction's stores.
+ * Counts the extractions that ran. */
 static size_t cpu_slab_runs, cpu_twopass_runs;
 static void check_cpu_path(const pm_isosurface_report *r, int soup, const char *what)
 {
@@ -383,6 +383,15 @@ static void check_cpu_path(const pm_isosurface_report *r, int soup, const char *
     PMT_CHECK(path_has(r, "backend=cpu") && slab + twopass == 1, "%s: path \"%s\"", what, r->path);
     PMT_CHECK(soup == path_has(r, "soup=gather"), "%s: path \"%s\"", what, r->path);
     if (hook_set("twopass")) PMT_CHECK(twopass, "%s: hook twopass, path \"%s\"", what, r->path);
+    if (twopass) {
+        /* Streaming stores for large meshes (none here) and under the hook. */
+        int stream = path_has(r, "stores=stream"), cached = path_has(r, "stores=cached");
+        PMT_CHECK(stream + cached == 1, "%s: path \"%s\"", what, r->path);
+#if defined(__x86_64__)
+        PMT_CHECK(stream == hook_set("twopass"), "%s: hook twopass %d, path \"%s\"", what,
+                  hook_set("twopass"), r->path);
+#endif
+    }
     int avx2 = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
     avx2 = __builtin_cpu_supports("avx2") && !hook_set("scalar");

@@ -27,7 +27,8 @@ extern "C" {
 /* CPU marching cubes: the portable path of CPUs without AVX2. */
 #define PMI_HOOK_SCALAR 8u
 /* CPU marching cubes: the two-pass extraction (taken when the slab walk
- * declines). */
+ * declines), writing the mesh with streaming stores (taken for meshes of
+ * 64 MiB and more). */
 #define PMI_HOOK_TWOPASS 16u
 /* CUDA pm_collide: the level-by-level traversal (devices that cannot
  * launch the persistent kernel). */

@@ -12,6 +12,9 @@
  *                    and small volumes, whose surface is large for their
  *                    cell count), or cannot be allocated; test hook
  *                    "twopass" forces it;
+ *   stores=stream    (two-pass) the mesh written with streaming stores,
+ *                    for meshes of 64 MiB and more, and with test hook
+ *                    "twopass"; stores=cached for smaller ones;
  *   simd=avx2        the AVX2 kernels (isosurface_avx2.c): the slab walk's
  *                    inside bits, both extractions' vertices with central
  *                    normals, on x86-64 CPUs that have AVX2; simd=scalar
@@ -128,7 +131,7 @@ static pm_status mc_indexed(pm_context *ctx, const pm_volume *vol, double iso,
         if (st != PM_STATUS_UNSUPPORTED) return st;
     }
     *ran = MC_EXTRACT_TWOPASS;
-    return pmi_mc_twopass(ctx, vol, iso, opt, avx2, mesh);
+    return pmi_mc_twopass(ctx, vol, iso, opt, avx2, twopass, mesh);
 }
 
 /* A soup is the indexed mesh expanded: the vertex of a triangle corner is

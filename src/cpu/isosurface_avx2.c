@@ -3,6 +3,7 @@
  * vertices with central-difference normals eight at a time. Each computes
  * the same bits as the portable kernels of isosurface_kernel.h. */
 #include "core/mc_math.h"
+#include "core/mc_tables.h"
 #include "cpu/isosurface_internal.h"
 
 #if MC_AVX2
@@ -288,6 +289,37 @@ __attribute__((target("avx2"))) void pmi_mc_cases64_avx2(const uint64_t w[8], ui
     }
     _mm256_storeu_si256((__m256i *)cs, acc[0]);
     _mm256_storeu_si256((__m256i *)(cs + 32), acc[1]);
+}
+
+__attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
+                                                          const int32_t off[16], uint64_t act,
+                                                          const uint8_t cs[64], size_t x,
+                                                          uint32_t *out)
+{
+    /* Lane v's edge e picks off[e]: lanes 0-7 of lo for e < 8 (and for the
+     * -1 that pads a list, a valid address whose id nobody keeps), of hi
+     * for e >= 8. */
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)off);
+    const __m256i hi = _mm256_loadu_si256((const __m256i *)(off + 8));
+    const __m256i seven = _mm256_set1_epi32(7);
+    size_t nv = 0;
+    for (; act; act &= act - 1) {
+        const unsigned b = (unsigned)__builtin_ctzll(act), c = cs[b];
+        const __m128i tab = _mm_loadu_si128((const __m128i *)pmi_mc_tri_table[c]);
+        const __m256i i = _mm256_set1_epi32((int)(x + b));
+        const unsigned n = 3u * pmi_mc_tri_count[c];
+        for (unsigned h = 0; h < (n > 8 ? 2u : 1u); h++) {
+            const __m256i e = _mm256_cvtepi8_epi32(h ? _mm_srli_si128(tab, 8) : tab);
+            const __m256i o = _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(lo, e),
+                                                 _mm256_permutevar8x32_epi32(hi, e),
+                                                 _mm256_cmpgt_epi32(e, seven));
+            _mm256_storeu_si256((__m256i *)(out + nv + 8 * h),
+                                _mm256_i32gather_epi32((const int *)ids,
+                                                       _mm256_add_epi32(o, i), 4));
+        }
+        nv += n;
+    }
+    return nv;
 }
 
 /* x[l], y[l], z[l] of 4 lanes to o[3 l + 0..2]. */

@@ -17,6 +17,15 @@
 #define MC_AVX2 0
 #endif
 
+/* The corner ids of the triangles of cells x + b, b the bits of act in
+ * order, with case bytes cs[b], into out: corner v of cell i is
+ * ids[off[e] + i] for its edge e = pmi_mc_tri_table[case][v]. Returns the
+ * number of ids; out holds MC_TRIS64_STAGE (it may be written past the
+ * ids returned). */
+#define MC_TRIS64_STAGE (64 * 15 + 16)
+typedef size_t (*mc_tris64_fn)(const uint32_t *ids, const int32_t off[16], uint64_t act,
+                               const uint8_t cs[64], size_t x, uint32_t *out);
+
 /* The case bytes (mc_case) of 64 cells from their 8 corner words. */
 typedef void (*mc_cases64_fn)(const uint64_t w[8], uint8_t cs[64]);
 
@@ -155,9 +164,10 @@ static inline int mc_cases_wide(const mc_job *J, const uint64_t w[8], uint64_t a
 pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
                       const pm_isosurface_options *opt, int avx2, pm_mesh *mesh);
 /* The indexed mesh by the two-pass extraction (isosurface_twopass.c), with
- * the AVX2 vertex kernel when avx2 is set. */
+ * the AVX2 kernels when avx2 is set, and streaming stores for large
+ * meshes or when `stream` is set. */
 pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
-                         const pm_isosurface_options *opt, int avx2, pm_mesh *mesh);
+                         const pm_isosurface_options *opt, int avx2, int stream, pm_mesh *mesh);
 
 #if MC_AVX2
 /* isosurface_avx2.c: bits_row of each sample type with 8 to 32 compares at
@@ -166,6 +176,10 @@ extern const mc_bits_row_fn pmi_mc_bits_row_avx2[5];
 
 /* mc_cases64 of 64 cells at a time (every cell's byte, 2 x 32 lanes). */
 void pmi_mc_cases64_avx2(const uint64_t w[8], uint8_t cs[64]);
+
+/* mc_tris64_fn by gathers, 8 ids at a time. */
+size_t pmi_mc_tris64_avx2(const uint32_t *ids, const int32_t off[16], uint64_t act,
+                          const uint8_t cs[64], size_t x, uint32_t *out);
 
 /* vertex() with central normals for the 8 vertices V[0..7], bit for bit
  * as 4 calls of the kernel's vertex() (both extractions). */

@@ -5,6 +5,7 @@
  * count, scan, write. It needs memory only for the mask, the counts and the
  * mesh, so it takes the volumes whose slab arrays would pass the slab
  * walk's budget. The output is the same as the slab walk's, bit for bit. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 #include "core/mesh_out.h"
 #include "core/util.h"
 #include "cpu/isosurface_internal.h"
+#include "cpu/stream_store.h"
 
 /* 64 inside bits starting at logical point p (the array has a zero word of
  * padding at the end). */
@@ -95,7 +97,9 @@ MC_POPCNT static uint64_t mc_count_row(const mc_job *J, size_t L)
 
 /* Vertices read samples around both ends of an edge (gradients), lines
  * that pass 1 streamed through long ago: prefetching them for a row ahead
- * turns one dependent cache miss after another into overlapping ones. */
+ * turns one dependent cache miss after another into overlapping ones.
+ * A word of 64 points with crossings prefetches its span in each row that
+ * its gradients read. */
 static void mc_prefetch_row(const mc_job *J, size_t L)
 {
     if (L >= J->ny * J->nz) return;
@@ -109,39 +113,90 @@ static void mc_prefetch_row(const mc_job *J, size_t L)
         uint64_t m[3];
         mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
         uint64_t any = m[0] | m[1] | m[2];
-        while (any) {
-            unsigned b = (unsigned)__builtin_ctzll(any);
-            any &= any - 1;
-            const char *c = base + (x + b) * J->es;
-            __builtin_prefetch(c + lo_y);
-            __builtin_prefetch(c + lo_z);
-            __builtin_prefetch(c + hi_y);
-            __builtin_prefetch(c + hi_z);
-            if (m[1] >> b & 1) {
-                __builtin_prefetch(c + hi2_y);
-                __builtin_prefetch(c + hi_y + lo_z);
-                __builtin_prefetch(c + hi_y + hi_z);
-            }
-            if (m[2] >> b & 1) {
-                __builtin_prefetch(c + hi2_z);
-                __builtin_prefetch(c + hi_z + lo_y);
-                __builtin_prefetch(c + hi_z + hi_y);
-            }
+        /* Dense words come one after another: the hardware streams them. */
+        if (!any || __builtin_popcountll(any) > 16) continue;
+        /* Bytes from the first to the last point with a crossing. */
+        const char *c0 = base + (x + (size_t)__builtin_ctzll(any)) * J->es;
+        const char *c1 = base + (x + 63 - (size_t)__builtin_clzll(any)) * J->es;
+        ptrdiff_t off[10] = {lo_y, lo_z, hi_y, hi_z};
+        int n = 4;
+        if (m[1]) {
+            off[n++] = hi2_y;
+            off[n++] = hi_y + lo_z;
+            off[n++] = hi_y + hi_z;
         }
+        if (m[2]) {
+            off[n++] = hi2_z;
+            off[n++] = hi_z + lo_y;
+        }
+        if (m[1] | m[2]) off[n++] = hi_z + hi_y;
+        for (int r = 0; r < n; r++)
+            for (const char *c = c0; c < c1 + 64; c += 64)
+                __builtin_prefetch(c + off[r]);
     }
 }
 
-/* Pass 3: the vertices of lattice row L from slot voff[L] on, by point,
+/* mc_write_row's loop when the whole row fits the caller's capacity and
+ * normals are central: branch-free queueing (a point's x, y and z
+ * entries are written at np, np + X, np + X + Y, so the ones without a
+ * crossing are overwritten), vertex8 for every 8, vertex() for the rest. */
+static void mc_write_row8(const mc_job *J, size_t L, uint64_t id, const pmi_mesh_dest *D,
+                          mc_vertex_fn vertex, mc_vertex8_fn vertex8)
+{
+    const size_t j = L % J->ny, k = L / J->ny;
+    float *const P = D->positions, *const N = D->normals;
+    mc_pending pend[8 + 3];
+    for (int l = 0; l < 8 + 3; l++) {
+        pend[l].j = j;
+        pend[l].k = k;
+    }
+    int np = 0;
+    for (size_t x = 0; x < J->nx; x += 64) {
+        uint64_t m[3];
+        mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
+        uint64_t any = m[0] | m[1] | m[2];
+        while (any) {
+            const unsigned b = (unsigned)__builtin_ctzll(any);
+            any &= any - 1;
+            const unsigned X = (unsigned)(m[0] >> b & 1), Y = (unsigned)(m[1] >> b & 1);
+            mc_pending *v = pend + np;
+            for (int a = 0; a < 3; a++) {
+                v->i = x + b;
+                v->axis = a;
+                v->pos = P + 3 * id;
+                v->nrm = N + 3 * id;
+                const unsigned c = a == 0 ? X : a == 1 ? Y : (unsigned)(m[2] >> b & 1);
+                v += c;
+                id += c;
+            }
+            np = (int)(v - pend);
+            if (np >= 8) {
+                vertex8(J, pend);
+                np -= 8;
+                for (int l = 0; l < np; l++)
+                    pend[l] = pend[8 + l];
+            }
+        }
+    }
+    for (int l = 0; l < np; l++)
+        vertex(J, pend[l].i, j, k, pend[l].axis, pend[l].pos, pend[l].nrm);
+}
+
+/* Pass 3: the vertices of lattice row L, slots voff[L] to vend, by point,
  * then x, y, z edge; central normals eight at a time (vertex8). Slots past
  * the caller's capacity are skipped. */
-static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, const pmi_mesh_dest *D,
-                         mc_vertex_fn vertex, mc_vertex8_fn vertex8)
+static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, uint64_t vend,
+                         const pmi_mesh_dest *D, mc_vertex_fn vertex, mc_vertex8_fn vertex8)
 {
     uint64_t id = voff[L];
     size_t j = L % J->ny, k = L / J->ny;
+    mc_prefetch_row(J, L + 2);
+    if (vertex8 && vend <= D->vertex_limit) {
+        mc_write_row8(J, L, id, D, vertex, vertex8);
+        return;
+    }
     mc_pending pend[8];
     int np = 0;
-    mc_prefetch_row(J, L + 2);
     for (size_t x = 0; x < J->nx; x += 64) {
         uint64_t m[3];
         mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
@@ -200,23 +255,27 @@ static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_r
 
 /* Pass 3: the triangles of cell rows [r0, r1), the first being number t0;
  * a corner on edge e of cell i is the id of edge (axis, i + dx) of one of
- * the 4 lattice rows (R: this thread's scratch). Stops at the caller's
- * capacity. */
+ * the 4 lattice rows (R: this thread's scratch). A word's triangles are
+ * gathered in a stage (by tris64 when given) and copied out, streaming
+ * when `stream` is set. Stops at the caller's capacity. */
 MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint64_t t0,
-                                     const uint64_t *voff, const pmi_mesh_dest *D, mc_rowids *R)
+                                     const uint64_t *voff, const pmi_mesh_dest *D, mc_rowids *R,
+                                     mc_tris64_fn tris64, int stream)
 {
     uint64_t t = t0;
     for (int q = 0; q < 4; q++)
         R->filled[q] = SIZE_MAX;
     for (size_t r = r0; r < r1; r++) {
         size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
-        const uint32_t *base[12];
+        int32_t off[16] = {0};
         int filled = 0;
         for (size_t x = 0; x + 1 < J->nx; x += 64) {
             uint64_t w[8], act = mc_cell_words(J, j, k, x, w);
             if (!act) continue;
             uint8_t cs64[64];
-            const int wide = mc_cases_wide(J, w, act, cs64);
+            if (!mc_cases_wide(J, w, act, cs64))
+                for (uint64_t a = act; a; a &= a - 1)
+                    cs64[__builtin_ctzll(a)] = (uint8_t)mc_case(w, (unsigned)__builtin_ctzll(a));
             if (!filled) {
                 for (int r4 = 0; r4 < 4; r4++) {
                     size_t jj = j + (r4 & 1);
@@ -226,26 +285,30 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
                 for (int e = 0; e < 12; e++) {
                     int row = pmi_mc_edge_row[e];
                     size_t q = ((j + (row & 1)) & 1) + 2 * (size_t)(row >> 1);
-                    base[e] = R->ids + (3 * q + pmi_mc_edge_axis[e]) * R->row + pmi_mc_edge_dx[e];
+                    off[e] = (int32_t)((3 * q + pmi_mc_edge_axis[e]) * R->row) + pmi_mc_edge_dx[e];
                 }
                 filled = 1;
             }
-            while (act) {
-                unsigned b = (unsigned)__builtin_ctzll(act);
-                act &= act - 1;
-                unsigned cs = wide ? cs64[b] : mc_case(w, b), n = pmi_mc_tri_count[cs];
-                const int8_t *tab = pmi_mc_tri_table[cs];
-                size_t i = x + b;
-                /* The caller's capacity: the triangles that fit, then stop. */
-                if (t >= D->tri_limit) return;
-                int last = t + n > D->tri_limit;
-                if (last) n = (unsigned)(D->tri_limit - t);
-                uint32_t *out = D->indices + 3 * t;
-                for (unsigned v = 0; v < 3 * n; v++)
-                    out[v] = base[tab[v]][i];
-                t += n;
-                if (last) return;
-            }
+            uint32_t stage[MC_TRIS64_STAGE];
+            size_t nv = 0;
+            if (tris64)
+                nv = tris64(R->ids, off, act, cs64, x, stage);
+            else
+                for (; act; act &= act - 1) {
+                    unsigned b = (unsigned)__builtin_ctzll(act), cs = cs64[b];
+                    const int8_t *tab = pmi_mc_tri_table[cs];
+                    for (unsigned v = 0; v < 3u * pmi_mc_tri_count[cs]; v++)
+                        stage[nv++] = R->ids[off[tab[v]] + x + b];
+                }
+            /* The caller's capacity: the triangles that fit, then stop. */
+            uint64_t n = nv / 3, room = t < D->tri_limit ? D->tri_limit - t : 0;
+            uint64_t m = n < room ? n : room;
+            if (stream)
+                pmi_stream_copy32(D->indices + 3 * t, stage, 3 * m);
+            else
+                memcpy(D->indices + 3 * t, stage, 12 * m);
+            if (n > room) return;
+            t += n;
         }
     }
 }
@@ -266,12 +329,15 @@ typedef struct mc_twopass {
     mc_job J;
     const mc_kernels *K;
     mc_vertex8_fn vertex8_central; /* K's, or the AVX2 one */
+    mc_tris64_fn tris64;           /* NULL, or the AVX2 one */
     int threads, par;
+    int stream; /* the mesh is written with streaming stores */
     size_t lattice_rows, cell_rows, brows, nblocks;
     uint64_t *bits;    /* inside mask */
     uint64_t *btri;    /* per block: triangles, then the first triangle */
     uint64_t *bact;    /* per block: active cells */
     uint64_t *voff;    /* per lattice row: owned crossings, then the first vertex */
+    uint64_t nvert;    /* vertices of the mesh */
     uint32_t *scratch; /* per thread: the ids of mc_rowids */
 } mc_twopass;
 
@@ -328,7 +394,8 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
             D->normals && J->normals == PM_NORMALS_CENTRAL ? T->vertex8_central : NULL;
 #pragma omp for schedule(dynamic, 64) nowait
         for (size_t L = 0; L < T->lattice_rows; L++)
-            mc_write_row(J, L, T->voff, D, T->K->vertex, v4);
+            mc_write_row(J, L, T->voff, L + 1 < T->lattice_rows ? T->voff[L + 1] : T->nvert, D,
+                         T->K->vertex, v4);
         if (D->indices) {
             int tid = 0;
 #ifdef _OPENMP
@@ -340,14 +407,15 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 #pragma omp for schedule(dynamic, 1)
             for (size_t b = 0; b < T->nblocks; b++) {
                 size_t r1 = (b + 1) * brows < cell_rows ? (b + 1) * brows : cell_rows;
-                mc_write_cells(J, b * brows, r1, T->btri[b], T->voff, D, &R);
+                mc_write_cells(J, b * brows, r1, T->btri[b], T->voff, D, &R, T->tris64, T->stream);
             }
         }
+        pmi_stream_fence();
     }
 }
 
 pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
-                         const pm_isosurface_options *opt, int avx2, pm_mesh *mesh)
+                         const pm_isosurface_options *opt, int avx2, int stream, pm_mesh *mesh)
 {
     mc_twopass T;
     memset(&T, 0, sizeof T);
@@ -358,6 +426,8 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     if (avx2) {
         T.vertex8_central = pmi_mc_vertex8_central;
         T.J.cases64 = pmi_mc_cases64_avx2;
+        /* Its gathers take 32-bit offsets into the 12 rows of ids. */
+        if (T.J.nx <= INT32_MAX / 16) T.tris64 = pmi_mc_tris64_avx2;
     }
 #else
     (void)avx2;
@@ -388,9 +458,12 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     T.J.bits = T.bits;
     uint64_t nvert, ntri, nact;
     mc_twopass_count(&T, &nvert, &ntri, &nact);
+    T.nvert = nvert;
     pmi_mesh_dest D;
     st = pmi_mesh_prepare(ctx, opt, 1, nvert, ntri, nact, mesh, &D);
     if (st != PM_STATUS_OK && st != PM_STATUS_TRUNCATED) goto done;
+    T.stream = PMI_STREAM_STORES && (stream || pmi_stream_wanted(nvert, ntri, D.normals != NULL));
+    pmi_report_path(opt->report, "stores", T.stream ? "stream" : "cached");
     double t1 = timed ? pmi_now_ms() : 0.0;
     mc_twopass_write(&T, &D);
     pmi_report_stage(opt->report, 0, "count", t1 - t0);
