@@ -267,6 +267,70 @@ MC_GATHER4(double, f64)
 #undef MC_GATHER4
 #undef MC_GATHER4_FAST
 
+/* The bits of a 64-bit word as 64 bytes of 0 or -1, bit b in byte b of
+ * half b / 32: each byte lane picks its word byte (shuffle) and tests its
+ * bit. */
+static const char mc_byte_of_lane[2][32] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
+
+__attribute__((target("avx2"))) static inline void mc_bit_bytes(uint64_t w, __m256i out[2])
+{
+    const __m256i sel = _mm256_set1_epi64x(0x8040201008040201ll);
+    const __m256i v = _mm256_set1_epi64x((long long)w);
+    for (int h = 0; h < 2; h++) {
+        const __m256i ctl = _mm256_loadu_si256((const __m256i *)mc_byte_of_lane[h]);
+        out[h] = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, ctl), sel), sel);
+    }
+}
+
+/* 8 bytes of b (from byte 8 q on) plus id, as 8 words, to o. */
+__attribute__((target("avx2"))) static inline void mc_store_ids8(__m256i b, int q, __m256i id,
+                                                                 uint32_t *o)
+{
+    __m128i h = q < 2 ? _mm256_castsi256_si128(b) : _mm256_extracti128_si256(b, 1);
+    if (q & 1) h = _mm_srli_si128(h, 8);
+    _mm256_storeu_si256((__m256i *)o, _mm256_add_epi32(_mm256_cvtepu8_epi32(h), id));
+}
+
+__attribute__((target("avx2"))) void pmi_mc_ids64_avx2(const uint64_t m[3], uint32_t id,
+                                                        uint32_t *o, size_t row)
+{
+    /* Crossings per point (0-3), then their exclusive prefix sum (at most
+     * 189, a byte): in 16-byte lanes by shifts, then the lanes' totals
+     * carried up. */
+    __m256i bx[2], by[2], bz[2], ex[2];
+    mc_bit_bytes(m[0], bx);
+    mc_bit_bytes(m[1], by);
+    mc_bit_bytes(m[2], bz);
+    __m256i carry = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        const __m256i c = _mm256_sub_epi8(_mm256_setzero_si256(),
+                                          _mm256_add_epi8(_mm256_add_epi8(bx[h], by[h]), bz[h]));
+        __m256i s = c;
+        s = _mm256_add_epi8(s, _mm256_slli_si256(s, 1));
+        s = _mm256_add_epi8(s, _mm256_slli_si256(s, 2));
+        s = _mm256_add_epi8(s, _mm256_slli_si256(s, 4));
+        s = _mm256_add_epi8(s, _mm256_slli_si256(s, 8));
+        /* Each 16-byte lane's total in all its bytes; lane 0's to lane 1. */
+        const __m256i tot = _mm256_shuffle_epi8(s, _mm256_set1_epi8(15));
+        s = _mm256_add_epi8(s, _mm256_permute2x128_si256(tot, tot, 0x08));
+        s = _mm256_add_epi8(s, carry);
+        carry = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(s, _mm256_set1_epi8(15)), 0xff);
+        ex[h] = _mm256_sub_epi8(s, c);
+    }
+    const __m256i vid = _mm256_set1_epi32((int)id);
+    for (int h = 0; h < 2; h++) {
+        const __m256i ey = _mm256_sub_epi8(ex[h], bx[h]), ez = _mm256_sub_epi8(ey, by[h]);
+        for (int q = 0; q < 4; q++) {
+            uint32_t *p = o + 32 * h + 8 * q;
+            mc_store_ids8(ex[h], q, vid, p);
+            mc_store_ids8(ey, q, vid, p + row);
+            mc_store_ids8(ez, q, vid, p + 2 * row);
+        }
+    }
+}
+
 /* Bit k of case byte b is bit b of corner word w[order[k]] (mc_case): per
  * corner, from the highest bit down, each byte lane picks its word byte
  * (shuffle), tests its bit and doubles the sum so far plus the bit. */

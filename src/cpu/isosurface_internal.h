@@ -26,6 +26,12 @@
 typedef size_t (*mc_tris64_fn)(const uint32_t *ids, const int32_t off[16], uint64_t act,
                                const uint8_t cs[64], size_t x, uint32_t *out);
 
+/* The ids of the crossings of 64 lattice points, m[0..2] their x, y and
+ * z edges' masks, numbered by point, then x, y, z edge from id: o[b],
+ * o[row + b] and o[2 row + b] for every b < 64 (those without a crossing
+ * get values nobody reads). */
+typedef void (*mc_ids64_fn)(const uint64_t m[3], uint32_t id, uint32_t *o, size_t row);
+
 /* The case bytes (mc_case) of 64 cells from their 8 corner words. */
 typedef void (*mc_cases64_fn)(const uint64_t w[8], uint8_t cs[64]);
 
@@ -176,6 +182,9 @@ extern const mc_bits_row_fn pmi_mc_bits_row_avx2[5];
 
 /* mc_cases64 of 64 cells at a time (every cell's byte, 2 x 32 lanes). */
 void pmi_mc_cases64_avx2(const uint64_t w[8], uint8_t cs[64]);
+
+/* mc_ids64_fn by a byte-wide prefix sum of the crossings per point. */
+void pmi_mc_ids64_avx2(const uint64_t m[3], uint32_t id, uint32_t *o, size_t row);
 
 /* mc_tris64_fn by gathers, 8 ids at a time. */
 size_t pmi_mc_tris64_avx2(const uint32_t *ids, const int32_t off[16], uint64_t act,

@@ -228,8 +228,9 @@ flush:
  * j + 1 are the next cell row's rows j. */
 typedef struct mc_rowids {
     uint32_t *ids;
-    size_t row;       /* ids per axis and slot: nx */
+    size_t row;       /* ids per axis and slot: nx rounded up to 64 */
     size_t filled[4]; /* lattice row in each slot, SIZE_MAX: none */
+    mc_ids64_fn ids64; /* NULL, or the AVX2 one */
 } mc_rowids;
 
 /* Slot q := the ids of the crossing edges of lattice row L (by point,
@@ -245,6 +246,12 @@ static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_r
         uint64_t m[3];
         mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
         uint64_t any = m[0] | m[1] | m[2];
+        if (R->ids64 && any) {
+            R->ids64(m, (uint32_t)id, ids + x, R->row);
+            id += (uint64_t)(__builtin_popcountll(m[0]) + __builtin_popcountll(m[1]) +
+                             __builtin_popcountll(m[2]));
+            continue;
+        }
         while (any) {
             unsigned b = (unsigned)__builtin_ctzll(any);
             any &= any - 1;
@@ -330,6 +337,8 @@ typedef struct mc_twopass {
     const mc_kernels *K;
     mc_vertex8_fn vertex8_central; /* K's, or the AVX2 one */
     mc_tris64_fn tris64;           /* NULL, or the AVX2 one */
+    mc_ids64_fn ids64;             /* NULL, or the AVX2 one */
+    size_t id_row;                 /* ids per axis and row of mc_rowids */
     int threads, par;
     int stream; /* the mesh is written with streaming stores */
     size_t lattice_rows, cell_rows, brows, nblocks;
@@ -402,8 +411,9 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
             tid = omp_get_thread_num();
 #endif
             mc_rowids R;
-            R.row = J->nx;
+            R.row = T->id_row;
             R.ids = T->scratch + (size_t)tid * 12 * R.row;
+            R.ids64 = T->ids64;
 #pragma omp for schedule(dynamic, 1)
             for (size_t b = 0; b < T->nblocks; b++) {
                 size_t r1 = (b + 1) * brows < cell_rows ? (b + 1) * brows : cell_rows;
@@ -428,6 +438,7 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
         T.J.cases64 = pmi_mc_cases64_avx2;
         /* Its gathers take 32-bit offsets into the 12 rows of ids. */
         if (T.J.nx <= INT32_MAX / 16) T.tris64 = pmi_mc_tris64_avx2;
+        T.ids64 = pmi_mc_ids64_avx2;
     }
 #else
     (void)avx2;
@@ -447,7 +458,8 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     T.btri = calloc(T.nblocks + 1, sizeof(uint64_t));
     T.bact = calloc(T.nblocks + 1, sizeof(uint64_t));
     T.voff = malloc(sizeof(uint64_t) * T.lattice_rows);
-    T.scratch = malloc(sizeof(uint32_t) * 12 * T.J.nx * (size_t)T.threads);
+    T.id_row = (T.J.nx + 63) & ~(size_t)63; /* ids64 writes whole words */
+    T.scratch = malloc(sizeof(uint32_t) * 12 * T.id_row * (size_t)T.threads);
     pm_status st;
     if (!T.bits || !T.btri || !T.bact || !T.voff || !T.scratch) {
         st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
