@@ -173,6 +173,24 @@ typedef struct mc_v4 {
     __m256d lo, hi, q[3], gh[2][3], gl[2][3], gw[2][3];
 } mc_v4;
 
+/* The lattice coordinates of 4 vertices as doubles, converted as signed
+ * integers (one instruction each; coordinates are far below 2^63): lanes
+ * of one lattice row (vertices come in row order, so the first and last
+ * share it) get j and k broadcast. */
+__attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending *V, __m256d q[3])
+{
+#define MC_D(v) ((double)(int64_t)(v))
+    q[0] = _mm256_set_pd(MC_D(V[3].i), MC_D(V[2].i), MC_D(V[1].i), MC_D(V[0].i));
+    if (V[0].j == V[3].j && V[0].k == V[3].k) {
+        q[1] = _mm256_set1_pd(MC_D(V[0].j));
+        q[2] = _mm256_set1_pd(MC_D(V[0].k));
+    } else {
+        q[1] = _mm256_set_pd(MC_D(V[3].j), MC_D(V[2].j), MC_D(V[1].j), MC_D(V[0].j));
+        q[2] = _mm256_set_pd(MC_D(V[3].k), MC_D(V[2].k), MC_D(V[1].k), MC_D(V[0].k));
+    }
+#undef MC_D
+}
+
 /* The fast gather: every lane's two ends lie inside the volume, so the
  * differences are central (span 2) at fixed offsets. Returns 0, with
  * nothing read, when a lane has an end on the volume's border. */
@@ -194,9 +212,7 @@ typedef struct mc_v4 {
         const T *d = (const T *)J->data;                                                           \
         o->lo = LOAD4(d, c0[0], c0[1], c0[2], c0[3]);                                              \
         o->hi = LOAD4(d, c1[0], c1[1], c1[2], c1[3]);                                              \
-        o->q[0] = _mm256_set_pd((double)V[3].i, (double)V[2].i, (double)V[1].i, (double)V[0].i);   \
-        o->q[1] = _mm256_set_pd((double)V[3].j, (double)V[2].j, (double)V[1].j, (double)V[0].j);   \
-        o->q[2] = _mm256_set_pd((double)V[3].k, (double)V[2].k, (double)V[1].k, (double)V[0].k);   \
+        mc_lattice4(V, o->q);                                                                      \
         for (int a = 0; a < 3; a++) {                                                              \
             const ptrdiff_t s = (ptrdiff_t)st[a];                                                  \
             o->gh[0][a] = LOAD4(d, c0[0] + s, c0[1] + s, c0[2] + s, c0[3] + s);                    \
@@ -232,7 +248,7 @@ typedef struct mc_v4 {
             lo[l] = (double)*c0;                                                                   \
             hi[l] = (double)*c1;                                                                   \
             for (int a = 0; a < 3; a++) {                                                          \
-                q[a][l] = (double)p[a];                                                            \
+                q[a][l] = (double)(int64_t)p[a];                                                   \
                 for (int e = 0; e < 2; e++) {                                                      \
                     const size_t pa = p[a] + (size_t)(e && a == ax);                               \
                     const size_t up = pa + 1 < n[a], dn = pa > 0;                                  \
