@@ -495,6 +495,13 @@ static void test_metaimage(void)
     snprintf(hdr, sizeof hdr, "%sElementType = MET_SHORT\nElementDataFile = missing.raw\n", common);
     write_file(path_in("missing.mhd"), hdr, strlen(hdr));
     expect_fail(path_in("missing.mhd"), PM_STATUS_IO_ERROR, "ElementDataFile", "missing data");
+    /* A HeaderSize past the end of the detached file: the message names
+     * that file (the reader's path outlives the open). */
+    snprintf(hdr, sizeof hdr,
+             "%sHeaderSize = 100000\nElementType = MET_UINT\nElementDataFile = detached.raw\n",
+             common);
+    write_file(path_in("skip.mhd"), hdr, strlen(hdr));
+    expect_fail(path_in("skip.mhd"), PM_STATUS_PARSE_ERROR, "detached.raw", "HeaderSize past the data");
     snprintf(hdr, sizeof hdr,
              "%sTransformMatrix = 0.8 0.6 0 -0.6 0.8 0 0 0 1\n"
              "ElementType = MET_UCHAR\nElementDataFile = LOCAL\n",

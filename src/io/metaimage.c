@@ -231,20 +231,25 @@ static pm_status read_samples(pmi_reader *r, const mha_header *h, const size_t d
     return s;
 }
 
-/* Opens the detached data file (if any) and positions it at the data. */
-static pm_status open_data(const char *path, const mha_header *h, pmi_reader *dr, int *opened)
+/* Opens the detached data file (if any) and positions it at the data. The
+ * reader keeps pointing at *dpath for its messages: the caller frees it
+ * after closing the reader. */
+static pm_status open_data(const char *path, const mha_header *h, pmi_reader *dr, int *opened,
+                           char **dpath)
 {
-    char *dpath = pmi_sibling_path(path, h->data_file);
-    if (!dpath) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
-    pm_status s = pmi_reader_open(dr, dpath);
-    free(dpath);
+    *dpath = pmi_sibling_path(path, h->data_file);
+    if (!*dpath) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
+    pm_status s = pmi_reader_open(dr, *dpath);
+    if (s == PM_STATUS_OK) {
+        *opened = 1;
+        if (h->header_size > 0) s = pmi_skip_bytes(dr, (uint64_t)h->header_size, "HeaderSize");
+    }
     if (s != PM_STATUS_OK) {
+        /* Name the header too: its HeaderSize may be what is wrong. */
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", pm_last_error());
         return pmi_error(s, "%s: ElementDataFile: %s", path, msg);
     }
-    *opened = 1;
-    if (h->header_size > 0) return pmi_skip_bytes(dr, (uint64_t)h->header_size, "HeaderSize");
     return PM_STATUS_OK;
 }
 
@@ -261,6 +266,7 @@ pm_status pmi_mha_read(const char *path, size_t max_memory_bytes, pm_volume *out
     pmi_reader hr, dr;
     int opened = 0;
     void *data = NULL;
+    char *dpath = NULL;
     size_t bytes = 0, dims[3];
     pm_status s = pmi_reader_open(&hr, path);
     if (s != PM_STATUS_OK) return s;
@@ -280,7 +286,7 @@ pm_status pmi_mha_read(const char *path, size_t max_memory_bytes, pm_volume *out
         }
         dims[a] = (size_t)h.dims[a];
     }
-    if (h.data_file && (s = open_data(path, &h, &dr, &opened)) != PM_STATUS_OK) goto done;
+    if (h.data_file && (s = open_data(path, &h, &dr, &opened, &dpath)) != PM_STATUS_OK) goto done;
     if ((s = read_samples(opened ? &dr : &hr, &h, dims, max_memory_bytes, &data, &bytes)) !=
         PM_STATUS_OK) {
         if (opened) {
@@ -316,6 +322,7 @@ done:
     free(data);
     free(h.data_file);
     if (opened) pmi_reader_close(&dr);
+    free(dpath);
     pmi_reader_close(&hr);
     return s;
 }
