@@ -274,6 +274,10 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
         R->filled[q] = SIZE_MAX;
     for (size_t r = r0; r < r1; r++) {
         size_t j = r % (J->ny - 1), k = r / (J->ny - 1);
+        /* Edge e's ids at ids + offp[e] (+ the cell); tris64's gathers
+         * take them as 32-bit offsets (off), which pmi_mc_twopass allows
+         * only for rows short enough. */
+        ptrdiff_t offp[12] = {0};
         int32_t off[16] = {0};
         int filled = 0;
         for (size_t x = 0; x + 1 < J->nx; x += 64) {
@@ -292,7 +296,9 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
                 for (int e = 0; e < 12; e++) {
                     int row = pmi_mc_edge_row[e];
                     size_t q = ((j + (row & 1)) & 1) + 2 * (size_t)(row >> 1);
-                    off[e] = (int32_t)((3 * q + pmi_mc_edge_axis[e]) * R->row) + pmi_mc_edge_dx[e];
+                    offp[e] = (ptrdiff_t)((3 * q + pmi_mc_edge_axis[e]) * R->row) +
+                              pmi_mc_edge_dx[e];
+                    off[e] = tris64 ? (int32_t)offp[e] : 0;
                 }
                 filled = 1;
             }
@@ -305,7 +311,7 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
                     unsigned b = (unsigned)__builtin_ctzll(act), cs = cs64[b];
                     const int8_t *tab = pmi_mc_tri_table[cs];
                     for (unsigned v = 0; v < 3u * pmi_mc_tri_count[cs]; v++)
-                        stage[nv++] = R->ids[off[tab[v]] + x + b];
+                        stage[nv++] = R->ids[offp[tab[v]] + (ptrdiff_t)(x + b)];
                 }
             /* The caller's capacity: the triangles that fit, then stop. */
             uint64_t n = nv / 3, room = t < D->tri_limit ? D->tri_limit - t : 0;
