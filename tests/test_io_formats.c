@@ -501,7 +501,8 @@ static void test_metaimage(void)
              "%sHeaderSize = 100000\nElementType = MET_UINT\nElementDataFile = detached.raw\n",
              common);
     write_file(path_in("skip.mhd"), hdr, strlen(hdr));
-    expect_fail(path_in("skip.mhd"), PM_STATUS_PARSE_ERROR, "detached.raw", "HeaderSize past the data");
+    expect_fail(path_in("skip.mhd"), PM_STATUS_PARSE_ERROR, "detached.raw",
+                "HeaderSize past the data");
     snprintf(hdr, sizeof hdr,
              "%sTransformMatrix = 0.8 0.6 0 -0.6 0.8 0 0 0 1\n"
              "ElementType = MET_UCHAR\nElementDataFile = LOCAL\n",

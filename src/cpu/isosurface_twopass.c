@@ -228,8 +228,8 @@ flush:
  * j + 1 are the next cell row's rows j. */
 typedef struct mc_rowids {
     uint32_t *ids;
-    size_t row;       /* ids per axis and slot: nx rounded up to 64 */
-    size_t filled[4]; /* lattice row in each slot, SIZE_MAX: none */
+    size_t row;        /* ids per axis and slot: nx rounded up to 64 */
+    size_t filled[4];  /* lattice row in each slot, SIZE_MAX: none */
     mc_ids64_fn ids64; /* NULL, or the AVX2 one */
 } mc_rowids;
 
@@ -296,8 +296,8 @@ MC_POPCNT static void mc_write_cells(const mc_job *J, size_t r0, size_t r1, uint
                 for (int e = 0; e < 12; e++) {
                     int row = pmi_mc_edge_row[e];
                     size_t q = ((j + (row & 1)) & 1) + 2 * (size_t)(row >> 1);
-                    offp[e] = (ptrdiff_t)((3 * q + pmi_mc_edge_axis[e]) * R->row) +
-                              pmi_mc_edge_dx[e];
+                    offp[e] =
+                        (ptrdiff_t)((3 * q + pmi_mc_edge_axis[e]) * R->row) + pmi_mc_edge_dx[e];
                     off[e] = tris64 ? (int32_t)offp[e] : 0;
                 }
                 filled = 1;

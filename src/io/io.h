@@ -26,7 +26,9 @@ typedef struct pmi_reader {
 } pmi_reader;
 
 /* Opens a regular file for reading. Directories, missing and unreadable
- * files are PM_STATUS_IO_ERROR naming the path. */
+ * files are PM_STATUS_IO_ERROR naming the path. The reader keeps `path`
+ * (not a copy) for its messages: it must stay valid until
+ * pmi_reader_close. */
 pm_status pmi_reader_open(pmi_reader *r, const char *path);
 void pmi_reader_close(pmi_reader *r);
 /* Byte offset of the next unread byte, and how many bytes follow it. */
