@@ -23,7 +23,6 @@
 #include "test_common.h"
 #include "test_volumes.h"
 
-
 /* The path a CUDA extraction of v must take (docs/cuda_isosurface.md):
  * pass 1 by the direct classification up to 2^23 points (rows of at most
  * 2048 points, every type but f64, not under the stream hook), else
@@ -34,7 +33,20 @@
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
 #define PMT_DIRECT_MAX ((size_t)1 << 23)
-static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs;
+static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
+    chunk128_runs;
+
+/* The streaming classification's chunk width: 128 points (bands of 63
+ * rows) where that takes at least 10% fewer lanes per slice than 256
+ * points (bands of 31 rows). */
+static int stream_chunk(const pm_volume *v)
+{
+    const double lanes8 =
+                     (double)((v->nx + 255) / 256) * 256.0 * (double)((v->ny + 30) / 31) * 32.0,
+                 lanes4 =
+                     (double)((v->nx + 127) / 128) * 128.0 * (double)((v->ny + 62) / 63) * 64.0;
+    return lanes4 < 0.9 * lanes8 ? 128 : 256;
+}
 static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_volume *v, int soup,
                        int async, const char *what)
 {
@@ -57,6 +69,12 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     else
         PMT_CHECK(!strstr(r->path, "states="), "%s: path \"%s\"", what, r->path);
     zeroed_runs += path_has(r, "states=zeroed");
+    if (stream)
+        PMT_CHECK(path_has(r, stream_chunk(v) == 128 ? "chunk=128" : "chunk=256"),
+                  "%s: %zu x %zu rows, path \"%s\"", what, v->nx, v->ny, r->path);
+    else
+        PMT_CHECK(!strstr(r->path, "chunk="), "%s: path \"%s\"", what, r->path);
+    chunk128_runs += path_has(r, "chunk=128");
     if (!stream && !direct && mask_bytes < ((size_t)4 << 20))
         PMT_CHECK(path_has(r, "classify=batched"), "%s: path \"%s\"", what, r->path);
     if (!stream && !direct && mask_bytes > ((size_t)512 << 20))
@@ -142,8 +160,8 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
      * does not fit, or the novroom hook: the two passes. */
     if (pm_context_device(ctx) == PM_DEVICE_CUDA) {
         const char *w = !over && !hook_set("novroom") ? "wait=one" : "wait=two";
-        PMT_CHECK(path_has(&rep, w), "capacity %zu/%zu: path \"%s\", want %s", vcap, tcap,
-                  rep.path, w);
+        PMT_CHECK(path_has(&rep, w), "capacity %zu/%zu: path \"%s\", want %s", vcap, tcap, rep.path,
+                  w);
     }
     size_t wv = nv < vcap ? nv : vcap, wt = nt < tcap ? nt : tcap;
     if (mode == PM_MESH_SOUP) {
@@ -489,18 +507,18 @@ static void test_types(pm_context *gpu)
     pm_context_destroy(cpu);
 }
 
-/* Shapes for the streaming classification (256-point chunks of rows,
- * bands of 31 rows): a last chunk of 16 points, bands cut after 2 rows or
- * none, padded rows and slices, both inside sides, every type but f64. */
+/* Shapes for the streaming classification (256-point chunks of rows and
+ * bands of 31 rows, or 128-point chunks and bands of 63 rows: the chunk
+ * widths in brackets): a last chunk of 16 points [128], bands cut after 2
+ * rows or none [128, 256], a last band of 7 rows or 1 row [128], padded
+ * rows and slices, both inside sides, every type but f64. */
 static void test_stream_shapes(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
     static const size_t shapes[][5] = {
         /* nx, ny, nz, extra row stride, extra slice stride (samples) */
-        {272, 33, 11, 0, 0},
-        {48, 62, 9, 0, 0},
-        {16, 31, 7, 16, 32},
-        {528, 5, 6, 32, 16}};
+        {272, 33, 11, 0, 0}, {48, 62, 9, 0, 0},  {16, 31, 7, 16, 32},
+        {528, 5, 6, 32, 16}, {40, 70, 8, 8, 16}, {100, 127, 5, 0, 0}};
     for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
         size_t rs = shapes[c][0] + shapes[c][3], ss = rs * shapes[c][1] + shapes[c][4];
         types_match(cpu, gpu, shapes[c][0], shapes[c][1], shapes[c][2], rs, ss, PM_SAMPLE_F32,
@@ -536,6 +554,8 @@ static void test_size_paths(pm_context *gpu)
     types_match(cpu, gpu, 2048, 124, 132, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
                 0.0, 100.25);
     types_match(cpu, gpu, 260, 255, 258, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0,
+                100.25);
+    types_match(cpu, gpu, 384, 100, 250, 384, 384 * 100, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
     types_match(cpu, gpu, 128, 40, 30, 128, 128 * 40, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0,
                 100.25);
@@ -674,8 +694,9 @@ static void test_capture(void)
     const size_t n = 72, np = n * n * n;
     float *h[N];
     for (int k = 0; k < N; k++) {
-        double *f = pmt_field_f64(k == 0 ? PMT_FIELD_CAYLEY : k == 1 ? PMT_FIELD_SPHERE
-                                                                      : PMT_FIELD_TORUS,
+        double *f = pmt_field_f64(k == 0   ? PMT_FIELD_CAYLEY
+                                  : k == 1 ? PMT_FIELD_SPHERE
+                                           : PMT_FIELD_TORUS,
                                   n, n, n, 0.4 + 0.1 * k, 0.2);
         h[k] = pmt_convert(f, n, n, n, PM_SAMPLE_F32, 0, 0);
         free(f);
@@ -750,8 +771,7 @@ static void test_capture(void)
                               hc.num_triangles == r->num_triangles &&
                               hc.active_cells == r->active_cells,
                           "capture replay %d of volume %d (%s): counts %llu/%llu, want %zu/%zu",
-                          round, k, mode ? "soup" : "indexed",
-                          (unsigned long long)hc.num_vertices,
+                          round, k, mode ? "soup" : "indexed", (unsigned long long)hc.num_vertices,
                           (unsigned long long)hc.num_triangles, r->num_vertices, r->num_triangles);
                 float *gp = pmt_to_host(c, pos, 12 * r->num_vertices);
                 float *gn = pmt_to_host(c, nrm, 12 * r->num_vertices);
@@ -813,6 +833,11 @@ int main(int argc, char **argv)
          * larger ones of test_size_paths streamed); the stream hook takes
          * every volume that the direct one would to the streaming one. */
         PMT_CHECK(stream_runs > 0, "pass1=stream never ran");
+        /* Both chunk widths: the f32 and i16 volumes of test_size_paths
+         * take 256 and 128 points. */
+        PMT_CHECK(chunk128_runs > 0 && chunk128_runs < stream_runs,
+                  "streamed %zu times, %zu of them in 128-point chunks", stream_runs,
+                  chunk128_runs);
         if (hook_set("stream"))
             PMT_CHECK(direct_runs == 0, "hook stream: pass1=direct ran %zu times", direct_runs);
         else
@@ -826,8 +851,8 @@ int main(int argc, char **argv)
                       "hook epochs: %zu of %zu direct runs zeroed the states", zeroed_runs,
                       direct_runs);
         else if (direct_runs > 0)
-            PMT_CHECK(zeroed_runs < direct_runs / 2,
-                      "%zu of %zu direct runs zeroed the states", zeroed_runs, direct_runs);
+            PMT_CHECK(zeroed_runs < direct_runs / 2, "%zu of %zu direct runs zeroed the states",
+                      zeroed_runs, direct_runs);
         if (hook_set("search")) PMT_CHECK(search_runs > 0, "hook search: never pass2=search");
         if (hook_set("novroom"))
             PMT_CHECK(novroom_runs > 0, "hook novroom: never soup=cells-fallback");

@@ -181,6 +181,8 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup s
                                                   : "bitmask");
     if (pl.pass1 == MC_PASS1_BITMASK)
         pmi_report_path(r, "classify", pl.cls == MC_CLS_BATCHED ? "batched" : "perword");
+    /* The streaming classification's chunk width (points per segment). */
+    if (pl.pass1 == MC_PASS1_STREAM) pmi_report_path(r, "chunk", pl.sg.cshift == 7 ? "128" : "256");
     /* The direct classification's tile states: the call's own, cleared
      * (under stream capture), or the context's, zeroed before this call (a
      * context's first, a larger volume, or the epochs wrapped) or kept
@@ -435,8 +437,8 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
             ls = pmi_cuda_copy_host(ctx, dest.normals, j.nrm, (size_t)nv_w * 3 * sizeof(float), 1,
                                     what);
         if (ls == PM_STATUS_OK && nt_w)
-            ls = pmi_cuda_copy_host(ctx, dest.indices, j.idx,
-                                    (size_t)nt_w * 3 * sizeof(uint32_t), 1, what);
+            ls = pmi_cuda_copy_host(ctx, dest.indices, j.idx, (size_t)nt_w * 3 * sizeof(uint32_t),
+                                    1, what);
     }
     mc_event(ev, MC_EV_END, s);
     /* The records live in the scratch arena, which the next call may
@@ -505,8 +507,8 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
         memcpy(&c, (const void *)&st->host[PMI_HOST_COUNTS], sizeof c);
         if (c.flags == 0) {
             pmi_mesh_dest dest;
-            pm_status ps = pmi_mesh_prepare(ctx, opt, pl.indexed, c.num_vertices,
-                                            c.num_triangles, c.active_cells, mesh, &dest);
+            pm_status ps = pmi_mesh_prepare(ctx, opt, pl.indexed, c.num_vertices, c.num_triangles,
+                                            c.active_cells, mesh, &dest);
             pmi_report_path(opt->report, "wait", "one");
             return ps;
         }
@@ -672,7 +674,7 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
         PMI_TRY(mc_pass1_launch(ctx, win, pl, rec_cap, sizeof w, &p1));
         unsigned long long *wd = (unsigned long long *)p1.extra;
         mc_window_kernel<<<1, MC_WIN_THREADS, 0, s>>>(p1.rec, p1.totals, rec_cap, own0 * plane,
-                                                       own1 * plane, pl.edges, wd);
+                                                      own1 * plane, pl.edges, wd);
         PMI_TRY(pmi_cuda_launched(fn));
         PMI_CU_TRY(cudaMemcpyAsync(w, wd, sizeof w, cudaMemcpyDeviceToHost, s), fn);
         PMI_TRY(pmi_cuda_wait(ctx, fn));
@@ -721,8 +723,8 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
     cudaEvent_t ev[MC_EV_COUNT] = {NULL, NULL, NULL, NULL, NULL};
     PMI_TRY(mc_sync_pass2(ctx, win, &opt, pl, p1, tot, dest, ev));
     if (indexed && nt_own) {
-        mc_rebase_kernel<<<mc_blocks(3 * nt_own), MC_THREADS, 0, s>>>(
-            dest.indices + 3 * w[0], 3 * nt_own, (uint32_t)w[2]);
+        mc_rebase_kernel<<<mc_blocks(3 * nt_own), MC_THREADS, 0, s>>>(dest.indices + 3 * w[0],
+                                                                      3 * nt_own, (uint32_t)w[2]);
         PMI_TRY(pmi_cuda_launched(fn));
     }
     out->num_vertices = nv_own;
@@ -735,11 +737,9 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
     if (nrm) out->normals = (float *)pmi_host_array_get(ctx, (size_t)nv_own * 12 + 1);
     if (indexed) out->indices = (uint32_t *)pmi_host_array_get(ctx, (size_t)nt_own * 12 + 1);
     if (!out->positions || (nrm && !out->normals) || (indexed && !out->indices))
-        r = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no host memory for %llu vertices", fn,
-                      nv_own);
+        r = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: no host memory for %llu vertices", fn, nv_own);
     if (r == PM_STATUS_OK)
-        r = pmi_cuda_copy_host(ctx, out->positions, dest.positions + 3 * v_lo, nv_own * 12, 1,
-                               fn);
+        r = pmi_cuda_copy_host(ctx, out->positions, dest.positions + 3 * v_lo, nv_own * 12, 1, fn);
     if (r == PM_STATUS_OK && nrm)
         r = pmi_cuda_copy_host(ctx, out->normals, dest.normals + 3 * v_lo, nv_own * 12, 1, fn);
     if (r == PM_STATUS_OK && indexed)

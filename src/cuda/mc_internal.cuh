@@ -87,10 +87,10 @@ pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling 
 /* Streaming classification (mc_stream.cu, the default for all sample types
  * but f64 up to a size, see mc_plan_make): the same records, row table,
  * start table and totals as pmi_mc_classify, from the volume directly. A
- * segment is one MS_CHUNK-point chunk of one lattice row; segments are
- * numbered in lattice order. */
-#define MS_CHUNK 256
+ * segment is one chunk of one lattice row, of 256 or 128 points (the
+ * grid's chunk width); segments are numbered in lattice order. */
 typedef struct mc_stream_grid {
+    int cshift;        /* log2 of the chunk's points: 8 (256) or 7 (128) */
     long long nchunks; /* segments per row */
     long long nbands;  /* bands of rows per slice */
     long long nzr, S;  /* slice ranges, slices per range */
@@ -185,7 +185,6 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  unsigned long long *totals, const mc_tables *tab,
                                  const mc_final_args *fin, unsigned hooks, int pdl);
 }
-
 
 /* How pass 2 makes a soup: none (an indexed mesh: vertices by blocks of
  * records, triangles one thread each); from the cells (mc_soup_cell_kernel:

@@ -5,10 +5,11 @@
  * prefixes as the bitmask kernels of mc_classify.cu, in three kernels:
  *
  * (a) mc_stream_kernel: a block owns a band of 31 lattice rows of one
- *     256-point chunk of the rows over a range of (by default 4) slices
- *     and walks the slices, keeping the inside bits of corner slices (32
- *     rows: the band and the row after) in shared memory, three buffers so
- *     one barrier per slice suffices. Each slice is loaded once, a warp
+ *     256-point chunk of the rows (or 63 rows of a 128-point chunk, where
+ *     that leaves fewer lanes idle: pmi_mc_stream_make_grid) over a range
+ *     of (by default 4) slices and walks the slices, keeping the inside
+ *     bits of corner slices (the band and the row after) in shared memory,
+ *     three buffers so one barrier per slice suffices. Each slice is loaded once, a warp
  *     instruction reading 32 consecutive samples of a row, packed by one
  *     ballot per 32-point word, the next slice in flight while the current
  *     one is classified. A thread classifies one word (the masks of
@@ -34,9 +35,13 @@
 
 MCD_TABLES_UPLOAD
 
-#define MS_XW (MS_CHUNK / 32) /* words per segment */
-#define MS_ROWS 32            /* corner rows a block loads per slice */
-#define MS_J (MS_ROWS - 1)    /* lattice rows a block classifies per slice */
+/* Chunk shapes, by XW = 32-point words per segment (8 or 4): a block of
+ * MC_THREADS threads, one per word, loads MS_ROWS(XW) corner rows per
+ * slice and classifies MS_J(XW) lattice rows; a warp loads MS_RW(XW) rows
+ * of XW words. */
+#define MS_ROWS(XW) (MC_THREADS / (XW))
+#define MS_J(XW) (MS_ROWS(XW) - 1)
+#define MS_RW(XW) (32 / (XW))
 /* Rounds of 1024 segments per segment-scan tile: 2 (measured on the H100,
  * pass 1 at 512^3: 8 rounds 0.291-0.294 ms, 1 round 0.281-0.288, 2
  * rounds 0.278-0.284; the 8-round tiles ran 64 blocks, 26 us in ncu,
@@ -49,36 +54,35 @@ MCD_TABLES_UPLOAD
  * triangles (<= 1280) << 9 | crossings (<= 768) << 20. */
 
 /* Loading one corner slice k: warp w's lane l loads the samples x0 + 32 q
- * + l of block rows 4 w + m / 8 (q = m % 8) for items m = 0..31 (a warp
- * instruction reads 32 consecutive samples). okm: bit m set when item m
- * exists (row < ny, x < nx); FULL: all do. h: the halo sample (threads t <
- * 32: the first point of the next chunk in row t). */
-template <typename T, int FULL>
+ * + l of block rows RW w + m / XW (q = m % XW, RW = 32 / XW) for items m =
+ * 0..31 (a warp instruction reads 32 consecutive samples). okm: bit m set
+ * when item m exists (row < ny, x < nx); FULL: all do. h: the halo sample
+ * (threads t < MS_ROWS: the first point of the next chunk in row t). */
+template <typename T, int XW, int FULL>
 static __device__ __forceinline__ void ms_load(const T *p0, long long rs, unsigned okm, T s[32])
 {
-    const T *pr[4] = {p0, p0 + rs, p0 + 2 * rs, p0 + 3 * rs};
 #pragma unroll
     for (int m = 0; m < 32; m++) {
         if (FULL || (okm >> m & 1))
-            s[m] = __ldg(pr[m >> 3] + 32 * (m & 7));
+            s[m] = __ldg(p0 + (m / XW) * rs + 32 * (m % XW));
         else
             s[m] = (T)0;
     }
 }
 
-/* Packs the loaded slice: the ballot of item m is word m % 8 of block row
- * 4 w + m / 8, which lane 0 stores straight into the slice's buffer
- * (rows of MS_XW + 1 words); zero when the slice is past the volume. */
-template <typename T, int ABOVE, int FULL>
+/* Packs the loaded slice: the ballot of item m is word m % XW of block
+ * row RW w + m / XW, which lane 0 stores straight into the slice's buffer
+ * (rows of XW + 1 words); zero when the slice is past the volume. */
+template <typename T, int XW, int ABOVE, int FULL>
 static __device__ __forceinline__ void ms_pack(const T s[32], unsigned okm, float ft, int it,
-                                               bool in, unsigned (*rows)[MS_XW + 1])
+                                               bool in, unsigned (*rows)[XW + 1])
 {
     const unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
 #pragma unroll
     for (int m = 0; m < 32; m++) {
         const unsigned wd = __ballot_sync(0xffffffffu, in && (FULL || (okm >> m & 1)) &&
                                                            mc_inside_cmp<T, ABOVE>(s[m], ft, it));
-        if (lane == 0) rows[4 * w + (m >> 3)][m & 7] = wd;
+        if (lane == 0) rows[MS_RW(XW) * w + m / XW][m % XW] = wd;
     }
 }
 
@@ -105,7 +109,7 @@ static __device__ __forceinline__ void ms_flush(const uint4 *stage, unsigned n, 
 /* (a), one long kernel: the slice loop's load, pack, classify and stage
  * steps share the loaded samples, the shared buffers and the staging
  * state. */
-template <typename T, int ABOVE>
+template <typename T, int XW, int ABOVE>
 static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
     mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint4 *pool,
                      unsigned long long pool_cap, unsigned long long *pool_ctr,
@@ -116,7 +120,7 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
     /* Three buffers: slice step n packs buffer n % 3 while slow warps may
      * still classify from (n - 2) % 3 and (n - 1) % 3, so one barrier per
      * step suffices. */
-    __shared__ unsigned s_b[3][MS_ROWS][MS_XW + 1];
+    __shared__ unsigned s_b[3][MS_ROWS(XW)][XW + 1];
     __shared__ uint4 s_stage[MC_THREADS / 32][MS_STAGE];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     s_nt[t] = mcd_tri_count[t];
@@ -125,7 +129,7 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
     const unsigned b = blockIdx.x, bq = b / (unsigned)g.nchunks;
     const long long chunk = b - bq * (unsigned)g.nchunks, band = bq % (unsigned)g.nbands,
                     zr = bq / (unsigned)g.nbands;
-    const long long x0 = chunk * MS_CHUNK, j0 = band * MS_J, k0 = zr * g.S;
+    const long long x0 = chunk * (32 * XW), j0 = band * MS_J(XW), k0 = zr * g.S;
     const long long kend = min(k0 + g.S, v.nz); /* point slices [k0, kend) */
     const int back = (int)(zr & 1);
     const long long words = (v.nx + 31) / 32;
@@ -133,38 +137,40 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
     const int it = mcd_int_threshold(ft, ABOVE);
 
     /* The thread's word: row jj of the band, word wq of the segment. */
-    const int jj = t >> 3, wq = t & 7;
-    const long long j = j0 + jj, wi = chunk * MS_XW + wq;
-    const bool on = jj < MS_J && j < v.ny && wi < words;
-    const bool seg_on = jj < MS_J && j < v.ny;
+    const int jj = t / XW, wq = t % XW;
+    const long long j = j0 + jj, wi = chunk * XW + wq;
+    const bool on = jj < MS_J(XW) && j < v.ny && wi < words;
+    const bool seg_on = jj < MS_J(XW) && j < v.ny;
     const int left = (int)(v.nx - 32 * wi);
 
-    /* Load items of this lane (rows 4 warp + m / 8, samples x0 + 32 (m %
-     * 8) + lane) that exist. */
+    /* Load items of this lane (rows RW warp + m / XW, samples x0 + 32 (m %
+     * XW) + lane) that exist. */
+    const int RW = MS_RW(XW), ROWS = MS_ROWS(XW);
     unsigned okm = 0;
     {
-        /* Item m = 8 r + q exists when row 4 warp + r < ny - j0 and sample
-         * x0 + 32 q + lane < nx: the columns' 8-bit mask, once per row. */
-        const long long rl = v.ny - j0 - 4 * warp, cl = v.nx - x0 - lane;
-        const int nq = cl <= 0 ? 0 : cl >= MS_CHUNK ? 8 : (int)((cl + 31) / 32);
+        /* Item m = XW r + q exists when row RW warp + r < ny - j0 and
+         * sample x0 + 32 q + lane < nx: the columns' XW-bit mask, once per
+         * row. */
+        const long long rl = v.ny - j0 - RW * warp, cl = v.nx - x0 - lane;
+        const int nq = cl <= 0 ? 0 : cl >= 32 * XW ? XW : (int)((cl + 31) / 32);
         const unsigned colm = (1u << nq) - 1u;
 #pragma unroll
-        for (int r = 0; r < 4; r++)
-            if (r < rl) okm |= colm << (8 * r);
+        for (int r = 0; r < RW; r++)
+            if (r < rl) okm |= colm << (XW * r);
     }
     const bool wfull = __all_sync(0xffffffffu, okm == 0xffffffffu);
-    const T *prow = (const T *)v.data + x0 + lane + (j0 + 4 * warp) * v.rs;
-    const bool hok = t < MS_ROWS && j0 + t < v.ny && x0 + MS_CHUNK < v.nx;
-    const T *phalo = (const T *)v.data + x0 + MS_CHUNK + (j0 + (t < MS_ROWS ? t : 0)) * v.rs;
+    const T *prow = (const T *)v.data + x0 + lane + (j0 + RW * warp) * v.rs;
+    const bool hok = t < ROWS && j0 + t < v.ny && x0 + 32 * XW < v.nx;
+    const T *phalo = (const T *)v.data + x0 + 32 * XW + (j0 + (t < ROWS ? t : 0)) * v.rs;
 
     T s[32];
     T h = (T)0;
     long long kl = back ? kend : k0; /* the slice in s */
     if (kl < v.nz) {
         if (wfull)
-            ms_load<T, 1>(prow + kl * v.ss, v.rs, okm, s);
+            ms_load<T, XW, 1>(prow + kl * v.ss, v.rs, okm, s);
         else
-            ms_load<T, 0>(prow + kl * v.ss, v.rs, okm, s);
+            ms_load<T, XW, 0>(prow + kl * v.ss, v.rs, okm, s);
         if (hok) h = __ldg(phalo + kl * v.ss);
     }
     unsigned cells = 0, fill = 0;
@@ -175,19 +181,18 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
         const long long kc = back ? kend - n : k0 + n; /* corner slice in s */
         {
             if (wfull)
-                ms_pack<T, ABOVE, 1>(s, okm, ft, it, kc < v.nz, s_b[buf]);
+                ms_pack<T, XW, ABOVE, 1>(s, okm, ft, it, kc < v.nz, s_b[buf]);
             else
-                ms_pack<T, ABOVE, 0>(s, okm, ft, it, kc < v.nz, s_b[buf]);
-            if (t < MS_ROWS)
-                s_b[buf][t][MS_XW] = kc < v.nz && hok && mc_inside_cmp<T, ABOVE>(h, ft, it);
+                ms_pack<T, XW, ABOVE, 0>(s, okm, ft, it, kc < v.nz, s_b[buf]);
+            if (t < ROWS) s_b[buf][t][XW] = kc < v.nz && hok && mc_inside_cmp<T, ABOVE>(h, ft, it);
         }
         if (n + 1 < nsteps) {
             kl = back ? kc - 1 : kc + 1;
             if (kl < v.nz) {
                 if (wfull)
-                    ms_load<T, 1>(prow + kl * v.ss, v.rs, okm, s);
+                    ms_load<T, XW, 1>(prow + kl * v.ss, v.rs, okm, s);
                 else
-                    ms_load<T, 0>(prow + kl * v.ss, v.rs, okm, s);
+                    ms_load<T, XW, 0>(prow + kl * v.ss, v.rs, okm, s);
                 if (hok) h = __ldg(phalo + kl * v.ss);
             }
         }
@@ -207,28 +212,28 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
                 sv = (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 |
                      (unsigned)MC_F(val, 2) << 20;
             }
-            /* Scan of each segment's 8 lanes in segc's packed form (a
+            /* Scan of each segment's XW lanes in segc's packed form (a
              * segment has at most 256 records, 1280 triangles and 768
              * crossings, so no field overflows); the records of the
-             * warp's earlier segments from the four segment totals. */
+             * warp's earlier segments from the RW segment totals. */
             unsigned sinc = sv;
 #pragma unroll
-            for (int off = 1; off < 8; off <<= 1) {
-                const unsigned o = __shfl_up_sync(0xffffffffu, sinc, off, 8);
-                if ((lane & 7) >= off) sinc += o;
+            for (int off = 1; off < XW; off <<= 1) {
+                const unsigned o = __shfl_up_sync(0xffffffffu, sinc, off, XW);
+                if (lane % XW >= off) sinc += o;
             }
             const unsigned loc = sinc - sv; /* exclusive, inside the segment */
-            if ((lane & 7) == 7 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = sinc;
-            const unsigned r0 = __shfl_sync(0xffffffffu, sinc, 7) & 511u,
-                           r1 = __shfl_sync(0xffffffffu, sinc, 15) & 511u,
-                           r2 = __shfl_sync(0xffffffffu, sinc, 23) & 511u,
-                           r3 = __shfl_sync(0xffffffffu, sinc, 31) & 511u;
-            const unsigned sgi = lane >> 3;
-            const unsigned exr =
-                (sgi > 0 ? r0 : 0u) + (sgi > 1 ? r1 : 0u) + (sgi > 2 ? r2 : 0u) + (loc & 511u);
+            if (lane % XW == XW - 1 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = sinc;
+            const unsigned sgi = lane / XW;
+            unsigned exr = loc & 511u, tot = 0;
+#pragma unroll
+            for (int q = 0; q < RW; q++) {
+                const unsigned rq = __shfl_sync(0xffffffffu, sinc, XW * q + XW - 1) & 511u;
+                exr += sgi > (unsigned)q ? rq : 0u;
+                tot += rq;
+            }
             /* The warp's records of this step: staged, or straight to the
              * pool when they cannot fit the stage at all. */
-            const unsigned tot = r0 + r1 + r2 + r3;
             if (tot) {
                 if (fill + tot > MS_STAGE) {
                     ms_flush(stage, fill, pool, pool_cap, pool_ctr);
@@ -427,10 +432,10 @@ static __global__ void __launch_bounds__(MC_THREADS, 2)
 
 /* (c) Pooled records to their places. */
 static __global__ void __launch_bounds__(MC_THREADS)
-    mc_scatter_kernel(mcd_volume v, long long nchunks, long long nseg, const uint4 *pool,
-                      const unsigned long long *pool_ctr, unsigned long long pool_cap,
-                      const unsigned long long *segbase, mc_records rec, unsigned long long rec_cap,
-                      int edges, mc_tables tab)
+    mc_scatter_kernel(mcd_volume v, int cshift, long long nchunks, long long nseg,
+                      const uint4 *pool, const unsigned long long *pool_ctr,
+                      unsigned long long pool_cap, const unsigned long long *segbase,
+                      mc_records rec, unsigned long long rec_cap, int edges, mc_tables tab)
 {
     pmi_pdl_enter();
     const unsigned long long n = min(*pool_ctr, pool_cap), nx = (unsigned long long)v.nx;
@@ -439,7 +444,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
         const uint4 e = __ldg(pool + i);
         const unsigned long long pt = (unsigned long long)e.x | (unsigned long long)e.y << 32;
         const unsigned long long row = pt / nx, x = pt - row * nx;
-        const unsigned long long seg = row * (unsigned long long)nchunks + x / MS_CHUNK;
+        const unsigned long long seg = row * (unsigned long long)nchunks + (x >> cshift);
         const unsigned long long r = __ldg(segbase + seg) + (e.z >> 16);
         const unsigned long long tb = __ldg(segbase + nseg + seg) + (e.w & 0xffffu);
         const unsigned long long cb = __ldg(segbase + 2 * nseg + seg) + (e.w >> 16);
@@ -464,8 +469,18 @@ mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
 {
     mc_stream_grid g;
     const long long nx = (long long)vol->nx, ny = (long long)vol->ny, nz = (long long)vol->nz;
-    g.nchunks = (nx + MS_CHUNK - 1) / MS_CHUNK;
-    g.nbands = (ny + MS_J - 1) / MS_J;
+    /* Chunks of 128 points (bands of 63 rows) where they leave at least
+     * 10% fewer idle lanes than chunks of 256 (bands of 31): the lanes a
+     * slice takes are chunks x chunk width x bands x rows loaded, and the
+     * kernel's time follows them (measured on the H100,
+     * bench/RESULTS-cudamc.md: 384^3 and 640^3 waste a third and a sixth
+     * of the lanes in 256-point chunks). */
+    const double lanes8 = (double)((nx + 255) / 256) * 256.0 * (double)((ny + 30) / 31) * 32.0,
+                 lanes4 = (double)((nx + 127) / 128) * 128.0 * (double)((ny + 62) / 63) * 64.0;
+    g.cshift = lanes4 < 0.9 * lanes8 ? 7 : 8;
+    const long long cw = 1ll << g.cshift, bj = (long long)MS_J(cw / 32);
+    g.nchunks = (nx + cw - 1) / cw;
+    g.nbands = (ny + bj - 1) / bj;
     g.nseg = g.nchunks * ny * nz;
     g.ntiles = (g.nseg + MS_SEG_TILE - 1) / MS_SEG_TILE;
     /* Slices per block: 4 (measured on the H100 at 512^3 and 768^3: 2, 4,
@@ -488,8 +503,12 @@ static void ms_launch(cudaStream_t s, int pdl, unsigned grid, const mcd_volume &
                       const mc_stream_grid &g, int edges, const mc_stream_mem &m,
                       unsigned long long *totals)
 {
-    pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 1> : mc_stream_kernel<T, 0>, grid, MC_THREADS, s,
-               v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
+    if (g.cshift == 7)
+        pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 4, 1> : mc_stream_kernel<T, 4, 0>, grid,
+                   MC_THREADS, s, v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
+    else
+        pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 8, 1> : mc_stream_kernel<T, 8, 0>, grid,
+                   MC_THREADS, s, v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
 }
 
 pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
@@ -524,7 +543,7 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     mc_tables tb = {NULL, 0, 1};
     if (tab) tb = *tab;
     const unsigned sgrid = (unsigned)(st->num_sms > 0 ? st->num_sms * 16 : 2048);
-    pmi_launch(pdl, mc_scatter_kernel, sgrid, MC_THREADS, s, v, g.nchunks, g.nseg, m.pool,
+    pmi_launch(pdl, mc_scatter_kernel, sgrid, MC_THREADS, s, v, g.cshift, g.nchunks, g.nseg, m.pool,
                m.pool_ctr, m.pool_cap, m.segbase, rec, rec_cap, edges, tb);
     return pmi_cuda_launched("pm_isosurface: record scatter");
 }
@@ -532,13 +551,24 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
 /* Kernel preloading (preload.cu): f32 first. */
 void pmi_mc_stream_preload(pmi_preload *p, int tier)
 {
-    const void *const k0[] = {(const void *)mc_stream_kernel<float, 0>,
-                              (const void *)mc_stream_kernel<float, 1>,
-                              (const void *)mc_segscan_kernel, (const void *)mc_scatter_kernel};
-    const void *const k1[] = {
-        (const void *)mc_stream_kernel<uint8_t, 0>,  (const void *)mc_stream_kernel<uint8_t, 1>,
-        (const void *)mc_stream_kernel<uint16_t, 0>, (const void *)mc_stream_kernel<uint16_t, 1>,
-        (const void *)mc_stream_kernel<int16_t, 0>,  (const void *)mc_stream_kernel<int16_t, 1>};
+    const void *const k0[] = {(const void *)mc_stream_kernel<float, 8, 0>,
+                              (const void *)mc_stream_kernel<float, 8, 1>,
+                              (const void *)mc_stream_kernel<float, 4, 0>,
+                              (const void *)mc_stream_kernel<float, 4, 1>,
+                              (const void *)mc_segscan_kernel,
+                              (const void *)mc_scatter_kernel};
+    const void *const k1[] = {(const void *)mc_stream_kernel<uint8_t, 8, 0>,
+                              (const void *)mc_stream_kernel<uint8_t, 8, 1>,
+                              (const void *)mc_stream_kernel<uint16_t, 8, 0>,
+                              (const void *)mc_stream_kernel<uint16_t, 8, 1>,
+                              (const void *)mc_stream_kernel<int16_t, 8, 0>,
+                              (const void *)mc_stream_kernel<int16_t, 8, 1>,
+                              (const void *)mc_stream_kernel<uint8_t, 4, 0>,
+                              (const void *)mc_stream_kernel<uint8_t, 4, 1>,
+                              (const void *)mc_stream_kernel<uint16_t, 4, 0>,
+                              (const void *)mc_stream_kernel<uint16_t, 4, 1>,
+                              (const void *)mc_stream_kernel<int16_t, 4, 0>,
+                              (const void *)mc_stream_kernel<int16_t, 4, 1>};
     if (tier == 0)
         pmi_preload_all(p, k0);
     else
