@@ -469,12 +469,12 @@ mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
 {
     mc_stream_grid g;
     const long long nx = (long long)vol->nx, ny = (long long)vol->ny, nz = (long long)vol->nz;
-    /* Chunks of 128 points (bands of 63 rows) where they leave at least
-     * 10% fewer idle lanes than chunks of 256 (bands of 31): the lanes a
-     * slice takes are chunks x chunk width x bands x rows loaded, and the
-     * kernel's time follows them (measured on the H100,
-     * bench/RESULTS-cudamc.md: 384^3 and 640^3 waste a third and a sixth
-     * of the lanes in 256-point chunks). */
+    /* Chunks of 128 points (bands of 63 rows) where they take at least
+     * 10% fewer lanes per slice than chunks of 256 (bands of 31): chunks x
+     * chunk width x bands x rows loaded. Part of the kernel's time follows
+     * the lanes (measured on the H100, bench/RESULTS-cudamc.md, session
+     * 15: 384^3, which idles about a third of its lanes in 256-point
+     * chunks, is 3% faster in 128-point ones; 640^3 about 1%). */
     const double lanes8 = (double)((nx + 255) / 256) * 256.0 * (double)((ny + 30) / 31) * 32.0,
                  lanes4 = (double)((nx + 127) / 128) * 128.0 * (double)((ny + 62) / 63) * 64.0;
     g.cshift = lanes4 < 0.9 * lanes8 ? 7 : 8;
