@@ -9,12 +9,12 @@
  *     that leaves fewer lanes idle: pmi_mc_stream_make_grid) over a range
  *     of (by default 4) slices and walks the slices, keeping the inside
  *     bits of corner slices (the band and the row after) in shared memory,
- *     three buffers so one barrier per slice suffices. Each slice is loaded once, a warp
- *     instruction reading 32 consecutive samples of a row, packed by one
- *     ballot per 32-point word, the next slice in flight while the current
- *     one is classified. A thread classifies one word (the masks of
- *     mc_words.cuh). The counts of each segment (one chunk of one row: 8
- *     words) go to segc; a warp's records are staged in shared memory and
+ *     three buffers so one barrier per slice suffices. Each slice is
+ *     loaded once, a warp instruction reading 32 consecutive samples of a
+ *     row, packed by one ballot per 32-point word, the next slice in flight
+ *     while the current one is classified. A thread classifies one word
+ *     (the masks of mc_words.cuh). The counts of each segment (one chunk
+ *     of one row: 8 or 4 words) go to segc; a warp's records are staged in shared memory and
  *     copied to a pool in batches (one atomic per batch), each with its
  *     point and its prefixes inside its segment. Odd slice ranges walk
  *     backwards, so the slice two ranges share is read by both near the
@@ -503,12 +503,11 @@ static void ms_launch(cudaStream_t s, int pdl, unsigned grid, const mcd_volume &
                       const mc_stream_grid &g, int edges, const mc_stream_mem &m,
                       unsigned long long *totals)
 {
-    if (g.cshift == 7)
-        pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 4, 1> : mc_stream_kernel<T, 4, 0>, grid,
-                   MC_THREADS, s, v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
-    else
-        pmi_launch(pdl, v.sg < 0 ? mc_stream_kernel<T, 8, 1> : mc_stream_kernel<T, 8, 0>, grid,
-                   MC_THREADS, s, v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr, totals);
+    const bool above = v.sg < 0;
+    auto k = g.cshift == 7 ? (above ? mc_stream_kernel<T, 4, 1> : mc_stream_kernel<T, 4, 0>)
+                           : (above ? mc_stream_kernel<T, 8, 1> : mc_stream_kernel<T, 8, 0>);
+    pmi_launch(pdl, k, grid, MC_THREADS, s, v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr,
+               totals);
 }
 
 pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
