@@ -286,9 +286,10 @@ MC_GATHER4(double, f64)
 /* The bits of a 64-bit word as 64 bytes of 0 or -1, bit b in byte b of
  * half b / 32: each byte lane picks its word byte (shuffle) and tests its
  * bit. */
-static const char mc_byte_of_lane[2][32] = {
-    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
+static const char mc_byte_of_lane[2][32] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+                                            {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5,
+                                             6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
 
 __attribute__((target("avx2"))) static inline void mc_bit_bytes(uint64_t w, __m256i out[2])
 {
@@ -310,7 +311,7 @@ __attribute__((target("avx2"))) static inline void mc_store_ids8(__m256i b, int 
 }
 
 __attribute__((target("avx2"))) void pmi_mc_ids64_avx2(const uint64_t m[3], uint32_t id,
-                                                        uint32_t *o, size_t row)
+                                                       uint32_t *o, size_t row)
 {
     /* Crossings per point (0-3), then their exclusive prefix sum (at most
      * 189, a byte): in 16-byte lanes by shifts, then the lanes' totals
@@ -354,16 +355,16 @@ __attribute__((target("avx2"))) void pmi_mc_cases64_avx2(const uint64_t w[8], ui
 {
     static const int order[8] = {0, 4, 5, 1, 2, 6, 7, 3};
     const __m256i sel = _mm256_set1_epi64x(0x8040201008040201ll);
-    const __m256i ctl[2] = {
-        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                         3, 3, 3, 3, 3, 3, 3),
-        _mm256_setr_epi8(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7,
-                         7, 7, 7, 7, 7, 7, 7)};
+    const __m256i ctl[2] = {_mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
+                                             2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
+                            _mm256_setr_epi8(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6,
+                                             6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7)};
     __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int k = 7; k >= 0; k--) {
         const __m256i v = _mm256_set1_epi64x((long long)w[order[k]]);
         for (int h = 0; h < 2; h++) {
-            __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, ctl[h]), sel), sel);
+            __m256i m =
+                _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, ctl[h]), sel), sel);
             acc[h] = _mm256_sub_epi8(_mm256_add_epi8(acc[h], acc[h]), m);
         }
     }
@@ -393,9 +394,9 @@ __attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
             const __m256i o = _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(lo, e),
                                                  _mm256_permutevar8x32_epi32(hi, e),
                                                  _mm256_cmpgt_epi32(e, seven));
-            _mm256_storeu_si256((__m256i *)(out + nv + 8 * h),
-                                _mm256_i32gather_epi32((const int *)ids,
-                                                       _mm256_add_epi32(o, i), 4));
+            _mm256_storeu_si256(
+                (__m256i *)(out + nv + 8 * h),
+                _mm256_i32gather_epi32((const int *)ids, _mm256_add_epi32(o, i), 4));
         }
         nv += n;
     }
@@ -406,36 +407,29 @@ __attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
 __attribute__((target("avx2"))) static inline void mc_store_xyz4(float *o, __m128 x, __m128 y,
                                                                  __m128 z)
 {
-    const __m128 xy_lo = _mm_unpacklo_ps(x, y), xy_hi = _mm_unpackhi_ps(x, y); /* x0 y0 x1 y1 */
-    const __m128 zx_lo = _mm_unpacklo_ps(z, x), zx_hi = _mm_unpackhi_ps(z, x); /* z0 x0 z1 x1 */
-    const __m128 yz_lo = _mm_unpacklo_ps(y, z), yz_hi = _mm_unpackhi_ps(y, z); /* y0 z0 y1 z1 */
+    const __m128 xy_lo = _mm_unpacklo_ps(x, y), xy_hi = _mm_unpackhi_ps(x, y);   /* x0 y0 x1 y1 */
+    const __m128 zx_lo = _mm_unpacklo_ps(z, x), zx_hi = _mm_unpackhi_ps(z, x);   /* z0 x0 z1 x1 */
+    const __m128 yz_lo = _mm_unpacklo_ps(y, z), yz_hi = _mm_unpackhi_ps(y, z);   /* y0 z0 y1 z1 */
     _mm_storeu_ps(o, _mm_shuffle_ps(xy_lo, zx_lo, _MM_SHUFFLE(3, 0, 1, 0)));     /* x0 y0 z0 x1 */
     _mm_storeu_ps(o + 4, _mm_shuffle_ps(yz_lo, xy_hi, _MM_SHUFFLE(1, 0, 3, 2))); /* y1 z1 x2 y2 */
     _mm_storeu_ps(o + 8, _mm_shuffle_ps(zx_hi, yz_hi, _MM_SHUFFLE(3, 2, 3, 0))); /* z2 x3 y3 z3 */
 }
 
-/* vertex() with central normals for 8 vertices at once, any sample type:
- * the operations of core/mc_math.h (pmi_mc_edge_t, pmi_mc_position,
+/* The arithmetic and stores of 8 vertices whose samples are in o[0..1]
+ * (lane l of group g is vertex 4 g + l, on axis ax[4 g + l], written to
+ * pos[4 g + l] and nrm[4 g + l]; bit g of cons: group g's vertices are
+ * consecutive, pos[4 g + l] = pos[4 g] + 3 l and the same for nrm): the
+ * operations of core/mc_math.h (pmi_mc_edge_t, pmi_mc_position,
  * pmi_mc_diff_w, pmi_mc_normal) in the same order, 4 lanes wide (division
  * and square root are correctly rounded in both; no fused multiply-add in
  * this target), so the same bits as 8 calls of vertex_<type>. Two groups
  * of 4 lanes go through each step together: one group's chain of
  * division, square root and division would otherwise leave the core
  * waiting. */
-__attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, const mc_pending *V)
+__attribute__((target("avx2"))) static inline void mc_finish8(const mc_job *J, const mc_v4 o[2],
+                                                              const int ax[8], float *const pos[8],
+                                                              float *const nrm[8], int cons)
 {
-    mc_v4 o[2];
-#define MC_GATHER(SUF)                                                                             \
-    for (int g = 0; g < 2; g++)                                                                    \
-        if (!mc_gather4_fast_##SUF(J, V + 4 * g, &o[g])) mc_gather4_##SUF(J, V + 4 * g, &o[g]);
-    switch (J->type) {
-    case PM_SAMPLE_U8: MC_GATHER(u8); break;
-    case PM_SAMPLE_U16: MC_GATHER(u16); break;
-    case PM_SAMPLE_I16: MC_GATHER(i16); break;
-    case PM_SAMPLE_F32: MC_GATHER(f32); break;
-    default: MC_GATHER(f64); break;
-    }
-#undef MC_GATHER
     const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
     __m256d t[2], n[2][3], l2[2], ok[2], inv[2];
     _Alignas(16) float pf[2][3][4], nf[2][3][4];
@@ -449,8 +443,8 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
     for (int g = 0; g < 2; g++) {
         /* t added to the coordinate along each lane's axis; the others get
          * + 0.0, which leaves a coordinate (>= +0) as it is. */
-        const mc_pending *W = V + 4 * g;
-        const __m256i axis = _mm256_set_epi64x(W[3].axis, W[2].axis, W[1].axis, W[0].axis);
+        const int *W = ax + 4 * g;
+        const __m256i axis = _mm256_set_epi64x(W[3], W[2], W[1], W[0]);
         for (int a = 0; a < 3; a++) {
             __m256d on = _mm256_castsi256_pd(_mm256_cmpeq_epi64(axis, _mm256_set1_epi64x(a)));
             __m256d qa = _mm256_add_pd(o[g].q[a], _mm256_and_pd(on, t[g]));
@@ -459,8 +453,8 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
             _mm_store_ps(pf[g][a], _mm256_cvtpd_ps(pa));
             __m256d g0 = _mm256_mul_pd(_mm256_sub_pd(o[g].gh[0][a], o[g].gl[0][a]), o[g].gw[0][a]);
             __m256d g1 = _mm256_mul_pd(_mm256_sub_pd(o[g].gh[1][a], o[g].gl[1][a]), o[g].gw[1][a]);
-            __m256d na = _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t[g]), g0),
-                                       _mm256_mul_pd(t[g], g1));
+            __m256d na =
+                _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t[g]), g0), _mm256_mul_pd(t[g], g1));
             n[g][a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
         }
     }
@@ -480,37 +474,152 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
         }
     for (int g = 0; g < 2; g++) {
         int okm = _mm256_movemask_pd(ok[g]);
-        const mc_pending *W = V + 4 * g;
-        if (okm == 15 && W[1].pos == W[0].pos + 3 && W[2].pos == W[0].pos + 6 &&
-            W[3].pos == W[0].pos + 9 && W[1].nrm == W[0].nrm + 3 && W[2].nrm == W[0].nrm + 6 &&
-            W[3].nrm == W[0].nrm + 9) {
+        if (okm == 15 && (cons >> g & 1)) {
             /* Consecutive vertices (the usual case): x, y, z of the 4 lanes
              * interleaved into 12 floats, three stores each. */
-            mc_store_xyz4(W[0].pos, _mm_load_ps(pf[g][0]), _mm_load_ps(pf[g][1]),
+            mc_store_xyz4(pos[4 * g], _mm_load_ps(pf[g][0]), _mm_load_ps(pf[g][1]),
                           _mm_load_ps(pf[g][2]));
-            mc_store_xyz4(W[0].nrm, _mm_load_ps(nf[g][0]), _mm_load_ps(nf[g][1]),
+            mc_store_xyz4(nrm[4 * g], _mm_load_ps(nf[g][0]), _mm_load_ps(nf[g][1]),
                           _mm_load_ps(nf[g][2]));
             continue;
         }
         for (int l = 0; l < 4; l++) {
-            const mc_pending *v = &V[4 * g + l];
+            float *vp = pos[4 * g + l], *vn = nrm[4 * g + l];
             for (int a = 0; a < 3; a++)
-                v->pos[a] = pf[g][a][l];
+                vp[a] = pf[g][a][l];
             if (okm >> l & 1) {
                 for (int a = 0; a < 3; a++)
-                    v->nrm[a] = nf[g][a][l];
+                    vn[a] = nf[g][a][l];
             } else {
                 /* pmi_mc_normal's fallback: the edge direction, inside to
                  * outside. */
                 _Alignas(32) double lo[4];
                 _mm256_store_pd(lo, o[g].lo);
                 float sgn = pmi_mc_inside(J->sg, J->siso, lo[l]) ? 1.0f : -1.0f;
-                v->nrm[0] = v->nrm[1] = v->nrm[2] = 0.0f;
-                v->nrm[v->axis] = sgn;
+                vn[0] = vn[1] = vn[2] = 0.0f;
+                vn[ax[4 * g + l]] = sgn;
             }
         }
     }
 }
+
+/* vertex() with central normals for 8 vertices at once, any sample type
+ * (mc_finish8). */
+__attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, const mc_pending *V)
+{
+    mc_v4 o[2];
+#define MC_GATHER(SUF)                                                                             \
+    for (int g = 0; g < 2; g++)                                                                    \
+        if (!mc_gather4_fast_##SUF(J, V + 4 * g, &o[g])) mc_gather4_##SUF(J, V + 4 * g, &o[g]);
+    switch (J->type) {
+    case PM_SAMPLE_U8: MC_GATHER(u8); break;
+    case PM_SAMPLE_U16: MC_GATHER(u16); break;
+    case PM_SAMPLE_I16: MC_GATHER(i16); break;
+    case PM_SAMPLE_F32: MC_GATHER(f32); break;
+    default: MC_GATHER(f64); break;
+    }
+#undef MC_GATHER
+    int ax[8], cons = 0;
+    float *pos[8], *nrm[8];
+    for (int l = 0; l < 8; l++) {
+        ax[l] = V[l].axis;
+        pos[l] = V[l].pos;
+        nrm[l] = V[l].nrm;
+    }
+    for (int g = 0; g < 2; g++) {
+        const mc_pending *W = V + 4 * g;
+        if (W[1].pos == W[0].pos + 3 && W[2].pos == W[0].pos + 6 && W[3].pos == W[0].pos + 9 &&
+            W[1].nrm == W[0].nrm + 3 && W[2].nrm == W[0].nrm + 6 && W[3].nrm == W[0].nrm + 9)
+            cons |= 1 << g;
+    }
+    mc_finish8(J, o, ax, pos, nrm, cons);
+}
+
+/* The fast gather of 4 vertices of one interior lattice row (its j and k
+ * at least 1 and at most n - 3, so no lane's samples leave the volume in
+ * y or z): e[l] = i << 2 | axis, rb the row's first sample, qj and qk its
+ * j and k. Returns 0, with nothing read, when a lane has an end on the
+ * volume's border in x. */
+#define MC_GATHER4_ROW(T, SUF, LOAD4)                                                              \
+    __attribute__((target("avx2"))) static inline int mc_gather4_row_##SUF(                        \
+        const mc_job *J, const uint64_t *e, const T *rb, __m256d qj, __m256d qk, mc_v4 *o)         \
+    {                                                                                              \
+        const ptrdiff_t st[4] = {1, (ptrdiff_t)J->rs, (ptrdiff_t)J->ss, 0};                        \
+        ptrdiff_t c0[4], c1[4];                                                                    \
+        for (int l = 0; l < 4; l++) {                                                              \
+            const uint64_t i = e[l] >> 2;                                                          \
+            const unsigned ax = (unsigned)(e[l] & 3);                                              \
+            if (!i || i + 2 + (ax == 0) > J->nx) return 0;                                         \
+            c0[l] = (ptrdiff_t)i;                                                                  \
+            c1[l] = c0[l] + st[ax];                                                                \
+        }                                                                                          \
+        const T *d = rb;                                                                           \
+        o->lo = LOAD4(d, c0[0], c0[1], c0[2], c0[3]);                                              \
+        o->hi = LOAD4(d, c1[0], c1[1], c1[2], c1[3]);                                              \
+        o->q[0] = _mm256_set_pd((double)(int64_t)(e[3] >> 2), (double)(int64_t)(e[2] >> 2),        \
+                                (double)(int64_t)(e[1] >> 2), (double)(int64_t)(e[0] >> 2));       \
+        o->q[1] = qj;                                                                              \
+        o->q[2] = qk;                                                                              \
+        for (int a = 0; a < 3; a++) {                                                              \
+            const ptrdiff_t s = st[a];                                                             \
+            o->gh[0][a] = LOAD4(d, c0[0] + s, c0[1] + s, c0[2] + s, c0[3] + s);                    \
+            o->gl[0][a] = LOAD4(d, c0[0] - s, c0[1] - s, c0[2] - s, c0[3] - s);                    \
+            o->gh[1][a] = LOAD4(d, c1[0] + s, c1[1] + s, c1[2] + s, c1[3] + s);                    \
+            o->gl[1][a] = LOAD4(d, c1[0] - s, c1[1] - s, c1[2] - s, c1[3] - s);                    \
+            o->gw[0][a] = o->gw[1][a] = _mm256_set1_pd(J->gw[2][a]);                               \
+        }                                                                                          \
+        return 1;                                                                                  \
+    }
+MC_GATHER4_ROW(uint8_t, u8, MC_LOAD4_ANY)
+MC_GATHER4_ROW(uint16_t, u16, MC_LOAD4_ANY)
+MC_GATHER4_ROW(int16_t, i16, MC_LOAD4_ANY)
+MC_GATHER4_ROW(float, f32, MC_LOAD4_F32)
+MC_GATHER4_ROW(double, f64, MC_LOAD4_ANY)
+#undef MC_GATHER4_ROW
+
+/* mc_vertex8_row_fn: 8 vertices of lattice row (j,k), e[l] = i << 2 |
+ * axis, written to consecutive slots from pos and nrm (mc_finish8). Lanes
+ * of a row on the volume's border, or with an end on it in x, take the
+ * gathers of pmi_mc_vertex8_central. */
+__attribute__((target("avx2"))) void pmi_mc_vertex8_row_central(const mc_job *J, size_t j, size_t k,
+                                                                const uint64_t e[8], float *pos,
+                                                                float *nrm)
+{
+    mc_v4 o[2];
+    const int inner = j >= 1 && k >= 1 && j + 3 <= J->ny && k + 3 <= J->nz;
+    const size_t rb = j * J->rs + k * J->ss;
+    const __m256d qj = _mm256_set1_pd((double)(int64_t)j), qk = _mm256_set1_pd((double)(int64_t)k);
+#define MC_GATHER(T, SUF)                                                                          \
+    for (int g = 0; g < 2; g++) {                                                                  \
+        if (inner && mc_gather4_row_##SUF(J, e + 4 * g, (const T *)J->data + rb, qj, qk, &o[g]))   \
+            continue;                                                                              \
+        mc_pending W[4];                                                                           \
+        for (int l = 0; l < 4; l++) {                                                              \
+            W[l].i = (size_t)(e[4 * g + l] >> 2);                                                  \
+            W[l].j = j;                                                                            \
+            W[l].k = k;                                                                            \
+            W[l].axis = (int)(e[4 * g + l] & 3);                                                   \
+        }                                                                                          \
+        if (!mc_gather4_fast_##SUF(J, W, &o[g])) mc_gather4_##SUF(J, W, &o[g]);                    \
+    }
+    switch (J->type) {
+    case PM_SAMPLE_U8: MC_GATHER(uint8_t, u8); break;
+    case PM_SAMPLE_U16: MC_GATHER(uint16_t, u16); break;
+    case PM_SAMPLE_I16: MC_GATHER(int16_t, i16); break;
+    case PM_SAMPLE_F32: MC_GATHER(float, f32); break;
+    default: MC_GATHER(double, f64); break;
+    }
+#undef MC_GATHER
+    int ax[8];
+    float *P[8], *N[8];
+    for (int l = 0; l < 8; l++) {
+        ax[l] = (int)(e[l] & 3);
+        P[l] = pos + 3 * l;
+        N[l] = nrm + 3 * l;
+    }
+    mc_finish8(J, o, ax, P, N, 3);
+}
+
 #else
 typedef int mc_no_avx2; /* ISO C wants a declaration in every file */
 #endif

@@ -42,12 +42,12 @@ typedef struct mc_job {
     size_t P;                  /* lattice points nx * ny * nz */
     size_t es;                 /* bytes per sample */
     double h[3], origin[3];
-    double gw[3][3]; /* gradient weights pmi_mc_diff_weight(span, h[a]), [span][a] */
+    double gw[3][3];      /* gradient weights pmi_mc_diff_weight(span, h[a]), [span][a] */
     double iso, sg, siso; /* sg = -1 for PM_INSIDE_ABOVE; siso = sg * iso */
     float fthr;           /* siso rounded up to float (the float threshold rule) */
     pm_normals normals;
     pm_sample_type type;
-    const uint64_t *bits; /* two-pass: inside bit of every lattice point, logical order */
+    const uint64_t *bits;  /* two-pass: inside bit of every lattice point, logical order */
     mc_cases64_fn cases64; /* mc_cases64 or the AVX2 one */
 } mc_job;
 
@@ -95,12 +95,17 @@ static inline void mc_pend(const mc_job *J, void (*vertex8)(const mc_job *, cons
  * vertex8_central: vertex() with central normals for 8 vertices. */
 typedef void (*mc_vertex_fn)(const mc_job *, size_t, size_t, size_t, int, float *, float *);
 typedef void (*mc_vertex8_fn)(const mc_job *, const mc_pending *);
+/* vertex8 for 8 vertices of lattice row (j,k), e[l] = i << 2 | axis, into
+ * consecutive slots from pos and nrm. */
+typedef void (*mc_vertex8_row_fn)(const mc_job *, size_t j, size_t k, const uint64_t e[8],
+                                  float *pos, float *nrm);
 typedef void (*mc_bits_row_fn)(const mc_job *, size_t, uint64_t *);
 typedef struct mc_kernels {
     void (*bits_words)(const mc_job *, uint64_t *, size_t, size_t);
     mc_bits_row_fn bits_row;
     mc_vertex_fn vertex;
     mc_vertex8_fn vertex8_central;
+    mc_vertex8_row_fn vertex8_row_central;
 } mc_kernels;
 extern const mc_kernels pmi_mc_kernels[5];
 
@@ -193,6 +198,10 @@ size_t pmi_mc_tris64_avx2(const uint32_t *ids, const int32_t off[16], uint64_t a
 /* vertex() with central normals for the 8 vertices V[0..7], bit for bit
  * as 4 calls of the kernel's vertex() (both extractions). */
 void pmi_mc_vertex8_central(const mc_job *J, const mc_pending *V);
+/* The same as mc_vertex8_row_fn (the two-pass extraction's rows): lanes
+ * of interior rows gathered without per-lane bounds in y and z. */
+void pmi_mc_vertex8_row_central(const mc_job *J, size_t j, size_t k, const uint64_t e[8],
+                                float *pos, float *nrm);
 #endif
 
 #endif

@@ -189,6 +189,22 @@ static void MC_FN(vertex8_central)(const mc_job *J, const mc_pending *V)
     }
 }
 
+/* mc_vertex8_row_fn by vertex8_central. */
+static void MC_FN(vertex8_row_central)(const mc_job *J, size_t j, size_t k, const uint64_t e[8],
+                                       float *pos, float *nrm)
+{
+    mc_pending V[8];
+    for (int l = 0; l < 8; l++) {
+        V[l].i = (size_t)(e[l] >> 2);
+        V[l].j = j;
+        V[l].k = k;
+        V[l].axis = (int)(e[l] & 3);
+        V[l].pos = pos + 3 * l;
+        V[l].nrm = nrm + 3 * l;
+    }
+    MC_FN(vertex8_central)(J, V);
+}
+
 #undef MC_FN
 #undef MC_CAT
 #undef MC_CAT2

@@ -137,19 +137,16 @@ static void mc_prefetch_row(const mc_job *J, size_t L)
 }
 
 /* mc_write_row's loop when the whole row fits the caller's capacity and
- * normals are central: branch-free queueing (a point's x, y and z
- * entries are written at np, np + X, np + X + Y, so the ones without a
- * crossing are overwritten), vertex8 for every 8, vertex() for the rest. */
+ * normals are central: branch-free queueing of each crossing as i << 2 |
+ * axis (a point's x, y and z entries are written at np, np + X, np + X +
+ * Y, so the ones without a crossing are overwritten), vertex8 for every 8
+ * (their slots are consecutive), vertex() for the rest. */
 static void mc_write_row8(const mc_job *J, size_t L, uint64_t id, const pmi_mesh_dest *D,
-                          mc_vertex_fn vertex, mc_vertex8_fn vertex8)
+                          mc_vertex_fn vertex, mc_vertex8_row_fn vertex8)
 {
     const size_t j = L % J->ny, k = L / J->ny;
     float *const P = D->positions, *const N = D->normals;
-    mc_pending pend[8 + 3];
-    for (int l = 0; l < 8 + 3; l++) {
-        pend[l].j = j;
-        pend[l].k = k;
-    }
+    uint64_t pend[8 + 3];
     int np = 0;
     for (size_t x = 0; x < J->nx; x += 64) {
         uint64_t m[3];
@@ -158,41 +155,38 @@ static void mc_write_row8(const mc_job *J, size_t L, uint64_t id, const pmi_mesh
         while (any) {
             const unsigned b = (unsigned)__builtin_ctzll(any);
             any &= any - 1;
-            const unsigned X = (unsigned)(m[0] >> b & 1), Y = (unsigned)(m[1] >> b & 1);
-            mc_pending *v = pend + np;
-            for (int a = 0; a < 3; a++) {
-                v->i = x + b;
-                v->axis = a;
-                v->pos = P + 3 * id;
-                v->nrm = N + 3 * id;
-                const unsigned c = a == 0 ? X : a == 1 ? Y : (unsigned)(m[2] >> b & 1);
-                v += c;
-                id += c;
-            }
-            np = (int)(v - pend);
+            const uint64_t e = (uint64_t)(x + b) << 2;
+            pend[np] = e;
+            np += (int)(m[0] >> b & 1);
+            pend[np] = e | 1;
+            np += (int)(m[1] >> b & 1);
+            pend[np] = e | 2;
+            np += (int)(m[2] >> b & 1);
             if (np >= 8) {
-                vertex8(J, pend);
+                vertex8(J, j, k, pend, P + 3 * id, N + 3 * id);
+                id += 8;
                 np -= 8;
                 for (int l = 0; l < np; l++)
                     pend[l] = pend[8 + l];
             }
         }
     }
-    for (int l = 0; l < np; l++)
-        vertex(J, pend[l].i, j, k, pend[l].axis, pend[l].pos, pend[l].nrm);
+    for (int l = 0; l < np; l++, id++)
+        vertex(J, (size_t)(pend[l] >> 2), j, k, (int)(pend[l] & 3), P + 3 * id, N + 3 * id);
 }
 
 /* Pass 3: the vertices of lattice row L, slots voff[L] to vend, by point,
  * then x, y, z edge; central normals eight at a time (vertex8). Slots past
  * the caller's capacity are skipped. */
 static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, uint64_t vend,
-                         const pmi_mesh_dest *D, mc_vertex_fn vertex, mc_vertex8_fn vertex8)
+                         const pmi_mesh_dest *D, mc_vertex_fn vertex, mc_vertex8_fn vertex8,
+                         mc_vertex8_row_fn vertex8_row)
 {
     uint64_t id = voff[L];
     size_t j = L % J->ny, k = L / J->ny;
     mc_prefetch_row(J, L + 2);
     if (vertex8 && vend <= D->vertex_limit) {
-        mc_write_row8(J, L, id, D, vertex, vertex8);
+        mc_write_row8(J, L, id, D, vertex, vertex8_row);
         return;
     }
     mc_pending pend[8];
@@ -341,10 +335,11 @@ static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
 typedef struct mc_twopass {
     mc_job J;
     const mc_kernels *K;
-    mc_vertex8_fn vertex8_central; /* K's, or the AVX2 one */
-    mc_tris64_fn tris64;           /* NULL, or the AVX2 one */
-    mc_ids64_fn ids64;             /* NULL, or the AVX2 one */
-    size_t id_row;                 /* ids per axis and row of mc_rowids */
+    mc_vertex8_fn vertex8_central;         /* K's, or the AVX2 one */
+    mc_vertex8_row_fn vertex8_row_central; /* K's, or the AVX2 one */
+    mc_tris64_fn tris64;                   /* NULL, or the AVX2 one */
+    mc_ids64_fn ids64;                     /* NULL, or the AVX2 one */
+    size_t id_row;                         /* ids per axis and row of mc_rowids */
     int threads, par;
     int stream; /* the mesh is written with streaming stores */
     size_t lattice_rows, cell_rows, brows, nblocks;
@@ -410,7 +405,7 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 #pragma omp for schedule(dynamic, 64) nowait
         for (size_t L = 0; L < T->lattice_rows; L++)
             mc_write_row(J, L, T->voff, L + 1 < T->lattice_rows ? T->voff[L + 1] : T->nvert, D,
-                         T->K->vertex, v4);
+                         T->K->vertex, v4, T->vertex8_row_central);
         if (D->indices) {
             int tid = 0;
 #ifdef _OPENMP
@@ -438,9 +433,11 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     pmi_mc_job_init(&T.J, vol, iso, opt);
     T.K = &pmi_mc_kernels[vol->type];
     T.vertex8_central = T.K->vertex8_central;
+    T.vertex8_row_central = T.K->vertex8_row_central;
 #if MC_AVX2
     if (avx2) {
         T.vertex8_central = pmi_mc_vertex8_central;
+        T.vertex8_row_central = pmi_mc_vertex8_row_central;
         T.J.cases64 = pmi_mc_cases64_avx2;
         /* Its gathers take 32-bit offsets into the 12 rows of ids. */
         if (T.J.nx <= INT32_MAX / 16) T.tris64 = pmi_mc_tris64_avx2;
