@@ -426,9 +426,9 @@ __attribute__((target("avx2"))) static inline void mc_store_xyz4(float *o, __m12
  * of 4 lanes go through each step together: one group's chain of
  * division, square root and division would otherwise leave the core
  * waiting. */
-__attribute__((target("avx2"))) static inline void mc_finish8(const mc_job *J, const mc_v4 o[2],
-                                                              const int ax[8], float *const pos[8],
-                                                              float *const nrm[8], int cons)
+__attribute__((target("avx2"), always_inline)) static inline void
+mc_finish8(const mc_job *J, const mc_v4 o[2], const int ax[8], float *const pos[8],
+           float *const nrm[8], int cons)
 {
     const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
     __m256d t[2], n[2][3], l2[2], ok[2], inv[2];
