@@ -34,9 +34,13 @@ Cases (fields written by bench_cpu_isosurface --write-field):
 
 usage: /usr/bin/python3 bench/peers_cpu.py BUILD/bench/bench_cpu_isosurface
            [CASE ...] [--raw PATH --dims NX,NY,NZ --type T --iso V]
-           [--reps R] [--threads T] [--others]
+           [--reps R] [--threads T] [--prime] [--others]
   default cases: cayley256 cayley512 gyroid384 ct512; R default 9
   (env PM_BENCH_REPS too); T default 2.
+  --prime   each run right after an untimed one of the same side, as in
+            a frame loop: on a virtual machine a vCPU that has idled
+            (the 50 ms gaps) runs slower for tens of milliseconds after
+            it wakes (bench/RESULTS-mc.md), which falls on short runs.
   --others  afterwards, the slower peers on the same volumes, not
             interleaved: vtkFlyingEdges3D on 1 thread, vtkMarchingCubes
             (serial) and scikit-image's marching_cubes (lorensen, serial),
@@ -163,7 +167,7 @@ def load():
 SIDES = ("vtk_keep", "pm_keep", "vtk", "pm")
 
 
-def run_case(bench, name, path, dims, stype, iso, reps, threads):
+def run_case(bench, name, path, dims, stype, iso, reps, threads, prime=False):
     """Two phases, the keep pair first: in each, R rounds after a warm-up
     round, each round running both sides, the order flipped every round.
     (The pairs run apart because the plain sides free hundreds of MB per
@@ -182,7 +186,10 @@ def run_case(bench, name, path, dims, stype, iso, reps, threads):
                 # (OpenMP's and TBB's workers spin a while after a
                 # parallel region).
                 time.sleep(0.05)
-                ms, npts, ntri, path_words = srv[side].run("keep" if side == "pm_keep" else "run")
+                what = "keep" if side == "pm_keep" else "run"
+                if prime:
+                    srv[side].run(what)
+                ms, npts, ntri, path_words = srv[side].run(what)
                 counts[side] = (npts, ntri, path_words)
                 if rnd:
                     times[side].append(ms)
@@ -242,7 +249,7 @@ def main(argv):
         return 2
     bench = argv[1]
     reps = int(os.environ.get("PM_BENCH_REPS", "9"))
-    threads, want_others = 2, False
+    threads, want_others, prime = 2, False, False
     names, raw = [], {}
     a = argv[2:]
     while a:
@@ -253,6 +260,8 @@ def main(argv):
             threads = int(a.pop(0))
         elif x == "--others":
             want_others = True
+        elif x == "--prime":
+            prime = True
         elif x in ("--raw", "--dims", "--type", "--iso"):
             raw[x[2:]] = a.pop(0)
         elif x in CASES:
@@ -262,9 +271,11 @@ def main(argv):
             return 2
     if not names and not raw:
         names = list(CASES)
-    print("VTK %s, SMP backend %s; %d threads each side; %d timed rounds after 1 warm-up; "
+    print("VTK %s, SMP backend %s; %d threads each side; %d timed rounds after 1 warm-up%s; "
           "load average %s at start" % (vtkVersion.GetVTKVersion(), vtkSMPTools.GetBackend(),
-                                        threads, reps, load()), flush=True)
+                                        threads, reps,
+                                        ", each timed run right after an untimed one of its side"
+                                        if prime else "", load()), flush=True)
     results, other_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         jobs = []
@@ -278,7 +289,7 @@ def main(argv):
             jobs.append((os.path.basename(raw["raw"]), raw["raw"], dims, raw["type"],
                          float(raw["iso"])))
         for name, path, dims, stype, iso in jobs:
-            r = run_case(bench, name, path, dims, stype, iso, reps, threads)
+            r = run_case(bench, name, path, dims, stype, iso, reps, threads, prime)
             results.append(r)
             t = r["times"]
             print("%s: VTK %s, pyramesh %s, VTK keep %s, pyramesh keep %s ms; %.2fx / %.2fx; "
