@@ -191,6 +191,23 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
 #undef MC_D
 }
 
+/* The samples of 4 edges whose ends c0[l] and c1[l] (offsets from d) and
+ * their neighbours lie inside the volume: central differences (span 2)
+ * along strides st[0..2]. */
+#define MC_LOAD_CENTRAL(LOAD4, d, c0, c1, st, o)                                                   \
+    do {                                                                                           \
+        (o)->lo = LOAD4(d, c0[0], c0[1], c0[2], c0[3]);                                            \
+        (o)->hi = LOAD4(d, c1[0], c1[1], c1[2], c1[3]);                                            \
+        for (int a_ = 0; a_ < 3; a_++) {                                                           \
+            const ptrdiff_t s_ = (ptrdiff_t)st[a_];                                                \
+            (o)->gh[0][a_] = LOAD4(d, c0[0] + s_, c0[1] + s_, c0[2] + s_, c0[3] + s_);             \
+            (o)->gl[0][a_] = LOAD4(d, c0[0] - s_, c0[1] - s_, c0[2] - s_, c0[3] - s_);             \
+            (o)->gh[1][a_] = LOAD4(d, c1[0] + s_, c1[1] + s_, c1[2] + s_, c1[3] + s_);             \
+            (o)->gl[1][a_] = LOAD4(d, c1[0] - s_, c1[1] - s_, c1[2] - s_, c1[3] - s_);             \
+            (o)->gw[0][a_] = (o)->gw[1][a_] = _mm256_set1_pd(J->gw[2][a_]);                        \
+        }                                                                                          \
+    } while (0)
+
 /* The fast gather: every lane's two ends lie inside the volume, so the
  * differences are central (span 2) at fixed offsets. Returns 0, with
  * nothing read, when a lane has an end on the volume's border. */
@@ -209,18 +226,9 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
             c0[l] = (ptrdiff_t)(v->i + v->j * J->rs + v->k * J->ss);                               \
             c1[l] = c0[l] + (ptrdiff_t)st[ax];                                                     \
         }                                                                                          \
-        const T *d = (const T *)J->data;                                                           \
-        o->lo = LOAD4(d, c0[0], c0[1], c0[2], c0[3]);                                              \
-        o->hi = LOAD4(d, c1[0], c1[1], c1[2], c1[3]);                                              \
         mc_lattice4(V, o->q);                                                                      \
-        for (int a = 0; a < 3; a++) {                                                              \
-            const ptrdiff_t s = (ptrdiff_t)st[a];                                                  \
-            o->gh[0][a] = LOAD4(d, c0[0] + s, c0[1] + s, c0[2] + s, c0[3] + s);                    \
-            o->gl[0][a] = LOAD4(d, c0[0] - s, c0[1] - s, c0[2] - s, c0[3] - s);                    \
-            o->gh[1][a] = LOAD4(d, c1[0] + s, c1[1] + s, c1[2] + s, c1[3] + s);                    \
-            o->gl[1][a] = LOAD4(d, c1[0] - s, c1[1] - s, c1[2] - s, c1[3] - s);                    \
-            o->gw[0][a] = o->gw[1][a] = _mm256_set1_pd(J->gw[2][a]);                               \
-        }                                                                                          \
+        const T *d = (const T *)J->data;                                                           \
+        MC_LOAD_CENTRAL(LOAD4, d, c0, c1, st, o);                                                  \
         return 1;                                                                                  \
     }
 
@@ -553,21 +561,11 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
             c0[l] = (ptrdiff_t)i;                                                                  \
             c1[l] = c0[l] + st[ax];                                                                \
         }                                                                                          \
-        const T *d = rb;                                                                           \
-        o->lo = LOAD4(d, c0[0], c0[1], c0[2], c0[3]);                                              \
-        o->hi = LOAD4(d, c1[0], c1[1], c1[2], c1[3]);                                              \
         o->q[0] = _mm256_set_pd((double)(int64_t)(e[3] >> 2), (double)(int64_t)(e[2] >> 2),        \
                                 (double)(int64_t)(e[1] >> 2), (double)(int64_t)(e[0] >> 2));       \
         o->q[1] = qj;                                                                              \
         o->q[2] = qk;                                                                              \
-        for (int a = 0; a < 3; a++) {                                                              \
-            const ptrdiff_t s = st[a];                                                             \
-            o->gh[0][a] = LOAD4(d, c0[0] + s, c0[1] + s, c0[2] + s, c0[3] + s);                    \
-            o->gl[0][a] = LOAD4(d, c0[0] - s, c0[1] - s, c0[2] - s, c0[3] - s);                    \
-            o->gh[1][a] = LOAD4(d, c1[0] + s, c1[1] + s, c1[2] + s, c1[3] + s);                    \
-            o->gl[1][a] = LOAD4(d, c1[0] - s, c1[1] - s, c1[2] - s, c1[3] - s);                    \
-            o->gw[0][a] = o->gw[1][a] = _mm256_set1_pd(J->gw[2][a]);                               \
-        }                                                                                          \
+        MC_LOAD_CENTRAL(LOAD4, rb, c0, c1, st, o);                                                 \
         return 1;                                                                                  \
     }
 MC_GATHER4_ROW(uint8_t, u8, MC_LOAD4_ANY)
@@ -576,6 +574,7 @@ MC_GATHER4_ROW(int16_t, i16, MC_LOAD4_ANY)
 MC_GATHER4_ROW(float, f32, MC_LOAD4_F32)
 MC_GATHER4_ROW(double, f64, MC_LOAD4_ANY)
 #undef MC_GATHER4_ROW
+#undef MC_LOAD_CENTRAL
 
 /* mc_vertex8_row_fn: 8 vertices of lattice row (j,k), e[l] = i << 2 |
  * axis, written to consecutive slots from pos and nrm (mc_finish8). Lanes
