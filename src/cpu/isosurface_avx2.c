@@ -380,6 +380,31 @@ __attribute__((target("avx2"))) void pmi_mc_cases64_avx2(const uint64_t w[8], ui
     _mm256_storeu_si256((__m256i *)(cs + 32), acc[1]);
 }
 
+/* Groups of 8 cells with at least this many active ones take the
+ * transposed ids in pmi_mc_tris64_avx2 (sparser ones the gathers). */
+#define MC_TRIS_DENSE 4
+
+/* r[l] := lane l of r[0..7] (an 8 x 8 transpose of 32-bit lanes). */
+__attribute__((target("avx2"))) static inline void mc_transpose8(__m256i r[8])
+{
+    const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+    const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+    const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+    const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+    const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+    const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+    r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+    r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+    r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+    r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+    r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+    r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+    r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+    r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+
 __attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
                                                           const int32_t off[16], uint64_t act,
                                                           const uint8_t cs[64], size_t x,
@@ -392,8 +417,52 @@ __attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
     const __m256i hi = _mm256_loadu_si256((const __m256i *)(off + 8));
     const __m256i seven = _mm256_set1_epi32(7);
     size_t nv = 0;
-    for (; act; act &= act - 1) {
+    while (act) {
+        /* Groups of 8 cells with 4 or more active: the ids of their 12
+         * edges loaded as 12 rows of 8 cells and transposed, so that a
+         * cell's corners are permutes of its own ids, no gather. */
+        const unsigned g0 = (unsigned)__builtin_ctzll(act) & ~7u;
+        const unsigned gm = (unsigned)(act >> g0) & 0xffu;
+        if (__builtin_popcount(gm) >= MC_TRIS_DENSE) {
+            __m256i r[8], h[4];
+            const uint32_t *base = ids + x + g0;
+            for (int e = 0; e < 8; e++)
+                r[e] = _mm256_loadu_si256((const __m256i *)(base + off[e]));
+            mc_transpose8(r);
+            {
+                const __m256i v8 = _mm256_loadu_si256((const __m256i *)(base + off[8]));
+                const __m256i v9 = _mm256_loadu_si256((const __m256i *)(base + off[9]));
+                const __m256i v10 = _mm256_loadu_si256((const __m256i *)(base + off[10]));
+                const __m256i v11 = _mm256_loadu_si256((const __m256i *)(base + off[11]));
+                const __m256i t0 = _mm256_unpacklo_epi32(v8, v9),
+                              t1 = _mm256_unpackhi_epi32(v8, v9);
+                const __m256i t2 = _mm256_unpacklo_epi32(v10, v11),
+                              t3 = _mm256_unpackhi_epi32(v10, v11);
+                h[0] = _mm256_unpacklo_epi64(t0, t2); /* cells 0 | 4 */
+                h[1] = _mm256_unpackhi_epi64(t0, t2); /* cells 1 | 5 */
+                h[2] = _mm256_unpacklo_epi64(t1, t3); /* cells 2 | 6 */
+                h[3] = _mm256_unpackhi_epi64(t1, t3); /* cells 3 | 7 */
+            }
+            for (unsigned m = gm; m; m &= m - 1) {
+                const unsigned l = (unsigned)__builtin_ctz(m), c = cs[g0 + l];
+                const __m128i tab = _mm_loadu_si128((const __m128i *)pmi_mc_tri_table[c]);
+                const unsigned n = 3u * pmi_mc_tri_count[c];
+                const __m256i up = _mm256_set1_epi32(l >= 4 ? 4 : 0);
+                for (unsigned hh = 0; hh < (n > 8 ? 2u : 1u); hh++) {
+                    const __m256i e = _mm256_cvtepi8_epi32(hh ? _mm_srli_si128(tab, 8) : tab);
+                    const __m256i v = _mm256_blendv_epi8(
+                        _mm256_permutevar8x32_epi32(r[l], e),
+                        _mm256_permutevar8x32_epi32(h[l & 3], _mm256_xor_si256(e, up)),
+                        _mm256_cmpgt_epi32(e, seven));
+                    _mm256_storeu_si256((__m256i *)(out + nv + 8 * hh), v);
+                }
+                nv += n;
+            }
+            act &= ~((uint64_t)0xff << g0);
+            continue;
+        }
         const unsigned b = (unsigned)__builtin_ctzll(act), c = cs[b];
+        act &= act - 1;
         const __m128i tab = _mm_loadu_si128((const __m128i *)pmi_mc_tri_table[c]);
         const __m256i i = _mm256_set1_epi32((int)(x + b));
         const unsigned n = 3u * pmi_mc_tri_count[c];

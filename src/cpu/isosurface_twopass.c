@@ -413,7 +413,7 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 #endif
             mc_rowids R;
             R.row = T->id_row;
-            R.ids = T->scratch + (size_t)tid * 12 * R.row;
+            R.ids = T->scratch + (size_t)tid * (12 * R.row + 16);
             R.ids64 = T->ids64;
 #pragma omp for schedule(dynamic, 1)
             for (size_t b = 0; b < T->nblocks; b++) {
@@ -462,7 +462,9 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     T.bact = calloc(T.nblocks + 1, sizeof(uint64_t));
     T.voff = malloc(sizeof(uint64_t) * T.lattice_rows);
     T.id_row = (T.J.nx + 63) & ~(size_t)63; /* ids64 writes whole words */
-    T.scratch = malloc(sizeof(uint32_t) * 12 * T.id_row * (size_t)T.threads);
+    /* 16 ids of padding per thread: tris64 loads the ids of 8 cells at a
+     * time, up to one past a row's last cell. */
+    T.scratch = malloc(sizeof(uint32_t) * (12 * T.id_row + 16) * (size_t)T.threads);
     pm_status st;
     if (!T.bits || !T.btri || !T.bact || !T.voff || !T.scratch) {
         st = pmi_error(PM_STATUS_OUT_OF_MEMORY,
