@@ -192,9 +192,9 @@ void pmi_mc_cases64_avx2(const uint64_t w[8], uint8_t cs[64]);
 void pmi_mc_ids64_avx2(const uint64_t m[3], uint32_t id, uint32_t *o, size_t row);
 
 /* mc_tris64_fn, 8 ids at a time: groups of 8 cells with 4 or more active
- * by transposing the ids of their 12 edges (read up to 8 ids past a row's
- * last cell: the id rows' array has that padding), the others by
- * gathers. */
+ * by transposing the ids of their 12 edges (8-wide loads that may read one
+ * id past the end of the last id row: the array has that padding), the
+ * others by gathers. */
 size_t pmi_mc_tris64_avx2(const uint32_t *ids, const int32_t off[16], uint64_t act,
                           const uint8_t cs[64], size_t x, uint32_t *out);
 

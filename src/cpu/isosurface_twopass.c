@@ -463,7 +463,7 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     T.voff = malloc(sizeof(uint64_t) * T.lattice_rows);
     T.id_row = (T.J.nx + 63) & ~(size_t)63; /* ids64 writes whole words */
     /* 16 ids of padding per thread: tris64 loads the ids of 8 cells at a
-     * time, up to one past a row's last cell. */
+     * time, and for the last group of a row, one id past the row's end. */
     T.scratch = malloc(sizeof(uint32_t) * (12 * T.id_row + 16) * (size_t)T.threads);
     pm_status st;
     if (!T.bits || !T.btri || !T.bact || !T.voff || !T.scratch) {
