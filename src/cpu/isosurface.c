@@ -81,7 +81,7 @@
 
 #define MC_KERNELS(s)                                                                              \
     {                                                                                              \
-        bits_words_##s, bits_row_##s, vertex_##s, vertex8_central_##s, vertex8_row_central_##s     \
+        bits_words_##s, bits_row_##s, vertex_##s, vertex8_central_##s, vertex_row_central_##s      \
     }
 const mc_kernels pmi_mc_kernels[5] = {MC_KERNELS(u8), MC_KERNELS(u16), MC_KERNELS(i16),
                                       MC_KERNELS(f32), MC_KERNELS(f64)};

@@ -165,12 +165,14 @@ const mc_bits_row_fn pmi_mc_bits_row_avx2[5] = {mc_bits_row_u8_avx2, mc_bits_row
 
 /* The operands of 4 vertices with central normals, lane l for V[l]: the
  * edge's two samples, the lattice coordinates of its lower end, and for
- * each end e and axis a the samples of the central difference (gh, gl)
- * and the weight of the difference (gw), as gradient_central reads and
- * computes them. Built in registers: vectors loaded from scalars just
- * stored to the stack wait for the store forwarding to fail. */
+ * each end e and axis a the weighted difference g = (high sample - low
+ * sample) * weight (pmi_mc_diff_w), as gradient_central reads and computes
+ * it; the difference is taken where the samples are loaded, so 6 vectors
+ * per group live until the arithmetic instead of 18. Built in registers:
+ * vectors loaded from scalars just stored to the stack wait for the store
+ * forwarding to fail. */
 typedef struct mc_v4 {
-    __m256d lo, hi, q[3], gh[2][3], gl[2][3], gw[2][3];
+    __m256d lo, hi, q[3], g[2][3];
 } mc_v4;
 
 /* The lattice coordinates of 4 vertices as doubles, converted as signed
@@ -193,18 +195,24 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
 
 /* The samples of 4 edges whose ends c0[l] and c1[l] (offsets from d) and
  * their neighbours lie inside the volume: central differences (span 2)
- * along strides st[0..2]. */
-#define MC_LOAD_CENTRAL(LOAD4, d, c0, c1, st, o)                                                   \
+ * along strides st[0..2]; d - st[a] must still point into the volume.
+ * The neighbours are read through the shifted bases d + st[a] and d -
+ * st[a] at the ends' own offsets, so the 8 offsets stay in registers and
+ * every load is one addressing mode (no offset arithmetic per lane). */
+#define MC_LOAD_CENTRAL(LOAD4, T, d, c0, c1, st, gw, o)                                            \
     do {                                                                                           \
         (o)->lo = LOAD4(d, c0[0], c0[1], c0[2], c0[3]);                                            \
         (o)->hi = LOAD4(d, c1[0], c1[1], c1[2], c1[3]);                                            \
         for (int a_ = 0; a_ < 3; a_++) {                                                           \
             const ptrdiff_t s_ = (ptrdiff_t)st[a_];                                                \
-            (o)->gh[0][a_] = LOAD4(d, c0[0] + s_, c0[1] + s_, c0[2] + s_, c0[3] + s_);             \
-            (o)->gl[0][a_] = LOAD4(d, c0[0] - s_, c0[1] - s_, c0[2] - s_, c0[3] - s_);             \
-            (o)->gh[1][a_] = LOAD4(d, c1[0] + s_, c1[1] + s_, c1[2] + s_, c1[3] + s_);             \
-            (o)->gl[1][a_] = LOAD4(d, c1[0] - s_, c1[1] - s_, c1[2] - s_, c1[3] - s_);             \
-            (o)->gw[0][a_] = (o)->gw[1][a_] = _mm256_set1_pd(J->gw[2][a_]);                        \
+            const __m256d w_ = _mm256_set1_pd((gw)[a_]);                                           \
+            const T *dh_ = (d) + s_, *dl_ = (d)-s_;                                                \
+            (o)->g[0][a_] = _mm256_mul_pd(_mm256_sub_pd(LOAD4(dh_, c0[0], c0[1], c0[2], c0[3]),    \
+                                                        LOAD4(dl_, c0[0], c0[1], c0[2], c0[3])),   \
+                                          w_);                                                     \
+            (o)->g[1][a_] = _mm256_mul_pd(_mm256_sub_pd(LOAD4(dh_, c1[0], c1[1], c1[2], c1[3]),    \
+                                                        LOAD4(dl_, c1[0], c1[1], c1[2], c1[3])),   \
+                                          w_);                                                     \
         }                                                                                          \
     } while (0)
 
@@ -223,12 +231,13 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
             if (!v->i || !v->j || !v->k || v->i + 2 + (ax == 0) > J->nx ||                         \
                 v->j + 2 + (ax == 1) > J->ny || v->k + 2 + (ax == 2) > J->nz)                      \
                 return 0;                                                                          \
-            c0[l] = (ptrdiff_t)(v->i + v->j * J->rs + v->k * J->ss);                               \
+            /* From one slice on (k >= 1), so that d - st[a] is inside. */                         \
+            c0[l] = (ptrdiff_t)(v->i + v->j * J->rs + (v->k - 1) * J->ss);                         \
             c1[l] = c0[l] + (ptrdiff_t)st[ax];                                                     \
         }                                                                                          \
         mc_lattice4(V, o->q);                                                                      \
-        const T *d = (const T *)J->data;                                                           \
-        MC_LOAD_CENTRAL(LOAD4, d, c0, c1, st, o);                                                  \
+        const T *d = (const T *)J->data + J->ss;                                                   \
+        MC_LOAD_CENTRAL(LOAD4, T, d, c0, c1, st, J->gw[2], o);                                        \
         return 1;                                                                                  \
     }
 
@@ -245,7 +254,7 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
     __attribute__((target("avx2"))) static void mc_gather4_##SUF(const mc_job *J,                  \
                                                                  const mc_pending *V, mc_v4 *o)    \
     {                                                                                              \
-        _Alignas(32) double lo[4], hi[4], q[3][4], gh[2][3][4], gl[2][3][4], gw[2][3][4];          \
+        _Alignas(32) double lo[4], hi[4], q[3][4], g[2][3][4];                                     \
         const T *d = (const T *)J->data;                                                           \
         const size_t n[3] = {J->nx, J->ny, J->nz}, st[3] = {1, J->rs, J->ss};                      \
         for (int l = 0; l < 4; l++) {                                                              \
@@ -261,9 +270,8 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
                     const size_t pa = p[a] + (size_t)(e && a == ax);                               \
                     const size_t up = pa + 1 < n[a], dn = pa > 0;                                  \
                     const T *c = e ? c1 : c0;                                                      \
-                    gh[e][a][l] = (double)c[up * st[a]];                                           \
-                    gl[e][a][l] = (double)*(c - dn * st[a]);                                       \
-                    gw[e][a][l] = J->gw[up + dn][a];                                               \
+                    g[e][a][l] = pmi_mc_diff_w((double)c[up * st[a]], (double)*(c - dn * st[a]),   \
+                                               J->gw[up + dn][a]);                                 \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
@@ -271,11 +279,8 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
         o->hi = _mm256_load_pd(hi);                                                                \
         for (int a = 0; a < 3; a++) {                                                              \
             o->q[a] = _mm256_load_pd(q[a]);                                                        \
-            for (int e = 0; e < 2; e++) {                                                          \
-                o->gh[e][a] = _mm256_load_pd(gh[e][a]);                                            \
-                o->gl[e][a] = _mm256_load_pd(gl[e][a]);                                            \
-                o->gw[e][a] = _mm256_load_pd(gw[e][a]);                                            \
-            }                                                                                      \
+            for (int e = 0; e < 2; e++)                                                            \
+                o->g[e][a] = _mm256_load_pd(g[e][a]);                                              \
         }                                                                                          \
     }
 MC_GATHER4_FAST(uint8_t, u8, MC_LOAD4_ANY)
@@ -480,6 +485,37 @@ __attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
     return nv;
 }
 
+/* Stream bit s = 3 i + a of pmi_mc_queue64_bmi2 as the queue word's low
+ * bits: i << 2 | a. */
+static const uint16_t mc_stream_slot[192] = {
+#define MC_S3(i) (i) << 2, (i) << 2 | 1, (i) << 2 | 2
+#define MC_S12(i) MC_S3(i), MC_S3(i + 1), MC_S3(i + 2), MC_S3(i + 3)
+    MC_S12(0),  MC_S12(4),  MC_S12(8),  MC_S12(12), MC_S12(16), MC_S12(20), MC_S12(24), MC_S12(28),
+    MC_S12(32), MC_S12(36), MC_S12(40), MC_S12(44), MC_S12(48), MC_S12(52), MC_S12(56), MC_S12(60)
+#undef MC_S12
+#undef MC_S3
+};
+
+__attribute__((target("bmi,bmi2"))) size_t pmi_mc_queue64_bmi2(const uint64_t m[3], size_t x,
+                                                               uint64_t *out)
+{
+    /* Bits 0, 3, ..., 63 (22), 1, ..., 61 and 2, ..., 62 (21 each). Word
+     * w of the stream holds bits 64 w to 64 w + 63: points 0-21 of x
+     * edges and 0-20 of y and z edges in word 0, then x 22-42, y 21-42,
+     * z 21-41, then x 43-63, y 43-63, z 42-63. */
+    const uint64_t A = 0x9249249249249249ull, B = A << 1, C = A << 2;
+    const uint64_t w[3] = {
+        _pdep_u64(m[0], A) | _pdep_u64(m[1], B) | _pdep_u64(m[2], C),
+        _pdep_u64(m[0] >> 22, C) | _pdep_u64(m[1] >> 21, A) | _pdep_u64(m[2] >> 21, B),
+        _pdep_u64(m[0] >> 43, B) | _pdep_u64(m[1] >> 43, C) | _pdep_u64(m[2] >> 42, A)};
+    const uint64_t xe = (uint64_t)x << 2;
+    size_t n = 0;
+    for (int q = 0; q < 3; q++)
+        for (uint64_t b = w[q]; b; b = _blsr_u64(b))
+            out[n++] = xe + mc_stream_slot[64 * q + (int)_tzcnt_u64(b)];
+    return n;
+}
+
 /* x[l], y[l], z[l] of 4 lanes to o[3 l + 0..2]. */
 __attribute__((target("avx2"))) static inline void mc_store_xyz4(float *o, __m128 x, __m128 y,
                                                                  __m128 z)
@@ -492,24 +528,25 @@ __attribute__((target("avx2"))) static inline void mc_store_xyz4(float *o, __m12
     _mm_storeu_ps(o + 8, _mm_shuffle_ps(zx_hi, yz_hi, _MM_SHUFFLE(3, 2, 3, 0))); /* z2 x3 y3 z3 */
 }
 
-/* The arithmetic and stores of 8 vertices whose samples are in o[0..1]
- * (lane l of group g is vertex 4 g + l, on axis ax[4 g + l], written to
- * pos[4 g + l] and nrm[4 g + l]; bit g of cons: group g's vertices are
- * consecutive, pos[4 g + l] = pos[4 g] + 3 l and the same for nrm): the
- * operations of core/mc_math.h (pmi_mc_edge_t, pmi_mc_position,
- * pmi_mc_diff_w, pmi_mc_normal) in the same order, 4 lanes wide (division
- * and square root are correctly rounded in both; no fused multiply-add in
- * this target), so the same bits as 8 calls of vertex_<type>. Two groups
- * of 4 lanes go through each step together: one group's chain of
- * division, square root and division would otherwise leave the core
- * waiting. */
-__attribute__((target("avx2"), always_inline)) static inline void
-mc_finish8(const mc_job *J, const mc_v4 o[2], const int ax[8], float *const pos[8],
-           float *const nrm[8], int cons)
+/* The arithmetic of 8 vertices whose samples are in o[0..1] (lane l of
+ * group g is vertex 4 g + l, on the axis in lane l of axis[g]): positions
+ * to pf[g][a][l] and normals to nf[g][a][l] as floats; returns the lanes
+ * whose normal is valid (bit 4 g + l). The operations of core/mc_math.h
+ * (pmi_mc_edge_t, pmi_mc_position, pmi_mc_diff_w, pmi_mc_normal) in the
+ * same order, 4 lanes wide (division and square root are correctly
+ * rounded in both; no fused multiply-add in this target), so the same bits
+ * as 8 calls of vertex_<type>. Two groups of 4 lanes go through each step
+ * together: one group's chain of division, square root and division would
+ * otherwise leave the core waiting. A normal whose squared length is
+ * positive and finite has finite components (each at most the length), so
+ * that test is pmi_mc_normal's finiteness test. */
+__attribute__((target("avx2"), always_inline)) static inline int
+mc_compute8(const mc_job *J, const mc_v4 o[2], const __m256i axis[2], float pf[2][3][4],
+            float nf[2][3][4])
 {
     const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
-    __m256d t[2], n[2][3], l2[2], ok[2], inv[2];
-    _Alignas(16) float pf[2][3][4], nf[2][3][4];
+    __m256d t[2], n[2][3], l2[2], inv[2];
+    int okm = 0;
     for (int g = 0; g < 2; g++) {
         t[g] = _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(J->iso), o[g].lo),
                              _mm256_sub_pd(o[g].hi, o[g].lo));
@@ -520,16 +557,14 @@ mc_finish8(const mc_job *J, const mc_v4 o[2], const int ax[8], float *const pos[
     for (int g = 0; g < 2; g++) {
         /* t added to the coordinate along each lane's axis; the others get
          * + 0.0, which leaves a coordinate (>= +0) as it is. */
-        const int *W = ax + 4 * g;
-        const __m256i axis = _mm256_set_epi64x(W[3], W[2], W[1], W[0]);
         for (int a = 0; a < 3; a++) {
-            __m256d on = _mm256_castsi256_pd(_mm256_cmpeq_epi64(axis, _mm256_set1_epi64x(a)));
+            __m256d on =
+                _mm256_castsi256_pd(_mm256_cmpeq_epi64(axis[g], _mm256_set1_epi64x(a)));
             __m256d qa = _mm256_add_pd(o[g].q[a], _mm256_and_pd(on, t[g]));
             __m256d pa = _mm256_add_pd(_mm256_set1_pd(J->origin[a]),
                                        _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
             _mm_store_ps(pf[g][a], _mm256_cvtpd_ps(pa));
-            __m256d g0 = _mm256_mul_pd(_mm256_sub_pd(o[g].gh[0][a], o[g].gl[0][a]), o[g].gw[0][a]);
-            __m256d g1 = _mm256_mul_pd(_mm256_sub_pd(o[g].gh[1][a], o[g].gl[1][a]), o[g].gw[1][a]);
+            const __m256d g0 = o[g].g[0][a], g1 = o[g].g[1][a];
             __m256d na =
                 _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t[g]), g0), _mm256_mul_pd(t[g], g1));
             n[g][a] = _mm256_mul_pd(_mm256_set1_pd(J->sg), na);
@@ -539,49 +574,59 @@ mc_finish8(const mc_job *J, const mc_v4 o[2], const int ax[8], float *const pos[
         l2[g] = _mm256_add_pd(
             _mm256_add_pd(_mm256_mul_pd(n[g][0], n[g][0]), _mm256_mul_pd(n[g][1], n[g][1])),
             _mm256_mul_pd(n[g][2], n[g][2]));
-        ok[g] = _mm256_and_pd(_mm256_cmp_pd(l2[g], zero, _CMP_GT_OQ),
-                              _mm256_cmp_pd(l2[g], _mm256_set1_pd(DBL_MAX), _CMP_LE_OQ));
+        const __m256d ok = _mm256_and_pd(_mm256_cmp_pd(l2[g], zero, _CMP_GT_OQ),
+                                         _mm256_cmp_pd(l2[g], _mm256_set1_pd(DBL_MAX), _CMP_LE_OQ));
+        okm |= _mm256_movemask_pd(ok) << 4 * g;
         inv[g] = _mm256_div_pd(one, _mm256_sqrt_pd(l2[g]));
     }
     for (int g = 0; g < 2; g++)
-        for (int a = 0; a < 3; a++) {
-            __m256d m = _mm256_mul_pd(n[g][a], inv[g]);
-            ok[g] = _mm256_and_pd(ok[g], _mm256_cmp_pd(_mm256_sub_pd(m, m), zero, _CMP_EQ_OQ));
-            _mm_store_ps(nf[g][a], _mm256_cvtpd_ps(m));
-        }
-    for (int g = 0; g < 2; g++) {
-        int okm = _mm256_movemask_pd(ok[g]);
-        if (okm == 15 && (cons >> g & 1)) {
-            /* Consecutive vertices (the usual case): x, y, z of the 4 lanes
-             * interleaved into 12 floats, three stores each. */
-            mc_store_xyz4(pos[4 * g], _mm_load_ps(pf[g][0]), _mm_load_ps(pf[g][1]),
-                          _mm_load_ps(pf[g][2]));
-            mc_store_xyz4(nrm[4 * g], _mm_load_ps(nf[g][0]), _mm_load_ps(nf[g][1]),
-                          _mm_load_ps(nf[g][2]));
-            continue;
-        }
-        for (int l = 0; l < 4; l++) {
-            float *vp = pos[4 * g + l], *vn = nrm[4 * g + l];
-            for (int a = 0; a < 3; a++)
-                vp[a] = pf[g][a][l];
-            if (okm >> l & 1) {
-                for (int a = 0; a < 3; a++)
-                    vn[a] = nf[g][a][l];
-            } else {
-                /* pmi_mc_normal's fallback: the edge direction, inside to
-                 * outside. */
-                _Alignas(32) double lo[4];
-                _mm256_store_pd(lo, o[g].lo);
-                float sgn = pmi_mc_inside(J->sg, J->siso, lo[l]) ? 1.0f : -1.0f;
-                vn[0] = vn[1] = vn[2] = 0.0f;
-                vn[ax[4 * g + l]] = sgn;
-            }
-        }
+        for (int a = 0; a < 3; a++)
+            _mm_store_ps(nf[g][a], _mm256_cvtpd_ps(_mm256_mul_pd(n[g][a], inv[g])));
+    return okm;
+}
+
+/* Vertex l of group g of mc_compute8 to vp and vn, one lane: without a
+ * valid normal, pmi_mc_normal's fallback (the edge direction, inside to
+ * outside). */
+__attribute__((target("avx2"))) static void mc_store_lane(const mc_job *J, const mc_v4 *o, int ax,
+                                                          const float pf[3][4],
+                                                          const float nf[3][4], int l, int ok,
+                                                          float *vp, float *vn)
+{
+    for (int a = 0; a < 3; a++)
+        vp[a] = pf[a][l];
+    if (ok) {
+        for (int a = 0; a < 3; a++)
+            vn[a] = nf[a][l];
+        return;
     }
+    _Alignas(32) double lo[4];
+    _mm256_store_pd(lo, o->lo);
+    float sgn = pmi_mc_inside(J->sg, J->siso, lo[l]) ? 1.0f : -1.0f;
+    vn[0] = vn[1] = vn[2] = 0.0f;
+    vn[ax] = sgn;
+}
+
+/* Group g's 4 vertices of mc_compute8 (valid normals okm) to consecutive
+ * slots from vp and vn: x, y, z of the 4 lanes interleaved into 12
+ * floats, three stores each. */
+__attribute__((target("avx2"), always_inline)) static inline void
+mc_store4(const mc_job *J, const mc_v4 *o, __m256i axis, const float pf[3][4], const float nf[3][4],
+          int okm, float *vp, float *vn)
+{
+    if (okm == 15) {
+        mc_store_xyz4(vp, _mm_load_ps(pf[0]), _mm_load_ps(pf[1]), _mm_load_ps(pf[2]));
+        mc_store_xyz4(vn, _mm_load_ps(nf[0]), _mm_load_ps(nf[1]), _mm_load_ps(nf[2]));
+        return;
+    }
+    _Alignas(32) int64_t ax[4];
+    _mm256_store_si256((__m256i *)ax, axis);
+    for (int l = 0; l < 4; l++)
+        mc_store_lane(J, o, (int)ax[l], pf, nf, l, okm >> l & 1, vp + 3 * l, vn + 3 * l);
 }
 
 /* vertex() with central normals for 8 vertices at once, any sample type
- * (mc_finish8). */
+ * (mc_compute8). */
 __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, const mc_pending *V)
 {
     mc_v4 o[2];
@@ -596,45 +641,64 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
     default: MC_GATHER(f64); break;
     }
 #undef MC_GATHER
-    int ax[8], cons = 0;
-    float *pos[8], *nrm[8];
-    for (int l = 0; l < 8; l++) {
-        ax[l] = V[l].axis;
-        pos[l] = V[l].pos;
-        nrm[l] = V[l].nrm;
+    __m256i axis[2];
+    for (int g = 0; g < 2; g++) {
+        const mc_pending *W = V + 4 * g;
+        axis[g] = _mm256_set_epi64x(W[3].axis, W[2].axis, W[1].axis, W[0].axis);
     }
+    _Alignas(16) float pf[2][3][4], nf[2][3][4];
+    const int okm = mc_compute8(J, o, axis, pf, nf);
     for (int g = 0; g < 2; g++) {
         const mc_pending *W = V + 4 * g;
         if (W[1].pos == W[0].pos + 3 && W[2].pos == W[0].pos + 6 && W[3].pos == W[0].pos + 9 &&
-            W[1].nrm == W[0].nrm + 3 && W[2].nrm == W[0].nrm + 6 && W[3].nrm == W[0].nrm + 9)
-            cons |= 1 << g;
+            W[1].nrm == W[0].nrm + 3 && W[2].nrm == W[0].nrm + 6 && W[3].nrm == W[0].nrm + 9) {
+            mc_store4(J, &o[g], axis[g], pf[g], nf[g], okm >> 4 * g & 15, W[0].pos, W[0].nrm);
+            continue;
+        }
+        for (int l = 0; l < 4; l++)
+            mc_store_lane(J, &o[g], W[l].axis, pf[g], nf[g], l, okm >> (4 * g + l) & 1, W[l].pos,
+                          W[l].nrm);
     }
-    mc_finish8(J, o, ax, pos, nrm, cons);
 }
 
 /* The fast gather of 4 vertices of one interior lattice row (its j and k
  * at least 1 and at most n - 3, so no lane's samples leave the volume in
- * y or z): e[l] = i << 2 | axis, rb the row's first sample, qj and qk its
- * j and k. Returns 0, with nothing read, when a lane has an end on the
- * volume's border in x. */
+ * y or z; nx below 2^52): e[l] = i << 2 | axis, rb the row's first sample,
+ * stv the strides {1, rs, ss, 0} as 64-bit lanes, nxv nx in every lane,
+ * qj and qk the row's j and k. Returns 0, with nothing read, when a lane
+ * has an end on the volume's border in x. The lanes' offsets and bounds
+ * are computed 4 wide; i converts to double exactly as the bits of 2^52 +
+ * i less 2^52. */
 #define MC_GATHER4_ROW(T, SUF, LOAD4)                                                              \
     __attribute__((target("avx2"))) static inline int mc_gather4_row_##SUF(                        \
-        const mc_job *J, const uint64_t *e, const T *rb, __m256d qj, __m256d qk, mc_v4 *o)         \
+        const uint64_t *e, const T *rb, __m256i stv, __m256i nxv, __m256d qj, __m256d qk,          \
+        const double *gw, mc_v4 *o)                                                                \
     {                                                                                              \
-        const ptrdiff_t st[4] = {1, (ptrdiff_t)J->rs, (ptrdiff_t)J->ss, 0};                        \
-        ptrdiff_t c0[4], c1[4];                                                                    \
-        for (int l = 0; l < 4; l++) {                                                              \
-            const uint64_t i = e[l] >> 2;                                                          \
-            const unsigned ax = (unsigned)(e[l] & 3);                                              \
-            if (!i || i + 2 + (ax == 0) > J->nx) return 0;                                         \
-            c0[l] = (ptrdiff_t)i;                                                                  \
-            c1[l] = c0[l] + st[ax];                                                                \
-        }                                                                                          \
-        o->q[0] = _mm256_set_pd((double)(int64_t)(e[3] >> 2), (double)(int64_t)(e[2] >> 2),        \
-                                (double)(int64_t)(e[1] >> 2), (double)(int64_t)(e[0] >> 2));       \
+        const __m256i E = _mm256_loadu_si256((const __m256i *)e);                                  \
+        const __m256i I = _mm256_srli_epi64(E, 2), AX = _mm256_and_si256(E, _mm256_set1_epi64x(3)); \
+        const __m256i zero = _mm256_setzero_si256();                                               \
+        /* The edge's last point in x, plus one more for the difference:                         \
+         * i + 2, and i + 3 on x edges; it must be at most nx. */                                 \
+        const __m256i end = _mm256_sub_epi64(_mm256_add_epi64(I, _mm256_set1_epi64x(2)),           \
+                                             _mm256_cmpeq_epi64(AX, zero));                        \
+        const __m256i bad =                                                                        \
+            _mm256_or_si256(_mm256_cmpeq_epi64(I, zero), _mm256_cmpgt_epi64(end, nxv));            \
+        if (!_mm256_testz_si256(bad, bad)) return 0;                                               \
+        /* stv's lane AX: 32-bit elements 2 AX and 2 AX + 1. */                                    \
+        const __m256i a2 = _mm256_slli_epi64(AX, 1);                                               \
+        const __m256i idx =                                                                        \
+            _mm256_or_si256(a2, _mm256_slli_epi64(_mm256_add_epi64(a2, _mm256_set1_epi64x(1)), 32)); \
+        const __m256i C1 = _mm256_add_epi64(I, _mm256_permutevar8x32_epi32(stv, idx));             \
+        _Alignas(32) ptrdiff_t c0[4], c1[4];                                                       \
+        _mm256_store_si256((__m256i *)c0, I);                                                      \
+        _mm256_store_si256((__m256i *)c1, C1);                                                     \
+        const __m256i m52 = _mm256_set1_epi64x(0x4330000000000000ll);                              \
+        o->q[0] = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(I, m52)),                      \
+                                _mm256_set1_pd(4503599627370496.0));                               \
         o->q[1] = qj;                                                                              \
         o->q[2] = qk;                                                                              \
-        MC_LOAD_CENTRAL(LOAD4, rb, c0, c1, st, o);                                                 \
+        const ptrdiff_t st[3] = {1, _mm256_extract_epi64(stv, 1), _mm256_extract_epi64(stv, 2)};   \
+        MC_LOAD_CENTRAL(LOAD4, T, rb, c0, c1, st, gw, o);                                          \
         return 1;                                                                                  \
     }
 MC_GATHER4_ROW(uint8_t, u8, MC_LOAD4_ANY)
@@ -645,30 +709,46 @@ MC_GATHER4_ROW(double, f64, MC_LOAD4_ANY)
 #undef MC_GATHER4_ROW
 #undef MC_LOAD_CENTRAL
 
-/* mc_vertex8_row_fn: 8 vertices of lattice row (j,k), e[l] = i << 2 |
- * axis, written to consecutive slots from pos and nrm (mc_finish8). Lanes
- * of a row on the volume's border, or with an end on it in x, take the
- * gathers of pmi_mc_vertex8_central. */
-__attribute__((target("avx2"))) void pmi_mc_vertex8_row_central(const mc_job *J, size_t j, size_t k,
-                                                                const uint64_t e[8], float *pos,
-                                                                float *nrm)
+/* mc_vertex_row_fn: the n vertices (a multiple of 8) of lattice row
+ * (j,k), e[l] = i << 2 | axis, written to consecutive slots from pos and
+ * nrm, 8 at a time (mc_compute8, mc_store4). Lanes of a row on the volume's border,
+ * or with an end on it in x, take the gathers of pmi_mc_vertex8_central. */
+__attribute__((target("avx2"))) void pmi_mc_vertex_row_central(const mc_job *J, size_t j, size_t k,
+                                                               const uint64_t *e, size_t n,
+                                                               float *pos, float *nrm)
 {
-    mc_v4 o[2];
-    const int inner = j >= 1 && k >= 1 && j + 3 <= J->ny && k + 3 <= J->nz;
+    const int inner =
+        j >= 1 && k >= 1 && j + 3 <= J->ny && k + 3 <= J->nz && J->nx < ((size_t)1 << 52);
     const size_t rb = j * J->rs + k * J->ss;
+    const __m256i stv = _mm256_set_epi64x(0, (long long)J->ss, (long long)J->rs, 1);
+    const __m256i nxv = _mm256_set1_epi64x((long long)J->nx);
     const __m256d qj = _mm256_set1_pd((double)(int64_t)j), qk = _mm256_set1_pd((double)(int64_t)k);
 #define MC_GATHER(T, SUF)                                                                          \
-    for (int g = 0; g < 2; g++) {                                                                  \
-        if (inner && mc_gather4_row_##SUF(J, e + 4 * g, (const T *)J->data + rb, qj, qk, &o[g]))   \
-            continue;                                                                              \
-        mc_pending W[4];                                                                           \
-        for (int l = 0; l < 4; l++) {                                                              \
-            W[l].i = (size_t)(e[4 * g + l] >> 2);                                                  \
-            W[l].j = j;                                                                            \
-            W[l].k = k;                                                                            \
-            W[l].axis = (int)(e[4 * g + l] & 3);                                                   \
+    for (size_t q = 0; q < n; q += 8) {                                                            \
+        mc_v4 o[2];                                                                                \
+        for (int g = 0; g < 2; g++) {                                                              \
+            const uint64_t *eg = e + q + 4 * g;                                                    \
+            if (inner && mc_gather4_row_##SUF(eg, (const T *)J->data + rb, stv, nxv, qj, qk,        \
+                                              J->gw[2], &o[g]))                                    \
+                continue;                                                                          \
+            mc_pending W[4];                                                                       \
+            for (int l = 0; l < 4; l++) {                                                          \
+                W[l].i = (size_t)(eg[l] >> 2);                                                     \
+                W[l].j = j;                                                                        \
+                W[l].k = k;                                                                        \
+                W[l].axis = (int)(eg[l] & 3);                                                      \
+            }                                                                                      \
+            if (!mc_gather4_fast_##SUF(J, W, &o[g])) mc_gather4_##SUF(J, W, &o[g]);                \
         }                                                                                          \
-        if (!mc_gather4_fast_##SUF(J, W, &o[g])) mc_gather4_##SUF(J, W, &o[g]);                    \
+        __m256i axis[2];                                                                           \
+        for (int g = 0; g < 2; g++)                                                                \
+            axis[g] = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(e + q + 4 * g)),       \
+                                       _mm256_set1_epi64x(3));                                     \
+        _Alignas(16) float pf[2][3][4], nf[2][3][4];                                               \
+        const int okm = mc_compute8(J, o, axis, pf, nf);                                           \
+        for (int g = 0; g < 2; g++)                                                                \
+            mc_store4(J, &o[g], axis[g], pf[g], nf[g], okm >> 4 * g & 15, pos + 3 * (q + 4 * g),   \
+                      nrm + 3 * (q + 4 * g));                                                      \
     }
     switch (J->type) {
     case PM_SAMPLE_U8: MC_GATHER(uint8_t, u8); break;
@@ -678,14 +758,6 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_row_central(const mc_job *J,
     default: MC_GATHER(double, f64); break;
     }
 #undef MC_GATHER
-    int ax[8];
-    float *P[8], *N[8];
-    for (int l = 0; l < 8; l++) {
-        ax[l] = (int)(e[l] & 3);
-        P[l] = pos + 3 * l;
-        N[l] = nrm + 3 * l;
-    }
-    mc_finish8(J, o, ax, P, N, 3);
 }
 
 #else

@@ -95,17 +95,21 @@ static inline void mc_pend(const mc_job *J, void (*vertex8)(const mc_job *, cons
  * vertex8_central: vertex() with central normals for 8 vertices. */
 typedef void (*mc_vertex_fn)(const mc_job *, size_t, size_t, size_t, int, float *, float *);
 typedef void (*mc_vertex8_fn)(const mc_job *, const mc_pending *);
-/* vertex8 for 8 vertices of lattice row (j,k), e[l] = i << 2 | axis, into
- * consecutive slots from pos and nrm. */
-typedef void (*mc_vertex8_row_fn)(const mc_job *, size_t j, size_t k, const uint64_t e[8],
-                                  float *pos, float *nrm);
+/* vertex8 for the n vertices (a multiple of 8) of lattice row (j,k), e[l]
+ * = i << 2 | axis, into consecutive slots from pos and nrm. */
+typedef void (*mc_vertex_row_fn)(const mc_job *, size_t j, size_t k, const uint64_t *e, size_t n,
+                                 float *pos, float *nrm);
 typedef void (*mc_bits_row_fn)(const mc_job *, size_t, uint64_t *);
+/* The crossings of 64 points of a lattice row (masks m[0..2] of its x, y
+ * and z edges, first point x) queued to out as (x + i) << 2 | axis, by
+ * point, then axis; returns their count. */
+typedef size_t (*mc_queue64_fn)(const uint64_t m[3], size_t x, uint64_t *out);
 typedef struct mc_kernels {
     void (*bits_words)(const mc_job *, uint64_t *, size_t, size_t);
     mc_bits_row_fn bits_row;
     mc_vertex_fn vertex;
     mc_vertex8_fn vertex8_central;
-    mc_vertex8_row_fn vertex8_row_central;
+    mc_vertex_row_fn vertex_row_central;
 } mc_kernels;
 extern const mc_kernels pmi_mc_kernels[5];
 
@@ -185,6 +189,11 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
  * a time (the same bits as the kernels'), for CPUs with AVX2. */
 extern const mc_bits_row_fn pmi_mc_bits_row_avx2[5];
 
+/* mc_queue64_fn with the three masks interleaved into one 192-bit stream
+ * by bit deposits, so that each crossing costs a bit scan and a store.
+ * Needs BMI2 (__builtin_cpu_supports("bmi2")). */
+size_t pmi_mc_queue64_bmi2(const uint64_t m[3], size_t x, uint64_t *out);
+
 /* mc_cases64 of 64 cells at a time (every cell's byte, 2 x 32 lanes). */
 void pmi_mc_cases64_avx2(const uint64_t w[8], uint8_t cs[64]);
 
@@ -201,10 +210,10 @@ size_t pmi_mc_tris64_avx2(const uint32_t *ids, const int32_t off[16], uint64_t a
 /* vertex() with central normals for the 8 vertices V[0..7], bit for bit
  * as 4 calls of the kernel's vertex() (both extractions). */
 void pmi_mc_vertex8_central(const mc_job *J, const mc_pending *V);
-/* The same as mc_vertex8_row_fn (the two-pass extraction's rows): lanes
+/* The same as mc_vertex_row_fn (the two-pass extraction's rows): lanes
  * of interior rows gathered without per-lane bounds in y and z. */
-void pmi_mc_vertex8_row_central(const mc_job *J, size_t j, size_t k, const uint64_t e[8],
-                                float *pos, float *nrm);
+void pmi_mc_vertex_row_central(const mc_job *J, size_t j, size_t k, const uint64_t *e, size_t n,
+                               float *pos, float *nrm);
 #endif
 
 #endif

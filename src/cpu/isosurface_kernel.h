@@ -189,20 +189,22 @@ static void MC_FN(vertex8_central)(const mc_job *J, const mc_pending *V)
     }
 }
 
-/* mc_vertex8_row_fn by vertex8_central. */
-static void MC_FN(vertex8_row_central)(const mc_job *J, size_t j, size_t k, const uint64_t e[8],
-                                       float *pos, float *nrm)
+/* mc_vertex_row_fn by vertex8_central. */
+static void MC_FN(vertex_row_central)(const mc_job *J, size_t j, size_t k, const uint64_t *e,
+                                      size_t n, float *pos, float *nrm)
 {
-    mc_pending V[8];
-    for (int l = 0; l < 8; l++) {
-        V[l].i = (size_t)(e[l] >> 2);
-        V[l].j = j;
-        V[l].k = k;
-        V[l].axis = (int)(e[l] & 3);
-        V[l].pos = pos + 3 * l;
-        V[l].nrm = nrm + 3 * l;
+    for (size_t q = 0; q < n; q += 8) {
+        mc_pending V[8];
+        for (int l = 0; l < 8; l++) {
+            V[l].i = (size_t)(e[q + l] >> 2);
+            V[l].j = j;
+            V[l].k = k;
+            V[l].axis = (int)(e[q + l] & 3);
+            V[l].pos = pos + 3 * (q + l);
+            V[l].nrm = nrm + 3 * (q + l);
+        }
+        MC_FN(vertex8_central)(J, V);
     }
-    MC_FN(vertex8_central)(J, V);
 }
 
 #undef MC_FN

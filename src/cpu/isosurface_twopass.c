@@ -141,37 +141,50 @@ static void mc_prefetch_row(const mc_job *J, size_t L)
  * axis (a point's x, y and z entries are written at np, np + X, np + X +
  * Y, so the ones without a crossing are overwritten), vertex8 for every 8
  * (their slots are consecutive), vertex() for the rest. */
+/* Crossings queued before the vertex kernel takes them (a few words'
+ * worth: one call per row in most rows). */
+#define MC_ROW_QUEUE 256
+
 static void mc_write_row8(const mc_job *J, size_t L, uint64_t id, const pmi_mesh_dest *D,
-                          mc_vertex_fn vertex, mc_vertex8_row_fn vertex8)
+                          mc_vertex_fn vertex, mc_vertex_row_fn vertex_row, mc_queue64_fn queue64)
 {
     const size_t j = L % J->ny, k = L / J->ny;
     float *const P = D->positions, *const N = D->normals;
-    uint64_t pend[8 + 3];
-    int np = 0;
+    /* Queued crossings: fewer than MC_ROW_QUEUE before a word, 3 per
+     * point of the word, 3 slots written past the count. */
+    uint64_t pend[MC_ROW_QUEUE + 3 * 64 + 3];
+    size_t np = 0;
     for (size_t x = 0; x < J->nx; x += 64) {
         uint64_t m[3];
         mc_row_words(J, L, x, &m[0], &m[1], &m[2]);
-        uint64_t any = m[0] | m[1] | m[2];
-        while (any) {
-            const unsigned b = (unsigned)__builtin_ctzll(any);
-            any &= any - 1;
-            const uint64_t e = (uint64_t)(x + b) << 2;
-            pend[np] = e;
-            np += (int)(m[0] >> b & 1);
-            pend[np] = e | 1;
-            np += (int)(m[1] >> b & 1);
-            pend[np] = e | 2;
-            np += (int)(m[2] >> b & 1);
-            if (np >= 8) {
-                vertex8(J, j, k, pend, P + 3 * id, N + 3 * id);
-                id += 8;
-                np -= 8;
-                for (int l = 0; l < np; l++)
-                    pend[l] = pend[8 + l];
+        if (queue64) {
+            np += queue64(m, x, pend + np);
+        } else {
+            uint64_t any = m[0] | m[1] | m[2];
+            while (any) {
+                const unsigned b = (unsigned)__builtin_ctzll(any);
+                any &= any - 1;
+                const uint64_t e = (uint64_t)(x + b) << 2;
+                pend[np] = e;
+                np += m[0] >> b & 1;
+                pend[np] = e | 1;
+                np += m[1] >> b & 1;
+                pend[np] = e | 2;
+                np += m[2] >> b & 1;
             }
         }
+        /* The queue's whole groups of 8 once it holds a few words' worth,
+         * and at the row's end. */
+        if (np >= MC_ROW_QUEUE || x + 64 >= J->nx) {
+            const size_t n8 = np & ~(size_t)7;
+            if (n8) vertex_row(J, j, k, pend, n8, P + 3 * id, N + 3 * id);
+            id += n8;
+            np -= n8;
+            for (size_t l = 0; l < np; l++)
+                pend[l] = pend[n8 + l];
+        }
     }
-    for (int l = 0; l < np; l++, id++)
+    for (size_t l = 0; l < np; l++, id++)
         vertex(J, (size_t)(pend[l] >> 2), j, k, (int)(pend[l] & 3), P + 3 * id, N + 3 * id);
 }
 
@@ -180,13 +193,13 @@ static void mc_write_row8(const mc_job *J, size_t L, uint64_t id, const pmi_mesh
  * the caller's capacity are skipped. */
 static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, uint64_t vend,
                          const pmi_mesh_dest *D, mc_vertex_fn vertex, mc_vertex8_fn vertex8,
-                         mc_vertex8_row_fn vertex8_row)
+                         mc_vertex_row_fn vertex_row, mc_queue64_fn queue64)
 {
     uint64_t id = voff[L];
     size_t j = L % J->ny, k = L / J->ny;
     mc_prefetch_row(J, L + 2);
     if (vertex8 && vend <= D->vertex_limit) {
-        mc_write_row8(J, L, id, D, vertex, vertex8_row);
+        mc_write_row8(J, L, id, D, vertex, vertex_row, queue64);
         return;
     }
     mc_pending pend[8];
@@ -336,7 +349,8 @@ typedef struct mc_twopass {
     mc_job J;
     const mc_kernels *K;
     mc_vertex8_fn vertex8_central;         /* K's, or the AVX2 one */
-    mc_vertex8_row_fn vertex8_row_central; /* K's, or the AVX2 one */
+    mc_vertex_row_fn vertex_row_central;   /* K's, or the AVX2 one */
+    mc_queue64_fn queue64;                 /* NULL, or the BMI2 one */
     mc_tris64_fn tris64;                   /* NULL, or the AVX2 one */
     mc_ids64_fn ids64;                     /* NULL, or the AVX2 one */
     size_t id_row;                         /* ids per axis and row of mc_rowids */
@@ -405,7 +419,7 @@ static void mc_twopass_write(const mc_twopass *T, const pmi_mesh_dest *D)
 #pragma omp for schedule(dynamic, 64) nowait
         for (size_t L = 0; L < T->lattice_rows; L++)
             mc_write_row(J, L, T->voff, L + 1 < T->lattice_rows ? T->voff[L + 1] : T->nvert, D,
-                         T->K->vertex, v4, T->vertex8_row_central);
+                         T->K->vertex, v4, T->vertex_row_central, T->queue64);
         if (D->indices) {
             int tid = 0;
 #ifdef _OPENMP
@@ -433,11 +447,12 @@ pm_status pmi_mc_twopass(pm_context *ctx, const pm_volume *vol, double iso,
     pmi_mc_job_init(&T.J, vol, iso, opt);
     T.K = &pmi_mc_kernels[vol->type];
     T.vertex8_central = T.K->vertex8_central;
-    T.vertex8_row_central = T.K->vertex8_row_central;
+    T.vertex_row_central = T.K->vertex_row_central;
 #if MC_AVX2
     if (avx2) {
         T.vertex8_central = pmi_mc_vertex8_central;
-        T.vertex8_row_central = pmi_mc_vertex8_row_central;
+        T.vertex_row_central = pmi_mc_vertex_row_central;
+        if (__builtin_cpu_supports("bmi2")) T.queue64 = pmi_mc_queue64_bmi2;
         T.J.cases64 = pmi_mc_cases64_avx2;
         /* Its gathers take 32-bit offsets into the 12 rows of ids. */
         if (T.J.nx <= INT32_MAX / 16) T.tris64 = pmi_mc_tris64_avx2;
