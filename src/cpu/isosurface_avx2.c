@@ -429,7 +429,7 @@ __attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
         const unsigned g0 = (unsigned)__builtin_ctzll(act) & ~7u;
         const unsigned gm = (unsigned)(act >> g0) & 0xffu;
         if (__builtin_popcount(gm) >= MC_TRIS_DENSE) {
-            __m256i r[8], h[4];
+            __m256i r[8], h[8];
             const uint32_t *base = ids + x + g0;
             for (int e = 0; e < 8; e++)
                 r[e] = _mm256_loadu_si256((const __m256i *)(base + off[e]));
@@ -447,18 +447,20 @@ __attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
                 h[1] = _mm256_unpackhi_epi64(t0, t2); /* cells 1 | 5 */
                 h[2] = _mm256_unpacklo_epi64(t1, t3); /* cells 2 | 6 */
                 h[3] = _mm256_unpackhi_epi64(t1, t3); /* cells 3 | 7 */
+                /* h[l]: cell l's ids of edges 8-11 in lanes 0-3, so that
+                 * the edge number itself is the permute's index. */
+                for (int q = 0; q < 4; q++)
+                    h[4 + q] = _mm256_permute2x128_si256(h[q], h[q], 0x11);
             }
             for (unsigned m = gm; m; m &= m - 1) {
                 const unsigned l = (unsigned)__builtin_ctz(m), c = cs[g0 + l];
                 const __m128i tab = _mm_loadu_si128((const __m128i *)pmi_mc_tri_table[c]);
                 const unsigned n = 3u * pmi_mc_tri_count[c];
-                const __m256i up = _mm256_set1_epi32(l >= 4 ? 4 : 0);
                 for (unsigned hh = 0; hh < (n > 8 ? 2u : 1u); hh++) {
                     const __m256i e = _mm256_cvtepi8_epi32(hh ? _mm_srli_si128(tab, 8) : tab);
-                    const __m256i v = _mm256_blendv_epi8(
-                        _mm256_permutevar8x32_epi32(r[l], e),
-                        _mm256_permutevar8x32_epi32(h[l & 3], _mm256_xor_si256(e, up)),
-                        _mm256_cmpgt_epi32(e, seven));
+                    const __m256i v = _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(r[l], e),
+                                                         _mm256_permutevar8x32_epi32(h[l], e),
+                                                         _mm256_cmpgt_epi32(e, seven));
                     _mm256_storeu_si256((__m256i *)(out + nv + 8 * hh), v);
                 }
                 nv += n;

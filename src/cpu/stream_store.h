@@ -41,6 +41,9 @@ static inline void pmi_stream_copy32(void *dst, const void *src, size_t n)
         _mm_stream_si32(d++, *s++);
         n--;
     }
+    for (; n >= 16; n -= 16, d += 16, s += 16)
+        for (int q = 0; q < 4; q++) /* unrolled: a line's 4 stores, one loop test */
+            _mm_stream_si128((__m128i *)d + q, _mm_loadu_si128((const __m128i *)s + q));
     for (; n >= 4; n -= 4, d += 4, s += 4)
         _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
     while (n--)
