@@ -703,6 +703,69 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
         MC_LOAD_CENTRAL(LOAD4, T, rb, c0, c1, st, gw, o);                                          \
         return 1;                                                                                  \
     }
+/* The same for the groups that the fast gather declines (a lane's end
+ * on the volume's first or last point in x): x differences clamped per
+ * lane, as in gradient_central (one-sided at the ends, weight gw[span]),
+ * y and z central. */
+#define MC_GATHER4_ROWX(T, SUF, LOAD4)                                                             \
+    __attribute__((target("avx2"), noinline)) static void mc_gather4_rowx_##SUF(                   \
+        const uint64_t *e, const T *rb, __m256i stv, __m256i nxv, __m256d qj, __m256d qk,          \
+        const double (*gw)[3], mc_v4 *o)                                                           \
+    {                                                                                              \
+        const __m256i E = _mm256_loadu_si256((const __m256i *)e);                                  \
+        const __m256i I = _mm256_srli_epi64(E, 2), AX = _mm256_and_si256(E, _mm256_set1_epi64x(3)); \
+        const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1);                  \
+        const __m256i a2 = _mm256_slli_epi64(AX, 1);                                               \
+        const __m256i idx = _mm256_or_si256(a2, _mm256_slli_epi64(_mm256_add_epi64(a2, one), 32)); \
+        const __m256i C[2] = {I, _mm256_add_epi64(I, _mm256_permutevar8x32_epi32(stv, idx))};      \
+        /* The ends' x: i, and i + 1 on x edges. */                                                \
+        const __m256i X[2] = {I, _mm256_sub_epi64(I, _mm256_cmpeq_epi64(AX, zero))};               \
+        _Alignas(32) ptrdiff_t c[2][4], xp[2][4], xm[2][4];                                        \
+        __m256d w[2];                                                                              \
+        for (int e_ = 0; e_ < 2; e_++) {                                                           \
+            const __m256i up =                                                                     \
+                _mm256_and_si256(_mm256_cmpgt_epi64(nxv, _mm256_add_epi64(X[e_], one)), one);      \
+            const __m256i dn = _mm256_and_si256(_mm256_cmpgt_epi64(X[e_], zero), one);             \
+            const __m256i span = _mm256_add_epi64(up, dn);                                         \
+            _mm256_store_si256((__m256i *)c[e_], C[e_]);                                           \
+            _mm256_store_si256((__m256i *)xp[e_], _mm256_add_epi64(C[e_], up));                    \
+            _mm256_store_si256((__m256i *)xm[e_], _mm256_sub_epi64(C[e_], dn));                    \
+            const __m256d w1 = _mm256_blendv_pd(                                                   \
+                _mm256_set1_pd(gw[0][0]), _mm256_set1_pd(gw[1][0]),                                \
+                _mm256_castsi256_pd(_mm256_cmpeq_epi64(span, one)));                               \
+            w[e_] = _mm256_blendv_pd(                                                              \
+                w1, _mm256_set1_pd(gw[2][0]),                                                      \
+                _mm256_castsi256_pd(_mm256_cmpeq_epi64(span, _mm256_set1_epi64x(2))));             \
+        }                                                                                          \
+        o->lo = LOAD4(rb, c[0][0], c[0][1], c[0][2], c[0][3]);                                     \
+        o->hi = LOAD4(rb, c[1][0], c[1][1], c[1][2], c[1][3]);                                     \
+        for (int e_ = 0; e_ < 2; e_++) {                                                           \
+            o->g[e_][0] =                                                                          \
+                _mm256_mul_pd(_mm256_sub_pd(LOAD4(rb, xp[e_][0], xp[e_][1], xp[e_][2], xp[e_][3]), \
+                                            LOAD4(rb, xm[e_][0], xm[e_][1], xm[e_][2], xm[e_][3])), \
+                              w[e_]);                                                              \
+            for (int a_ = 1; a_ < 3; a_++) {                                                       \
+                const ptrdiff_t s_ = _mm256_extract_epi64(stv, 1) * (a_ == 1) +                    \
+                                     _mm256_extract_epi64(stv, 2) * (a_ == 2);                     \
+                const T *dh_ = rb + s_, *dl_ = rb - s_;                                            \
+                o->g[e_][a_] = _mm256_mul_pd(                                                      \
+                    _mm256_sub_pd(LOAD4(dh_, c[e_][0], c[e_][1], c[e_][2], c[e_][3]),              \
+                                  LOAD4(dl_, c[e_][0], c[e_][1], c[e_][2], c[e_][3])),             \
+                    _mm256_set1_pd(gw[2][a_]));                                                    \
+            }                                                                                      \
+        }                                                                                          \
+        const __m256i m52 = _mm256_set1_epi64x(0x4330000000000000ll);                              \
+        o->q[0] = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(I, m52)),                      \
+                                _mm256_set1_pd(4503599627370496.0));                               \
+        o->q[1] = qj;                                                                              \
+        o->q[2] = qk;                                                                              \
+    }
+MC_GATHER4_ROWX(uint8_t, u8, MC_LOAD4_ANY)
+MC_GATHER4_ROWX(uint16_t, u16, MC_LOAD4_ANY)
+MC_GATHER4_ROWX(int16_t, i16, MC_LOAD4_ANY)
+MC_GATHER4_ROWX(float, f32, MC_LOAD4_F32)
+MC_GATHER4_ROWX(double, f64, MC_LOAD4_ANY)
+#undef MC_GATHER4_ROWX
 MC_GATHER4_ROW(uint8_t, u8, MC_LOAD4_ANY)
 MC_GATHER4_ROW(uint16_t, u16, MC_LOAD4_ANY)
 MC_GATHER4_ROW(int16_t, i16, MC_LOAD4_ANY)
@@ -713,8 +776,10 @@ MC_GATHER4_ROW(double, f64, MC_LOAD4_ANY)
 
 /* mc_vertex_row_fn: the n vertices (a multiple of 8) of lattice row
  * (j,k), e[l] = i << 2 | axis, written to consecutive slots from pos and
- * nrm, 8 at a time (mc_compute8, mc_store4). Lanes of a row on the volume's border,
- * or with an end on it in x, take the gathers of pmi_mc_vertex8_central. */
+ * nrm, 8 at a time (mc_compute8, mc_store4). Rows on the volume's faces
+ * in y or z take the gathers of pmi_mc_vertex8_central; in the others, a
+ * group with an end on the first or last point in x takes the clamped row
+ * gather. */
 __attribute__((target("avx2"))) void pmi_mc_vertex_row_central(const mc_job *J, size_t j, size_t k,
                                                                const uint64_t *e, size_t n,
                                                                float *pos, float *nrm)
@@ -730,9 +795,13 @@ __attribute__((target("avx2"))) void pmi_mc_vertex_row_central(const mc_job *J, 
         mc_v4 o[2];                                                                                \
         for (int g = 0; g < 2; g++) {                                                              \
             const uint64_t *eg = e + q + 4 * g;                                                    \
-            if (inner && mc_gather4_row_##SUF(eg, (const T *)J->data + rb, stv, nxv, qj, qk,        \
-                                              J->gw[2], &o[g]))                                    \
+            if (inner) {                                                                           \
+                if (!mc_gather4_row_##SUF(eg, (const T *)J->data + rb, stv, nxv, qj, qk, J->gw[2], \
+                                          &o[g]))                                                  \
+                    mc_gather4_rowx_##SUF(eg, (const T *)J->data + rb, stv, nxv, qj, qk, J->gw,    \
+                                          &o[g]);                                                  \
                 continue;                                                                          \
+            }                                                                                      \
             mc_pending W[4];                                                                       \
             for (int l = 0; l < 4; l++) {                                                          \
                 W[l].i = (size_t)(eg[l] >> 2);                                                     \

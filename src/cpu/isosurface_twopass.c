@@ -100,7 +100,7 @@ MC_POPCNT static uint64_t mc_count_row(const mc_job *J, size_t L)
  * turns one dependent cache miss after another into overlapping ones.
  * A word of 64 points with crossings prefetches its span in each row that
  * its gradients read. */
-static void mc_prefetch_row(const mc_job *J, size_t L)
+MC_POPCNT static void mc_prefetch_row(const mc_job *J, size_t L)
 {
     if (L >= J->ny * J->nz) return;
     size_t j = L % J->ny, k = L / J->ny;
@@ -136,17 +136,18 @@ static void mc_prefetch_row(const mc_job *J, size_t L)
     }
 }
 
-/* mc_write_row's loop when the whole row fits the caller's capacity and
- * normals are central: branch-free queueing of each crossing as i << 2 |
- * axis (a point's x, y and z entries are written at np, np + X, np + X +
- * Y, so the ones without a crossing are overwritten), vertex8 for every 8
- * (their slots are consecutive), vertex() for the rest. */
 /* Crossings queued before the vertex kernel takes them (a few words'
  * worth: one call per row in most rows). */
 #define MC_ROW_QUEUE 256
 
+/* mc_write_row's loop when the whole row fits the caller's capacity and
+ * normals are central: each crossing queued as i << 2 | axis (by
+ * queue64, or branch-free: a point's x, y and z entries are written at
+ * np, np + X, np + X + Y, so the ones without a crossing are
+ * overwritten), the queue's groups of 8 through vertex_row (their slots
+ * are consecutive), the last 1-7 through it padded. */
 static void mc_write_row8(const mc_job *J, size_t L, uint64_t id, const pmi_mesh_dest *D,
-                          mc_vertex_fn vertex, mc_vertex_row_fn vertex_row, mc_queue64_fn queue64)
+                          mc_vertex_row_fn vertex_row, mc_queue64_fn queue64)
 {
     const size_t j = L % J->ny, k = L / J->ny;
     float *const P = D->positions, *const N = D->normals;
@@ -184,8 +185,16 @@ static void mc_write_row8(const mc_job *J, size_t L, uint64_t id, const pmi_mesh
                 pend[l] = pend[n8 + l];
         }
     }
-    for (size_t l = 0; l < np; l++, id++)
-        vertex(J, (size_t)(pend[l] >> 2), j, k, (int)(pend[l] & 3), P + 3 * id, N + 3 * id);
+    if (!np) return;
+    /* The last 1-7 through the kernel too, the queue padded with copies of
+     * its last crossing and the 8 results staged: each lane's bits are
+     * vertex()'s whatever its neighbours. */
+    float sp[24], sn[24];
+    for (size_t l = np; l < 8; l++)
+        pend[l] = pend[np - 1];
+    vertex_row(J, j, k, pend, 8, sp, sn);
+    memcpy(P + 3 * id, sp, 12 * np);
+    memcpy(N + 3 * id, sn, 12 * np);
 }
 
 /* Pass 3: the vertices of lattice row L, slots voff[L] to vend, by point,
@@ -199,7 +208,7 @@ static void mc_write_row(const mc_job *J, size_t L, const uint64_t *voff, uint64
     size_t j = L % J->ny, k = L / J->ny;
     mc_prefetch_row(J, L + 2);
     if (vertex8 && vend <= D->vertex_limit) {
-        mc_write_row8(J, L, id, D, vertex, vertex_row, queue64);
+        mc_write_row8(J, L, id, D, vertex_row, queue64);
         return;
     }
     mc_pending pend[8];
@@ -243,7 +252,8 @@ typedef struct mc_rowids {
 /* Slot q := the ids of the crossing edges of lattice row L (by point,
  * then x, y, z edge, from voff[L]); slots of edges without a crossing get
  * values nobody reads. */
-static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_rowids *R, int q)
+MC_POPCNT static void mc_fill_rowids(const mc_job *J, size_t L, const uint64_t *voff, mc_rowids *R,
+                                     int q)
 {
     if (R->filled[q] == L) return;
     R->filled[q] = L;
