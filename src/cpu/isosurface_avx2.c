@@ -530,9 +530,15 @@ __attribute__((target("avx2"))) static inline void mc_store_xyz4(float *o, __m12
     _mm_storeu_ps(o + 8, _mm_shuffle_ps(zx_hi, yz_hi, _MM_SHUFFLE(3, 2, 3, 0))); /* z2 x3 y3 z3 */
 }
 
+/* The positions and normals of 8 vertices as floats, group g's axis a
+ * in p[g][a] and n[g][a] (lane l: vertex 4 g + l). */
+typedef struct mc_f4 {
+    __m128 p[2][3], n[2][3];
+} mc_f4;
+
 /* The arithmetic of 8 vertices whose samples are in o[0..1] (lane l of
  * group g is vertex 4 g + l, on the axis in lane l of axis[g]): positions
- * to pf[g][a][l] and normals to nf[g][a][l] as floats; returns the lanes
+ * to f->p[g][a] and normals to f->n[g][a] as floats (lane l); returns the lanes
  * whose normal is valid (bit 4 g + l). The operations of core/mc_math.h
  * (pmi_mc_edge_t, pmi_mc_position, pmi_mc_diff_w, pmi_mc_normal) in the
  * same order, 4 lanes wide (division and square root are correctly
@@ -543,8 +549,7 @@ __attribute__((target("avx2"))) static inline void mc_store_xyz4(float *o, __m12
  * positive and finite has finite components (each at most the length), so
  * that test is pmi_mc_normal's finiteness test. */
 __attribute__((target("avx2"), always_inline)) static inline int
-mc_compute8(const mc_job *J, const mc_v4 o[2], const __m256i axis[2], float pf[2][3][4],
-            float nf[2][3][4])
+mc_compute8(const mc_job *J, const mc_v4 o[2], const __m256i axis[2], mc_f4 *f)
 {
     const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
     __m256d t[2], n[2][3], l2[2], inv[2];
@@ -565,7 +570,7 @@ mc_compute8(const mc_job *J, const mc_v4 o[2], const __m256i axis[2], float pf[2
             __m256d qa = _mm256_add_pd(o[g].q[a], _mm256_and_pd(on, t[g]));
             __m256d pa = _mm256_add_pd(_mm256_set1_pd(J->origin[a]),
                                        _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
-            _mm_store_ps(pf[g][a], _mm256_cvtpd_ps(pa));
+            f->p[g][a] = _mm256_cvtpd_ps(pa);
             const __m256d g0 = o[g].g[0][a], g1 = o[g].g[1][a];
             __m256d na =
                 _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(one, t[g]), g0), _mm256_mul_pd(t[g], g1));
@@ -583,7 +588,7 @@ mc_compute8(const mc_job *J, const mc_v4 o[2], const __m256i axis[2], float pf[2
     }
     for (int g = 0; g < 2; g++)
         for (int a = 0; a < 3; a++)
-            _mm_store_ps(nf[g][a], _mm256_cvtpd_ps(_mm256_mul_pd(n[g][a], inv[g])));
+            f->n[g][a] = _mm256_cvtpd_ps(_mm256_mul_pd(n[g][a], inv[g]));
     return okm;
 }
 
@@ -591,12 +596,16 @@ mc_compute8(const mc_job *J, const mc_v4 o[2], const __m256i axis[2], float pf[2
  * valid normal, pmi_mc_normal's fallback (the edge direction, inside to
  * outside). */
 __attribute__((target("avx2"))) static void mc_store_lane(const mc_job *J, const mc_v4 *o, int ax,
-                                                          const float pf[3][4],
-                                                          const float nf[3][4], int l, int ok,
+                                                          const __m128 p[3], const __m128 n[3],
+                                                          int l, int ok,
                                                           float *vp, float *vn)
 {
-    for (int a = 0; a < 3; a++)
+    _Alignas(16) float pf[3][4], nf[3][4];
+    for (int a = 0; a < 3; a++) {
+        _mm_store_ps(pf[a], p[a]);
+        _mm_store_ps(nf[a], n[a]);
         vp[a] = pf[a][l];
+    }
     if (ok) {
         for (int a = 0; a < 3; a++)
             vn[a] = nf[a][l];
@@ -613,18 +622,18 @@ __attribute__((target("avx2"))) static void mc_store_lane(const mc_job *J, const
  * slots from vp and vn: x, y, z of the 4 lanes interleaved into 12
  * floats, three stores each. */
 __attribute__((target("avx2"), always_inline)) static inline void
-mc_store4(const mc_job *J, const mc_v4 *o, __m256i axis, const float pf[3][4], const float nf[3][4],
+mc_store4(const mc_job *J, const mc_v4 *o, __m256i axis, const __m128 p[3], const __m128 n[3],
           int okm, float *vp, float *vn)
 {
     if (okm == 15) {
-        mc_store_xyz4(vp, _mm_load_ps(pf[0]), _mm_load_ps(pf[1]), _mm_load_ps(pf[2]));
-        mc_store_xyz4(vn, _mm_load_ps(nf[0]), _mm_load_ps(nf[1]), _mm_load_ps(nf[2]));
+        mc_store_xyz4(vp, p[0], p[1], p[2]);
+        mc_store_xyz4(vn, n[0], n[1], n[2]);
         return;
     }
     _Alignas(32) int64_t ax[4];
     _mm256_store_si256((__m256i *)ax, axis);
     for (int l = 0; l < 4; l++)
-        mc_store_lane(J, o, (int)ax[l], pf, nf, l, okm >> l & 1, vp + 3 * l, vn + 3 * l);
+        mc_store_lane(J, o, (int)ax[l], p, n, l, okm >> l & 1, vp + 3 * l, vn + 3 * l);
 }
 
 /* vertex() with central normals for 8 vertices at once, any sample type
@@ -648,17 +657,17 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
         const mc_pending *W = V + 4 * g;
         axis[g] = _mm256_set_epi64x(W[3].axis, W[2].axis, W[1].axis, W[0].axis);
     }
-    _Alignas(16) float pf[2][3][4], nf[2][3][4];
-    const int okm = mc_compute8(J, o, axis, pf, nf);
+    mc_f4 f;
+    const int okm = mc_compute8(J, o, axis, &f);
     for (int g = 0; g < 2; g++) {
         const mc_pending *W = V + 4 * g;
         if (W[1].pos == W[0].pos + 3 && W[2].pos == W[0].pos + 6 && W[3].pos == W[0].pos + 9 &&
             W[1].nrm == W[0].nrm + 3 && W[2].nrm == W[0].nrm + 6 && W[3].nrm == W[0].nrm + 9) {
-            mc_store4(J, &o[g], axis[g], pf[g], nf[g], okm >> 4 * g & 15, W[0].pos, W[0].nrm);
+            mc_store4(J, &o[g], axis[g], f.p[g], f.n[g], okm >> 4 * g & 15, W[0].pos, W[0].nrm);
             continue;
         }
         for (int l = 0; l < 4; l++)
-            mc_store_lane(J, &o[g], W[l].axis, pf[g], nf[g], l, okm >> (4 * g + l) & 1, W[l].pos,
+            mc_store_lane(J, &o[g], W[l].axis, f.p[g], f.n[g], l, okm >> (4 * g + l) & 1, W[l].pos,
                           W[l].nrm);
     }
 }
@@ -815,10 +824,10 @@ __attribute__((target("avx2"))) void pmi_mc_vertex_row_central(const mc_job *J, 
         for (int g = 0; g < 2; g++)                                                                \
             axis[g] = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(e + q + 4 * g)),       \
                                        _mm256_set1_epi64x(3));                                     \
-        _Alignas(16) float pf[2][3][4], nf[2][3][4];                                               \
-        const int okm = mc_compute8(J, o, axis, pf, nf);                                           \
+        mc_f4 f;                                                                                   \
+        const int okm = mc_compute8(J, o, axis, &f);                                               \
         for (int g = 0; g < 2; g++)                                                                \
-            mc_store4(J, &o[g], axis[g], pf[g], nf[g], okm >> 4 * g & 15, pos + 3 * (q + 4 * g),   \
+            mc_store4(J, &o[g], axis[g], f.p[g], f.n[g], okm >> 4 * g & 15, pos + 3 * (q + 4 * g), \
                       nrm + 3 * (q + 4 * g));                                                      \
     }
     switch (J->type) {
