@@ -374,12 +374,20 @@ static pm_context *make_ctx(int threads)
 /* The CPU's path words: the forced ones under the hooks; by default the
  * AVX2 kernels where the CPU has them; the two-pass extraction's stores.
  * Counts the extractions that ran. */
-static size_t cpu_slab_runs, cpu_twopass_runs;
+static size_t cpu_slab_runs, cpu_twopass_runs, cpu_declined_sample, cpu_declined_budget;
 static void check_cpu_path(const pm_isosurface_report *r, int soup, const char *what)
 {
     int slab = path_has(r, "extract=slab"), twopass = path_has(r, "extract=twopass");
+    int by_sample = path_has(r, "declined=sample"), by_budget = path_has(r, "declined=budget");
     cpu_slab_runs += slab;
     cpu_twopass_runs += twopass;
+    cpu_declined_sample += by_sample;
+    cpu_declined_budget += by_budget;
+    /* A decline is reported with the two-pass extraction it led to, none
+     * under hook twopass (nothing declined), none sampled under walkfull. */
+    PMT_CHECK(by_sample + by_budget == (twopass && !hook_set("twopass")), "%s: path \"%s\"", what,
+              r->path);
+    if (hook_set("walkfull")) PMT_CHECK(!by_sample, "%s: hook walkfull, path \"%s\"", what, r->path);
     PMT_CHECK(path_has(r, "backend=cpu") && slab + twopass == 1, "%s: path \"%s\"", what, r->path);
     PMT_CHECK(soup == path_has(r, "soup=gather"), "%s: path \"%s\"", what, r->path);
     if (hook_set("twopass")) PMT_CHECK(twopass, "%s: hook twopass, path \"%s\"", what, r->path);
@@ -966,11 +974,18 @@ int main(int argc, char **argv)
         test_bad_hook(ctx);
         /* Without hooks both extractions ran: the slab walk, and the
          * two-pass extraction where the walk declined (the noisy volumes of
-         * test_random pass its memory budget). */
-        printf("extractions: %zu slab walks, %zu two-pass\n", cpu_slab_runs, cpu_twopass_runs);
-        if (!hook_set("twopass"))
+         * test_random pass its memory budget): by its sample, or under
+         * hook walkfull once it passed the budget. */
+        printf("extractions: %zu slab walks, %zu two-pass (%zu declined by the sample, %zu by "
+               "the budget)\n",
+               cpu_slab_runs, cpu_twopass_runs, cpu_declined_sample, cpu_declined_budget);
+        if (!hook_set("twopass")) {
             PMT_CHECK(cpu_slab_runs > 0 && cpu_twopass_runs > 0,
                       "%zu slab walks, %zu two-pass extractions", cpu_slab_runs, cpu_twopass_runs);
+            PMT_CHECK(hook_set("walkfull") ? cpu_declined_budget > 0 : cpu_declined_sample > 0,
+                      "declined: %zu by the sample, %zu by the budget", cpu_declined_sample,
+                      cpu_declined_budget);
+        }
         clock_t t3 = clock();
         printf("cpu seconds: random %.2f, closed %.2f, edges+cayley %.2f\n",
                (double)(t1 - t0) / CLOCKS_PER_SEC, (double)(t2 - t1) / CLOCKS_PER_SEC,

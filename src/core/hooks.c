@@ -15,7 +15,7 @@ static const struct {
     {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS}, {"levels", PMI_HOOK_LEVELS},
     {"slabs", PMI_HOOK_SLABS},
     {"split", PMI_HOOK_SPLIT},     {"nopool", PMI_HOOK_NOPOOL},   {"stream", PMI_HOOK_STREAM},
-    {"epochs", PMI_HOOK_EPOCHS},
+    {"epochs", PMI_HOOK_EPOCHS},   {"walkfull", PMI_HOOK_WALKFULL},
 };
 #endif
 
@@ -41,7 +41,7 @@ pm_status pmi_hooks(unsigned *hooks)
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
                              "comma-separated list of novroom, search, nopdl, scalar, twopass, "
-                             "levels, slabs, split, nopool, stream, epochs)",
+                             "levels, slabs, split, nopool, stream, epochs, walkfull)",
                              (int)len, p, e);
         *hooks |= bit;
         p += len;

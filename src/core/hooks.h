@@ -51,6 +51,10 @@ extern "C" {
  * after 3 calls instead of 2^30 - 1, so its tile states are zeroed again
  * (report: states=zeroed) as a long-running context's are. */
 #define PMI_HOOK_EPOCHS 1024u
+/* CPU marching cubes: the slab walk takes no sample of rows before it
+ * starts, so that a volume whose mesh passes its budget declines only
+ * once it has (report: declined=budget). */
+#define PMI_HOOK_WALKFULL 2048u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

@@ -12,6 +12,11 @@
  *                    and small volumes, whose surface is large for their
  *                    cell count), or cannot be allocated; test hook
  *                    "twopass" forces it;
+ *   declined=sample  (two-pass) the walk declined before it started: a
+ *                    sample of rows predicted twice its budget;
+ *   declined=budget  (two-pass) the walk declined once it passed its
+ *                    budget (or found no memory); test hook "walkfull"
+ *                    skips the sample, so that this is the decline;
  *   stores=stream    (two-pass) the mesh written with streaming stores,
  *                    for meshes of 64 MiB and more, and with test hook
  *                    "twopass"; stores=cached for smaller ones;
@@ -117,20 +122,30 @@ void pmi_mc_job_init(mc_job *J, const pm_volume *vol, double iso, const pm_isosu
 }
 
 /* Which extraction made the indexed mesh. */
-typedef enum mc_extraction { MC_EXTRACT_SLAB, MC_EXTRACT_TWOPASS } mc_extraction;
+typedef enum mc_extraction {
+    MC_EXTRACT_SLAB,
+    MC_EXTRACT_TWOPASS,        /* asked for (test hook twopass) */
+    MC_EXTRACT_DECLINED_SAMPLE, /* the walk's sample predicted too large a mesh */
+    MC_EXTRACT_DECLINED_BUDGET  /* the walk passed its budget */
+} mc_extraction;
 
 /* The indexed mesh: the slab walk, or the two-pass extraction when the
- * walk declines or `twopass` asks for it. */
+ * walk declines or hook twopass asks for it (hook walkfull: the walk
+ * takes no sample first). */
 static pm_status mc_indexed(pm_context *ctx, const pm_volume *vol, double iso,
-                            const pm_isosurface_options *opt, int avx2, int twopass, pm_mesh *mesh,
-                            mc_extraction *ran)
+                            const pm_isosurface_options *opt, int avx2, unsigned hooks,
+                            pm_mesh *mesh, mc_extraction *ran)
 {
-    if (!twopass) {
-        *ran = MC_EXTRACT_SLAB;
-        pm_status st = pmi_mc_slab(ctx, vol, iso, opt, avx2, mesh);
-        if (st != PM_STATUS_UNSUPPORTED) return st;
-    }
+    const int twopass = (hooks & PMI_HOOK_TWOPASS) != 0;
     *ran = MC_EXTRACT_TWOPASS;
+    if (!twopass) {
+        int sampled = 0;
+        pm_status st = pmi_mc_slab(ctx, vol, iso, opt, avx2, !(hooks & PMI_HOOK_WALKFULL), mesh,
+                                   &sampled);
+        *ran = MC_EXTRACT_SLAB;
+        if (st != PM_STATUS_UNSUPPORTED) return st;
+        *ran = sampled ? MC_EXTRACT_DECLINED_SAMPLE : MC_EXTRACT_DECLINED_BUDGET;
+    }
     return pmi_mc_twopass(ctx, vol, iso, opt, avx2, twopass, mesh);
 }
 
@@ -140,8 +155,8 @@ static pm_status mc_indexed(pm_context *ctx, const pm_volume *vol, double iso,
  * which makes soups with normals about as cheap as indexed meshes. Extra
  * memory: the indexed mesh, well under the soup itself. */
 static pm_status mc_soup(pm_context *ctx, const pm_volume *vol, double iso,
-                         const pm_isosurface_options *opt, int avx2, int twopass, pm_mesh *mesh,
-                         mc_extraction *ran)
+                         const pm_isosurface_options *opt, int avx2, unsigned hooks,
+                         pm_mesh *mesh, mc_extraction *ran)
 {
     pm_isosurface_options io = *opt;
     io.mode = PM_MESH_INDEXED;
@@ -151,7 +166,7 @@ static pm_status mc_soup(pm_context *ctx, const pm_volume *vol, double iso,
     io.output_in_context_memory = 0;
     pm_mesh im;
     memset(&im, 0, sizeof im);
-    pm_status st = mc_indexed(ctx, vol, iso, &io, avx2, twopass, &im, ran);
+    pm_status st = mc_indexed(ctx, vol, iso, &io, avx2, hooks, &im, ran);
     if (st != PM_STATUS_OK) {
         pm_mesh_free(ctx, &im);
         return st;
@@ -194,13 +209,15 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     unsigned hooks;
     pm_status st = pmi_hooks(&hooks);
     if (st != PM_STATUS_OK) return st;
-    const int avx2 = mc_avx2(hooks), twopass = (hooks & PMI_HOOK_TWOPASS) != 0;
+    const int avx2 = mc_avx2(hooks);
     const int soup = opt->mode == PM_MESH_SOUP;
     mc_extraction ran;
-    st = soup ? mc_soup(ctx, vol, iso, opt, avx2, twopass, mesh, &ran)
-              : mc_indexed(ctx, vol, iso, opt, avx2, twopass, mesh, &ran);
+    st = soup ? mc_soup(ctx, vol, iso, opt, avx2, hooks, mesh, &ran)
+              : mc_indexed(ctx, vol, iso, opt, avx2, hooks, mesh, &ran);
     pmi_report_path(opt->report, "backend", "cpu");
     pmi_report_path(opt->report, "extract", ran == MC_EXTRACT_SLAB ? "slab" : "twopass");
+    if (ran == MC_EXTRACT_DECLINED_SAMPLE || ran == MC_EXTRACT_DECLINED_BUDGET)
+        pmi_report_path(opt->report, "declined", ran == MC_EXTRACT_DECLINED_SAMPLE ? "sample" : "budget");
     pmi_report_path(opt->report, "simd", avx2 ? "avx2" : "scalar");
     if (soup) pmi_report_path(opt->report, "soup", "gather");
     return st;

@@ -175,9 +175,12 @@ static inline int mc_cases_wide(const mc_job *J, const uint64_t w[8], uint64_t a
  * kernels when avx2 is set. Returns PM_STATUS_UNSUPPORTED, with nothing
  * set, when it declines: its slab arrays would pass its memory budget
  * (volumes with far more crossings than smooth fields have, such as
- * noise) or could not be allocated. */
+ * noise) or could not be allocated. With `sample` set it first estimates
+ * the mesh from a sample of rows and declines at once (*sampled = 1) when
+ * the estimate is twice the budget. */
 pm_status pmi_mc_slab(pm_context *ctx, const pm_volume *vol, double iso,
-                      const pm_isosurface_options *opt, int avx2, pm_mesh *mesh);
+                      const pm_isosurface_options *opt, int avx2, int sample, pm_mesh *mesh,
+                      int *sampled);
 /* The indexed mesh by the two-pass extraction (isosurface_twopass.c), with
  * the AVX2 kernels when avx2 is set, and streaming stores for large
  * meshes or when `stream` is set. */
