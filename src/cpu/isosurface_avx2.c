@@ -245,12 +245,19 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
 #define MC_LOAD4_F32(d, o0, o1, o2, o3) _mm256_cvtps_pd(_mm_set_ps(d[o3], d[o2], d[o1], d[o0]))
 #define MC_LOAD4_ANY(d, o0, o1, o2, o3)                                                            \
     _mm256_set_pd((double)d[o3], (double)d[o2], (double)d[o1], (double)d[o0])
+/* M(T, SUF, LOAD4) for each sample type: the gathers' instantiations. */
+#define MC_SAMPLE_TYPES(M)                                                                         \
+    M(uint8_t, u8, MC_LOAD4_ANY)                                                                   \
+    M(uint16_t, u16, MC_LOAD4_ANY)                                                                 \
+    M(int16_t, i16, MC_LOAD4_ANY)                                                                  \
+    M(float, f32, MC_LOAD4_F32)                                                                    \
+    M(double, f64, MC_LOAD4_ANY)
 
 /* The general gather, any lane on the border included: the clamped
  * differences of gradient_central (ip - p is 1 below the last point and 0
  * on it, p - im is 1 above the first point and 0 on it, so ip - im is
  * their sum), through arrays. */
-#define MC_GATHER4(T, SUF)                                                                         \
+#define MC_GATHER4(T, SUF, LOAD4_UNUSED)                                                           \
     __attribute__((target("avx2"))) static void mc_gather4_##SUF(const mc_job *J,                  \
                                                                  const mc_pending *V, mc_v4 *o)    \
     {                                                                                              \
@@ -283,16 +290,8 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
                 o->g[e][a] = _mm256_load_pd(g[e][a]);                                              \
         }                                                                                          \
     }
-MC_GATHER4_FAST(uint8_t, u8, MC_LOAD4_ANY)
-MC_GATHER4_FAST(uint16_t, u16, MC_LOAD4_ANY)
-MC_GATHER4_FAST(int16_t, i16, MC_LOAD4_ANY)
-MC_GATHER4_FAST(float, f32, MC_LOAD4_F32)
-MC_GATHER4_FAST(double, f64, MC_LOAD4_ANY)
-MC_GATHER4(uint8_t, u8)
-MC_GATHER4(uint16_t, u16)
-MC_GATHER4(int16_t, i16)
-MC_GATHER4(float, f32)
-MC_GATHER4(double, f64)
+MC_SAMPLE_TYPES(MC_GATHER4_FAST)
+MC_SAMPLE_TYPES(MC_GATHER4)
 #undef MC_GATHER4
 #undef MC_GATHER4_FAST
 
@@ -769,18 +768,11 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
         o->q[1] = qj;                                                                              \
         o->q[2] = qk;                                                                              \
     }
-MC_GATHER4_ROWX(uint8_t, u8, MC_LOAD4_ANY)
-MC_GATHER4_ROWX(uint16_t, u16, MC_LOAD4_ANY)
-MC_GATHER4_ROWX(int16_t, i16, MC_LOAD4_ANY)
-MC_GATHER4_ROWX(float, f32, MC_LOAD4_F32)
-MC_GATHER4_ROWX(double, f64, MC_LOAD4_ANY)
+MC_SAMPLE_TYPES(MC_GATHER4_ROWX)
+MC_SAMPLE_TYPES(MC_GATHER4_ROW)
 #undef MC_GATHER4_ROWX
-MC_GATHER4_ROW(uint8_t, u8, MC_LOAD4_ANY)
-MC_GATHER4_ROW(uint16_t, u16, MC_LOAD4_ANY)
-MC_GATHER4_ROW(int16_t, i16, MC_LOAD4_ANY)
-MC_GATHER4_ROW(float, f32, MC_LOAD4_F32)
-MC_GATHER4_ROW(double, f64, MC_LOAD4_ANY)
 #undef MC_GATHER4_ROW
+#undef MC_SAMPLE_TYPES
 #undef MC_LOAD_CENTRAL
 
 /* mc_vertex_row_fn: the n vertices (a multiple of 8) of lattice row
