@@ -387,7 +387,8 @@ static void check_cpu_path(const pm_isosurface_report *r, int soup, const char *
      * under hook twopass (nothing declined), none sampled under walkfull. */
     PMT_CHECK(by_sample + by_budget == (twopass && !hook_set("twopass")), "%s: path \"%s\"", what,
               r->path);
-    if (hook_set("walkfull")) PMT_CHECK(!by_sample, "%s: hook walkfull, path \"%s\"", what, r->path);
+    if (hook_set("walkfull"))
+        PMT_CHECK(!by_sample, "%s: hook walkfull, path \"%s\"", what, r->path);
     PMT_CHECK(path_has(r, "backend=cpu") && slab + twopass == 1, "%s: path \"%s\"", what, r->path);
     PMT_CHECK(soup == path_has(r, "soup=gather"), "%s: path \"%s\"", what, r->path);
     if (hook_set("twopass")) PMT_CHECK(twopass, "%s: hook twopass, path \"%s\"", what, r->path);

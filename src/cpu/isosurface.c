@@ -124,7 +124,7 @@ void pmi_mc_job_init(mc_job *J, const pm_volume *vol, double iso, const pm_isosu
 /* Which extraction made the indexed mesh. */
 typedef enum mc_extraction {
     MC_EXTRACT_SLAB,
-    MC_EXTRACT_TWOPASS,        /* asked for (test hook twopass) */
+    MC_EXTRACT_TWOPASS,         /* asked for (test hook twopass) */
     MC_EXTRACT_DECLINED_SAMPLE, /* the walk's sample predicted too large a mesh */
     MC_EXTRACT_DECLINED_BUDGET  /* the walk passed its budget */
 } mc_extraction;
@@ -140,8 +140,8 @@ static pm_status mc_indexed(pm_context *ctx, const pm_volume *vol, double iso,
     *ran = MC_EXTRACT_TWOPASS;
     if (!twopass) {
         int sampled = 0;
-        pm_status st = pmi_mc_slab(ctx, vol, iso, opt, avx2, !(hooks & PMI_HOOK_WALKFULL), mesh,
-                                   &sampled);
+        pm_status st =
+            pmi_mc_slab(ctx, vol, iso, opt, avx2, !(hooks & PMI_HOOK_WALKFULL), mesh, &sampled);
         *ran = MC_EXTRACT_SLAB;
         if (st != PM_STATUS_UNSUPPORTED) return st;
         *ran = sampled ? MC_EXTRACT_DECLINED_SAMPLE : MC_EXTRACT_DECLINED_BUDGET;
@@ -155,8 +155,8 @@ static pm_status mc_indexed(pm_context *ctx, const pm_volume *vol, double iso,
  * which makes soups with normals about as cheap as indexed meshes. Extra
  * memory: the indexed mesh, well under the soup itself. */
 static pm_status mc_soup(pm_context *ctx, const pm_volume *vol, double iso,
-                         const pm_isosurface_options *opt, int avx2, unsigned hooks,
-                         pm_mesh *mesh, mc_extraction *ran)
+                         const pm_isosurface_options *opt, int avx2, unsigned hooks, pm_mesh *mesh,
+                         mc_extraction *ran)
 {
     pm_isosurface_options io = *opt;
     io.mode = PM_MESH_INDEXED;
@@ -217,7 +217,8 @@ pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
     pmi_report_path(opt->report, "backend", "cpu");
     pmi_report_path(opt->report, "extract", ran == MC_EXTRACT_SLAB ? "slab" : "twopass");
     if (ran == MC_EXTRACT_DECLINED_SAMPLE || ran == MC_EXTRACT_DECLINED_BUDGET)
-        pmi_report_path(opt->report, "declined", ran == MC_EXTRACT_DECLINED_SAMPLE ? "sample" : "budget");
+        pmi_report_path(opt->report, "declined",
+                        ran == MC_EXTRACT_DECLINED_SAMPLE ? "sample" : "budget");
     pmi_report_path(opt->report, "simd", avx2 ? "avx2" : "scalar");
     if (soup) pmi_report_path(opt->report, "soup", "gather");
     return st;

@@ -237,7 +237,7 @@ __attribute__((target("avx2"))) static inline void mc_lattice4(const mc_pending 
         }                                                                                          \
         mc_lattice4(V, o->q);                                                                      \
         const T *d = (const T *)J->data + J->ss;                                                   \
-        MC_LOAD_CENTRAL(LOAD4, T, d, c0, c1, st, J->gw[2], o);                                        \
+        MC_LOAD_CENTRAL(LOAD4, T, d, c0, c1, st, J->gw[2], o);                                     \
         return 1;                                                                                  \
     }
 
@@ -491,8 +491,9 @@ __attribute__((target("avx2"))) size_t pmi_mc_tris64_avx2(const uint32_t *ids,
 static const uint16_t mc_stream_slot[192] = {
 #define MC_S3(i) (i) << 2, (i) << 2 | 1, (i) << 2 | 2
 #define MC_S12(i) MC_S3(i), MC_S3(i + 1), MC_S3(i + 2), MC_S3(i + 3)
-    MC_S12(0),  MC_S12(4),  MC_S12(8),  MC_S12(12), MC_S12(16), MC_S12(20), MC_S12(24), MC_S12(28),
-    MC_S12(32), MC_S12(36), MC_S12(40), MC_S12(44), MC_S12(48), MC_S12(52), MC_S12(56), MC_S12(60)
+    MC_S12(0),  MC_S12(4),  MC_S12(8),  MC_S12(12), MC_S12(16), MC_S12(20),
+    MC_S12(24), MC_S12(28), MC_S12(32), MC_S12(36), MC_S12(40), MC_S12(44),
+    MC_S12(48), MC_S12(52), MC_S12(56), MC_S12(60)
 #undef MC_S12
 #undef MC_S3
 };
@@ -564,8 +565,7 @@ mc_compute8(const mc_job *J, const mc_v4 o[2], const __m256i axis[2], mc_f4 *f)
         /* t added to the coordinate along each lane's axis; the others get
          * + 0.0, which leaves a coordinate (>= +0) as it is. */
         for (int a = 0; a < 3; a++) {
-            __m256d on =
-                _mm256_castsi256_pd(_mm256_cmpeq_epi64(axis[g], _mm256_set1_epi64x(a)));
+            __m256d on = _mm256_castsi256_pd(_mm256_cmpeq_epi64(axis[g], _mm256_set1_epi64x(a)));
             __m256d qa = _mm256_add_pd(o[g].q[a], _mm256_and_pd(on, t[g]));
             __m256d pa = _mm256_add_pd(_mm256_set1_pd(J->origin[a]),
                                        _mm256_mul_pd(_mm256_set1_pd(J->h[a]), qa));
@@ -596,8 +596,7 @@ mc_compute8(const mc_job *J, const mc_v4 o[2], const __m256i axis[2], mc_f4 *f)
  * outside). */
 __attribute__((target("avx2"))) static void mc_store_lane(const mc_job *J, const mc_v4 *o, int ax,
                                                           const __m128 p[3], const __m128 n[3],
-                                                          int l, int ok,
-                                                          float *vp, float *vn)
+                                                          int l, int ok, float *vp, float *vn)
 {
     _Alignas(16) float pf[3][4], nf[3][4];
     for (int a = 0; a < 3; a++) {
@@ -671,43 +670,58 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
     }
 }
 
+/* The lanes of 4 queue words e[l] = i << 2 | axis: *I = i, *AX = axis
+ * and *C1 = the offset of the edge's far end in its row, i + stv[axis]
+ * (stv: the strides {1, rs, ss, 0} as 64-bit lanes). */
+__attribute__((target("avx2"))) static inline void
+mc_row_lanes(const uint64_t *e, __m256i stv, __m256i *I, __m256i *AX, __m256i *C1)
+{
+    const __m256i E = _mm256_loadu_si256((const __m256i *)e);
+    *I = _mm256_srli_epi64(E, 2);
+    *AX = _mm256_and_si256(E, _mm256_set1_epi64x(3));
+    /* stv's lane AX: 32-bit elements 2 AX and 2 AX + 1. */
+    const __m256i a2 = _mm256_slli_epi64(*AX, 1);
+    const __m256i idx =
+        _mm256_or_si256(a2, _mm256_slli_epi64(_mm256_add_epi64(a2, _mm256_set1_epi64x(1)), 32));
+    *C1 = _mm256_add_epi64(*I, _mm256_permutevar8x32_epi32(stv, idx));
+}
+
+/* i (below 2^52) as a double, exactly: the bits of 2^52 + i, less 2^52. */
+__attribute__((target("avx2"))) static inline __m256d mc_coord4(__m256i I)
+{
+    return _mm256_sub_pd(
+        _mm256_castsi256_pd(_mm256_or_si256(I, _mm256_set1_epi64x(0x4330000000000000ll))),
+        _mm256_set1_pd(4503599627370496.0));
+}
+
 /* The fast gather of 4 vertices of one interior lattice row (its j and k
  * at least 1 and at most n - 3, so no lane's samples leave the volume in
  * y or z; nx below 2^52): e[l] = i << 2 | axis, rb the row's first sample,
- * stv the strides {1, rs, ss, 0} as 64-bit lanes, nxv nx in every lane,
- * qj and qk the row's j and k. Returns 0, with nothing read, when a lane
- * has an end on the volume's border in x. The lanes' offsets and bounds
- * are computed 4 wide; i converts to double exactly as the bits of 2^52 +
- * i less 2^52. */
+ * stv the strides as in mc_row_lanes and st the same as an array, nxv nx
+ * in every lane, qj and qk the row's j and k. Returns 0, with nothing
+ * read, when a lane has an end on the volume's border in x. The lanes'
+ * offsets and bounds are computed 4 wide. */
 #define MC_GATHER4_ROW(T, SUF, LOAD4)                                                              \
     __attribute__((target("avx2"))) static inline int mc_gather4_row_##SUF(                        \
-        const uint64_t *e, const T *rb, __m256i stv, __m256i nxv, __m256d qj, __m256d qk,          \
-        const double *gw, mc_v4 *o)                                                                \
+        const uint64_t *e, const T *rb, __m256i stv, const ptrdiff_t st[3], __m256i nxv,           \
+        __m256d qj, __m256d qk, const double *gw, mc_v4 *o)                                        \
     {                                                                                              \
-        const __m256i E = _mm256_loadu_si256((const __m256i *)e);                                  \
-        const __m256i I = _mm256_srli_epi64(E, 2), AX = _mm256_and_si256(E, _mm256_set1_epi64x(3)); \
+        __m256i I, AX, C1;                                                                         \
+        mc_row_lanes(e, stv, &I, &AX, &C1);                                                        \
         const __m256i zero = _mm256_setzero_si256();                                               \
-        /* The edge's last point in x, plus one more for the difference:                         \
-         * i + 2, and i + 3 on x edges; it must be at most nx. */                                 \
+        /* The edge's last point in x, plus one more for the difference:                           \
+         * i + 2, and i + 3 on x edges; it must be at most nx. */                                  \
         const __m256i end = _mm256_sub_epi64(_mm256_add_epi64(I, _mm256_set1_epi64x(2)),           \
                                              _mm256_cmpeq_epi64(AX, zero));                        \
         const __m256i bad =                                                                        \
             _mm256_or_si256(_mm256_cmpeq_epi64(I, zero), _mm256_cmpgt_epi64(end, nxv));            \
         if (!_mm256_testz_si256(bad, bad)) return 0;                                               \
-        /* stv's lane AX: 32-bit elements 2 AX and 2 AX + 1. */                                    \
-        const __m256i a2 = _mm256_slli_epi64(AX, 1);                                               \
-        const __m256i idx =                                                                        \
-            _mm256_or_si256(a2, _mm256_slli_epi64(_mm256_add_epi64(a2, _mm256_set1_epi64x(1)), 32)); \
-        const __m256i C1 = _mm256_add_epi64(I, _mm256_permutevar8x32_epi32(stv, idx));             \
         _Alignas(32) ptrdiff_t c0[4], c1[4];                                                       \
         _mm256_store_si256((__m256i *)c0, I);                                                      \
         _mm256_store_si256((__m256i *)c1, C1);                                                     \
-        const __m256i m52 = _mm256_set1_epi64x(0x4330000000000000ll);                              \
-        o->q[0] = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(I, m52)),                      \
-                                _mm256_set1_pd(4503599627370496.0));                               \
+        o->q[0] = mc_coord4(I);                                                                    \
         o->q[1] = qj;                                                                              \
         o->q[2] = qk;                                                                              \
-        const ptrdiff_t st[3] = {1, _mm256_extract_epi64(stv, 1), _mm256_extract_epi64(stv, 2)};   \
         MC_LOAD_CENTRAL(LOAD4, T, rb, c0, c1, st, gw, o);                                          \
         return 1;                                                                                  \
     }
@@ -717,15 +731,13 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
  * y and z central. */
 #define MC_GATHER4_ROWX(T, SUF, LOAD4)                                                             \
     __attribute__((target("avx2"), noinline)) static void mc_gather4_rowx_##SUF(                   \
-        const uint64_t *e, const T *rb, __m256i stv, __m256i nxv, __m256d qj, __m256d qk,          \
-        const double (*gw)[3], mc_v4 *o)                                                           \
+        const uint64_t *e, const T *rb, __m256i stv, const ptrdiff_t st[3], __m256i nxv,           \
+        __m256d qj, __m256d qk, const double(*gw)[3], mc_v4 *o)                                    \
     {                                                                                              \
-        const __m256i E = _mm256_loadu_si256((const __m256i *)e);                                  \
-        const __m256i I = _mm256_srli_epi64(E, 2), AX = _mm256_and_si256(E, _mm256_set1_epi64x(3)); \
+        __m256i I, AX, C[2];                                                                       \
+        mc_row_lanes(e, stv, &I, &AX, &C[1]);                                                      \
+        C[0] = I;                                                                                  \
         const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1);                  \
-        const __m256i a2 = _mm256_slli_epi64(AX, 1);                                               \
-        const __m256i idx = _mm256_or_si256(a2, _mm256_slli_epi64(_mm256_add_epi64(a2, one), 32)); \
-        const __m256i C[2] = {I, _mm256_add_epi64(I, _mm256_permutevar8x32_epi32(stv, idx))};      \
         /* The ends' x: i, and i + 1 on x edges. */                                                \
         const __m256i X[2] = {I, _mm256_sub_epi64(I, _mm256_cmpeq_epi64(AX, zero))};               \
         _Alignas(32) ptrdiff_t c[2][4], xp[2][4], xm[2][4];                                        \
@@ -738,9 +750,9 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
             _mm256_store_si256((__m256i *)c[e_], C[e_]);                                           \
             _mm256_store_si256((__m256i *)xp[e_], _mm256_add_epi64(C[e_], up));                    \
             _mm256_store_si256((__m256i *)xm[e_], _mm256_sub_epi64(C[e_], dn));                    \
-            const __m256d w1 = _mm256_blendv_pd(                                                   \
-                _mm256_set1_pd(gw[0][0]), _mm256_set1_pd(gw[1][0]),                                \
-                _mm256_castsi256_pd(_mm256_cmpeq_epi64(span, one)));                               \
+            const __m256d w1 =                                                                     \
+                _mm256_blendv_pd(_mm256_set1_pd(gw[0][0]), _mm256_set1_pd(gw[1][0]),               \
+                                 _mm256_castsi256_pd(_mm256_cmpeq_epi64(span, one)));              \
             w[e_] = _mm256_blendv_pd(                                                              \
                 w1, _mm256_set1_pd(gw[2][0]),                                                      \
                 _mm256_castsi256_pd(_mm256_cmpeq_epi64(span, _mm256_set1_epi64x(2))));             \
@@ -748,23 +760,19 @@ __attribute__((target("avx2"))) void pmi_mc_vertex8_central(const mc_job *J, con
         o->lo = LOAD4(rb, c[0][0], c[0][1], c[0][2], c[0][3]);                                     \
         o->hi = LOAD4(rb, c[1][0], c[1][1], c[1][2], c[1][3]);                                     \
         for (int e_ = 0; e_ < 2; e_++) {                                                           \
-            o->g[e_][0] =                                                                          \
-                _mm256_mul_pd(_mm256_sub_pd(LOAD4(rb, xp[e_][0], xp[e_][1], xp[e_][2], xp[e_][3]), \
-                                            LOAD4(rb, xm[e_][0], xm[e_][1], xm[e_][2], xm[e_][3])), \
-                              w[e_]);                                                              \
+            o->g[e_][0] = _mm256_mul_pd(                                                           \
+                _mm256_sub_pd(LOAD4(rb, xp[e_][0], xp[e_][1], xp[e_][2], xp[e_][3]),               \
+                              LOAD4(rb, xm[e_][0], xm[e_][1], xm[e_][2], xm[e_][3])),              \
+                w[e_]);                                                                            \
             for (int a_ = 1; a_ < 3; a_++) {                                                       \
-                const ptrdiff_t s_ = _mm256_extract_epi64(stv, 1) * (a_ == 1) +                    \
-                                     _mm256_extract_epi64(stv, 2) * (a_ == 2);                     \
-                const T *dh_ = rb + s_, *dl_ = rb - s_;                                            \
+                const T *dh_ = rb + st[a_], *dl_ = rb - st[a_];                                    \
                 o->g[e_][a_] = _mm256_mul_pd(                                                      \
                     _mm256_sub_pd(LOAD4(dh_, c[e_][0], c[e_][1], c[e_][2], c[e_][3]),              \
                                   LOAD4(dl_, c[e_][0], c[e_][1], c[e_][2], c[e_][3])),             \
                     _mm256_set1_pd(gw[2][a_]));                                                    \
             }                                                                                      \
         }                                                                                          \
-        const __m256i m52 = _mm256_set1_epi64x(0x4330000000000000ll);                              \
-        o->q[0] = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(I, m52)),                      \
-                                _mm256_set1_pd(4503599627370496.0));                               \
+        o->q[0] = mc_coord4(I);                                                                    \
         o->q[1] = qj;                                                                              \
         o->q[2] = qk;                                                                              \
     }
@@ -789,6 +797,7 @@ __attribute__((target("avx2"))) void pmi_mc_vertex_row_central(const mc_job *J, 
         j >= 1 && k >= 1 && j + 3 <= J->ny && k + 3 <= J->nz && J->nx < ((size_t)1 << 52);
     const size_t rb = j * J->rs + k * J->ss;
     const __m256i stv = _mm256_set_epi64x(0, (long long)J->ss, (long long)J->rs, 1);
+    const ptrdiff_t st[3] = {1, (ptrdiff_t)J->rs, (ptrdiff_t)J->ss};
     const __m256i nxv = _mm256_set1_epi64x((long long)J->nx);
     const __m256d qj = _mm256_set1_pd((double)(int64_t)j), qk = _mm256_set1_pd((double)(int64_t)k);
 #define MC_GATHER(T, SUF)                                                                          \
@@ -797,10 +806,9 @@ __attribute__((target("avx2"))) void pmi_mc_vertex_row_central(const mc_job *J, 
         for (int g = 0; g < 2; g++) {                                                              \
             const uint64_t *eg = e + q + 4 * g;                                                    \
             if (inner) {                                                                           \
-                if (!mc_gather4_row_##SUF(eg, (const T *)J->data + rb, stv, nxv, qj, qk, J->gw[2], \
-                                          &o[g]))                                                  \
-                    mc_gather4_rowx_##SUF(eg, (const T *)J->data + rb, stv, nxv, qj, qk, J->gw,    \
-                                          &o[g]);                                                  \
+                const T *d = (const T *)J->data + rb;                                              \
+                if (!mc_gather4_row_##SUF(eg, d, stv, st, nxv, qj, qk, J->gw[2], &o[g]))           \
+                    mc_gather4_rowx_##SUF(eg, d, stv, st, nxv, qj, qk, J->gw, &o[g]);              \
                 continue;                                                                          \
             }                                                                                      \
             mc_pending W[4];                                                                       \

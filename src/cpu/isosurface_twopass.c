@@ -358,12 +358,12 @@ static size_t mc_block_rows(size_t cell_rows, size_t nx, int threads)
 typedef struct mc_twopass {
     mc_job J;
     const mc_kernels *K;
-    mc_vertex8_fn vertex8_central;         /* K's, or the AVX2 one */
-    mc_vertex_row_fn vertex_row_central;   /* K's, or the AVX2 one */
-    mc_queue64_fn queue64;                 /* NULL, or the BMI2 one */
-    mc_tris64_fn tris64;                   /* NULL, or the AVX2 one */
-    mc_ids64_fn ids64;                     /* NULL, or the AVX2 one */
-    size_t id_row;                         /* ids per axis and row of mc_rowids */
+    mc_vertex8_fn vertex8_central;       /* K's, or the AVX2 one */
+    mc_vertex_row_fn vertex_row_central; /* K's, or the AVX2 one */
+    mc_queue64_fn queue64;               /* NULL, or the BMI2 one */
+    mc_tris64_fn tris64;                 /* NULL, or the AVX2 one */
+    mc_ids64_fn ids64;                   /* NULL, or the AVX2 one */
+    size_t id_row;                       /* ids per axis and row of mc_rowids */
     int threads, par;
     int stream; /* the mesh is written with streaming stores */
     size_t lattice_rows, cell_rows, brows, nblocks;
