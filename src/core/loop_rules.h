@@ -551,11 +551,10 @@ PMI_LHD void pmi_loop_classify(const pmi_loop_args *a, uint32_t t)
     a->emit[t] = s == 3 ? 0u : s + 1u;
 }
 
-/* The even rule's position for vertex v from its walk, into pos_new[v]. */
-PMI_LHD void pmi_loop_even_at(const pmi_loop_args *a, uint32_t v, const pmi_loop_ring *r)
+/* The even rule's position for vertex v from its walk, into q[0..2]. */
+PMI_LHD void pmi_loop_even_to(const pmi_loop_args *a, uint32_t v, const pmi_loop_ring *r, float *q)
 {
     const float *p = a->pos + 3 * (size_t)v;
-    float *q = a->pos_new + 3 * (size_t)v;
     if (r->boundary) {
         const float *p0 = a->pos + 3 * (size_t)r->b0, *p1 = a->pos + 3 * (size_t)r->b1;
         for (int i = 0; i < 3; i++)
@@ -581,17 +580,16 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
         return;
     }
     if (r.frozen || !r.any_split) return;
-    pmi_loop_even_at(a, v, &r);
+    pmi_loop_even_to(a, v, &r, a->pos_new + 3 * (size_t)v);
 }
 
 /* The odd rule's position for the split edge owned by h (twin tw) into
- * pos_new[m]: interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2. */
-PMI_LHD void pmi_loop_odd_at(const pmi_loop_args *a, uint32_t h, uint32_t tw, uint32_t m)
+ * q[0..2]: interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2. */
+PMI_LHD void pmi_loop_odd_to(const pmi_loop_args *a, uint32_t h, uint32_t tw, float *q)
 {
     const uint32_t t = h / 3, k = h % 3;
     const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
     const float *pu = a->pos + 3 * (size_t)u, *pw = a->pos + 3 * (size_t)w;
-    float *q = a->pos_new + 3 * (size_t)m;
     if (tw == PMI_LOOP_NONE) {
         for (int i = 0; i < 3; i++)
             q[i] = (float)(0.5 * ((double)pu[i] + (double)pw[i]));
@@ -616,7 +614,7 @@ PMI_LHD void pmi_loop_odd(const pmi_loop_args *a, uint32_t h)
     if (!a->split[h] || !(tw == PMI_LOOP_NONE || h < tw)) return;
     const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
     const uint32_t m = a->nv + a->owner[h];
-    pmi_loop_odd_at(a, h, tw, m);
+    pmi_loop_odd_to(a, h, tw, a->pos_new + 3 * (size_t)m);
     if (a->weight) a->weight[m] = 0.5f * (a->weight[u] + a->weight[w]);
     if (a->nrm) {
         double s[3];
@@ -769,7 +767,7 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
  * stream) or, for a vertex that never moves (non-manifold, unused), a
  * copy; and its start corner in the next stream, corner k of child k of
  * its start triangle. */
-PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
+PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, float *q)
 {
     const uint32_t c = a->vstart[v];
     pmi_loop_ring r;
@@ -781,14 +779,20 @@ PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
             moved = 1;
     }
     if (moved) {
-        pmi_loop_even_at(a, v, &r);
+        pmi_loop_even_to(a, v, &r, q);
     } else {
         const float *p = a->pos + 3 * (size_t)v;
-        float *q = a->pos_new + 3 * (size_t)v;
         q[0] = p[0], q[1] = p[1], q[2] = p[2];
     }
     if (a->vstart_new)
         a->vstart_new[v] = c == PMI_LOOP_NONE ? c : 3 * (4 * (c / 3) + c % 3) + c % 3;
+}
+
+/* pmi_loop_even_uniform_into writing pos_new[v] in place (the GPU stages a
+ * block's positions in shared memory to store them contiguously). */
+PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
+{
+    pmi_loop_even_uniform_into(a, v, a->pos_new + 3 * (size_t)v);
 }
 
 /* Per triangle t: the odd rule on the edges t owns, its children (as
@@ -802,10 +806,13 @@ PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
  * half-edge order: the exclusive scan of the next stream's owner flags,
  * without a scan. The 12 words of each array for t's children go to o,
  * tn (twins) and on (owner numbers); tn and on may be NULL (last level).
- * The GPU stages them in shared memory to store a block's words
- * contiguously. */
+ * The new vertex nv + e (e an owner number) gets its position at
+ * pn + 3 (e - elo) and its start corner at vn[e - elo] (vn NULL on the
+ * last level). The GPU stages all of them in shared memory to store a
+ * block's words contiguously (a block's owner numbers are consecutive). */
 PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint32_t *o,
-                                       uint32_t *tn, uint32_t *on)
+                                       uint32_t *tn, uint32_t *on, float *pn, uint32_t *vn,
+                                       uint32_t elo)
 {
     const uint32_t *v = a->tri + 3 * (size_t)t;
     uint32_t m[3], tw[3], own[3];
@@ -813,10 +820,11 @@ PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint3
         const uint32_t h = 3 * t + k;
         tw[k] = a->twin[h];
         own[k] = tw[k] == PMI_LOOP_NONE || h < tw[k];
-        m[k] = a->nv + a->owner[own[k] ? h : tw[k]];
+        const uint32_t e = a->owner[own[k] ? h : tw[k]];
+        m[k] = a->nv + e;
         if (own[k]) {
-            pmi_loop_odd_at(a, h, tw[k], m[k]);
-            if (a->vstart_new) a->vstart_new[m[k]] = 3 * (4 * t + 3) + k;
+            pmi_loop_odd_to(a, h, tw[k], pn + 3 * (size_t)(e - elo));
+            if (vn) vn[e - elo] = 3 * (4 * t + 3) + k;
         }
     }
     pmi_loop_put(o, v[0], m[0], m[2]);
@@ -865,7 +873,9 @@ PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
 {
     const size_t base = 12 * (size_t)t;
     pmi_loop_red_uniform_into(a, t, a->tri_next + base, a->twin_next ? a->twin_next + base : NULL,
-                              a->owner_next ? a->owner_next + base : NULL);
+                              a->owner_next ? a->owner_next + base : NULL,
+                              a->pos_new + 3 * (size_t)a->nv,
+                              a->vstart_new ? a->vstart_new + a->nv : NULL, 0);
 }
 
 /* Sorts up to a few output triangle numbers (insertion sort). */

@@ -17,10 +17,13 @@ template <int STEP> static __global__ void loop_step_kernel(size_t n, pmi_loop_a
 
 /* RED_UNIFORM with a block's output staged in shared memory: each thread
  * writes its triangle's 12 words of each array (children, twins, owner
- * numbers) there, then the block stores its 12 * RED_THREADS words of each
- * array as contiguous 16-byte stores. Written directly, a warp's store of
- * one word per thread touched 32 lines 48 bytes apart, 36 times per
- * triangle. */
+ * numbers) there, and the positions and start corners of the new vertices
+ * on the edges it owns; then the block stores its 12 * RED_THREADS words
+ * of each array as contiguous 16-byte stores, and its new vertices (a
+ * consecutive range of owner numbers) as contiguous words. Written
+ * directly, a warp's store of one word per thread touched 32 lines 48
+ * bytes apart, 36 times per triangle, and each new position was three
+ * 4-byte stores to scattered lines. */
 #define RED_THREADS 128
 
 /* The block's words are 48 * RED_THREADS bytes from the array's start
@@ -34,23 +37,62 @@ static __device__ void red_store(uint32_t *dst, const uint32_t *src, unsigned wo
         d4[i] = s4[i];
 }
 
+/* Contiguous words of any alignment (positions, start corners). */
+template <typename T> static __device__ void block_store(T *dst, const T *src, unsigned words)
+{
+    for (unsigned i = threadIdx.x; i < words; i += blockDim.x)
+        dst[i] = src[i];
+}
+
 static __global__ void __launch_bounds__(RED_THREADS)
     red_uniform_kernel(size_t n, pmi_loop_args a)
 {
     __shared__ __align__(16) uint32_t s_tri[12 * RED_THREADS];
     __shared__ __align__(16) uint32_t s_twin[12 * RED_THREADS];
     __shared__ __align__(16) uint32_t s_own[12 * RED_THREADS];
+    __shared__ float s_pos[9 * RED_THREADS];
+    __shared__ uint32_t s_vs[3 * RED_THREADS];
     const size_t t0 = (size_t)blockIdx.x * RED_THREADS;
     const size_t t = t0 + threadIdx.x;
     const unsigned j = 12 * threadIdx.x;
+    /* the block's new vertices: owner numbers elo .. elo + owned - 1 */
+    const uint32_t elo = a.owner[3 * t0];
+    int own[3] = {0, 0, 0};
+    if (t < n)
+        for (int k = 0; k < 3; k++) {
+            const uint32_t h = 3 * (uint32_t)t + k, tw = a.twin[h];
+            own[k] = tw == PMI_LOOP_NONE || h < tw;
+        }
+    const unsigned owned =
+        __syncthreads_count(own[0]) + __syncthreads_count(own[1]) + __syncthreads_count(own[2]);
     if (t < n)
         pmi_loop_red_uniform_into(&a, (uint32_t)t, s_tri + j, a.twin_next ? s_twin + j : NULL,
-                                  a.owner_next ? s_own + j : NULL);
+                                  a.owner_next ? s_own + j : NULL, s_pos,
+                                  a.vstart_new ? s_vs : NULL, elo);
     __syncthreads();
     const unsigned words = 12 * (unsigned)(n - t0 < RED_THREADS ? n - t0 : RED_THREADS);
     red_store(a.tri_next + 12 * t0, s_tri, words);
     if (a.twin_next) red_store(a.twin_next + 12 * t0, s_twin, words);
     if (a.owner_next) red_store(a.owner_next + 12 * t0, s_own, words);
+    const size_t m0 = (size_t)a.nv + elo;
+    block_store(a.pos_new + 3 * m0, s_pos, 3 * owned);
+    if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, owned);
+}
+
+/* EVEN_UNIFORM with the block's positions staged in shared memory and
+ * stored as contiguous words. */
+#define EVEN_THREADS 256
+
+static __global__ void __launch_bounds__(EVEN_THREADS)
+    even_uniform_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ float s_pos[3 * EVEN_THREADS];
+    const size_t v0 = (size_t)blockIdx.x * EVEN_THREADS;
+    const size_t v = v0 + threadIdx.x;
+    if (v < n) pmi_loop_even_uniform_into(&a, (uint32_t)v, s_pos + 3 * threadIdx.x);
+    __syncthreads();
+    const unsigned cnt = (unsigned)(n - v0 < EVEN_THREADS ? n - v0 : EVEN_THREADS);
+    block_store(a.pos_new + 3 * v0, s_pos, 3 * cnt);
 }
 
 template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
@@ -83,7 +125,11 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_EMIT: return loop_launch<PMI_LOOP_EMIT>(ctx, n, a);
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
     case PMI_LOOP_ZERO_U32: return loop_launch<PMI_LOOP_ZERO_U32>(ctx, n, a);
-    case PMI_LOOP_EVEN_UNIFORM: return loop_launch<PMI_LOOP_EVEN_UNIFORM>(ctx, n, a);
+    case PMI_LOOP_EVEN_UNIFORM: {
+        const size_t blocks = (n + EVEN_THREADS - 1) / EVEN_THREADS;
+        even_uniform_kernel<<<(unsigned)blocks, EVEN_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
+        return pmi_cuda_launched("pm_subdivide_loop");
+    }
     case PMI_LOOP_RED_UNIFORM: {
         const size_t blocks = (n + RED_THREADS - 1) / RED_THREADS;
         red_uniform_kernel<<<(unsigned)blocks, RED_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
