@@ -764,6 +764,25 @@ int main(int argc, char **argv)
     check_uniform_steps(ctx, "grid", &grid, 3);
     check_uniform_steps(ctx, "triangle", &one, 4);
     {
+        /* misoriented pairs (every third triangle reversed): the uniform
+         * even rule of new vertices reads the twin's triangle either way
+         * round, as the general steps' walks do */
+        tmesh mt = tm_alloc(torus.nv, torus.nt), mg = tm_alloc(grid.nv, grid.nt);
+        memcpy(mt.p, torus.p, 12 * torus.nv), memcpy(mt.t, torus.t, 12 * torus.nt);
+        memcpy(mg.p, grid.p, 12 * grid.nv), memcpy(mg.t, grid.t, 12 * grid.nt);
+        for (size_t f = 0; f < mt.nt; f += 3) {
+            uint32_t x = mt.t[3 * f + 1];
+            mt.t[3 * f + 1] = mt.t[3 * f + 2], mt.t[3 * f + 2] = x;
+        }
+        for (size_t f = 1; f < mg.nt; f += 3) {
+            uint32_t x = mg.t[3 * f + 1];
+            mg.t[3 * f + 1] = mg.t[3 * f + 2], mg.t[3 * f + 2] = x;
+        }
+        check_uniform_steps(ctx, "torus, misoriented", &mt, 3);
+        check_uniform_steps(ctx, "grid, misoriented", &mg, 3);
+        tm_free(&mt), tm_free(&mg);
+    }
+    {
         /* unused vertices between used ones keep their place */
         tmesh u = tm_alloc(ico.nv + 2, ico.nt);
         memcpy(u.p + 6, ico.p, 12 * ico.nv);

@@ -52,6 +52,8 @@ enum pmi_loop_step_id {
                               their twins and owner numbers */
     PMI_LOOP_NORMAL_OLD,   /* per vertex of the last stream: output normal */
     PMI_LOOP_NORMAL_NEW,   /* per half-edge owning an edge: the new vertex's normal */
+    PMI_LOOP_EVEN_NEW,     /* per half-edge of the previous stream owning an edge:
+                              the even rule for the vertex it created */
     PMI_LOOP_NUM_STEPS
 };
 
@@ -81,6 +83,10 @@ typedef struct pmi_loop_args {
     float *weight;        /* 1 per vertex (nv + edges) or NULL */
     uint32_t *vstart;     /* nv: the corner each vertex is walked from (read) */
     uint32_t *vstart_new; /* nv + edges: the next stream's (first nv copied in) */
+    /* uniform: the stream before this one (its triangles, twins and owner
+     * numbers) and its vertex count, for PMI_LOOP_EVEN_NEW */
+    const uint32_t *ptri, *ptwin, *powner;
+    uint32_t pnv;
     /* adaptive criteria: squared length limit (0 = off), angle limit,
      * deviation limit, and whether any criterion is set (then triangles
      * with 2 split edges are promoted to red); last: no split at this
@@ -795,6 +801,66 @@ PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
     pmi_loop_even_uniform_into(a, v, a->pos_new + 3 * (size_t)v);
 }
 
+/* The even rule for a vertex the previous uniform level created, without a
+ * walk: its fan is known from the previous stream. Half-edge h = (u -> w)
+ * of triangle t in the previous stream (ptri, ptwin, powner) owns its edge
+ * and created vertex m = pnv + powner[h]; in this stream m is corner k of
+ * t's centre child 4t + 3 (its start corner, 3 (4t + 3) + k), whose
+ * corners are t's three new vertices m_0 m_1 m_2 (m = m_k). The walk from
+ * that corner visits the centre child, t's child at u, the two children of
+ * the twin's triangle t2 at m, t2's centre child between them, t's child
+ * at w; so the ring in walk order is m_{k+2}, u, t2's new vertex on its
+ * edge at u, t2's new vertex on its edge at w, w, m_{k+1}: the same sum as
+ * pmi_loop_even_uniform's walk, the same bytes. On the boundary (no twin)
+ * the walk's ends are b0 = w and b1 = u. The position goes to q, the next
+ * stream's start corner of m to *vs when vstart_new is set. */
+PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q, uint32_t *vs)
+{
+    const uint32_t t = h / 3, k = h % 3, tw = a->ptwin[h];
+    const uint32_t u = a->ptri[h], w = a->ptri[3 * t + (k + 1) % 3];
+    const uint32_t *c3 = a->tri + 3 * (4 * (size_t)t + 3);
+    const uint32_t m = c3[k];
+    pmi_loop_ring r;
+    r.faces = r.neighbours = 6;
+    r.boundary = r.frozen = 0;
+    r.any_split = 1;
+    r.b0 = r.b1 = m;
+    for (int i = 0; i < 3; i++)
+        r.sum[i] = r.normal[i] = 0.0;
+    if (tw == PMI_LOOP_NONE) {
+        r.boundary = 1;
+        r.b0 = w;
+        r.b1 = u;
+    } else {
+        const uint32_t t2 = tw / 3, k2 = tw % 3;
+        const uint32_t *d3 = a->tri + 3 * (4 * (size_t)t2 + 3);
+        /* t2's edges at u and at w, other than the shared one: k2 + 1 and
+         * k2 + 2 when t2 runs w -> u along it, the reverse when the pair is
+         * misoriented (u -> w in both) */
+        const int same = a->ptri[tw] == u;
+        const uint32_t x1 = d3[(k2 + (same ? 2 : 1)) % 3], x2 = d3[(k2 + (same ? 1 : 2)) % 3];
+        const uint32_t ring[6] = {c3[(k + 2) % 3], u, x1, x2, w, c3[(k + 1) % 3]};
+        for (int j = 0; j < 6; j++)
+            for (int i = 0; i < 3; i++)
+                r.sum[i] += (double)a->pos[3 * (size_t)ring[j] + i];
+    }
+    pmi_loop_even_to(a, m, &r, q);
+    if (a->vstart_new && vs) {
+        const uint32_t c = 3 * (4 * t + 3) + k;
+        *vs = 3 * (4 * (c / 3) + c % 3) + c % 3;
+    }
+}
+
+/* pmi_loop_even_new_into for half-edge h, in place (nothing when h does
+ * not own its edge). */
+PMI_LHD void pmi_loop_even_new(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t tw = a->ptwin[h];
+    if (!(tw == PMI_LOOP_NONE || h < tw)) return;
+    const size_t m = (size_t)a->pnv + a->powner[h];
+    pmi_loop_even_new_into(a, h, a->pos_new + 3 * m, a->vstart_new ? a->vstart_new + m : NULL);
+}
+
 /* Per triangle t: the odd rule on the edges t owns, its children (as
  * pmi_loop_red with every triangle red: children at 4t), their twins, the
  * new vertices' start corners, and the next stream's owner numbers. A
@@ -1022,6 +1088,7 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_RED_UNIFORM: pmi_loop_red_uniform(a, i); break;
     case PMI_LOOP_NORMAL_OLD: pmi_loop_normal_old(a, i); break;
     case PMI_LOOP_NORMAL_NEW: pmi_loop_normal_new(a, i); break;
+    case PMI_LOOP_EVEN_NEW: pmi_loop_even_new(a, i); break;
     default: break;
     }
 }

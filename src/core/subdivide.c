@@ -42,8 +42,8 @@ static pm_status sd_alloc(sd_state *st, uint64_t count, size_t elem, void *out)
                          (unsigned long long)count);
     void *p = NULL;
     const pmi_backend *be = st->ctx->backend;
-    pm_status s = be->scratch_alloc ? be->scratch_alloc(st->ctx, bytes, &p)
-                                    : be->alloc(st->ctx, bytes, &p);
+    pm_status s =
+        be->scratch_alloc ? be->scratch_alloc(st->ctx, bytes, &p) : be->alloc(st->ctx, bytes, &p);
     if (s != PM_STATUS_OK) return s;
     int i = 0;
     while (i < st->nbufs && st->bufs[i])
@@ -553,7 +553,17 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.twin_next = last ? NULL : twin[q];
         a.owner_next = last ? NULL : owner[q];
         a.vstart_new = last ? NULL : vstart[q];
-        if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, a.nv, &a)) != PM_STATUS_OK ||
+        /* the even rule: vertices the previous level created from its
+         * stream (still in the buffers of parity q until this level's
+         * RED_UNIFORM), the older ones by walks */
+        if (l > 0) {
+            a.ptri = l == 1 ? tri0 : tri[q];
+            a.ptwin = twin[q];
+            a.powner = owner[q];
+            a.pnv = (uint32_t)V[l - 1];
+        }
+        if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, l > 0 ? V[l - 1] : a.nv, &a)) != PM_STATUS_OK ||
+            (l > 0 && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK) ||
             (s = sd_step(st, PMI_LOOP_RED_UNIFORM, a.n, &a)) != PM_STATUS_OK)
             return s;
     }

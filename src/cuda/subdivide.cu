@@ -44,8 +44,7 @@ template <typename T> static __device__ void block_store(T *dst, const T *src, u
         dst[i] = src[i];
 }
 
-static __global__ void __launch_bounds__(RED_THREADS)
-    red_uniform_kernel(size_t n, pmi_loop_args a)
+static __global__ void __launch_bounds__(RED_THREADS) red_uniform_kernel(size_t n, pmi_loop_args a)
 {
     __shared__ __align__(16) uint32_t s_tri[12 * RED_THREADS];
     __shared__ __align__(16) uint32_t s_twin[12 * RED_THREADS];
@@ -95,6 +94,31 @@ static __global__ void __launch_bounds__(EVEN_THREADS)
     block_store(a.pos_new + 3 * v0, s_pos, 3 * cnt);
 }
 
+/* EVEN_NEW per half-edge of the previous stream, staged likewise: the
+ * vertices a block's owning half-edges created are consecutive. */
+static __global__ void __launch_bounds__(EVEN_THREADS) even_new_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ float s_pos[3 * EVEN_THREADS];
+    __shared__ uint32_t s_vs[EVEN_THREADS];
+    const size_t h0 = (size_t)blockIdx.x * EVEN_THREADS;
+    const size_t h = h0 + threadIdx.x;
+    const uint32_t elo = a.powner[h0];
+    int own = 0;
+    if (h < n) {
+        const uint32_t tw = a.ptwin[h];
+        own = tw == PMI_LOOP_NONE || (uint32_t)h < tw;
+    }
+    const unsigned owned = __syncthreads_count(own);
+    if (own) {
+        const uint32_t e = a.powner[h] - elo;
+        pmi_loop_even_new_into(&a, (uint32_t)h, s_pos + 3 * e, s_vs + e);
+    }
+    __syncthreads();
+    const size_t m0 = (size_t)a.pnv + elo;
+    block_store(a.pos_new + 3 * m0, s_pos, 3 * owned);
+    if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, owned);
+}
+
 template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
     const unsigned threads = 256;
@@ -137,6 +161,11 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     }
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
     case PMI_LOOP_NORMAL_NEW: return loop_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
+    case PMI_LOOP_EVEN_NEW: {
+        const size_t blocks = (n + EVEN_THREADS - 1) / EVEN_THREADS;
+        even_new_kernel<<<(unsigned)blocks, EVEN_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
+        return pmi_cuda_launched("pm_subdivide_loop");
+    }
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_subdivide_loop: unknown step %d", step);
