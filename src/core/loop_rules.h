@@ -256,16 +256,37 @@ typedef struct pmi_loop_ring {
     double normal[3]; /* face normals, in walk order */
 } pmi_loop_ring;
 
+/* How a walk reads its fan. */
+#define PMI_LOOP_WALK_PLAIN 0   /* the stream's, neighbours at the far ends */
+#define PMI_LOOP_WALK_NORMALS 1 /* the same, face normals summed too */
+#define PMI_LOOP_WALK_MIDS                                                                         \
+    2 /* uniform: the previous stream's (ptri, ptwin),                                             \
+         neighbours the vertices created on its                                                    \
+         edges (pnv + powner) */
+
+/* The vertex a uniform level created on the edge of half-edge h of the
+ * previous stream. */
+PMI_LHD uint32_t pmi_loop_prev_mid(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t tw = a->ptwin[h];
+    return a->pnv + a->powner[(tw == PMI_LOOP_NONE || h < tw) ? h : tw];
+}
+
 /* Walks the fan of the vertex at corner c: first across the edge entering
  * the corner, triangle by triangle, until it closes or meets the boundary,
  * then (open fans) the other way from c. Orientation-agnostic: each step
- * finds the vertex in the next triangle. Face normals are summed only when
- * `normals` is set (r->normal stays 0 otherwise). Returns 0 when the walk
- * exceeds `cap` steps (a corrupt structure). */
+ * finds the vertex in the next triangle. Face normals are summed only in
+ * mode PMI_LOOP_WALK_NORMALS (r->normal stays 0 otherwise). In mode
+ * PMI_LOOP_WALK_MIDS, c is a corner of the previous uniform stream and the
+ * walk is the one of this stream from the corner of c's child at the same
+ * vertex: that child's fan has one child per triangle of c's, in the same
+ * order, and its neighbours are the vertices created on c's fan's edges.
+ * Returns 0 when the walk exceeds `cap` steps (a corrupt structure). */
 PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_t *split,
-                          uint32_t c, uint32_t cap, int normals, pmi_loop_ring *r)
+                          uint32_t c, uint32_t cap, int mode, pmi_loop_ring *r)
 {
-    const uint32_t *tri = a->tri, *twin = a->twin;
+    const int mids = mode == PMI_LOOP_WALK_MIDS, normals = mode == PMI_LOOP_WALK_NORMALS;
+    const uint32_t *tri = mids ? a->ptri : a->tri, *twin = mids ? a->ptwin : a->twin;
     const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
     const uint32_t A0 = c, B0 = 3 * t0 + (k0 + 2) % 3;
     r->faces = r->neighbours = 0;
@@ -283,7 +304,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
             for (int i = 0; i < 3; i++)
                 r->normal[i] += fn[i];
         }
-        uint32_t y = pmi_loop_far(tri, B, v);
+        uint32_t y = mids ? pmi_loop_prev_mid(a, B) : pmi_loop_far(tri, B, v);
         for (int i = 0; i < 3; i++)
             r->sum[i] += (double)pos[3 * (size_t)y + i];
         r->faces++;
@@ -305,7 +326,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
     }
     /* Open fan: the neighbour on A0, then on across A edges. */
     uint32_t A = A0;
-    uint32_t x = pmi_loop_far(tri, A0, v);
+    uint32_t x = mids ? pmi_loop_prev_mid(a, A0) : pmi_loop_far(tri, A0, v);
     for (int i = 0; i < 3; i++)
         r->sum[i] += (double)pos[3 * (size_t)x + i];
     r->neighbours++;
@@ -317,7 +338,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
             return 1;
         }
         if (tw == PMI_LOOP_NONE) {
-            r->b0 = pmi_loop_far(tri, A, v);
+            r->b0 = mids ? pmi_loop_prev_mid(a, A) : pmi_loop_far(tri, A, v);
             return 1;
         }
         A = pmi_loop_other_at(tri, tw, v);
@@ -328,7 +349,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
             for (int i = 0; i < 3; i++)
                 r->normal[i] += fn[i];
         }
-        uint32_t y = pmi_loop_far(tri, A, v);
+        uint32_t y = mids ? pmi_loop_prev_mid(a, A) : pmi_loop_far(tri, A, v);
         for (int i = 0; i < 3; i++)
             r->sum[i] += (double)pos[3 * (size_t)y + i];
         r->faces++;
@@ -446,7 +467,7 @@ PMI_LHD void pmi_loop_vstart(const pmi_loop_args *a, uint32_t v)
     }
     uint32_t c = a->list[a->offset[v]];
     pmi_loop_ring r;
-    if (!pmi_loop_walk(a, a->pos, NULL, c, deg + 1, 0, &r) || r.faces != deg) {
+    if (!pmi_loop_walk(a, a->pos, NULL, c, deg + 1, PMI_LOOP_WALK_PLAIN, &r) || r.faces != deg) {
         a->vstart[v] = PMI_LOOP_NONE;
         return;
     }
@@ -491,7 +512,8 @@ PMI_LHD void pmi_loop_walk_vertex(const pmi_loop_args *a, uint32_t v)
     const uint32_t c = a->vstart[v];
     pmi_loop_ring r;
     r.frozen = 1;
-    if (c != PMI_LOOP_NONE && !pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, 1, &r)) {
+    if (c != PMI_LOOP_NONE &&
+        !pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, PMI_LOOP_WALK_NORMALS, &r)) {
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         r.frozen = 1;
     }
@@ -581,7 +603,7 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
     uint32_t v = a->tri[c];
     if (a->vstart[v] != c) return;
     pmi_loop_ring r;
-    if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, 0, &r)) {
+    if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, PMI_LOOP_WALK_PLAIN, &r)) {
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         return;
     }
@@ -772,14 +794,22 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
 /* Per vertex v of the stream: the even rule (its fan is whole in a uniform
  * stream) or, for a vertex that never moves (non-manifold, unused), a
  * copy; and its start corner in the next stream, corner k of child k of
- * its start triangle. */
+ * its start triangle. After the first level it runs only over the
+ * previous stream's vertices (PMI_LOOP_EVEN_NEW moves the others). */
 PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, float *q)
 {
     const uint32_t c = a->vstart[v];
     pmi_loop_ring r;
     int moved = 0;
     if (c != PMI_LOOP_NONE) {
-        if (!pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, 0, &r))
+        /* with the previous stream at hand (every level but the first; v is
+         * one of its vertices), its fan is walked: 4 times fewer triangles
+         * to read than this stream's; c is corner c % 3 of child c % 3 of
+         * triangle c / 12 there */
+        const int prev = a->ptri != NULL;
+        const uint32_t cw = prev ? 3 * (c / 12) + c % 3 : c;
+        if (!pmi_loop_walk(a, a->pos, NULL, cw, 3 * a->n,
+                           prev ? PMI_LOOP_WALK_MIDS : PMI_LOOP_WALK_PLAIN, &r))
             pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         else if (!r.frozen)
             moved = 1;
