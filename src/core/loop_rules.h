@@ -54,6 +54,8 @@ enum pmi_loop_step_id {
     PMI_LOOP_NORMAL_NEW,   /* per half-edge owning an edge: the new vertex's normal */
     PMI_LOOP_EVEN_NEW,     /* per half-edge of the previous stream owning an edge:
                               the even rule for the vertex it created */
+    PMI_LOOP_RED_LAST2,    /* per triangle of the previous stream: the last two
+                              splits at once (output triangles, odd rule) */
     PMI_LOOP_NUM_STEPS
 };
 
@@ -611,25 +613,35 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
     pmi_loop_even_to(a, v, &r, a->pos_new + 3 * (size_t)v);
 }
 
-/* The odd rule's position for the split edge owned by h (twin tw) into
- * q[0..2]: interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2. */
-PMI_LHD void pmi_loop_odd_to(const pmi_loop_args *a, uint32_t h, uint32_t tw, float *q)
+/* The odd rule's position for the edge (u, w) with opposite vertices c and
+ * d into q[0..2]: interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2
+ * (the same bits for either order of u, w and of c, d); by the ids, or
+ * (pmi_loop_odd_to) for the split edge owned by h (twin tw). */
+PMI_LHD void pmi_loop_odd_ids(const float *pos, uint32_t u, uint32_t w, uint32_t c, uint32_t d,
+                              int boundary, float *q)
 {
-    const uint32_t t = h / 3, k = h % 3;
-    const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
-    const float *pu = a->pos + 3 * (size_t)u, *pw = a->pos + 3 * (size_t)w;
-    if (tw == PMI_LOOP_NONE) {
+    const float *pu = pos + 3 * (size_t)u, *pw = pos + 3 * (size_t)w;
+    if (boundary) {
         for (int i = 0; i < 3; i++)
             q[i] = (float)(0.5 * ((double)pu[i] + (double)pw[i]));
     } else {
-        const uint32_t c = a->tri[3 * t + (k + 2) % 3];
-        const uint32_t t2 = tw / 3, k2 = tw % 3;
-        const uint32_t d = a->tri[3 * t2 + (k2 + 2) % 3];
-        const float *pc = a->pos + 3 * (size_t)c, *pd = a->pos + 3 * (size_t)d;
+        const float *pc = pos + 3 * (size_t)c, *pd = pos + 3 * (size_t)d;
         for (int i = 0; i < 3; i++)
             q[i] = (float)(0.375 * ((double)pu[i] + (double)pw[i]) +
                            0.125 * ((double)pc[i] + (double)pd[i]));
     }
+}
+
+PMI_LHD void pmi_loop_odd_to(const pmi_loop_args *a, uint32_t h, uint32_t tw, float *q)
+{
+    const uint32_t t = h / 3, k = h % 3;
+    const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
+    uint32_t c = u, d = u;
+    if (tw != PMI_LOOP_NONE) {
+        c = a->tri[3 * t + (k + 2) % 3];
+        d = a->tri[3 * (tw / 3) + (tw % 3 + 2) % 3];
+    }
+    pmi_loop_odd_ids(a->pos, u, w, c, d, tw == PMI_LOOP_NONE, q);
 }
 
 /* The odd rule for the split edge owned by h = (u -> w) in triangle t:
@@ -831,12 +843,28 @@ PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
     pmi_loop_even_uniform_into(a, v, a->pos_new + 3 * (size_t)v);
 }
 
+/* Across the previous stream's half-edge with twin tw (triangle t2) from
+ * vertex u to w: the vertices created on t2's other two edges, x1 on the
+ * one at u and x2 on the one at w. They are t2's edges k2 + 1 and k2 + 2
+ * when t2 runs w -> u along the shared edge, the reverse when the pair is
+ * misoriented (u -> w in both). */
+PMI_LHD void pmi_loop_twin_mids(const pmi_loop_args *a, uint32_t tw, uint32_t u, uint32_t *x1,
+                                uint32_t *x2)
+{
+    const uint32_t t2 = tw / 3, k2 = tw % 3;
+    const int same = a->ptri[tw] == u;
+    *x1 = pmi_loop_prev_mid(a, 3 * t2 + (k2 + (same ? 2 : 1)) % 3);
+    *x2 = pmi_loop_prev_mid(a, 3 * t2 + (k2 + (same ? 1 : 2)) % 3);
+}
+
 /* The even rule for a vertex the previous uniform level created, without a
  * walk: its fan is known from the previous stream. Half-edge h = (u -> w)
  * of triangle t in the previous stream (ptri, ptwin, powner) owns its edge
  * and created vertex m = pnv + powner[h]; in this stream m is corner k of
  * t's centre child 4t + 3 (its start corner, 3 (4t + 3) + k), whose
- * corners are t's three new vertices m_0 m_1 m_2 (m = m_k). The walk from
+ * corners are t's three new vertices m_0 m_1 m_2 (m = m_k; all three are
+ * read from the previous stream, so this stream's triangles need not
+ * exist, see PMI_LOOP_RED_LAST2). The walk from
  * that corner visits the centre child, t's child at u, the two children of
  * the twin's triangle t2 at m, t2's centre child between them, t's child
  * at w; so the ring in walk order is m_{k+2}, u, t2's new vertex on its
@@ -848,7 +876,9 @@ PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q
 {
     const uint32_t t = h / 3, k = h % 3, tw = a->ptwin[h];
     const uint32_t u = a->ptri[h], w = a->ptri[3 * t + (k + 1) % 3];
-    const uint32_t *c3 = a->tri + 3 * (4 * (size_t)t + 3);
+    uint32_t c3[3];
+    for (uint32_t j = 0; j < 3; j++)
+        c3[j] = j == k ? a->pnv + a->powner[h] : pmi_loop_prev_mid(a, 3 * t + j);
     const uint32_t m = c3[k];
     pmi_loop_ring r;
     r.faces = r.neighbours = 6;
@@ -862,13 +892,8 @@ PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q
         r.b0 = w;
         r.b1 = u;
     } else {
-        const uint32_t t2 = tw / 3, k2 = tw % 3;
-        const uint32_t *d3 = a->tri + 3 * (4 * (size_t)t2 + 3);
-        /* t2's edges at u and at w, other than the shared one: k2 + 1 and
-         * k2 + 2 when t2 runs w -> u along it, the reverse when the pair is
-         * misoriented (u -> w in both) */
-        const int same = a->ptri[tw] == u;
-        const uint32_t x1 = d3[(k2 + (same ? 2 : 1)) % 3], x2 = d3[(k2 + (same ? 1 : 2)) % 3];
+        uint32_t x1, x2;
+        pmi_loop_twin_mids(a, tw, u, &x1, &x2);
         const uint32_t ring[6] = {c3[(k + 2) % 3], u, x1, x2, w, c3[(k + 1) % 3]};
         for (int j = 0; j < 6; j++)
             for (int i = 0; i < 3; i++)
@@ -906,6 +931,18 @@ PMI_LHD void pmi_loop_even_new(const pmi_loop_args *a, uint32_t h)
  * pn + 3 (e - elo) and its start corner at vn[e - elo] (vn NULL on the
  * last level). The GPU stages all of them in shared memory to store a
  * block's words contiguously (a block's owner numbers are consecutive). */
+/* The owner flags of the 12 half-edges of a uniform triangle's children
+ * (child c's corner j at 3c + j) when its own half-edges own their edges
+ * as own[0..2] (pmi_loop_red_uniform_into). */
+PMI_LHD void pmi_loop_child_flags(const uint32_t own[3], uint32_t fl[12])
+{
+    fl[0] = fl[3] = own[0];
+    fl[4] = fl[7] = own[1];
+    fl[2] = fl[8] = own[2];
+    fl[1] = fl[5] = fl[6] = 1;
+    fl[9] = fl[10] = fl[11] = 0;
+}
+
 PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint32_t *o,
                                        uint32_t *tn, uint32_t *on, float *pn, uint32_t *vn,
                                        uint32_t elo)
@@ -923,10 +960,12 @@ PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint3
             if (vn) vn[e - elo] = 3 * (4 * t + 3) + k;
         }
     }
-    pmi_loop_put(o, v[0], m[0], m[2]);
-    pmi_loop_put(o + 3, m[0], v[1], m[1]);
-    pmi_loop_put(o + 6, m[2], m[1], v[2]);
-    pmi_loop_put(o + 9, m[0], m[1], m[2]);
+    if (o) {
+        pmi_loop_put(o, v[0], m[0], m[2]);
+        pmi_loop_put(o + 3, m[0], v[1], m[1]);
+        pmi_loop_put(o + 6, m[2], m[1], v[2]);
+        pmi_loop_put(o + 9, m[0], m[1], m[2]);
+    }
     const uint32_t base = 12 * t;
     if (tn) {
         const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
@@ -954,8 +993,8 @@ PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint3
         }
     }
     if (on) {
-        /* owner flags of child half-edges 0..11 */
-        const uint32_t fl[12] = {own[0], 1, own[2], own[0], own[1], 1, 1, own[1], own[2], 0, 0, 0};
+        uint32_t fl[12];
+        pmi_loop_child_flags(own, fl);
         uint32_t run = 3 * t + 2 * a->owner[3 * t];
         for (uint32_t j = 0; j < 12; j++) {
             on[j] = run;
@@ -968,10 +1007,107 @@ PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint3
 PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
 {
     const size_t base = 12 * (size_t)t;
-    pmi_loop_red_uniform_into(a, t, a->tri_next + base, a->twin_next ? a->twin_next + base : NULL,
-                              a->owner_next ? a->owner_next + base : NULL,
-                              a->pos_new + 3 * (size_t)a->nv,
-                              a->vstart_new ? a->vstart_new + a->nv : NULL, 0);
+    pmi_loop_red_uniform_into(
+        a, t, a->tri_next ? a->tri_next + base : NULL, a->twin_next ? a->twin_next + base : NULL,
+        a->owner_next ? a->owner_next + base : NULL, a->pos_new + 3 * (size_t)a->nv,
+        a->vstart_new ? a->vstart_new + a->nv : NULL, 0);
+}
+
+/* Whether half-edge h of the previous stream owns its edge. */
+PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t tw = a->ptwin[h];
+    return tw == PMI_LOOP_NONE || h < tw;
+}
+
+/* Per triangle t of the stream two levels before the output (ptri, ptwin,
+ * powner, pnv; pos and nv are the level between, whose triangles, twins and
+ * owner numbers are never stored): the last two uniform splits at once,
+ * the same bytes as pmi_loop_red_uniform_into twice. The children of t
+ * (v0 m0 m2), (m0 v1 m1), (m2 m1 v2), (m0 m1 m2), their half-edges'
+ * twins and owner numbers are those pmi_loop_red_uniform_into would have
+ * stored (the owner numbers of a half on an edge t does not own are its
+ * twin's, in the children of the twin's triangle t2); the odd rule's
+ * opposite vertices across t's edges are t2's new vertices x1, x2
+ * (pmi_loop_twin_mids). Writes t's 16 output triangles (child c's
+ * children at 12c words) to o, and the positions of the vertices created
+ * on the edges t's children own (owner numbers e, consecutive over t) at
+ * pn + 3 (e - elo). */
+PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, float *pn,
+                                     uint32_t elo)
+{
+    const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
+    uint32_t v[3], m[3], own[3], tw[3], x1[3], x2[3], fl[12], num[12];
+    for (uint32_t k = 0; k < 3; k++) {
+        const uint32_t h = 3 * t + k;
+        v[k] = a->ptri[h];
+        tw[k] = a->ptwin[h];
+        own[k] = tw[k] == PMI_LOOP_NONE || h < tw[k];
+        m[k] = a->pnv + a->powner[own[k] ? h : tw[k]];
+    }
+    pmi_loop_child_flags(own, fl);
+    uint32_t run = 3 * t + 2 * a->powner[3 * t];
+    for (uint32_t j = 0; j < 12; j++) {
+        num[j] = run;
+        run += fl[j];
+    }
+    num[11] = num[1], num[9] = num[5], num[10] = num[6];
+    for (uint32_t k = 0; k < 3; k++) {
+        x1[k] = x2[k] = v[k];
+        if (tw[k] == PMI_LOOP_NONE) continue;
+        pmi_loop_twin_mids(a, tw[k], v[k], &x1[k], &x2[k]);
+        if (own[k]) continue;
+        /* the halves' twins in t2's children (as pmi_loop_red_uniform_into
+         * pairs them), and those half-edges' owner numbers */
+        const uint32_t t2 = tw[k] / 3, k2 = tw[k] % 3;
+        uint32_t own2[3], fl2[12];
+        for (uint32_t j = 0; j < 3; j++)
+            own2[j] = pmi_loop_prev_own(a, 3 * t2 + j);
+        pmi_loop_child_flags(own2, fl2);
+        const int same = a->ptri[tw[k]] == v[k];
+        const uint32_t i1 = same ? first[k2] : second[k2], i2 = same ? second[k2] : first[k2];
+        uint32_t r2 = 3 * t2 + 2 * a->powner[3 * t2], n1 = 0, n2 = 0;
+        for (uint32_t j = 0; j < 12; j++) {
+            if (j == i1) n1 = r2;
+            if (j == i2) n2 = r2;
+            r2 += fl2[j];
+        }
+        num[first[k]] = n1;
+        num[second[k]] = n2;
+    }
+    const uint32_t ch[4][3] = {
+        {v[0], m[0], m[2]}, {m[0], v[1], m[1]}, {m[2], m[1], v[2]}, {m[0], m[1], m[2]}};
+    for (uint32_t c = 0; c < 4; c++) {
+        const uint32_t M0 = a->nv + num[3 * c], M1 = a->nv + num[3 * c + 1],
+                       M2 = a->nv + num[3 * c + 2];
+        uint32_t *oc = o + 12 * c;
+        pmi_loop_put(oc, ch[c][0], M0, M2);
+        pmi_loop_put(oc + 3, M0, ch[c][1], M1);
+        pmi_loop_put(oc + 6, M2, M1, ch[c][2]);
+        pmi_loop_put(oc + 9, M0, M1, M2);
+    }
+    /* the odd rule on the edges t's children own: the interior ones
+     * (half-edges 1, 5, 6; opposite in the centre child m1, m2, m0), then
+     * the halves of t's own edges (opposite m_{k+2} or m_{k+1} in t's
+     * child, x1 or x2 in t2's) */
+    pmi_loop_odd_ids(a->pos, m[0], m[2], v[0], m[1], 0, pn + 3 * (size_t)(num[1] - elo));
+    pmi_loop_odd_ids(a->pos, m[1], m[0], v[1], m[2], 0, pn + 3 * (size_t)(num[5] - elo));
+    pmi_loop_odd_ids(a->pos, m[2], m[1], v[2], m[0], 0, pn + 3 * (size_t)(num[6] - elo));
+    for (uint32_t k = 0; k < 3; k++) {
+        if (!own[k]) continue;
+        const int b = tw[k] == PMI_LOOP_NONE;
+        const uint32_t w = v[(k + 1) % 3];
+        pmi_loop_odd_ids(a->pos, v[k], m[k], m[(k + 2) % 3], x1[k], b,
+                         pn + 3 * (size_t)(num[first[k]] - elo));
+        pmi_loop_odd_ids(a->pos, m[k], w, m[(k + 1) % 3], x2[k], b,
+                         pn + 3 * (size_t)(num[second[k]] - elo));
+    }
+}
+
+/* pmi_loop_red_last2_into writing the output in place. */
+PMI_LHD void pmi_loop_red_last2(const pmi_loop_args *a, uint32_t t)
+{
+    pmi_loop_red_last2_into(a, t, a->out_tri + 48 * (size_t)t, a->pos_new + 3 * (size_t)a->nv, 0);
 }
 
 /* Sorts up to a few output triangle numbers (insertion sort). */
@@ -1119,6 +1255,7 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_NORMAL_OLD: pmi_loop_normal_old(a, i); break;
     case PMI_LOOP_NORMAL_NEW: pmi_loop_normal_new(a, i); break;
     case PMI_LOOP_EVEN_NEW: pmi_loop_even_new(a, i); break;
+    case PMI_LOOP_RED_LAST2: pmi_loop_red_last2(a, i); break;
     default: break;
     }
 }

@@ -443,9 +443,14 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     if (!in_direct && ((s = sd_input(st, mesh->indices, 0, 3 * nt0, &tri0)) != PM_STATUS_OK ||
                        (s = sd_input(st, mesh->positions, 0, 3 * nv0, &pos0)) != PM_STATUS_OK))
         return s;
-    /* per-stream buffers by level parity: twin, owner, start corners for
-     * levels 0..L-1; triangles and positions for 1..L-1 (0 is the input, L
-     * the output) */
+    /* Without normals the last two splits run at once (RED_LAST2), from
+     * the stream two levels up: level L-1's triangles, twins and owner
+     * numbers are never stored (the normals' steps read them). */
+    const int fused = L >= 2 && o->normals == PM_NORMALS_NONE;
+    const int top = fused ? L - 2 : L - 1; /* the last stream stored */
+    /* per-stream buffers by level parity: twin, owner for levels 0..top,
+     * start corners for 0..L-1; triangles for 1..top and positions for
+     * 1..L-1 (0 is the input, L the output) */
     uint64_t tw_size[PM_SUBDIVIDE_MAX_LEVELS + 1];
     for (int l = 0; l <= L; l++)
         tw_size[l] = 3 * F[l];
@@ -453,8 +458,8 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     uint32_t *vstart[2] = {NULL, NULL};
     float *pos[2] = {NULL, NULL};
     for (int p = 0; p < 2; p++) {
-        const uint64_t w = sd_parity_max(tw_size, 0, L - 1, p);
-        const uint64_t t = sd_parity_max(tw_size, 1, L - 1, p);
+        const uint64_t w = sd_parity_max(tw_size, 0, top, p);
+        const uint64_t t = sd_parity_max(tw_size, 1, top, p);
         if ((s = sd_alloc(st, w, 4, &twin[p])) != PM_STATUS_OK ||
             (s = sd_alloc(st, w, 4, &owner[p])) != PM_STATUS_OK ||
             (s = sd_alloc(st, t, 4, &tri[p])) != PM_STATUS_OK)
@@ -541,17 +546,19 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     /* the levels */
     for (int l = 0; l < L; l++) {
         const int last = l == L - 1, p = l & 1, q = p ^ 1;
+        const int stored = l + 1 <= top; /* the next stream's topology */
         a.n = (uint32_t)F[l];
         a.nv = (uint32_t)V[l];
-        a.tri = l == 0 ? tri0 : tri[p];
+        a.tri = l == 0 ? tri0 : (l <= top ? tri[p] : NULL);
         a.pos = l == 0 ? pos0 : pos[p];
-        a.twin = twin[p];
-        a.owner = owner[p];
+        a.twin = l <= top ? twin[p] : NULL;
+        a.owner = l <= top ? owner[p] : NULL;
         a.vstart = vstart[p];
-        a.tri_next = last ? tri_out : tri[q];
+        a.tri_next = last ? tri_out : (stored ? tri[q] : NULL);
+        a.out_tri = tri_out;
         a.pos_new = last ? pos_out : pos[q];
-        a.twin_next = last ? NULL : twin[q];
-        a.owner_next = last ? NULL : owner[q];
+        a.twin_next = stored && !last ? twin[q] : NULL;
+        a.owner_next = stored && !last ? owner[q] : NULL;
         a.vstart_new = last ? NULL : vstart[q];
         /* the even rule: vertices the previous level created from its
          * stream (still in the buffers of parity q until this level's
@@ -563,9 +570,13 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
             a.pnv = (uint32_t)V[l - 1];
         }
         if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, l > 0 ? V[l - 1] : a.nv, &a)) != PM_STATUS_OK ||
-            (l > 0 && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK) ||
-            (s = sd_step(st, PMI_LOOP_RED_UNIFORM, a.n, &a)) != PM_STATUS_OK)
+            (l > 0 && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK))
             return s;
+        if (fused && last)
+            s = sd_step(st, PMI_LOOP_RED_LAST2, F[l - 1], &a);
+        else
+            s = sd_step(st, PMI_LOOP_RED_UNIFORM, a.n, &a);
+        if (s != PM_STATUS_OK) return s;
     }
     /* normals over the output, from the last stream (a still describes it) */
     if (dest.normals) {

@@ -65,12 +65,12 @@ static __global__ void __launch_bounds__(RED_THREADS) red_uniform_kernel(size_t 
     const unsigned owned =
         __syncthreads_count(own[0]) + __syncthreads_count(own[1]) + __syncthreads_count(own[2]);
     if (t < n)
-        pmi_loop_red_uniform_into(&a, (uint32_t)t, s_tri + j, a.twin_next ? s_twin + j : NULL,
-                                  a.owner_next ? s_own + j : NULL, s_pos,
-                                  a.vstart_new ? s_vs : NULL, elo);
+        pmi_loop_red_uniform_into(&a, (uint32_t)t, a.tri_next ? s_tri + j : NULL,
+                                  a.twin_next ? s_twin + j : NULL, a.owner_next ? s_own + j : NULL,
+                                  s_pos, a.vstart_new ? s_vs : NULL, elo);
     __syncthreads();
     const unsigned words = 12 * (unsigned)(n - t0 < RED_THREADS ? n - t0 : RED_THREADS);
-    red_store(a.tri_next + 12 * t0, s_tri, words);
+    if (a.tri_next) red_store(a.tri_next + 12 * t0, s_tri, words);
     if (a.twin_next) red_store(a.twin_next + 12 * t0, s_twin, words);
     if (a.owner_next) red_store(a.owner_next + 12 * t0, s_own, words);
     const size_t m0 = (size_t)a.nv + elo;
@@ -119,6 +119,36 @@ static __global__ void __launch_bounds__(EVEN_THREADS) even_new_kernel(size_t n,
     if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, owned);
 }
 
+/* RED_LAST2 staged likewise: 16 output triangles a thread (48 words),
+ * and the vertices created on the edges its triangle's children own, 3 +
+ * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block. */
+#define LAST2_THREADS 128
+#define LAST2_ROW 49 /* a thread's words in shared memory: odd, no bank conflicts */
+
+static __global__ void __launch_bounds__(LAST2_THREADS) red_last2_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ uint32_t s_tri[LAST2_ROW * LAST2_THREADS];
+    __shared__ float s_pos[27 * LAST2_THREADS];
+    const size_t t0 = (size_t)blockIdx.x * LAST2_THREADS;
+    const size_t t = t0 + threadIdx.x;
+    const unsigned rows = (unsigned)(n - t0 < LAST2_THREADS ? n - t0 : LAST2_THREADS);
+    const uint32_t elo = 3 * (uint32_t)t0 + 2 * a.powner[3 * t0];
+    uint32_t own[3] = {0, 0, 0};
+    if (t < n)
+        for (uint32_t k = 0; k < 3; k++)
+            own[k] = pmi_loop_prev_own(&a, 3 * (uint32_t)t + k);
+    const unsigned owned =
+        3 * rows + 2 * (__syncthreads_count(own[0]) + __syncthreads_count(own[1]) +
+                        __syncthreads_count(own[2]));
+    if (t < n)
+        pmi_loop_red_last2_into(&a, (uint32_t)t, s_tri + LAST2_ROW * threadIdx.x, s_pos, elo);
+    __syncthreads();
+    uint32_t *dst = a.out_tri + 48 * t0;
+    for (unsigned w = threadIdx.x; w < 48 * rows; w += LAST2_THREADS)
+        dst[w] = s_tri[LAST2_ROW * (w / 48) + w % 48];
+    block_store(a.pos_new + 3 * ((size_t)a.nv + elo), s_pos, 3 * owned);
+}
+
 template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
     const unsigned threads = 256;
@@ -161,6 +191,11 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     }
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
     case PMI_LOOP_NORMAL_NEW: return loop_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
+    case PMI_LOOP_RED_LAST2: {
+        const size_t blocks = (n + LAST2_THREADS - 1) / LAST2_THREADS;
+        red_last2_kernel<<<(unsigned)blocks, LAST2_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
+        return pmi_cuda_launched("pm_subdivide_loop");
+    }
     case PMI_LOOP_EVEN_NEW: {
         const size_t blocks = (n + EVEN_THREADS - 1) / EVEN_THREADS;
         even_new_kernel<<<(unsigned)blocks, EVEN_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
