@@ -56,10 +56,6 @@ enum pmi_loop_step_id {
                               the even rule for the vertex it created */
     PMI_LOOP_RED_LAST2,    /* per triangle of the previous stream: the last two
                               splits at once (output triangles, odd rule) */
-    PMI_LOOP_NORMAL_MID,   /* per half-edge of the previous stream owning an edge:
-                              the normal of the vertex it created */
-    PMI_LOOP_NORMAL_LAST2, /* per triangle of the previous stream: the normals
-                              of the last split's vertices on its children */
     PMI_LOOP_NUM_STEPS
 };
 
@@ -1024,83 +1020,61 @@ PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
     return tw == PMI_LOOP_NONE || h < tw;
 }
 
-/* A triangle t of the stream two levels before the output (ptri, ptwin,
- * powner, pnv) with what the level between (whose triangles, twins and
- * owner numbers are never stored) holds about t's children (v0 m0 m2),
- * (m0 v1 m1), (m2 m1 v2), (m0 m1 m2): for each child half-edge j (child
- * j / 3, corner j % 3), its owner number num[j] (its twin's where t does
- * not own the edge; the vertex created on it is nv + num[j]) and its twin
- * twc[j] as a half-edge of the level between (NONE on the boundary), the
- * values pmi_loop_red_uniform_into would have stored. x1[k], x2[k]: the
- * new vertices of the twin triangle t2's other edges at v_k and at v_k+1
- * (pmi_loop_twin_mids). */
-typedef struct pmi_loop_patch {
-    uint32_t v[3], m[3], own[3], tw[3], x1[3], x2[3];
-    uint32_t num[12], twc[12];
-} pmi_loop_patch;
-
-PMI_LHD void pmi_loop_last2_patch(const pmi_loop_args *a, uint32_t t, pmi_loop_patch *P)
-{
-    const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
-    uint32_t fl[12];
-    for (uint32_t k = 0; k < 3; k++) {
-        const uint32_t h = 3 * t + k;
-        P->v[k] = a->ptri[h];
-        P->tw[k] = a->ptwin[h];
-        P->own[k] = P->tw[k] == PMI_LOOP_NONE || h < P->tw[k];
-        P->m[k] = a->pnv + a->powner[P->own[k] ? h : P->tw[k]];
-    }
-    pmi_loop_child_flags(P->own, fl);
-    uint32_t run = 3 * t + 2 * a->powner[3 * t];
-    for (uint32_t j = 0; j < 12; j++) {
-        P->num[j] = run;
-        run += fl[j];
-    }
-    const uint32_t base = 12 * t;
-    P->num[11] = P->num[1], P->num[9] = P->num[5], P->num[10] = P->num[6];
-    P->twc[1] = base + 11, P->twc[11] = base + 1;
-    P->twc[5] = base + 9, P->twc[9] = base + 5;
-    P->twc[6] = base + 10, P->twc[10] = base + 6;
-    for (uint32_t k = 0; k < 3; k++) {
-        P->x1[k] = P->x2[k] = P->v[k];
-        P->twc[first[k]] = P->twc[second[k]] = PMI_LOOP_NONE;
-        if (P->tw[k] == PMI_LOOP_NONE) continue;
-        pmi_loop_twin_mids(a, P->tw[k], P->v[k], &P->x1[k], &P->x2[k]);
-        /* the halves' twins in t2's children (as pmi_loop_red_uniform_into
-         * pairs them), and, where t does not own the edge, those
-         * half-edges' owner numbers */
-        const uint32_t t2 = P->tw[k] / 3, k2 = P->tw[k] % 3;
-        const int same = a->ptri[P->tw[k]] == P->v[k];
-        const uint32_t i1 = same ? first[k2] : second[k2], i2 = same ? second[k2] : first[k2];
-        P->twc[first[k]] = 12 * t2 + i1;
-        P->twc[second[k]] = 12 * t2 + i2;
-        if (P->own[k]) continue;
-        uint32_t own2[3], fl2[12];
-        for (uint32_t j = 0; j < 3; j++)
-            own2[j] = pmi_loop_prev_own(a, 3 * t2 + j);
-        pmi_loop_child_flags(own2, fl2);
-        uint32_t r2 = 3 * t2 + 2 * a->powner[3 * t2];
-        for (uint32_t j = 0; j < 12; j++) {
-            if (j == i1) P->num[first[k]] = r2;
-            if (j == i2) P->num[second[k]] = r2;
-            r2 += fl2[j];
-        }
-    }
-}
-
-/* Per triangle t of the stream two levels before the output (pos and nv:
- * the level between): the last two uniform splits at once, the same bytes
- * as pmi_loop_red_uniform_into twice. Writes t's 16 output triangles
- * (child c's children at 12c words) to o, and the positions of the
- * vertices created on the edges t's children own (owner numbers e,
- * consecutive over t) at pn + 3 (e - elo). */
+/* Per triangle t of the stream two levels before the output (ptri, ptwin,
+ * powner, pnv; pos and nv are the level between, whose triangles, twins and
+ * owner numbers are never stored): the last two uniform splits at once,
+ * the same bytes as pmi_loop_red_uniform_into twice. The children of t
+ * (v0 m0 m2), (m0 v1 m1), (m2 m1 v2), (m0 m1 m2), their half-edges'
+ * twins and owner numbers are those pmi_loop_red_uniform_into would have
+ * stored (the owner numbers of a half on an edge t does not own are its
+ * twin's, in the children of the twin's triangle t2); the odd rule's
+ * opposite vertices across t's edges are t2's new vertices x1, x2
+ * (pmi_loop_twin_mids). Writes t's 16 output triangles (child c's
+ * children at 12c words) to o, and the positions of the vertices created
+ * on the edges t's children own (owner numbers e, consecutive over t) at
+ * pn + 3 (e - elo). */
 PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, float *pn,
                                      uint32_t elo)
 {
     const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
-    pmi_loop_patch P;
-    pmi_loop_last2_patch(a, t, &P);
-    const uint32_t *v = P.v, *m = P.m, *num = P.num;
+    uint32_t v[3], m[3], own[3], tw[3], x1[3], x2[3], fl[12], num[12];
+    for (uint32_t k = 0; k < 3; k++) {
+        const uint32_t h = 3 * t + k;
+        v[k] = a->ptri[h];
+        tw[k] = a->ptwin[h];
+        own[k] = tw[k] == PMI_LOOP_NONE || h < tw[k];
+        m[k] = a->pnv + a->powner[own[k] ? h : tw[k]];
+    }
+    pmi_loop_child_flags(own, fl);
+    uint32_t run = 3 * t + 2 * a->powner[3 * t];
+    for (uint32_t j = 0; j < 12; j++) {
+        num[j] = run;
+        run += fl[j];
+    }
+    num[11] = num[1], num[9] = num[5], num[10] = num[6];
+    for (uint32_t k = 0; k < 3; k++) {
+        x1[k] = x2[k] = v[k];
+        if (tw[k] == PMI_LOOP_NONE) continue;
+        pmi_loop_twin_mids(a, tw[k], v[k], &x1[k], &x2[k]);
+        if (own[k]) continue;
+        /* the halves' twins in t2's children (as pmi_loop_red_uniform_into
+         * pairs them), and those half-edges' owner numbers */
+        const uint32_t t2 = tw[k] / 3, k2 = tw[k] % 3;
+        uint32_t own2[3], fl2[12];
+        for (uint32_t j = 0; j < 3; j++)
+            own2[j] = pmi_loop_prev_own(a, 3 * t2 + j);
+        pmi_loop_child_flags(own2, fl2);
+        const int same = a->ptri[tw[k]] == v[k];
+        const uint32_t i1 = same ? first[k2] : second[k2], i2 = same ? second[k2] : first[k2];
+        uint32_t r2 = 3 * t2 + 2 * a->powner[3 * t2], n1 = 0, n2 = 0;
+        for (uint32_t j = 0; j < 12; j++) {
+            if (j == i1) n1 = r2;
+            if (j == i2) n2 = r2;
+            r2 += fl2[j];
+        }
+        num[first[k]] = n1;
+        num[second[k]] = n2;
+    }
     const uint32_t ch[4][3] = {
         {v[0], m[0], m[2]}, {m[0], v[1], m[1]}, {m[2], m[1], v[2]}, {m[0], m[1], m[2]}};
     for (uint32_t c = 0; c < 4; c++) {
@@ -1120,12 +1094,12 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
     pmi_loop_odd_ids(a->pos, m[1], m[0], v[1], m[2], 0, pn + 3 * (size_t)(num[5] - elo));
     pmi_loop_odd_ids(a->pos, m[2], m[1], v[2], m[0], 0, pn + 3 * (size_t)(num[6] - elo));
     for (uint32_t k = 0; k < 3; k++) {
-        if (!P.own[k]) continue;
-        const int b = P.tw[k] == PMI_LOOP_NONE;
+        if (!own[k]) continue;
+        const int b = tw[k] == PMI_LOOP_NONE;
         const uint32_t w = v[(k + 1) % 3];
-        pmi_loop_odd_ids(a->pos, v[k], m[k], m[(k + 2) % 3], P.x1[k], b,
+        pmi_loop_odd_ids(a->pos, v[k], m[k], m[(k + 2) % 3], x1[k], b,
                          pn + 3 * (size_t)(num[first[k]] - elo));
-        pmi_loop_odd_ids(a->pos, m[k], w, m[(k + 1) % 3], P.x2[k], b,
+        pmi_loop_odd_ids(a->pos, m[k], w, m[(k + 1) % 3], x2[k], b,
                          pn + 3 * (size_t)(num[second[k]] - elo));
     }
 }
@@ -1164,22 +1138,19 @@ PMI_LHD void pmi_loop_normal_sum(const pmi_loop_args *a, const uint32_t *T, uint
 /* The most triangles around a vertex that a uniform level created (6). */
 #define PMI_LOOP_FAN_CAP 8u
 
-/* The output triangles around an old vertex v at corner c of the stream
- * two levels before the output (ptri, ptwin), in walk order: each
- * triangle t of its fan there, v at corner k, has the child 4t + k around
- * v, and that child's child at v is output triangle 4 (4t + k) + k. 0 when
- * the fan has more than `cap` triangles. */
+/* The output triangles (4t + corner of v in t) around the vertex at
+ * corner c of the last stream, in walk order; 0 when the fan has more than
+ * `cap` triangles or leaves the stream (not in a uniform stream). */
 PMI_LHD uint32_t pmi_loop_fan_children(const pmi_loop_args *a, uint32_t c, uint32_t cap,
                                        uint32_t *out)
 {
-    const uint32_t *tri = a->ptri, *twin = a->ptwin;
+    const uint32_t *tri = a->tri, *twin = a->twin;
     const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
     const uint32_t A0 = c;
     uint32_t B = 3 * t0 + (k0 + 2) % 3, t = t0, n = 0;
     for (;;) {
         if (n >= cap) return 0;
-        const uint32_t k = pmi_loop_corner(tri, t, v);
-        out[n++] = 4 * (4 * t + k) + k;
+        out[n++] = 4 * t + pmi_loop_corner(tri, t, v);
         const uint32_t tw = twin[B];
         if (tw == PMI_LOOP_FROZEN) return 0;
         if (tw == PMI_LOOP_NONE) break;
@@ -1195,20 +1166,17 @@ PMI_LHD uint32_t pmi_loop_fan_children(const pmi_loop_args *a, uint32_t c, uint3
         A = pmi_loop_other_at(tri, tw, v);
         t = tw / 3;
         if (n >= cap) return 0;
-        const uint32_t k = pmi_loop_corner(tri, t, v);
-        out[n++] = 4 * (4 * t + k) + k;
+        out[n++] = 4 * t + pmi_loop_corner(tri, t, v);
     }
 }
 
-/* Per vertex v of the stream two levels before the output (levels >= 2;
- * npos, ntri: the output): its output normal, the sum over its output
- * triangles in increasing order. An input vertex's triangles are its
- * corners' corner children, level after level (its corner list is
- * sorted, and the map keeps the order); a vertex made by an earlier level
- * has at most 6 triangles, the corner children of the corner children of
- * its fan there (its start corner there is c % 3 of triangle c / 12, c
- * its start corner in the level between). For one level, every vertex is
- * an input vertex. */
+/* Per vertex v of the last stream (a->tri, twin, vstart: the stream the
+ * last level split; npos, ntri: the output): its output normal, the sum
+ * over its output triangles in increasing order. An input vertex's
+ * triangles are its corners' corner children, level after level (its
+ * corner list is sorted, and the map keeps the order); a vertex made by a
+ * level before the last has at most 6 triangles, the corner children of
+ * its fan. */
 PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
 {
     double s[3] = {0.0, 0.0, 0.0};
@@ -1224,8 +1192,7 @@ PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
     } else {
         uint32_t T[PMI_LOOP_FAN_CAP], n = 0;
         const uint32_t c = a->vstart[v];
-        if (c != PMI_LOOP_NONE)
-            n = pmi_loop_fan_children(a, 3 * (c / 12) + c % 3, PMI_LOOP_FAN_CAP, T);
+        if (c != PMI_LOOP_NONE) n = pmi_loop_fan_children(a, c, PMI_LOOP_FAN_CAP, T);
         if (n == 0) {
             pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         } else {
@@ -1236,66 +1203,6 @@ PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
     pmi_loop_store_unit(s, a->nout + 3 * (size_t)v);
 }
 
-/* The output normal of the vertex on edge k of a level's triangle T (twin
- * half-edge tw2, NONE on the boundary) when the next split is the last:
- * its output triangles are children k, k + 1 and 3 of each triangle on
- * the edge, summed in increasing order. */
-PMI_LHD void pmi_loop_normal_edge(const pmi_loop_args *a, uint32_t T, uint32_t k, uint32_t tw2,
-                                  float *out)
-{
-    uint32_t X[6] = {4 * T + k, 4 * T + (k + 1) % 3, 4 * T + 3, 0, 0, 0}, n = 3;
-    if (tw2 != PMI_LOOP_NONE) {
-        const uint32_t T2 = tw2 / 3, k2 = tw2 % 3;
-        X[3] = 4 * T2 + k2;
-        X[4] = 4 * T2 + (k2 + 1) % 3;
-        X[5] = 4 * T2 + 3;
-        n = 6;
-    }
-    pmi_loop_sort_small(X, n);
-    double s[3] = {0.0, 0.0, 0.0};
-    pmi_loop_normal_sum(a, X, n, s);
-    pmi_loop_store_unit(s, out);
-}
-
-/* Per half-edge h = 3t + k of the stream two levels before the output that
- * owns its edge: the normal of the vertex m created on it. Around m, the
- * level between has t's children 3 (m at corner k), k (at k + 1) and
- * k + 1 (at k), and the same of the twin's triangle; the output triangles
- * are those children's children at m, summed in increasing order. */
-PMI_LHD void pmi_loop_normal_mid(const pmi_loop_args *a, uint32_t h)
-{
-    const uint32_t tw = a->ptwin[h];
-    if (!(tw == PMI_LOOP_NONE || h < tw)) return;
-    uint32_t X[6], n = 0;
-    for (uint32_t side = 0; side < 2; side++) {
-        const uint32_t e = side ? tw : h;
-        if (e == PMI_LOOP_NONE) break;
-        const uint32_t t = e / 3, k = e % 3;
-        X[n++] = 4 * (4 * t + 3) + k;
-        X[n++] = 4 * (4 * t + k) + (k + 1) % 3;
-        X[n++] = 4 * (4 * t + (k + 1) % 3) + k;
-    }
-    pmi_loop_sort_small(X, n);
-    double s[3] = {0.0, 0.0, 0.0};
-    pmi_loop_normal_sum(a, X, n, s);
-    pmi_loop_store_unit(s, a->nout + 3 * ((size_t)a->pnv + a->powner[h]));
-}
-
-/* Per triangle t of the stream two levels before the output: the normals
- * of the vertices the last split creates on the edges t's children own,
- * from the level between as pmi_loop_last2_patch derives it. */
-PMI_LHD void pmi_loop_normal_last2(const pmi_loop_args *a, uint32_t t)
-{
-    pmi_loop_patch P;
-    pmi_loop_last2_patch(a, t, &P);
-    uint32_t fl[12];
-    pmi_loop_child_flags(P.own, fl);
-    for (uint32_t j = 0; j < 12; j++)
-        if (fl[j])
-            pmi_loop_normal_edge(a, 4 * t + j / 3, j % 3, P.twc[j],
-                                 a->nout + 3 * ((size_t)a->nv + P.num[j]));
-}
-
 /* Per half-edge h of the last stream that owns its edge: the normal of the
  * edge's new vertex, whose output triangles are children k, k + 1 and 3
  * of each triangle on the edge (k: the edge's place in it). */
@@ -1303,7 +1210,19 @@ PMI_LHD void pmi_loop_normal_new(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->twin[h];
     if (!(tw == PMI_LOOP_NONE || h < tw)) return;
-    pmi_loop_normal_edge(a, h / 3, h % 3, tw, a->nout + 3 * (size_t)(a->nv + a->owner[h]));
+    const uint32_t t = h / 3, k = h % 3;
+    uint32_t T[6] = {4 * t + k, 4 * t + (k + 1) % 3, 4 * t + 3, 0, 0, 0}, n = 3;
+    if (tw != PMI_LOOP_NONE) {
+        const uint32_t t2 = tw / 3, k2 = tw % 3;
+        T[3] = 4 * t2 + k2;
+        T[4] = 4 * t2 + (k2 + 1) % 3;
+        T[5] = 4 * t2 + 3;
+        n = 6;
+    }
+    pmi_loop_sort_small(T, n);
+    double s[3] = {0.0, 0.0, 0.0};
+    pmi_loop_normal_sum(a, T, n, s);
+    pmi_loop_store_unit(s, a->nout + 3 * (size_t)(a->nv + a->owner[h]));
 }
 
 /* One step for element i (the backends' loops call this). */
@@ -1337,8 +1256,6 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_NORMAL_NEW: pmi_loop_normal_new(a, i); break;
     case PMI_LOOP_EVEN_NEW: pmi_loop_even_new(a, i); break;
     case PMI_LOOP_RED_LAST2: pmi_loop_red_last2(a, i); break;
-    case PMI_LOOP_NORMAL_MID: pmi_loop_normal_mid(a, i); break;
-    case PMI_LOOP_NORMAL_LAST2: pmi_loop_normal_last2(a, i); break;
     default: break;
     }
 }

@@ -443,10 +443,10 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     if (!in_direct && ((s = sd_input(st, mesh->indices, 0, 3 * nt0, &tri0)) != PM_STATUS_OK ||
                        (s = sd_input(st, mesh->positions, 0, 3 * nv0, &pos0)) != PM_STATUS_OK))
         return s;
-    /* From two levels up, the last two splits run at once (RED_LAST2) from
-     * the stream two levels before the output: level L-1's triangles,
-     * twins and owner numbers are never stored. */
-    const int fused = L >= 2;
+    /* Without normals the last two splits run at once (RED_LAST2), from
+     * the stream two levels up: level L-1's triangles, twins and owner
+     * numbers are never stored (the normals' steps read them). */
+    const int fused = L >= 2 && o->normals == PM_NORMALS_NONE;
     const int top = fused ? L - 2 : L - 1; /* the last stream stored */
     /* per-stream buffers by level parity: twin, owner for levels 0..top,
      * start corners for 0..L-1; triangles for 1..top and positions for
@@ -578,8 +578,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
             s = sd_step(st, PMI_LOOP_RED_UNIFORM, a.n, &a);
         if (s != PM_STATUS_OK) return s;
     }
-    /* normals over the output: from the input's corner lists and the stream
-     * two levels up (a still describes the last step) */
+    /* normals over the output, from the last stream (a still describes it) */
     if (dest.normals) {
         uint64_t mul = 1;
         for (int l = 0; l < L; l++)
@@ -590,15 +589,9 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.nv0 = (uint32_t)nv0;
         a.tmul = mul;
         a.tadd = (mul - 1) / 3;
-        if (!fused) { /* one level: every vertex is an input vertex */
-            if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, a.nv, &a)) != PM_STATUS_OK ||
-                (s = sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK)
-                return s;
-        } else if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, V[L - 2], &a)) != PM_STATUS_OK ||
-                   (s = sd_step(st, PMI_LOOP_NORMAL_MID, 3 * F[L - 2], &a)) != PM_STATUS_OK ||
-                   (s = sd_step(st, PMI_LOOP_NORMAL_LAST2, F[L - 2], &a)) != PM_STATUS_OK) {
+        if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, a.nv, &a)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK)
             return s;
-        }
     }
     if ((s = sd_check(st, err, tri0)) != PM_STATUS_OK) return s;
     if (out_direct) return PM_STATUS_OK;

@@ -191,8 +191,6 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     }
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
     case PMI_LOOP_NORMAL_NEW: return loop_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
-    case PMI_LOOP_NORMAL_MID: return loop_launch<PMI_LOOP_NORMAL_MID>(ctx, n, a);
-    case PMI_LOOP_NORMAL_LAST2: return loop_launch<PMI_LOOP_NORMAL_LAST2>(ctx, n, a);
     case PMI_LOOP_RED_LAST2: {
         const size_t blocks = (n + LAST2_THREADS - 1) / LAST2_THREADS;
         red_last2_kernel<<<(unsigned)blocks, LAST2_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
