@@ -157,6 +157,15 @@ template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, cons
     return pmi_cuda_launched("pm_subdivide_loop");
 }
 
+/* The staged kernels above: `threads` per block, one element a thread. */
+static pm_status staged_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args),
+                               unsigned threads, size_t n, const pmi_loop_args *a)
+{
+    const size_t blocks = (n + threads - 1) / threads;
+    kernel<<<(unsigned)blocks, threads, 0, pmi_cuda(ctx)->stream>>>(n, *a);
+    return pmi_cuda_launched("pm_subdivide_loop");
+}
+
 extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n,
                                              const pmi_loop_args *a)
 {
@@ -179,28 +188,12 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_EMIT: return loop_launch<PMI_LOOP_EMIT>(ctx, n, a);
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
     case PMI_LOOP_ZERO_U32: return loop_launch<PMI_LOOP_ZERO_U32>(ctx, n, a);
-    case PMI_LOOP_EVEN_UNIFORM: {
-        const size_t blocks = (n + EVEN_THREADS - 1) / EVEN_THREADS;
-        even_uniform_kernel<<<(unsigned)blocks, EVEN_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
-        return pmi_cuda_launched("pm_subdivide_loop");
-    }
-    case PMI_LOOP_RED_UNIFORM: {
-        const size_t blocks = (n + RED_THREADS - 1) / RED_THREADS;
-        red_uniform_kernel<<<(unsigned)blocks, RED_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
-        return pmi_cuda_launched("pm_subdivide_loop");
-    }
+    case PMI_LOOP_EVEN_UNIFORM: return staged_launch(ctx, even_uniform_kernel, EVEN_THREADS, n, a);
+    case PMI_LOOP_RED_UNIFORM: return staged_launch(ctx, red_uniform_kernel, RED_THREADS, n, a);
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
     case PMI_LOOP_NORMAL_NEW: return loop_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
-    case PMI_LOOP_RED_LAST2: {
-        const size_t blocks = (n + LAST2_THREADS - 1) / LAST2_THREADS;
-        red_last2_kernel<<<(unsigned)blocks, LAST2_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
-        return pmi_cuda_launched("pm_subdivide_loop");
-    }
-    case PMI_LOOP_EVEN_NEW: {
-        const size_t blocks = (n + EVEN_THREADS - 1) / EVEN_THREADS;
-        even_new_kernel<<<(unsigned)blocks, EVEN_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
-        return pmi_cuda_launched("pm_subdivide_loop");
-    }
+    case PMI_LOOP_RED_LAST2: return staged_launch(ctx, red_last2_kernel, LAST2_THREADS, n, a);
+    case PMI_LOOP_EVEN_NEW: return staged_launch(ctx, even_new_kernel, EVEN_THREADS, n, a);
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_subdivide_loop: unknown step %d", step);
