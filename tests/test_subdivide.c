@@ -87,6 +87,31 @@ static tmesh make_torus(size_t nu, size_t nv)
     return m;
 }
 
+/* A Moebius strip of n quads, 2 rows of vertices: manifold with one
+ * boundary loop, and not orientable (some twin pair is always
+ * misoriented). */
+static tmesh make_mobius(size_t n)
+{
+    tmesh m = tm_alloc(2 * n, 2 * n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < 2; j++) {
+            double u = 2 * M_PI * i / n, v = (double)j - 0.5;
+            float *q = m.p + 3 * (2 * i + j);
+            q[0] = (float)((1 + 0.5 * v * cos(u / 2)) * cos(u));
+            q[1] = (float)((1 + 0.5 * v * cos(u / 2)) * sin(u));
+            q[2] = (float)(0.5 * v * sin(u / 2));
+        }
+    for (size_t i = 0; i < n; i++) {
+        /* the last quad joins the first column with its rows swapped */
+        const size_t i1 = (i + 1) % n;
+        const uint32_t a = (uint32_t)(2 * i), d = (uint32_t)(2 * i + 1);
+        const uint32_t b = (uint32_t)(2 * i1 + (i1 ? 0 : 1)), c = (uint32_t)(2 * i1 + (i1 ? 1 : 0));
+        uint32_t *t = m.t + 6 * i;
+        t[0] = a, t[1] = b, t[2] = c, t[3] = a, t[4] = c, t[5] = d;
+    }
+    return m;
+}
+
 /* An open grid of nx x ny quads (boundary; corners of valence 2 and 3). */
 static tmesh make_grid(size_t nx, size_t ny)
 {
@@ -781,6 +806,10 @@ int main(int argc, char **argv)
         check_uniform_steps(ctx, "torus, misoriented", &mt, 3);
         check_uniform_steps(ctx, "grid, misoriented", &mg, 3);
         tm_free(&mt), tm_free(&mg);
+        tmesh mb = make_mobius(24);
+        tm_jitter(&mb, 0.02);
+        check_uniform_steps(ctx, "Moebius strip", &mb, 4);
+        tm_free(&mb);
     }
     {
         /* unused vertices between used ones keep their place */
