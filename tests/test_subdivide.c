@@ -516,6 +516,58 @@ static void check_uniform_steps(pm_context *ctx, const char *name, const tmesh *
     free(w);
 }
 
+/* Random meshes through the uniform and the general steps: a grid or a
+ * torus with triangles removed (holes, pinched vertices where two fans
+ * meet), some triangles reversed (misoriented pairs), the triangles
+ * shuffled and the vertices renumbered, with unused vertices among them. */
+static void check_random_meshes(pm_context *ctx, int count)
+{
+    for (int r = 0; r < count; r++) {
+        const size_t nx = 2 + (size_t)(6 * pmt_uniform()), ny = 3 + (size_t)(5 * pmt_uniform());
+        tmesh base = r % 2 ? make_torus(nx + 2, ny) : make_grid(nx, ny);
+        const size_t extra = 3; /* unused vertices */
+        tmesh m = tm_alloc(base.nv + extra, base.nt);
+        uint32_t *perm = malloc(4 * (base.nv + extra));
+        for (size_t v = 0; v < base.nv + extra; v++)
+            perm[v] = (uint32_t)v;
+        for (size_t v = base.nv + extra - 1; v > 0; v--) {
+            size_t w = (size_t)(pmt_uniform() * (double)(v + 1));
+            if (w > v) w = v;
+            uint32_t x = perm[v];
+            perm[v] = perm[w], perm[w] = x;
+        }
+        for (size_t v = 0; v < base.nv + extra; v++)
+            for (int i = 0; i < 3; i++)
+                m.p[3 * perm[v] + i] =
+                    v < base.nv ? base.p[3 * v + i] : (float)(10 + v + i); /* unused */
+        m.nt = 0;
+        for (size_t f = 0; f < base.nt; f++) {
+            if (pmt_uniform() < 0.12) continue; /* a hole */
+            uint32_t *t = m.t + 3 * m.nt++;
+            for (int k = 0; k < 3; k++)
+                t[k] = perm[base.t[3 * f + k]];
+            if (pmt_uniform() < 0.25) { /* reversed */
+                uint32_t x = t[1];
+                t[1] = t[2], t[2] = x;
+            }
+        }
+        for (size_t f = m.nt; f > 1; f--) { /* shuffled */
+            size_t g = (size_t)(pmt_uniform() * (double)f);
+            if (g >= f) g = f - 1;
+            for (int k = 0; k < 3; k++) {
+                uint32_t x = m.t[3 * (f - 1) + k];
+                m.t[3 * (f - 1) + k] = m.t[3 * g + k], m.t[3 * g + k] = x;
+            }
+        }
+        tm_jitter(&m, 0.05);
+        char name[48];
+        snprintf(name, sizeof name, "random %s %d", r % 2 ? "torus" : "grid", r);
+        if (m.nt) check_uniform_steps(ctx, name, &m, 3);
+        free(perm);
+        tm_free(&m), tm_free(&base);
+    }
+}
+
 /* ---- the first adaptive level, serially ------------------------------- */
 
 static void face_normal(const tmesh *m, size_t t, double n[3])
@@ -810,6 +862,7 @@ int main(int argc, char **argv)
         tm_jitter(&mb, 0.02);
         check_uniform_steps(ctx, "Moebius strip", &mb, 4);
         tm_free(&mb);
+        check_random_meshes(ctx, 16);
     }
     {
         /* unused vertices between used ones keep their place */
