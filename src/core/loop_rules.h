@@ -258,13 +258,13 @@ typedef struct pmi_loop_ring {
     double normal[3]; /* face normals, in walk order */
 } pmi_loop_ring;
 
-/* How a walk reads its fan. */
-#define PMI_LOOP_WALK_PLAIN 0   /* the stream's, neighbours at the far ends */
-#define PMI_LOOP_WALK_NORMALS 1 /* the same, face normals summed too */
-#define PMI_LOOP_WALK_MIDS                                                                         \
-    2 /* uniform: the previous stream's (ptri, ptwin),                                             \
-         neighbours the vertices created on its                                                    \
-         edges (pnv + powner) */
+/* How a walk reads its fan: PLAIN, the stream's, neighbours at the far
+ * ends; NORMALS, the same with face normals summed; MIDS (uniform), the
+ * previous stream's (ptri, ptwin), neighbours the vertices created on its
+ * edges (pnv + powner). */
+#define PMI_LOOP_WALK_PLAIN 0
+#define PMI_LOOP_WALK_NORMALS 1
+#define PMI_LOOP_WALK_MIDS 2
 
 /* The vertex a uniform level created on the edge of half-edge h of the
  * previous stream. */
@@ -272,6 +272,13 @@ PMI_LHD uint32_t pmi_loop_prev_mid(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->ptwin[h];
     return a->pnv + a->powner[(tw == PMI_LOOP_NONE || h < tw) ? h : tw];
+}
+
+/* Whether half-edge h of the previous stream owns its edge. */
+PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t tw = a->ptwin[h];
+    return tw == PMI_LOOP_NONE || h < tw;
 }
 
 /* Walks the fan of the vertex at corner c: first across the edge entering
@@ -876,7 +883,7 @@ PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q
 {
     const uint32_t t = h / 3, k = h % 3, tw = a->ptwin[h];
     const uint32_t u = a->ptri[h], w = a->ptri[3 * t + (k + 1) % 3];
-    uint32_t c3[3];
+    uint32_t c3[3]; /* h owns its edge: its vertex without the twin's test */
     for (uint32_t j = 0; j < 3; j++)
         c3[j] = j == k ? a->pnv + a->powner[h] : pmi_loop_prev_mid(a, 3 * t + j);
     const uint32_t m = c3[k];
@@ -916,6 +923,36 @@ PMI_LHD void pmi_loop_even_new(const pmi_loop_args *a, uint32_t h)
     pmi_loop_even_new_into(a, h, a->pos_new + 3 * m, a->vstart_new ? a->vstart_new + m : NULL);
 }
 
+/* The owner numbers of the 12 half-edges of uniform triangle t's children
+ * (child c's corner j at 3c + j) in the next stream, from t's own: owner_t
+ * the owners before t, own[0..2] whether t's half-edges own their edges
+ * (pmi_loop_red_uniform_into says why). A half-edge that does not own its
+ * edge gets the number of the next one that does. */
+PMI_LHD void pmi_loop_child_numbers(uint32_t t, uint32_t owner_t, const uint32_t own[3],
+                                    uint32_t num[12])
+{
+    const uint32_t fl[12] = {own[0], 1, own[2], own[0], own[1], 1, 1, own[1], own[2], 0, 0, 0};
+    uint32_t run = 3 * t + 2 * owner_t;
+    for (uint32_t j = 0; j < 12; j++) {
+        num[j] = run;
+        run += fl[j];
+    }
+}
+
+/* The twins, in the next stream, of the two halves of uniform triangle t's
+ * edge k (from v_k: f, then s) when that edge's twin is half-edge p with
+ * ptri_p = its first vertex: the halves of p, in the children of p's
+ * triangle, the same way round when the pair is misoriented. */
+PMI_LHD void pmi_loop_half_twins(uint32_t p, uint32_t ptri_p, uint32_t v_k, uint32_t *f,
+                                 uint32_t *s)
+{
+    const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
+    const uint32_t k2 = p % 3, b2 = 12 * (p / 3);
+    const int same = ptri_p == v_k;
+    *f = b2 + (same ? first[k2] : second[k2]);
+    *s = b2 + (same ? second[k2] : first[k2]);
+}
+
 /* Per triangle t: the odd rule on the edges t owns, its children (as
  * pmi_loop_red with every triangle red: children at 4t), their twins, the
  * new vertices' start corners, and the next stream's owner numbers. A
@@ -931,18 +968,6 @@ PMI_LHD void pmi_loop_even_new(const pmi_loop_args *a, uint32_t h)
  * pn + 3 (e - elo) and its start corner at vn[e - elo] (vn NULL on the
  * last level). The GPU stages all of them in shared memory to store a
  * block's words contiguously (a block's owner numbers are consecutive). */
-/* The owner flags of the 12 half-edges of a uniform triangle's children
- * (child c's corner j at 3c + j) when its own half-edges own their edges
- * as own[0..2] (pmi_loop_red_uniform_into). */
-PMI_LHD void pmi_loop_child_flags(const uint32_t own[3], uint32_t fl[12])
-{
-    fl[0] = fl[3] = own[0];
-    fl[4] = fl[7] = own[1];
-    fl[2] = fl[8] = own[2];
-    fl[1] = fl[5] = fl[6] = 1;
-    fl[9] = fl[10] = fl[11] = 0;
-}
-
 PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint32_t *o,
                                        uint32_t *tn, uint32_t *on, float *pn, uint32_t *vn,
                                        uint32_t elo)
@@ -978,29 +1003,13 @@ PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint3
         for (uint32_t k = 0; k < 3; k++) {
             const uint32_t p = tw[k];
             uint32_t f = p, s = p; /* NONE carries over */
-            if (p != PMI_LOOP_NONE && p != PMI_LOOP_FROZEN) {
-                const uint32_t k2 = p % 3, b2 = 12 * (p / 3);
-                if (a->tri[p] == v[k]) { /* same direction (misoriented pair) */
-                    f = b2 + first[k2];
-                    s = b2 + second[k2];
-                } else {
-                    f = b2 + second[k2];
-                    s = b2 + first[k2];
-                }
-            }
+            if (p != PMI_LOOP_NONE && p != PMI_LOOP_FROZEN)
+                pmi_loop_half_twins(p, a->tri[p], v[k], &f, &s);
             tn[first[k]] = f;
             tn[second[k]] = s;
         }
     }
-    if (on) {
-        uint32_t fl[12];
-        pmi_loop_child_flags(own, fl);
-        uint32_t run = 3 * t + 2 * a->owner[3 * t];
-        for (uint32_t j = 0; j < 12; j++) {
-            on[j] = run;
-            run += fl[j];
-        }
-    }
+    if (on) pmi_loop_child_numbers(t, a->owner[3 * t], own, on);
 }
 
 /* pmi_loop_red_uniform_into writing the next stream's arrays in place. */
@@ -1011,13 +1020,6 @@ PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
         a, t, a->tri_next ? a->tri_next + base : NULL, a->twin_next ? a->twin_next + base : NULL,
         a->owner_next ? a->owner_next + base : NULL, a->pos_new + 3 * (size_t)a->nv,
         a->vstart_new ? a->vstart_new + a->nv : NULL, 0);
-}
-
-/* Whether half-edge h of the previous stream owns its edge. */
-PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
-{
-    const uint32_t tw = a->ptwin[h];
-    return tw == PMI_LOOP_NONE || h < tw;
 }
 
 /* Per triangle t of the stream two levels before the output (ptri, ptwin,
@@ -1037,7 +1039,7 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
                                      uint32_t elo)
 {
     const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
-    uint32_t v[3], m[3], own[3], tw[3], x1[3], x2[3], fl[12], num[12];
+    uint32_t v[3], m[3], own[3], tw[3], x1[3], x2[3], num[12];
     for (uint32_t k = 0; k < 3; k++) {
         const uint32_t h = 3 * t + k;
         v[k] = a->ptri[h];
@@ -1045,35 +1047,23 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
         own[k] = tw[k] == PMI_LOOP_NONE || h < tw[k];
         m[k] = a->pnv + a->powner[own[k] ? h : tw[k]];
     }
-    pmi_loop_child_flags(own, fl);
-    uint32_t run = 3 * t + 2 * a->powner[3 * t];
-    for (uint32_t j = 0; j < 12; j++) {
-        num[j] = run;
-        run += fl[j];
-    }
+    pmi_loop_child_numbers(t, a->powner[3 * t], own, num);
     num[11] = num[1], num[9] = num[5], num[10] = num[6];
     for (uint32_t k = 0; k < 3; k++) {
         x1[k] = x2[k] = v[k];
         if (tw[k] == PMI_LOOP_NONE) continue;
         pmi_loop_twin_mids(a, tw[k], v[k], &x1[k], &x2[k]);
         if (own[k]) continue;
-        /* the halves' twins in t2's children (as pmi_loop_red_uniform_into
-         * pairs them), and those half-edges' owner numbers */
-        const uint32_t t2 = tw[k] / 3, k2 = tw[k] % 3;
-        uint32_t own2[3], fl2[12];
+        /* the halves' twins in t2's children, and those half-edges' owner
+         * numbers */
+        const uint32_t t2 = tw[k] / 3;
+        uint32_t own2[3], num2[12], f, s2;
         for (uint32_t j = 0; j < 3; j++)
             own2[j] = pmi_loop_prev_own(a, 3 * t2 + j);
-        pmi_loop_child_flags(own2, fl2);
-        const int same = a->ptri[tw[k]] == v[k];
-        const uint32_t i1 = same ? first[k2] : second[k2], i2 = same ? second[k2] : first[k2];
-        uint32_t r2 = 3 * t2 + 2 * a->powner[3 * t2], n1 = 0, n2 = 0;
-        for (uint32_t j = 0; j < 12; j++) {
-            if (j == i1) n1 = r2;
-            if (j == i2) n2 = r2;
-            r2 += fl2[j];
-        }
-        num[first[k]] = n1;
-        num[second[k]] = n2;
+        pmi_loop_child_numbers(t2, a->powner[3 * t2], own2, num2);
+        pmi_loop_half_twins(tw[k], a->ptri[tw[k]], v[k], &f, &s2);
+        num[first[k]] = num2[f - 12 * t2];
+        num[second[k]] = num2[s2 - 12 * t2];
     }
     const uint32_t ch[4][3] = {
         {v[0], m[0], m[2]}, {m[0], v[1], m[1]}, {m[2], m[1], v[2]}, {m[0], m[1], m[2]}};
