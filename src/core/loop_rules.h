@@ -56,6 +56,8 @@ enum pmi_loop_step_id {
                               the even rule for the vertex it created */
     PMI_LOOP_RED_LAST2,    /* per triangle of the previous stream: the last two
                               splits at once (output triangles, odd rule) */
+    PMI_LOOP_NORMAL_PREV,  /* per half-edge of the stream before the last owning
+                              an edge: the output normal of its vertex */
     PMI_LOOP_NUM_STEPS
 };
 
@@ -86,8 +88,9 @@ typedef struct pmi_loop_args {
     uint32_t *vstart;     /* nv: the corner each vertex is walked from (read) */
     uint32_t *vstart_new; /* nv + edges: the next stream's (first nv copied in) */
     /* uniform: the stream before this one (its triangles, twins and owner
-     * numbers) and its vertex count, for PMI_LOOP_EVEN_NEW */
-    const uint32_t *ptri, *ptwin, *powner;
+     * numbers) and its vertex count, for PMI_LOOP_EVEN_NEW; its start
+     * corners for PMI_LOOP_NORMAL_OLD */
+    const uint32_t *ptri, *ptwin, *powner, *pvstart;
     uint32_t pnv;
     /* adaptive criteria: squared length limit (0 = off), angle limit,
      * deviation limit, and whether any criterion is set (then triangles
@@ -108,7 +111,8 @@ typedef struct pmi_loop_args {
     float *nout;
     /* uniform normals: the input's nv0 vertices use the input's corner
      * lists (count, offset, list), corner 3t + k becoming output triangle
-     * tmul * t + tadd * k (tmul = 4^L, tadd = (4^L - 1) / 3) */
+     * tmul * t + tadd * k (tmul = 4^L, tadd = (4^L - 1) / 3); the other
+     * vertices the stream before the last (ptri, ptwin, powner, pvstart) */
     uint32_t nv0;
     uint64_t tmul, tadd;
     /* first failure: (kind << 56) | index, kept by atomic minimum */
@@ -1128,19 +1132,20 @@ PMI_LHD void pmi_loop_normal_sum(const pmi_loop_args *a, const uint32_t *T, uint
 /* The most triangles around a vertex that a uniform level created (6). */
 #define PMI_LOOP_FAN_CAP 8u
 
-/* The output triangles (4t + corner of v in t) around the vertex at
- * corner c of the last stream, in walk order; 0 when the fan has more than
- * `cap` triangles or leaves the stream (not in a uniform stream). */
-PMI_LHD uint32_t pmi_loop_fan_children(const pmi_loop_args *a, uint32_t c, uint32_t cap,
-                                       uint32_t *out)
+/* The output triangles (mul t + add k: t a triangle of the fan, k the
+ * vertex's corner in it) around the vertex at corner c of the uniform
+ * stream (tri, twin), in walk order; 0 when the fan has more than `cap`
+ * triangles or leaves the stream (not in a uniform stream). A corner's
+ * child at the next level is 4t + k, and the vertex stays corner k. */
+PMI_LHD uint32_t pmi_loop_fan_children(const uint32_t *tri, const uint32_t *twin, uint32_t c,
+                                       uint32_t cap, uint32_t mul, uint32_t add, uint32_t *out)
 {
-    const uint32_t *tri = a->tri, *twin = a->twin;
     const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
     const uint32_t A0 = c;
     uint32_t B = 3 * t0 + (k0 + 2) % 3, t = t0, n = 0;
     for (;;) {
         if (n >= cap) return 0;
-        out[n++] = 4 * t + pmi_loop_corner(tri, t, v);
+        out[n++] = mul * t + add * pmi_loop_corner(tri, t, v);
         const uint32_t tw = twin[B];
         if (tw == PMI_LOOP_FROZEN) return 0;
         if (tw == PMI_LOOP_NONE) break;
@@ -1156,17 +1161,19 @@ PMI_LHD uint32_t pmi_loop_fan_children(const pmi_loop_args *a, uint32_t c, uint3
         A = pmi_loop_other_at(tri, tw, v);
         t = tw / 3;
         if (n >= cap) return 0;
-        out[n++] = 4 * t + pmi_loop_corner(tri, t, v);
+        out[n++] = mul * t + add * pmi_loop_corner(tri, t, v);
     }
 }
 
-/* Per vertex v of the last stream (a->tri, twin, vstart: the stream the
- * last level split; npos, ntri: the output): its output normal, the sum
- * over its output triangles in increasing order. An input vertex's
- * triangles are its corners' corner children, level after level (its
- * corner list is sorted, and the map keeps the order); a vertex made by a
- * level before the last has at most 6 triangles, the corner children of
- * its fan. */
+/* Per vertex v of the stream before the last (of the input when one level
+ * splits; npos, ntri: the output): its output normal, the sum over its
+ * output triangles in increasing order. An input vertex's triangles are
+ * its corners' corner children, level after level (its corner list is
+ * sorted, and the map keeps the order); a vertex made by a later level has
+ * at most 6 triangles in the stream before the last (ptri, ptwin,
+ * pvstart), whose corner children two levels down are its output
+ * triangles (16 t + 5 k). The vertices the level before the last created
+ * are PMI_LOOP_NORMAL_PREV's, the last level's PMI_LOOP_NORMAL_NEW's. */
 PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
 {
     double s[3] = {0.0, 0.0, 0.0};
@@ -1181,8 +1188,9 @@ PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
         }
     } else {
         uint32_t T[PMI_LOOP_FAN_CAP], n = 0;
-        const uint32_t c = a->vstart[v];
-        if (c != PMI_LOOP_NONE) n = pmi_loop_fan_children(a, c, PMI_LOOP_FAN_CAP, T);
+        const uint32_t c = a->pvstart[v];
+        if (c != PMI_LOOP_NONE)
+            n = pmi_loop_fan_children(a->ptri, a->ptwin, c, PMI_LOOP_FAN_CAP, 16u, 5u, T);
         if (n == 0) {
             pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         } else {
@@ -1191,6 +1199,32 @@ PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
         }
     }
     pmi_loop_store_unit(s, a->nout + 3 * (size_t)v);
+}
+
+/* Per half-edge h of the stream before the last (ptri, ptwin, powner, pnv)
+ * that owns its edge: the output normal of the vertex m = pnv + powner[h]
+ * the level before the last created on it, without a walk. On edge k of
+ * triangle t, m is corner k + 1 of child k, corner k of child k + 1 and
+ * corner k of the centre child 3 (children (v0 m0 m2), (m0 v1 m1),
+ * (m2 m1 v2), (m0 m1 m2)); their corner children are m's output
+ * triangles, and the same for the twin's triangle on its edge. */
+PMI_LHD void pmi_loop_normal_prev(const pmi_loop_args *a, uint32_t h)
+{
+    const uint32_t tw = a->ptwin[h];
+    if (!(tw == PMI_LOOP_NONE || h < tw)) return;
+    uint32_t T[6], n = 0;
+    for (int side = 0; side < 2; side++) {
+        const uint32_t e = side ? tw : h;
+        if (e == PMI_LOOP_NONE) break;
+        const uint32_t t = e / 3, k = e % 3, k1 = (k + 1) % 3;
+        T[n++] = 4 * (4 * t + k) + k1;
+        T[n++] = 4 * (4 * t + k1) + k;
+        T[n++] = 4 * (4 * t + 3) + k;
+    }
+    pmi_loop_sort_small(T, n);
+    double s[3] = {0.0, 0.0, 0.0};
+    pmi_loop_normal_sum(a, T, n, s);
+    pmi_loop_store_unit(s, a->nout + 3 * ((size_t)a->pnv + a->powner[h]));
 }
 
 /* Per half-edge h of the last stream that owns its edge: the normal of the
@@ -1246,6 +1280,7 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_NORMAL_NEW: pmi_loop_normal_new(a, i); break;
     case PMI_LOOP_EVEN_NEW: pmi_loop_even_new(a, i); break;
     case PMI_LOOP_RED_LAST2: pmi_loop_red_last2(a, i); break;
+    case PMI_LOOP_NORMAL_PREV: pmi_loop_normal_prev(a, i); break;
     default: break;
     }
 }

@@ -396,8 +396,9 @@ static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_op
  * lists, twins, start corners, one scan of the owner flags); then each
  * level is two steps, EVEN_UNIFORM per vertex and RED_UNIFORM per triangle,
  * on ping-pong buffers allocated once, the last level writing the output
- * arrays themselves; normals come from the input's corner lists and the
- * last stream's fans (NORMAL_OLD, NORMAL_NEW), without corner lists of the
+ * arrays themselves; normals come from the input's corner lists, the fans
+ * of the stream before the last (NORMAL_OLD), its edges (NORMAL_PREV) and
+ * the last stream's edges (NORMAL_NEW), without corner lists of the
  * output. The host waits for the input's checks and its edge count, and
  * once at the end for the error word; never per level. */
 
@@ -445,7 +446,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         return s;
     /* Without normals the last two splits run at once (RED_LAST2), from
      * the stream two levels up: level L-1's triangles, twins and owner
-     * numbers are never stored (the normals' steps read them). */
+     * numbers are never stored (NORMAL_NEW reads them). */
     const int fused = L >= 2 && o->normals == PM_NORMALS_NONE;
     const int top = fused ? L - 2 : L - 1; /* the last stream stored */
     /* per-stream buffers by level parity: twin, owner for levels 0..top,
@@ -589,7 +590,12 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.nv0 = (uint32_t)nv0;
         a.tmul = mul;
         a.tadd = (mul - 1) / 3;
-        if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, a.nv, &a)) != PM_STATUS_OK ||
+        /* the vertices of the stream before the last (the input's when one
+         * level splits), those the level before the last created (from
+         * that stream, no walk), those the last level created */
+        a.pvstart = L >= 3 ? vstart[L & 1] : NULL;
+        if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, V[L >= 2 ? L - 2 : 0], &a)) != PM_STATUS_OK ||
+            (L >= 2 && (s = sd_step(st, PMI_LOOP_NORMAL_PREV, 3 * F[L - 2], &a)) != PM_STATUS_OK) ||
             (s = sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK)
             return s;
     }

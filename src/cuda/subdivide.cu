@@ -149,11 +149,55 @@ static __global__ void __launch_bounds__(LAST2_THREADS) red_last2_kernel(size_t 
     block_store(a.pos_new + 3 * ((size_t)a.nv + elo), s_pos, 3 * owned);
 }
 
+/* The steps per half-edge that owns its edge (NORMAL_NEW of the last
+ * stream's twins, NORMAL_PREV of the stream's before it): about half the
+ * half-edges own theirs, so one thread per half-edge left half of each
+ * warp idle through the work. A block here takes OWNED_SPAN half-edges,
+ * queues the owning ones in shared memory (in order within each warp's
+ * share) and runs one per thread. */
+#define OWNED_THREADS 256
+#define OWNED_SPAN (2 * OWNED_THREADS)
+
+template <int STEP>
+static __global__ void __launch_bounds__(OWNED_THREADS) owned_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ uint32_t q[OWNED_SPAN];
+    __shared__ unsigned cnt;
+    const uint32_t *twin = STEP == PMI_LOOP_NORMAL_PREV ? a.ptwin : a.twin;
+    if (threadIdx.x == 0) cnt = 0;
+    __syncthreads();
+    const unsigned lane = threadIdx.x & 31;
+    const size_t h0 = (size_t)blockIdx.x * OWNED_SPAN;
+    for (unsigned r = 0; r < OWNED_SPAN / OWNED_THREADS; r++) {
+        const size_t h = h0 + r * OWNED_THREADS + threadIdx.x;
+        bool own = false;
+        if (h < n) {
+            const uint32_t tw = twin[h];
+            own = tw == PMI_LOOP_NONE || h < tw;
+        }
+        const unsigned m = __ballot_sync(0xffffffffu, own);
+        unsigned base = 0;
+        if (lane == 0 && m) base = atomicAdd(&cnt, (unsigned)__popc(m));
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (own) q[base + __popc(m & ((1u << lane) - 1u))] = (uint32_t)h;
+    }
+    __syncthreads();
+    for (unsigned i = threadIdx.x; i < cnt; i += OWNED_THREADS)
+        pmi_loop_step(STEP, q[i], &a);
+}
+
 template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
     const unsigned threads = 256;
     const size_t blocks = (n + threads - 1) / threads;
     loop_step_kernel<STEP><<<(unsigned)blocks, threads, 0, pmi_cuda(ctx)->stream>>>(n, *a);
+    return pmi_cuda_launched("pm_subdivide_loop");
+}
+
+template <int STEP> static pm_status owned_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
+{
+    const size_t blocks = (n + OWNED_SPAN - 1) / OWNED_SPAN;
+    owned_kernel<STEP><<<(unsigned)blocks, OWNED_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
     return pmi_cuda_launched("pm_subdivide_loop");
 }
 
@@ -191,7 +235,8 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_EVEN_UNIFORM: return staged_launch(ctx, even_uniform_kernel, EVEN_THREADS, n, a);
     case PMI_LOOP_RED_UNIFORM: return staged_launch(ctx, red_uniform_kernel, RED_THREADS, n, a);
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
-    case PMI_LOOP_NORMAL_NEW: return loop_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
+    case PMI_LOOP_NORMAL_NEW: return owned_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
+    case PMI_LOOP_NORMAL_PREV: return owned_launch<PMI_LOOP_NORMAL_PREV>(ctx, n, a);
     case PMI_LOOP_RED_LAST2: return staged_launch(ctx, red_last2_kernel, LAST2_THREADS, n, a);
     case PMI_LOOP_EVEN_NEW: return staged_launch(ctx, even_new_kernel, EVEN_THREADS, n, a);
     default: break;
