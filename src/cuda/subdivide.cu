@@ -94,29 +94,57 @@ static __global__ void __launch_bounds__(EVEN_THREADS)
     block_store(a.pos_new + 3 * v0, s_pos, 3 * cnt);
 }
 
-/* EVEN_NEW per half-edge of the previous stream, staged likewise: the
- * vertices a block's owning half-edges created are consecutive. */
-static __global__ void __launch_bounds__(EVEN_THREADS) even_new_kernel(size_t n, pmi_loop_args a)
+/* Blocks of OWNED_THREADS threads over OWNED_SPAN half-edges: about half
+ * own their edge, so these blocks queue the owning ones and run one per
+ * thread, rather than leave half of each warp idle. */
+#define OWNED_THREADS 256
+#define OWNED_SPAN (2 * OWNED_THREADS)
+
+/* Queues the half-edges of [h0, h0 + OWNED_SPAN) below n that own their
+ * edge (twins in twin) into q, *cnt of them, in order within each warp's
+ * share (the warps' shares in any order); has barriers. */
+static __device__ void owned_queue(const uint32_t *twin, size_t h0, size_t n, uint32_t *q,
+                                   unsigned *cnt)
 {
-    __shared__ float s_pos[3 * EVEN_THREADS];
-    __shared__ uint32_t s_vs[EVEN_THREADS];
-    const size_t h0 = (size_t)blockIdx.x * EVEN_THREADS;
-    const size_t h = h0 + threadIdx.x;
-    const uint32_t elo = a.powner[h0];
-    int own = 0;
-    if (h < n) {
-        const uint32_t tw = a.ptwin[h];
-        own = tw == PMI_LOOP_NONE || (uint32_t)h < tw;
+    const unsigned lane = threadIdx.x & 31;
+    if (threadIdx.x == 0) *cnt = 0;
+    __syncthreads();
+    for (unsigned r = 0; r < OWNED_SPAN / OWNED_THREADS; r++) {
+        const size_t h = h0 + r * OWNED_THREADS + threadIdx.x;
+        bool own = false;
+        if (h < n) {
+            const uint32_t tw = twin[h];
+            own = tw == PMI_LOOP_NONE || h < tw;
+        }
+        const unsigned m = __ballot_sync(0xffffffffu, own);
+        unsigned base = 0;
+        if (lane == 0 && m) base = atomicAdd(cnt, (unsigned)__popc(m));
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (own) q[base + __popc(m & ((1u << lane) - 1u))] = (uint32_t)h;
     }
-    const unsigned owned = __syncthreads_count(own);
-    if (own) {
-        const uint32_t e = a.powner[h] - elo;
-        pmi_loop_even_new_into(&a, (uint32_t)h, s_pos + 3 * e, s_vs + e);
+    __syncthreads();
+}
+
+/* EVEN_NEW per half-edge of the previous stream, the owning ones queued
+ * (owned_queue) and staged likewise: the vertices a block's owning
+ * half-edges created are consecutive. */
+static __global__ void __launch_bounds__(OWNED_THREADS) even_new_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ float s_pos[3 * OWNED_SPAN];
+    __shared__ uint32_t s_vs[OWNED_SPAN];
+    __shared__ uint32_t q[OWNED_SPAN];
+    __shared__ unsigned cnt;
+    const size_t h0 = (size_t)blockIdx.x * OWNED_SPAN;
+    const uint32_t elo = a.powner[h0];
+    owned_queue(a.ptwin, h0, n, q, &cnt);
+    for (unsigned i = threadIdx.x; i < cnt; i += OWNED_THREADS) {
+        const uint32_t e = a.powner[q[i]] - elo;
+        pmi_loop_even_new_into(&a, q[i], s_pos + 3 * e, s_vs + e);
     }
     __syncthreads();
     const size_t m0 = (size_t)a.pnv + elo;
-    block_store(a.pos_new + 3 * m0, s_pos, 3 * owned);
-    if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, owned);
+    block_store(a.pos_new + 3 * m0, s_pos, 3 * cnt);
+    if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, cnt);
 }
 
 /* RED_LAST2 staged likewise: 16 output triangles a thread (48 words),
@@ -153,35 +181,14 @@ static __global__ void __launch_bounds__(LAST2_THREADS) red_last2_kernel(size_t 
  * stream's twins, NORMAL_PREV of the stream's before it): about half the
  * half-edges own theirs, so one thread per half-edge left half of each
  * warp idle through the work. A block here takes OWNED_SPAN half-edges,
- * queues the owning ones in shared memory (in order within each warp's
- * share) and runs one per thread. */
-#define OWNED_THREADS 256
-#define OWNED_SPAN (2 * OWNED_THREADS)
-
+ * queues the owning ones (owned_queue) and runs one per thread. */
 template <int STEP>
 static __global__ void __launch_bounds__(OWNED_THREADS) owned_kernel(size_t n, pmi_loop_args a)
 {
     __shared__ uint32_t q[OWNED_SPAN];
     __shared__ unsigned cnt;
-    const uint32_t *twin = STEP == PMI_LOOP_NORMAL_PREV ? a.ptwin : a.twin;
-    if (threadIdx.x == 0) cnt = 0;
-    __syncthreads();
-    const unsigned lane = threadIdx.x & 31;
-    const size_t h0 = (size_t)blockIdx.x * OWNED_SPAN;
-    for (unsigned r = 0; r < OWNED_SPAN / OWNED_THREADS; r++) {
-        const size_t h = h0 + r * OWNED_THREADS + threadIdx.x;
-        bool own = false;
-        if (h < n) {
-            const uint32_t tw = twin[h];
-            own = tw == PMI_LOOP_NONE || h < tw;
-        }
-        const unsigned m = __ballot_sync(0xffffffffu, own);
-        unsigned base = 0;
-        if (lane == 0 && m) base = atomicAdd(&cnt, (unsigned)__popc(m));
-        base = __shfl_sync(0xffffffffu, base, 0);
-        if (own) q[base + __popc(m & ((1u << lane) - 1u))] = (uint32_t)h;
-    }
-    __syncthreads();
+    owned_queue(STEP == PMI_LOOP_NORMAL_PREV ? a.ptwin : a.twin, (size_t)blockIdx.x * OWNED_SPAN, n,
+                q, &cnt);
     for (unsigned i = threadIdx.x; i < cnt; i += OWNED_THREADS)
         pmi_loop_step(STEP, q[i], &a);
 }
@@ -194,10 +201,12 @@ template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, cons
     return pmi_cuda_launched("pm_subdivide_loop");
 }
 
-template <int STEP> static pm_status owned_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
+/* The kernels over owning half-edges: OWNED_SPAN half-edges a block. */
+static pm_status owned_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args), size_t n,
+                              const pmi_loop_args *a)
 {
     const size_t blocks = (n + OWNED_SPAN - 1) / OWNED_SPAN;
-    owned_kernel<STEP><<<(unsigned)blocks, OWNED_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
+    kernel<<<(unsigned)blocks, OWNED_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
     return pmi_cuda_launched("pm_subdivide_loop");
 }
 
@@ -235,10 +244,10 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_EVEN_UNIFORM: return staged_launch(ctx, even_uniform_kernel, EVEN_THREADS, n, a);
     case PMI_LOOP_RED_UNIFORM: return staged_launch(ctx, red_uniform_kernel, RED_THREADS, n, a);
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
-    case PMI_LOOP_NORMAL_NEW: return owned_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
-    case PMI_LOOP_NORMAL_PREV: return owned_launch<PMI_LOOP_NORMAL_PREV>(ctx, n, a);
+    case PMI_LOOP_NORMAL_NEW: return owned_launch(ctx, owned_kernel<PMI_LOOP_NORMAL_NEW>, n, a);
+    case PMI_LOOP_NORMAL_PREV: return owned_launch(ctx, owned_kernel<PMI_LOOP_NORMAL_PREV>, n, a);
     case PMI_LOOP_RED_LAST2: return staged_launch(ctx, red_last2_kernel, LAST2_THREADS, n, a);
-    case PMI_LOOP_EVEN_NEW: return staged_launch(ctx, even_new_kernel, EVEN_THREADS, n, a);
+    case PMI_LOOP_EVEN_NEW: return owned_launch(ctx, even_new_kernel, n, a);
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_subdivide_loop: unknown step %d", step);
