@@ -50,7 +50,7 @@ enum pmi_loop_step_id {
     PMI_LOOP_EVEN_UNIFORM, /* per vertex: even rule or copy, next start corner */
     PMI_LOOP_RED_UNIFORM,  /* per triangle: odd rule on owned edges, children,
                               their twins and owner numbers */
-    PMI_LOOP_NORMAL_OLD,   /* per vertex of the last stream: output normal */
+    PMI_LOOP_NORMAL_OLD,   /* per vertex of the stream before the last: output normal */
     PMI_LOOP_NORMAL_NEW,   /* per half-edge owning an edge: the new vertex's normal */
     PMI_LOOP_EVEN_NEW,     /* per half-edge of the previous stream owning an edge:
                               the even rule for the vertex it created */
@@ -104,8 +104,8 @@ typedef struct pmi_loop_args {
     uint32_t *changed; /* promotion: set to 1 when an edge was promoted */
     /* vertex -> corner lists */
     uint32_t *count, *offset, *list;
-    /* the mesh whose normals PMI_LOOP_CSR_NORMAL and PMI_LOOP_NORMAL_OLD/NEW
-     * compute */
+    /* the mesh whose normals PMI_LOOP_CSR_NORMAL and PMI_LOOP_NORMAL_OLD,
+     * PREV and NEW compute */
     const float *npos;
     const uint32_t *ntri;
     float *nout;

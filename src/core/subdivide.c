@@ -579,7 +579,8 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
             s = sd_step(st, PMI_LOOP_RED_UNIFORM, a.n, &a);
         if (s != PM_STATUS_OK) return s;
     }
-    /* normals over the output, from the last stream (a still describes it) */
+    /* normals over the output, from the last stream and the one before it
+     * (a still describes them) */
     if (dest.normals) {
         uint64_t mul = 1;
         for (int l = 0; l < L; l++)
