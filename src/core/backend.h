@@ -156,8 +156,9 @@ typedef struct pmi_backend {
                                    const pm_isosurface_options *options, uint64_t budget,
                                    struct pmi_slab_mesh *out);
     /* Scratch memory used only by work queued on the context's stream
-     * (stream-ordered: freed memory goes back to the context's pool, and
-     * the next call's scratch reuses it without a device-wide wait).
+     * (CUDA: stream-ordered, freed memory goes back to the context's pool
+     * and the next call's scratch reuses it without a device-wide wait;
+     * CPU: the context's recycled host arrays, pages already mapped).
      * Never handed to the caller. NULL: alloc and free. */
     pm_status (*scratch_alloc)(pm_context *ctx, size_t bytes, void **out);
     void (*scratch_free)(pm_context *ctx, void *p);
