@@ -270,6 +270,22 @@ double device_bandwidth(pm_context *gpu)
     return 8.0 * (double)n / (ms * 1e6); /* GB/s */
 }
 
+/* The mean length of the mesh's half-edges (the max_edge criterion's
+ * scale). */
+static double mean_edge_of(const sdi_mesh &m)
+{
+    double sum = 0;
+    for (size_t f = 0; f < m.nt(); f++)
+        for (int k = 0; k < 3; k++) {
+            const float *a = &m.p[3 * (size_t)m.t[3 * f + k]],
+                        *b = &m.p[3 * (size_t)m.t[3 * f + (k + 1) % 3]];
+            sum += std::sqrt((double)(a[0] - b[0]) * (a[0] - b[0]) +
+                             (double)(a[1] - b[1]) * (a[1] - b[1]) +
+                             (double)(a[2] - b[2]) * (a[2] - b[2]));
+        }
+    return sum / std::max<double>(1.0, 3.0 * (double)m.nt());
+}
+
 /* pm_alloc + pm_free of the output's arrays (positions, indices and with
  * normals the normals): what every call pays before it writes a byte. */
 double alloc_ms(pm_context *gpu, size_t nv, size_t nt, bool normals)
@@ -301,16 +317,7 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
         d.device = PM_DEVICE_CUDA;
         if (pm_context_create(&d, &gpu) != PM_STATUS_OK) gpu = nullptr;
     }
-    double mean_edge = 0;
-    for (size_t f = 0; f < m.nt(); f++)
-        for (int k = 0; k < 3; k++) {
-            const float *a = &m.p[3 * (size_t)m.t[3 * f + k]],
-                        *b = &m.p[3 * (size_t)m.t[3 * f + (k + 1) % 3]];
-            mean_edge += std::sqrt((double)(a[0] - b[0]) * (a[0] - b[0]) +
-                                   (double)(a[1] - b[1]) * (a[1] - b[1]) +
-                                   (double)(a[2] - b[2]) * (a[2] - b[2]));
-        }
-    mean_edge /= std::max<double>(1.0, 3.0 * (double)m.nt());
+    const double mean_edge = mean_edge_of(m);
     const double dev = 1e-4 * sdi_diagonal(m.p.data(), m.nv()); /* adaptive: max_deviation */
     std::printf("\n== %s: %zu vertices, %zu triangles, mean edge %.4g\n", name, m.nv(), m.nt(),
                 mean_edge);
@@ -347,10 +354,12 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
             pm_result gn = run_pm(gpu, m, level, options(0, 0, true, true));
             pm_result ga = run_pm(gpu, m, level, options(10, 0, false, true));
             pm_result gd = run_pm(gpu, m, level, options(0, 0, false, true, dev));
+            pm_result ge = run_pm(gpu, m, level, options(0, 0.5 * mean_edge, false, true));
             std::printf("  pm-cuda  uniform host in/out %8.2f ms, device in/out %8.2f ms, with "
                         "normals %8.2f ms; adaptive device: 10 deg %8.2f ms (%zu t), "
-                        "max_deviation 1e-4 x diagonal %8.2f ms (%zu t)\n",
-                        g.ms, gc.ms, gn.ms, ga.ms, ga.nt, gd.ms, gd.nt);
+                        "max_deviation 1e-4 x diagonal %8.2f ms (%zu t), max_edge 0.5 x mean "
+                        "edge %8.2f ms (%zu t)\n",
+                        g.ms, gc.ms, gn.ms, ga.ms, ga.nt, gd.ms, gd.nt, ge.ms, ge.nt);
             const double f = out_mb(gc.nv, gc.nt, false) / bw, fn = out_mb(gn.nv, gn.nt, true) / bw;
             std::printf("  pm-cuda  floor %.3f ms (%.1f MB at %.0f GB/s): device in/out / floor = "
                         "%.2f; with normals floor %.3f ms, ratio %.2f; output pm_alloc + pm_free "
@@ -405,6 +414,17 @@ void gpu_speed(const sdi_mesh &m, const char *name, int maxlev)
                         out_mb(g.nv, g.nt, normals), g.ms / f, alloc_ms(gpu, g.nv, g.nt, normals));
             std::fflush(stdout);
         }
+    /* Adaptive, the stream kept on the device: max_edge 0.5 x the mean
+     * edge (red promotion spreads along strips) and max_angle 10 degrees. */
+    const double mean_edge = mean_edge_of(m);
+    for (int level = 1; level <= maxlev; level++) {
+        pm_result e = run_pm(gpu, m, level, options(0, 0.5 * mean_edge, false, true));
+        pm_result a = run_pm(gpu, m, level, options(10, 0, false, true));
+        std::printf("  level %d adaptive: max_edge 0.5 x mean edge %8.3f ms (%zu t), max_angle 10 "
+                    "%8.3f ms (%zu t)\n",
+                    level, e.ms, e.nt, a.ms, a.nt);
+        std::fflush(stdout);
+    }
     pm_context_destroy(gpu);
 }
 
