@@ -10,10 +10,13 @@
  * max_angle, max_edge), the ratios at equal or lower deviation, and where
  * the deviation comes from.
  * --sizes: small = 1e5, large = 1e6, full = both. --what gpu: the CUDA
- * uniform rows alone, each against the floor of writing its output once.
+ * rows alone, uniform ones against the floor of writing the output once,
+ * then adaptive ones (the stream on the device); gpu-adaptive: only the
+ * adaptive ones (for profiling).
  *
  *   bench_subdivide [--threads N] [--sizes small|full|large] [--runs R]
- *                   [--what speed,study,gpu] [--max-level L] [--stencil-limit V]
+ *                   [--what speed,study,gpu,gpu-adaptive] [--max-level L]
+ *                   [--stencil-limit V]
  * Results: bench/RESULTS-subdivide.md. */
 #include <algorithm>
 #include <chrono>
@@ -390,7 +393,7 @@ void speed(const sdi_mesh &m, const char *name, int maxlev, int threads)
  * with normals; beside it, what a cudaMalloc + cudaFree of the output's
  * arrays (pm_alloc + pm_free) would add to each call, which the context's
  * recycled mesh arrays save. */
-void gpu_speed(const sdi_mesh &m, const char *name, int maxlev)
+void gpu_speed(const sdi_mesh &m, const char *name, int maxlev, bool uniform)
 {
     pm_context_desc d;
     std::memset(&d, 0, sizeof d);
@@ -404,7 +407,7 @@ void gpu_speed(const sdi_mesh &m, const char *name, int maxlev)
     const double bw = device_bandwidth(gpu);
     std::printf("\n== %s: %zu vertices, %zu triangles; device bandwidth %.0f GB/s\n", name, m.nv(),
                 m.nt(), bw);
-    for (int level = 1; level <= maxlev; level++)
+    for (int level = 1; uniform && level <= maxlev; level++)
         for (bool normals : {false, true}) {
             pm_result g = run_pm(gpu, m, level, options(0, 0, normals, true));
             const double f = out_mb(g.nv, g.nt, normals) / bw;
@@ -676,7 +679,7 @@ int main(int argc, char **argv)
             std::fprintf(
                 stderr,
                 "usage: bench_subdivide [--threads N] [--sizes small|full|large] [--runs R] "
-                "[--what speed,study,gpu] [--max-level L] [--stencil-limit V]\n");
+                "[--what speed,study,gpu,gpu-adaptive] [--max-level L] [--stencil-limit V]\n");
             return 2;
         }
     }
@@ -713,7 +716,8 @@ int main(int argc, char **argv)
                                      &m)) != PM_STATUS_OK)
                 die(s, "reconstruct");
             if (what.find("gpu") != std::string::npos)
-                gpu_speed(m, inputs[k].name, maxlev);
+                gpu_speed(m, inputs[k].name, maxlev,
+                          what.find("gpu-adaptive") == std::string::npos);
             else
                 speed(m, inputs[k].name, maxlev, threads);
         }

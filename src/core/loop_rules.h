@@ -607,7 +607,6 @@ PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw
 {
     pmi_loop_store_flags(a->split, a->owner, h, (uint32_t)(tw == PMI_LOOP_NONE || h < tw));
     if (tw != PMI_LOOP_NONE) pmi_loop_store_flags(a->split, a->owner, tw, (uint32_t)(tw < h));
-    pmi_loop_atomic_set(a->changed);
 }
 
 /* From triangle t: while it has exactly 2 split edges and its third can
@@ -616,12 +615,16 @@ PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw
 PMI_LHD void pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
 {
     for (uint64_t steps = 0; steps <= 3 * (uint64_t)a->n; steps++) {
+        /* The twins with the flags, so a step waits for one round of
+         * loads. */
         const uint8_t *f = a->split + 3 * (size_t)t;
+        const uint32_t *w = a->twin + 3 * (size_t)t;
+        const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];
         const uint32_t f0 = pmi_loop_load_flag(f), f1 = pmi_loop_load_flag(f + 1),
                        f2 = pmi_loop_load_flag(f + 2);
         if (f0 + f1 + f2 != 2u) return;
         const uint32_t h = 3 * t + (!f0 ? 0u : !f1 ? 1u : 2u);
-        const uint32_t tw = a->twin[h];
+        const uint32_t tw = !f0 ? w0 : !f1 ? w1 : w2;
         if (tw == PMI_LOOP_FROZEN) return;
         pmi_loop_split_edge(a, h, tw);
         if (tw == PMI_LOOP_NONE) return;
@@ -637,6 +640,7 @@ PMI_LHD void pmi_loop_promote(const pmi_loop_args *a, uint32_t h)
     pmi_loop_split_edge(a, h, tw);
     pmi_loop_promote_from(a, h / 3);
     if (tw != PMI_LOOP_NONE) pmi_loop_promote_from(a, tw / 3);
+    pmi_loop_atomic_set(a->changed); /* once per chain, not per split */
 }
 
 /* 0 split edges: finished (1 emitted); 3: red (4 children stay); 1 or 2:
