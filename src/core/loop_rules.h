@@ -159,6 +159,11 @@ PMI_LHD void pmi_loop_atomic_set(uint32_t *p)
 #endif
 }
 
+/* Whether half-edge h (twin tw) owns its edge: the lower half of an inner
+ * edge; a boundary half-edge, and one whose twin has left the stream
+ * (FROZEN, above every index), alone. */
+PMI_LHD uint32_t pmi_loop_owns(uint32_t h, uint32_t tw) { return tw == PMI_LOOP_NONE || h < tw; }
+
 /* Relaxed loads and stores of the split and owner flags, which the
  * threads of red promotion share while they follow chains. */
 PMI_LHD uint32_t pmi_loop_load_flag(const uint8_t *p)
@@ -297,14 +302,14 @@ typedef struct pmi_loop_ring {
 PMI_LHD uint32_t pmi_loop_prev_mid(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->ptwin[h];
-    return a->pnv + a->powner[(tw == PMI_LOOP_NONE || h < tw) ? h : tw];
+    return a->pnv + a->powner[pmi_loop_owns(h, tw) ? h : tw];
 }
 
 /* Whether half-edge h of the previous stream owns its edge. */
 PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->ptwin[h];
-    return tw == PMI_LOOP_NONE || h < tw;
+    return pmi_loop_owns(h, tw);
 }
 
 /* Walks the fan of the vertex at corner c: first across the edge entering
@@ -581,7 +586,7 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
     int s = 0;
     if (!a->last && tw != PMI_LOOP_FROZEN) s = pmi_loop_wants_split(a, h);
     a->split[h] = (uint8_t)s;
-    a->owner[h] = (uint32_t)(s && (tw == PMI_LOOP_NONE || h < tw));
+    a->owner[h] = (uint32_t)(s && pmi_loop_owns(h, tw));
 }
 
 /* Red promotion (a pass, repeated by the level loop until one changes no
@@ -605,7 +610,7 @@ PMI_LHD void pmi_loop_mark_two(const pmi_loop_args *a, uint32_t t)
 
 PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw)
 {
-    pmi_loop_store_flags(a->split, a->owner, h, (uint32_t)(tw == PMI_LOOP_NONE || h < tw));
+    pmi_loop_store_flags(a->split, a->owner, h, pmi_loop_owns(h, tw));
     if (tw != PMI_LOOP_NONE) pmi_loop_store_flags(a->split, a->owner, tw, (uint32_t)(tw < h));
 }
 
@@ -723,7 +728,7 @@ PMI_LHD void pmi_loop_odd_to(const pmi_loop_args *a, uint32_t h, uint32_t tw, fl
 PMI_LHD void pmi_loop_odd(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t t = h / 3, k = h % 3, tw = a->twin[h];
-    if (!a->split[h] || !(tw == PMI_LOOP_NONE || h < tw)) return;
+    if (!a->split[h] || !pmi_loop_owns(h, tw)) return;
     const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
     const uint32_t m = a->nv + a->owner[h];
     pmi_loop_odd_to(a, h, tw, a->pos_new + 3 * (size_t)m);
@@ -740,7 +745,7 @@ PMI_LHD void pmi_loop_odd(const pmi_loop_args *a, uint32_t h)
 PMI_LHD uint32_t pmi_loop_mid(const pmi_loop_args *a, uint32_t h)
 {
     uint32_t tw = a->twin[h];
-    uint32_t o = (tw == PMI_LOOP_NONE || h < tw) ? h : tw;
+    uint32_t o = pmi_loop_owns(h, tw) ? h : tw;
     return a->nv + a->owner[o];
 }
 
@@ -817,7 +822,7 @@ PMI_LHD void pmi_loop_red(const pmi_loop_args *a, uint32_t t)
         /* start corners: v[k] at corner k of child k, m[k] at corner k of
          * the centre child when this triangle owns the edge */
         if (a->vstart[v[k]] == h) a->vstart_new[v[k]] = 3 * (co + k) + k;
-        if (p == PMI_LOOP_NONE || h < p) a->vstart_new[m[k]] = 3 * (co + 3) + k;
+        if (pmi_loop_owns(h, p)) a->vstart_new[m[k]] = 3 * (co + 3) + k;
     }
 }
 
@@ -837,7 +842,7 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
     for (uint32_t k = 0; k < 3 && !a->last; k++) {
         const uint32_t h = 3 * t + k, p = a->twin[h];
         if (a->vstart[v[k]] == h) a->vstart_new[v[k]] = PMI_LOOP_NONE;
-        if (!a->last && a->split[h] && (p == PMI_LOOP_NONE || h < p))
+        if (!a->last && a->split[h] && pmi_loop_owns(h, p))
             a->vstart_new[pmi_loop_mid(a, h)] = PMI_LOOP_NONE;
     }
     uint32_t *o = a->out_tri + 3 * (size_t)a->emit[t];
@@ -983,7 +988,7 @@ PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q
 PMI_LHD void pmi_loop_even_new(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->ptwin[h];
-    if (!(tw == PMI_LOOP_NONE || h < tw)) return;
+    if (!pmi_loop_owns(h, tw)) return;
     const size_t m = (size_t)a->pnv + a->powner[h];
     pmi_loop_even_new_into(a, h, a->pos_new + 3 * m, a->vstart_new ? a->vstart_new + m : NULL);
 }
@@ -1042,7 +1047,7 @@ PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint3
     for (uint32_t k = 0; k < 3; k++) {
         const uint32_t h = 3 * t + k;
         tw[k] = a->twin[h];
-        own[k] = tw[k] == PMI_LOOP_NONE || h < tw[k];
+        own[k] = pmi_loop_owns(h, tw[k]);
         const uint32_t e = a->owner[own[k] ? h : tw[k]];
         m[k] = a->nv + e;
         if (own[k]) {
@@ -1109,7 +1114,7 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
         const uint32_t h = 3 * t + k;
         v[k] = a->ptri[h];
         tw[k] = a->ptwin[h];
-        own[k] = tw[k] == PMI_LOOP_NONE || h < tw[k];
+        own[k] = pmi_loop_owns(h, tw[k]);
         m[k] = a->pnv + a->powner[own[k] ? h : tw[k]];
     }
     pmi_loop_child_numbers(t, a->powner[3 * t], own, num);
@@ -1272,7 +1277,7 @@ PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
 PMI_LHD void pmi_loop_normal_prev(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->ptwin[h];
-    if (!(tw == PMI_LOOP_NONE || h < tw)) return;
+    if (!pmi_loop_owns(h, tw)) return;
     uint32_t T[6], n = 0;
     for (int side = 0; side < 2; side++) {
         const uint32_t e = side ? tw : h;
@@ -1294,7 +1299,7 @@ PMI_LHD void pmi_loop_normal_prev(const pmi_loop_args *a, uint32_t h)
 PMI_LHD void pmi_loop_normal_new(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->twin[h];
-    if (!(tw == PMI_LOOP_NONE || h < tw)) return;
+    if (!pmi_loop_owns(h, tw)) return;
     const uint32_t t = h / 3, k = h % 3;
     uint32_t T[6] = {4 * t + k, 4 * t + (k + 1) % 3, 4 * t + 3, 0, 0, 0}, n = 3;
     if (tw != PMI_LOOP_NONE) {

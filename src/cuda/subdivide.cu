@@ -60,7 +60,7 @@ static __global__ void __launch_bounds__(RED_THREADS) red_uniform_kernel(size_t 
     if (t < n)
         for (int k = 0; k < 3; k++) {
             const uint32_t h = 3 * (uint32_t)t + k, tw = a.twin[h];
-            own[k] = tw == PMI_LOOP_NONE || h < tw;
+            own[k] = pmi_loop_owns(h, tw);
         }
     const unsigned owned =
         __syncthreads_count(own[0]) + __syncthreads_count(own[1]) + __syncthreads_count(own[2]);
@@ -113,8 +113,7 @@ static __device__ void owned_queue(const uint32_t *twin, size_t h0, size_t n, ui
         const size_t h = h0 + r * OWNED_THREADS + threadIdx.x;
         bool own = false;
         if (h < n) {
-            const uint32_t tw = twin[h];
-            own = tw == PMI_LOOP_NONE || h < tw;
+            own = pmi_loop_owns((uint32_t)h, twin[h]);
         }
         const unsigned m = __ballot_sync(0xffffffffu, own);
         unsigned base = 0;
@@ -193,30 +192,24 @@ static __global__ void __launch_bounds__(OWNED_THREADS) owned_kernel(size_t n, p
         pmi_loop_step(STEP, q[i], &a);
 }
 
-template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
+/* A kernel of `threads` per block over n elements, `span` of them a
+ * block (one a thread, or OWNED_SPAN half-edges for the queued kernels). */
+static pm_status block_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args),
+                              unsigned threads, size_t span, size_t n, const pmi_loop_args *a)
 {
-    const unsigned threads = 256;
-    const size_t blocks = (n + threads - 1) / threads;
-    loop_step_kernel<STEP><<<(unsigned)blocks, threads, 0, pmi_cuda(ctx)->stream>>>(n, *a);
-    return pmi_cuda_launched("pm_subdivide_loop");
-}
-
-/* The kernels over owning half-edges: OWNED_SPAN half-edges a block. */
-static pm_status owned_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args), size_t n,
-                              const pmi_loop_args *a)
-{
-    const size_t blocks = (n + OWNED_SPAN - 1) / OWNED_SPAN;
-    kernel<<<(unsigned)blocks, OWNED_THREADS, 0, pmi_cuda(ctx)->stream>>>(n, *a);
-    return pmi_cuda_launched("pm_subdivide_loop");
-}
-
-/* The staged kernels above: `threads` per block, one element a thread. */
-static pm_status staged_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args),
-                               unsigned threads, size_t n, const pmi_loop_args *a)
-{
-    const size_t blocks = (n + threads - 1) / threads;
+    const size_t blocks = (n + span - 1) / span;
     kernel<<<(unsigned)blocks, threads, 0, pmi_cuda(ctx)->stream>>>(n, *a);
     return pmi_cuda_launched("pm_subdivide_loop");
+}
+
+template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
+{
+    return block_launch(ctx, loop_step_kernel<STEP>, 256, 256, n, a);
+}
+
+template <int STEP> static pm_status owned_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
+{
+    return block_launch(ctx, owned_kernel<STEP>, OWNED_THREADS, OWNED_SPAN, n, a);
 }
 
 extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n,
@@ -241,13 +234,17 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_EMIT: return loop_launch<PMI_LOOP_EMIT>(ctx, n, a);
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
     case PMI_LOOP_ZERO_U32: return loop_launch<PMI_LOOP_ZERO_U32>(ctx, n, a);
-    case PMI_LOOP_EVEN_UNIFORM: return staged_launch(ctx, even_uniform_kernel, EVEN_THREADS, n, a);
-    case PMI_LOOP_RED_UNIFORM: return staged_launch(ctx, red_uniform_kernel, RED_THREADS, n, a);
+    case PMI_LOOP_EVEN_UNIFORM:
+        return block_launch(ctx, even_uniform_kernel, EVEN_THREADS, EVEN_THREADS, n, a);
+    case PMI_LOOP_RED_UNIFORM:
+        return block_launch(ctx, red_uniform_kernel, RED_THREADS, RED_THREADS, n, a);
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
-    case PMI_LOOP_NORMAL_NEW: return owned_launch(ctx, owned_kernel<PMI_LOOP_NORMAL_NEW>, n, a);
-    case PMI_LOOP_NORMAL_PREV: return owned_launch(ctx, owned_kernel<PMI_LOOP_NORMAL_PREV>, n, a);
-    case PMI_LOOP_RED_LAST2: return staged_launch(ctx, red_last2_kernel, LAST2_THREADS, n, a);
-    case PMI_LOOP_EVEN_NEW: return owned_launch(ctx, even_new_kernel, n, a);
+    case PMI_LOOP_NORMAL_NEW: return owned_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
+    case PMI_LOOP_NORMAL_PREV: return owned_launch<PMI_LOOP_NORMAL_PREV>(ctx, n, a);
+    case PMI_LOOP_RED_LAST2:
+        return block_launch(ctx, red_last2_kernel, LAST2_THREADS, LAST2_THREADS, n, a);
+    case PMI_LOOP_EVEN_NEW:
+        return block_launch(ctx, even_new_kernel, OWNED_THREADS, OWNED_SPAN, n, a);
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_subdivide_loop: unknown step %d", step);
