@@ -94,49 +94,68 @@ static __global__ void __launch_bounds__(EVEN_THREADS)
     block_store(a.pos_new + 3 * v0, s_pos, 3 * cnt);
 }
 
-/* Blocks of OWNED_THREADS threads over OWNED_SPAN half-edges: about half
- * own their edge, so these blocks queue the owning ones and run one per
- * thread, rather than leave half of each warp idle. */
-#define OWNED_THREADS 256
-#define OWNED_SPAN (2 * OWNED_THREADS)
+/* Steps whose elements mostly return at once: a block of QUEUE_THREADS
+ * threads takes queue_span<STEP>() elements, queues those that take part
+ * (queue_takes, the step's own test) in shared memory and runs them one
+ * per thread, rather than leave most of each warp idle: about half the
+ * half-edges own their edge, a sixth of the corners start their vertex. */
+#define QUEUE_THREADS 256
 
-/* Queues the half-edges of [h0, h0 + OWNED_SPAN) below n that own their
- * edge (twins in twin) into q, *cnt of them, in order within each warp's
- * share (the warps' shares in any order); has barriers. */
-static __device__ void owned_queue(const uint32_t *twin, size_t h0, size_t n, uint32_t *q,
-                                   unsigned *cnt)
+template <int STEP> static constexpr __host__ __device__ unsigned queue_span()
+{
+    return STEP == PMI_LOOP_EVEN  ? 6 * QUEUE_THREADS
+           : STEP == PMI_LOOP_ODD ? 4 * QUEUE_THREADS
+                                  : 2 * QUEUE_THREADS;
+}
+
+template <int STEP> static __device__ bool queue_takes(const pmi_loop_args &a, size_t i)
+{
+    const uint32_t e = (uint32_t)i;
+    switch (STEP) {
+    case PMI_LOOP_EVEN: return a.vstart[a.tri[e]] == e; /* the corner starts its vertex */
+    case PMI_LOOP_ODD: return a.split[e] && pmi_loop_owns(e, a.twin[e]);
+    case PMI_LOOP_NORMAL_NEW: return pmi_loop_owns(e, a.twin[e]);
+    default: return pmi_loop_owns(e, a.ptwin[e]); /* NORMAL_PREV, EVEN_NEW */
+    }
+}
+
+/* Queues the elements of [i0, i0 + queue_span) below n that take part in
+ * STEP into q, *cnt of them, in order within each warp's share (the warps'
+ * shares in any order); has barriers. */
+template <int STEP>
+static __device__ void step_queue(const pmi_loop_args &a, size_t i0, size_t n, uint32_t *q,
+                                  unsigned *cnt)
 {
     const unsigned lane = threadIdx.x & 31;
     if (threadIdx.x == 0) *cnt = 0;
     __syncthreads();
-    for (unsigned r = 0; r < OWNED_SPAN / OWNED_THREADS; r++) {
-        const size_t h = h0 + r * OWNED_THREADS + threadIdx.x;
-        bool own = false;
-        if (h < n) {
-            own = pmi_loop_owns((uint32_t)h, twin[h]);
-        }
-        const unsigned m = __ballot_sync(0xffffffffu, own);
+    for (unsigned r = 0; r < queue_span<STEP>() / QUEUE_THREADS; r++) {
+        const size_t i = i0 + r * QUEUE_THREADS + threadIdx.x;
+        const bool takes = i < n && queue_takes<STEP>(a, i);
+        const unsigned m = __ballot_sync(0xffffffffu, takes);
         unsigned base = 0;
         if (lane == 0 && m) base = atomicAdd(cnt, (unsigned)__popc(m));
         base = __shfl_sync(0xffffffffu, base, 0);
-        if (own) q[base + __popc(m & ((1u << lane) - 1u))] = (uint32_t)h;
+        if (takes) q[base + __popc(m & ((1u << lane) - 1u))] = (uint32_t)i;
     }
     __syncthreads();
 }
 
 /* EVEN_NEW per half-edge of the previous stream, the owning ones queued
- * (owned_queue) and staged likewise: the vertices a block's owning
+ * (step_queue) and staged likewise: the vertices a block's owning
  * half-edges created are consecutive. */
-static __global__ void __launch_bounds__(OWNED_THREADS) even_new_kernel(size_t n, pmi_loop_args a)
+#define EVEN_NEW_SPAN queue_span<PMI_LOOP_EVEN_NEW>()
+
+static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n, pmi_loop_args a)
 {
-    __shared__ float s_pos[3 * OWNED_SPAN];
-    __shared__ uint32_t s_vs[OWNED_SPAN];
-    __shared__ uint32_t q[OWNED_SPAN];
+    __shared__ float s_pos[3 * EVEN_NEW_SPAN];
+    __shared__ uint32_t s_vs[EVEN_NEW_SPAN];
+    __shared__ uint32_t q[EVEN_NEW_SPAN];
     __shared__ unsigned cnt;
-    const size_t h0 = (size_t)blockIdx.x * OWNED_SPAN;
+    const size_t h0 = (size_t)blockIdx.x * EVEN_NEW_SPAN;
     const uint32_t elo = a.powner[h0];
-    owned_queue(a.ptwin, h0, n, q, &cnt);
-    for (unsigned i = threadIdx.x; i < cnt; i += OWNED_THREADS) {
+    step_queue<PMI_LOOP_EVEN_NEW>(a, h0, n, q, &cnt);
+    for (unsigned i = threadIdx.x; i < cnt; i += QUEUE_THREADS) {
         const uint32_t e = a.powner[q[i]] - elo;
         pmi_loop_even_new_into(&a, q[i], s_pos + 3 * e, s_vs + e);
     }
@@ -176,24 +195,22 @@ static __global__ void __launch_bounds__(LAST2_THREADS) red_last2_kernel(size_t 
     block_store(a.pos_new + 3 * ((size_t)a.nv + elo), s_pos, 3 * owned);
 }
 
-/* The steps per half-edge that owns its edge (NORMAL_NEW of the last
- * stream's twins, NORMAL_PREV of the stream's before it): about half the
- * half-edges own theirs, so one thread per half-edge left half of each
- * warp idle through the work. A block here takes OWNED_SPAN half-edges,
- * queues the owning ones (owned_queue) and runs one per thread. */
+/* The queued steps (step_queue): NORMAL_NEW of the last stream's owning
+ * half-edges, NORMAL_PREV of the stream's before it, and in adaptive mode
+ * EVEN (a walk per corner that starts its vertex) and ODD (per half-edge
+ * that owns a split edge). */
 template <int STEP>
-static __global__ void __launch_bounds__(OWNED_THREADS) owned_kernel(size_t n, pmi_loop_args a)
+static __global__ void __launch_bounds__(QUEUE_THREADS) queued_kernel(size_t n, pmi_loop_args a)
 {
-    __shared__ uint32_t q[OWNED_SPAN];
+    __shared__ uint32_t q[queue_span<STEP>()];
     __shared__ unsigned cnt;
-    owned_queue(STEP == PMI_LOOP_NORMAL_PREV ? a.ptwin : a.twin, (size_t)blockIdx.x * OWNED_SPAN, n,
-                q, &cnt);
-    for (unsigned i = threadIdx.x; i < cnt; i += OWNED_THREADS)
+    step_queue<STEP>(a, (size_t)blockIdx.x * queue_span<STEP>(), n, q, &cnt);
+    for (unsigned i = threadIdx.x; i < cnt; i += QUEUE_THREADS)
         pmi_loop_step(STEP, q[i], &a);
 }
 
 /* A kernel of `threads` per block over n elements, `span` of them a
- * block (one a thread, or OWNED_SPAN half-edges for the queued kernels). */
+ * block (one a thread, or queue_span for the queued kernels). */
 static pm_status block_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args),
                               unsigned threads, size_t span, size_t n, const pmi_loop_args *a)
 {
@@ -207,9 +224,10 @@ template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, cons
     return block_launch(ctx, loop_step_kernel<STEP>, 256, 256, n, a);
 }
 
-template <int STEP> static pm_status owned_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
+template <int STEP>
+static pm_status queued_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
-    return block_launch(ctx, owned_kernel<STEP>, OWNED_THREADS, OWNED_SPAN, n, a);
+    return block_launch(ctx, queued_kernel<STEP>, QUEUE_THREADS, queue_span<STEP>(), n, a);
 }
 
 extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n,
@@ -229,8 +247,8 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_MARK_TWO: return loop_launch<PMI_LOOP_MARK_TWO>(ctx, n, a);
     case PMI_LOOP_PROMOTE: return loop_launch<PMI_LOOP_PROMOTE>(ctx, n, a);
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
-    case PMI_LOOP_EVEN: return loop_launch<PMI_LOOP_EVEN>(ctx, n, a);
-    case PMI_LOOP_ODD: return loop_launch<PMI_LOOP_ODD>(ctx, n, a);
+    case PMI_LOOP_EVEN: return queued_launch<PMI_LOOP_EVEN>(ctx, n, a);
+    case PMI_LOOP_ODD: return queued_launch<PMI_LOOP_ODD>(ctx, n, a);
     case PMI_LOOP_EMIT: return loop_launch<PMI_LOOP_EMIT>(ctx, n, a);
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
     case PMI_LOOP_ZERO_U32: return loop_launch<PMI_LOOP_ZERO_U32>(ctx, n, a);
@@ -239,12 +257,12 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_RED_UNIFORM:
         return block_launch(ctx, red_uniform_kernel, RED_THREADS, RED_THREADS, n, a);
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
-    case PMI_LOOP_NORMAL_NEW: return owned_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
-    case PMI_LOOP_NORMAL_PREV: return owned_launch<PMI_LOOP_NORMAL_PREV>(ctx, n, a);
+    case PMI_LOOP_NORMAL_NEW: return queued_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
+    case PMI_LOOP_NORMAL_PREV: return queued_launch<PMI_LOOP_NORMAL_PREV>(ctx, n, a);
     case PMI_LOOP_RED_LAST2:
         return block_launch(ctx, red_last2_kernel, LAST2_THREADS, LAST2_THREADS, n, a);
     case PMI_LOOP_EVEN_NEW:
-        return block_launch(ctx, even_new_kernel, OWNED_THREADS, OWNED_SPAN, n, a);
+        return block_launch(ctx, even_new_kernel, QUEUE_THREADS, EVEN_NEW_SPAN, n, a);
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_subdivide_loop: unknown step %d", step);
