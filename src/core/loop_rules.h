@@ -773,17 +773,17 @@ PMI_LHD int pmi_loop_is_red(const pmi_loop_args *a, uint32_t t)
 
 /* The children of red triangle t (its children start at 4 * red[t] in the
  * next stream): corners (v0 m0 m2), (m0 v1 m1), (m2 m1 v2), centre
- * (m0 m1 m2); their twins from the parent's (the halves of the twin edge
- * when its triangle is red too, FROZEN when it leaves the stream) and the
- * vertices' new start corners. */
-PMI_LHD void pmi_loop_red(const pmi_loop_args *a, uint32_t t)
+ * (m0 m1 m2), into o (12 words); their twins from the parent's (the
+ * halves of the twin edge when its triangle is red too, FROZEN when it
+ * leaves the stream) into tw (12 words); and the vertices' new start
+ * corners. */
+PMI_LHD void pmi_loop_red_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, uint32_t *tw)
 {
     const uint32_t *v = a->tri + 3 * (size_t)t;
     const uint32_t co = 4 * a->red[t];
     uint32_t m[3];
     for (uint32_t k = 0; k < 3; k++)
         m[k] = pmi_loop_mid(a, 3 * t + k);
-    uint32_t *o = a->tri_next + 3 * (size_t)co;
     pmi_loop_put(o, v[0], m[0], m[2]);
     pmi_loop_put(o + 3, m[0], v[1], m[1]);
     pmi_loop_put(o + 6, m[2], m[1], v[2]);
@@ -792,13 +792,12 @@ PMI_LHD void pmi_loop_red(const pmi_loop_args *a, uint32_t t)
      * v[k]) is child half-edge first[k], the second half second[k]. */
     const uint32_t base = 3 * co;
     const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
-    uint32_t *tw = a->twin_next;
-    tw[base + 1] = base + 11;
-    tw[base + 11] = base + 1;
-    tw[base + 5] = base + 9;
-    tw[base + 9] = base + 5;
-    tw[base + 6] = base + 10;
-    tw[base + 10] = base + 6;
+    tw[1] = base + 11;
+    tw[11] = base + 1;
+    tw[5] = base + 9;
+    tw[9] = base + 5;
+    tw[6] = base + 10;
+    tw[10] = base + 6;
     for (uint32_t k = 0; k < 3; k++) {
         const uint32_t h = 3 * t + k, p = a->twin[h];
         uint32_t f = p, s = p; /* NONE and FROZEN carry over */
@@ -817,8 +816,8 @@ PMI_LHD void pmi_loop_red(const pmi_loop_args *a, uint32_t t)
                 }
             }
         }
-        tw[base + first[k]] = f;
-        tw[base + second[k]] = s;
+        tw[first[k]] = f;
+        tw[second[k]] = s;
         /* start corners: v[k] at corner k of child k, m[k] at corner k of
          * the centre child when this triangle owns the edge */
         if (a->vstart[v[k]] == h) a->vstart_new[v[k]] = 3 * (co + k) + k;
@@ -831,12 +830,15 @@ PMI_LHD void pmi_loop_red(const pmi_loop_args *a, uint32_t t)
  * 3 (two split edges: the corner at the shared vertex, then the quad
  * across its shorter diagonal, the first one on a tie); a red one makes
  * its children. Every output keeps the parent's winding. Vertices of
- * triangles that leave the stream lose their start corner. */
-PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
+ * triangles that leave the stream lose their start corner. Output: the
+ * emitted triangles into o, or a red one's children and twins into rtri
+ * and rtwin. */
+PMI_LHD void pmi_loop_emit_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, uint32_t *rtri,
+                                uint32_t *rtwin)
 {
     const uint32_t *v = a->tri + 3 * (size_t)t;
     if (!a->last && pmi_loop_is_red(a, t)) {
-        pmi_loop_red(a, t);
+        pmi_loop_red_into(a, t, rtri, rtwin);
         return;
     }
     for (uint32_t k = 0; k < 3 && !a->last; k++) {
@@ -845,7 +847,6 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
         if (!a->last && a->split[h] && pmi_loop_owns(h, p))
             a->vstart_new[pmi_loop_mid(a, h)] = PMI_LOOP_NONE;
     }
-    uint32_t *o = a->out_tri + 3 * (size_t)a->emit[t];
     const uint32_t ns =
         a->last ? 0u : (uint32_t)a->split[3 * t] + a->split[3 * t + 1] + a->split[3 * t + 2];
     if (ns == 0) {
@@ -869,6 +870,19 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
             pmi_loop_put(o + 3, pa, pb, m1);
             pmi_loop_put(o + 6, pa, m1, m2);
         }
+    }
+}
+
+/* pmi_loop_emit_into writing in place: the emitted triangles at emit[t],
+ * a red triangle's children and their twins at 12 red[t] (the GPU stages
+ * a block's in shared memory to store them contiguously). */
+PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
+{
+    if (!a->last && pmi_loop_is_red(a, t)) {
+        const size_t c = 12 * (size_t)a->red[t];
+        pmi_loop_red_into(a, t, a->tri_next + c, a->twin_next + c);
+    } else {
+        pmi_loop_emit_into(a, t, a->out_tri + 3 * (size_t)a->emit[t], NULL, NULL);
     }
 }
 

@@ -94,6 +94,43 @@ static __global__ void __launch_bounds__(EVEN_THREADS)
     block_store(a.pos_new + 3 * v0, s_pos, 3 * cnt);
 }
 
+/* EMIT (adaptive) staged likewise: a block's emitted triangles are a
+ * contiguous range of the output (from emit[t0]) and its red triangles'
+ * children and their twins a contiguous range of the next stream (from 12
+ * red[t0]), so they go through shared memory and out as contiguous words.
+ * Start corners are still written in place. */
+#define EMIT_THREADS 128
+
+static __global__ void __launch_bounds__(EMIT_THREADS) emit_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ uint32_t s_out[9 * EMIT_THREADS];
+    __shared__ uint32_t s_tri[12 * EMIT_THREADS];
+    __shared__ uint32_t s_twin[12 * EMIT_THREADS];
+    const size_t t0 = (size_t)blockIdx.x * EMIT_THREADS, t = t0 + threadIdx.x;
+    const uint32_t e0 = a.emit[t0], r0 = a.last ? 0u : a.red[t0];
+    int red = 0;
+    unsigned ne = 0; /* triangles this one emits */
+    if (t < n) {
+        red = !a.last && pmi_loop_is_red(&a, (uint32_t)t);
+        if (!red) ne = a.last ? 1u : 1u + a.split[3 * t] + a.split[3 * t + 1] + a.split[3 * t + 2];
+    }
+    const unsigned nred = __syncthreads_count(red);
+    const unsigned nout =
+        __syncthreads_count(ne >= 1) + __syncthreads_count(ne >= 2) + __syncthreads_count(ne >= 3);
+    if (red) {
+        const uint32_t c = 12 * (a.red[t] - r0);
+        pmi_loop_red_into(&a, (uint32_t)t, s_tri + c, s_twin + c);
+    } else if (t < n) {
+        pmi_loop_emit_into(&a, (uint32_t)t, s_out + 3 * (a.emit[t] - e0), NULL, NULL);
+    }
+    __syncthreads();
+    block_store(a.out_tri + 3 * (size_t)e0, s_out, 3 * nout);
+    if (nred) {
+        block_store(a.tri_next + 12 * (size_t)r0, s_tri, 12 * nred);
+        block_store(a.twin_next + 12 * (size_t)r0, s_twin, 12 * nred);
+    }
+}
+
 /* Steps whose elements mostly return at once: a block of QUEUE_THREADS
  * threads takes queue_span<STEP>() elements, queues those that take part
  * (queue_takes, the step's own test) in shared memory and runs them one
@@ -249,7 +286,7 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
     case PMI_LOOP_EVEN: return queued_launch<PMI_LOOP_EVEN>(ctx, n, a);
     case PMI_LOOP_ODD: return queued_launch<PMI_LOOP_ODD>(ctx, n, a);
-    case PMI_LOOP_EMIT: return loop_launch<PMI_LOOP_EMIT>(ctx, n, a);
+    case PMI_LOOP_EMIT: return block_launch(ctx, emit_kernel, EMIT_THREADS, EMIT_THREADS, n, a);
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
     case PMI_LOOP_ZERO_U32: return loop_launch<PMI_LOOP_ZERO_U32>(ctx, n, a);
     case PMI_LOOP_EVEN_UNIFORM:
