@@ -771,6 +771,19 @@ PMI_LHD int pmi_loop_is_red(const pmi_loop_args *a, uint32_t t)
     return a->split[3 * t] && a->split[3 * t + 1] && a->split[3 * t + 2];
 }
 
+/* The twins of the interior half-edges of a red triangle's children
+ * (child c's corner j at half-edge base + 3c + j: 1 - 11, 5 - 9, 6 - 10),
+ * into tw[0..11]. */
+PMI_LHD void pmi_loop_inner_twins(uint32_t *tw, uint32_t base)
+{
+    tw[1] = base + 11;
+    tw[11] = base + 1;
+    tw[5] = base + 9;
+    tw[9] = base + 5;
+    tw[6] = base + 10;
+    tw[10] = base + 6;
+}
+
 /* The children of red triangle t (its children start at 4 * red[t] in the
  * next stream): corners (v0 m0 m2), (m0 v1 m1), (m2 m1 v2), centre
  * (m0 m1 m2), into o (12 words); their twins from the parent's (the
@@ -792,12 +805,7 @@ PMI_LHD void pmi_loop_red_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, 
      * v[k]) is child half-edge first[k], the second half second[k]. */
     const uint32_t base = 3 * co;
     const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
-    tw[1] = base + 11;
-    tw[11] = base + 1;
-    tw[5] = base + 9;
-    tw[9] = base + 5;
-    tw[6] = base + 10;
-    tw[10] = base + 6;
+    pmi_loop_inner_twins(tw, base);
     for (uint32_t k = 0; k < 3; k++) {
         const uint32_t h = 3 * t + k, p = a->twin[h];
         uint32_t f = p, s = p; /* NONE and FROZEN carry over */
@@ -1078,12 +1086,7 @@ PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint3
     const uint32_t base = 12 * t;
     if (tn) {
         const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
-        tn[1] = base + 11;
-        tn[11] = base + 1;
-        tn[5] = base + 9;
-        tn[9] = base + 5;
-        tn[6] = base + 10;
-        tn[10] = base + 6;
+        pmi_loop_inner_twins(tn, base);
         for (uint32_t k = 0; k < 3; k++) {
             const uint32_t p = tw[k];
             uint32_t f = p, s = p; /* NONE carries over */
