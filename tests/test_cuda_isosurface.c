@@ -24,15 +24,16 @@
 #include "test_volumes.h"
 
 /* The path a CUDA extraction of v must take (docs/cuda_isosurface.md):
- * pass 1 by the direct classification up to 2^23 points (rows of at most
- * 2048 points, every type but f64, not under the stream hook), else
+ * pass 1 by the direct classification up to 3 * 2^22 points (rows of at
+ * most 2048 points, every type but f64, not under the stream hook), else
  * streamed for f32 and for other types but f64 up to 2^24 points,
  * else by the bitmask kernels (the batched classification while the
  * bitmask is small, checked below 4 MB; the per-word one above 512 MB,
- * beyond any L2); a soup from the cells up to 2^23 points, else from the
+ * beyond any L2); a soup from the cells up to 2^24 points, else from the
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
-#define PMT_DIRECT_MAX ((size_t)1 << 23)
+#define PMT_DIRECT_MAX ((size_t)3 << 22)
+#define PMT_CELLS_MAX ((size_t)1 << 24)
 static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
     chunk128_runs;
 
@@ -94,7 +95,7 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
         PMT_CHECK((path_has(r, "pass2=search") && path_has(r, "soup=indexed")) ||
                       (!async && path_has(r, "pass2=cells") && path_has(r, "soup=cells-fallback")),
                   "%s: hook search, path \"%s\"", what, r->path);
-    } else if (points <= ((size_t)1 << 23) && !novroom) {
+    } else if (points <= PMT_CELLS_MAX && !novroom) {
         PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells"), "%s: path \"%s\"", what,
                   r->path);
     } else {
@@ -529,12 +530,13 @@ static void test_stream_shapes(pm_context *gpu)
 
 /* Shapes at the direct classification's bounds (check_path asserts the
  * path): rows of 2048 points (64 words, its widest windows) with padded
- * rows and slices, 2^23 - 2048 points; rows of 2049 points, which take
- * the streaming classification; every type but f64, both inside sides. */
+ * rows and slices, 3 * 2^22 points (its largest volume); rows of 2049
+ * points, which take the streaming classification; every type but f64,
+ * both inside sides. */
 static void test_direct_shapes(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
-    types_match(cpu, gpu, 2048, 63, 65, 2048 + 16, (2048 + 16) * 63 + 32, PM_SAMPLE_F32,
+    types_match(cpu, gpu, 2048, 64, 96, 2048 + 16, (2048 + 16) * 64 + 32, PM_SAMPLE_F32,
                 PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     types_match(cpu, gpu, 2049, 8, 9, 2049, 2049 * 8, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
@@ -545,7 +547,9 @@ static void test_direct_shapes(pm_context *gpu)
  * (check_path asserts which), against the CPU backend: 1- and 2-byte
  * samples past 2^24 points (the bitmask classification, with rows of
  * whole 16-byte groups of bitmask words and without), whose soups, past
- * 2^23 points, come from the indexed vertices; f64 rows of whole groups;
+ * 2^24 points, come from the indexed vertices; every type but f64 past
+ * the direct classification's bound and below 2^24 points (streamed in
+ * 128-point chunks, soups from the cells); f64 rows of whole groups;
  * an f32 volume whose streaming blocks walk several slices each (4 on a
  * GPU of 132 multiprocessors), the ranges of odd blocks backwards. */
 static void test_size_paths(pm_context *gpu)
@@ -555,7 +559,7 @@ static void test_size_paths(pm_context *gpu)
                 0.0, 100.25);
     types_match(cpu, gpu, 260, 255, 258, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0,
                 100.25);
-    types_match(cpu, gpu, 384, 100, 250, 384, 384 * 100, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
+    types_match(cpu, gpu, 384, 100, 350, 384, 384 * 100, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
     types_match(cpu, gpu, 128, 40, 30, 128, 128 * 40, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0,
                 100.25);
