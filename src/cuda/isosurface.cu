@@ -247,8 +247,8 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     size_t state_b = kept ? 0 : pmi_align256(nstates * sizeof(unsigned long long));
     size_t head_b = 256 + state_b;
     /* Last: the bitmask (its size kept by the direct classification,
-     * which stores none, as room for a soup's indexed vertices: up to 32
-     * MiB for rows of at most 32 points), or the
+     * which stores none, as room for a soup's indexed vertices: up to 48
+     * MiB, a word per row of at most 32 points), or the
      * streaming classification's segment counts, segment bases and record
      * pool. */
     size_t segc_b = stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
