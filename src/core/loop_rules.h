@@ -599,10 +599,10 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
  * fewer splits, never more, so every split it makes is in the least
  * closure; the pass that changes nothing proves the closure reached. So
  * any order, any thread count and any backend end at the same flags, in
- * a few passes where one application per pass took one pass per triangle
- * of a strip (591 passes for a 1e5-triangle surface at max_edge 0.5 x its
- * mean edge). Threads share the flags (relaxed atomic loads and stores);
- * both halves of an edge get the same split flag and their owner flags. */
+ * a few passes, where applying the rule once per pass would take one pass
+ * per triangle of a strip. Threads share the flags (relaxed atomic loads
+ * and stores); both halves of an edge get the same split flag and their
+ * owner flags. */
 PMI_LHD void pmi_loop_mark_two(const pmi_loop_args *a, uint32_t t)
 {
     a->red[t] = (uint32_t)a->split[3 * t] + a->split[3 * t + 1] + a->split[3 * t + 2] == 2u;
@@ -838,17 +838,12 @@ PMI_LHD void pmi_loop_red_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, 
  * 3 (two split edges: the corner at the shared vertex, then the quad
  * across its shorter diagonal, the first one on a tie); a red one makes
  * its children. Every output keeps the parent's winding. Vertices of
- * triangles that leave the stream lose their start corner. Output: the
- * emitted triangles into o, or a red one's children and twins into rtri
- * and rtwin. */
-PMI_LHD void pmi_loop_emit_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, uint32_t *rtri,
-                                uint32_t *rtwin)
+ * triangles that leave the stream lose their start corner. This is the
+ * finished or green triangle's part (t not red): its 1 to 3 triangles into
+ * o; pmi_loop_emit routes a red one to pmi_loop_red_into. */
+PMI_LHD void pmi_loop_emit_into(const pmi_loop_args *a, uint32_t t, uint32_t *o)
 {
     const uint32_t *v = a->tri + 3 * (size_t)t;
-    if (!a->last && pmi_loop_is_red(a, t)) {
-        pmi_loop_red_into(a, t, rtri, rtwin);
-        return;
-    }
     for (uint32_t k = 0; k < 3 && !a->last; k++) {
         const uint32_t h = 3 * t + k, p = a->twin[h];
         if (a->vstart[v[k]] == h) a->vstart_new[v[k]] = PMI_LOOP_NONE;
@@ -890,7 +885,7 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
         const size_t c = 12 * (size_t)a->red[t];
         pmi_loop_red_into(a, t, a->tri_next + c, a->twin_next + c);
     } else {
-        pmi_loop_emit_into(a, t, a->out_tri + 3 * (size_t)a->emit[t], NULL, NULL);
+        pmi_loop_emit_into(a, t, a->out_tri + 3 * (size_t)a->emit[t]);
     }
 }
 

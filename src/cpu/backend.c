@@ -31,8 +31,7 @@ static void cpu_free(pm_context *ctx, void *p)
 
 /* Scratch of one call (pm_subdivide_loop's streams): from the context's
  * recycled host arrays (host_arrays.c), so that a loop of calls does not
- * have the system map and zero every page of its buffers again each time
- * (a quarter of a level-3 subdivision's time on this 2-core VM, perf). */
+ * have the system map and zero every page of its buffers again each time. */
 static pm_status cpu_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
 {
     void *p = pmi_host_array_get(ctx, bytes);

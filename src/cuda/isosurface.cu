@@ -50,9 +50,8 @@ static int mc_pdl_compiled(void)
 }
 
 /* Soup from the cells up to 2^24 points (256^3), from the indexed
- * vertices above (measured on the H100, bench/RESULTS-cudamc.md, session
- * 17: at 224^3 3-4% faster than from the indexed vertices, at 256^3
- * 1-2%). */
+ * vertices above (measured on the H100, bench/RESULTS-cudamc.md: up to
+ * 256^3 the cells are the faster of the two). */
 #define MC_CELLS_MAX ((size_t)1 << 24)
 /* The streaming classification for 1- and 2-byte samples up to 2^24
  * points (f32 at every size, f64 never). */
@@ -145,9 +144,9 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     /* Up to MC_DIRECT_MAX points the direct classification (one kernel)
      * instead, for every type but f64 and rows of at most 2048 points,
      * unless the stream hook asks for the streaming one (measured on the
-     * H100, bench/RESULTS-cudamc.md, session 17: faster than the
-     * streaming classification from 64^3 to 224^3, level at 232^3 (3 *
-     * 2^22 points is about 232.6^3), slower from 240^3). */
+     * H100, bench/RESULTS-cudamc.md: faster than the streaming
+     * classification from 64^3 to 224^3, level at 232^3 (3 * 2^22 points
+     * is about 232.6^3), slower from 240^3). */
     const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= MC_DIRECT_MAX &&
                        !(pl->hooks & PMI_HOOK_STREAM);
     pl->pass1 = direct ? MC_PASS1_DIRECT : stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;

@@ -121,7 +121,7 @@ static __global__ void __launch_bounds__(EMIT_THREADS) emit_kernel(size_t n, pmi
         const uint32_t c = 12 * (a.red[t] - r0);
         pmi_loop_red_into(&a, (uint32_t)t, s_tri + c, s_twin + c);
     } else if (t < n) {
-        pmi_loop_emit_into(&a, (uint32_t)t, s_out + 3 * (a.emit[t] - e0), NULL, NULL);
+        pmi_loop_emit_into(&a, (uint32_t)t, s_out + 3 * (a.emit[t] - e0));
     }
     __syncthreads();
     block_store(a.out_tri + 3 * (size_t)e0, s_out, 3 * nout);
