@@ -38,8 +38,7 @@ enum pmi_loop_step_id {
     PMI_LOOP_CSR_NORMAL,    /* per vertex: normal over its corner list */
     PMI_LOOP_WALK_VERTEX,   /* per vertex: criterion normal, even move along it */
     PMI_LOOP_SPLIT,         /* per half-edge: split flag and owner flag (u32) */
-    PMI_LOOP_MARK_TWO,      /* per triangle: red[t] = exactly 2 split edges */
-    PMI_LOOP_PROMOTE,       /* per half-edge: split by a marked triangle, then the chain */
+    PMI_LOOP_PROMOTE,       /* per half-edge: split as a triangle's third, then the chain */
     PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
     PMI_LOOP_EVEN,          /* per corner that starts its vertex: the even rule */
     PMI_LOOP_ODD,           /* per half-edge that owns a split edge: the odd rule */
@@ -70,8 +69,8 @@ typedef struct pmi_loop_args {
     uint8_t *split;  /* 3n */
     uint32_t *owner; /* 3n: owner flags, scanned in place into edge numbers */
     uint32_t *emit;  /* n: emitted triangles, scanned into offsets */
-    uint32_t *red;   /* n: 2-split marks while promoting, then red flags,
-                        scanned in place into child offsets / 4 */
+    uint32_t *red;   /* n: red flags, scanned in place into child
+                        offsets / 4 */
     /* the next stream (uniform: twin_next, owner_next and vstart_new may
      * be NULL on the last level, nobody reads them) */
     uint32_t *tri_next, *twin_next;
@@ -150,15 +149,16 @@ PMI_LHD void pmi_loop_atomic_min(unsigned long long *p, unsigned long long v)
 #endif
 }
 
+/* Sets a word that many threads may set: loaded first, so only those that
+ * find it clear store (a store per thread to one word serialises them). */
 PMI_LHD void pmi_loop_atomic_set(uint32_t *p)
 {
 #ifdef __CUDA_ARCH__
-    atomicExch((unsigned int *)p, 1u);
+    if (!*(volatile uint32_t *)p) atomicExch((unsigned int *)p, 1u);
 #else
-    __atomic_store_n(p, 1u, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(p, __ATOMIC_RELAXED)) __atomic_store_n(p, 1u, __ATOMIC_RELAXED);
 #endif
 }
-
 /* Whether half-edge h (twin tw) owns its edge: the lower half of an inner
  * edge; a boundary half-edge, and one whose twin has left the stream
  * (FROZEN, above every index), alone. */
@@ -591,23 +591,18 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
 
 /* Red promotion (a pass, repeated by the level loop until one changes no
  * edge): an edge splits when a triangle on it has exactly 2 split edges,
- * unless its other side has left the stream (FROZEN). A pass starts from
- * the triangles marked with exactly 2 (pmi_loop_mark_two) and follows the
- * chain each promotion starts: the triangle across a promoted edge may
- * now have exactly 2 split edges, so its third splits at once, and so on.
- * The rule only adds splits, and a thread that reads a flag late sees
- * fewer splits, never more, so every split it makes is in the least
- * closure; the pass that changes nothing proves the closure reached. So
- * any order, any thread count and any backend end at the same flags, in
- * a few passes, where applying the rule once per pass would take one pass
- * per triangle of a strip. Threads share the flags (relaxed atomic loads
- * and stores); both halves of an edge get the same split flag and their
- * owner flags. */
-PMI_LHD void pmi_loop_mark_two(const pmi_loop_args *a, uint32_t t)
-{
-    a->red[t] = (uint32_t)a->split[3 * t] + a->split[3 * t + 1] + a->split[3 * t + 2] == 2u;
-}
-
+ * unless its other side has left the stream (FROZEN). In a pass each
+ * half-edge whose triangle has exactly 2 split edges, itself unsplit,
+ * splits, and its thread follows the chain that starts: the triangle
+ * across a promoted edge may now have exactly 2 split edges, so its third
+ * splits at once, and so on. The rule only adds splits, and a thread that
+ * reads a flag late sees fewer splits, never more, so every split it
+ * makes is in the least closure; the pass that changes nothing proves the
+ * closure reached. So any order, any thread count and any backend end at
+ * the same flags, in a few passes, where applying the rule once per pass
+ * would take one pass per triangle of a strip. Threads share the flags
+ * (relaxed atomic loads and stores); both halves of an edge get the same
+ * split flag and their owner flags. */
 PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw)
 {
     pmi_loop_store_flags(a->split, a->owner, h, pmi_loop_owns(h, tw));
@@ -637,15 +632,21 @@ PMI_LHD void pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
     }
 }
 
-PMI_LHD void pmi_loop_promote(const pmi_loop_args *a, uint32_t h)
+/* The half-edge's own step: h splits when the other two edges of its
+ * triangle are split, then the chain goes on across it. Returns whether
+ * it split h; the caller sets a->changed once for many such
+ * (pmi_loop_step: per thread, CUDA: per block). */
+PMI_LHD uint32_t pmi_loop_promote(const pmi_loop_args *a, uint32_t h)
 {
+    const uint8_t *f = a->split + 3 * (size_t)(h / 3);
+    if (pmi_loop_load_flag(f) + pmi_loop_load_flag(f + 1) + pmi_loop_load_flag(f + 2) != 2u ||
+        pmi_loop_load_flag(a->split + h))
+        return 0;
     const uint32_t tw = a->twin[h];
-    if (pmi_loop_load_flag(a->split + h) || tw == PMI_LOOP_FROZEN) return;
-    if (!a->red[h / 3] && !(tw != PMI_LOOP_NONE && a->red[tw / 3])) return;
+    if (tw == PMI_LOOP_FROZEN) return 0;
     pmi_loop_split_edge(a, h, tw);
-    pmi_loop_promote_from(a, h / 3);
     if (tw != PMI_LOOP_NONE) pmi_loop_promote_from(a, tw / 3);
-    pmi_loop_atomic_set(a->changed); /* once per chain, not per split */
+    return 1;
 }
 
 /* 0 split edges: finished (1 emitted); 3: red (4 children stay); 1 or 2:
@@ -1344,8 +1345,9 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_CSR_NORMAL: pmi_loop_csr_normal(a, i); break;
     case PMI_LOOP_WALK_VERTEX: pmi_loop_walk_vertex(a, i); break;
     case PMI_LOOP_SPLIT: pmi_loop_split(a, i); break;
-    case PMI_LOOP_MARK_TWO: pmi_loop_mark_two(a, i); break;
-    case PMI_LOOP_PROMOTE: pmi_loop_promote(a, i); break;
+    case PMI_LOOP_PROMOTE:
+        if (pmi_loop_promote(a, i)) pmi_loop_atomic_set(a->changed);
+        break;
     case PMI_LOOP_CLASSIFY: pmi_loop_classify(a, i); break;
     case PMI_LOOP_EVEN: pmi_loop_even(a, i); break;
     case PMI_LOOP_ODD: pmi_loop_odd(a, i); break;

@@ -223,7 +223,6 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
     z.dst = a->changed;
     for (uint32_t changed = (uint32_t)a->adaptive; changed;) {
         if ((s = sd_step(st, PMI_LOOP_ZERO_U32, 1, &z)) != PM_STATUS_OK ||
-            (s = sd_step(st, PMI_LOOP_MARK_TWO, n, a)) != PM_STATUS_OK ||
             (s = sd_step(st, PMI_LOOP_PROMOTE, 3 * n, a)) != PM_STATUS_OK ||
             (s = st->ctx->backend->download(st->ctx, &changed, a->changed, 4)) != PM_STATUS_OK)
             return s;

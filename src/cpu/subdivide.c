@@ -23,7 +23,6 @@ pm_status pmi_cpu_subdivide_step(pm_context *ctx, int step, size_t n, const pmi_
     const int nt = ctx->num_threads;
     const long long count = (long long)n;
     switch (step) {
-    case PMI_LOOP_PROMOTE: PMI_SD_DYNAMIC(pmi_loop_promote(&a, (uint32_t)i)); break;
     case PMI_LOOP_EVEN_UNIFORM: PMI_SD_DYNAMIC(pmi_loop_even_uniform(&a, (uint32_t)i)); break;
     case PMI_LOOP_RED_UNIFORM: PMI_SD_STATIC(pmi_loop_red_uniform(&a, (uint32_t)i)); break;
     case PMI_LOOP_EVEN_NEW: PMI_SD_STATIC(pmi_loop_even_new(&a, (uint32_t)i)); break;

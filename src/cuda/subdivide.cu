@@ -246,6 +246,16 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) queued_kernel(size_t n, 
         pmi_loop_step(STEP, q[i], &a);
 }
 
+/* PROMOTE with the changed word set once per block that split an edge,
+ * not once per chain: stores of every chain's thread to one word
+ * serialise at its L2 slice. */
+static __global__ void promote_kernel(size_t n, pmi_loop_args a)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int split = i < n && pmi_loop_promote(&a, (uint32_t)i);
+    if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(a.changed);
+}
+
 /* A kernel of `threads` per block over n elements, `span` of them a
  * block (one a thread, or queue_span for the queued kernels). */
 static pm_status block_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args),
@@ -281,8 +291,7 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_CSR_NORMAL: return loop_launch<PMI_LOOP_CSR_NORMAL>(ctx, n, a);
     case PMI_LOOP_WALK_VERTEX: return loop_launch<PMI_LOOP_WALK_VERTEX>(ctx, n, a);
     case PMI_LOOP_SPLIT: return loop_launch<PMI_LOOP_SPLIT>(ctx, n, a);
-    case PMI_LOOP_MARK_TWO: return loop_launch<PMI_LOOP_MARK_TWO>(ctx, n, a);
-    case PMI_LOOP_PROMOTE: return loop_launch<PMI_LOOP_PROMOTE>(ctx, n, a);
+    case PMI_LOOP_PROMOTE: return block_launch(ctx, promote_kernel, 256, 256, n, a);
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
     case PMI_LOOP_EVEN: return queued_launch<PMI_LOOP_EVEN>(ctx, n, a);
     case PMI_LOOP_ODD: return queued_launch<PMI_LOOP_ODD>(ctx, n, a);
