@@ -38,7 +38,7 @@ enum pmi_loop_step_id {
     PMI_LOOP_CSR_NORMAL,    /* per vertex: normal over its corner list */
     PMI_LOOP_WALK_VERTEX,   /* per vertex: criterion normal, even move along it */
     PMI_LOOP_SPLIT,         /* per half-edge: split flag and owner flag (u32) */
-    PMI_LOOP_PROMOTE,       /* per half-edge: split as a triangle's third, then the chain */
+    PMI_LOOP_PROMOTE,       /* per triangle: its third edge split, then the chain */
     PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
     PMI_LOOP_EVEN,          /* per corner that starts its vertex: the even rule */
     PMI_LOOP_ODD,           /* per half-edge that owns a split edge: the odd rule */
@@ -592,17 +592,17 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
 /* Red promotion (a pass, repeated by the level loop until one changes no
  * edge): an edge splits when a triangle on it has exactly 2 split edges,
  * unless its other side has left the stream (FROZEN). In a pass each
- * half-edge whose triangle has exactly 2 split edges, itself unsplit,
- * splits, and its thread follows the chain that starts: the triangle
- * across a promoted edge may now have exactly 2 split edges, so its third
- * splits at once, and so on. The rule only adds splits, and a thread that
- * reads a flag late sees fewer splits, never more, so every split it
- * makes is in the least closure; the pass that changes nothing proves the
- * closure reached. So any order, any thread count and any backend end at
- * the same flags, in a few passes, where applying the rule once per pass
- * would take one pass per triangle of a strip. Threads share the flags
- * (relaxed atomic loads and stores); both halves of an edge get the same
- * split flag and their owner flags. */
+ * triangle with exactly 2 split edges splits its third, and its thread
+ * follows the chain that starts: the triangle across a promoted edge may
+ * now have exactly 2 split edges, so its third splits at once, and so on.
+ * The rule only adds splits, and a thread that reads a flag late sees
+ * fewer splits, never more, so every split it makes is in the least
+ * closure; the pass that changes nothing proves the closure reached. So
+ * any order, any thread count and any backend end at the same flags, in
+ * a few passes, where applying the rule once per pass would take one pass
+ * per triangle of a strip. Threads share the flags (relaxed atomic loads
+ * and stores); both halves of an edge get the same split flag and their
+ * owner flags. */
 PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw)
 {
     pmi_loop_store_flags(a->split, a->owner, h, pmi_loop_owns(h, tw));
@@ -611,9 +611,11 @@ PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw
 
 /* From triangle t: while it has exactly 2 split edges and its third can
  * split, split it and go on across it. Each step splits an edge this
- * thread saw unsplit, so the walk ends within the edge count. */
-PMI_LHD void pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
+ * thread saw unsplit, so the walk ends within the edge count. Returns
+ * whether it split an edge. */
+PMI_LHD uint32_t pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
 {
+    uint32_t any = 0;
     for (uint64_t steps = 0; steps <= 3 * (uint64_t)a->n; steps++) {
         /* The twins with the flags, so a step waits for one round of
          * loads. */
@@ -622,31 +624,28 @@ PMI_LHD void pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
         const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];
         const uint32_t f0 = pmi_loop_load_flag(f), f1 = pmi_loop_load_flag(f + 1),
                        f2 = pmi_loop_load_flag(f + 2);
-        if (f0 + f1 + f2 != 2u) return;
+        if (f0 + f1 + f2 != 2u) break;
         const uint32_t h = 3 * t + (!f0 ? 0u : !f1 ? 1u : 2u);
         const uint32_t tw = !f0 ? w0 : !f1 ? w1 : w2;
-        if (tw == PMI_LOOP_FROZEN) return;
+        if (tw == PMI_LOOP_FROZEN) break;
         pmi_loop_split_edge(a, h, tw);
-        if (tw == PMI_LOOP_NONE) return;
+        any = 1;
+        if (tw == PMI_LOOP_NONE) break;
         t = tw / 3;
     }
+    return any;
 }
 
-/* The half-edge's own step: h splits when the other two edges of its
- * triangle are split, then the chain goes on across it. Returns whether
- * it split h; the caller sets a->changed once for many such
- * (pmi_loop_step: per thread, CUDA: per block). */
-PMI_LHD uint32_t pmi_loop_promote(const pmi_loop_args *a, uint32_t h)
+/* The triangle's own step: when it has exactly 2 split edges its third
+ * splits and the chain goes on (the twins loaded only then). Returns
+ * whether it split an edge; the caller sets a->changed once for many
+ * such (pmi_loop_step: per thread, CUDA: per block). */
+PMI_LHD uint32_t pmi_loop_promote(const pmi_loop_args *a, uint32_t t)
 {
-    const uint8_t *f = a->split + 3 * (size_t)(h / 3);
-    if (pmi_loop_load_flag(f) + pmi_loop_load_flag(f + 1) + pmi_loop_load_flag(f + 2) != 2u ||
-        pmi_loop_load_flag(a->split + h))
+    const uint8_t *f = a->split + 3 * (size_t)t;
+    if (pmi_loop_load_flag(f) + pmi_loop_load_flag(f + 1) + pmi_loop_load_flag(f + 2) != 2u)
         return 0;
-    const uint32_t tw = a->twin[h];
-    if (tw == PMI_LOOP_FROZEN) return 0;
-    pmi_loop_split_edge(a, h, tw);
-    if (tw != PMI_LOOP_NONE) pmi_loop_promote_from(a, tw / 3);
-    return 1;
+    return pmi_loop_promote_from(a, t);
 }
 
 /* 0 split edges: finished (1 emitted); 3: red (4 children stay); 1 or 2:

@@ -223,19 +223,58 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
     z.dst = a->changed;
     for (uint32_t changed = (uint32_t)a->adaptive; changed;) {
         if ((s = sd_step(st, PMI_LOOP_ZERO_U32, 1, &z)) != PM_STATUS_OK ||
-            (s = sd_step(st, PMI_LOOP_PROMOTE, 3 * n, a)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_PROMOTE, n, a)) != PM_STATUS_OK ||
             (s = st->ctx->backend->download(st->ctx, &changed, a->changed, 4)) != PM_STATUS_OK)
             return s;
     }
     return PM_STATUS_OK;
 }
 
-/* One level: split decisions, scans, new vertices, emitted triangles and
- * the next stream. *emitted and *chunk receive this level's output. */
-static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last,
-                          unsigned long long *err, uint32_t **chunk, uint64_t *emitted,
-                          pm_subdivide_report *rep)
+/* The output mesh, prepared as soon as its sizes are known (at the level
+ * before the last, or one whose stream ends): from then on the levels
+ * write their triangles, and the last level's new vertices, in place;
+ * only the earlier levels' triangles are copied at the end. */
+typedef struct sd_out {
+    int ready;  /* prepared */
+    int direct; /* the output arrays are context memory */
+    pmi_mesh_dest dest;
+    uint32_t *all; /* every output triangle, in context memory */
+    uint64_t nt;   /* triangles in all */
+    uint64_t at;   /* triangles of the levels so far */
+} sd_out;
+
+static pm_status sd_out_prepare(sd_state *st, const pm_subdivide_options *o, uint64_t nv,
+                                uint64_t nt, sd_out *d, pm_mesh *out)
 {
+    if (nt > PMI_LOOP_MAX_TRIANGLES)
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": %llu output triangles", (unsigned long long)nt);
+    pm_isosurface_options io;
+    memset(&io, 0, sizeof io);
+    io.struct_size = sizeof io;
+    io.normals = o->normals == PM_NORMALS_NONE ? PM_NORMALS_NONE : PM_NORMALS_CENTRAL;
+    io.output_in_context_memory = o->output_in_context_memory;
+    pm_status s = pmi_mesh_prepare(st->ctx, &io, 1, nv, nt, 0, out, &d->dest);
+    if (s != PM_STATUS_OK) return s;
+    /* On the CPU context memory is host memory: write the arrays directly. */
+    d->direct = o->output_in_context_memory || pm_context_device(st->ctx) == PM_DEVICE_CPU;
+    if (d->direct)
+        d->all = d->dest.indices;
+    else if ((s = sd_alloc(st, 3 * nt, 4, &d->all)) != PM_STATUS_OK)
+        return s;
+    d->nt = nt;
+    d->ready = 1;
+    return PM_STATUS_OK;
+}
+
+/* One level: split decisions, scans, new vertices, emitted triangles and
+ * the next stream. *emitted receives this level's count of output
+ * triangles, *chunk their scratch array (NULL: written into d's output);
+ * before_last: the next level is the last. */
+static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, int before_last,
+                          unsigned long long *err, uint32_t **chunk, uint64_t *emitted,
+                          const pm_subdivide_options *o, sd_out *d, pm_mesh *out)
+{
+    pm_subdivide_report *rep = o->report;
     pm_status s;
     const uint64_t n = a->n, nv = a->nv;
     uint64_t edges = 0, reds = 0;
@@ -261,23 +300,33 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last,
         rep->finished[level] = *emitted;
         if (edges) rep->levels = level + 1;
     }
+    /* the output's sizes are known once this level's or the next one's
+     * stream is the last */
+    if (!d->ready && (last || before_last || reds == 0) &&
+        (s = sd_out_prepare(st, o, last ? nv : nv + edges, d->at + *emitted + 4 * reds, d, out)) !=
+            PM_STATUS_OK)
+        return s;
     const float *pos_old = a->pos;
     a->pos_new = (float *)a->pos;
     a->vstart_new = NULL;
     if (!last) {
-        if ((s = sd_alloc(st, 3 * (nv + edges), 4, &a->pos_new)) != PM_STATUS_OK ||
-            (s = sd_copy(st, a->pos_new, a->pos, 3 * nv)) != PM_STATUS_OK ||
+        if (d->ready && d->direct)
+            a->pos_new = d->dest.positions; /* the output's vertices */
+        else if ((s = sd_alloc(st, 3 * (nv + edges), 4, &a->pos_new)) != PM_STATUS_OK)
+            return s;
+        if ((s = sd_copy(st, a->pos_new, a->pos, 3 * nv)) != PM_STATUS_OK ||
             (s = sd_alloc(st, nv + edges, 4, &a->vstart_new)) != PM_STATUS_OK ||
             (s = sd_copy(st, a->vstart_new, a->vstart, nv)) != PM_STATUS_OK ||
             (s = sd_grow(st, &a->nrm, nv, nv + edges, 3)) != PM_STATUS_OK ||
             (s = sd_grow(st, &a->weight, nv, nv + edges, 1)) != PM_STATUS_OK)
             return s;
     }
-    if ((s = sd_alloc(st, 3 * *emitted, 4, chunk)) != PM_STATUS_OK ||
+    *chunk = NULL;
+    if ((!d->ready && (s = sd_alloc(st, 3 * *emitted, 4, chunk)) != PM_STATUS_OK) ||
         (s = sd_alloc(st, 12 * reds, 4, &a->tri_next)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 12 * reds, 4, &a->twin_next)) != PM_STATUS_OK)
         return s;
-    a->out_tri = *chunk;
+    a->out_tri = d->ready ? d->all + 3 * d->at : *chunk;
     if (!last && ((s = sd_step(st, PMI_LOOP_EVEN, 3 * n, a)) != PM_STATUS_OK ||
                   (s = sd_step(st, PMI_LOOP_ODD, 3 * n, a)) != PM_STATUS_OK))
         return s;
@@ -337,55 +386,45 @@ static pm_status sd_input(sd_state *st, const void *src, int in_ctx, uint64_t wo
     return st->ctx->backend->upload(st->ctx, dst, src, (size_t)words * 4);
 }
 
-/* Writes the result into *out: positions, the levels' triangles in order
- * and (wanted) the normals over the whole output. */
+/* Writes the result into *out: the levels' triangles in order (those
+ * not written in place copied), positions and (wanted) the normals over
+ * the whole output. */
 static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_options *o,
-                           uint32_t **chunks, const uint64_t *counts, int nchunks, pm_mesh *out)
+                           uint32_t **chunks, const uint64_t *counts, int nchunks, sd_out *d,
+                           pm_mesh *out)
 {
-    uint64_t nt = 0;
-    for (int i = 0; i < nchunks; i++)
-        nt += counts[i];
-    if (nt > PMI_LOOP_MAX_TRIANGLES)
-        return pmi_error(PM_STATUS_OVERFLOW, FN ": %llu output triangles", (unsigned long long)nt);
-    pm_isosurface_options io;
-    memset(&io, 0, sizeof io);
-    io.struct_size = sizeof io;
-    io.normals = o->normals == PM_NORMALS_NONE ? PM_NORMALS_NONE : PM_NORMALS_CENTRAL;
-    io.output_in_context_memory = o->output_in_context_memory;
-    pmi_mesh_dest dest;
-    pm_status s = pmi_mesh_prepare(st->ctx, &io, 1, a->nv, nt, 0, out, &dest);
-    if (s != PM_STATUS_OK) return s;
-    /* On the CPU context memory is host memory: write the arrays directly. */
-    const int direct = o->output_in_context_memory || pm_context_device(st->ctx) == PM_DEVICE_CPU;
-    uint32_t *all = NULL;
-    if (direct) {
-        all = dest.indices;
-    } else if ((s = sd_alloc(st, 3 * nt, 4, &all)) != PM_STATUS_OK) {
-        return s;
-    }
+    pm_status s;
+    if (!d->ready && (s = sd_out_prepare(st, o, a->nv, d->at, d, out)) != PM_STATUS_OK) return s;
+    const uint64_t nt = d->nt;
     uint64_t at = 0;
     for (int i = 0; i < nchunks; i++) {
-        if ((s = sd_copy(st, all + 3 * at, chunks[i], 3 * counts[i])) != PM_STATUS_OK) return s;
+        if (chunks[i] &&
+            (s = sd_copy(st, d->all + 3 * at, chunks[i], 3 * counts[i])) != PM_STATUS_OK)
+            return s;
         at += counts[i];
     }
     float *nrm = NULL;
-    if (dest.normals) {
-        if (direct)
-            nrm = dest.normals;
+    if (d->dest.normals) {
+        if (d->direct)
+            nrm = d->dest.normals;
         else if ((s = sd_alloc(st, 3 * (uint64_t)a->nv, 4, &nrm)) != PM_STATUS_OK)
             return s;
-        if ((s = sd_csr(st, a, all, nt, a->nv)) != PM_STATUS_OK) return s;
+        if ((s = sd_csr(st, a, d->all, nt, a->nv)) != PM_STATUS_OK) return s;
         a->npos = a->pos;
         a->nout = nrm;
         if ((s = sd_step(st, PMI_LOOP_CSR_NORMAL, a->nv, a)) != PM_STATUS_OK) return s;
         sd_free_csr(st, a);
     }
     const size_t vb = (size_t)a->nv * 3 * sizeof(float);
-    if (direct) return sd_copy(st, dest.positions, a->pos, 3 * (uint64_t)a->nv);
-    if ((s = st->ctx->backend->download(st->ctx, dest.positions, a->pos, vb)) != PM_STATUS_OK ||
-        (nrm && (s = st->ctx->backend->download(st->ctx, dest.normals, nrm, vb)) != PM_STATUS_OK))
+    if (d->direct)
+        return a->pos == d->dest.positions
+                   ? PM_STATUS_OK
+                   : sd_copy(st, d->dest.positions, a->pos, 3 * (uint64_t)a->nv);
+    if ((s = st->ctx->backend->download(st->ctx, d->dest.positions, a->pos, vb)) != PM_STATUS_OK ||
+        (nrm &&
+         (s = st->ctx->backend->download(st->ctx, d->dest.normals, nrm, vb)) != PM_STATUS_OK))
         return s;
-    return st->ctx->backend->download(st->ctx, dest.indices, all, (size_t)nt * 3 * 4);
+    return st->ctx->backend->download(st->ctx, d->dest.indices, d->all, (size_t)nt * 3 * 4);
 }
 
 /* ---- uniform subdivision -------------------------------------------------
@@ -652,6 +691,8 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
     uint32_t *chunks[PM_SUBDIVIDE_MAX_LEVELS + 1];
     uint64_t counts[PM_SUBDIVIDE_MAX_LEVELS + 1];
     int nchunks = 0;
+    sd_out d;
+    memset(&d, 0, sizeof d);
     for (int level = 0; level <= levels && a.n > 0; level++) {
         /* per-level scratch sized for this stream */
         if (level > 0) {
@@ -667,12 +708,12 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
                 (s = sd_alloc(st, a.n, 4, &a.red)) != PM_STATUS_OK)
                 return s;
         }
-        s = sd_level(st, &a, level, level == levels, err, &chunks[nchunks], &counts[nchunks],
-                     o->report);
+        s = sd_level(st, &a, level, level == levels, level + 1 == levels, err, &chunks[nchunks],
+                     &counts[nchunks], o, &d, out);
         if (s != PM_STATUS_OK) return s;
-        nchunks++;
+        d.at += counts[nchunks++];
     }
-    return sd_output(st, &a, o, chunks, counts, nchunks, out);
+    return sd_output(st, &a, o, chunks, counts, nchunks, &d, out);
 }
 
 pm_status pm_subdivide_loop(pm_context *ctx, const pm_mesh *mesh, int levels,
