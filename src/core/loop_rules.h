@@ -674,6 +674,22 @@ PMI_LHD void pmi_loop_even_to(const pmi_loop_args *a, uint32_t v, const pmi_loop
     }
 }
 
+PMI_LHD int pmi_loop_is_red(const pmi_loop_args *a, uint32_t t)
+{
+    return a->split[3 * t] && a->split[3 * t + 1] && a->split[3 * t + 2];
+}
+
+/* The next stream's start corner of the vertex started at corner c = 3t +
+ * k of this one: corner k of child k when t is red (the children start at
+ * 4 red[t]), none when t leaves the stream; mid: of the vertex created on
+ * the edge t owns at corner k, corner k of the centre child. */
+PMI_LHD uint32_t pmi_loop_next_start(const pmi_loop_args *a, uint32_t c, int mid)
+{
+    const uint32_t t = c / 3, k = c % 3;
+    if (!pmi_loop_is_red(a, t)) return PMI_LOOP_NONE;
+    return 3 * (4 * a->red[t] + (mid ? 3u : k)) + k;
+}
+
 /* The even rule for the vertex started at corner c, when its fan is whole
  * in the stream and an incident edge splits: interior, Loop's smooth mask
  * over the neighbours in walk order; boundary, 3/4 v + 1/8 (b0 + b1). */
@@ -681,6 +697,7 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
 {
     uint32_t v = a->tri[c];
     if (a->vstart[v] != c) return;
+    a->vstart_new[v] = pmi_loop_next_start(a, c, 0);
     pmi_loop_ring r;
     if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, PMI_LOOP_WALK_PLAIN, &r)) {
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
@@ -731,6 +748,7 @@ PMI_LHD void pmi_loop_odd(const pmi_loop_args *a, uint32_t h)
     if (!a->split[h] || !pmi_loop_owns(h, tw)) return;
     const uint32_t u = a->tri[h], w = a->tri[3 * t + (k + 1) % 3];
     const uint32_t m = a->nv + a->owner[h];
+    a->vstart_new[m] = pmi_loop_next_start(a, h, 1);
     pmi_loop_odd_to(a, h, tw, a->pos_new + 3 * (size_t)m);
     if (a->weight) a->weight[m] = 0.5f * (a->weight[u] + a->weight[w]);
     if (a->nrm) {
@@ -766,11 +784,6 @@ PMI_LHD void pmi_loop_put(uint32_t *o, uint32_t x, uint32_t y, uint32_t z)
     o[2] = z;
 }
 
-PMI_LHD int pmi_loop_is_red(const pmi_loop_args *a, uint32_t t)
-{
-    return a->split[3 * t] && a->split[3 * t + 1] && a->split[3 * t + 2];
-}
-
 /* The twins of the interior half-edges of a red triangle's children
  * (child c's corner j at half-edge base + 3c + j: 1 - 11, 5 - 9, 6 - 10),
  * into tw[0..11]. */
@@ -788,8 +801,8 @@ PMI_LHD void pmi_loop_inner_twins(uint32_t *tw, uint32_t base)
  * next stream): corners (v0 m0 m2), (m0 v1 m1), (m2 m1 v2), centre
  * (m0 m1 m2), into o (12 words); their twins from the parent's (the
  * halves of the twin edge when its triangle is red too, FROZEN when it
- * leaves the stream) into tw (12 words); and the vertices' new start
- * corners. */
+ * leaves the stream) into tw (12 words). The vertices' start corners in
+ * the children are written by EVEN and ODD (pmi_loop_next_start). */
 PMI_LHD void pmi_loop_red_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, uint32_t *tw)
 {
     const uint32_t *v = a->tri + 3 * (size_t)t;
@@ -826,10 +839,6 @@ PMI_LHD void pmi_loop_red_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, 
         }
         tw[first[k]] = f;
         tw[second[k]] = s;
-        /* start corners: v[k] at corner k of child k, m[k] at corner k of
-         * the centre child when this triangle owns the edge */
-        if (a->vstart[v[k]] == h) a->vstart_new[v[k]] = 3 * (co + k) + k;
-        if (pmi_loop_owns(h, p)) a->vstart_new[m[k]] = 3 * (co + 3) + k;
     }
 }
 
@@ -837,19 +846,12 @@ PMI_LHD void pmi_loop_red_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, 
  * 2 triangles (one split edge: from the midpoint to the opposite vertex) or
  * 3 (two split edges: the corner at the shared vertex, then the quad
  * across its shorter diagonal, the first one on a tie); a red one makes
- * its children. Every output keeps the parent's winding. Vertices of
- * triangles that leave the stream lose their start corner. This is the
+ * its children. Every output keeps the parent's winding. This is the
  * finished or green triangle's part (t not red): its 1 to 3 triangles into
  * o; pmi_loop_emit routes a red one to pmi_loop_red_into. */
 PMI_LHD void pmi_loop_emit_into(const pmi_loop_args *a, uint32_t t, uint32_t *o)
 {
     const uint32_t *v = a->tri + 3 * (size_t)t;
-    for (uint32_t k = 0; k < 3 && !a->last; k++) {
-        const uint32_t h = 3 * t + k, p = a->twin[h];
-        if (a->vstart[v[k]] == h) a->vstart_new[v[k]] = PMI_LOOP_NONE;
-        if (!a->last && a->split[h] && pmi_loop_owns(h, p))
-            a->vstart_new[pmi_loop_mid(a, h)] = PMI_LOOP_NONE;
-    }
     const uint32_t ns =
         a->last ? 0u : (uint32_t)a->split[3 * t] + a->split[3 * t + 1] + a->split[3 * t + 2];
     if (ns == 0) {
