@@ -18,6 +18,15 @@ struct pmi_hmesh; /* src/cpu/post_cpu.h */
 struct pmi_sparse_plan; /* src/core/sparse.h */
 struct pmi_slab_mesh;   /* below */
 
+/* One exclusive scan of n words (in place when out == in) and its total. */
+#define PMI_SCAN_MANY 4
+typedef struct pmi_scan_job {
+    const uint32_t *in;
+    uint32_t *out;
+    uint64_t n;
+    uint64_t total;
+} pmi_scan_job;
+
 typedef struct pmi_backend {
     const char *name;
     /* Set up / tear down ctx->backend_state. */
@@ -39,6 +48,9 @@ typedef struct pmi_backend {
                                   size_t row_stride, pm_reduce_op op, double *result);
     pm_status (*scan_exclusive_u32)(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                     uint64_t *total);
+    /* Optional: k (at most PMI_SCAN_MANY) scans as scan_exclusive_u32 with
+     * one host wait for their totals. NULL: scan_exclusive_u32 each. */
+    pm_status (*scan_many_u32)(pm_context *ctx, int k, struct pmi_scan_job *jobs);
     pm_status (*filter_f32)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,
                             float threshold, float *out, size_t capacity, size_t *count);
     pm_status (*filter_horn_f32)(pm_context *ctx, const float *in, size_t n, pm_compare cmp,

@@ -102,6 +102,25 @@ static pm_status sd_scan(sd_state *st, uint32_t *in, uint32_t *out, uint64_t n, 
 }
 
 /* Reads the error word and turns a recorded failure into its message. */
+/* k scans (at most PMI_SCAN_MANY) with one host wait where the backend
+ * offers it. */
+static pm_status sd_scans(sd_state *st, int k, pmi_scan_job *jobs)
+{
+    const pmi_backend *be = st->ctx->backend;
+    if (!be->scan_many_u32) {
+        for (int i = 0; i < k; i++) {
+            pm_status s =
+                sd_scan(st, (uint32_t *)jobs[i].in, jobs[i].out, jobs[i].n, &jobs[i].total);
+            if (s != PM_STATUS_OK) return s;
+        }
+        return PM_STATUS_OK;
+    }
+    pm_status s = be->scan_many_u32(st->ctx, k, jobs);
+    if (s == PM_STATUS_OVERFLOW)
+        return pmi_error(PM_STATUS_OVERFLOW, FN ": a level's count passes 32 bits");
+    return s;
+}
+
 static pm_status sd_check(sd_state *st, unsigned long long *err_ctx, const uint32_t *tri_ctx)
 {
     unsigned long long e;
@@ -271,23 +290,26 @@ static pm_status sd_out_prepare(sd_state *st, const pm_subdivide_options *o, uin
  * triangles, *chunk their scratch array (NULL: written into d's output);
  * before_last: the next level is the last. */
 static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, int before_last,
-                          unsigned long long *err, uint32_t **chunk, uint64_t *emitted,
-                          const pm_subdivide_options *o, sd_out *d, pm_mesh *out)
+                          uint32_t **chunk, uint64_t *emitted, const pm_subdivide_options *o,
+                          sd_out *d, pm_mesh *out)
 {
     pm_subdivide_report *rep = o->report;
     pm_status s;
     const uint64_t n = a->n, nv = a->nv;
     uint64_t edges = 0, reds = 0;
     a->last = last;
-    if (!last) {
-        if ((s = sd_split(st, a, level)) != PM_STATUS_OK ||
-            (s = sd_scan(st, a->owner, a->owner, 3 * n, &edges)) != PM_STATUS_OK)
-            return s;
-    }
+    if (!last && (s = sd_split(st, a, level)) != PM_STATUS_OK) return s;
+    /* the emitted and red counts, and (not last) the split edges' owner
+     * flags, scanned with one host wait */
+    pmi_scan_job job[3] = {{a->emit, a->emit, n, 0},
+                           {a->red, a->red, n, 0},
+                           {a->owner, a->owner, last ? 0 : 3 * n, 0}};
     if ((s = sd_step(st, PMI_LOOP_CLASSIFY, n, a)) != PM_STATUS_OK ||
-        (s = sd_scan(st, a->emit, a->emit, n, emitted)) != PM_STATUS_OK ||
-        (s = sd_scan(st, a->red, a->red, n, &reds)) != PM_STATUS_OK)
+        (s = sd_scans(st, 3, job)) != PM_STATUS_OK)
         return s;
+    *emitted = job[0].total;
+    reds = job[1].total;
+    edges = job[2].total;
     if (nv + edges > UINT32_MAX)
         return pmi_error(PM_STATUS_OVERFLOW, FN ": level %d would make %llu vertices", level + 1,
                          (unsigned long long)(nv + edges));
@@ -330,9 +352,7 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, i
     if (!last && ((s = sd_step(st, PMI_LOOP_EVEN, 3 * n, a)) != PM_STATUS_OK ||
                   (s = sd_step(st, PMI_LOOP_ODD, 3 * n, a)) != PM_STATUS_OK))
         return s;
-    if ((s = sd_step(st, PMI_LOOP_EMIT, n, a)) != PM_STATUS_OK ||
-        (s = sd_check(st, err, a->tri)) != PM_STATUS_OK)
-        return s;
+    if ((s = sd_step(st, PMI_LOOP_EMIT, n, a)) != PM_STATUS_OK) return s;
     /* the next level's stream and vertices */
     sd_release(st, a->tri);
     sd_release(st, a->twin);
@@ -708,11 +728,14 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
                 (s = sd_alloc(st, a.n, 4, &a.red)) != PM_STATUS_OK)
                 return s;
         }
-        s = sd_level(st, &a, level, level == levels, level + 1 == levels, err, &chunks[nchunks],
+        s = sd_level(st, &a, level, level == levels, level + 1 == levels, &chunks[nchunks],
                      &counts[nchunks], o, &d, out);
         if (s != PM_STATUS_OK) return s;
         d.at += counts[nchunks++];
     }
+    /* the levels' errors (a fan walk that failed) once, at the end: the
+     * input's were checked before the first level */
+    if ((s = sd_check(st, err, a.tri)) != PM_STATUS_OK) return s;
     return sd_output(st, &a, o, chunks, counts, nchunks, &d, out);
 }
 

@@ -449,6 +449,7 @@ static const pmi_backend cuda_backend = {
     /* .reduce_f32 = */ pmi_cuda_reduce_f32,
     /* .reduce_image_f32 = */ pmi_cuda_reduce_image_f32,
     /* .scan_exclusive_u32 = */ pmi_cuda_scan_exclusive_u32,
+    /* .scan_many_u32 = */ pmi_cuda_scan_many_u32,
     /* .filter_f32 = */ pmi_cuda_filter_f32,
     /* .filter_horn_f32 = */ pmi_cuda_filter_horn_f32,
     /* .compact = */ pmi_cuda_compact,

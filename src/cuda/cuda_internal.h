@@ -306,6 +306,7 @@ pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, const float *image, size_t 
                                     double *result);
 pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                       uint64_t *total);
+pm_status pmi_cuda_scan_many_u32(pm_context *ctx, int k, pmi_scan_job *jobs);
 /* The scan queued without waiting: scratch tmp of pmi_cuda_scan_tmp_bytes(n)
  * bytes (device), the total (sum of all n inputs) to *total (device or
  * mapped memory). */

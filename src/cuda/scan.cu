@@ -186,3 +186,35 @@ extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t
                          (unsigned long long)tot);
     return PM_STATUS_OK;
 }
+
+/* k scans with one host wait: each its own tile states and its total in
+ * its own mapped word (PMI_HOST_COUNTS + i). */
+extern "C" pm_status pmi_cuda_scan_many_u32(pm_context *ctx, int k, pmi_scan_job *jobs)
+{
+    if (k < 0 || k > PMI_SCAN_MANY)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_scan_exclusive_u32: %d scans at once", k);
+    PMI_TRY(pmi_cuda_begin(ctx));
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    size_t off[PMI_SCAN_MANY], bytes = 0;
+    for (int i = 0; i < k; i++) {
+        off[i] = bytes;
+        bytes += pmi_align256(pmi_cuda_scan_tmp_bytes((size_t)jobs[i].n));
+    }
+    char *arena;
+    PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&arena));
+    for (int i = 0; i < k; i++) {
+        st->host[PMI_HOST_COUNTS + i] = 0;
+        if (jobs[i].n)
+            PMI_TRY(pmi_cuda_scan_launch(ctx, jobs[i].in, jobs[i].out, (size_t)jobs[i].n,
+                                         arena + off[i], &st->host_d[PMI_HOST_COUNTS + i]));
+    }
+    PMI_TRY(pmi_cuda_wait(ctx, "pm_scan_exclusive_u32"));
+    for (int i = 0; i < k; i++) {
+        jobs[i].total = st->host[PMI_HOST_COUNTS + i];
+        if (jobs[i].total > UINT32_MAX)
+            return pmi_error(PM_STATUS_OVERFLOW,
+                             "pm_scan_exclusive_u32: total %llu does not fit 32 bits",
+                             (unsigned long long)jobs[i].total);
+    }
+    return PM_STATUS_OK;
+}
