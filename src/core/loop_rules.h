@@ -86,6 +86,7 @@ typedef struct pmi_loop_args {
     float *weight;        /* 1 per vertex (nv + edges) or NULL */
     uint32_t *vstart;     /* nv: the corner each vertex is walked from (read) */
     uint32_t *vstart_new; /* nv + edges: the next stream's (first nv copied in) */
+    uint8_t *vsplit;      /* nv: set when an edge at the vertex splits, or NULL */
     /* uniform: the stream before this one (its triangles, twins and owner
      * numbers) and its vertex count, for PMI_LOOP_EVEN_NEW; its start
      * corners for PMI_LOOP_NORMAL_OLD */
@@ -183,6 +184,21 @@ PMI_LHD void pmi_loop_store_flags(uint8_t *split, uint32_t *owner, uint32_t h, u
 #else
     __atomic_store_n(split + h, (uint8_t)1, __ATOMIC_RELAXED);
     __atomic_store_n(owner + h, own, __ATOMIC_RELAXED);
+#endif
+}
+
+/* Marks both ends of the edge of half-edge h as having a split edge
+ * (a->vsplit, when set): the even rule walks only their fans. */
+PMI_LHD void pmi_loop_mark_ends(const pmi_loop_args *a, uint32_t h)
+{
+    if (!a->vsplit) return;
+    const uint32_t u = a->tri[h], w = a->tri[3 * (h / 3) + (h % 3 + 1) % 3];
+#ifdef __CUDA_ARCH__
+    *(volatile uint8_t *)(a->vsplit + u) = 1;
+    *(volatile uint8_t *)(a->vsplit + w) = 1;
+#else
+    __atomic_store_n(a->vsplit + u, (uint8_t)1, __ATOMIC_RELAXED);
+    __atomic_store_n(a->vsplit + w, (uint8_t)1, __ATOMIC_RELAXED);
 #endif
 }
 
@@ -587,6 +603,7 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
     if (!a->last && tw != PMI_LOOP_FROZEN) s = pmi_loop_wants_split(a, h);
     a->split[h] = (uint8_t)s;
     a->owner[h] = (uint32_t)(s && pmi_loop_owns(h, tw));
+    if (s) pmi_loop_mark_ends(a, h);
 }
 
 /* Red promotion (a pass, repeated by the level loop until one changes no
@@ -605,6 +622,7 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
  * owner flags. */
 PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw)
 {
+    pmi_loop_mark_ends(a, h);
     pmi_loop_store_flags(a->split, a->owner, h, pmi_loop_owns(h, tw));
     if (tw != PMI_LOOP_NONE) pmi_loop_store_flags(a->split, a->owner, tw, (uint32_t)(tw < h));
 }
@@ -698,6 +716,7 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
     uint32_t v = a->tri[c];
     if (a->vstart[v] != c) return;
     a->vstart_new[v] = pmi_loop_next_start(a, c, 0);
+    if (a->vsplit && !a->vsplit[v]) return; /* no edge at v splits: it stays */
     pmi_loop_ring r;
     if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, PMI_LOOP_WALK_PLAIN, &r)) {
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);

@@ -234,6 +234,13 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
         if (level == 0) w.nrm = NULL;
         if ((s = sd_step(st, PMI_LOOP_WALK_VERTEX, a->nv, &w)) != PM_STATUS_OK) return s;
     }
+    /* the vertices with a split edge, marked by SPLIT and PROMOTE */
+    pmi_loop_args zv;
+    memset(&zv, 0, sizeof zv);
+    if ((s = sd_alloc(st, (a->nv + 3) / 4, 4, &zv.dst)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_ZERO_U32, (a->nv + 3) / 4, &zv)) != PM_STATUS_OK)
+        return s;
+    a->vsplit = (uint8_t *)zv.dst;
     if ((s = sd_step(st, PMI_LOOP_SPLIT, 3 * n, a)) != PM_STATUS_OK) return s;
     sd_release(st, a->evdev);
     a->evdev = NULL;
@@ -352,6 +359,8 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, i
     if (!last && ((s = sd_step(st, PMI_LOOP_EVEN, 3 * n, a)) != PM_STATUS_OK ||
                   (s = sd_step(st, PMI_LOOP_ODD, 3 * n, a)) != PM_STATUS_OK))
         return s;
+    sd_release(st, a->vsplit);
+    a->vsplit = NULL;
     if ((s = sd_step(st, PMI_LOOP_EMIT, n, a)) != PM_STATUS_OK) return s;
     /* the next level's stream and vertices */
     sd_release(st, a->tri);
