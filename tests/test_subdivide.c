@@ -758,6 +758,11 @@ static void check_promotion(pm_context *ctx, const tmesh *one)
 
 /* The same bytes: 1 thread vs the default on the CPU, or CUDA vs CPU, with
  * the input and output in host or context memory. */
+/* Levels of the adaptive runs in check_same_bytes by the even rule's path
+ * (src/core/subdivide.c): fewer than 3/8 of the triangle count split
+ * edges, so the vertices with a split edge were marked first, or not. */
+static int levels_marked, levels_walked;
+
 static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, const char *name)
 {
     pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, dev == PM_DEVICE_CPU ? 1 : 0, NULL};
@@ -770,7 +775,17 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
     opts[3].max_deviation = 1e-3 * extent(m);
     for (int k = 0; k < 4; k++) {
         pm_mesh a, b;
+        pm_subdivide_report rep;
+        opts[k].report = k ? &rep : NULL;
         PMT_OK(run(ctx, m, 3, &opts[k], &a));
+        opts[k].report = NULL;
+        for (int l = 0; k && l < 3; l++)
+            if (rep.split_edges[l]) {
+                if (8 * rep.split_edges[l] < 3 * rep.stream[l])
+                    levels_marked++;
+                else
+                    levels_walked++;
+            }
         PMT_OK(run(ref, m, 3, &opts[k], &b));
         PMT_CHECK(same_mesh(&a, &b), "%s option set %d: bytes differ from the reference context",
                   name, k);
@@ -959,6 +974,9 @@ int main(int argc, char **argv)
     check_same_bytes(ctx, dev, &torus, "torus");
     check_same_bytes(ctx, dev, &grid, "grid");
     check_same_bytes(ctx, dev, &big, "big torus");
+    PMT_CHECK(levels_marked > 0 && levels_walked > 0,
+              "the even rule's two paths: %d levels marked, %d walked", levels_marked,
+              levels_walked);
 
     tm_free(&tetra), tm_free(&ico), tm_free(&torus), tm_free(&grid), tm_free(&one), tm_free(&big);
 #ifdef PM_HAVE_CUDA

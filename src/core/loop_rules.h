@@ -39,6 +39,7 @@ enum pmi_loop_step_id {
     PMI_LOOP_WALK_VERTEX,   /* per vertex: criterion normal, even move along it */
     PMI_LOOP_SPLIT,         /* per half-edge: split flag and owner flag (u32) */
     PMI_LOOP_PROMOTE,       /* per triangle: its third edge split, then the chain */
+    PMI_LOOP_MARK_ENDS,     /* per half-edge: a split edge's ends in vsplit */
     PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
     PMI_LOOP_EVEN,          /* per corner that starts its vertex: the even rule */
     PMI_LOOP_ODD,           /* per half-edge that owns a split edge: the odd rule */
@@ -86,7 +87,8 @@ typedef struct pmi_loop_args {
     float *weight;        /* 1 per vertex (nv + edges) or NULL */
     uint32_t *vstart;     /* nv: the corner each vertex is walked from (read) */
     uint32_t *vstart_new; /* nv + edges: the next stream's (first nv copied in) */
-    uint8_t *vsplit;      /* nv: set when an edge at the vertex splits, or NULL */
+    uint8_t *vsplit;      /* nv: set when an edge at the vertex splits, or NULL
+                             (not marked: EVEN walks every fan) */
     /* uniform: the stream before this one (its triangles, twins and owner
      * numbers) and its vertex count, for PMI_LOOP_EVEN_NEW; its start
      * corners for PMI_LOOP_NORMAL_OLD */
@@ -187,11 +189,11 @@ PMI_LHD void pmi_loop_store_flags(uint8_t *split, uint32_t *owner, uint32_t h, u
 #endif
 }
 
-/* Marks both ends of the edge of half-edge h as having a split edge
- * (a->vsplit, when set): the even rule walks only their fans. */
+/* When h's edge splits, marks both its ends as having a split edge
+ * (a->vsplit): the even rule then walks only their fans. */
 PMI_LHD void pmi_loop_mark_ends(const pmi_loop_args *a, uint32_t h)
 {
-    if (!a->vsplit) return;
+    if (!a->split[h]) return;
     const uint32_t u = a->tri[h], w = a->tri[3 * (h / 3) + (h % 3 + 1) % 3];
 #ifdef __CUDA_ARCH__
     *(volatile uint8_t *)(a->vsplit + u) = 1;
@@ -603,7 +605,6 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
     if (!a->last && tw != PMI_LOOP_FROZEN) s = pmi_loop_wants_split(a, h);
     a->split[h] = (uint8_t)s;
     a->owner[h] = (uint32_t)(s && pmi_loop_owns(h, tw));
-    if (s) pmi_loop_mark_ends(a, h);
 }
 
 /* Red promotion (a pass, repeated by the level loop until one changes no
@@ -622,7 +623,6 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
  * owner flags. */
 PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw)
 {
-    pmi_loop_mark_ends(a, h);
     pmi_loop_store_flags(a->split, a->owner, h, pmi_loop_owns(h, tw));
     if (tw != PMI_LOOP_NONE) pmi_loop_store_flags(a->split, a->owner, tw, (uint32_t)(tw < h));
 }
@@ -1365,6 +1365,7 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_CSR_NORMAL: pmi_loop_csr_normal(a, i); break;
     case PMI_LOOP_WALK_VERTEX: pmi_loop_walk_vertex(a, i); break;
     case PMI_LOOP_SPLIT: pmi_loop_split(a, i); break;
+    case PMI_LOOP_MARK_ENDS: pmi_loop_mark_ends(a, i); break;
     case PMI_LOOP_PROMOTE:
         if (pmi_loop_promote(a, i)) pmi_loop_atomic_set(a->changed);
         break;

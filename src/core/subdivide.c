@@ -234,13 +234,6 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
         if (level == 0) w.nrm = NULL;
         if ((s = sd_step(st, PMI_LOOP_WALK_VERTEX, a->nv, &w)) != PM_STATUS_OK) return s;
     }
-    /* the vertices with a split edge, marked by SPLIT and PROMOTE */
-    pmi_loop_args zv;
-    memset(&zv, 0, sizeof zv);
-    if ((s = sd_alloc(st, (a->nv + 3) / 4, 4, &zv.dst)) != PM_STATUS_OK ||
-        (s = sd_step(st, PMI_LOOP_ZERO_U32, (a->nv + 3) / 4, &zv)) != PM_STATUS_OK)
-        return s;
-    a->vsplit = (uint8_t *)zv.dst;
     if ((s = sd_step(st, PMI_LOOP_SPLIT, 3 * n, a)) != PM_STATUS_OK) return s;
     sd_release(st, a->evdev);
     a->evdev = NULL;
@@ -356,6 +349,19 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, i
         (s = sd_alloc(st, 12 * reds, 4, &a->twin_next)) != PM_STATUS_OK)
         return s;
     a->out_tri = d->ready ? d->all + 3 * d->at : *chunk;
+    /* When few edges split (fewer than 3/8 of the triangle count: a
+     * quarter of a closed mesh's edges), the vertices with a split edge
+     * are marked first and EVEN walks only their fans; else every fan is
+     * walked (marking would cost more than the walks it saves). */
+    if (!last && 8 * edges < 3 * n) {
+        pmi_loop_args zv;
+        memset(&zv, 0, sizeof zv);
+        if ((s = sd_alloc(st, (nv + 3) / 4, 4, &zv.dst)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_ZERO_U32, (nv + 3) / 4, &zv)) != PM_STATUS_OK)
+            return s;
+        a->vsplit = (uint8_t *)zv.dst;
+        if ((s = sd_step(st, PMI_LOOP_MARK_ENDS, 3 * n, a)) != PM_STATUS_OK) return s;
+    }
     if (!last && ((s = sd_step(st, PMI_LOOP_EVEN, 3 * n, a)) != PM_STATUS_OK ||
                   (s = sd_step(st, PMI_LOOP_ODD, 3 * n, a)) != PM_STATUS_OK))
         return s;

@@ -292,6 +292,7 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_WALK_VERTEX: return loop_launch<PMI_LOOP_WALK_VERTEX>(ctx, n, a);
     case PMI_LOOP_SPLIT: return loop_launch<PMI_LOOP_SPLIT>(ctx, n, a);
     case PMI_LOOP_PROMOTE: return block_launch(ctx, promote_kernel, 256, 256, n, a);
+    case PMI_LOOP_MARK_ENDS: return loop_launch<PMI_LOOP_MARK_ENDS>(ctx, n, a);
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
     case PMI_LOOP_EVEN: return queued_launch<PMI_LOOP_EVEN>(ctx, n, a);
     case PMI_LOOP_ODD: return queued_launch<PMI_LOOP_ODD>(ctx, n, a);
