@@ -256,6 +256,22 @@ static __global__ void promote_kernel(size_t n, pmi_loop_args a)
     if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(a.changed);
 }
 
+/* MARK_ENDS, 16 half-edges a thread: their split flags in one 16-byte
+ * load (the flags are 256-byte aligned, from cudaMalloc or the pool), most
+ * of them clear. */
+static __global__ void mark_ends_kernel(size_t n, pmi_loop_args a)
+{
+    const size_t h0 = 16 * ((size_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (h0 >= n) return;
+    if (h0 + 16 <= n) {
+        const uint4 f = *(const uint4 *)(a.split + h0);
+        if (!(f.x | f.y | f.z | f.w)) return;
+    }
+    const unsigned e = n - h0 < 16 ? (unsigned)(n - h0) : 16u;
+    for (unsigned j = 0; j < e; j++)
+        pmi_loop_mark_ends(&a, (uint32_t)(h0 + j));
+}
+
 /* A kernel of `threads` per block over n elements, `span` of them a
  * block (one a thread, or queue_span for the queued kernels). */
 static pm_status block_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args),
@@ -292,7 +308,7 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_WALK_VERTEX: return loop_launch<PMI_LOOP_WALK_VERTEX>(ctx, n, a);
     case PMI_LOOP_SPLIT: return loop_launch<PMI_LOOP_SPLIT>(ctx, n, a);
     case PMI_LOOP_PROMOTE: return block_launch(ctx, promote_kernel, 256, 256, n, a);
-    case PMI_LOOP_MARK_ENDS: return loop_launch<PMI_LOOP_MARK_ENDS>(ctx, n, a);
+    case PMI_LOOP_MARK_ENDS: return block_launch(ctx, mark_ends_kernel, 256, 16 * 256, n, a);
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
     case PMI_LOOP_EVEN: return queued_launch<PMI_LOOP_EVEN>(ctx, n, a);
     case PMI_LOOP_ODD: return queued_launch<PMI_LOOP_ODD>(ctx, n, a);
