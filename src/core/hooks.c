@@ -13,9 +13,9 @@ static const struct {
 } hook_names[] = {
     {"novroom", PMI_HOOK_NOVROOM}, {"search", PMI_HOOK_SEARCH},   {"nopdl", PMI_HOOK_NOPDL},
     {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS}, {"levels", PMI_HOOK_LEVELS},
-    {"slabs", PMI_HOOK_SLABS},
-    {"split", PMI_HOOK_SPLIT},     {"nopool", PMI_HOOK_NOPOOL},   {"stream", PMI_HOOK_STREAM},
-    {"epochs", PMI_HOOK_EPOCHS},   {"walkfull", PMI_HOOK_WALKFULL},
+    {"slabs", PMI_HOOK_SLABS},     {"split", PMI_HOOK_SPLIT},     {"nopool", PMI_HOOK_NOPOOL},
+    {"stream", PMI_HOOK_STREAM},   {"epochs", PMI_HOOK_EPOCHS},   {"walkfull", PMI_HOOK_WALKFULL},
+    {"walkall", PMI_HOOK_WALKALL},
 };
 #endif
 
@@ -41,7 +41,7 @@ pm_status pmi_hooks(unsigned *hooks)
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
                              "comma-separated list of novroom, search, nopdl, scalar, twopass, "
-                             "levels, slabs, split, nopool, stream, epochs, walkfull)",
+                             "levels, slabs, split, nopool, stream, epochs, walkfull, walkall)",
                              (int)len, p, e);
         *hooks |= bit;
         p += len;

@@ -55,6 +55,10 @@ extern "C" {
  * starts, so that a volume whose mesh passes its budget declines only
  * once it has (report: declined=budget). */
 #define PMI_HOOK_WALKFULL 2048u
+/* Loop subdivision: the even rule walks every fan on every level, never
+ * marking the vertices with a split edge first (MARK_ENDS, taken when few
+ * edges split), so the suite compares the two paths' bytes. */
+#define PMI_HOOK_WALKALL 4096u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

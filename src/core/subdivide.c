@@ -5,13 +5,14 @@
  * to the output, red ones make the next stream. The per-element steps are
  * in src/core/loop_rules.h and run through the backend's subdivide_step;
  * the stream stays in context memory, and per level the host reads only
- * the totals of three scans, an error word and one word per round of red
- * promotion. */
+ * the totals of three scans (one wait) and one word per round of red
+ * promotion; the error word once at the end. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/backend.h"
+#include "core/hooks.h"
 #include "core/loop_rules.h"
 #include "core/mesh_out.h"
 #include "core/util.h"
@@ -21,6 +22,7 @@
 /* Context-memory buffers of one call; freed together. */
 typedef struct sd_state {
     pm_context *ctx;
+    unsigned hooks; /* PYRAMESH_TEST_HOOKS (core/hooks.h) */
     void *bufs[64];
     int nbufs;
 } sd_state;
@@ -101,7 +103,6 @@ static pm_status sd_scan(sd_state *st, uint32_t *in, uint32_t *out, uint64_t n, 
     return s;
 }
 
-/* Reads the error word and turns a recorded failure into its message. */
 /* k scans (at most PMI_SCAN_MANY) with one host wait where the backend
  * offers it. */
 static pm_status sd_scans(sd_state *st, int k, pmi_scan_job *jobs)
@@ -121,6 +122,7 @@ static pm_status sd_scans(sd_state *st, int k, pmi_scan_job *jobs)
     return s;
 }
 
+/* Reads the error word and turns a recorded failure into its message. */
 static pm_status sd_check(sd_state *st, unsigned long long *err_ctx, const uint32_t *tri_ctx)
 {
     unsigned long long e;
@@ -353,7 +355,7 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, i
      * quarter of a closed mesh's edges), the vertices with a split edge
      * are marked first and EVEN walks only their fans; else every fan is
      * walked (marking would cost more than the walks it saves). */
-    if (!last && 8 * edges < 3 * n) {
+    if (!last && 8 * edges < 3 * n && !(st->hooks & PMI_HOOK_WALKALL)) {
         pmi_loop_args zv;
         memset(&zv, 0, sizeof zv);
         if ((s = sd_alloc(st, (nv + 3) / 4, 4, &zv.dst)) != PM_STATUS_OK ||
@@ -782,6 +784,7 @@ pm_status pm_subdivide_loop(pm_context *ctx, const pm_mesh *mesh, int levels,
     sd_state st;
     memset(&st, 0, sizeof st);
     st.ctx = ctx;
+    if ((s = pmi_hooks(&st.hooks)) != PM_STATUS_OK) return s;
     const int adaptive =
         o.max_edge > 0.0 || o.max_angle_deg > 0.0 || o.max_deviation > 0.0 || o.vertex_weights;
     int fallback = 1;
