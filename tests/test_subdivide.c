@@ -773,64 +773,66 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
     opts[2].max_angle_deg = 8;
     opts[2].max_edge = 0.5 * extent(m);
     opts[3].max_deviation = 1e-3 * extent(m);
-    for (int k = 0; k < 4; k++) {
-        pm_mesh a, b;
-        pm_subdivide_report rep;
-        opts[k].report = k ? &rep : NULL;
-        PMT_OK(run(ctx, m, 3, &opts[k], &a));
-        opts[k].report = NULL;
-        int marked = 0;
-        for (int l = 0; k && l < 3; l++)
-            if (rep.split_edges[l]) {
-                if (8 * rep.split_edges[l] < 3 * rep.stream[l])
-                    levels_marked++, marked = 1;
+    for (int L = 1; L <= 3; L += 2) /* one level: the output written by level 0 */
+        for (int k = 0; k < 4; k++) {
+            pm_mesh a, b;
+            pm_subdivide_report rep;
+            opts[k].report = k ? &rep : NULL;
+            PMT_OK(run(ctx, m, L, &opts[k], &a));
+            opts[k].report = NULL;
+            int marked = 0;
+            for (int l = 0; k && l < L; l++)
+                if (rep.split_edges[l]) {
+                    if (8 * rep.split_edges[l] < 3 * rep.stream[l])
+                        levels_marked++, marked = 1;
+                    else
+                        levels_walked++;
+                }
+            if (marked) { /* the same bytes when every fan is walked */
+                const char *e = getenv("PYRAMESH_TEST_HOOKS");
+                char saved[256], hooks[300];
+                snprintf(saved, sizeof saved, "%s", e ? e : "");
+                snprintf(hooks, sizeof hooks, "%s%swalkall", saved, *saved ? "," : "");
+                setenv("PYRAMESH_TEST_HOOKS", hooks, 1);
+                pm_mesh w;
+                PMT_OK(run(ctx, m, L, &opts[k], &w));
+                PMT_CHECK(same_mesh(&a, &w), "%s option set %d: marked and walked fans differ",
+                          name, k);
+                pm_mesh_free(ctx, &w);
+                if (e)
+                    setenv("PYRAMESH_TEST_HOOKS", saved, 1);
                 else
-                    levels_walked++;
+                    unsetenv("PYRAMESH_TEST_HOOKS");
             }
-        if (marked) { /* the same bytes when every fan is walked */
-            const char *e = getenv("PYRAMESH_TEST_HOOKS");
-            char saved[256], hooks[300];
-            snprintf(saved, sizeof saved, "%s", e ? e : "");
-            snprintf(hooks, sizeof hooks, "%s%swalkall", saved, *saved ? "," : "");
-            setenv("PYRAMESH_TEST_HOOKS", hooks, 1);
-            pm_mesh w;
-            PMT_OK(run(ctx, m, 3, &opts[k], &w));
-            PMT_CHECK(same_mesh(&a, &w), "%s option set %d: marked and walked fans differ", name,
-                      k);
-            pm_mesh_free(ctx, &w);
-            if (e)
-                setenv("PYRAMESH_TEST_HOOKS", saved, 1);
-            else
-                unsetenv("PYRAMESH_TEST_HOOKS");
+            PMT_OK(run(ref, m, L, &opts[k], &b));
+            PMT_CHECK(same_mesh(&a, &b),
+                      "%s option set %d, %d levels: bytes differ from the reference context", name,
+                      k, L);
+            /* input and output in context memory */
+            pm_mesh in = tm_view(m), c;
+            in.positions = pmt_to_ctx(ctx, m->p, 12 * m->nv);
+            in.indices = pmt_to_ctx(ctx, m->t, 12 * m->nt);
+            in.in_context_memory = 1;
+            pm_subdivide_options oc = opts[k];
+            oc.output_in_context_memory = 1;
+            PMT_OK(pm_subdivide_loop(ctx, &in, L, &oc, &c));
+            PMT_CHECK(c.in_context_memory && c.num_vertices == b.num_vertices &&
+                          c.num_triangles == b.num_triangles,
+                      "%s context memory, %d levels: counts", name, L);
+            if (c.num_vertices == b.num_vertices && c.num_triangles == b.num_triangles) {
+                pm_mesh h = c;
+                h.positions = pmt_to_host(ctx, c.positions, 12 * c.num_vertices);
+                h.normals = pmt_to_host(ctx, c.normals, 12 * c.num_vertices);
+                h.indices = pmt_to_host(ctx, c.indices, 12 * c.num_triangles);
+                PMT_CHECK(same_mesh(&h, &b), "%s context memory, %d levels: bytes differ", name, L);
+                free(h.positions), free(h.normals), free(h.indices);
+            }
+            pm_mesh_free(ctx, &c);
+            pm_free(ctx, in.positions);
+            pm_free(ctx, in.indices);
+            pm_mesh_free(ctx, &a);
+            pm_mesh_free(ref, &b);
         }
-        PMT_OK(run(ref, m, 3, &opts[k], &b));
-        PMT_CHECK(same_mesh(&a, &b), "%s option set %d: bytes differ from the reference context",
-                  name, k);
-        /* input and output in context memory */
-        pm_mesh in = tm_view(m), c;
-        in.positions = pmt_to_ctx(ctx, m->p, 12 * m->nv);
-        in.indices = pmt_to_ctx(ctx, m->t, 12 * m->nt);
-        in.in_context_memory = 1;
-        pm_subdivide_options oc = opts[k];
-        oc.output_in_context_memory = 1;
-        PMT_OK(pm_subdivide_loop(ctx, &in, 3, &oc, &c));
-        PMT_CHECK(c.in_context_memory && c.num_vertices == b.num_vertices &&
-                      c.num_triangles == b.num_triangles,
-                  "%s context memory: counts", name);
-        if (c.num_vertices == b.num_vertices && c.num_triangles == b.num_triangles) {
-            pm_mesh h = c;
-            h.positions = pmt_to_host(ctx, c.positions, 12 * c.num_vertices);
-            h.normals = pmt_to_host(ctx, c.normals, 12 * c.num_vertices);
-            h.indices = pmt_to_host(ctx, c.indices, 12 * c.num_triangles);
-            PMT_CHECK(same_mesh(&h, &b), "%s context memory: bytes differ", name);
-            free(h.positions), free(h.normals), free(h.indices);
-        }
-        pm_mesh_free(ctx, &c);
-        pm_free(ctx, in.positions);
-        pm_free(ctx, in.indices);
-        pm_mesh_free(ctx, &a);
-        pm_mesh_free(ref, &b);
-    }
     pm_context_destroy(ref);
 }
 
