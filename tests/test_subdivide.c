@@ -796,8 +796,8 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
                 setenv("PYRAMESH_TEST_HOOKS", hooks, 1);
                 pm_mesh w;
                 PMT_OK(run(ctx, m, L, &opts[k], &w));
-                PMT_CHECK(same_mesh(&a, &w), "%s option set %d: marked and walked fans differ",
-                          name, k);
+                PMT_CHECK(same_mesh(&a, &w),
+                          "%s option set %d, %d levels: marked and walked fans differ", name, k, L);
                 pm_mesh_free(ctx, &w);
                 if (e)
                     setenv("PYRAMESH_TEST_HOOKS", saved, 1);
