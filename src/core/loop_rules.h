@@ -162,6 +162,7 @@ PMI_LHD void pmi_loop_atomic_set(uint32_t *p)
     if (!__atomic_load_n(p, __ATOMIC_RELAXED)) __atomic_store_n(p, 1u, __ATOMIC_RELAXED);
 #endif
 }
+
 /* Whether half-edge h (twin tw) owns its edge: the lower half of an inner
  * edge; a boundary half-edge, and one whose twin has left the stream
  * (FROZEN, above every index), alone. */

@@ -604,19 +604,15 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     }
     /* the output, written in place when the host can read context memory
      * or the caller wants it there */
-    pm_isosurface_options io;
-    memset(&io, 0, sizeof io);
-    io.struct_size = sizeof io;
-    io.normals = o->normals == PM_NORMALS_NONE ? PM_NORMALS_NONE : PM_NORMALS_CENTRAL;
-    io.output_in_context_memory = o->output_in_context_memory;
-    pmi_mesh_dest dest;
-    if ((s = pmi_mesh_prepare(ctx, &io, 1, V[L], F[L], 0, out, &dest)) != PM_STATUS_OK) return s;
-    const int out_direct = o->output_in_context_memory || cpu;
-    uint32_t *tri_out = dest.indices;
+    sd_out d;
+    memset(&d, 0, sizeof d);
+    if ((s = sd_out_prepare(st, o, V[L], F[L], &d, out)) != PM_STATUS_OK) return s;
+    const pmi_mesh_dest dest = d.dest;
+    const int out_direct = d.direct;
+    uint32_t *tri_out = d.all;
     float *pos_out = dest.positions, *nrm_out = dest.normals;
     if (!out_direct &&
-        ((s = sd_alloc(st, 3 * F[L], 4, &tri_out)) != PM_STATUS_OK ||
-         (s = sd_alloc(st, 3 * V[L], 4, &pos_out)) != PM_STATUS_OK ||
+        ((s = sd_alloc(st, 3 * V[L], 4, &pos_out)) != PM_STATUS_OK ||
          (dest.normals && (s = sd_alloc(st, 3 * V[L], 4, &nrm_out)) != PM_STATUS_OK)))
         return s;
     /* the levels */

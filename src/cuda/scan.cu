@@ -168,31 +168,10 @@ pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *ou
     return PM_STATUS_OK;
 }
 
-extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n,
-                                                 uint32_t *out, uint64_t *total)
+/* k scans with one host wait: each its own tile states, its total in the
+ * mapped word slot + i. */
+static pm_status scan_jobs(pm_context *ctx, int k, pmi_scan_job *jobs, int slot)
 {
-    PMI_TRY(pmi_cuda_begin(ctx));
-    pmi_cuda_state *st = pmi_cuda(ctx);
-    void *arena;
-    PMI_TRY(pmi_cuda_scratch(ctx, pmi_cuda_scan_tmp_bytes(n), &arena));
-    PMI_TRY(pmi_cuda_scan_launch(ctx, in, out, n, arena, &st->host_d[PMI_HOST_RESULT]));
-    /* The status needs the total: this is the one host wait. */
-    PMI_TRY(pmi_cuda_wait(ctx, "pm_scan_exclusive_u32"));
-    uint64_t tot = st->host[PMI_HOST_RESULT];
-    if (total) *total = tot;
-    if (tot > UINT32_MAX)
-        return pmi_error(PM_STATUS_OVERFLOW,
-                         "pm_scan_exclusive_u32: total %llu does not fit 32 bits",
-                         (unsigned long long)tot);
-    return PM_STATUS_OK;
-}
-
-/* k scans with one host wait: each its own tile states and its total in
- * its own mapped word (PMI_HOST_COUNTS + i). */
-extern "C" pm_status pmi_cuda_scan_many_u32(pm_context *ctx, int k, pmi_scan_job *jobs)
-{
-    if (k < 0 || k > PMI_SCAN_MANY)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_scan_exclusive_u32: %d scans at once", k);
     PMI_TRY(pmi_cuda_begin(ctx));
     pmi_cuda_state *st = pmi_cuda(ctx);
     size_t off[PMI_SCAN_MANY], bytes = 0;
@@ -203,18 +182,36 @@ extern "C" pm_status pmi_cuda_scan_many_u32(pm_context *ctx, int k, pmi_scan_job
     char *arena;
     PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&arena));
     for (int i = 0; i < k; i++) {
-        st->host[PMI_HOST_COUNTS + i] = 0;
+        st->host[slot + i] = 0;
         if (jobs[i].n)
             PMI_TRY(pmi_cuda_scan_launch(ctx, jobs[i].in, jobs[i].out, (size_t)jobs[i].n,
-                                         arena + off[i], &st->host_d[PMI_HOST_COUNTS + i]));
+                                         arena + off[i], &st->host_d[slot + i]));
     }
+    /* The status needs the totals: this is the one host wait. */
     PMI_TRY(pmi_cuda_wait(ctx, "pm_scan_exclusive_u32"));
     for (int i = 0; i < k; i++) {
-        jobs[i].total = st->host[PMI_HOST_COUNTS + i];
+        jobs[i].total = st->host[slot + i];
         if (jobs[i].total > UINT32_MAX)
             return pmi_error(PM_STATUS_OVERFLOW,
                              "pm_scan_exclusive_u32: total %llu does not fit 32 bits",
                              (unsigned long long)jobs[i].total);
     }
     return PM_STATUS_OK;
+}
+
+extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n,
+                                                 uint32_t *out, uint64_t *total)
+{
+    pmi_scan_job job = {in, out, n, 0};
+    const pm_status s = scan_jobs(ctx, 1, &job, PMI_HOST_RESULT);
+    if (total) *total = job.total;
+    return s;
+}
+
+/* The totals in PMI_HOST_COUNTS + i (4 words). */
+extern "C" pm_status pmi_cuda_scan_many_u32(pm_context *ctx, int k, pmi_scan_job *jobs)
+{
+    if (k < 0 || k > PMI_SCAN_MANY)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_scan_exclusive_u32: %d scans at once", k);
+    return scan_jobs(ctx, k, jobs, PMI_HOST_COUNTS);
 }
