@@ -35,7 +35,7 @@
 #define PMT_DIRECT_MAX ((size_t)3 << 22)
 #define PMT_CELLS_MAX ((size_t)1 << 24)
 static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
-    chunk128_runs;
+    chunk128_runs, scalar_runs;
 
 /* The streaming classification's chunk width: 128 points (bands of 63
  * rows) where that takes at least 10% fewer lanes per slice than 256
@@ -69,6 +69,17 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
                   what, r->path);
     else
         PMT_CHECK(!strstr(r->path, "states="), "%s: path \"%s\"", what, r->path);
+    /* Its loads: 16 bytes a lane where every row starts 16-byte aligned
+     * (the test's device buffers are), else one sample a load. */
+    const size_t es = pm_sample_size(v->type), rs = v->row_stride ? v->row_stride : v->nx,
+                 ss = v->slice_stride ? v->slice_stride : rs * v->ny;
+    const int vec = (uintptr_t)v->data % 16 == 0 && (rs * es) % 16 == 0 && (ss * es) % 16 == 0;
+    if (direct)
+        PMT_CHECK(path_has(r, vec ? "loads=vector" : "loads=scalar"), "%s: path \"%s\"", what,
+                  r->path);
+    else
+        PMT_CHECK(!strstr(r->path, "loads="), "%s: path \"%s\"", what, r->path);
+    scalar_runs += path_has(r, "loads=scalar");
     zeroed_runs += path_has(r, "states=zeroed");
     if (stream)
         PMT_CHECK(path_has(r, stream_chunk(v) == 128 ? "chunk=128" : "chunk=256"),
@@ -846,6 +857,11 @@ int main(int argc, char **argv)
             PMT_CHECK(direct_runs == 0, "hook stream: pass1=direct ran %zu times", direct_runs);
         else
             PMT_CHECK(direct_runs > 0, "pass1=direct never ran");
+        /* Both load widths of the direct classification: the volumes of
+         * odd row lengths (test_types) load one sample at a time. */
+        if (!hook_set("stream"))
+            PMT_CHECK(scalar_runs > 0 && scalar_runs < direct_runs,
+                      "direct %zu times, %zu of them with scalar loads", direct_runs, scalar_runs);
         /* States zeroed once per context and per larger volume, the rest
          * kept (no clearing kernel); under the epochs hook the epochs wrap
          * every 3 launches, so about every third checked call zeroes them

@@ -484,6 +484,7 @@ mc_tiling pmi_mc_make_tiling(const pm_volume *vol)
     tl.words = ((long long)vol->nx + 31) / 32;
     tl.nwords = tl.words * (long long)vol->ny * (long long)vol->nz;
     tl.ntiles = (tl.nwords + MC_ROUNDS * MC_TILE_WORDS - 1) / (MC_ROUNDS * MC_TILE_WORDS);
+    tl.vec = 0;
     return tl;
 }
 

@@ -27,7 +27,33 @@
 MCD_TABLES_UPLOAD
 
 #define MD_WIN (MC_THREADS + MC_DIRECT_WMAX + 1) /* words in a window, at most */
-#define MD_BATCH 12 /* elements a warp loads before it packs any of them */
+/* The load phase: a lane's samples of a word (one 16-byte load), the
+ * groups of E words a warp loads before it packs any of them (f32: 12
+ * words, 16-bit: 16, 8-bit: 48), and the elements a warp places at once
+ * (two per lane, in whole batches). */
+#define MD_E(T) (16 / (int)sizeof(T))
+#define MD_GROUPS(T) (sizeof(T) == 2 ? 2 : 3)
+#define MD_PLACE(T) (MD_GROUPS(T) * MD_E(T) * (64 / (MD_GROUPS(T) * MD_E(T))))
+template <typename T> union md_part {
+    uint4 u;
+    T s[16 / sizeof(T)];
+};
+/* A lane's c samples from p: one 16-byte load when all E are there and
+ * the rows are aligned (vec), else one load each; the rest zero. */
+template <typename T>
+static __device__ __forceinline__ md_part<T> md_load(const T *p, int c, int vec)
+{
+    md_part<T> w;
+    w.u = make_uint4(0, 0, 0, 0);
+    if (vec && c == MD_E(T)) {
+        w.u = __ldg((const uint4 *)p);
+    } else {
+#pragma unroll
+        for (int i = 0; i < MD_E(T); i++)
+            if (i < c) w.s[i] = __ldg(p + i);
+    }
+    return w;
+}
 
 /* The tile states and ticket of the direct classification, kept by the
  * context across calls (md_sync_get): no kernel clears them. A state word
@@ -50,7 +76,7 @@ typedef struct md_sync {
  * spill 12 bytes; not measured there). */
 template <typename T, int ABOVE>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
-    mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, md_sync sy, mc_records rec,
+    mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, int vec, md_sync sy, mc_records rec,
                      unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
                      unsigned long long *totals, mc_final_args fin)
 {
@@ -77,57 +103,71 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     const T *data = (const T *)v.data;
 
     /* (1) Inside bits of element e of both windows (word w0 + e, and
-     * the word one slice on) into s_w[e] and s_w[nwin + e]. Warp w takes
-     * a contiguous share of at most 41 elements (nwin <= 8 * 41). Lane l
-     * first places elements e0 + l and e0 + 32 + l: their row offset and
+     * the word one slice on) into s_w[e] and s_w[nwin + e]. A lane takes
+     * E = 16 / sizeof(T) consecutive samples of a word (one 16-byte load
+     * when the rows are aligned, vec, and the lane's samples are all in
+     * the row), TPW = 32 / E lanes pack a word by shuffles, so a warp
+     * instruction loads E words. Warp w takes a contiguous share of whole
+     * batches (the last warp less). Lane l places elements e0 + l and e0
+     * + 32 + l of each MD_PLACE(T) elements from e0: their row offset and
      * how many of their 32 points each window holds (0 past the lattice,
-     * past the share, or for a missing word). Then a batch loads MD_BATCH
-     * elements of both windows, each with the placing lane's values by
-     * shuffle, before it packs any, so the warp's loads take few round
-     * trips; lane u keeps the ballots of the batch's element u and stores
-     * them after the batch. Missing words and points are outside, as in
-     * the bitmask. */
+     * past the share, or for a missing word). Then a batch loads
+     * MD_GROUPS(T) groups of E elements of both windows, each lane with its
+     * element's values by shuffle, before it packs any, so the warp's
+     * loads take few round trips. Missing words and points are outside,
+     * as in the bitmask. */
     {
-        const unsigned per = (nwin + MC_THREADS / 32 - 1) / (MC_THREADS / 32);
-        const unsigned e0 = warp * per, e1 = min(e0 + per, nwin);
-        long long off[2];
-        unsigned lim[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const unsigned e = e0 + 32 * h + lane, p0 = w0 + e;
-            const unsigned r0 = p0 / W, wi = p0 - r0 * W, k = r0 / ny, j = r0 - k * ny;
-            off[h] = (long long)j * v.rs + (long long)k * v.ss + 32ll * wi;
-            const unsigned n = (unsigned)min(32ll, v.nx - 32ll * wi);
-            lim[h] = e < e1 ? (p0 < nw ? n : 0u) | (p0 + slice < nw ? n : 0u) << 8 : 0u;
-        }
+        constexpr int E = MD_E(T), TPW = 32 / E, BATCH = MD_GROUPS(T) * E;
+        const unsigned nb = (nwin + BATCH - 1) / BATCH;
+        const unsigned per = BATCH * ((nb + MC_THREADS / 32 - 1) / (MC_THREADS / 32));
+        const unsigned s0 = min(warp * per, nwin), s1 = min(s0 + per, nwin);
+        const unsigned sub = lane % TPW, gw = lane / TPW;
         const long long next_slice = v.ss;
-        for (unsigned eb = e0; eb < e1; eb += MD_BATCH) {
-            T s[2][MD_BATCH];
-            bool ok[2][MD_BATCH];
+        for (unsigned e0 = s0; e0 < s1; e0 += MD_PLACE(T)) {
+            const unsigned e1 = min(e0 + MD_PLACE(T), s1);
+            long long off[2];
+            unsigned lim[2];
 #pragma unroll
-            for (int u = 0; u < MD_BATCH; u++) {
-                /* rel < per + MD_BATCH - 1 <= 52: h is 0 or 1. */
-                const unsigned rel = eb - e0 + u, h = rel >> 5;
-                const long long o = __shfl_sync(0xffffffffu, h ? off[1] : off[0], rel & 31);
-                const unsigned m = __shfl_sync(0xffffffffu, h ? lim[1] : lim[0], rel & 31);
-                ok[0][u] = lane < (m & 255u);
-                ok[1][u] = lane < (m >> 8);
-                s[0][u] = ok[0][u] ? __ldg(data + o + lane) : (T)0;
-                s[1][u] = ok[1][u] ? __ldg(data + o + next_slice + lane) : (T)0;
+            for (int h = 0; h < 2; h++) {
+                const unsigned e = e0 + 32 * h + lane, p0 = w0 + e;
+                const unsigned r0 = p0 / W, wi = p0 - r0 * W, k = r0 / ny, j = r0 - k * ny;
+                off[h] = (long long)j * v.rs + (long long)k * v.ss + 32ll * wi;
+                const unsigned n = (unsigned)min(32ll, v.nx - 32ll * wi);
+                lim[h] = e < e1 ? (p0 < nw ? n : 0u) | (p0 + slice < nw ? n : 0u) << 8 : 0u;
             }
-            unsigned mine0 = 0, mine1 = 0;
+            for (unsigned eb = e0; eb < e1; eb += BATCH) {
+                md_part<T> q[MD_GROUPS(T)][2];
+                int c[MD_GROUPS(T)][2];
 #pragma unroll
-            for (int u = 0; u < MD_BATCH; u++) {
-                const unsigned b0 =
-                    __ballot_sync(0xffffffffu, ok[0][u] && mc_inside_cmp<T, ABOVE>(s[0][u], ft, it));
-                const unsigned b1 =
-                    __ballot_sync(0xffffffffu, ok[1][u] && mc_inside_cmp<T, ABOVE>(s[1][u], ft, it));
-                mine0 = lane == u ? b0 : mine0;
-                mine1 = lane == u ? b1 : mine1;
-            }
-            if (lane < MD_BATCH && eb + lane < e1) {
-                s_w[eb + lane] = mine0;
-                s_w[nwin + eb + lane] = mine1;
+                for (int g = 0; g < MD_GROUPS(T); g++) {
+                    /* rel < MD_PLACE(T) <= 64: h is 0 or 1. */
+                    const unsigned rel = eb - e0 + g * E + gw, h = rel >> 5;
+                    const long long o =
+                        __shfl_sync(0xffffffffu, h ? off[1] : off[0], rel & 31) + E * sub;
+                    const unsigned m = __shfl_sync(0xffffffffu, h ? lim[1] : lim[0], rel & 31);
+                    c[g][0] = min(max((int)(m & 255u) - E * (int)sub, 0), E);
+                    c[g][1] = min(max((int)(m >> 8) - E * (int)sub, 0), E);
+                    q[g][0] = md_load<T>(data + o, c[g][0], vec);
+                    q[g][1] = md_load<T>(data + o + next_slice, c[g][1], vec);
+                }
+#pragma unroll
+                for (int g = 0; g < MD_GROUPS(T); g++) {
+                    const unsigned el = eb + g * E + gw;
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        unsigned b = 0;
+#pragma unroll
+                        for (int i = 0; i < E; i++)
+                            b |= (unsigned)(i < c[g][h] &&
+                                            mc_inside_cmp<T, ABOVE>(q[g][h].s[i], ft, it))
+                                 << i;
+                        b <<= E * sub;
+#pragma unroll
+                        for (int x = 1; x < TPW; x <<= 1)
+                            b |= __shfl_xor_sync(0xffffffffu, b, x);
+                        if (sub == 0 && el < e1) s_w[h * nwin + el] = b;
+                    }
+                }
             }
         }
     }
@@ -196,11 +236,15 @@ int pmi_mc_direct_supported(const pm_volume *vol)
     return slice * vol->nz + slice < lim;
 }
 
-/* The bitmask path's words, in tiles of MC_THREADS words. */
+/* The bitmask path's words, in tiles of MC_THREADS words; 16-byte loads
+ * when every row starts 16-byte aligned. */
 mc_tiling pmi_mc_direct_tiling(const pm_volume *vol)
 {
     mc_tiling tl = pmi_mc_make_tiling(vol);
     tl.ntiles = (tl.nwords + MC_THREADS - 1) / MC_THREADS;
+    const size_t es = pm_sample_size(vol->type);
+    tl.vec = ((uintptr_t)vol->data % 16) == 0 && (vol->row_stride * es) % 16 == 0 &&
+             (vol->slice_stride * es) % 16 == 0;
     return tl;
 }
 
@@ -255,7 +299,7 @@ static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_til
                       const mc_final_args &fin)
 {
     pmi_launch(pdl, v.sg < 0 ? mc_direct_kernel<T, 1> : mc_direct_kernel<T, 0>, (unsigned)tl.ntiles,
-               MC_THREADS, s, v, tl, edges, sy, rec, rec_cap, rows, tab, totals, fin);
+               MC_THREADS, s, v, tl, edges, tl.vec, sy, rec, rec_cap, rows, tab, totals, fin);
 }
 
 pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
@@ -297,9 +341,7 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     case PM_SAMPLE_I16:
         md_launch<int16_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
         break;
-    default:
-        md_launch<float>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
-        break;
+    default: md_launch<float>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f); break;
     }
     pm_status ls = pmi_cuda_launched("pm_isosurface: direct classification");
     if (ls != PM_STATUS_OK && !ticket) st->md_reset = 1;

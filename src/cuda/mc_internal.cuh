@@ -35,6 +35,7 @@ typedef struct mc_tiling {
     long long words;  /* words per row: ceil(nx / 32) */
     long long nwords; /* words in the bitmask: words * ny * nz */
     long long ntiles; /* classification tiles */
+    int vec;          /* the direct classification's 16-byte loads */
 } mc_tiling;
 
 /* One record per active lattice point, in lattice order: the point's
