@@ -24,7 +24,7 @@
 #include "test_volumes.h"
 
 /* The path a CUDA extraction of v must take (docs/cuda_isosurface.md):
- * pass 1 by the direct classification up to 3 * 2^22 points (rows of at
+ * pass 1 by the direct classification up to 2^25 points (rows of at
  * most 2048 points, every type but f64, not under the stream hook), else
  * streamed for f32 and for other types but f64 up to 2^24 points,
  * else by the bitmask kernels (the batched classification while the
@@ -32,7 +32,7 @@
  * beyond any L2); a soup from the cells up to 2^24 points, else from the
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
-#define PMT_DIRECT_MAX ((size_t)3 << 22)
+#define PMT_DIRECT_MAX ((size_t)1 << 25)
 #define PMT_CELLS_MAX ((size_t)1 << 24)
 static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
     chunk128_runs, scalar_runs;
@@ -541,13 +541,13 @@ static void test_stream_shapes(pm_context *gpu)
 
 /* Shapes at the direct classification's bounds (check_path asserts the
  * path): rows of 2048 points (64 words, its widest windows) with padded
- * rows and slices, 3 * 2^22 points (its largest volume); rows of 2049
+ * rows and slices, 2^25 points (its largest volume); rows of 2049
  * points, which take the streaming classification; every type but f64,
  * both inside sides. */
 static void test_direct_shapes(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
-    types_match(cpu, gpu, 2048, 64, 96, 2048 + 16, (2048 + 16) * 64 + 32, PM_SAMPLE_F32,
+    types_match(cpu, gpu, 2048, 128, 128, 2048 + 16, (2048 + 16) * 128 + 32, PM_SAMPLE_F32,
                 PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     types_match(cpu, gpu, 2049, 8, 9, 2049, 2049 * 8, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
@@ -555,22 +555,23 @@ static void test_direct_shapes(pm_context *gpu)
 }
 
 /* Volumes that take the paths the CUDA backend picks by size and type
- * (check_path asserts which), against the CPU backend: 1- and 2-byte
- * samples past 2^24 points (the bitmask classification, with rows of
- * whole 16-byte groups of bitmask words and without), whose soups, past
- * 2^24 points, come from the indexed vertices; every type but f64 past
- * the direct classification's bound and below 2^24 points (streamed in
- * 128-point chunks, soups from the cells); f64 rows of whole groups;
- * an f32 volume whose streaming blocks walk several slices each (4 on a
- * GPU of 132 multiprocessors), the ranges of odd blocks backwards. */
+ * (check_path asserts which), against the CPU backend, all past the
+ * direct classification's bound: 1- and 2-byte samples (the bitmask
+ * classification, with rows of whole 16-byte groups of bitmask words and
+ * without), whose soups, past 2^24 points, come from the indexed
+ * vertices; f32 streamed in 256- and 128-point chunks (the soup from the
+ * cells on a streamed volume runs under the stream hook); f64 rows of
+ * whole groups; an f32 volume whose streaming blocks walk several slices
+ * each (4 on a GPU of 132 multiprocessors), the ranges of odd blocks
+ * backwards. */
 static void test_size_paths(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
-    types_match(cpu, gpu, 2048, 124, 132, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
+    types_match(cpu, gpu, 2048, 124, 140, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
                 0.0, 100.25);
-    types_match(cpu, gpu, 260, 255, 258, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0,
+    types_match(cpu, gpu, 260, 255, 520, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0,
                 100.25);
-    types_match(cpu, gpu, 384, 100, 350, 384, 384 * 100, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
+    types_match(cpu, gpu, 384, 100, 880, 384, 384 * 100, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
     types_match(cpu, gpu, 128, 40, 30, 128, 128 * 40, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0,
                 100.25);

@@ -59,7 +59,7 @@ static int mc_pdl_compiled(void)
 
 /* The direct classification (one kernel) up to MC_DIRECT_MAX points,
  * the streaming one above (measured on the H100, bench/RESULTS-cudamc.md). */
-#define MC_DIRECT_MAX ((size_t)3 << 22)
+#define MC_DIRECT_MAX ((size_t)1 << 25)
 
 typedef enum mc_pass1 { MC_PASS1_DIRECT, MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
 
@@ -144,9 +144,10 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     /* Up to MC_DIRECT_MAX points the direct classification (one kernel)
      * instead, for every type but f64 and rows of at most 2048 points,
      * unless the stream hook asks for the streaming one (measured on the
-     * H100, bench/RESULTS-cudamc.md: faster than the streaming
-     * classification from 64^3 to 224^3, level at 232^3 (3 * 2^22 points
-     * is about 232.6^3), slower from 240^3). */
+     * H100 with its 16-byte loads, bench/RESULTS-cudamc.md: f32 faster
+     * than the streaming classification from 64^3 to 320^3 (2^25 points
+     * is about 322^3), slower from 352^3; u8/u16 faster than the bitmask
+     * kernels at 320^3 and 352^3, slower from 384^3). */
     const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= MC_DIRECT_MAX &&
                        !(pl->hooks & PMI_HOOK_STREAM);
     pl->pass1 = direct ? MC_PASS1_DIRECT : stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
