@@ -72,6 +72,99 @@ typedef struct md_sync {
     unsigned long long epoch;  /* the call's epoch, shifted into place */
 } md_sync;
 
+/* The position of the set bit of x that has k set bits below it (x has
+ * more than k). */
+static __device__ __forceinline__ int md_nth_bit(unsigned x, unsigned k)
+{
+    int pos = 0;
+#pragma unroll
+    for (int s = 16; s; s >>= 1) {
+        const unsigned lo = __popc(x & ((1u << s) - 1u));
+        if (k >= lo) {
+            k -= lo;
+            x >>= s;
+            pos += s;
+        }
+    }
+    return pos;
+}
+
+/* The records of a warp's 32 words in lattice order, one record per lane
+ * per round (lane l holds its word's masks m, active points act, first
+ * point row0 and first record, triangle and crossing rb, tb, cb): lane k
+ * of round q takes the warp's record 32 q + k, finds its word's lane by a
+ * binary search over the words' exclusive record counts, its point by
+ * md_nth_bit, the word's masks by shuffle and its prefixes by a warp scan,
+ * so consecutive lanes store consecutive records (the per-word loop of
+ * mc_emit_records ran as often as the busiest lane's word had records,
+ * each lane storing its own). Every lane of the warp calls it. */
+static __device__ __forceinline__ void
+md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned long long rb,
+             unsigned long long tb, unsigned long long cb, const uint8_t *s_nt,
+             const mc_records &rec, unsigned long long rec_cap, int edges, const mc_tables &tab)
+{
+    const unsigned FULL = 0xffffffffu, lane = threadIdx.x & 31;
+    const unsigned cnt = __popc(act);
+    unsigned inc = cnt;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned x = __shfl_up_sync(FULL, inc, o);
+        if (lane >= (unsigned)o) inc += x;
+    }
+    const unsigned ex = inc - cnt, R = __shfl_sync(FULL, inc, 31);
+    if (R == 0) return;
+    /* Lane 0's word is the warp's first (a warp with records has it). */
+    const unsigned long long R0 = __shfl_sync(FULL, rb, 0);
+    unsigned long long T = __shfl_sync(FULL, tb, 0), C = __shfl_sync(FULL, cb, 0);
+    for (unsigned q = 0; q < R; q += 32) {
+        const unsigned g = q + lane;
+        unsigned w = 0;
+#pragma unroll
+        for (unsigned s = 16; s; s >>= 1)
+            if (__shfl_sync(FULL, ex, w + s) <= g) w += s;
+        const int pb = md_nth_bit(__shfl_sync(FULL, act, w), g - __shfl_sync(FULL, ex, w));
+        mc_word mw;
+        mw.a = __shfl_sync(FULL, m.a, w);
+        mw.a1 = __shfl_sync(FULL, m.a1, w);
+        mw.b = __shfl_sync(FULL, m.b, w);
+        mw.b1 = __shfl_sync(FULL, m.b1, w);
+        mw.c = __shfl_sync(FULL, m.c, w);
+        mw.c1 = __shfl_sync(FULL, m.c1, w);
+        mw.d = __shfl_sync(FULL, m.d, w);
+        mw.d1 = __shfl_sync(FULL, m.d1, w);
+        mw.cell = __shfl_sync(FULL, m.cell, w);
+        mw.xc = __shfl_sync(FULL, m.xc, w);
+        mw.yc = __shfl_sync(FULL, m.yc, w);
+        mw.zc = __shfl_sync(FULL, m.zc, w);
+        const unsigned long long p0 = __shfl_sync(FULL, row0, w);
+        const bool has = g < R;
+        unsigned nt = 0, nc = 0, info = 0;
+        if (has) info = mc_record_info(mw, pb, s_nt, &nt, &nc);
+        /* Triangles (<= 5) and crossings (<= 3) of the round's records,
+         * scanned in one word. */
+        const unsigned x0 = nt | nc << 16;
+        unsigned xi = x0;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned x = __shfl_up_sync(FULL, xi, o);
+            if (lane >= (unsigned)o) xi += x;
+        }
+        const unsigned xe = xi - x0, xt = __shfl_sync(FULL, xi, 31);
+        if (has) {
+            const unsigned long long ri = R0 + g, ti = T + (xe & 0xffffu), ci = C + (xe >> 16);
+            if (ri < rec_cap) {
+                rec.point[ri] = p0 + (unsigned long long)pb;
+                rec.info[ri] = (uint16_t)info;
+                rec.tri[ri] = ti;
+                if (edges) rec.cross[ri] = ci;
+            }
+            if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, ti, nt, (long long)ri);
+        }
+        T += xt & 0xffffu;
+        C += xt >> 16;
+    }
+}
+
 /* 4 blocks per SM: 64 registers on sm_90, no spills (sm_75 to sm_86
  * spill 12 bytes; not measured there). */
 template <typename T, int ABOVE>
@@ -179,7 +272,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     const bool valid = p < nw;
     unsigned act = 0, cells = 0, r = 0, wi = 0;
     unsigned long long cnt = 0;
-    mc_word m;
+    mc_word m = {};
     if (valid) {
         r = p / W;
         wi = p - r * W;
@@ -212,14 +305,12 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
         if (fin.dc) mc_final_counts(s_tot, fin);
     }
 
-    /* (4) The word's records, and its row's start. */
-    unsigned long long rb = base[0] + MC_F(ex, 0), tb = base[1] + MC_F(ex, 1),
-                       cb = base[2] + MC_F(ex, 2);
+    /* (4) The warp's records (md_emit_warp), and each word's row start. */
+    const unsigned long long rb = base[0] + MC_F(ex, 0), tb = base[1] + MC_F(ex, 1),
+                             cb = base[2] + MC_F(ex, 2);
     if (rows && valid && wi == 0) rows[r] = rb;
-    if (act) {
-        const unsigned long long row0 = (unsigned long long)v.nx * r + 32ull * wi;
-        mc_emit_records(m, act, row0, s_nt, rec, rec_cap, edges, tab, &rb, &tb, &cb);
-    }
+    const unsigned long long row0 = (unsigned long long)v.nx * r + 32ull * wi;
+    md_emit_warp(m, act, row0, rb, tb, cb, s_nt, rec, rec_cap, edges, tab);
 }
 
 int pmi_mc_direct_supported(const pm_volume *vol)
