@@ -4,13 +4,14 @@
  * table and totals as the bitmask kernels of mc_classify.cu, with the
  * bitmask never stored: a block owns a tile of MC_THREADS consecutive
  * 32-point words in lattice order and computes the inside bits its words
- * need straight from the volume into shared memory, one warp load and one
- * ballot per word: the tile's words and the row after them (window 0),
- * and the same words one slice on (window 1). Thread t then classifies
- * word t (mc_words.cuh), the block scans the counts, the tile chains them
- * to the tiles before it by decoupled look-back (ticket order, so the
- * chain never waits on a tile that has not started) and writes its
- * records in lattice order.
+ * need straight from the volume into shared memory, 16 bytes of a word
+ * per lane (one warp load reads 4 to 16 words): the tile's words and the
+ * row after them (window 0), and the same words one slice on (window 1).
+ * Thread t then classifies word t (mc_words.cuh), the block scans the
+ * counts, the tile chains them to the tiles before it by decoupled
+ * look-back (ticket order, so the chain never waits on a tile that has
+ * not started) and each warp writes its words' records in lattice order,
+ * one per lane (md_emit_warp).
  *
  * Why a third pass-1 path: a small volume is meshed by latency, not by
  * bandwidth. The streaming classification takes three kernels (stream,
