@@ -849,8 +849,8 @@ int main(int argc, char **argv)
          * larger ones of test_size_paths streamed); the stream hook takes
          * every volume that the direct one would to the streaming one. */
         PMT_CHECK(stream_runs > 0, "pass1=stream never ran");
-        /* Both chunk widths: the f32 and i16 volumes of test_size_paths
-         * take 256 and 128 points. */
+        /* Both chunk widths: the f32 volumes of test_size_paths take 256
+         * (2048-point rows) and 128 points (384-point rows). */
         PMT_CHECK(chunk128_runs > 0 && chunk128_runs < stream_runs,
                   "streamed %zu times, %zu of them in 128-point chunks", stream_runs,
                   chunk128_runs);

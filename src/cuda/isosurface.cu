@@ -250,7 +250,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     size_t state_b = kept ? 0 : pmi_align256(nstates * sizeof(unsigned long long));
     size_t head_b = 256 + state_b;
     /* Last: the bitmask (its size kept by the direct classification,
-     * which stores none, as room for a soup's indexed vertices: up to 48
+     * which stores none, as room for a soup's indexed vertices: up to 128
      * MiB, a word per row of at most 32 points), or the
      * streaming classification's segment counts, segment bases and record
      * pool. */

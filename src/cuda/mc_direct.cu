@@ -166,8 +166,8 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
     }
 }
 
-/* 4 blocks per SM: 64 registers on sm_90, no spills (sm_75 to sm_86
- * spill 12 bytes; not measured there). */
+/* 4 blocks per SM: 56 (f32), 59 (16-bit) or 64 (u8) registers on sm_90,
+ * no spills (ptxas; likewise for sm_75 to sm_86, not measured there). */
 template <typename T, int ABOVE>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, int vec, md_sync sy, mc_records rec,
