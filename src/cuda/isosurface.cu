@@ -190,14 +190,14 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup s
      * (under stream capture), or the context's, zeroed before this call (a
      * context's first, a larger volume, or the epochs wrapped) or kept
      * from the last call. */
-    /* The direct classification's loads: 16 bytes a lane where the rows
-     * are aligned, else one sample a load. */
-    if (pl.pass1 == MC_PASS1_DIRECT) pmi_report_path(r, "loads", pl.tl.vec ? "vector" : "scalar");
     if (pl.pass1 == MC_PASS1_DIRECT)
         pmi_report_path(r, "states",
                         st->md_cleared  ? "cleared"
                         : st->md_zeroed ? "zeroed"
                                         : "kept");
+    /* The direct classification's loads: 16 bytes a lane where the rows
+     * are aligned, else one sample a load. */
+    if (pl.pass1 == MC_PASS1_DIRECT) pmi_report_path(r, "loads", pl.tl.vec ? "vector" : "scalar");
     pmi_report_path(r, "pass2",
                     soup == MC_SOUP_CELLS    ? "cells"
                     : soup == MC_SOUP_GATHER ? "search"
