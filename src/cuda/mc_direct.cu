@@ -90,6 +90,18 @@ static __device__ __forceinline__ int md_nth_bit(unsigned x, unsigned k)
     return pos;
 }
 
+/* The warp's inclusive scan of x (every lane calls it). */
+static __device__ __forceinline__ unsigned md_warp_scan(unsigned x)
+{
+    const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= (unsigned)o) x += y;
+    }
+    return x;
+}
+
 /* The records of a warp's 32 words in lattice order, one record per lane
  * per round (lane l holds its word's masks m, active points act, first
  * point row0 and first record, triangle and crossing rb, tb, cb): lane k
@@ -105,13 +117,7 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
              const mc_records &rec, unsigned long long rec_cap, int edges, const mc_tables &tab)
 {
     const unsigned FULL = 0xffffffffu, lane = threadIdx.x & 31;
-    const unsigned cnt = __popc(act);
-    unsigned inc = cnt;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const unsigned x = __shfl_up_sync(FULL, inc, o);
-        if (lane >= (unsigned)o) inc += x;
-    }
+    const unsigned cnt = __popc(act), inc = md_warp_scan(cnt);
     const unsigned ex = inc - cnt, R = __shfl_sync(FULL, inc, 31);
     if (R == 0) return;
     /* Lane 0's word is the warp's first (a warp with records has it). */
@@ -143,13 +149,7 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
         if (has) info = mc_record_info(mw, pb, s_nt, &nt, &nc);
         /* Triangles (<= 5) and crossings (<= 3) of the round's records,
          * scanned in one word. */
-        const unsigned x0 = nt | nc << 16;
-        unsigned xi = x0;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const unsigned x = __shfl_up_sync(FULL, xi, o);
-            if (lane >= (unsigned)o) xi += x;
-        }
+        const unsigned x0 = nt | nc << 16, xi = md_warp_scan(x0);
         const unsigned xe = xi - x0, xt = __shfl_sync(FULL, xi, 31);
         if (has) {
             const unsigned long long ri = R0 + g, ti = T + (xe & 0xffffu), ci = C + (xe >> 16);
@@ -170,7 +170,7 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
  * no spills (ptxas; likewise for sm_75 to sm_86, not measured there). */
 template <typename T, int ABOVE>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
-    mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, int vec, md_sync sy, mc_records rec,
+    mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, md_sync sy, mc_records rec,
                      unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
                      unsigned long long *totals, mc_final_args fin)
 {
@@ -199,7 +199,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     /* (1) Inside bits of element e of both windows (word w0 + e, and
      * the word one slice on) into s_w[e] and s_w[nwin + e]. A lane takes
      * E = 16 / sizeof(T) consecutive samples of a word (one 16-byte load
-     * when the rows are aligned, vec, and the lane's samples are all in
+     * when the rows are aligned, tl.vec, and the lane's samples are all in
      * the row), TPW = 32 / E lanes pack a word by shuffles, so a warp
      * instruction loads E words. Warp w takes a contiguous share of whole
      * batches (the last warp less). Lane l places elements e0 + l and e0
@@ -212,6 +212,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
      * as in the bitmask. */
     {
         constexpr int E = MD_E(T), TPW = 32 / E, BATCH = MD_GROUPS(T) * E;
+        const int vec = tl.vec;
         const unsigned nb = (nwin + BATCH - 1) / BATCH;
         const unsigned per = BATCH * ((nb + MC_THREADS / 32 - 1) / (MC_THREADS / 32));
         const unsigned s0 = min(warp * per, nwin), s1 = min(s0 + per, nwin);
@@ -391,7 +392,7 @@ static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_til
                       const mc_final_args &fin)
 {
     pmi_launch(pdl, v.sg < 0 ? mc_direct_kernel<T, 1> : mc_direct_kernel<T, 0>, (unsigned)tl.ntiles,
-               MC_THREADS, s, v, tl, edges, tl.vec, sy, rec, rec_cap, rows, tab, totals, fin);
+               MC_THREADS, s, v, tl, edges, sy, rec, rec_cap, rows, tab, totals, fin);
 }
 
 pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
