@@ -73,42 +73,12 @@ typedef struct md_sync {
     unsigned long long epoch;  /* the call's epoch, shifted into place */
 } md_sync;
 
-/* The position of the set bit of x that has k set bits below it (x has
- * more than k). */
-static __device__ __forceinline__ int md_nth_bit(unsigned x, unsigned k)
-{
-    int pos = 0;
-#pragma unroll
-    for (int s = 16; s; s >>= 1) {
-        const unsigned lo = __popc(x & ((1u << s) - 1u));
-        if (k >= lo) {
-            k -= lo;
-            x >>= s;
-            pos += s;
-        }
-    }
-    return pos;
-}
-
-/* The warp's inclusive scan of x (every lane calls it). */
-static __device__ __forceinline__ unsigned md_warp_scan(unsigned x)
-{
-    const unsigned lane = threadIdx.x & 31;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const unsigned y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= (unsigned)o) x += y;
-    }
-    return x;
-}
-
 /* The records of a warp's 32 words in lattice order, one record per lane
  * per round (lane l holds its word's masks m, active points act, first
  * point row0 and first record, triangle and crossing rb, tb, cb): lane k
- * of round q takes the warp's record 32 q + k, finds its word's lane by a
- * binary search over the words' exclusive record counts, its point by
- * md_nth_bit, the word's masks by shuffle and its prefixes by a warp scan,
- * so consecutive lanes store consecutive records (the per-word loop of
+ * of round q takes the warp's record 32 q + k, its word and point by
+ * mc_warp_record, the word's masks by shuffle and its prefixes by a warp
+ * scan, so consecutive lanes store consecutive records (the per-word loop of
  * mc_emit_records ran as often as the busiest lane's word had records,
  * each lane storing its own). Every lane of the warp calls it. */
 static __device__ __forceinline__ void
@@ -117,7 +87,7 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
              const mc_records &rec, unsigned long long rec_cap, int edges, const mc_tables &tab)
 {
     const unsigned FULL = 0xffffffffu, lane = threadIdx.x & 31;
-    const unsigned cnt = __popc(act), inc = md_warp_scan(cnt);
+    const unsigned cnt = __popc(act), inc = mc_warp_scan(cnt);
     const unsigned ex = inc - cnt, R = __shfl_sync(FULL, inc, 31);
     if (R == 0) return;
     /* Lane 0's word is the warp's first (a warp with records has it). */
@@ -125,31 +95,16 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
     unsigned long long T = __shfl_sync(FULL, tb, 0), C = __shfl_sync(FULL, cb, 0);
     for (unsigned q = 0; q < R; q += 32) {
         const unsigned g = q + lane;
-        unsigned w = 0;
-#pragma unroll
-        for (unsigned s = 16; s; s >>= 1)
-            if (__shfl_sync(FULL, ex, w + s) <= g) w += s;
-        const int pb = md_nth_bit(__shfl_sync(FULL, act, w), g - __shfl_sync(FULL, ex, w));
-        mc_word mw;
-        mw.a = __shfl_sync(FULL, m.a, w);
-        mw.a1 = __shfl_sync(FULL, m.a1, w);
-        mw.b = __shfl_sync(FULL, m.b, w);
-        mw.b1 = __shfl_sync(FULL, m.b1, w);
-        mw.c = __shfl_sync(FULL, m.c, w);
-        mw.c1 = __shfl_sync(FULL, m.c1, w);
-        mw.d = __shfl_sync(FULL, m.d, w);
-        mw.d1 = __shfl_sync(FULL, m.d1, w);
-        mw.cell = __shfl_sync(FULL, m.cell, w);
-        mw.xc = __shfl_sync(FULL, m.xc, w);
-        mw.yc = __shfl_sync(FULL, m.yc, w);
-        mw.zc = __shfl_sync(FULL, m.zc, w);
+        int pb;
+        const unsigned w = mc_warp_record(g, ex, act, &pb);
+        const mc_word mw = mc_word_shfl(m, w);
         const unsigned long long p0 = __shfl_sync(FULL, row0, w);
         const bool has = g < R;
         unsigned nt = 0, nc = 0, info = 0;
         if (has) info = mc_record_info(mw, pb, s_nt, &nt, &nc);
         /* Triangles (<= 5) and crossings (<= 3) of the round's records,
          * scanned in one word. */
-        const unsigned x0 = nt | nc << 16, xi = md_warp_scan(x0);
+        const unsigned x0 = nt | nc << 16, xi = mc_warp_scan(x0);
         const unsigned xe = xi - x0, xt = __shfl_sync(FULL, xi, 31);
         if (has) {
             const unsigned long long ri = R0 + g, ti = T + (xe & 0xffffu), ci = C + (xe >> 16);

@@ -244,31 +244,51 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
                     if (lane == 0) direct = atomicAdd(pool_ctr, (unsigned long long)tot);
                     direct = __shfl_sync(0xffffffffu, direct, 0);
                 }
-                if (act) {
-                    unsigned pi = fill + exr;
-                    unsigned long long gi = direct + exr;
-                    unsigned lrec = loc & 511u, ltri = loc >> 9 & 2047u, lcr = loc >> 20;
-                    const unsigned long long row0 =
-                        (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
-                        32ull * (unsigned long long)wi;
-                    while (act) {
-                        const int p = __ffs(act) - 1;
-                        act &= act - 1;
-                        unsigned nt, nc;
-                        const unsigned info = mc_record_info(m, p, s_nt, &nt, &nc);
-                        const unsigned long long pt = row0 + (unsigned long long)p;
-                        const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32),
-                                                   info | lrec << 16, ltri | lcr << 16);
+                /* One record per lane in rounds of 32 (mc_warp_record):
+                 * record gi of the warp goes to stage[fill + gi] (or the
+                 * pool), its prefixes inside the segment from its word's
+                 * (loc), the round's scan of triangles and crossings
+                 * since the word's first record of the round, and carry:
+                 * the word's records of earlier rounds (kept by the
+                 * word's lane). */
+                const unsigned cnt = __popc(act);
+                const unsigned long long row0 =
+                    (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
+                    32ull * (unsigned long long)wi;
+                unsigned carry = 0;
+                for (unsigned q = 0; q < tot; q += 32) {
+                    const unsigned gi = q + lane;
+                    int p;
+                    const unsigned w = mc_warp_record(gi, exr, act, &p);
+                    const mc_word mw = mc_word_shfl(m, w);
+                    const bool has = gi < tot;
+                    unsigned nt = 0, nc = 0, info = 0;
+                    if (has) info = mc_record_info(mw, p, s_nt, &nt, &nc);
+                    const unsigned x0 = nt | nc << 16, xi = mc_warp_scan(x0), xe = xi - x0;
+                    const unsigned ew = __shfl_sync(0xffffffffu, exr, w),
+                                   lw = __shfl_sync(0xffffffffu, loc, w),
+                                   cw = __shfl_sync(0xffffffffu, carry, w);
+                    const unsigned xf = __shfl_sync(0xffffffffu, xe, max(ew, q) - q);
+                    const unsigned long long pt =
+                        __shfl_sync(0xffffffffu, row0, w) + (unsigned long long)p;
+                    const unsigned pre = xe - xf + cw; /* the word's triangles | crossings << 16 */
+                    const unsigned lrec = (lw & 511u) + gi - ew,
+                                   ltri = (lw >> 9 & 2047u) + (pre & 0xffffu),
+                                   lcr = (lw >> 20) + (pre >> 16);
+                    const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32),
+                                               info | lrec << 16, ltri | lcr << 16);
+                    if (has) {
                         if (tot <= MS_STAGE)
-                            stage[pi++] = r;
-                        else if (gi < pool_cap)
-                            pool[gi++] = r;
-                        else
-                            gi++;
-                        lrec++;
-                        ltri += nt;
-                        lcr += nc;
+                            stage[fill + gi] = r;
+                        else if (direct + gi < pool_cap)
+                            pool[direct + gi] = r;
                     }
+                    /* This lane's word: its records of the round are lanes
+                     * [a, b). */
+                    const unsigned a = max(exr, q) - q, e = min(exr + cnt, q + 32u) - q;
+                    const unsigned xa = __shfl_sync(0xffffffffu, xe, a & 31u),
+                                   xb = __shfl_sync(0xffffffffu, xi, (e - 1u) & 31u);
+                    if (exr + cnt > q && exr < q + 32u && cnt) carry += xb - xa;
                 }
                 if (tot <= MS_STAGE) fill += tot;
             }

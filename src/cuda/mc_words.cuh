@@ -16,12 +16,10 @@
  * word: the direct classification's epoch), states of another tag count
  * as unpublished. */
 template <typename I> /* tile numbers: long long, or unsigned (direct) */
-static __device__ __forceinline__ void mc_chain_tagged(unsigned long long *st, I tile, I ntiles,
-                                                       unsigned long long a,
-                                                       unsigned long long tag_mask,
-                                                       unsigned long long tag,
-                                                       unsigned long long *base,
-                                                       unsigned long long *total)
+static __device__ __forceinline__ void
+mc_chain_tagged(unsigned long long *st, I tile, I ntiles, unsigned long long a,
+                unsigned long long tag_mask, unsigned long long tag, unsigned long long *base,
+                unsigned long long *total)
 {
     const unsigned lane = threadIdx.x & 31;
     if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | tag | a);
@@ -159,6 +157,71 @@ mc_record_info(const mc_word &m, int p, const uint8_t *s_nt, unsigned *nt, unsig
     *nt = s_nt[cs];
     *nc = __popc(cr);
     return cs | cr << 8 | *nt << 11 | 1u << 14;
+}
+
+/* The warp's inclusive scan of x (every lane calls it). */
+static __device__ __forceinline__ unsigned mc_warp_scan(unsigned x)
+{
+    const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= (unsigned)o) x += y;
+    }
+    return x;
+}
+
+/* The position of the set bit of x that has k set bits below it (x has
+ * more than k). */
+static __device__ __forceinline__ int mc_nth_bit(unsigned x, unsigned k)
+{
+    int pos = 0;
+#pragma unroll
+    for (int s = 16; s; s >>= 1) {
+        const unsigned lo = __popc(x & ((1u << s) - 1u));
+        if (k >= lo) {
+            k -= lo;
+            x >>= s;
+            pos += s;
+        }
+    }
+    return pos;
+}
+
+/* Record g of a warp whose lane l holds a word with active points act and
+ * ex records before it (non-decreasing over the lanes): the lane of its
+ * word (a binary search over ex) and, in *p, its point there. For g past
+ * the warp's records both are of no use. Every lane calls it, so a warp
+ * emits its records one per lane in rounds of 32, consecutive lanes
+ * storing consecutive records. */
+static __device__ __forceinline__ unsigned mc_warp_record(unsigned g, unsigned ex, unsigned act,
+                                                          int *p)
+{
+    unsigned w = 0;
+#pragma unroll
+    for (unsigned s = 16; s; s >>= 1)
+        if (__shfl_sync(0xffffffffu, ex, w + s) <= g) w += s;
+    *p = mc_nth_bit(__shfl_sync(0xffffffffu, act, w), g - __shfl_sync(0xffffffffu, ex, w));
+    return w;
+}
+
+/* Lane w's word masks (every lane calls it). */
+static __device__ __forceinline__ mc_word mc_word_shfl(const mc_word &m, unsigned w)
+{
+    mc_word r;
+    r.a = __shfl_sync(0xffffffffu, m.a, w);
+    r.a1 = __shfl_sync(0xffffffffu, m.a1, w);
+    r.b = __shfl_sync(0xffffffffu, m.b, w);
+    r.b1 = __shfl_sync(0xffffffffu, m.b1, w);
+    r.c = __shfl_sync(0xffffffffu, m.c, w);
+    r.c1 = __shfl_sync(0xffffffffu, m.c1, w);
+    r.d = __shfl_sync(0xffffffffu, m.d, w);
+    r.d1 = __shfl_sync(0xffffffffu, m.d1, w);
+    r.cell = __shfl_sync(0xffffffffu, m.cell, w);
+    r.xc = __shfl_sync(0xffffffffu, m.xc, w);
+    r.yc = __shfl_sync(0xffffffffu, m.yc, w);
+    r.zc = __shfl_sync(0xffffffffu, m.zc, w);
+    return r;
 }
 
 /* Blocks b of the table whose key floor(256 b / div) is in [p, p + n)
