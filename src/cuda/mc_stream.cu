@@ -284,7 +284,7 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
                             pool[direct + gi] = r;
                     }
                     /* This lane's word: its records of the round are lanes
-                     * [a, b). */
+                     * [a, e). */
                     const unsigned a = max(exr, q) - q, e = min(exr + cnt, q + 32u) - q;
                     const unsigned xa = __shfl_sync(0xffffffffu, xe, a & 31u),
                                    xb = __shfl_sync(0xffffffffu, xi, (e - 1u) & 31u);
