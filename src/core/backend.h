@@ -190,6 +190,10 @@ typedef struct pmi_backend {
     pm_status (*mesh_indices_check)(pm_context *ctx, const pm_mesh *mesh, const char *path);
     pm_status (*ply_body)(pm_context *ctx, const pm_mesh *mesh, const char *path,
                           pm_status (*put)(void *user, const void *bytes, size_t n), void *user);
+    /* Optional: scan_exclusive_u32 queued with no host wait and no total,
+     * for a caller that knows the total fits 32 bits. NULL:
+     * scan_exclusive_u32. */
+    pm_status (*scan_queued_u32)(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out);
 } pmi_backend;
 
 /* One z slab's part of pm_isosurface's mesh (isosurface_window): its

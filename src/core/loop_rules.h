@@ -30,10 +30,11 @@
 /* The steps, each run over an index range by a backend's subdivide_step. */
 enum pmi_loop_step_id {
     PMI_LOOP_CHECK_TRI = 0, /* per triangle: indices in range, no repeated vertex */
-    PMI_LOOP_CSR_COUNT,     /* per corner: count[v]++ */
+    PMI_LOOP_CSR_COUNT,     /* per triangle: count[v]++ for its corners */
     PMI_LOOP_CSR_FILL,      /* per corner: list[off[v] + cursor[v]++] = corner */
     PMI_LOOP_CSR_SORT,      /* per vertex: sort its corner list */
-    PMI_LOOP_TWIN,          /* per half-edge: the twin by the vertex lists */
+    PMI_LOOP_TWIN,          /* per vertex: sort its corner list, the twins of
+                               the half-edges leaving it */
     PMI_LOOP_VSTART,        /* per vertex: first corner, or NONE if not a disc */
     PMI_LOOP_CSR_NORMAL,    /* per vertex: normal over its corner list */
     PMI_LOOP_WALK_VERTEX,   /* per vertex: criterion normal, even move along it */
@@ -494,7 +495,7 @@ PMI_LHD void pmi_loop_check_tri(const pmi_loop_args *a, uint32_t t)
 
 /* The twin of half-edge h = (u -> w): the other half-edge on {u, w} found in
  * u's corner list; two or more others make the edge non-manifold. */
-PMI_LHD void pmi_loop_twin(const pmi_loop_args *a, uint32_t h)
+PMI_LHD void pmi_loop_twin_of(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t *tri = a->tri;
     const uint32_t t = h / 3, k = h % 3;
@@ -515,6 +516,94 @@ PMI_LHD void pmi_loop_twin(const pmi_loop_args *a, uint32_t h)
     if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | h);
 }
 
+PMI_LHD void pmi_loop_csr_sort(const pmi_loop_args *a, uint32_t v)
+{
+    uint32_t *l = a->list + a->offset[v];
+    uint32_t n = a->count[v];
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t x = l[i], j = i;
+        while (j > 0 && l[j - 1] > x) {
+            l[j] = l[j - 1];
+            j--;
+        }
+        l[j] = x;
+    }
+}
+
+/* Lists of at most PMI_LOOP_TWIN_LOCAL corners are sorted in the caller's
+ * array c (entry i at i * stride: the stack on the CPU, shared memory on
+ * CUDA, where the sort's dependent accesses stay on the SM) and written
+ * back once; longer ones in place (pmi_loop_csr_sort). Returns whether c
+ * holds the sorted list. */
+#define PMI_LOOP_TWIN_LOCAL 16
+PMI_LHD int pmi_loop_csr_sort_local(const pmi_loop_args *a, uint32_t v, uint32_t *c,
+                                    uint32_t stride)
+{
+    uint32_t *l = a->list + a->offset[v];
+    const uint32_t n = a->count[v];
+    if (n > PMI_LOOP_TWIN_LOCAL) {
+        pmi_loop_csr_sort(a, v);
+        return 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = l[i], j = i;
+        while (j > 0 && c[(j - 1) * stride] > x) {
+            c[j * stride] = c[(j - 1) * stride];
+            j--;
+        }
+        c[j * stride] = x;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        l[i] = c[i * stride];
+    return 1;
+}
+
+/* Vertex u's corner list sorted (pmi_loop_csr_sort_local) and the twins
+ * of the half-edges leaving u, one per corner (pmi_loop_twin_of each, the
+ * same results): the other two corners of the list's triangles are loaded
+ * once into the caller's arrays nx, pv (as c), where the half-edges'
+ * matches are found. A list longer than PMI_LOOP_TWIN_LOCAL corners (a
+ * vertex of higher valence) takes pmi_loop_twin_of per half-edge. */
+PMI_LHD void pmi_loop_twin_local(const pmi_loop_args *a, uint32_t u, uint32_t *c, uint32_t *nx,
+                                 uint32_t *pv, uint32_t stride)
+{
+    const uint32_t n = a->count[u];
+    if (!pmi_loop_csr_sort_local(a, u, c, stride)) {
+        const uint32_t *l = a->list + a->offset[u];
+        for (uint32_t i = 0; i < n; i++)
+            pmi_loop_twin_of(a, l[i]);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t ci = c[i * stride], t = ci / 3, k = ci % 3;
+        nx[i * stride] = a->tri[3 * t + (k + 1) % 3];
+        pv[i * stride] = a->tri[3 * t + (k + 2) % 3];
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t ci = c[i * stride], t = ci / 3, w = nx[i * stride];
+        uint32_t found = PMI_LOOP_NONE, matches = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            const uint32_t cj = c[j * stride], t2 = cj / 3;
+            if (t2 == t) continue;
+            if (nx[j * stride] == w) {
+                found = cj; /* u -> w */
+                matches++;
+            } else if (pv[j * stride] == w) {
+                found = 3 * t2 + (cj % 3 + 2) % 3; /* w -> u */
+                matches++;
+            }
+        }
+        a->twin[ci] = matches == 1 ? found : PMI_LOOP_NONE;
+        if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | ci);
+    }
+}
+
+PMI_LHD void pmi_loop_twin(const pmi_loop_args *a, uint32_t u)
+{
+    uint32_t c[PMI_LOOP_TWIN_LOCAL], nx[PMI_LOOP_TWIN_LOCAL], pv[PMI_LOOP_TWIN_LOCAL];
+    pmi_loop_twin_local(a, u, c, nx, pv, 1);
+}
+
 /* A vertex starts from its first corner; a vertex whose fan does not cover
  * all its corners (two fans meeting at it) never moves, as unused ones. */
 PMI_LHD void pmi_loop_vstart(const pmi_loop_args *a, uint32_t v)
@@ -531,20 +620,6 @@ PMI_LHD void pmi_loop_vstart(const pmi_loop_args *a, uint32_t v)
         return;
     }
     a->vstart[v] = c;
-}
-
-PMI_LHD void pmi_loop_csr_sort(const pmi_loop_args *a, uint32_t v)
-{
-    uint32_t *l = a->list + a->offset[v];
-    uint32_t n = a->count[v];
-    for (uint32_t i = 1; i < n; i++) {
-        uint32_t x = l[i], j = i;
-        while (j > 0 && l[j - 1] > x) {
-            l[j] = l[j - 1];
-            j--;
-        }
-        l[j] = x;
-    }
 }
 
 /* The output normal: the normalised sum of the area-weighted normals of
@@ -1354,13 +1429,20 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
 {
     switch (step) {
     case PMI_LOOP_CHECK_TRI: pmi_loop_check_tri(a, i); break;
-    case PMI_LOOP_CSR_COUNT: pmi_loop_atomic_inc(a->count + a->ntri[i]); break;
+    case PMI_LOOP_CSR_COUNT:
+        for (uint32_t k = 0; k < 3; k++)
+            pmi_loop_atomic_inc(a->count + a->ntri[3 * (size_t)i + k]);
+        break;
     case PMI_LOOP_CSR_FILL: {
         uint32_t v = a->ntri[i];
         a->list[a->offset[v] + pmi_loop_atomic_inc(a->count + v)] = i;
         break;
     }
-    case PMI_LOOP_CSR_SORT: pmi_loop_csr_sort(a, i); break;
+    case PMI_LOOP_CSR_SORT: {
+        uint32_t c[PMI_LOOP_TWIN_LOCAL];
+        pmi_loop_csr_sort_local(a, i, c, 1);
+        break;
+    }
     case PMI_LOOP_TWIN: pmi_loop_twin(a, i); break;
     case PMI_LOOP_VSTART: pmi_loop_vstart(a, i); break;
     case PMI_LOOP_CSR_NORMAL: pmi_loop_csr_normal(a, i); break;

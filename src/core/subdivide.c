@@ -93,11 +93,15 @@ static pm_status sd_copy(sd_state *st, void *dst, const void *src, uint64_t word
     return sd_step(st, PMI_LOOP_COPY_U32, words, &a);
 }
 
+/* An exclusive scan and its total; with total NULL (the caller knows it
+ * fits 32 bits), queued with no host wait where the backend offers it. */
 static pm_status sd_scan(sd_state *st, uint32_t *in, uint32_t *out, uint64_t n, uint64_t *total)
 {
-    *total = 0;
+    const pmi_backend *be = st->ctx->backend;
+    if (total) *total = 0;
     if (n == 0) return PM_STATUS_OK;
-    pm_status s = st->ctx->backend->scan_exclusive_u32(st->ctx, in, (size_t)n, out, total);
+    if (!total && be->scan_queued_u32) return be->scan_queued_u32(st->ctx, in, (size_t)n, out);
+    pm_status s = be->scan_exclusive_u32(st->ctx, in, (size_t)n, out, total);
     if (s == PM_STATUS_OVERFLOW)
         return pmi_error(PM_STATUS_OVERFLOW, FN ": a level's count passes 32 bits");
     return s;
@@ -155,12 +159,14 @@ static pm_status sd_check(sd_state *st, unsigned long long *err_ctx, const uint3
 }
 
 /* The vertex -> corner lists of `ntri` (3 * nt corners, nv vertices),
- * sorted by corner: into a->count, a->offset, a->list. */
+ * sorted by corner: into a->count, a->offset, a->list; with `twins`,
+ * a->tri's twins too (PMI_LOOP_TWIN sorts each vertex's list and sets the
+ * twins of the half-edges leaving it). The counts' scan needs no host wait:
+ * its total is 3 * nt. */
 static pm_status sd_csr(sd_state *st, pmi_loop_args *a, const uint32_t *ntri, uint64_t nt,
-                        uint64_t nv)
+                        uint64_t nv, int twins)
 {
     pm_status s;
-    uint64_t total;
     if ((s = sd_alloc(st, nv + 1, 4, &a->count)) != PM_STATUS_OK ||
         (s = sd_alloc(st, nv + 1, 4, &a->offset)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 3 * nt + 1, 4, &a->list)) != PM_STATUS_OK)
@@ -168,12 +174,12 @@ static pm_status sd_csr(sd_state *st, pmi_loop_args *a, const uint32_t *ntri, ui
     a->ntri = ntri;
     a->dst = a->count;
     if ((s = sd_step(st, PMI_LOOP_ZERO_U32, nv, a)) != PM_STATUS_OK ||
-        (s = sd_step(st, PMI_LOOP_CSR_COUNT, 3 * nt, a)) != PM_STATUS_OK ||
-        (s = sd_scan(st, a->count, a->offset, nv, &total)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_CSR_COUNT, nt, a)) != PM_STATUS_OK ||
+        (s = sd_scan(st, a->count, a->offset, nv, NULL)) != PM_STATUS_OK ||
         (s = sd_step(st, PMI_LOOP_ZERO_U32, nv, a)) != PM_STATUS_OK ||
         (s = sd_step(st, PMI_LOOP_CSR_FILL, 3 * nt, a)) != PM_STATUS_OK)
         return s;
-    return sd_step(st, PMI_LOOP_CSR_SORT, nv, a);
+    return sd_step(st, twins ? PMI_LOOP_TWIN : PMI_LOOP_CSR_SORT, nv, a);
 }
 
 static void sd_free_csr(sd_state *st, pmi_loop_args *a)
@@ -206,8 +212,7 @@ static pm_status sd_topology(sd_state *st, pmi_loop_args *a, unsigned long long 
     if ((s = sd_step(st, PMI_LOOP_CHECK_TRI, a->n, a)) != PM_STATUS_OK ||
         (s = sd_check(st, err, a->tri)) != PM_STATUS_OK)
         return s;
-    if ((s = sd_csr(st, a, a->tri, a->n, a->nv)) != PM_STATUS_OK ||
-        (s = sd_step(st, PMI_LOOP_TWIN, 3 * (uint64_t)a->n, a)) != PM_STATUS_OK ||
+    if ((s = sd_csr(st, a, a->tri, a->n, a->nv, 1)) != PM_STATUS_OK ||
         (s = sd_check(st, err, a->tri)) != PM_STATUS_OK ||
         (s = sd_step(st, PMI_LOOP_VSTART, a->nv, a)) != PM_STATUS_OK)
         return s;
@@ -446,7 +451,7 @@ static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_op
             nrm = d->dest.normals;
         else if ((s = sd_alloc(st, 3 * (uint64_t)a->nv, 4, &nrm)) != PM_STATUS_OK)
             return s;
-        if ((s = sd_csr(st, a, d->all, nt, a->nv)) != PM_STATUS_OK) return s;
+        if ((s = sd_csr(st, a, d->all, nt, a->nv, 0)) != PM_STATUS_OK) return s;
         a->npos = a->pos;
         a->nout = nrm;
         if ((s = sd_step(st, PMI_LOOP_CSR_NORMAL, a->nv, a)) != PM_STATUS_OK) return s;
@@ -557,8 +562,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     uint64_t edges0 = 0;
     if ((s = sd_step(st, PMI_LOOP_CHECK_TRI, a.n, &a)) != PM_STATUS_OK ||
         (s = sd_check(st, err, a.tri)) != PM_STATUS_OK ||
-        (s = sd_csr(st, &a, a.tri, a.n, a.nv)) != PM_STATUS_OK ||
-        (s = sd_step(st, PMI_LOOP_TWIN, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK ||
+        (s = sd_csr(st, &a, a.tri, a.n, a.nv, 1)) != PM_STATUS_OK ||
         (s = sd_step(st, PMI_LOOP_VSTART, a.nv, &a)) != PM_STATUS_OK ||
         (s = sd_step(st, PMI_LOOP_SPLIT, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK ||
         (s = sd_scan(st, a.owner, a.owner, 3 * (uint64_t)a.n, &edges0)) != PM_STATUS_OK ||

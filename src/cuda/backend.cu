@@ -484,6 +484,7 @@ static const pmi_backend cuda_backend = {
     /* .mesh_array_free = */ cuda_mesh_array_free,
     /* .mesh_indices_check = */ pmi_cuda_mesh_indices_check,
     /* .ply_body = */ pmi_cuda_ply_body,
+    /* .scan_queued_u32 = */ pmi_cuda_scan_queued_u32,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

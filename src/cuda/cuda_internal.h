@@ -307,9 +307,10 @@ pm_status pmi_cuda_reduce_image_f32(pm_context *ctx, const float *image, size_t 
 pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out,
                                       uint64_t *total);
 pm_status pmi_cuda_scan_many_u32(pm_context *ctx, int k, pmi_scan_job *jobs);
+pm_status pmi_cuda_scan_queued_u32(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out);
 /* The scan queued without waiting: scratch tmp of pmi_cuda_scan_tmp_bytes(n)
  * bytes (device), the total (sum of all n inputs) to *total (device or
- * mapped memory). */
+ * mapped memory; NULL: not written). */
 size_t pmi_cuda_scan_tmp_bytes(size_t n);
 pm_status pmi_cuda_scan_launch(pm_context *ctx, const uint32_t *in, uint32_t *out, size_t n,
                                void *tmp, unsigned long long *total);

@@ -106,7 +106,7 @@ static __global__ void __launch_bounds__(SCAN_THREADS)
             if (tile) pmi_tile_publish(state + tile, PMI_FLAG_P | (excl + agg));
             unsigned long long carry = carry_in ? *carry_in : 0;
             s_prefix = carry + excl;
-            if (tile == num_tiles - 1) *carry_out = carry + excl + agg;
+            if (tile == num_tiles - 1 && carry_out) *carry_out = carry + excl + agg;
         }
         __syncwarp();
         if (lane < SCAN_THREADS / 32) warp_sum[lane] = wi - w; /* exclusive per warp */
@@ -209,6 +209,18 @@ extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t
 }
 
 /* The totals in PMI_HOST_COUNTS + i (4 words). */
+/* The scan queued on the context's stream, its tile states in the call's
+ * scratch; no total, no wait. */
+extern "C" pm_status pmi_cuda_scan_queued_u32(pm_context *ctx, const uint32_t *in, size_t n,
+                                              uint32_t *out)
+{
+    if (n == 0) return PM_STATUS_OK;
+    PMI_TRY(pmi_cuda_begin(ctx));
+    void *tmp;
+    PMI_TRY(pmi_cuda_scratch(ctx, pmi_cuda_scan_tmp_bytes(n), &tmp));
+    return pmi_cuda_scan_launch(ctx, in, out, n, tmp, NULL);
+}
+
 extern "C" pm_status pmi_cuda_scan_many_u32(pm_context *ctx, int k, pmi_scan_job *jobs)
 {
     if (k < 0 || k > PMI_SCAN_MANY)

@@ -271,6 +271,31 @@ static __global__ void mark_ends_kernel(size_t n, pmi_loop_args a)
         pmi_loop_mark_ends(&a, (uint32_t)(h0 + j));
 }
 
+/* TWIN, one vertex a thread, its corner list and the other corners of its
+ * triangles in shared memory (entry i of thread x at i * TWIN_THREADS + x:
+ * no bank conflicts). In local memory they passed the L1 at full
+ * occupancy, and the sort's and the matches' dependent accesses went to
+ * L2. */
+#define TWIN_THREADS 128
+static __global__ void __launch_bounds__(TWIN_THREADS) twin_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ uint32_t s_c[PMI_LOOP_TWIN_LOCAL * TWIN_THREADS];
+    __shared__ uint32_t s_nx[PMI_LOOP_TWIN_LOCAL * TWIN_THREADS];
+    __shared__ uint32_t s_pv[PMI_LOOP_TWIN_LOCAL * TWIN_THREADS];
+    const size_t v = (size_t)blockIdx.x * TWIN_THREADS + threadIdx.x;
+    if (v < n)
+        pmi_loop_twin_local(&a, (uint32_t)v, s_c + threadIdx.x, s_nx + threadIdx.x,
+                            s_pv + threadIdx.x, TWIN_THREADS);
+}
+
+/* CSR_SORT likewise: a vertex's list sorted in shared memory. */
+static __global__ void __launch_bounds__(TWIN_THREADS) csr_sort_kernel(size_t n, pmi_loop_args a)
+{
+    __shared__ uint32_t s_c[PMI_LOOP_TWIN_LOCAL * TWIN_THREADS];
+    const size_t v = (size_t)blockIdx.x * TWIN_THREADS + threadIdx.x;
+    if (v < n) pmi_loop_csr_sort_local(&a, (uint32_t)v, s_c + threadIdx.x, TWIN_THREADS);
+}
+
 /* A kernel of `threads` per block over n elements, `span` of them a
  * block (one a thread, or queue_span for the queued kernels). */
 static pm_status block_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_args),
@@ -300,8 +325,9 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_CHECK_TRI: return loop_launch<PMI_LOOP_CHECK_TRI>(ctx, n, a);
     case PMI_LOOP_CSR_COUNT: return loop_launch<PMI_LOOP_CSR_COUNT>(ctx, n, a);
     case PMI_LOOP_CSR_FILL: return loop_launch<PMI_LOOP_CSR_FILL>(ctx, n, a);
-    case PMI_LOOP_CSR_SORT: return loop_launch<PMI_LOOP_CSR_SORT>(ctx, n, a);
-    case PMI_LOOP_TWIN: return loop_launch<PMI_LOOP_TWIN>(ctx, n, a);
+    case PMI_LOOP_CSR_SORT:
+        return block_launch(ctx, csr_sort_kernel, TWIN_THREADS, TWIN_THREADS, n, a);
+    case PMI_LOOP_TWIN: return block_launch(ctx, twin_kernel, TWIN_THREADS, TWIN_THREADS, n, a);
     case PMI_LOOP_VSTART: return loop_launch<PMI_LOOP_VSTART>(ctx, n, a);
     case PMI_LOOP_CSR_NORMAL: return loop_launch<PMI_LOOP_CSR_NORMAL>(ctx, n, a);
     case PMI_LOOP_WALK_VERTEX: return loop_launch<PMI_LOOP_WALK_VERTEX>(ctx, n, a);
