@@ -86,7 +86,8 @@ typedef struct pmi_loop_args {
     float *nrm;           /* criterion normals 3(nv + edges) or NULL */
     double *evdev;        /* nv: the even rule's move along the normal, or NULL */
     float *weight;        /* 1 per vertex (nv + edges) or NULL */
-    uint32_t *vstart;     /* nv: the corner each vertex is walked from (read) */
+    uint32_t *vstart;     /* nv: the corner each vertex is walked from (read;
+                             uniform, first level: written, see vstart_lists) */
     uint32_t *vstart_new; /* nv + edges: the next stream's (first nv copied in) */
     uint8_t *vsplit;      /* nv: set when an edge at the vertex splits, or NULL
                              (not marked: EVEN walks every fan) */
@@ -107,6 +108,10 @@ typedef struct pmi_loop_args {
     uint32_t *changed; /* promotion: set to 1 when an edge was promoted */
     /* vertex -> corner lists */
     uint32_t *count, *offset, *list;
+    /* uniform, first level: PMI_LOOP_EVEN_UNIFORM sets each vertex's start
+     * corner from its corner list as PMI_LOOP_VSTART does, from the walk
+     * its even rule takes anyway */
+    int vstart_lists;
     /* the mesh whose normals PMI_LOOP_CSR_NORMAL and PMI_LOOP_NORMAL_OLD,
      * PREV and NEW compute */
     const float *npos;
@@ -1001,10 +1006,24 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
  * previous stream's vertices (PMI_LOOP_EVEN_NEW moves the others). */
 PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, float *q)
 {
-    const uint32_t c = a->vstart[v];
+    uint32_t c = a->vstart_lists ? PMI_LOOP_NONE : a->vstart[v];
     pmi_loop_ring r;
     int moved = 0;
-    if (c != PMI_LOOP_NONE) {
+    if (a->vstart_lists) {
+        /* the input level: PMI_LOOP_VSTART's walk from the first corner,
+         * whose ring is the one the even rule would walk from it (the walk
+         * ends within deg + 1 steps; the input has no FROZEN twins) */
+        const uint32_t deg = a->count[v];
+        if (deg) {
+            const uint32_t c0 = a->list[a->offset[v]];
+            if (pmi_loop_walk(a, a->pos, NULL, c0, deg + 1, PMI_LOOP_WALK_PLAIN, &r) &&
+                r.faces == deg) {
+                c = c0;
+                moved = !r.frozen;
+            }
+        }
+        a->vstart[v] = c;
+    } else if (c != PMI_LOOP_NONE) {
         /* with the previous stream at hand (every level but the first; v is
          * one of its vertices), its fan is walked: 4 times fewer triangles
          * to read than this stream's; c is corner c % 3 of child c % 3 of

@@ -547,7 +547,6 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
             return s;
     }
     if ((s = sd_alloc(st, 3 * nt0, 1, &a.split)) != PM_STATUS_OK ||
-        (s = sd_alloc(st, nv0, 4, &vstart[0])) != PM_STATUS_OK ||
         (s = sd_alloc(st, 1, sizeof none, &err)) != PM_STATUS_OK ||
         (s = ctx->backend->upload(ctx, err, &none, sizeof none)) != PM_STATUS_OK)
         return s;
@@ -555,15 +554,13 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     a.pos = pos0;
     a.twin = twin[0];
     a.owner = owner[0];
-    a.vstart = vstart[0];
     a.error = err;
-    /* checks, corner lists (kept for the normals), twins, start corners,
-     * the input's owner flags and their scan */
+    /* checks, corner lists (kept for the normals and the first level's
+     * start corners), twins, the input's owner flags and their scan */
     uint64_t edges0 = 0;
     if ((s = sd_step(st, PMI_LOOP_CHECK_TRI, a.n, &a)) != PM_STATUS_OK ||
         (s = sd_check(st, err, a.tri)) != PM_STATUS_OK ||
         (s = sd_csr(st, &a, a.tri, a.n, a.nv, 1)) != PM_STATUS_OK ||
-        (s = sd_step(st, PMI_LOOP_VSTART, a.nv, &a)) != PM_STATUS_OK ||
         (s = sd_step(st, PMI_LOOP_SPLIT, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK ||
         (s = sd_scan(st, a.owner, a.owner, 3 * (uint64_t)a.n, &edges0)) != PM_STATUS_OK ||
         (s = sd_check(st, err, a.tri)) != PM_STATUS_OK)
@@ -582,21 +579,14 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     uint64_t v_size[PM_SUBDIVIDE_MAX_LEVELS + 1];
     for (int l = 0; l <= L; l++)
         v_size[l] = V[l];
+    /* start corners of levels 0..L-1 by parity (the first level's are
+     * written by its EVEN_UNIFORM) */
     for (int p = 0; p < 2; p++) {
-        if ((s = sd_alloc(st, 3 * sd_parity_max(v_size, 1, L - 1, p), 4, &pos[p])) != PM_STATUS_OK)
+        const uint64_t npos = sd_parity_max(v_size, 1, L - 1, p);
+        const uint64_t nvs = sd_parity_max(v_size, 0, L - 1, p);
+        if ((s = sd_alloc(st, 3 * npos, 4, &pos[p])) != PM_STATUS_OK ||
+            (s = sd_alloc(st, nvs, 4, &vstart[p])) != PM_STATUS_OK)
             return s;
-        if (p == 1 &&
-            (s = sd_alloc(st, sd_parity_max(v_size, 1, L - 1, p), 4, &vstart[1])) != PM_STATUS_OK)
-            return s;
-    }
-    if (L > 2) { /* levels 2, 4, ... reuse vstart[0], sized for the input */
-        void *q = NULL;
-        if ((s = sd_alloc(st, sd_parity_max(v_size, 0, L - 1, 0), 4, &q)) != PM_STATUS_OK ||
-            (s = sd_copy(st, q, vstart[0], nv0)) != PM_STATUS_OK)
-            return s;
-        sd_release(st, vstart[0]);
-        vstart[0] = (uint32_t *)q;
-        a.vstart = vstart[0];
     }
     if (o->report) {
         for (int l = 0; l <= L; l++) {
@@ -630,6 +620,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.twin = l <= top ? twin[p] : NULL;
         a.owner = l <= top ? owner[p] : NULL;
         a.vstart = vstart[p];
+        a.vstart_lists = l == 0;
         a.tri_next = last ? tri_out : (stored ? tri[q] : NULL);
         a.out_tri = tri_out;
         a.pos_new = last ? pos_out : pos[q];
