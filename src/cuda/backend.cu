@@ -136,8 +136,8 @@ static pm_status cuda_init(pm_context *ctx)
         s = pmi_cuda_status(e, "CUDA context: device set-up");
         goto fail;
     }
+    cudaFuncAttributes fa;
     {
-        cudaFuncAttributes fa;
         e = cudaFuncGetAttributes(&fa, cuda_probe_kernel);
         if (e != cudaSuccess) {
             cudaGetLastError();
@@ -150,7 +150,11 @@ static pm_status cuda_init(pm_context *ctx)
         }
     }
     st->num_sms = prop.multiProcessorCount;
-    st->pdl = prop.major >= 9; /* pmi_launch */
+    /* pmi_launch: devices of compute capability 9.0 and later running
+     * kernels compiled for 9.0 or later, which have the wait of
+     * pmi_pdl_enter (a build for older architectures only runs there from
+     * their PTX, without it; every kernel has the probe's architectures) */
+    st->pdl = prop.major >= 9 && fa.ptxVersion >= 90;
     snprintf(ctx->device_name, sizeof ctx->device_name, "cuda:%d %.100s", st->device, prop.name);
     if (ctx->cuda_stream) {
         st->stream = (cudaStream_t)ctx->cuda_stream;

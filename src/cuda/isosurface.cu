@@ -30,25 +30,6 @@ static __global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, u
         p[i] = make_uint4(0, 0, 0, 0);
 }
 
-/* Whether the kernels running on the current device were compiled for
- * compute capability 9.0 or later, i.e. have the wait of pmi_pdl_enter
- * (a build for older architectures only runs on the H100 from their PTX,
- * without it): checked once per process on the first device asked (a
- * later device of another architecture gets no chaining where its own
- * st->pdl says so). */
-static int mc_pdl_compiled(void)
-{
-    static int known = -1;
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (k < 0) {
-        cudaFuncAttributes a;
-        k = cudaFuncGetAttributes(&a, mc_clear_kernel) == cudaSuccess && a.ptxVersion >= 90;
-        cudaGetLastError();
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k;
-}
-
 /* Soup from the cells up to 2^24 points (256^3), from the indexed
  * vertices above (measured on the H100, bench/RESULTS-cudamc.md: up to
  * 256^3 the cells are the faster of the two). */
@@ -130,7 +111,7 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     /* The kernels that search their records per triangle start from the
      * start table. */
     pl->tables = pl->soup == MC_SOUP_NONE || pl->soup == MC_SOUP_GATHER;
-    pl->pdl = st->pdl && mc_pdl_compiled() && !(pl->hooks & PMI_HOOK_NOPDL);
+    pl->pdl = st->pdl && !(pl->hooks & PMI_HOOK_NOPDL);
     /* Pass 1 by the streaming classification for f32 volumes and for 1-
      * and 2-byte samples up to MC_STREAM_MAX points, else by the bitmask
      * kernels (measured on the H100, bench/RESULTS-cudamc.md: f32 streamed
