@@ -1448,13 +1448,17 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
 {
     switch (step) {
     case PMI_LOOP_CHECK_TRI: pmi_loop_check_tri(a, i); break;
+    /* Corners at an index out of range are left out of the lists: the
+     * input's lists are built before the host reads CHECK_TRI's verdict. */
     case PMI_LOOP_CSR_COUNT:
-        for (uint32_t k = 0; k < 3; k++)
-            pmi_loop_atomic_inc(a->count + a->ntri[3 * (size_t)i + k]);
+        for (uint32_t k = 0; k < 3; k++) {
+            const uint32_t v = a->ntri[3 * (size_t)i + k];
+            if (v < a->nv) pmi_loop_atomic_inc(a->count + v);
+        }
         break;
     case PMI_LOOP_CSR_FILL: {
-        uint32_t v = a->ntri[i];
-        a->list[a->offset[v] + pmi_loop_atomic_inc(a->count + v)] = i;
+        const uint32_t v = a->ntri[i];
+        if (v < a->nv) a->list[a->offset[v] + pmi_loop_atomic_inc(a->count + v)] = i;
         break;
     }
     case PMI_LOOP_CSR_SORT: {
