@@ -521,18 +521,23 @@ PMI_LHD void pmi_loop_twin_of(const pmi_loop_args *a, uint32_t h)
     if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | h);
 }
 
-PMI_LHD void pmi_loop_csr_sort(const pmi_loop_args *a, uint32_t v)
+/* Sorts a few numbers in place (insertion sort): output triangle
+ * numbers, a vertex's corner list. */
+PMI_LHD void pmi_loop_sort_small(uint32_t *x, uint32_t n)
 {
-    uint32_t *l = a->list + a->offset[v];
-    uint32_t n = a->count[v];
     for (uint32_t i = 1; i < n; i++) {
-        uint32_t x = l[i], j = i;
-        while (j > 0 && l[j - 1] > x) {
-            l[j] = l[j - 1];
+        uint32_t y = x[i], j = i;
+        while (j > 0 && x[j - 1] > y) {
+            x[j] = x[j - 1];
             j--;
         }
-        l[j] = x;
+        x[j] = y;
     }
+}
+
+PMI_LHD void pmi_loop_csr_sort(const pmi_loop_args *a, uint32_t v)
+{
+    pmi_loop_sort_small(a->list + a->offset[v], a->count[v]);
 }
 
 /* Lists of at most PMI_LOOP_TWIN_LOCAL corners are sorted in the caller's
@@ -1296,19 +1301,6 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
 PMI_LHD void pmi_loop_red_last2(const pmi_loop_args *a, uint32_t t)
 {
     pmi_loop_red_last2_into(a, t, a->out_tri + 48 * (size_t)t, a->pos_new + 3 * (size_t)a->nv, 0);
-}
-
-/* Sorts up to a few output triangle numbers (insertion sort). */
-PMI_LHD void pmi_loop_sort_small(uint32_t *x, uint32_t n)
-{
-    for (uint32_t i = 1; i < n; i++) {
-        uint32_t y = x[i], j = i;
-        while (j > 0 && x[j - 1] > y) {
-            x[j] = x[j - 1];
-            j--;
-        }
-        x[j] = y;
-    }
 }
 
 /* The output normal of a vertex from its output triangles in increasing
