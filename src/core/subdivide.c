@@ -560,9 +560,10 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
      * host reads the checks' verdict with the scan's total. Until then a
      * bad index is harmless: the lists leave its corner out, the twins are
      * matched within the lists, and the split and owner flags only read
-     * twins. A bad index (or a repeated vertex) is reported before a
-     * non-manifold edge that TWIN may also find: the error word keeps the
-     * least kind. */
+     * twins (a half-edge leaving a bad index has none set: its flags come
+     * from an unset word, and the call then fails). A bad index (or a
+     * repeated vertex) is reported before a non-manifold edge that TWIN
+     * may also find: the error word keeps the least kind. */
     uint64_t edges0 = 0;
     if ((s = sd_step(st, PMI_LOOP_CHECK_TRI, a.n, &a)) != PM_STATUS_OK ||
         (s = sd_csr(st, &a, a.tri, a.n, a.nv, 1)) != PM_STATUS_OK ||

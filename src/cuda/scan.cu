@@ -208,7 +208,6 @@ extern "C" pm_status pmi_cuda_scan_exclusive_u32(pm_context *ctx, const uint32_t
     return s;
 }
 
-/* The totals in PMI_HOST_COUNTS + i (4 words). */
 /* The scan queued on the context's stream, its tile states in the call's
  * scratch; no total, no wait. */
 extern "C" pm_status pmi_cuda_scan_queued_u32(pm_context *ctx, const uint32_t *in, size_t n,
@@ -221,6 +220,7 @@ extern "C" pm_status pmi_cuda_scan_queued_u32(pm_context *ctx, const uint32_t *i
     return pmi_cuda_scan_launch(ctx, in, out, n, tmp, NULL);
 }
 
+/* The totals in PMI_HOST_COUNTS + i (4 words). */
 extern "C" pm_status pmi_cuda_scan_many_u32(pm_context *ctx, int k, pmi_scan_job *jobs)
 {
     if (k < 0 || k > PMI_SCAN_MANY)
