@@ -859,10 +859,12 @@ int main(int argc, char **argv)
     check_uniform(ctx, "torus", &torus, 2);
     check_uniform(ctx, "grid", &grid, 3);
     check_uniform(ctx, "triangle", &one, 4);
-    /* valences 3 to 12, and poles past PMI_LOOP_TWIN_LOCAL (16) corners,
-     * whose twins come from the per-half-edge search instead of the local
-     * arrays */
-    static const unsigned valence[] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 17, 24};
+    /* valences 3 to 12; poles past PMI_LOOP_TWIN_LOCAL (16) corners,
+     * whose twins the CPU finds by the per-half-edge search instead of its
+     * stack arrays; and poles of 800 corners, which pass the CUDA twin
+     * kernel's LIST_CAP (1536 corners a block of 128 vertices), so their
+     * block takes the same search */
+    static const unsigned valence[] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 17, 24, 800};
     for (size_t vi = 0; vi < sizeof valence / sizeof valence[0]; vi++) {
         const unsigned k = valence[vi];
         char name[32];

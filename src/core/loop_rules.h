@@ -492,14 +492,25 @@ PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t h)
 PMI_LHD void pmi_loop_check_tri(const pmi_loop_args *a, uint32_t t)
 {
     uint32_t v0 = a->tri[3 * t], v1 = a->tri[3 * t + 1], v2 = a->tri[3 * t + 2];
-    if (v0 >= a->nv || v1 >= a->nv || v2 >= a->nv)
+    if (v0 >= a->nv || v1 >= a->nv || v2 >= a->nv) {
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_INDEX << 56) | t);
-    else if (v0 == v1 || v1 == v2 || v0 == v2)
+        /* a corner at a bad index is in no vertex's list, so TWIN leaves
+         * its half-edge's twin and owner flag to this step (none, 0), for
+         * the steps that read them before the host reads this verdict */
+        for (uint32_t k = 0; k < 3; k++)
+            if (a->tri[3 * t + k] >= a->nv) {
+                if (a->twin) a->twin[3 * t + k] = PMI_LOOP_NONE;
+                if (a->owner) a->owner[3 * t + k] = 0;
+            }
+    } else if (v0 == v1 || v1 == v2 || v0 == v2)
         pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_REPEAT << 56) | t);
 }
 
 /* The twin of half-edge h = (u -> w): the other half-edge on {u, w} found in
- * u's corner list; two or more others make the edge non-manifold. */
+ * u's corner list; two or more others make the edge non-manifold. With
+ * a->owner, h's owner flag too: whether h owns its edge, the flag of uniform
+ * subdivision, where every edge splits (the adaptive path's SPLIT writes
+ * the flags again from its decisions). */
 PMI_LHD void pmi_loop_twin_of(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t *tri = a->tri;
@@ -517,7 +528,9 @@ PMI_LHD void pmi_loop_twin_of(const pmi_loop_args *a, uint32_t h)
             matches++;
         }
     }
-    a->twin[h] = matches == 1 ? found : PMI_LOOP_NONE;
+    found = matches == 1 ? found : PMI_LOOP_NONE;
+    a->twin[h] = found;
+    if (a->owner) a->owner[h] = pmi_loop_owns(h, found);
     if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | h);
 }
 
@@ -540,78 +553,85 @@ PMI_LHD void pmi_loop_csr_sort(const pmi_loop_args *a, uint32_t v)
     pmi_loop_sort_small(a->list + a->offset[v], a->count[v]);
 }
 
-/* Lists of at most PMI_LOOP_TWIN_LOCAL corners are sorted in the caller's
- * array c (entry i at i * stride: the stack on the CPU, shared memory on
- * CUDA, where the sort's dependent accesses stay on the SM) and written
- * back once; longer ones in place (pmi_loop_csr_sort). Returns whether c
- * holds the sorted list. */
-#define PMI_LOOP_TWIN_LOCAL 16
-PMI_LHD int pmi_loop_csr_sort_local(const pmi_loop_args *a, uint32_t v, uint32_t *c,
-                                    uint32_t stride)
+/* Entry i of a vertex's corner list of n entries, held as filled (in no
+ * order) in c, with the other two corners of its triangle in nx and pv:
+ * it goes to its place in the sorted list, sorted[its rank] (a list's
+ * corners are distinct), and, when nx is given, its half-edge (u -> nx)
+ * gets pmi_loop_twin_of's result, found in the arrays: the triangles of
+ * u's other corners are the only ones that can hold (u, w) or (w, u). The
+ * CPU runs the entries of a vertex in turn from the stack, CUDA one a
+ * thread from shared memory. */
+PMI_LHD void pmi_loop_list_entry(const pmi_loop_args *a, uint32_t *sorted, const uint32_t *c,
+                                 const uint32_t *nx, const uint32_t *pv, uint32_t n, uint32_t i)
 {
-    uint32_t *l = a->list + a->offset[v];
-    const uint32_t n = a->count[v];
-    if (n > PMI_LOOP_TWIN_LOCAL) {
-        pmi_loop_csr_sort(a, v);
-        return 0;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t x = l[i], j = i;
-        while (j > 0 && c[(j - 1) * stride] > x) {
-            c[j * stride] = c[(j - 1) * stride];
-            j--;
-        }
-        c[j * stride] = x;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        l[i] = c[i * stride];
-    return 1;
-}
-
-/* Vertex u's corner list sorted (pmi_loop_csr_sort_local) and the twins
- * of the half-edges leaving u, one per corner (pmi_loop_twin_of each, the
- * same results): the other two corners of the list's triangles are loaded
- * once into the caller's arrays nx, pv (as c), where the half-edges'
- * matches are found. A list longer than PMI_LOOP_TWIN_LOCAL corners (a
- * vertex of higher valence) takes pmi_loop_twin_of per half-edge. */
-PMI_LHD void pmi_loop_twin_local(const pmi_loop_args *a, uint32_t u, uint32_t *c, uint32_t *nx,
-                                 uint32_t *pv, uint32_t stride)
-{
-    const uint32_t n = a->count[u];
-    if (!pmi_loop_csr_sort_local(a, u, c, stride)) {
-        const uint32_t *l = a->list + a->offset[u];
-        for (uint32_t i = 0; i < n; i++)
-            pmi_loop_twin_of(a, l[i]);
+    const uint32_t ci = c[i];
+    uint32_t rank = 0;
+    if (!nx) {
+        for (uint32_t j = 0; j < n; j++)
+            rank += c[j] < ci;
+        sorted[rank] = ci;
         return;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        const uint32_t ci = c[i * stride], t = ci / 3, k = ci % 3;
-        nx[i * stride] = a->tri[3 * t + (k + 1) % 3];
-        pv[i * stride] = a->tri[3 * t + (k + 2) % 3];
+    const uint32_t t = ci / 3, w = nx[i];
+    uint32_t found = PMI_LOOP_NONE, matches = 0;
+    /* without branches: the lanes of a warp take the same path */
+    for (uint32_t j = 0; j < n; j++) {
+        const uint32_t cj = c[j], t2 = cj / 3;
+        rank += cj < ci;
+        const uint32_t other = t2 != t, out = other & (nx[j] == w),
+                       in = other & !out & (pv[j] == w);
+        /* u -> w at cj; w -> u at the corner before cj in its triangle */
+        const uint32_t back = cj - 3 * t2 == 0 ? cj + 2 : cj - 1;
+        found = out ? cj : in ? back : found;
+        matches += out + in;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        const uint32_t ci = c[i * stride], t = ci / 3, w = nx[i * stride];
-        uint32_t found = PMI_LOOP_NONE, matches = 0;
-        for (uint32_t j = 0; j < n; j++) {
-            const uint32_t cj = c[j * stride], t2 = cj / 3;
-            if (t2 == t) continue;
-            if (nx[j * stride] == w) {
-                found = cj; /* u -> w */
-                matches++;
-            } else if (pv[j * stride] == w) {
-                found = 3 * t2 + (cj % 3 + 2) % 3; /* w -> u */
-                matches++;
-            }
-        }
-        a->twin[ci] = matches == 1 ? found : PMI_LOOP_NONE;
-        if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | ci);
-    }
+    sorted[rank] = ci;
+    found = matches == 1 ? found : PMI_LOOP_NONE;
+    a->twin[ci] = found;
+    if (a->owner) a->owner[ci] = pmi_loop_owns(ci, found);
+    if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | ci);
 }
 
+/* The other two corners of corner c's triangle, as pmi_loop_list_entry
+ * reads them. */
+PMI_LHD void pmi_loop_list_corners(const pmi_loop_args *a, uint32_t c, uint32_t *nx, uint32_t *pv)
+{
+    const uint32_t t = c / 3, k = c % 3;
+    *nx = a->tri[3 * t + (k + 1) % 3];
+    *pv = a->tri[3 * t + (k + 2) % 3];
+}
+
+/* Vertex u's corner list sorted in place and the twins of the half-edges
+ * leaving it, searched per half-edge in the list: the way for a list too
+ * long for pmi_loop_list_entry's arrays. */
+PMI_LHD void pmi_loop_twin_global(const pmi_loop_args *a, uint32_t u)
+{
+    pmi_loop_csr_sort(a, u);
+    const uint32_t *l = a->list + a->offset[u];
+    for (uint32_t i = 0, n = a->count[u]; i < n; i++)
+        pmi_loop_twin_of(a, l[i]);
+}
+
+/* PMI_LOOP_TWIN on the CPU: a list of at most PMI_LOOP_TWIN_LOCAL corners
+ * is read once onto the stack with its triangles' other corners, where
+ * pmi_loop_list_entry sorts it and finds its twins; a longer one (a vertex
+ * of higher valence) takes pmi_loop_twin_global. */
+#define PMI_LOOP_TWIN_LOCAL 16
 PMI_LHD void pmi_loop_twin(const pmi_loop_args *a, uint32_t u)
 {
+    const uint32_t n = a->count[u];
+    if (n > PMI_LOOP_TWIN_LOCAL) {
+        pmi_loop_twin_global(a, u);
+        return;
+    }
+    uint32_t *l = a->list + a->offset[u];
     uint32_t c[PMI_LOOP_TWIN_LOCAL], nx[PMI_LOOP_TWIN_LOCAL], pv[PMI_LOOP_TWIN_LOCAL];
-    pmi_loop_twin_local(a, u, c, nx, pv, 1);
+    for (uint32_t i = 0; i < n; i++) {
+        c[i] = l[i];
+        pmi_loop_list_corners(a, c[i], nx + i, pv + i);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        pmi_loop_list_entry(a, l, c, nx, pv, n, i);
 }
 
 /* A vertex starts from its first corner; a vertex whose fan does not cover
@@ -1453,11 +1473,7 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
         if (v < a->nv) a->list[a->offset[v] + pmi_loop_atomic_inc(a->count + v)] = i;
         break;
     }
-    case PMI_LOOP_CSR_SORT: {
-        uint32_t c[PMI_LOOP_TWIN_LOCAL];
-        pmi_loop_csr_sort_local(a, i, c, 1);
-        break;
-    }
+    case PMI_LOOP_CSR_SORT: pmi_loop_csr_sort(a, i); break;
     case PMI_LOOP_TWIN: pmi_loop_twin(a, i); break;
     case PMI_LOOP_VSTART: pmi_loop_vstart(a, i); break;
     case PMI_LOOP_CSR_NORMAL: pmi_loop_csr_normal(a, i); break;

@@ -546,8 +546,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
             (s = sd_alloc(st, t, 4, &tri[p])) != PM_STATUS_OK)
             return s;
     }
-    if ((s = sd_alloc(st, 3 * nt0, 1, &a.split)) != PM_STATUS_OK ||
-        (s = sd_alloc(st, 1, sizeof none, &err)) != PM_STATUS_OK ||
+    if ((s = sd_alloc(st, 1, sizeof none, &err)) != PM_STATUS_OK ||
         (s = ctx->backend->upload(ctx, err, &none, sizeof none)) != PM_STATUS_OK)
         return s;
     a.tri = tri0;
@@ -556,18 +555,17 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     a.owner = owner[0];
     a.error = err;
     /* checks, corner lists (kept for the normals and the first level's
-     * start corners), twins, the input's owner flags and their scan; the
-     * host reads the checks' verdict with the scan's total. Until then a
-     * bad index is harmless: the lists leave its corner out, the twins are
-     * matched within the lists, and the split and owner flags only read
-     * twins (a half-edge leaving a bad index has none set: its flags come
-     * from an unset word, and the call then fails). A bad index (or a
-     * repeated vertex) is reported before a non-manifold edge that TWIN
-     * may also find: the error word keeps the least kind. */
+     * start corners), twins with the input's owner flags (every edge
+     * splits), and the flags' scan; the host reads the checks' verdict
+     * with the scan's total. Until then a bad index is harmless: the lists
+     * leave its corner out, the twins are matched within the lists, and
+     * CHECK_TRI sets no twin and a 0 flag for a half-edge leaving a bad
+     * index. A bad index (or a repeated vertex) is reported before a
+     * non-manifold edge that TWIN may also find: the error word keeps the
+     * least kind. */
     uint64_t edges0 = 0;
     if ((s = sd_step(st, PMI_LOOP_CHECK_TRI, a.n, &a)) != PM_STATUS_OK ||
         (s = sd_csr(st, &a, a.tri, a.n, a.nv, 1)) != PM_STATUS_OK ||
-        (s = sd_step(st, PMI_LOOP_SPLIT, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK ||
         (s = sd_scan(st, a.owner, a.owner, 3 * (uint64_t)a.n, &edges0)) != PM_STATUS_OK ||
         (s = sd_check(st, err, a.tri)) != PM_STATUS_OK)
         return s;

@@ -271,29 +271,62 @@ static __global__ void mark_ends_kernel(size_t n, pmi_loop_args a)
         pmi_loop_mark_ends(&a, (uint32_t)(h0 + j));
 }
 
-/* TWIN, one vertex a thread, its corner list and the other corners of its
- * triangles in shared memory (entry i of thread x at i * TWIN_THREADS + x:
- * no bank conflicts). In local memory they passed the L1 at full
- * occupancy, and the sort's and the matches' dependent accesses went to
- * L2. */
-#define TWIN_THREADS 128
-static __global__ void __launch_bounds__(TWIN_THREADS) twin_kernel(size_t n, pmi_loop_args a)
+/* TWIN and CSR_SORT, one corner a thread: a block takes LIST_THREADS
+ * vertices, whose lists are one contiguous range of a->list, and reads
+ * the range into shared memory (with, for TWIN, the other two corners of
+ * each corner's triangle: independent loads, coalesced for the list);
+ * then each thread runs pmi_loop_list_entry on its corners, a pass over
+ * its vertex's list there: its rank (its place in the sorted list) and
+ * its half-edge's twin. A warp's work follows its corners' valences, not
+ * its busiest vertex's n^2 matches. A block whose range passes LIST_CAP
+ * corners (12 a vertex on average; a closed mesh has 6) holds a vertex
+ * of very high valence: its threads sort their vertices' lists in place
+ * and search them per half-edge (pmi_loop_twin_global). */
+#define LIST_THREADS 128
+#define LIST_CAP (12 * LIST_THREADS)
+template <bool TWINS>
+static __global__ void __launch_bounds__(LIST_THREADS) list_kernel(size_t n, pmi_loop_args a)
 {
-    __shared__ uint32_t s_c[PMI_LOOP_TWIN_LOCAL * TWIN_THREADS];
-    __shared__ uint32_t s_nx[PMI_LOOP_TWIN_LOCAL * TWIN_THREADS];
-    __shared__ uint32_t s_pv[PMI_LOOP_TWIN_LOCAL * TWIN_THREADS];
-    const size_t v = (size_t)blockIdx.x * TWIN_THREADS + threadIdx.x;
-    if (v < n)
-        pmi_loop_twin_local(&a, (uint32_t)v, s_c + threadIdx.x, s_nx + threadIdx.x,
-                            s_pv + threadIdx.x, TWIN_THREADS);
-}
-
-/* CSR_SORT likewise: a vertex's list sorted in shared memory. */
-static __global__ void __launch_bounds__(TWIN_THREADS) csr_sort_kernel(size_t n, pmi_loop_args a)
-{
-    __shared__ uint32_t s_c[PMI_LOOP_TWIN_LOCAL * TWIN_THREADS];
-    const size_t v = (size_t)blockIdx.x * TWIN_THREADS + threadIdx.x;
-    if (v < n) pmi_loop_csr_sort_local(&a, (uint32_t)v, s_c + threadIdx.x, TWIN_THREADS);
+    __shared__ uint32_t s_c[LIST_CAP], s_nx[TWINS ? LIST_CAP : 1], s_pv[TWINS ? LIST_CAP : 1];
+    __shared__ uint32_t s_beg[LIST_THREADS], s_n[LIST_THREADS], s_total;
+    __shared__ uint8_t s_v[LIST_CAP]; /* each entry's vertex in the block */
+    const size_t v0 = (size_t)blockIdx.x * LIST_THREADS;
+    const unsigned tid = threadIdx.x, nb = n - v0 < LIST_THREADS ? (unsigned)(n - v0) : LIST_THREADS;
+    const uint32_t base = a.offset[v0], v = (uint32_t)(v0 + tid);
+    uint32_t beg = 0, cnt = 0;
+    if (tid < nb) {
+        beg = a.offset[v] - base;
+        cnt = a.count[v];
+        if (tid == nb - 1) s_total = beg + cnt;
+    }
+    __syncthreads();
+    const uint32_t total = s_total;
+    if (total > LIST_CAP) {
+        if (tid < nb) {
+            if (TWINS)
+                pmi_loop_twin_global(&a, v);
+            else
+                pmi_loop_csr_sort(&a, v);
+        }
+        return;
+    }
+    if (tid < nb) {
+        s_beg[tid] = beg;
+        s_n[tid] = cnt;
+        for (uint32_t j = 0; j < cnt; j++)
+            s_v[beg + j] = (uint8_t)tid;
+    }
+    for (uint32_t e = tid; e < total; e += LIST_THREADS) {
+        const uint32_t c = a.list[base + e];
+        s_c[e] = c;
+        if (TWINS) pmi_loop_list_corners(&a, c, s_nx + e, s_pv + e);
+    }
+    __syncthreads();
+    for (uint32_t e = tid; e < total; e += LIST_THREADS) {
+        const uint32_t j = s_v[e], b = s_beg[j];
+        pmi_loop_list_entry(&a, a.list + base + b, s_c + b, TWINS ? s_nx + b : NULL,
+                            TWINS ? s_pv + b : NULL, s_n[j], e - b);
+    }
 }
 
 /* A kernel of `threads` per block over n elements, `span` of them a
@@ -326,8 +359,8 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_CSR_COUNT: return loop_launch<PMI_LOOP_CSR_COUNT>(ctx, n, a);
     case PMI_LOOP_CSR_FILL: return loop_launch<PMI_LOOP_CSR_FILL>(ctx, n, a);
     case PMI_LOOP_CSR_SORT:
-        return block_launch(ctx, csr_sort_kernel, TWIN_THREADS, TWIN_THREADS, n, a);
-    case PMI_LOOP_TWIN: return block_launch(ctx, twin_kernel, TWIN_THREADS, TWIN_THREADS, n, a);
+        return block_launch(ctx, list_kernel<false>, LIST_THREADS, LIST_THREADS, n, a);
+    case PMI_LOOP_TWIN: return block_launch(ctx, list_kernel<true>, LIST_THREADS, LIST_THREADS, n, a);
     case PMI_LOOP_VSTART: return loop_launch<PMI_LOOP_VSTART>(ctx, n, a);
     case PMI_LOOP_CSR_NORMAL: return loop_launch<PMI_LOOP_CSR_NORMAL>(ctx, n, a);
     case PMI_LOOP_WALK_VERTEX: return loop_launch<PMI_LOOP_WALK_VERTEX>(ctx, n, a);
