@@ -851,6 +851,27 @@ PMI_LHD void pmi_loop_odd_ids(const float *pos, uint32_t u, uint32_t w, uint32_t
     }
 }
 
+/* pmi_loop_odd_ids from positions already converted to double (exactly):
+ * the same sums, so the same bytes; a step that uses a vertex in several
+ * odd rules converts it once. */
+PMI_LHD void pmi_loop_odd_d(const double *pu, const double *pw, const double *pc, const double *pd,
+                            int boundary, float *q)
+{
+    if (boundary) {
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.5 * (pu[i] + pw[i]));
+    } else {
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.375 * (pu[i] + pw[i]) + 0.125 * (pc[i] + pd[i]));
+    }
+}
+
+PMI_LHD void pmi_loop_load_d(const float *pos, uint32_t v, double *p)
+{
+    for (int i = 0; i < 3; i++)
+        p[i] = (double)pos[3 * (size_t)v + i];
+}
+
 PMI_LHD void pmi_loop_odd_to(const pmi_loop_args *a, uint32_t h, uint32_t tw, float *q)
 {
     const uint32_t t = h / 3, k = h % 3;
@@ -1303,17 +1324,25 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
      * (half-edges 1, 5, 6; opposite in the centre child m1, m2, m0), then
      * the halves of t's own edges (opposite m_{k+2} or m_{k+1} in t's
      * child, x1 or x2 in t2's) */
-    pmi_loop_odd_ids(a->pos, m[0], m[2], v[0], m[1], 0, pn + 3 * (size_t)(num[1] - elo));
-    pmi_loop_odd_ids(a->pos, m[1], m[0], v[1], m[2], 0, pn + 3 * (size_t)(num[5] - elo));
-    pmi_loop_odd_ids(a->pos, m[2], m[1], v[2], m[0], 0, pn + 3 * (size_t)(num[6] - elo));
+    /* t's corners and new vertices are read and converted once (each is
+     * in up to 7 of the 9 rules) */
+    double pv[3][3], pm[3][3], px[3];
+    for (uint32_t k = 0; k < 3; k++) {
+        pmi_loop_load_d(a->pos, v[k], pv[k]);
+        pmi_loop_load_d(a->pos, m[k], pm[k]);
+    }
+    pmi_loop_odd_d(pm[0], pm[2], pv[0], pm[1], 0, pn + 3 * (size_t)(num[1] - elo));
+    pmi_loop_odd_d(pm[1], pm[0], pv[1], pm[2], 0, pn + 3 * (size_t)(num[5] - elo));
+    pmi_loop_odd_d(pm[2], pm[1], pv[2], pm[0], 0, pn + 3 * (size_t)(num[6] - elo));
     for (uint32_t k = 0; k < 3; k++) {
         if (!own[k]) continue;
         const int b = tw[k] == PMI_LOOP_NONE;
-        const uint32_t w = v[(k + 1) % 3];
-        pmi_loop_odd_ids(a->pos, v[k], m[k], m[(k + 2) % 3], x1[k], b,
-                         pn + 3 * (size_t)(num[first[k]] - elo));
-        pmi_loop_odd_ids(a->pos, m[k], w, m[(k + 1) % 3], x2[k], b,
-                         pn + 3 * (size_t)(num[second[k]] - elo));
+        pmi_loop_load_d(a->pos, x1[k], px);
+        pmi_loop_odd_d(pv[k], pm[k], pm[(k + 2) % 3], px, b,
+                       pn + 3 * (size_t)(num[first[k]] - elo));
+        pmi_loop_load_d(a->pos, x2[k], px);
+        pmi_loop_odd_d(pm[k], pv[(k + 1) % 3], pm[(k + 1) % 3], px, b,
+                       pn + 3 * (size_t)(num[second[k]] - elo));
     }
 }
 

@@ -225,9 +225,15 @@ static __global__ void __launch_bounds__(LAST2_THREADS) red_last2_kernel(size_t 
     if (t < n)
         pmi_loop_red_last2_into(&a, (uint32_t)t, s_tri + LAST2_ROW * threadIdx.x, s_pos, elo);
     __syncthreads();
-    uint32_t *dst = a.out_tri + 48 * t0;
-    for (unsigned w = threadIdx.x; w < 48 * rows; w += LAST2_THREADS)
-        dst[w] = s_tri[LAST2_ROW * (w / 48) + w % 48];
+    /* 16-byte stores (the output comes from cudaMalloc or the pool, and
+     * a block's 48 * 128 words start at a multiple of 192 bytes), each
+     * of 4 words of a thread's row */
+    uint4 *dst = (uint4 *)(a.out_tri + 48 * t0);
+    for (unsigned w = threadIdx.x; w < 12 * rows; w += LAST2_THREADS) {
+        const unsigned r = w / 12;
+        const uint32_t *s = s_tri + LAST2_ROW * r + 4 * (w - 12 * r);
+        dst[w] = make_uint4(s[0], s[1], s[2], s[3]);
+    }
     block_store(a.pos_new + 3 * ((size_t)a.nv + elo), s_pos, 3 * owned);
 }
 
