@@ -24,8 +24,9 @@
 #include "test_volumes.h"
 
 /* The path a CUDA extraction of v must take (docs/cuda_isosurface.md):
- * pass 1 by the direct classification up to 2^25 points (rows of at
- * most 2048 points, every type but f64, not under the stream hook), else
+ * pass 1 by the direct classification up to 2^25 points (f32: 3 * 2^23;
+ * rows of at most 2048 points, every type but f64, not under the stream
+ * hook), else
  * streamed for f32 and for other types but f64 up to 2^24 points,
  * else by the bitmask kernels (the batched classification while the
  * bitmask is small, checked below 4 MB; the per-word one above 512 MB,
@@ -33,6 +34,7 @@
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
 #define PMT_DIRECT_MAX ((size_t)1 << 25)
+#define PMT_DIRECT_MAX_F32 ((size_t)3 << 23)
 #define PMT_CELLS_MAX ((size_t)1 << 24)
 static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
     chunk128_runs, scalar_runs;
@@ -54,7 +56,8 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     if (pm_context_device(ctx) != PM_DEVICE_CUDA) return;
     const size_t points = v->nx * v->ny * v->nz, mask_bytes = points / 8;
     const int direct = v->type != PM_SAMPLE_F64 && (v->nx + 31) / 32 <= 64 &&
-                       points <= PMT_DIRECT_MAX && !hook_set("stream");
+                       points <= (v->type == PM_SAMPLE_F32 ? PMT_DIRECT_MAX_F32 : PMT_DIRECT_MAX) &&
+                       !hook_set("stream");
     const int stream = !direct && v->type != PM_SAMPLE_F64 &&
                        (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24));
     PMT_CHECK(path_has(r, "backend=cuda"), "%s: path \"%s\"", what, r->path);
@@ -541,12 +544,15 @@ static void test_stream_shapes(pm_context *gpu)
 
 /* Shapes at the direct classification's bounds (check_path asserts the
  * path): rows of 2048 points (64 words, its widest windows) with padded
- * rows and slices, 2^25 points (its largest volume); rows of 2049
+ * rows and slices, 3 * 2^23 points (its largest f32 volume) and 2^25
+ * points (its largest of the other types; f32 streamed); rows of 2049
  * points, which take the streaming classification; every type but f64,
  * both inside sides. */
 static void test_direct_shapes(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
+    types_match(cpu, gpu, 2048, 96, 128, 2048 + 16, (2048 + 16) * 96 + 32, PM_SAMPLE_F32,
+                PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     types_match(cpu, gpu, 2048, 128, 128, 2048 + 16, (2048 + 16) * 128 + 32, PM_SAMPLE_F32,
                 PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     types_match(cpu, gpu, 2049, 8, 9, 2049, 2049 * 8, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,

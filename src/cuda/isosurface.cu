@@ -38,9 +38,11 @@ static __global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, u
  * points (f32 at every size, f64 never). */
 #define MC_STREAM_MAX ((size_t)1 << 24)
 
-/* The direct classification (one kernel) up to MC_DIRECT_MAX points,
- * the streaming one above (measured on the H100, bench/RESULTS-cudamc.md). */
+/* The direct classification (one kernel) up to MC_DIRECT_MAX points
+ * (f32: MC_DIRECT_MAX_F32), the streaming one or the bitmask above
+ * (measured on the H100, bench/RESULTS-cudamc.md). */
 #define MC_DIRECT_MAX ((size_t)1 << 25)
+#define MC_DIRECT_MAX_F32 ((size_t)3 << 23)
 
 typedef enum mc_pass1 { MC_PASS1_DIRECT, MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
 
@@ -125,11 +127,14 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     /* Up to MC_DIRECT_MAX points the direct classification (one kernel)
      * instead, for every type but f64 and rows of at most 2048 points,
      * unless the stream hook asks for the streaming one (measured on the
-     * H100 with its 16-byte loads, bench/RESULTS-cudamc.md: f32 faster
-     * than the streaming classification from 64^3 to 320^3 (2^25 points
-     * is about 322^3), slower from 352^3; u8/u16 faster than the bitmask
-     * kernels at 320^3 and 352^3, slower from 384^3). */
-    const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= MC_DIRECT_MAX &&
+     * H100, bench/RESULTS-cudamc.md: f32 faster than the streaming
+     * classification from 64^3 to 288^3, slower at 320^3 since the
+     * streaming kernel writes its records one per lane, so f32 stops at
+     * 3 * 2^23 points, about 293^3; u8/u16 faster than the bitmask kernels
+     * at 320^3 and 352^3, slower from 384^3, so they stop at 2^25, about
+     * 322^3). */
+    const size_t direct_max = vol->type == PM_SAMPLE_F32 ? MC_DIRECT_MAX_F32 : MC_DIRECT_MAX;
+    const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= direct_max &&
                        !(pl->hooks & PMI_HOOK_STREAM);
     pl->pass1 = direct ? MC_PASS1_DIRECT : stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
     if (direct) {
