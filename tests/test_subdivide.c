@@ -861,9 +861,10 @@ int main(int argc, char **argv)
     check_uniform(ctx, "triangle", &one, 4);
     /* valences 3 to 12; poles past PMI_LOOP_TWIN_LOCAL (16) corners,
      * whose twins the CPU finds by the per-half-edge search instead of its
-     * stack arrays; and poles of 800 corners, which pass the CUDA twin
-     * kernel's LIST_CAP (1536 corners a block of 128 vertices), so their
-     * block takes the same search */
+     * stack arrays; and poles of 800 corners: the closed bipyramid's two
+     * pass the CUDA twin kernel's LIST_CAP (1536 corners a block of 128
+     * vertices) in one block, which takes the same search (the open
+     * fan's block, 864 corners, stays in shared memory) */
     static const unsigned valence[] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 17, 24, 800};
     for (size_t vi = 0; vi < sizeof valence / sizeof valence[0]; vi++) {
         const unsigned k = valence[vi];
