@@ -33,8 +33,8 @@ enum pmi_loop_step_id {
     PMI_LOOP_CSR_COUNT,     /* per triangle: count[v]++ for its corners */
     PMI_LOOP_CSR_FILL,      /* per corner: list[off[v] + cursor[v]++] = corner */
     PMI_LOOP_CSR_SORT,      /* per vertex: sort its corner list */
-    PMI_LOOP_TWIN,          /* per vertex: sort its corner list, the twins of
-                               the half-edges leaving it */
+    PMI_LOOP_TWIN,          /* per vertex: sort its corner list, the twins
+                               (and owner flags) of the half-edges leaving it */
     PMI_LOOP_VSTART,        /* per vertex: first corner, or NONE if not a disc */
     PMI_LOOP_CSR_NORMAL,    /* per vertex: normal over its corner list */
     PMI_LOOP_WALK_VERTEX,   /* per vertex: criterion normal, even move along it */
