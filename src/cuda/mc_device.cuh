@@ -36,6 +36,14 @@ static __device__ uint8_t mcd_tri_count[256];
 static __device__ uint8_t mcd_edge_corner[12][2];
 static __device__ uint8_t mcd_edge_axis[12];
 static __device__ uint8_t mcd_corner[8][3];
+/* mcd_tri_table with each edge e given as its lower end's corner offsets
+ * and axis, dx | dy << 1 | dz << 2 | axis << 3 (mcd_origin_*): one load
+ * where the edge, corner and axis tables took three in a chain. */
+static __device__ uint8_t mcd_tri_origin[256][16];
+#define MCD_ORIGIN_DX(o) ((int)((o) & 1u))
+#define MCD_ORIGIN_DY(o) ((int)((o) >> 1 & 1u))
+#define MCD_ORIGIN_DZ(o) ((int)((o) >> 2 & 1u))
+#define MCD_ORIGIN_AXIS(o) ((int)((o) >> 3))
 
 #define MCD_TABLES_UPLOAD                                                                          \
     static pm_status mcd_tables_upload(int device)                                                 \
@@ -54,6 +62,18 @@ static __device__ uint8_t mcd_corner[8][3];
             e = cudaMemcpyToSymbol(mcd_edge_axis, pmi_mc_edge_axis, sizeof pmi_mc_edge_axis);      \
         if (e == cudaSuccess)                                                                      \
             e = cudaMemcpyToSymbol(mcd_corner, pmi_mc_corner, sizeof pmi_mc_corner);               \
+        if (e == cudaSuccess) {                                                                    \
+            uint8_t org[256][16];                                                                  \
+            for (int cs = 0; cs < 256; cs++)                                                       \
+                for (int q = 0; q < 16; q++) {                                                     \
+                    const int ed = pmi_mc_tri_table[cs][q];                                        \
+                    const uint8_t *c = ed < 0 ? NULL : pmi_mc_corner[pmi_mc_edge_corner[ed][0]];   \
+                    org[cs][q] = c ? (uint8_t)(c[0] | c[1] << 1 | c[2] << 2 |                      \
+                                               pmi_mc_edge_axis[ed] << 3)                          \
+                                   : (uint8_t)255;                                                 \
+                }                                                                                  \
+            e = cudaMemcpyToSymbol(mcd_tri_origin, org, sizeof org);                               \
+        }                                                                                          \
         if (e != cudaSuccess) return pmi_cuda_status(e, "pm_isosurface: marching cubes tables");   \
         if (device >= 0 && device < 64) __atomic_store_n(&done[device], 1, __ATOMIC_RELEASE);      \
         return PM_STATUS_OK;                                                                       \

@@ -124,14 +124,16 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
 
 /* Soup from the cells (MC_SOUP_CELLS: small volumes, where pass 2 is
  * bound by its latencies rather than by its arithmetic, and the fallback
- * where the indexed vertices get no room): block b takes records [64 b,
- * 64 b + 64) (few records per block: more warps to hide the latencies of
- * small volumes), whose triangles are a contiguous range (records without
- * triangles, of a classification with edges, take no part). Each record
- * lists its triangles at its prefix in shared memory; thread u of the
+ * where the indexed vertices get no room): block b takes records
+ * [MC_CELL_RECS b, MC_CELL_RECS (b + 1)) (few records per block: more
+ * warps to hide the latencies of small volumes), whose triangles are a
+ * contiguous range (records without triangles, of a classification with
+ * edges, take no part). Each record lists its triangles at its prefix in
+ * shared memory, with its point split into (i, j, k); thread u of the
  * range's soup vertices reads its record there and computes the vertex of
- * its corner's edge from the edge's owner point and axis (as the indexed
- * vertices: the same function of the same edge, so the same bits). One
+ * its corner's edge from the edge's owner point and axis, both from one
+ * load of mcd_tri_origin (as the indexed vertices: the same function of
+ * the same edge, so the same bits). One
  * kernel, no search, no vertex scratch, but an edge shared by n triangles
  * is computed n times. Vertices from nvout on are not written. */
 #define MC_CELL_RECS 80 /* records per block of mc_soup_cell_kernel */
@@ -146,7 +148,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
                         float *pos, float *nrm, const mc_dcounts *dc)
 {
     pmi_pdl_enter();
-    __shared__ unsigned long long s_pt[MC_CELL_RECS];
+    __shared__ long long s_ijk[3][MC_CELL_RECS]; /* each record's point, split once */
     __shared__ unsigned s_tp[MC_CELL_RECS];
     __shared__ uint8_t s_cs[MC_CELL_RECS];
     __shared__ uint8_t s_own[5 * MC_CELL_RECS]; /* the record of each of the block's triangles */
@@ -159,7 +161,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
         const unsigned long long tri = __ldg(rec.tri + r);
         const unsigned info = __ldg(rec.info + r), nt = info >> 11 & 7u;
         s_tp[t] = (unsigned)(tri - T0);
-        s_pt[t] = __ldg(rec.point + r);
+        mc_point_ijk(v, __ldg(rec.point + r), &s_ijk[0][t], &s_ijk[1][t], &s_ijk[2][t]);
         s_cs[t] = (uint8_t)(info & 255u);
         for (unsigned q = 0; q < nt; q++)
             s_own[tri - T0 + q] = (uint8_t)t;
@@ -172,12 +174,10 @@ static __global__ void __launch_bounds__(MC_THREADS)
         const unsigned long long o = 3 * (T0 + lt) + m;
         if (o >= nvout) break; /* o grows with u; no barrier follows */
         const int a = s_own[lt];
-        const int e = mcd_tri_table[s_cs[a]][3 * (lt - s_tp[a]) + m], c = mcd_edge_corner[e][0];
-        long long i, j, k;
-        mc_point_ijk(v, s_pt[a], &i, &j, &k);
+        const unsigned eo = mcd_tri_origin[s_cs[a]][3 * (lt - s_tp[a]) + m];
         float pp[3], n[3];
-        mcd_vertex<T, MODE>(v, i + mcd_corner[c][0], j + mcd_corner[c][1], k + mcd_corner[c][2],
-                            mcd_edge_axis[e], pp, n);
+        mcd_vertex<T, MODE>(v, s_ijk[0][a] + MCD_ORIGIN_DX(eo), s_ijk[1][a] + MCD_ORIGIN_DY(eo),
+                            s_ijk[2][a] + MCD_ORIGIN_DZ(eo), MCD_ORIGIN_AXIS(eo), pp, n);
         mc_store(pos, nrm, o, pp, n);
     }
 }
@@ -233,18 +233,18 @@ static __device__ __forceinline__ unsigned long long mc_row_of(const mcd_volume 
     return (p | nx) >> 32 == 0 ? (unsigned long long)((unsigned)p / (unsigned)nx) : p / nx;
 }
 
-/* Record of the lattice point that owns the edge from corner c of the cell
- * at point p (record r, lattice row prow): that point has a record (the
- * edge crosses), at or after r. Same row (corner dy = dz = 0): it is p or
+/* Record of the lattice point that owns the edge whose lower end is at
+ * offsets eo (mcd_tri_origin) from the cell at point p (record r, lattice
+ * row prow): that point has a record (the edge crosses), at or after r. Same row (corner dy = dz = 0): it is p or
  * p + 1, so record r or r + 1. Otherwise a binary search over the records
  * of the owner's row (row prow + dy + ny*dz; rows: each row's first
  * record). */
 static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const mc_records &rec,
                                                      const unsigned long long *rows, long long nrec,
                                                      long long r, unsigned long long p,
-                                                     unsigned long long prow, int c)
+                                                     unsigned long long prow, unsigned eo)
 {
-    const int dx = mcd_corner[c][0], dy = mcd_corner[c][1], dz = mcd_corner[c][2];
+    const int dx = MCD_ORIGIN_DX(eo), dy = MCD_ORIGIN_DY(eo), dz = MCD_ORIGIN_DZ(eo);
     if (!(dy | dz)) return r + dx;
     const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny;
     const unsigned long long drow = (unsigned long long)dy + ny * dz;
@@ -262,17 +262,18 @@ static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const 
     return lo;
 }
 
-/* Index of the vertex on edge e of the cell at point p (record r, row
- * prow): the owner's crossing prefix plus the edge's rank among its
- * crossings. */
+/* Index of the vertex on the edge at eo (mcd_tri_origin) of the cell at
+ * point p (record r, row prow): the owner's crossing prefix plus the
+ * edge's rank among its crossings. */
 static __device__ __forceinline__ unsigned long long
 mc_edge_vertex(const mcd_volume &v, const mc_records &rec, const unsigned long long *rows,
-               long long nrec, long long r, unsigned long long p, unsigned long long prow, int e)
+               long long nrec, long long r, unsigned long long p, unsigned long long prow,
+               unsigned eo)
 {
-    const long long ow = mc_owner(v, rec, rows, nrec, r, p, prow, mcd_edge_corner[e][0]);
+    const long long ow = mc_owner(v, rec, rows, nrec, r, p, prow, eo);
     const unsigned bits = __ldg(rec.info + ow) >> 8 & 7u;
     return __ldg(rec.cross + ow) +
-           (unsigned long long)__popc(bits & ((1u << mcd_edge_axis[e]) - 1u));
+           (unsigned long long)__popc(bits & ((1u << MCD_ORIGIN_AXIS(eo)) - 1u));
 }
 
 /* Indexed triangles: one thread per triangle, its three edges' vertices. */
@@ -295,7 +296,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
         const unsigned long long p = __ldg(rec.point + r), prow = mc_row_of(v, p);
         for (int m = 0; m < 3; m++)
             idx[3 * q + m] = (uint32_t)mc_edge_vertex(v, rec, rows, nrec, r, p, prow,
-                                                      mcd_tri_table[cs][3 * l + m]);
+                                                      mcd_tri_origin[cs][3 * l + m]);
     }
 }
 
@@ -329,7 +330,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
         unsigned long long vi[3];
 #pragma unroll
         for (int m = 0; m < 3; m++)
-            vi[m] = mc_edge_vertex(v, rec, rows, nrec, r, p, prow, mcd_tri_table[cs][3 * l + m]);
+            vi[m] = mc_edge_vertex(v, rec, rows, nrec, r, p, prow, mcd_tri_origin[cs][3 * l + m]);
 #pragma unroll
         for (int m = 0; m < 3; m++)
 #pragma unroll
