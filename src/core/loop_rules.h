@@ -930,6 +930,22 @@ PMI_LHD void pmi_loop_put(uint32_t *o, uint32_t x, uint32_t y, uint32_t z)
     o[2] = z;
 }
 
+/* Four triangles' 12 words (a red triangle's children) at o; on the GPU
+ * o is 16-byte aligned (RED_LAST2's staged rows, or its output: 48 words
+ * a triangle from a device allocation) and takes three 16-byte stores. */
+PMI_LHD void pmi_loop_put12(uint32_t *o, const uint32_t w[12])
+{
+#ifdef __CUDA_ARCH__
+    uint4 *q = (uint4 *)o;
+    q[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    q[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    q[2] = make_uint4(w[8], w[9], w[10], w[11]);
+#else
+    for (int i = 0; i < 12; i++)
+        o[i] = w[i];
+#endif
+}
+
 /* The twins of the interior half-edges of a red triangle's children
  * (child c's corner j at half-edge base + 3c + j: 1 - 11, 5 - 9, 6 - 10),
  * into tw[0..11]. */
@@ -1172,20 +1188,41 @@ PMI_LHD void pmi_loop_even_new(const pmi_loop_args *a, uint32_t h)
     pmi_loop_even_new_into(a, h, a->pos_new + 3 * m, a->vstart_new ? a->vstart_new + m : NULL);
 }
 
-/* The owner numbers of the 12 half-edges of uniform triangle t's children
- * (child c's corner j at 3c + j) in the next stream, from t's own: owner_t
- * the owners before t, own[0..2] whether t's half-edges own their edges
- * (pmi_loop_red_uniform_into says why). A half-edge that does not own its
+/* Which of the 12 half-edges of uniform triangle t's children (child c's
+ * corner j at bit 3c + j) own their edges, from own[0..2], whether t's
+ * half-edges own theirs (pmi_loop_red_uniform_into says why). */
+PMI_LHD uint32_t pmi_loop_child_owners(const uint32_t own[3])
+{
+    return own[0] | 1u << 1 | own[2] << 2 | own[0] << 3 | own[1] << 4 | 1u << 5 | 1u << 6 |
+           own[1] << 7 | own[2] << 8;
+}
+
+/* The owner numbers of those 12 half-edges in the next stream, from t's
+ * own: owner_t the owners before t. A half-edge that does not own its
  * edge gets the number of the next one that does. */
 PMI_LHD void pmi_loop_child_numbers(uint32_t t, uint32_t owner_t, const uint32_t own[3],
                                     uint32_t num[12])
 {
-    const uint32_t fl[12] = {own[0], 1, own[2], own[0], own[1], 1, 1, own[1], own[2], 0, 0, 0};
+    const uint32_t fl = pmi_loop_child_owners(own);
     uint32_t run = 3 * t + 2 * owner_t;
     for (uint32_t j = 0; j < 12; j++) {
         num[j] = run;
-        run += fl[j];
+        run += fl >> j & 1u;
     }
+}
+
+/* Entry j of pmi_loop_child_numbers alone: the owners before j counted in
+ * the mask. */
+PMI_LHD uint32_t pmi_loop_child_number(uint32_t t, uint32_t owner_t, const uint32_t own[3],
+                                       uint32_t j)
+{
+    uint32_t x = pmi_loop_child_owners(own) & ((1u << j) - 1u);
+#ifdef __CUDA_ARCH__
+    x = (uint32_t)__popc(x);
+#else
+    x = (uint32_t)__builtin_popcount(x);
+#endif
+    return 3 * t + 2 * owner_t + x;
 }
 
 /* The twins, in the next stream, of the two halves of uniform triangle t's
@@ -1300,25 +1337,21 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
         if (own[k]) continue;
         /* the halves' twins in t2's children, and those half-edges' owner
          * numbers */
-        const uint32_t t2 = tw[k] / 3;
-        uint32_t own2[3], num2[12], f, s2;
+        const uint32_t t2 = tw[k] / 3, o2 = a->powner[3 * t2];
+        uint32_t own2[3], f, s2;
         for (uint32_t j = 0; j < 3; j++)
             own2[j] = pmi_loop_prev_own(a, 3 * t2 + j);
-        pmi_loop_child_numbers(t2, a->powner[3 * t2], own2, num2);
         pmi_loop_half_twins(tw[k], a->ptri[tw[k]], v[k], &f, &s2);
-        num[first[k]] = num2[f - 12 * t2];
-        num[second[k]] = num2[s2 - 12 * t2];
+        num[first[k]] = pmi_loop_child_number(t2, o2, own2, f - 12 * t2);
+        num[second[k]] = pmi_loop_child_number(t2, o2, own2, s2 - 12 * t2);
     }
     const uint32_t ch[4][3] = {
         {v[0], m[0], m[2]}, {m[0], v[1], m[1]}, {m[2], m[1], v[2]}, {m[0], m[1], m[2]}};
     for (uint32_t c = 0; c < 4; c++) {
         const uint32_t M0 = a->nv + num[3 * c], M1 = a->nv + num[3 * c + 1],
                        M2 = a->nv + num[3 * c + 2];
-        uint32_t *oc = o + 12 * c;
-        pmi_loop_put(oc, ch[c][0], M0, M2);
-        pmi_loop_put(oc + 3, M0, ch[c][1], M1);
-        pmi_loop_put(oc + 6, M2, M1, ch[c][2]);
-        pmi_loop_put(oc + 9, M0, M1, M2);
+        const uint32_t w[12] = {ch[c][0], M0, M2, M0, ch[c][1], M1, M2, M1, ch[c][2], M0, M1, M2};
+        pmi_loop_put12(o + 12 * c, w);
     }
     /* the odd rule on the edges t's children own: the interior ones
      * (half-edges 1, 5, 6; opposite in the centre child m1, m2, m0), then

@@ -203,13 +203,18 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n
 
 /* RED_LAST2 staged likewise: 16 output triangles a thread (48 words),
  * and the vertices created on the edges its triangle's children own, 3 +
- * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block. */
+ * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block. 5
+ * blocks a multiprocessor: 96 registers, no spills (unbounded, ptxas
+ * took 102, which the allocation granularity rounds to 4 blocks). */
 #define LAST2_THREADS 128
-#define LAST2_ROW 49 /* a thread's words in shared memory: odd, no bank conflicts */
+/* A thread's words in shared memory: 16-byte rows whose 16-byte stores
+ * and loads by 8 threads (a quarter warp) meet no bank twice (52 words =
+ * 20 banks on, mod 32). */
+#define LAST2_ROW 52
 
-static __global__ void __launch_bounds__(LAST2_THREADS) red_last2_kernel(size_t n, pmi_loop_args a)
+static __global__ void __launch_bounds__(LAST2_THREADS, 5) red_last2_kernel(size_t n, pmi_loop_args a)
 {
-    __shared__ uint32_t s_tri[LAST2_ROW * LAST2_THREADS];
+    __shared__ __align__(16) uint32_t s_tri[LAST2_ROW * LAST2_THREADS];
     __shared__ float s_pos[27 * LAST2_THREADS];
     const size_t t0 = (size_t)blockIdx.x * LAST2_THREADS;
     const size_t t = t0 + threadIdx.x;
@@ -227,12 +232,11 @@ static __global__ void __launch_bounds__(LAST2_THREADS) red_last2_kernel(size_t 
     __syncthreads();
     /* 16-byte stores (the output comes from cudaMalloc or the pool, and
      * a block's 48 * 128 words start at a multiple of 192 bytes), each
-     * of 4 words of a thread's row */
+     * of 4 words of a thread's row, read with one 16-byte load */
     uint4 *dst = (uint4 *)(a.out_tri + 48 * t0);
     for (unsigned w = threadIdx.x; w < 12 * rows; w += LAST2_THREADS) {
         const unsigned r = w / 12;
-        const uint32_t *s = s_tri + LAST2_ROW * r + 4 * (w - 12 * r);
-        dst[w] = make_uint4(s[0], s[1], s[2], s[3]);
+        dst[w] = *(const uint4 *)(s_tri + LAST2_ROW * r + 4 * (w - 12 * r));
     }
     block_store(a.pos_new + 3 * ((size_t)a.nv + elo), s_pos, 3 * owned);
 }
