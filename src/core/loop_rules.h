@@ -931,8 +931,8 @@ PMI_LHD void pmi_loop_put(uint32_t *o, uint32_t x, uint32_t y, uint32_t z)
 }
 
 /* Four triangles' 12 words (a red triangle's children) at o; on the GPU
- * o is 16-byte aligned (RED_LAST2's staged rows, or its output: 48 words
- * a triangle from a device allocation) and takes three 16-byte stores. */
+ * o must be 16-byte aligned (it is RED_LAST2's staged rows in shared
+ * memory, the only device caller) and takes three 16-byte stores. */
 PMI_LHD void pmi_loop_put12(uint32_t *o, const uint32_t w[12])
 {
 #ifdef __CUDA_ARCH__
