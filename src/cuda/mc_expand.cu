@@ -235,10 +235,10 @@ static __device__ __forceinline__ unsigned long long mc_row_of(const mcd_volume 
 
 /* Record of the lattice point that owns the edge whose lower end is at
  * offsets eo (mcd_tri_origin) from the cell at point p (record r, lattice
- * row prow): that point has a record (the edge crosses), at or after r. Same row (corner dy = dz = 0): it is p or
- * p + 1, so record r or r + 1. Otherwise a binary search over the records
- * of the owner's row (row prow + dy + ny*dz; rows: each row's first
- * record). */
+ * row prow): that point has a record (the edge crosses), at or after r.
+ * Same row (dy = dz = 0): it is p or p + 1, so record r or r + 1.
+ * Otherwise a binary search over the records of the owner's row (row
+ * prow + dy + ny*dz; rows: each row's first record). */
 static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const mc_records &rec,
                                                      const unsigned long long *rows, long long nrec,
                                                      long long r, unsigned long long p,
