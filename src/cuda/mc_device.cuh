@@ -37,7 +37,7 @@ static __device__ uint8_t mcd_edge_corner[12][2];
 static __device__ uint8_t mcd_edge_axis[12];
 static __device__ uint8_t mcd_corner[8][3];
 /* mcd_tri_table with each edge e given as its lower end's corner offsets
- * and axis, dx | dy << 1 | dz << 2 | axis << 3 (mcd_origin_*): one load
+ * and axis, dx | dy << 1 | dz << 2 | axis << 3 (MCD_ORIGIN_*): one load
  * where the edge, corner and axis tables took three in a chain. */
 static __device__ uint8_t mcd_tri_origin[256][16];
 #define MCD_ORIGIN_DX(o) ((int)((o) & 1u))
