@@ -59,6 +59,8 @@ enum pmi_loop_step_id {
                               splits at once (output triangles, odd rule) */
     PMI_LOOP_NORMAL_PREV,  /* per half-edge of the stream before the last owning
                               an edge: the output normal of its vertex */
+    PMI_LOOP_EVEN_NEW2,    /* per half-edge of the stream two levels up owning an
+                              edge: the even rule for the vertex it created */
     PMI_LOOP_NUM_STEPS
 };
 
@@ -96,6 +98,11 @@ typedef struct pmi_loop_args {
      * corners for PMI_LOOP_NORMAL_OLD */
     const uint32_t *ptri, *ptwin, *powner, *pvstart;
     uint32_t pnv;
+    /* uniform, last level of RED_LAST2: the stream two levels up (its
+     * triangles, twins and owner numbers) and its vertex count, for
+     * PMI_LOOP_EVEN_NEW2 */
+    const uint32_t *pptri, *pptwin, *ppowner;
+    uint32_t ppnv;
     /* adaptive criteria: squared length limit (0 = off), angle limit,
      * deviation limit, and whether any criterion is set (then triangles
      * with 2 split edges are promoted to red); last: no split at this
@@ -317,10 +324,13 @@ typedef struct pmi_loop_ring {
 /* How a walk reads its fan: PLAIN, the stream's, neighbours at the far
  * ends; NORMALS, the same with face normals summed; MIDS (uniform), the
  * previous stream's (ptri, ptwin), neighbours the vertices created on its
- * edges (pnv + powner). */
+ * edges (pnv + powner); MIDS2 (uniform, RED_LAST2's level), the stream's two
+ * levels up (pptri, pptwin), neighbours the vertices created on the halves
+ * of its edges at the walked vertex (pmi_loop_half_at). */
 #define PMI_LOOP_WALK_PLAIN 0
 #define PMI_LOOP_WALK_NORMALS 1
 #define PMI_LOOP_WALK_MIDS 2
+#define PMI_LOOP_WALK_MIDS2 3
 
 /* The vertex a uniform level created on the edge of half-edge h of the
  * previous stream. */
@@ -328,6 +338,26 @@ PMI_LHD uint32_t pmi_loop_prev_mid(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->ptwin[h];
     return a->pnv + a->powner[pmi_loop_owns(h, tw) ? h : tw];
+}
+
+/* The half at vertex v of uniform half-edge h (of triangle t, corner k),
+ * in the next stream: child k's corner k (the first half) when h leaves v,
+ * child k + 1's corner k (the second) when it enters v. */
+PMI_LHD uint32_t pmi_loop_half_at(const uint32_t *tri, uint32_t h, uint32_t v)
+{
+    const uint32_t t = h / 3, k = h % 3;
+    return 12 * t + (tri[h] == v ? 4 * k : 3 * ((k + 1) % 3) + k);
+}
+
+/* A walk's neighbour across half-edge h at vertex v (pmi_loop_walk's
+ * modes): its far end, or the vertex created on its edge (MIDS) or on the
+ * edge's half at v (MIDS2). */
+PMI_LHD uint32_t pmi_loop_walk_neighbour(const pmi_loop_args *a, const uint32_t *tri, uint32_t h,
+                                         uint32_t v, int mode)
+{
+    if (mode == PMI_LOOP_WALK_MIDS) return pmi_loop_prev_mid(a, h);
+    if (mode == PMI_LOOP_WALK_MIDS2) return pmi_loop_prev_mid(a, pmi_loop_half_at(tri, h, v));
+    return pmi_loop_far(tri, h, v);
 }
 
 /* Whether half-edge h of the previous stream owns its edge. */
@@ -345,13 +375,18 @@ PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
  * PMI_LOOP_WALK_MIDS, c is a corner of the previous uniform stream and the
  * walk is the one of this stream from the corner of c's child at the same
  * vertex: that child's fan has one child per triangle of c's, in the same
- * order, and its neighbours are the vertices created on c's fan's edges.
- * Returns 0 when the walk exceeds `cap` steps (a corrupt structure). */
+ * order, and its neighbours are the vertices created on c's fan's edges;
+ * in mode PMI_LOOP_WALK_MIDS2 c is a corner of the uniform stream two
+ * levels up, whose fan maps the same way onto the previous stream's and on
+ * to this one's (its neighbours: the vertices created on the halves at the
+ * vertex of c's fan's edges). Returns 0 when the walk exceeds `cap` steps (a corrupt structure). */
 PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_t *split,
                           uint32_t c, uint32_t cap, int mode, pmi_loop_ring *r)
 {
-    const int mids = mode == PMI_LOOP_WALK_MIDS, normals = mode == PMI_LOOP_WALK_NORMALS;
-    const uint32_t *tri = mids ? a->ptri : a->tri, *twin = mids ? a->ptwin : a->twin;
+    const int mids2 = mode == PMI_LOOP_WALK_MIDS2, normals = mode == PMI_LOOP_WALK_NORMALS;
+    const int mids = mode == PMI_LOOP_WALK_MIDS;
+    const uint32_t *tri = mids2 ? a->pptri : mids ? a->ptri : a->tri;
+    const uint32_t *twin = mids2 ? a->pptwin : mids ? a->ptwin : a->twin;
     const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
     const uint32_t A0 = c, B0 = 3 * t0 + (k0 + 2) % 3;
     r->faces = r->neighbours = 0;
@@ -369,7 +404,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
             for (int i = 0; i < 3; i++)
                 r->normal[i] += fn[i];
         }
-        uint32_t y = mids ? pmi_loop_prev_mid(a, B) : pmi_loop_far(tri, B, v);
+        uint32_t y = pmi_loop_walk_neighbour(a, tri, B, v, mode);
         for (int i = 0; i < 3; i++)
             r->sum[i] += (double)pos[3 * (size_t)y + i];
         r->faces++;
@@ -391,7 +426,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
     }
     /* Open fan: the neighbour on A0, then on across A edges. */
     uint32_t A = A0;
-    uint32_t x = mids ? pmi_loop_prev_mid(a, A0) : pmi_loop_far(tri, A0, v);
+    uint32_t x = pmi_loop_walk_neighbour(a, tri, A0, v, mode);
     for (int i = 0; i < 3; i++)
         r->sum[i] += (double)pos[3 * (size_t)x + i];
     r->neighbours++;
@@ -403,7 +438,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
             return 1;
         }
         if (tw == PMI_LOOP_NONE) {
-            r->b0 = mids ? pmi_loop_prev_mid(a, A) : pmi_loop_far(tri, A, v);
+            r->b0 = pmi_loop_walk_neighbour(a, tri, A, v, mode);
             return 1;
         }
         A = pmi_loop_other_at(tri, tw, v);
@@ -414,7 +449,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
             for (int i = 0; i < 3; i++)
                 r->normal[i] += fn[i];
         }
-        uint32_t y = mids ? pmi_loop_prev_mid(a, A) : pmi_loop_far(tri, A, v);
+        uint32_t y = pmi_loop_walk_neighbour(a, tri, A, v, mode);
         for (int i = 0; i < 3; i++)
             r->sum[i] += (double)pos[3 * (size_t)y + i];
         r->faces++;
@@ -1089,11 +1124,16 @@ PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, floa
         /* with the previous stream at hand (every level but the first; v is
          * one of its vertices), its fan is walked: 4 times fewer triangles
          * to read than this stream's; c is corner c % 3 of child c % 3 of
-         * triangle c / 12 there */
-        const int prev = a->ptri != NULL;
-        const uint32_t cw = prev ? 3 * (c / 12) + c % 3 : c;
-        if (!pmi_loop_walk(a, a->pos, NULL, cw, 3 * a->n,
-                           prev ? PMI_LOOP_WALK_MIDS : PMI_LOOP_WALK_PLAIN, &r))
+         * triangle c / 12 there. On RED_LAST2's level, where v is a vertex
+         * of the stream two levels up (PMI_LOOP_EVEN_NEW2 moves the
+         * others), that stream's fan: 16 times fewer. */
+        const int prev = a->ptri != NULL, prev2 = a->pptri != NULL;
+        uint32_t cw = prev ? 3 * (c / 12) + c % 3 : c;
+        if (prev2) cw = 3 * (cw / 12) + cw % 3;
+        const int mode = prev2  ? PMI_LOOP_WALK_MIDS2
+                         : prev ? PMI_LOOP_WALK_MIDS
+                                : PMI_LOOP_WALK_PLAIN;
+        if (!pmi_loop_walk(a, a->pos, NULL, cw, 3 * a->n, mode, &r))
             pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         else if (!r.frozen)
             moved = 1;
@@ -1186,6 +1226,65 @@ PMI_LHD void pmi_loop_even_new(const pmi_loop_args *a, uint32_t h)
     if (!pmi_loop_owns(h, tw)) return;
     const size_t m = (size_t)a->pnv + a->powner[h];
     pmi_loop_even_new_into(a, h, a->pos_new + 3 * m, a->vstart_new ? a->vstart_new + m : NULL);
+}
+
+/* The even rule, without a walk, for a vertex created two levels up: on
+ * the edge of half-edge h = (u -> w) of triangle t of the stream two
+ * levels up (pptri, pptwin, ppowner), which owns it; m = ppnv + ppowner[h],
+ * corner k of t's centre child 4t + 3 in the previous stream. There its fan
+ * is the one pmi_loop_even_new_into describes (ring m_{k+2}, u, x1, x2, w,
+ * m_{k+1}), and in this stream its neighbours are the vertices the previous
+ * level created on those six edges (PMI_LOOP_WALK_MIDS: pnv + powner of
+ * the half-edge that owns each), in that order. Each of those half-edges is
+ * known from t and the twin's triangle t2 alone (child c of t is 4t + c,
+ * its corner j half-edge 12t + 3c + j; child c's corners are v_c, m_c,
+ * m_{c+2}): the halves of t's edge k own theirs (h owns), at child k
+ * corner k (m, u) and child k + 1 corner k (m, w); an inner edge (m_c,
+ * m_{c+2}) is owned at child c corner c + 1 (pmi_loop_child_owners), so
+ * (m_k, m_{k+2}) at child k corner k + 1, (m_k, m_{k+1}) at child k + 1
+ * corner k + 2, and in t2 (m at its edge k2) the edges to its other two
+ * new vertices at child k2 + 1 corner k2 + 2 (to m'_{k2+1}) and child k2
+ * corner k2 + 1 (to m'_{k2+2}); x1 is m'_{k2+1} when t2 runs w -> u, m'_{k2+2}
+ * when the pair is misoriented. On the boundary (no twin) the walk's ends
+ * are b0 on (m, w) and b1 on (m, u). The same sums in the same order as
+ * pmi_loop_even_uniform's walk, so the same bytes; the position goes to q. */
+PMI_LHD void pmi_loop_even_new2_into(const pmi_loop_args *a, uint32_t h, float *q)
+{
+    const uint32_t t = h / 3, k = h % 3, k1 = (k + 1) % 3, k2 = (k + 2) % 3, tw = a->pptwin[h];
+    const uint32_t *po = a->powner + 12 * (size_t)t;
+    const uint32_t m = a->ppnv + a->ppowner[h];
+    const uint32_t mu = a->pnv + po[4 * k], mw = a->pnv + po[3 * k1 + k];
+    pmi_loop_ring r;
+    r.faces = r.neighbours = 6;
+    r.boundary = r.frozen = 0;
+    r.any_split = 1;
+    r.b0 = r.b1 = m;
+    for (int i = 0; i < 3; i++)
+        r.sum[i] = r.normal[i] = 0.0;
+    if (tw == PMI_LOOP_NONE) {
+        r.boundary = 1;
+        r.b0 = mw;
+        r.b1 = mu;
+    } else {
+        const uint32_t j2 = tw % 3, j3 = (j2 + 1) % 3;
+        const uint32_t *po2 = a->powner + 12 * (size_t)(tw / 3);
+        const uint32_t ya = a->pnv + po2[3 * j3 + (j2 + 2) % 3], yb = a->pnv + po2[3 * j2 + j3];
+        const int same = a->pptri[tw] == a->pptri[h];
+        const uint32_t ring[6] = {a->pnv + po[3 * k + k1], mu, same ? yb : ya,
+                                  same ? ya : yb,          mw, a->pnv + po[3 * k1 + k2]};
+        for (int j = 0; j < 6; j++)
+            for (int i = 0; i < 3; i++)
+                r.sum[i] += (double)a->pos[3 * (size_t)ring[j] + i];
+    }
+    pmi_loop_even_to(a, m, &r, q);
+}
+
+/* pmi_loop_even_new2_into for half-edge h, in place (nothing when h does
+ * not own its edge). */
+PMI_LHD void pmi_loop_even_new2(const pmi_loop_args *a, uint32_t h)
+{
+    if (!pmi_loop_owns(h, a->pptwin[h])) return;
+    pmi_loop_even_new2_into(a, h, a->pos_new + 3 * ((size_t)a->ppnv + a->ppowner[h]));
 }
 
 /* Which of the 12 half-edges of uniform triangle t's children (child c's
@@ -1558,6 +1657,7 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_EVEN_NEW: pmi_loop_even_new(a, i); break;
     case PMI_LOOP_RED_LAST2: pmi_loop_red_last2(a, i); break;
     case PMI_LOOP_NORMAL_PREV: pmi_loop_normal_prev(a, i); break;
+    case PMI_LOOP_EVEN_NEW2: pmi_loop_even_new2(a, i); break;
     default: break;
     }
 }

@@ -633,15 +633,27 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.vstart_new = last ? NULL : vstart[q];
         /* the even rule: vertices the previous level created from its
          * stream (still in the buffers of parity q until this level's
-         * RED_UNIFORM), the older ones by walks */
+         * RED_UNIFORM), the older ones by walks; on RED_LAST2's level
+         * those the level before created too, from the stream two levels
+         * up (in the buffers of parity p: the stream between was never
+         * stored), so only the vertices older than that stream walk */
+        const int older = fused && last && l >= 2;
         if (l > 0) {
             a.ptri = l == 1 ? tri0 : tri[q];
             a.ptwin = twin[q];
             a.powner = owner[q];
             a.pnv = (uint32_t)V[l - 1];
         }
-        if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, l > 0 ? V[l - 1] : a.nv, &a)) != PM_STATUS_OK ||
-            (l > 0 && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK))
+        if (older) {
+            a.pptri = l == 2 ? tri0 : tri[p];
+            a.pptwin = twin[p];
+            a.ppowner = owner[p];
+            a.ppnv = (uint32_t)V[l - 2];
+        }
+        const uint64_t walked = older ? V[l - 2] : l > 0 ? V[l - 1] : a.nv;
+        if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, walked, &a)) != PM_STATUS_OK ||
+            (l > 0 && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK) ||
+            (older && (s = sd_step(st, PMI_LOOP_EVEN_NEW2, 3 * F[l - 2], &a)) != PM_STATUS_OK))
             return s;
         if (fused && last)
             s = sd_step(st, PMI_LOOP_RED_LAST2, F[l - 1], &a);

@@ -151,6 +151,7 @@ template <int STEP> static __device__ bool queue_takes(const pmi_loop_args &a, s
     case PMI_LOOP_EVEN: return a.vstart[a.tri[e]] == e; /* the corner starts its vertex */
     case PMI_LOOP_ODD: return a.split[e] && pmi_loop_owns(e, a.twin[e]);
     case PMI_LOOP_NORMAL_NEW: return pmi_loop_owns(e, a.twin[e]);
+    case PMI_LOOP_EVEN_NEW2: return pmi_loop_owns(e, a.pptwin[e]);
     default: return pmi_loop_owns(e, a.ptwin[e]); /* NORMAL_PREV, EVEN_NEW */
     }
 }
@@ -177,30 +178,34 @@ static __device__ void step_queue(const pmi_loop_args &a, size_t i0, size_t n, u
     __syncthreads();
 }
 
-/* EVEN_NEW per half-edge of the previous stream, the owning ones queued
- * (step_queue) and staged likewise: the vertices a block's owning
- * half-edges created are consecutive. */
+/* EVEN_NEW per half-edge of the previous stream (EVEN_NEW2: of the stream
+ * two levels up), the owning ones queued (step_queue) and staged likewise:
+ * the vertices a block's owning half-edges created are consecutive. */
 #define EVEN_NEW_SPAN queue_span<PMI_LOOP_EVEN_NEW>()
-
+template <int STEP>
 static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n, pmi_loop_args a)
 {
+    constexpr bool two = STEP == PMI_LOOP_EVEN_NEW2; /* no start corners: the last level */
     __shared__ float s_pos[3 * EVEN_NEW_SPAN];
-    __shared__ uint32_t s_vs[EVEN_NEW_SPAN];
+    __shared__ uint32_t s_vs[two ? 1 : EVEN_NEW_SPAN];
     __shared__ uint32_t q[EVEN_NEW_SPAN];
     __shared__ unsigned cnt;
+    const uint32_t *own = two ? a.ppowner : a.powner;
     const size_t h0 = (size_t)blockIdx.x * EVEN_NEW_SPAN;
-    const uint32_t elo = a.powner[h0];
-    step_queue<PMI_LOOP_EVEN_NEW>(a, h0, n, q, &cnt);
+    const uint32_t elo = own[h0];
+    step_queue<STEP>(a, h0, n, q, &cnt);
     for (unsigned i = threadIdx.x; i < cnt; i += QUEUE_THREADS) {
-        const uint32_t e = a.powner[q[i]] - elo;
-        pmi_loop_even_new_into(&a, q[i], s_pos + 3 * e, s_vs + e);
+        const uint32_t e = own[q[i]] - elo;
+        if (two)
+            pmi_loop_even_new2_into(&a, q[i], s_pos + 3 * e);
+        else
+            pmi_loop_even_new_into(&a, q[i], s_pos + 3 * e, s_vs + e);
     }
     __syncthreads();
-    const size_t m0 = (size_t)a.pnv + elo;
+    const size_t m0 = (size_t)(two ? a.ppnv : a.pnv) + elo;
     block_store(a.pos_new + 3 * m0, s_pos, 3 * cnt);
-    if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, cnt);
+    if (!two && a.vstart_new) block_store(a.vstart_new + m0, s_vs, cnt);
 }
-
 /* RED_LAST2 staged likewise: 16 output triangles a thread (48 words),
  * and the vertices created on the edges its triangle's children own, 3 +
  * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block. 5
@@ -393,7 +398,11 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_RED_LAST2:
         return block_launch(ctx, red_last2_kernel, LAST2_THREADS, LAST2_THREADS, n, a);
     case PMI_LOOP_EVEN_NEW:
-        return block_launch(ctx, even_new_kernel, QUEUE_THREADS, EVEN_NEW_SPAN, n, a);
+        return block_launch(ctx, even_new_kernel<PMI_LOOP_EVEN_NEW>, QUEUE_THREADS, EVEN_NEW_SPAN,
+                            n, a);
+    case PMI_LOOP_EVEN_NEW2:
+        return block_launch(ctx, even_new_kernel<PMI_LOOP_EVEN_NEW2>, QUEUE_THREADS, EVEN_NEW_SPAN,
+                            n, a);
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_subdivide_loop: unknown step %d", step);
