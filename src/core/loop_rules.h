@@ -379,7 +379,8 @@ PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
  * in mode PMI_LOOP_WALK_MIDS2 c is a corner of the uniform stream two
  * levels up, whose fan maps the same way onto the previous stream's and on
  * to this one's (its neighbours: the vertices created on the halves at the
- * vertex of c's fan's edges). Returns 0 when the walk exceeds `cap` steps (a corrupt structure). */
+ * vertex of c's fan's edges). Returns 0 when the walk exceeds `cap` steps
+ * (a corrupt structure). */
 PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_t *split,
                           uint32_t c, uint32_t cap, int mode, pmi_loop_ring *r)
 {
@@ -1169,6 +1170,19 @@ PMI_LHD void pmi_loop_twin_mids(const pmi_loop_args *a, uint32_t tw, uint32_t u,
     *x2 = pmi_loop_prev_mid(a, 3 * t2 + (k2 + (same ? 1 : 2)) % 3);
 }
 
+/* A ring of vertex m found without a walk (uniform levels): six faces
+ * and neighbours, an edge split, no sums yet; boundary and ends set by the
+ * caller when the fan is open. */
+PMI_LHD void pmi_loop_ring_six(pmi_loop_ring *r, uint32_t m)
+{
+    r->faces = r->neighbours = 6;
+    r->boundary = r->frozen = 0;
+    r->any_split = 1;
+    r->b0 = r->b1 = m;
+    for (int i = 0; i < 3; i++)
+        r->sum[i] = r->normal[i] = 0.0;
+}
+
 /* The even rule for a vertex the previous uniform level created, without a
  * walk: its fan is known from the previous stream. Half-edge h = (u -> w)
  * of triangle t in the previous stream (ptri, ptwin, powner) owns its edge
@@ -1193,12 +1207,7 @@ PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q
         c3[j] = j == k ? a->pnv + a->powner[h] : pmi_loop_prev_mid(a, 3 * t + j);
     const uint32_t m = c3[k];
     pmi_loop_ring r;
-    r.faces = r.neighbours = 6;
-    r.boundary = r.frozen = 0;
-    r.any_split = 1;
-    r.b0 = r.b1 = m;
-    for (int i = 0; i < 3; i++)
-        r.sum[i] = r.normal[i] = 0.0;
+    pmi_loop_ring_six(&r, m);
     if (tw == PMI_LOOP_NONE) {
         r.boundary = 1;
         r.b0 = w;
@@ -1255,12 +1264,7 @@ PMI_LHD void pmi_loop_even_new2_into(const pmi_loop_args *a, uint32_t h, float *
     const uint32_t m = a->ppnv + a->ppowner[h];
     const uint32_t mu = a->pnv + po[4 * k], mw = a->pnv + po[3 * k1 + k];
     pmi_loop_ring r;
-    r.faces = r.neighbours = 6;
-    r.boundary = r.frozen = 0;
-    r.any_split = 1;
-    r.b0 = r.b1 = m;
-    for (int i = 0; i < 3; i++)
-        r.sum[i] = r.normal[i] = 0.0;
+    pmi_loop_ring_six(&r, m);
     if (tw == PMI_LOOP_NONE) {
         r.boundary = 1;
         r.b0 = mw;

@@ -182,6 +182,7 @@ static __device__ void step_queue(const pmi_loop_args &a, size_t i0, size_t n, u
  * two levels up), the owning ones queued (step_queue) and staged likewise:
  * the vertices a block's owning half-edges created are consecutive. */
 #define EVEN_NEW_SPAN queue_span<PMI_LOOP_EVEN_NEW>()
+
 template <int STEP>
 static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n, pmi_loop_args a)
 {
@@ -206,6 +207,7 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n
     block_store(a.pos_new + 3 * m0, s_pos, 3 * cnt);
     if (!two && a.vstart_new) block_store(a.vstart_new + m0, s_vs, cnt);
 }
+
 /* RED_LAST2 staged likewise: 16 output triangles a thread (48 words),
  * and the vertices created on the edges its triangle's children own, 3 +
  * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block. 5
