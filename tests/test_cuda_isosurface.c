@@ -73,10 +73,12 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     else
         PMT_CHECK(!strstr(r->path, "states="), "%s: path \"%s\"", what, r->path);
     /* Its loads: 16 bytes a lane where every row starts 16-byte aligned
-     * (the test's device buffers are), else one sample a load. */
+     * (the test's device buffers are) and holds whole 16-byte parts, else
+     * one sample a load. */
     const size_t es = pm_sample_size(v->type), rs = v->row_stride ? v->row_stride : v->nx,
                  ss = v->slice_stride ? v->slice_stride : rs * v->ny;
-    const int vec = (uintptr_t)v->data % 16 == 0 && (rs * es) % 16 == 0 && (ss * es) % 16 == 0;
+    const int vec = (uintptr_t)v->data % 16 == 0 && (rs * es) % 16 == 0 && (ss * es) % 16 == 0 &&
+                    (v->nx * es) % 16 == 0;
     if (direct)
         PMT_CHECK(path_has(r, vec ? "loads=vector" : "loads=scalar"), "%s: path \"%s\"", what,
                   r->path);

@@ -485,6 +485,7 @@ mc_tiling pmi_mc_make_tiling(const pm_volume *vol)
     tl.nwords = tl.words * (long long)vol->ny * (long long)vol->nz;
     tl.ntiles = (tl.nwords + MC_ROUNDS * MC_TILE_WORDS - 1) / (MC_ROUNDS * MC_TILE_WORDS);
     tl.vec = 0;
+    tl.mw = tl.mny = 0;
     return tl;
 }
 

@@ -30,30 +30,40 @@ MCD_TABLES_UPLOAD
 #define MD_WIN (MC_THREADS + MC_DIRECT_WMAX + 1) /* words in a window, at most */
 /* The load phase: a lane's samples of a word (one 16-byte load), the
  * groups of E words a warp loads before it packs any of them (f32: 12
- * words, 16-bit: 16, 8-bit: 48), and the elements a warp places at once
- * (two per lane, in whole batches). */
+ * words, 16-bit: 16, 8-bit: 48; 8-bit loaded one sample at a time: 16),
+ * and the elements a warp places at once (two per lane, in whole
+ * batches). */
 #define MD_E(T) (16 / (int)sizeof(T))
-#define MD_GROUPS(T) (sizeof(T) == 2 ? 2 : 3)
-#define MD_PLACE(T) (MD_GROUPS(T) * MD_E(T) * (64 / (MD_GROUPS(T) * MD_E(T))))
+#define MD_GROUPS(T, V) (sizeof(T) == 2 ? 2 : sizeof(T) == 1 && !(V) ? 1 : 3)
+#define MD_PLACE(T, V) (MD_GROUPS(T, V) * MD_E(T) * (64 / (MD_GROUPS(T, V) * MD_E(T))))
 template <typename T> union md_part {
     uint4 u;
     T s[16 / sizeof(T)];
 };
-/* A lane's c samples from p: one 16-byte load when all E are there and
- * the rows are aligned (vec), else one load each; the rest zero. */
-template <typename T>
-static __device__ __forceinline__ md_part<T> md_load(const T *p, int c, int vec)
+/* A lane's c samples from p (c is 0 or E when VEC): one 16-byte load
+ * when VEC, from the volume's first 16 bytes when c is 0 (the caller
+ * drops those bits), so no lane branches; else one load each and the rest
+ * zero. */
+template <typename T, int VEC>
+static __device__ __forceinline__ md_part<T> md_load(const T *p, const T *data, int c)
 {
     md_part<T> w;
-    w.u = make_uint4(0, 0, 0, 0);
-    if (vec && c == MD_E(T)) {
-        w.u = __ldg((const uint4 *)p);
+    if (VEC) {
+        w.u = __ldg((const uint4 *)(c ? p : data));
     } else {
 #pragma unroll
         for (int i = 0; i < MD_E(T); i++)
-            if (i < c) w.s[i] = __ldg(p + i);
+            w.s[i] = i < c ? __ldg(p + i) : (T)0;
     }
     return w;
+}
+
+/* n / d for n < 2^32 by the host's m = (2^64 - 1) / d + 1 (md_magic): the
+ * high word of n m is n / d, since n m / 2^64 exceeds n / d by less than
+ * 2^-32 <= 1 / d. m = 0 stands for d = 1. */
+static __device__ __forceinline__ unsigned md_div(unsigned n, unsigned long long m)
+{
+    return m ? (unsigned)__umul64hi(n, m) : n;
 }
 
 /* The tile states and ticket of the direct classification, kept by the
@@ -121,9 +131,9 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
     }
 }
 
-/* 4 blocks per SM: 56 (f32), 59 (16-bit) or 64 (u8) registers on sm_90,
- * no spills (ptxas; likewise for sm_75 to sm_86, not measured there). */
-template <typename T, int ABOVE>
+/* 4 blocks per SM: 55 to 64 registers on sm_90, no spills (ptxas; likewise
+ * for sm_75 to sm_86, not measured there). VEC: 16-byte loads (tl.vec). */
+template <typename T, int ABOVE, int VEC>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, md_sync sy, mc_records rec,
                      unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
@@ -154,63 +164,64 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     /* (1) Inside bits of element e of both windows (word w0 + e, and
      * the word one slice on) into s_w[e] and s_w[nwin + e]. A lane takes
      * E = 16 / sizeof(T) consecutive samples of a word (one 16-byte load
-     * when the rows are aligned, tl.vec, and the lane's samples are all in
-     * the row), TPW = 32 / E lanes pack a word by shuffles, so a warp
+     * when VEC, all in the row or all past its end), TPW = 32 / E lanes
+     * pack a word by shuffles, so a warp
      * instruction loads E words. Warp w takes a contiguous share of whole
      * batches (the last warp less). Lane l places elements e0 + l and e0
-     * + 32 + l of each MD_PLACE(T) elements from e0: their row offset and
+     * + 32 + l of each MD_PLACE(T, VEC) elements from e0: their row offset and
      * how many of their 32 points each window holds (0 past the lattice,
      * past the share, or for a missing word). Then a batch loads
-     * MD_GROUPS(T) groups of E elements of both windows, each lane with its
+     * MD_GROUPS(T, VEC) groups of E elements of both windows, each lane with its
      * element's values by shuffle, before it packs any, so the warp's
      * loads take few round trips. Missing words and points are outside,
      * as in the bitmask. */
     {
-        constexpr int E = MD_E(T), TPW = 32 / E, BATCH = MD_GROUPS(T) * E;
-        const int vec = tl.vec;
+        constexpr int E = MD_E(T), TPW = 32 / E, BATCH = MD_GROUPS(T, VEC) * E;
         const unsigned nb = (nwin + BATCH - 1) / BATCH;
         const unsigned per = BATCH * ((nb + MC_THREADS / 32 - 1) / (MC_THREADS / 32));
         const unsigned s0 = min(warp * per, nwin), s1 = min(s0 + per, nwin);
         const unsigned sub = lane % TPW, gw = lane / TPW;
         const long long next_slice = v.ss;
-        for (unsigned e0 = s0; e0 < s1; e0 += MD_PLACE(T)) {
-            const unsigned e1 = min(e0 + MD_PLACE(T), s1);
+        for (unsigned e0 = s0; e0 < s1; e0 += MD_PLACE(T, VEC)) {
+            const unsigned e1 = min(e0 + MD_PLACE(T, VEC), s1);
             long long off[2];
             unsigned lim[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const unsigned e = e0 + 32 * h + lane, p0 = w0 + e;
-                const unsigned r0 = p0 / W, wi = p0 - r0 * W, k = r0 / ny, j = r0 - k * ny;
+                const unsigned r0 = md_div(p0, tl.mw), wi = p0 - r0 * W, k = md_div(r0, tl.mny),
+                               j = r0 - k * ny;
                 off[h] = (long long)j * v.rs + (long long)k * v.ss + 32ll * wi;
                 const unsigned n = (unsigned)min(32ll, v.nx - 32ll * wi);
                 lim[h] = e < e1 ? (p0 < nw ? n : 0u) | (p0 + slice < nw ? n : 0u) << 8 : 0u;
             }
             for (unsigned eb = e0; eb < e1; eb += BATCH) {
-                md_part<T> q[MD_GROUPS(T)][2];
-                int c[MD_GROUPS(T)][2];
+                md_part<T> q[MD_GROUPS(T, VEC)][2];
+                int c[MD_GROUPS(T, VEC)][2];
 #pragma unroll
-                for (int g = 0; g < MD_GROUPS(T); g++) {
-                    /* rel < MD_PLACE(T) <= 64: h is 0 or 1. */
+                for (int g = 0; g < MD_GROUPS(T, VEC); g++) {
+                    /* rel < MD_PLACE(T, VEC) <= 64: h is 0 or 1. */
                     const unsigned rel = eb - e0 + g * E + gw, h = rel >> 5;
                     const long long o =
                         __shfl_sync(0xffffffffu, h ? off[1] : off[0], rel & 31) + E * sub;
                     const unsigned m = __shfl_sync(0xffffffffu, h ? lim[1] : lim[0], rel & 31);
                     c[g][0] = min(max((int)(m & 255u) - E * (int)sub, 0), E);
                     c[g][1] = min(max((int)(m >> 8) - E * (int)sub, 0), E);
-                    q[g][0] = md_load<T>(data + o, c[g][0], vec);
-                    q[g][1] = md_load<T>(data + o + next_slice, c[g][1], vec);
+                    q[g][0] = md_load<T, VEC>(data + o, data, c[g][0]);
+                    q[g][1] = md_load<T, VEC>(data + o + next_slice, data, c[g][1]);
                 }
 #pragma unroll
-                for (int g = 0; g < MD_GROUPS(T); g++) {
+                for (int g = 0; g < MD_GROUPS(T, VEC); g++) {
                     const unsigned el = eb + g * E + gw;
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         unsigned b = 0;
 #pragma unroll
                         for (int i = 0; i < E; i++)
-                            b |= (unsigned)(i < c[g][h] &&
+                            b |= (unsigned)((VEC || i < c[g][h]) &&
                                             mc_inside_cmp<T, ABOVE>(q[g][h].s[i], ft, it))
                                  << i;
+                        if (VEC && !c[g][h]) b = 0;
                         b <<= E * sub;
 #pragma unroll
                         for (int x = 1; x < TPW; x <<= 1)
@@ -231,9 +242,9 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     unsigned long long cnt = 0;
     mc_word m = {};
     if (valid) {
-        r = p / W;
+        r = md_div(p, tl.mw);
         wi = p - r * W;
-        const unsigned k = r / ny, j = r - k * ny;
+        const unsigned k = md_div(r, tl.mny), j = r - k * ny;
         const long long left = v.nx - 32ll * wi;
         const unsigned *a = s_w + t, *c = s_w + nwin + t;
         mc_make_word8(a[0], a[1], a[W], a[W + 1], c[0], c[1], c[W], c[W + 1],
@@ -284,15 +295,24 @@ int pmi_mc_direct_supported(const pm_volume *vol)
     return slice * vol->nz + slice < lim;
 }
 
+/* md_div's multiplier for d >= 1. */
+static unsigned long long md_magic(unsigned long long d)
+{
+    return d == 1 ? 0 : UINT64_MAX / d + 1;
+}
+
 /* The bitmask path's words, in tiles of MC_THREADS words; 16-byte loads
- * when every row starts 16-byte aligned. */
+ * when every row starts 16-byte aligned and holds a whole number of
+ * 16-byte parts (so a lane's part is all in its row or all past it). */
 mc_tiling pmi_mc_direct_tiling(const pm_volume *vol)
 {
     mc_tiling tl = pmi_mc_make_tiling(vol);
     tl.ntiles = (tl.nwords + MC_THREADS - 1) / MC_THREADS;
     const size_t es = pm_sample_size(vol->type);
     tl.vec = ((uintptr_t)vol->data % 16) == 0 && (vol->row_stride * es) % 16 == 0 &&
-             (vol->slice_stride * es) % 16 == 0;
+             (vol->slice_stride * es) % 16 == 0 && (vol->nx * es) % 16 == 0;
+    tl.mw = md_magic((unsigned long long)tl.words);
+    tl.mny = md_magic((unsigned long long)vol->ny);
     return tl;
 }
 
@@ -346,8 +366,12 @@ static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_til
                       unsigned long long *rows, const mc_tables &tab, unsigned long long *totals,
                       const mc_final_args &fin)
 {
-    pmi_launch(pdl, v.sg < 0 ? mc_direct_kernel<T, 1> : mc_direct_kernel<T, 0>, (unsigned)tl.ntiles,
-               MC_THREADS, s, v, tl, edges, sy, rec, rec_cap, rows, tab, totals, fin);
+    void (*k)(mcd_volume, mc_tiling, int, md_sync, mc_records, unsigned long long,
+              unsigned long long *, mc_tables, unsigned long long *, mc_final_args) =
+        tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1> : mc_direct_kernel<T, 0, 1>)
+               : (v.sg < 0 ? mc_direct_kernel<T, 1, 0> : mc_direct_kernel<T, 0, 0>);
+    pmi_launch(pdl, k, (unsigned)tl.ntiles, MC_THREADS, s, v, tl, edges, sy, rec, rec_cap, rows,
+               tab, totals, fin);
 }
 
 pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
@@ -396,15 +420,19 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     return ls;
 }
 
-/* Kernel preloading (preload.cu): f32 first. */
+/* Kernel preloading (preload.cu): f32 with 16-byte loads first. */
 void pmi_mc_direct_preload(pmi_preload *p, int tier)
 {
-    const void *const k0[] = {(const void *)mc_direct_kernel<float, 0>,
-                              (const void *)mc_direct_kernel<float, 1>};
+    const void *const k0[] = {(const void *)mc_direct_kernel<float, 0, 1>,
+                              (const void *)mc_direct_kernel<float, 1, 1>};
     const void *const k1[] = {
-        (const void *)mc_direct_kernel<uint8_t, 0>,  (const void *)mc_direct_kernel<uint8_t, 1>,
-        (const void *)mc_direct_kernel<uint16_t, 0>, (const void *)mc_direct_kernel<uint16_t, 1>,
-        (const void *)mc_direct_kernel<int16_t, 0>,  (const void *)mc_direct_kernel<int16_t, 1>};
+        (const void *)mc_direct_kernel<uint8_t, 0, 1>,  (const void *)mc_direct_kernel<uint8_t, 1, 1>,
+        (const void *)mc_direct_kernel<uint16_t, 0, 1>, (const void *)mc_direct_kernel<uint16_t, 1, 1>,
+        (const void *)mc_direct_kernel<int16_t, 0, 1>,  (const void *)mc_direct_kernel<int16_t, 1, 1>,
+        (const void *)mc_direct_kernel<float, 0, 0>,    (const void *)mc_direct_kernel<float, 1, 0>,
+        (const void *)mc_direct_kernel<uint8_t, 0, 0>,  (const void *)mc_direct_kernel<uint8_t, 1, 0>,
+        (const void *)mc_direct_kernel<uint16_t, 0, 0>, (const void *)mc_direct_kernel<uint16_t, 1, 0>,
+        (const void *)mc_direct_kernel<int16_t, 0, 0>,  (const void *)mc_direct_kernel<int16_t, 1, 0>};
     if (tier == 0)
         pmi_preload_all(p, k0);
     else

@@ -36,6 +36,9 @@ typedef struct mc_tiling {
     long long nwords; /* words in the bitmask: words * ny * nz */
     long long ntiles; /* classification tiles */
     int vec;          /* the direct classification's 16-byte loads */
+    /* The direct classification's divisions by words and ny as
+     * multiplications (md_div): 0 for a divisor of 1. */
+    unsigned long long mw, mny;
 } mc_tiling;
 
 /* One record per active lattice point, in lattice order: the point's
