@@ -224,13 +224,9 @@ static __device__ __forceinline__ void pmi_tile_publish(unsigned long long *stat
 
 /* Called by all 32 lanes of one warp of tile `tile` (> 0): the exclusive
  * prefix of the tile, looking back 32 predecessors at a time; a warp that
- * finds a predecessor without a state naps `spin_ns` before looking again.
- * States that carry a tag (the bits tag_mask, e.g. a call's epoch) count
- * as published only with the bits `tag`; the value is the word without
- * its flag and tag bits. */
+ * finds a predecessor without a state naps `spin_ns` before looking again. */
 static __device__ __forceinline__ unsigned long long
-pmi_lookback_tagged(unsigned long long *state, unsigned long long tile, unsigned spin_ns,
-                    unsigned long long tag_mask, unsigned long long tag)
+pmi_lookback_ns(unsigned long long *state, unsigned long long tile, unsigned spin_ns)
 {
     const unsigned lane = threadIdx.x & 31;
     unsigned long long excl = 0;
@@ -239,14 +235,14 @@ pmi_lookback_tagged(unsigned long long *state, unsigned long long tile, unsigned
         long long idx = end - (long long)lane;
         unsigned long long s;
         for (;;) {
-            s = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P | tag;
-            if (!__any_sync(0xffffffffu, (s >> 62) == 0 || (s & tag_mask) != tag)) break;
+            s = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P;
+            if (!__any_sync(0xffffffffu, (s >> 62) == 0)) break;
             /* Back off: a tight spin of hundreds of warps steals L2
              * bandwidth from the tiles that are still loading. */
             __nanosleep(spin_ns);
         }
         unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
-        unsigned long long v = s & PMI_VALUE_MASK & ~tag_mask;
+        unsigned long long v = s & PMI_VALUE_MASK;
         if (pmask && (int)lane > __ffs(pmask) - 1) v = 0;
         for (int off = 16; off; off >>= 1)
             v += __shfl_xor_sync(0xffffffffu, v, off);
@@ -255,12 +251,6 @@ pmi_lookback_tagged(unsigned long long *state, unsigned long long tile, unsigned
         end -= 32;
     }
     return excl;
-}
-
-static __device__ __forceinline__ unsigned long long
-pmi_lookback_ns(unsigned long long *state, unsigned long long tile, unsigned spin_ns)
-{
-    return pmi_lookback_tagged(state, tile, spin_ns, 0, 0);
 }
 
 static __device__ __forceinline__ unsigned long long pmi_lookback(unsigned long long *state,

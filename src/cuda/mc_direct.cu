@@ -83,6 +83,58 @@ typedef struct md_sync {
     unsigned long long epoch;  /* the call's epoch, shifted into place */
 } md_sync;
 
+/* Sum of a 32-bit value over the warp: one reduction instruction from
+ * compute capability 8.0 on, else five shuffles. */
+static __device__ __forceinline__ unsigned md_warp_sum(unsigned v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(0xffffffffu, v);
+#else
+    for (int off = 16; off; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+#endif
+}
+
+/* One chain of tile `tile` (all 32 lanes of one warp): publish the tile's
+ * aggregate a, look back 32 predecessors a poll (a state of another epoch
+ * counts as not yet published) down to the nearest inclusive prefix, then
+ * publish the tile's own and set *base (the exclusive prefix) and, on the
+ * last tile, *total. As pmi_lookback_tagged, with 32-bit values: every
+ * count of a volume the direct classification takes is below 2^28, so a
+ * poll's values (one prefix and at most 31 tile aggregates of at most
+ * 40960) add up in one warp reduction of 32-bit words, and the chain's
+ * latency between a tile's predecessors and its records is shorter. */
+static __device__ __forceinline__ void md_chain(unsigned long long *st, unsigned tile,
+                                                unsigned ntiles, unsigned a,
+                                                unsigned long long epoch,
+                                                unsigned long long *base,
+                                                unsigned long long *total)
+{
+    const unsigned FULL = 0xffffffffu, lane = threadIdx.x & 31;
+    if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | epoch | a);
+    unsigned ex = 0;
+    for (long long end = (long long)tile - 1; tile; end -= 32) {
+        const long long idx = end - (long long)lane;
+        unsigned long long s;
+        for (;;) {
+            s = idx >= 0 ? *(volatile unsigned long long *)(st + idx) : PMI_FLAG_P | epoch;
+            if (!__any_sync(FULL, (s >> 62) == 0 || (s & MD_EPOCH_MASK) != epoch)) break;
+            /* Back off: a tight spin of hundreds of warps steals L2
+             * bandwidth from the tiles that are still loading. */
+            __nanosleep(64);
+        }
+        const unsigned pm = __ballot_sync(FULL, (s >> 62) == 2);
+        ex += md_warp_sum(pm && (int)lane > __ffs(pm) - 1 ? 0u : (unsigned)s);
+        if (pm) break;
+    }
+    if (lane == 0) {
+        if (tile) pmi_tile_publish(st + tile, PMI_FLAG_P | epoch | (ex + a));
+        *base = ex;
+        if (tile == ntiles - 1) *total = ex + a;
+    }
+}
+
 /* The records of a warp's 32 words in lattice order, one record per lane
  * per round (lane l holds its word's masks m, active points act, first
  * point row0 and first record, triangle and crossing rb, tb, cb): lane k
@@ -261,9 +313,9 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     const unsigned long long ex = mc_block_scan(cnt, s_wsum, &agg);
     const unsigned ntiles = (unsigned)tl.ntiles;
     if (warp < MD_CHAINS)
-        mc_chain_tagged(sy.state + warp * tl.ntiles, tile, ntiles,
-                        warp < 3 ? MC_F(agg, warp) : s_cells, MD_EPOCH_MASK, sy.epoch, &base[warp],
-                        &s_tot[warp]);
+        md_chain(sy.state + warp * tl.ntiles, tile, ntiles,
+                 warp < 3 ? (unsigned)MC_F(agg, warp) : s_cells, sy.epoch, &base[warp],
+                 &s_tot[warp]);
     __syncthreads();
     /* The last tile has the totals: pass 1's, and pm_isosurface_async's
      * counts (mc_final_counts, as mc_final_kernel after the other paths). */

@@ -12,30 +12,20 @@
 /* One warp chains a tile's aggregate a of one quantity to its predecessors'
  * (decoupled look-back on that quantity's states st, with the primitives'
  * tile states of cuda_internal.h): *base gets the exclusive prefix, and the
- * last tile writes the total. With a tag (the bits tag_mask of every state
- * word: the direct classification's epoch), states of another tag count
- * as unpublished. */
-template <typename I> /* tile numbers: long long, or unsigned (direct) */
-static __device__ __forceinline__ void
-mc_chain_tagged(unsigned long long *st, I tile, I ntiles, unsigned long long a,
-                unsigned long long tag_mask, unsigned long long tag, unsigned long long *base,
-                unsigned long long *total)
-{
-    const unsigned lane = threadIdx.x & 31;
-    if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | tag | a);
-    const unsigned long long b =
-        tile ? pmi_lookback_tagged(st, (unsigned long long)tile, 64, tag_mask, tag) : 0;
-    if (lane == 0) {
-        if (tile) pmi_tile_publish(st + tile, PMI_FLAG_P | tag | (b + a));
-        *base = b;
-        if (tile == ntiles - 1) *total = b + a;
-    }
-}
+ * last tile writes the total. (The direct classification has its own,
+ * md_chain: epoch-tagged states and 32-bit values.) */
 static __device__ __forceinline__ void mc_chain(unsigned long long *st, long long tile,
                                                 long long ntiles, unsigned long long a,
                                                 unsigned long long *base, unsigned long long *total)
 {
-    mc_chain_tagged<long long>(st, tile, ntiles, a, 0, 0, base, total);
+    const unsigned lane = threadIdx.x & 31;
+    if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | a);
+    const unsigned long long b = tile ? pmi_lookback(st, (unsigned long long)tile) : 0;
+    if (lane == 0) {
+        if (tile) pmi_tile_publish(st + tile, PMI_FLAG_P | (b + a));
+        *base = b;
+        if (tile == ntiles - 1) *total = b + a;
+    }
 }
 
 /* Exclusive scan of x over the block's MC_THREADS threads in thread order
