@@ -78,6 +78,14 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     v.nz = (long long)vol->nz;
     v.rs = (long long)vol->row_stride;
     v.ss = (long long)vol->slice_stride;
+    {
+        /* The largest offset, (nx-1) + (ny-1) rs + (nz-1) ss, in double
+         * (no wrap-around; exact well past 2^31). */
+        const double last = (double)(vol->nx - 1) + (double)(vol->ny - 1) * (double)vol->row_stride +
+                            (double)(vol->nz - 1) * (double)vol->slice_stride;
+        v.i32 = vol->nx > 0 && vol->ny > 0 && vol->nz > 0 && last < 2147483647.0 &&
+                vol->row_stride < ((size_t)1 << 31) && vol->slice_stride < ((size_t)1 << 31);
+    }
     v.iso = iso;
     v.sg = opt->inside == PM_INSIDE_ABOVE ? -1.0 : 1.0;
     v.siso = v.sg * iso;

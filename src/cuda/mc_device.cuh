@@ -26,6 +26,9 @@ typedef struct mcd_volume {
     /* Global z of slice 0: a slab window's vertices are placed at their
      * global lattice slice (pmi_cuda_isosurface_window); 0 otherwise. */
     long long kz;
+    /* Every lattice index and sample offset below 2^31 (mc_plan_make):
+     * pass 2 computes its vertices with 32-bit indices. */
+    int i32;
 } mcd_volume;
 
 /* Tables copied from src/core/mc_tables.c at first use on each device;
@@ -79,11 +82,12 @@ static __device__ uint8_t mcd_tri_origin[256][16];
         return PM_STATUS_OK;                                                                       \
     }
 
-template <typename T>
-static __device__ __forceinline__ double mcd_load(const mcd_volume &v, long long i, long long j,
-                                                  long long k)
+/* The sample at (i, j, k), the offset in index type I (int where
+ * mcd_volume.i32 allows it). */
+template <typename T, typename I>
+static __device__ __forceinline__ double mcd_load(const mcd_volume &v, I i, I j, I k)
 {
-    return (double)__ldg((const T *)v.data + (i + j * v.rs + k * v.ss));
+    return (double)__ldg((const T *)v.data + (i + j * (I)v.rs + k * (I)v.ss));
 }
 
 /* The inside test in double (pmi_mc_inside). */
@@ -117,39 +121,38 @@ static __device__ __forceinline__ unsigned mcd_inside_t(const mcd_volume &v, T x
  * gradient() (the differences of core/mc_math.h): forward and central
  * from two samples, Sobel over the clamped 3x3 cross-section, outer loop
  * over the higher cross axis. */
-template <typename T, int MODE>
-static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long long i, long long j,
-                                                    long long k, double g[3])
+template <typename T, int MODE, typename I>
+static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, I i, I j, I k, double g[3])
 {
-    const long long p[3] = {i, j, k}, n[3] = {v.nx, v.ny, v.nz};
+    const I p[3] = {i, j, k}, n[3] = {(I)v.nx, (I)v.ny, (I)v.nz};
 #pragma unroll
     for (int a = 0; a < 3; a++) {
-        const long long ip = PMI_MC_DIFF_HI(p[a], n[a]);
-        const long long im = MODE == PM_NORMALS_FORWARD ? PMI_MC_DIFF_LO_FORWARD(p[a], n[a])
-                                                        : PMI_MC_DIFF_LO_CENTRAL(p[a]);
+        const I ip = PMI_MC_DIFF_HI(p[a], n[a]);
+        const I im = MODE == PM_NORMALS_FORWARD ? PMI_MC_DIFF_LO_FORWARD(p[a], n[a])
+                                                : PMI_MC_DIFF_LO_CENTRAL(p[a]);
         if constexpr (MODE != PM_NORMALS_SOBEL) {
-            long long qp[3] = {i, j, k}, qm[3] = {i, j, k};
+            I qp[3] = {i, j, k}, qm[3] = {i, j, k};
             qp[a] = ip;
             qm[a] = im;
-            g[a] = pmi_mc_diff_w(mcd_load<T>(v, qp[0], qp[1], qp[2]),
-                                 mcd_load<T>(v, qm[0], qm[1], qm[2]),
-                                 pmi_mc_diff_pick(v.gw[0][a], v.gw[1][a], v.gw[2][a], ip - im));
+            g[a] = pmi_mc_diff_w(
+                mcd_load<T, I>(v, qp[0], qp[1], qp[2]), mcd_load<T, I>(v, qm[0], qm[1], qm[2]),
+                pmi_mc_diff_pick(v.gw[0][a], v.gw[1][a], v.gw[2][a], (long long)(ip - im)));
         } else {
             const int b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
             double s = 0.0;
 #pragma unroll
             for (int dc = -1; dc <= 1; dc++) {
-                const long long qc = PMI_MC_SOBEL_STEP(p[c], dc, n[c]);
+                const I qc = PMI_MC_SOBEL_STEP(p[c], dc, n[c]);
 #pragma unroll
                 for (int db = -1; db <= 1; db++) {
-                    const long long qb = PMI_MC_SOBEL_STEP(p[b], db, n[b]);
-                    long long qp[3], qm[3];
+                    const I qb = PMI_MC_SOBEL_STEP(p[b], db, n[b]);
+                    I qp[3], qm[3];
                     qp[a] = ip;
                     qm[a] = im;
                     qp[b] = qm[b] = qb;
                     qp[c] = qm[c] = qc;
-                    s = pmi_mc_sobel_add(s, db, dc, mcd_load<T>(v, qp[0], qp[1], qp[2]),
-                                         mcd_load<T>(v, qm[0], qm[1], qm[2]));
+                    s = pmi_mc_sobel_add(s, db, dc, mcd_load<T, I>(v, qp[0], qp[1], qp[2]),
+                                         mcd_load<T, I>(v, qm[0], qm[1], qm[2]));
                 }
             }
             g[a] = pmi_mc_sobel_grad(s, (double)(ip - im), v.sp[a]);
@@ -159,20 +162,32 @@ static __device__ __forceinline__ void mcd_gradient(const mcd_volume &v, long lo
 
 /* Position and normal of the crossing on the lattice edge from (i,j,k)
  * along `axis` (the lower end), as the CPU's vertex(). */
+template <typename T, int MODE, typename I>
+static __device__ __forceinline__ void mcd_vertex_i(const mcd_volume &v, I i, I j, I k, int axis,
+                                                    float pos[3], float nrm[3])
+{
+    const I i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
+    const double vlo = mcd_load<T, I>(v, i, j, k), vhi = mcd_load<T, I>(v, i1, j1, k1);
+    const double t = pmi_mc_edge_t(v.iso, vlo, vhi);
+    pmi_mc_position(v.org, v.sp, i, j, (long long)k + v.kz, axis, t, pos);
+    if constexpr (MODE != PM_NORMALS_NONE) {
+        double g0[3], g1[3];
+        mcd_gradient<T, MODE, I>(v, i, j, k, g0);
+        mcd_gradient<T, MODE, I>(v, i1, j1, k1, g1);
+        pmi_mc_normal(t, v.sg, v.siso, vlo, axis, g0, g1, nrm);
+    }
+}
+/* The same samples and arithmetic either way: 32-bit indices and offsets
+ * where the volume's offsets fit (i32, the common case: fewer integer
+ * instructions per vertex), else 64-bit ones. */
 template <typename T, int MODE>
 static __device__ __forceinline__ void mcd_vertex(const mcd_volume &v, long long i, long long j,
                                                   long long k, int axis, float pos[3], float nrm[3])
 {
-    const long long i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
-    const double vlo = mcd_load<T>(v, i, j, k), vhi = mcd_load<T>(v, i1, j1, k1);
-    const double t = pmi_mc_edge_t(v.iso, vlo, vhi);
-    pmi_mc_position(v.org, v.sp, i, j, k + v.kz, axis, t, pos);
-    if constexpr (MODE != PM_NORMALS_NONE) {
-        double g0[3], g1[3];
-        mcd_gradient<T, MODE>(v, i, j, k, g0);
-        mcd_gradient<T, MODE>(v, i1, j1, k1, g1);
-        pmi_mc_normal(t, v.sg, v.siso, vlo, axis, g0, g1, nrm);
-    }
+    if (v.i32)
+        mcd_vertex_i<T, MODE, int>(v, (int)i, (int)j, (int)k, axis, pos, nrm);
+    else
+        mcd_vertex_i<T, MODE, long long>(v, i, j, k, axis, pos, nrm);
 }
 
 #endif
