@@ -190,7 +190,8 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup s
                         : st->md_zeroed ? "zeroed"
                                         : "kept");
     /* The direct classification's loads: 16 bytes a lane where the rows
-     * are aligned, else one sample a load. */
+     * are aligned and their bytes a multiple of 16, else one sample a
+     * load. */
     if (pl.pass1 == MC_PASS1_DIRECT) pmi_report_path(r, "loads", pl.tl.vec ? "vector" : "scalar");
     pmi_report_path(r, "pass2",
                     soup == MC_SOUP_CELLS    ? "cells"

@@ -5,7 +5,8 @@
  * bitmask never stored: a block owns a tile of MC_THREADS consecutive
  * 32-point words in lattice order and computes the inside bits its words
  * need straight from the volume into shared memory, 16 bytes of a word
- * per lane (one warp load reads 4 to 16 words): the tile's words and the
+ * per lane where the rows allow (one warp load reads 4 to 16 words; else
+ * one sample a load, a second instance): the tile's words and the
  * row after them (window 0), and the same words one slice on (window 1).
  * Thread t then classifies word t (mc_words.cuh), the block scans the
  * counts, the tile chains them to the tiles before it by decoupled
@@ -100,11 +101,14 @@ static __device__ __forceinline__ unsigned md_warp_sum(unsigned v)
  * aggregate a, look back 32 predecessors a poll (a state of another epoch
  * counts as not yet published) down to the nearest inclusive prefix, then
  * publish the tile's own and set *base (the exclusive prefix) and, on the
- * last tile, *total. As pmi_lookback_tagged, with 32-bit values: every
- * count of a volume the direct classification takes is below 2^28, so a
- * poll's values (one prefix and at most 31 tile aggregates of at most
- * 40960) add up in one warp reduction of 32-bit words, and the chain's
- * latency between a tile's predecessors and its records is shorter. */
+ * last tile, *total. As pmi_lookback_ns (cuda_internal.h), with 32-bit
+ * values: a point adds at most 5 triangles, 3 crossings, one record and
+ * one cell, and pmi_mc_direct_classify takes at most 2^32 / 160 words, so
+ * every prefix is below 2^32 (below 2^28 for the plan's volumes,
+ * MC_DIRECT_MAX). A poll's values (one prefix and tile aggregates of at
+ * most 40960) are an exact prefix, so they add up in one warp reduction
+ * of 32-bit words, and the chain's latency between a tile's predecessors
+ * and its records is shorter. */
 static __device__ __forceinline__ void md_chain(unsigned long long *st, unsigned tile,
                                                 unsigned ntiles, unsigned a,
                                                 unsigned long long epoch,
