@@ -222,9 +222,29 @@ static __device__ __forceinline__ void pmi_tile_publish(unsigned long long *stat
     *(volatile unsigned long long *)state = word;
 }
 
+/* One poll of a look-back (all 32 lanes of one warp): lane l's state of
+ * tile end - l (an inclusive prefix of 0 before tile 0), once every lane's
+ * is published; a warp that finds a predecessor without a state naps
+ * `spin_ns` before looking again. States that carry a tag (the bits
+ * tag_mask, e.g. a call's epoch) count as published only with the bits
+ * `tag`. */
+static __device__ __forceinline__ unsigned long long
+pmi_lookback_window(unsigned long long *state, long long end, unsigned spin_ns,
+                    unsigned long long tag_mask, unsigned long long tag)
+{
+    const long long idx = end - (long long)(threadIdx.x & 31);
+    for (;;) {
+        const unsigned long long s =
+            idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P | tag;
+        if (!__any_sync(0xffffffffu, (s >> 62) == 0 || (s & tag_mask) != tag)) return s;
+        /* Back off: a tight spin of hundreds of warps steals L2
+         * bandwidth from the tiles that are still loading. */
+        __nanosleep(spin_ns);
+    }
+}
+
 /* Called by all 32 lanes of one warp of tile `tile` (> 0): the exclusive
- * prefix of the tile, looking back 32 predecessors at a time; a warp that
- * finds a predecessor without a state naps `spin_ns` before looking again. */
+ * prefix of the tile, looking back 32 predecessors at a time. */
 static __device__ __forceinline__ unsigned long long
 pmi_lookback_ns(unsigned long long *state, unsigned long long tile, unsigned spin_ns)
 {
@@ -232,15 +252,7 @@ pmi_lookback_ns(unsigned long long *state, unsigned long long tile, unsigned spi
     unsigned long long excl = 0;
     long long end = (long long)tile - 1;
     for (;;) {
-        long long idx = end - (long long)lane;
-        unsigned long long s;
-        for (;;) {
-            s = idx >= 0 ? *(volatile unsigned long long *)(state + idx) : PMI_FLAG_P;
-            if (!__any_sync(0xffffffffu, (s >> 62) == 0)) break;
-            /* Back off: a tight spin of hundreds of warps steals L2
-             * bandwidth from the tiles that are still loading. */
-            __nanosleep(spin_ns);
-        }
+        const unsigned long long s = pmi_lookback_window(state, end, spin_ns, 0, 0);
         unsigned pmask = __ballot_sync(0xffffffffu, (s >> 62) == 2);
         unsigned long long v = s & PMI_VALUE_MASK;
         if (pmask && (int)lane > __ffs(pmask) - 1) v = 0;

@@ -101,7 +101,8 @@ static __device__ __forceinline__ unsigned md_warp_sum(unsigned v)
  * aggregate a, look back 32 predecessors a poll (a state of another epoch
  * counts as not yet published) down to the nearest inclusive prefix, then
  * publish the tile's own and set *base (the exclusive prefix) and, on the
- * last tile, *total. As pmi_lookback_ns (cuda_internal.h), with 32-bit
+ * last tile, *total. As pmi_lookback_ns (cuda_internal.h, whose polls
+ * it shares: pmi_lookback_window), with 32-bit
  * values: a point adds at most 5 triangles, 3 crossings, one record and
  * one cell, and pmi_mc_direct_classify takes at most 2^32 / 160 words, so
  * every prefix is below 2^32 (below 2^28 for the plan's volumes,
@@ -119,15 +120,7 @@ static __device__ __forceinline__ void md_chain(unsigned long long *st, unsigned
     if (lane == 0) pmi_tile_publish(st + tile, (tile == 0 ? PMI_FLAG_P : PMI_FLAG_A) | epoch | a);
     unsigned ex = 0;
     for (long long end = (long long)tile - 1; tile; end -= 32) {
-        const long long idx = end - (long long)lane;
-        unsigned long long s;
-        for (;;) {
-            s = idx >= 0 ? *(volatile unsigned long long *)(st + idx) : PMI_FLAG_P | epoch;
-            if (!__any_sync(FULL, (s >> 62) == 0 || (s & MD_EPOCH_MASK) != epoch)) break;
-            /* Back off: a tight spin of hundreds of warps steals L2
-             * bandwidth from the tiles that are still loading. */
-            __nanosleep(64);
-        }
+        const unsigned long long s = pmi_lookback_window(st, end, 64, MD_EPOCH_MASK, epoch);
         const unsigned pm = __ballot_sync(FULL, (s >> 62) == 2);
         ex += md_warp_sum(pm && (int)lane > __ffs(pm) - 1 ? 0u : (unsigned)s);
         if (pm) break;
