@@ -125,7 +125,7 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
 /* Soup from the cells (MC_SOUP_CELLS: small volumes, where pass 2 is
  * bound by its latencies rather than by its arithmetic, and the fallback
  * where the indexed vertices get no room): block b takes records
- * [MC_CELL_RECS b, MC_CELL_RECS (b + 1)) (few records per block: more
+ * [R b, R (b + 1)) (few records per block, mc_cell_recs: more
  * warps to hide the latencies of small volumes), whose triangles are a
  * contiguous range (records without triangles, of a classification with
  * edges, take no part). Each record lists its triangles at its prefix in
@@ -136,25 +136,40 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
  * the same edge, so the same bits). One
  * kernel, no search, no vertex scratch, but an edge shared by n triangles
  * is computed n times. Vertices from nvout on are not written. */
-#define MC_CELL_RECS 80 /* records per block of mc_soup_cell_kernel */
-/* Blocks of mc_soup_cell_kernel for n records (at least one launched). */
-static unsigned long long mc_cell_blocks(unsigned long long n)
+/* Records per block of mc_soup_cell_kernel: 80 (about 480 corners, two
+ * per thread) up to MC_CELL_SMALL points, where the blocks of a 128^3
+ * volume fit one wave; 128 above, where the blocks' set-up weighs more
+ * than the waves (bench/RESULTS-cudamc.md, session 24). */
+#define MC_CELL_RECS_SMALL 80
+#define MC_CELL_RECS_LARGE 128
+#define MC_CELL_SMALL (1ull << 22)
+static int mc_cell_recs(const mcd_volume &v)
 {
-    return n ? (n + MC_CELL_RECS - 1) / MC_CELL_RECS : 1;
+    return (unsigned long long)v.nx * (unsigned long long)v.ny * (unsigned long long)v.nz <=
+                   MC_CELL_SMALL
+               ? MC_CELL_RECS_SMALL
+               : MC_CELL_RECS_LARGE;
 }
-template <typename T, int MODE>
+/* Blocks of mc_soup_cell_kernel for n records of R a block (at least one
+ * launched). */
+static unsigned long long mc_cell_blocks(unsigned long long n, int R)
+{
+    return n ? (n + (unsigned long long)R - 1) / (unsigned long long)R : 1;
+}
+template <typename T, int MODE, int R>
 static __global__ void __launch_bounds__(MC_THREADS)
     mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
                         float *pos, float *nrm, const mc_dcounts *dc)
 {
     pmi_pdl_enter();
-    __shared__ long long s_ijk[3][MC_CELL_RECS]; /* each record's point, split once */
-    __shared__ unsigned s_tp[MC_CELL_RECS];
-    __shared__ uint8_t s_cs[MC_CELL_RECS];
-    __shared__ uint8_t s_own[5 * MC_CELL_RECS]; /* the record of each of the block's triangles */
+    static_assert(R <= 256, "a record's number in the block fits a byte");
+    __shared__ long long s_ijk[3][R]; /* each record's point, split once */
+    __shared__ unsigned s_tp[R];
+    __shared__ uint8_t s_cs[R];
+    __shared__ uint8_t s_own[5 * R]; /* the record of each of the block's triangles */
     __shared__ unsigned s_total;
-    MC_DCOUNTS_RECORDS(nvout, 3 * dc->ntri, MC_CELL_RECS);
-    const int t = threadIdx.x, nvalid = (int)min((long long)MC_CELL_RECS, nrec - r0);
+    MC_DCOUNTS_RECORDS(nvout, 3 * dc->ntri, R);
+    const int t = threadIdx.x, nvalid = (int)min((long long)R, nrec - r0);
     const unsigned long long T0 = __ldg(rec.tri + r0);
     if (t < nvalid) {
         const long long r = r0 + t;
@@ -504,11 +519,14 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_vol
                                mc_records rec, long long nrec, unsigned long long n, float *pos,
                                float *nrm, const mc_dcounts *dc)
 {
-    if (cells)
-        pmi_launch(pdl, mc_soup_cell_kernel<T, MODE>,
-                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0)), MC_THREADS,
-                   s, v, rec, nrec, n, pos, nrm, dc);
-    else
+    if (cells) {
+        const int R = mc_cell_recs(v);
+        pmi_launch(pdl,
+                   R == MC_CELL_RECS_SMALL ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_SMALL>
+                                           : mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE>,
+                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
+                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
+    } else
         pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec),
                    MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
 }
@@ -575,7 +593,7 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     mc_soup soup = j.soup;
     *soup_ran = soup;
     if (soup == MC_SOUP_CELLS) {
-        if (mc_cell_blocks(nr) > 0x7fffffffull)
+        if (mc_cell_blocks(nr, mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
         if (j.ntri)
             mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc);
@@ -613,14 +631,18 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
  * central normals and none first. */
 template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 {
+#define MC_CELL_PAIR(M)                                                                            \
+    (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_SMALL>,                                   \
+        (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>
     const void *const k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
-                             (const void *)mc_soup_cell_kernel<T, PM_NORMALS_CENTRAL>,
+                             MC_CELL_PAIR(PM_NORMALS_CENTRAL),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,
-                             (const void *)mc_soup_cell_kernel<T, PM_NORMALS_NONE>,
+                             MC_CELL_PAIR(PM_NORMALS_NONE),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_FORWARD>,
-                             (const void *)mc_soup_cell_kernel<T, PM_NORMALS_FORWARD>,
+                             MC_CELL_PAIR(PM_NORMALS_FORWARD),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_SOBEL>,
-                             (const void *)mc_soup_cell_kernel<T, PM_NORMALS_SOBEL>};
+                             MC_CELL_PAIR(PM_NORMALS_SOBEL)};
+#undef MC_CELL_PAIR
     return pmi_preload_all(p, k);
 }
 
