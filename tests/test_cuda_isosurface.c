@@ -24,7 +24,7 @@
 #include "test_volumes.h"
 
 /* The path a CUDA extraction of v must take (docs/cuda_isosurface.md):
- * pass 1 by the direct classification up to 2^25 points (f32: 3 * 2^23;
+ * pass 1 by the direct classification up to 3 * 2^24 points (f32: 3 * 2^23;
  * rows of at most 2048 points, every type but f64, not under the stream
  * hook), else
  * streamed for f32 and for other types but f64 up to 2^24 points,
@@ -33,7 +33,7 @@
  * beyond any L2); a soup from the cells up to 2^24 points, else from the
  * indexed vertices by blocks of records; under the hooks, the forced
  * paths (counted, and main() asserts that they ran). */
-#define PMT_DIRECT_MAX ((size_t)1 << 25)
+#define PMT_DIRECT_MAX ((size_t)3 << 24)
 #define PMT_DIRECT_MAX_F32 ((size_t)3 << 23)
 #define PMT_CELLS_MAX ((size_t)1 << 24)
 static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
@@ -546,8 +546,8 @@ static void test_stream_shapes(pm_context *gpu)
 
 /* Shapes at the direct classification's bounds (check_path asserts the
  * path): rows of 2048 points (64 words, its widest windows) with padded
- * rows and slices, 3 * 2^23 points (its largest f32 volume) and 2^25
- * points (its largest of the other types; f32 streamed); rows of 2049
+ * rows and slices, 3 * 2^23 points (its largest f32 volume) and 3 *
+ * 2^24 points (its largest of the other types; f32 streamed); rows of 2049
  * points, which take the streaming classification; every type but f64,
  * both inside sides. */
 static void test_direct_shapes(pm_context *gpu)
@@ -555,7 +555,7 @@ static void test_direct_shapes(pm_context *gpu)
     pm_context *cpu = cpu_ctx();
     types_match(cpu, gpu, 2048, 96, 128, 2048 + 16, (2048 + 16) * 96 + 32, PM_SAMPLE_F32,
                 PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
-    types_match(cpu, gpu, 2048, 128, 128, 2048 + 16, (2048 + 16) * 128 + 32, PM_SAMPLE_F32,
+    types_match(cpu, gpu, 2048, 128, 192, 2048 + 16, (2048 + 16) * 128 + 32, PM_SAMPLE_F32,
                 PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     types_match(cpu, gpu, 2049, 8, 9, 2049, 2049 * 8, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
@@ -575,9 +575,9 @@ static void test_direct_shapes(pm_context *gpu)
 static void test_size_paths(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
-    types_match(cpu, gpu, 2048, 124, 140, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
+    types_match(cpu, gpu, 2048, 124, 200, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
                 0.0, 100.25);
-    types_match(cpu, gpu, 260, 255, 520, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0,
+    types_match(cpu, gpu, 260, 255, 760, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0,
                 100.25);
     types_match(cpu, gpu, 384, 100, 880, 384, 384 * 100, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);

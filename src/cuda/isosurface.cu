@@ -41,7 +41,7 @@ static __global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, u
 /* The direct classification (one kernel) up to MC_DIRECT_MAX points
  * (f32: MC_DIRECT_MAX_F32), the streaming one or the bitmask above
  * (measured on the H100, bench/RESULTS-cudamc.md). */
-#define MC_DIRECT_MAX ((size_t)1 << 25)
+#define MC_DIRECT_MAX ((size_t)3 << 24)
 #define MC_DIRECT_MAX_F32 ((size_t)3 << 23)
 
 typedef enum mc_pass1 { MC_PASS1_DIRECT, MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
@@ -139,8 +139,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * classification from 64^3 to 288^3, slower at 320^3 since the
      * streaming kernel writes its records one per lane, so f32 stops at
      * 3 * 2^23 points, about 293^3; u8/u16 faster than the bitmask kernels
-     * at 320^3 and 352^3, slower from 384^3, so they stop at 2^25, about
-     * 322^3). */
+     * at 320^3 and 352^3 (352^3 soup u16 0.17 against 0.21 ms), slower
+     * at 384^3, so they stop at 3 * 2^24, about 369^3). */
     const size_t direct_max = vol->type == PM_SAMPLE_F32 ? MC_DIRECT_MAX_F32 : MC_DIRECT_MAX;
     const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= direct_max &&
                        !(pl->hooks & PMI_HOOK_STREAM);
