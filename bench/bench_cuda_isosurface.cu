@@ -16,7 +16,7 @@
  * byte against the CPU backend. Rows per size: the default paths
  * ("default", twice, the second as a noise check) and, in a build with
  * test hooks, the fallbacks that PYRAMESH_TEST_HOOKS forces (PM_BENCH_HOOKS
- * lists them, default "search,novroom,nopdl"; "none" for none); the path
+ * lists them, default "nopdl"; "none" for none); the path
  * column is the hook, the "pass 1" column the report's pass1 (and
  * classify) words. At the end, a table of measured floors: floor_kernel
  * reads each default row's volume once and writes its mesh's bytes, with
@@ -501,7 +501,7 @@ int main(int argc, char **argv)
      * rows (tuning runs). */
     const char *hl = getenv("PM_BENCH_HOOKS");
     std::vector<std::string> hooks;
-    if (!hl) hl = "search,novroom,nopdl";
+    if (!hl) hl = "nopdl";
     if (strcmp(hl, "none") != 0)
         for (const char *p = hl; *p;) {
             const size_t len = strcspn(p, ",");

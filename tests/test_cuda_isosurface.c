@@ -6,8 +6,8 @@
  * at the direct classification's bounds, with either inside side),
  * volumes large enough to take each path that
  * the CUDA backend picks by size and type (the bitmask classification of
- * 1- and 2-byte samples, the soup from the indexed vertices, streaming
- * blocks of several slices), a device allocation refused as
+ * 1- and 2-byte samples, soups from the cells of streamed and bitmask
+ * volumes, streaming blocks of several slices), a device allocation refused as
  * PM_STATUS_OUT_OF_MEMORY with the amount, a volume whose records exceed
  * pass 1's first guess of their room, and a volume of more than 2^32
  * cells (skipped when the GPU or host lacks the memory);
@@ -30,14 +30,11 @@
  * streamed for f32 and for other types but f64 up to 2^24 points,
  * else by the bitmask kernels (the batched classification while the
  * bitmask is small, checked below 4 MB; the per-word one above 512 MB,
- * beyond any L2); a soup from the cells up to 2^24 points, else from the
- * indexed vertices by blocks of records; under the hooks, the forced
- * paths (counted, and main() asserts that they ran). */
+ * beyond any L2); a soup from the cells at every size; under the hooks,
+ * the forced paths (counted, and main() asserts that they ran). */
 #define PMT_DIRECT_MAX ((size_t)3 << 24)
 #define PMT_DIRECT_MAX_F32 ((size_t)3 << 23)
-#define PMT_CELLS_MAX ((size_t)1 << 24)
-static size_t search_runs, novroom_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
-    chunk128_runs, scalar_runs;
+static size_t nopdl_runs, direct_runs, stream_runs, zeroed_runs, chunk128_runs, scalar_runs;
 
 /* The streaming classification's chunk width: 128 points (bands of 63
  * rows) where that takes at least 10% fewer lanes per slice than 256
@@ -51,7 +48,7 @@ static int stream_chunk(const pm_volume *v)
     return lanes4 < 0.9 * lanes8 ? 128 : 256;
 }
 static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_volume *v, int soup,
-                       int async, const char *what)
+                       const char *what)
 {
     if (pm_context_device(ctx) != PM_DEVICE_CUDA) return;
     const size_t points = v->nx * v->ny * v->nz, mask_bytes = points / 8;
@@ -96,32 +93,14 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
         PMT_CHECK(path_has(r, "classify=batched"), "%s: path \"%s\"", what, r->path);
     if (!stream && !direct && mask_bytes > ((size_t)512 << 20))
         PMT_CHECK(path_has(r, "classify=perword"), "%s: path \"%s\"", what, r->path);
-    const int search = hook_set("search"), novroom = hook_set("novroom");
-    if (!soup) {
+    if (!soup)
         PMT_CHECK(path_has(r, "pass2=blocks") && !strstr(r->path, "soup="), "%s: path \"%s\"", what,
                   r->path);
-    } else if (novroom && !async) {
-        PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells-fallback"),
-                  "%s: hook novroom, path \"%s\"", what, r->path);
-    } else if (search) {
-        /* The per-triangle gather from the indexed vertices, or, where
-         * those find no room in the scratch (dense random volumes), the
-         * soup from the cells as for any soup (main checks that the search
-         * ran at least once). */
-        PMT_CHECK((path_has(r, "pass2=search") && path_has(r, "soup=indexed")) ||
-                      (!async && path_has(r, "pass2=cells") && path_has(r, "soup=cells-fallback")),
-                  "%s: hook search, path \"%s\"", what, r->path);
-    } else if (points <= PMT_CELLS_MAX && !novroom) {
+    else
         PMT_CHECK(path_has(r, "pass2=cells") && path_has(r, "soup=cells"), "%s: path \"%s\"", what,
                   r->path);
-    } else {
-        PMT_CHECK(path_has(r, "pass2=blocks") && path_has(r, "soup=indexed"), "%s: path \"%s\"",
-                  what, r->path);
-    }
     if (hook_set("nopdl"))
         PMT_CHECK(path_has(r, "launch=plain"), "%s: hook nopdl, path \"%s\"", what, r->path);
-    search_runs += path_has(r, "pass2=search");
-    novroom_runs += path_has(r, "soup=cells-fallback");
     nopdl_runs += path_has(r, "launch=plain");
     direct_runs += path_has(r, "pass1=direct");
     stream_runs += path_has(r, "pass1=stream");
@@ -149,7 +128,7 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
     o.report = &rep;
     pm_mesh full;
     PMT_OK(pm_isosurface(ctx, dv, 0.0, &o, &full));
-    check_path(ctx, &rep, dv, mode, 0, "capacity, full mesh");
+    check_path(ctx, &rep, dv, mode, "capacity, full mesh");
     size_t nv = full.num_vertices, nt = full.num_triangles;
     float *fp = pmt_to_host(ctx, full.positions, 12 * nv);
     float *fn = pmt_to_host(ctx, full.normals, 12 * nv);
@@ -172,11 +151,11 @@ static void check_capacity(pm_context *ctx, const pm_volume *dv, int mode, size_
               mode ? "soup" : "indexed", vcap, tcap, nv, nt, pm_status_string(s));
     PMT_CHECK(m.num_vertices == nv && m.num_triangles == nt && !m.owns_arrays && m.positions == bp,
               "capacity run must report the full counts in the caller's buffers");
-    check_path(ctx, &rep, dv, mode, 0, "capacity");
+    check_path(ctx, &rep, dv, mode, "capacity");
     /* Caller's buffers that fit: one wait (the async passes); a mesh that
-     * does not fit, or the novroom hook: the two passes. */
+     * does not fit: the two passes. */
     if (pm_context_device(ctx) == PM_DEVICE_CUDA) {
-        const char *w = !over && !hook_set("novroom") ? "wait=one" : "wait=two";
+        const char *w = !over ? "wait=one" : "wait=two";
         PMT_CHECK(path_has(&rep, w), "capacity %zu/%zu: path \"%s\", want %s", vcap, tcap, rep.path,
                   w);
     }
@@ -276,7 +255,7 @@ static void check_async(pm_context *ctx, const pm_volume *dv, double iso,
     o.vertex_capacity = vcap;
     o.triangle_capacity = tcap;
     PMT_OK(pm_isosurface_async(ctx, dv, iso, &o, cnt));
-    check_path(ctx, &rep, dv, base->mode == PM_MESH_SOUP, 1, what);
+    check_path(ctx, &rep, dv, base->mode == PM_MESH_SOUP, what);
     PMT_OK(pm_context_synchronize(ctx));
     pm_isosurface_counts c;
     PMT_OK(pm_download(ctx, &c, cnt, sizeof c));
@@ -352,7 +331,7 @@ static void test_async(pm_context *ctx)
                 snprintf(what, sizeof what, "async %s %s normals %d",
                          vi ? "random u8" : "cayley f32", mode ? "soup" : "indexed",
                          (int)o.normals);
-                check_path(ctx, &rep, dv, mode, 0, what);
+                check_path(ctx, &rep, dv, mode, what);
                 size_t nv = full.num_vertices, nt = full.num_triangles;
                 PMT_CHECK(nv > 100 && nt > 100, "%s: too small a mesh", what);
                 check_async(ctx, dv, iso, &o, &full, nv, nt, what);
@@ -447,7 +426,7 @@ static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *h
     memset(&rep, 0, sizeof rep); /* timed is an input */
     og.report = &rep;
     PMT_OK(pm_isosurface(gpu, dv, iso, &og, &b));
-    check_path(gpu, &rep, dv, o->mode == PM_MESH_SOUP, 0, what);
+    check_path(gpu, &rep, dv, o->mode == PM_MESH_SOUP, what);
     PMT_CHECK(a.num_vertices == b.num_vertices && a.num_triangles == b.num_triangles,
               "%s: counts %zu/%zu vs cpu %zu/%zu", what, b.num_vertices, b.num_triangles,
               a.num_vertices, a.num_triangles);
@@ -566,9 +545,7 @@ static void test_direct_shapes(pm_context *gpu)
  * (check_path asserts which), against the CPU backend, all past the
  * direct classification's bound: 1- and 2-byte samples (the bitmask
  * classification, with rows of whole 16-byte groups of bitmask words and
- * without), whose soups, past 2^24 points, come from the indexed
- * vertices; f32 streamed in 256- and 128-point chunks (the soup from the
- * cells on a streamed volume runs under the stream hook); f64 rows of
+ * without); f32 streamed in 256- and 128-point chunks; f64 rows of
  * whole groups; an f32 volume whose streaming blocks walk several slices
  * each (4 on a GPU of 132 multiprocessors), the ranges of odd blocks
  * backwards. */
@@ -850,9 +827,9 @@ int main(int argc, char **argv)
 #ifdef PM_HAVE_CUDA
         test_capture();
 #endif
-        printf("forced paths: %zu pass2=search, %zu soup=cells-fallback, %zu launch=plain; "
+        printf("forced paths: %zu launch=plain; "
                "pass 1: %zu direct (%zu with its states zeroed first), %zu stream\n",
-               search_runs, novroom_runs, nopdl_runs, direct_runs, zeroed_runs, stream_runs);
+               nopdl_runs, direct_runs, zeroed_runs, stream_runs);
         /* Both classifications by default (small volumes direct, the
          * larger ones of test_size_paths streamed); the stream hook takes
          * every volume that the direct one would to the streaming one. */
@@ -882,9 +859,6 @@ int main(int argc, char **argv)
         else if (direct_runs > 0)
             PMT_CHECK(zeroed_runs < direct_runs / 2, "%zu of %zu direct runs zeroed the states",
                       zeroed_runs, direct_runs);
-        if (hook_set("search")) PMT_CHECK(search_runs > 0, "hook search: never pass2=search");
-        if (hook_set("novroom"))
-            PMT_CHECK(novroom_runs > 0, "hook novroom: never soup=cells-fallback");
         if (hook_set("nopdl")) PMT_CHECK(nopdl_runs > 0, "hook nopdl: never launch=plain");
     }
     pm_context_destroy(ctx);

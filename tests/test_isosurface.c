@@ -409,25 +409,17 @@ static void check_cpu_path(const pm_isosurface_report *r, int soup, const char *
     PMT_CHECK(path_has(r, simd), "%s: expected %s, path \"%s\"", what, simd, r->path);
 }
 
-/* The CUDA's path words under the hooks: nopdl launches every kernel the
- * plain way; stream takes no volume through the direct classification;
- * search and novroom force their fallback where it applies (a soup whose
- * default is the cells path is not affected by novroom), so they are
- * counted and main() asserts that they ran. */
-static size_t cuda_search_runs, cuda_novroom_runs;
+/* The CUDA's path words: a soup from the cells, an indexed mesh's
+ * vertices and triangles by blocks; under the hooks, nopdl launches every
+ * kernel the plain way and stream takes no volume through the direct
+ * classification. */
 static void check_cuda_path(const pm_isosurface_report *r, int soup, const char *what)
 {
     PMT_CHECK(path_has(r, "backend=cuda"), "%s: path \"%s\"", what, r->path);
+    PMT_CHECK(path_has(r, soup ? "pass2=cells" : "pass2=blocks"), "%s: path \"%s\"", what, r->path);
     if (hook_set("nopdl")) PMT_CHECK(path_has(r, "launch=plain"), "%s: path \"%s\"", what, r->path);
     if (hook_set("stream"))
         PMT_CHECK(!path_has(r, "pass1=direct"), "%s: hook stream, path \"%s\"", what, r->path);
-    if (hook_set("novroom") && soup)
-        PMT_CHECK(!path_has(r, "soup=indexed"), "%s: hook novroom, path \"%s\"", what, r->path);
-    if (!getenv("PYRAMESH_TEST_HOOKS"))
-        PMT_CHECK(!path_has(r, "pass2=search") && !path_has(r, "soup=cells-fallback"),
-                  "%s: a fallback without hooks, path \"%s\"", what, r->path);
-    cuda_search_runs += path_has(r, "pass2=search");
-    cuda_novroom_runs += path_has(r, "soup=cells-fallback");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -958,11 +950,6 @@ int main(int argc, char **argv)
     if (!pmt_init(argc, argv, &ctx, &dev)) return PMT_SKIP;
     if (dev == PM_DEVICE_CUDA) {
         test_cuda(ctx);
-        printf("cuda fallbacks: %zu pass2=search, %zu soup=cells-fallback\n", cuda_search_runs,
-               cuda_novroom_runs);
-        if (hook_set("search")) PMT_CHECK(cuda_search_runs > 0, "hook search: never pass2=search");
-        if (hook_set("novroom"))
-            PMT_CHECK(cuda_novroom_runs > 0, "hook novroom: never soup=cells-fallback");
     } else {
         pm_context *c1 = make_ctx(1), *c2 = make_ctx(2);
         clock_t t0 = clock();

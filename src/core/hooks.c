@@ -11,11 +11,10 @@ static const struct {
     const char *name;
     unsigned bit;
 } hook_names[] = {
-    {"novroom", PMI_HOOK_NOVROOM}, {"search", PMI_HOOK_SEARCH},   {"nopdl", PMI_HOOK_NOPDL},
-    {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS}, {"levels", PMI_HOOK_LEVELS},
-    {"slabs", PMI_HOOK_SLABS},     {"split", PMI_HOOK_SPLIT},     {"nopool", PMI_HOOK_NOPOOL},
-    {"stream", PMI_HOOK_STREAM},   {"epochs", PMI_HOOK_EPOCHS},   {"walkfull", PMI_HOOK_WALKFULL},
-    {"walkall", PMI_HOOK_WALKALL},
+    {"nopdl", PMI_HOOK_NOPDL},       {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS},
+    {"levels", PMI_HOOK_LEVELS},     {"slabs", PMI_HOOK_SLABS},     {"split", PMI_HOOK_SPLIT},
+    {"nopool", PMI_HOOK_NOPOOL},     {"stream", PMI_HOOK_STREAM},   {"epochs", PMI_HOOK_EPOCHS},
+    {"walkfull", PMI_HOOK_WALKFULL}, {"walkall", PMI_HOOK_WALKALL},
 };
 #endif
 
@@ -40,7 +39,7 @@ pm_status pmi_hooks(unsigned *hooks)
         if (!bit)
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                              "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
-                             "comma-separated list of novroom, search, nopdl, scalar, twopass, "
+                             "comma-separated list of nopdl, scalar, twopass, "
                              "levels, slabs, split, nopool, stream, epochs, walkfull, walkall)",
                              (int)len, p, e);
         *hooks |= bit;

@@ -16,12 +16,6 @@
 extern "C" {
 #endif
 
-/* CUDA marching cubes: no scratch room for a soup's indexed vertices (the
- * fallback when they do not fit: soup computed from the cells). */
-#define PMI_HOOK_NOVROOM 1u
-/* CUDA marching cubes: pass 2 one thread per output element, searching
- * its record (the path for soups whose vertex indices pass 2^32). */
-#define PMI_HOOK_SEARCH 2u
 /* CUDA: every kernel launched the ordinary way (devices before 9.0). */
 #define PMI_HOOK_NOPDL 4u
 /* CPU marching cubes: the portable path of CPUs without AVX2. */

@@ -30,10 +30,6 @@ static __global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, u
         p[i] = make_uint4(0, 0, 0, 0);
 }
 
-/* Soup from the cells up to 2^24 points (256^3), from the indexed
- * vertices above (measured on the H100, bench/RESULTS-cudamc.md: up to
- * 256^3 the cells are the faster of the two). */
-#define MC_CELLS_MAX ((size_t)1 << 24)
 /* The streaming classification for 1- and 2-byte samples up to 2^24
  * points (f32 at every size, f64 never). */
 #define MC_STREAM_MAX ((size_t)1 << 24)
@@ -102,25 +98,15 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     if (!pmi_mul3_size(vol->nx, vol->ny, vol->nz, &pl->npoints))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: lattice size overflows");
     pl->indexed = opt->mode == PM_MESH_INDEXED;
-    /* A soup from the cells (one kernel for pass 2, a classification
-     * without edges) up to MC_CELLS_MAX points; above, from the indexed
-     * vertices, gathered per record (one thread per record, no search),
-     * or per triangle for the search hook. The novroom hook takes the
-     * indexed vertices at every size, then denies them their room. */
-    const int search = (pl->hooks & PMI_HOOK_SEARCH) != 0,
-              novroom = (pl->hooks & PMI_HOOK_NOVROOM) != 0;
-    if (pl->indexed)
-        pl->soup = MC_SOUP_NONE;
-    else if (search)
-        pl->soup = MC_SOUP_GATHER;
-    else if (pl->npoints <= MC_CELLS_MAX && !novroom)
-        pl->soup = MC_SOUP_CELLS;
-    else
-        pl->soup = MC_SOUP_RECORDS;
-    pl->edges = pl->soup != MC_SOUP_CELLS;
-    /* The kernels that search their records per triangle start from the
-     * start table. */
-    pl->tables = pl->soup == MC_SOUP_NONE || pl->soup == MC_SOUP_GATHER;
+    /* A soup is computed from the cells (one kernel for pass 2, a
+     * classification without edges), at every size: faster than computing
+     * the indexed vertices and gathering them (measured on the H100 from
+     * 128^3 to 1024^3, bench/RESULTS-cudamc.md, session 25), and no
+     * vertex scratch. An indexed mesh needs the crossings' prefixes (edges)
+     * and, for its triangles' search, the start table. */
+    pl->soup = pl->indexed ? MC_SOUP_NONE : MC_SOUP_CELLS;
+    pl->edges = pl->indexed;
+    pl->tables = pl->indexed;
     pl->pdl = st->pdl && !(pl->hooks & PMI_HOOK_NOPDL);
     /* Pass 1 by the streaming classification for f32 volumes and for 1-
      * and 2-byte samples up to MC_STREAM_MAX points, else by the bitmask
@@ -165,10 +151,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     return PM_STATUS_OK;
 }
 
-/* The report's path words (docs/cuda_isosurface.md): soup is the soup
- * path pass 2 took, fallback set when the indexed vertices got no room. */
-static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup soup, int fallback,
-                           const pmi_cuda_state *st)
+/* The report's path words (docs/cuda_isosurface.md). */
+static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi_cuda_state *st)
 {
     if (!r) return;
     pmi_report_path(r, "backend", "cuda");
@@ -193,14 +177,9 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, mc_soup s
      * are aligned and their bytes a multiple of 16, else one sample a
      * load. */
     if (pl.pass1 == MC_PASS1_DIRECT) pmi_report_path(r, "loads", pl.tl.vec ? "vector" : "scalar");
-    pmi_report_path(r, "pass2",
-                    soup == MC_SOUP_CELLS    ? "cells"
-                    : soup == MC_SOUP_GATHER ? "search"
-                                             : "blocks");
+    pmi_report_path(r, "pass2", pl.soup == MC_SOUP_CELLS ? "cells" : "blocks");
     pmi_report_path(r, "launch", pl.pdl ? "chained" : "plain");
-    if (soup != MC_SOUP_NONE)
-        pmi_report_path(
-            r, "soup", soup == MC_SOUP_CELLS ? (fallback ? "cells-fallback" : "cells") : "indexed");
+    if (pl.soup == MC_SOUP_CELLS) pmi_report_path(r, "soup", "cells");
 }
 
 /* Pass 1's scratch (in the context's arena) and results. */
@@ -216,9 +195,7 @@ typedef struct mc_scratch {
 /* Lays out the scratch for rec_cap records and launches pass 1 (no wait).
  * Scratch: ticket, totals and tile states (the direct classification's
  * are the context's), records (point, triangle prefix, info, row table,
- * start table, extra, crossing prefix), then the bitmask last: after
- * pass 1 the records' unused room and the bitmask are free (pm_isosurface
- * puts the soup's vertices there). */
+ * start table, extra, crossing prefix), then the bitmask last. */
 static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
                                  size_t rec_cap, size_t extra_b, mc_scratch *p,
                                  const mc_final_args *fin = NULL)
@@ -244,15 +221,14 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
                                                        : (size_t)tl.ntiles * 3;
     size_t state_b = kept ? 0 : pmi_align256(nstates * sizeof(unsigned long long));
     size_t head_b = 256 + state_b;
-    /* Last: the bitmask (its size kept by the direct classification,
-     * which stores none, as room for a soup's indexed vertices: up to 128
-     * MiB, a word per row of at most 32 points), or the
-     * streaming classification's segment counts, segment bases and record
-     * pool. */
+    /* Last: the bitmask (none for the direct classification, which
+     * stores no bits), or the streaming classification's segment counts,
+     * segment bases and record pool. */
     size_t segc_b = stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
     size_t segb_b = stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
-    size_t bits_b = stream ? segc_b + segb_b + pmi_align256(rec_cap * 16)
-                           : pmi_align256((size_t)tl.nwords * 4 + 16);
+    size_t bits_b = stream                          ? segc_b + segb_b + pmi_align256(rec_cap * 16)
+                    : pl.pass1 == MC_PASS1_DIRECT ? 0
+                                                  : pmi_align256((size_t)tl.nwords * 4 + 16);
     size_t rows_b = pl.edges ? pmi_align256(nrows * 8) : 0;
     /* Table entries: blocks of up to 5 triangles per record (times 3 for
      * soup), for rec_cap records. */
@@ -376,7 +352,6 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
 {
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const long long nrec = (long long)tot[0];
-    const unsigned long long ncross = tot[2];
     const int to_ctx = opt->output_in_context_memory != 0;
     const unsigned long long nv_w = dest.vertex_limit, nt_w = dest.indices ? dest.tri_limit : 0;
 
@@ -395,40 +370,19 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
         j.nrm = dest.normals ? tmp + (size_t)nv_w * 3 : NULL;
         j.idx = dest.indices ? (uint32_t *)(tmp + (size_t)nv_w * 3 * (dest.normals ? 2 : 1)) : NULL;
     }
-    /* The scratch after the records' used part (their spare room and the
-     * bitmask, both dead after pass 1) holds the soup's indexed vertices
-     * (ncross * 24 bytes, 12 without normals) when they fit; else the soup
-     * is computed from the cells (the fallback). */
     j.soup = pl.soup;
     j.nrec = nrec;
     j.tstarts = p1.ctab.t;
-    int fallback = 0;
     if (pl.soup == MC_SOUP_NONE) {
         j.nvert = nv_w;
         j.ntri = nt_w;
     } else {
         j.ntri = nv_w / 3;
-        if (pl.soup != MC_SOUP_CELLS) {
-            char *fb = p1.base + pmi_align256((size_t)((char *)(p1.rec.cross + nrec) - p1.base));
-            size_t fleft = fb <= p1.end ? (size_t)(p1.end - fb) : 0;
-            size_t need = pmi_align256((size_t)ncross * 3 * sizeof(float) * (dest.normals ? 2 : 1));
-            const int novroom = (pl.hooks & PMI_HOOK_NOVROOM) != 0;
-            if (nv_w && need <= fleft && !novroom) {
-                j.vpos = (float *)fb;
-                j.vnrm = dest.normals ? j.vpos + (size_t)ncross * 3 : NULL;
-                j.nvert = ncross;
-            } else if (nv_w || novroom) {
-                j.soup = MC_SOUP_CELLS;
-                fallback = 1;
-            }
-        }
     }
     mc_event(ev, MC_EV_PASS2, s);
-    mc_soup ran;
-    pm_status ls =
-        pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j, &ran);
+    pm_status ls = pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j);
     mc_event(ev, MC_EV_EXPANDED, s);
-    mc_report_path(opt->report, pl, ran, fallback, pmi_cuda(ctx));
+    mc_report_path(opt->report, pl, pmi_cuda(ctx));
     if (ls == PM_STATUS_OK && !to_ctx) {
         /* Through the pinned staging buffers (host_copy.cu). */
         const char *what = "pm_isosurface: copying the mesh to the host";
@@ -483,7 +437,6 @@ static int mc_one_wait(const pm_volume *vol, const mc_plan &pl, const pm_isosurf
 {
     if (!opt->out_positions || !opt->output_in_context_memory) return 0;
     if (opt->report && opt->report->timed) return 0;
-    if (pl.hooks & PMI_HOOK_NOVROOM) return 0; /* the hook tests the two-pass soup's fallback */
     return mc_async_records(vol, pl, opt) <= mc_rec_guess(pl.npoints);
 }
 
@@ -770,9 +723,7 @@ static __global__ void mc_final_kernel(const unsigned long long *totals, mc_fina
  * row, column or slice of the lattice, which owns edges but no cell), pass
  * 2 launched for the capacities and told the counts on the device. The
  * scratch stays in use until the queued work ends; the next call on the
- * context comes after it in stream order. The indexed vertices of a soup
- * always get their room here (under the novroom hook too, which only
- * makes small volumes' soups take them). */
+ * context comes after it in stream order. */
 extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *vol, double iso,
                                                const pm_isosurface_options *opt,
                                                pm_isosurface_counts *counts_ctx)
@@ -786,20 +737,14 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
      * triangle, plus the border points). */
     const unsigned long long tfit = indexed ? tcap : mc_min(tcap, vcap / 3);
     const unsigned long long rec_cap = mc_async_records(vol, pl, opt);
-    /* Outputs of each kernel, at most: crossings (3 per record), the soup's
-     * indexed vertices (at most its soup vertices), triangles (5 per
-     * record). */
+    /* Outputs of each kernel, at most: an indexed mesh's vertices
+     * (crossings, 3 per record), triangles (5 per record). */
     const unsigned long long nvk = mc_min(vcap, 3 * rec_cap), ntk = mc_min(tfit, 5 * rec_cap);
     if ((nvk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull ||
         (ntk + MC_THREADS - 1) / MC_THREADS > 0x7fffffffull)
         return pmi_error(PM_STATUS_OVERFLOW,
                          "pm_isosurface_async: the capacities are too large for one launch");
     float *pnrm = opt->normals != PM_NORMALS_NONE ? opt->out_normals : NULL;
-    const int from_vertices = pl.soup == MC_SOUP_RECORDS || pl.soup == MC_SOUP_GATHER;
-    size_t vroom_b = 0;
-    if (from_vertices &&
-        !pmi_mul3_size((size_t)nvk, (size_t)3 * sizeof(float), pnrm ? 2 : 1, &vroom_b))
-        return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface_async: vertex room overflows");
     /* The counts, for the caller and for pass 2 (dc, at the start of the
      * extra room): written by the direct classification's last tile, or by
      * mc_final_kernel after the other classifications. */
@@ -810,9 +755,9 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     fin.rec_cap = rec_cap;
     fin.vcap = vcap;
     fin.tcap = tcap;
-    fin.vroom = indexed ? vcap : from_vertices ? nvk : ~0ull;
+    fin.vroom = indexed ? vcap : ~0ull;
     mc_scratch p1;
-    PMI_TRY(mc_pass1_launch(ctx, vol, pl, (size_t)rec_cap, 256 + vroom_b, &p1, &fin));
+    PMI_TRY(mc_pass1_launch(ctx, vol, pl, (size_t)rec_cap, 256, &p1, &fin));
     mc_dcounts *dc = (mc_dcounts *)p1.extra;
     if (pl.pass1 != MC_PASS1_DIRECT) {
         fin.dc = dc;
@@ -832,18 +777,11 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
         j.idx = opt->out_indices;
         j.nvert = nvk;
         j.ntri = ntk;
-    } else if (pl.soup == MC_SOUP_CELLS) {
-        j.ntri = ntk;
     } else {
-        j.vpos = (float *)(p1.extra + 256);
-        j.vnrm = pnrm ? j.vpos + (size_t)nvk * 3 : NULL;
-        j.nvert = nvk;
         j.ntri = ntk;
     }
-    mc_soup ran;
-    pm_status ls =
-        pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j, &ran);
-    mc_report_path(opt->report, pl, ran, 0, pmi_cuda(ctx));
+    pm_status ls = pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j);
+    mc_report_path(opt->report, pl, pmi_cuda(ctx));
     return ls;
 }
 

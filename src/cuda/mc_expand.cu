@@ -1,10 +1,10 @@
 /* CUDA marching cubes, pass 2: the expansion of the records that pass 1
  * (mc_stream.cu, mc_classify.cu) left compacted in lattice order, with
  * exact prefixes of their triangles and owned-edge crossings, into the
- * mesh. The vertices and the soup take blocks of 256 records, whose
+ * mesh. The vertices and the soup take blocks of records, whose
  * outputs are a contiguous range, each record listing its outputs at its
- * prefix in shared memory; the indexed triangles (and the soup gathered per
- * triangle) take one thread per triangle, which finds its record by a
+ * prefix in shared memory; the indexed triangles take one thread per
+ * triangle, which finds its record by a
  * search over the prefixes (the traversal of a HistoPyramid whose levels
  * are the sorted prefixes), starting from the start table. An edge's owner
  * comes from the row table (each lattice row's first record). A thread
@@ -29,23 +29,18 @@ static __device__ __forceinline__ long long mc_last_le(const unsigned long long 
     return lo;
 }
 
-/* The block's outputs start at key `first` of the sorted prefixes `pref`:
- * thread 0 reads the first record from `starts` (entry sstride * block:
- * the soup's per-triangle gather reads the table of 256 / 3 triangles per
- * entry) or, without that table (a soup gathered per triangle where the
- * classification wrote none), finds it by a binary search; the block loads
+/* The first record of a block's outputs (over the sorted prefixes
+ * `pref`): thread 0 reads it from `starts` (entry `block`); the block loads
  * the next MC_WIN prefixes into shared memory, and each thread searches
  * there (falling back to global memory past the window). Call from every
  * thread. */
 #define MC_WIN 512
 static __device__ __forceinline__ long long
 mc_find(const unsigned long long *pref, long long nrec, const long long *starts,
-        unsigned long long first, unsigned long long key, unsigned long long *s_pref,
-        long long *s_r0, unsigned sstride = 1)
+        unsigned long long key, unsigned long long *s_pref,
+        long long *s_r0)
 {
-    if (threadIdx.x == 0)
-        *s_r0 = starts ? __ldg(starts + (unsigned long long)sstride * blockIdx.x)
-                       : mc_last_le(pref, 0, nrec - 1, first);
+    if (threadIdx.x == 0) *s_r0 = __ldg(starts + blockIdx.x);
     __syncthreads();
     const long long r0 = *s_r0;
     const int nwin = (int)min((long long)MC_WIN, nrec - r0);
@@ -122,9 +117,9 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
     }
 }
 
-/* Soup from the cells (MC_SOUP_CELLS: small volumes, where pass 2 is
- * bound by its latencies rather than by its arithmetic, and the fallback
- * where the indexed vertices get no room): block b takes records
+/* Soup from the cells (MC_SOUP_CELLS, every soup: faster at every size
+ * than computing the indexed vertices and gathering them, since the
+ * kernel waits on its loads more than on its arithmetic): block b takes records
  * [R b, R (b + 1)) (few records per block, mc_cell_recs: more
  * warps to hide the latencies of small volumes), whose triangles are a
  * contiguous range (records without triangles, of a classification with
@@ -304,7 +299,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x,
                              q = first + threadIdx.x;
     const long long r =
-        mc_find(rec.tri, nrec, starts, first, q < nout ? q : nout - 1, s_pref, &s_r0);
+        mc_find(rec.tri, nrec, starts, q < nout ? q : nout - 1, s_pref, &s_r0);
     if (q < nout) {
         const int l = (int)(q - __ldg(rec.tri + r));
         const unsigned cs = __ldg(rec.info + r) & 255u;
@@ -312,203 +307,6 @@ static __global__ void __launch_bounds__(MC_THREADS)
         for (int m = 0; m < 3; m++)
             idx[3 * q + m] = (uint32_t)mc_edge_vertex(v, rec, rows, nrec, r, p, prow,
                                                       mcd_tri_origin[cs][3 * l + m]);
-    }
-}
-
-/* Soup from the indexed vertices (the CPU's mc_soup_from_indexed): one
- * thread per triangle finds its record once, the vertex indices of its
- * three edges (independent searches, in flight together), and copies
- * their positions and normals from vpos/vnrm (all the crossings, computed
- * once by the vertex kernel) into shared memory; the block then writes its
- * triangles' 9 floats each as consecutive, coalesced stores. starts: the
- * soup's start table (entry b: the record holding triangle 256 b / 3, so
- * this kernel's block b reads entry 3 b), or NULL. */
-static __global__ void __launch_bounds__(MC_THREADS)
-    mc_gather_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
-                     const long long *starts, unsigned long long nout, const float *vpos,
-                     const float *vnrm, float *pos, float *nrm, const mc_dcounts *dc)
-{
-    pmi_pdl_enter();
-    __shared__ unsigned long long s_pref[MC_WIN];
-    __shared__ long long s_r0;
-    __shared__ float s_o[2][MC_THREADS * 9];
-    MC_DCOUNTS(dc->ntri);
-    const unsigned long long ntri = nout;
-    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x,
-                             q = first + threadIdx.x;
-    const long long r =
-        mc_find(rec.tri, nrec, starts, first, q < ntri ? q : ntri - 1, s_pref, &s_r0, 3);
-    if (q < ntri) {
-        const int l = (int)(q - __ldg(rec.tri + r));
-        const unsigned cs = __ldg(rec.info + r) & 255u;
-        const unsigned long long p = __ldg(rec.point + r), prow = mc_row_of(v, p);
-        unsigned long long vi[3];
-#pragma unroll
-        for (int m = 0; m < 3; m++)
-            vi[m] = mc_edge_vertex(v, rec, rows, nrec, r, p, prow, mcd_tri_origin[cs][3 * l + m]);
-#pragma unroll
-        for (int m = 0; m < 3; m++)
-#pragma unroll
-            for (int c = 0; c < 3; c++) {
-                s_o[0][9 * threadIdx.x + 3 * m + c] = __ldg(vpos + 3 * vi[m] + c);
-                if (nrm) s_o[1][9 * threadIdx.x + 3 * m + c] = __ldg(vnrm + 3 * vi[m] + c);
-            }
-    }
-    __syncthreads();
-    const unsigned long long left = ntri - first;
-    const unsigned n = 9u * (unsigned)(left < blockDim.x ? left : blockDim.x);
-    float *po = pos + 9 * first, *no = nrm ? nrm + 9 * first : NULL;
-    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) {
-        po[i] = s_o[0][i];
-        if (no) no[i] = s_o[1][i];
-    }
-}
-
-/* Soup per record (MC_SOUP_RECORDS): one
- * thread per record, so no thread searches for its record, and the
- * searches for the owners of its cell's edges are shared by all its
- * triangles. A thread takes the vertex index of each edge its cell's
- * triangles use: the record itself and the next one in its row own the
- * edges of corners 0 and 1; corners 3, 4 and 7 (y + 1, z + 1, both) are
- * found by three searches in the row table's rows, run side by side;
- * corners 2 and 5 are the records after 3 and 4 when those points have
- * records of their own. The indices go to shared memory; the block then
- * writes its records' triangles (a contiguous range) as consecutive soup
- * corners, each reading its record from the list of the block's triangles
- * in shared memory (each record writes its own at its prefix) and copying
- * its vertex from vpos/vnrm (the indexed vertices, computed once each by
- * mc_vertex_block_kernel). Triangles from ntout on are not written (the
- * caller's capacity; from dc in pm_isosurface_async). Vertex indices fit
- * 32 bits (pmi_mc_expand checks).
- *
- * Lattice edges by owner corner (Bourke numbering, src/core/mc_tables.c):
- * corner 0 (the point) owns edges 0 (x), 3 (y), 8 (z); corner 1 (x + 1)
- * edges 1 (y), 9 (z); corner 3 (y + 1) edges 2 (x), 11 (z); corner 2
- * (x + 1, y + 1) edge 10 (z); corner 4 (z + 1) edges 4 (x), 7 (y); corner
- * 5 (x + 1, z + 1) edge 5 (y); corner 7 (y + 1, z + 1) edge 6 (x). */
-#define MC_E(e) (1u << (e))
-/* Crossing bits (*b) and crossing prefix (*c) of owner record o, when
- * `used` (the cell uses an edge it owns). */
-static __device__ __forceinline__ void
-mc_owner_load(const mc_records &rec, unsigned used, long long o, unsigned *b, unsigned long long *c)
-{
-    if (used) {
-        *b = __ldg(rec.info + o) >> 8;
-        *c = __ldg(rec.cross + o);
-    }
-}
-static __global__ void __launch_bounds__(MC_THREADS)
-    mc_soup_record_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows,
-                          long long nrec, unsigned long long ntout, float *pos, float *nrm,
-                          const float *vpos, const float *vnrm, const mc_dcounts *dc)
-{
-    pmi_pdl_enter();
-    __shared__ uint32_t s_v[12][MC_THREADS];
-    __shared__ unsigned s_tp[MC_THREADS];
-    __shared__ uint8_t s_cs[MC_THREADS];
-    __shared__ uint8_t s_own[5 * MC_THREADS]; /* the record of each of the block's triangles */
-    __shared__ unsigned s_total;
-    MC_DCOUNTS_RECORDS(ntout, dc->ntri, MC_THREADS);
-    const int t = threadIdx.x;
-    const long long r = r0 + t;
-    const bool valid = r < nrec;
-    unsigned info = 0;
-    unsigned long long p = 0, tri = 0, cross = 0;
-    if (valid) {
-        info = __ldg(rec.info + r);
-        p = __ldg(rec.point + r);
-        tri = __ldg(rec.tri + r);
-        cross = __ldg(rec.cross + r);
-    }
-    const unsigned cs = info & 255u, nt = info >> 11 & 7u;
-    const unsigned long long T0 = __ldg(rec.tri + r0);
-    if (nt) {
-        unsigned em = 0; /* edges the cell's triangles use */
-        for (unsigned q = 0; q < 3 * nt; q++)
-            em |= 1u << mcd_tri_table[cs][q];
-        const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny;
-        const unsigned long long nrows = ny * (unsigned long long)v.nz, prow = mc_row_of(v, p);
-        /* Corners 3 (g = 0), 4 (g = 1), 7 (g = 2): the first record at or
-         * after the corner's point, in the point's row. */
-        const unsigned need[3] = {em & (MC_E(2) | MC_E(11) | MC_E(10)),
-                                  em & (MC_E(4) | MC_E(7) | MC_E(5)), em & MC_E(6)};
-        const unsigned long long drow[3] = {1, ny, 1 + ny},
-                                 tgt[3] = {p + nx, p + nx * ny, p + nx + nx * ny};
-        long long lo[3], hi[3];
-#pragma unroll
-        for (int g = 0; g < 3; g++) {
-            lo[g] = hi[g] = 0;
-            if (need[g]) {
-                const unsigned long long orow = prow + drow[g];
-                lo[g] = (long long)__ldg(rows + orow);
-                hi[g] = (orow + 1 < nrows ? (long long)__ldg(rows + orow + 1) : nrec) - 1;
-            }
-        }
-        for (;;) {
-            bool more = false;
-#pragma unroll
-            for (int g = 0; g < 3; g++)
-                if (lo[g] < hi[g]) {
-                    more = true;
-                    const long long mid = (lo[g] + hi[g]) >> 1;
-                    if (__ldg(rec.point + mid) < tgt[g])
-                        lo[g] = mid + 1;
-                    else
-                        hi[g] = mid;
-                }
-            if (!more) break;
-        }
-        long long o2 = lo[0], o5 = lo[1];
-        if (em & MC_E(10)) o2 += __ldg(rec.point + lo[0]) == tgt[0];
-        if (em & MC_E(5)) o5 += __ldg(rec.point + lo[1]) == tgt[1];
-        /* Owners' crossing bits (x, y, z) and prefixes, loaded where the
-         * cell uses one of their edges. */
-        unsigned b1 = 0, b3 = 0, b2 = 0, b4 = 0, b5 = 0;
-        unsigned long long c1 = 0, c3 = 0, c2 = 0, c4 = 0, c5 = 0, c7 = 0;
-        mc_owner_load(rec, em & (MC_E(1) | MC_E(9)), r + 1, &b1, &c1);
-        mc_owner_load(rec, em & (MC_E(2) | MC_E(11)), lo[0], &b3, &c3);
-        mc_owner_load(rec, em & MC_E(10), o2, &b2, &c2);
-        mc_owner_load(rec, em & (MC_E(4) | MC_E(7)), lo[1], &b4, &c4);
-        mc_owner_load(rec, em & MC_E(5), o5, &b5, &c5);
-        if (em & MC_E(6)) c7 = __ldg(rec.cross + lo[2]); /* edge 6 is x, the owner's first */
-        const unsigned b0 = info >> 8;
-        /* The crossing on an owner's axis a: its prefix plus the owner's
-         * crossings on the axes before a. */
-        s_v[0][t] = (uint32_t)cross;
-        s_v[3][t] = (uint32_t)(cross + (b0 & 1u));
-        s_v[8][t] = (uint32_t)(cross + __popc(b0 & 3u));
-        s_v[1][t] = (uint32_t)(c1 + (b1 & 1u));
-        s_v[9][t] = (uint32_t)(c1 + __popc(b1 & 3u));
-        s_v[2][t] = (uint32_t)c3;
-        s_v[11][t] = (uint32_t)(c3 + __popc(b3 & 3u));
-        s_v[10][t] = (uint32_t)(c2 + __popc(b2 & 3u));
-        s_v[4][t] = (uint32_t)c4;
-        s_v[7][t] = (uint32_t)(c4 + (b4 & 1u));
-        s_v[5][t] = (uint32_t)(c5 + (b5 & 1u));
-        s_v[6][t] = (uint32_t)c7;
-    }
-    s_tp[t] = (unsigned)(tri - T0);
-    for (unsigned q = 0; q < nt; q++)
-        s_own[tri - T0 + q] = (uint8_t)t;
-    s_cs[t] = (uint8_t)cs;
-    const int nvalid = (int)min((long long)MC_THREADS, nrec - r0);
-    if (t == nvalid - 1) s_total = (unsigned)(tri + nt - T0);
-    __syncthreads();
-    const unsigned n3 = 3 * s_total;
-    for (unsigned u = t; u < n3; u += MC_THREADS) {
-        const unsigned lt = u / 3, m = u - 3 * lt;
-        const int a = s_own[lt];
-        const uint32_t vi = s_v[mcd_tri_table[s_cs[a]][3 * (lt - s_tp[a]) + m]][a];
-        const unsigned long long q = T0 + lt, o = 3 * q + m;
-        if (q < ntout) {
-#pragma unroll
-            for (int c = 0; c < 3; c++)
-                pos[3 * o + c] = __ldg(vpos + 3 * (unsigned long long)vi + c);
-            if (nrm)
-#pragma unroll
-                for (int c = 0; c < 3; c++)
-                    nrm[3 * o + c] = __ldg(vnrm + 3 * (unsigned long long)vi + c);
-        }
     }
 }
 
@@ -585,46 +383,27 @@ static unsigned mc_record_blocks(unsigned long long nrec)
 
 pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normals mode,
                         const mcd_volume &v, const mc_records &rec, const unsigned long long *rows,
-                        const mc_expand_job &j, mc_soup *soup_ran)
+                        const mc_expand_job &j)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const unsigned long long nr = j.nrec > 0 ? (unsigned long long)j.nrec : 0;
-    mc_soup soup = j.soup;
-    *soup_ran = soup;
-    if (soup == MC_SOUP_CELLS) {
+    if (j.soup == MC_SOUP_CELLS) {
         if (mc_cell_blocks(nr, mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
         if (j.ntri)
             mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc);
         return pmi_cuda_launched("pm_isosurface: soup");
     }
-    const unsigned rgrid = mc_record_blocks(nr);
-    if (!rgrid)
+    if (!mc_record_blocks(nr))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
-    /* The indexed vertices: the mesh's, or the soup's in the scratch. */
     if (j.nvert)
-        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert,
-                       soup == MC_SOUP_NONE ? j.pos : j.vpos, soup == MC_SOUP_NONE ? j.nrm : j.vnrm,
-                       j.dc);
+        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
-    if (soup == MC_SOUP_NONE) {
-        if (j.ntri && j.idx)
-            pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows,
-                       j.nrec, j.tstarts, j.ntri, j.idx, j.dc);
-        return pmi_cuda_launched("pm_isosurface: triangles");
-    }
-    /* The soup per record keeps its vertex indices in 32 bits. */
-    if (soup == MC_SOUP_RECORDS && j.nvert > UINT32_MAX + 1ull) soup = MC_SOUP_GATHER;
-    *soup_ran = soup;
-    const float *vn = j.nrm ? j.vnrm : NULL;
-    if (j.ntri && soup == MC_SOUP_RECORDS)
-        pmi_launch(pdl, mc_soup_record_kernel, rgrid, MC_THREADS, s, v, rec, rows, j.nrec, j.ntri,
-                   j.pos, j.nrm, (const float *)j.vpos, vn, j.dc);
-    else if (j.ntri)
-        pmi_launch(pdl, mc_gather_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
-                   j.tstarts, j.ntri, (const float *)j.vpos, vn, j.pos, j.nrm, j.dc);
-    return pmi_cuda_launched("pm_isosurface: soup");
+    if (j.ntri && j.idx)
+        pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
+                   j.tstarts, j.ntri, j.idx, j.dc);
+    return pmi_cuda_launched("pm_isosurface: triangles");
 }
 
 /* Kernel preloading (preload.cu): the vertex kernels of one sample type,
@@ -649,12 +428,10 @@ template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 void pmi_mc_expand_preload(pmi_preload *p, int tier)
 {
     if (tier == 0) {
-        const void *const k[] = {(const void *)mc_triangle_kernel,
-                                 (const void *)mc_soup_record_kernel};
-        if (pmi_preload_all(p, k)) mc_expand_preload_type<float>(p);
+        if (pmi_preload_fn(p, (const void *)mc_triangle_kernel)) mc_expand_preload_type<float>(p);
         return;
     }
-    if (pmi_preload_fn(p, (const void *)mc_gather_kernel) && mc_expand_preload_type<uint8_t>(p) &&
-        mc_expand_preload_type<uint16_t>(p) && mc_expand_preload_type<int16_t>(p))
+    if (mc_expand_preload_type<uint8_t>(p) && mc_expand_preload_type<uint16_t>(p) &&
+        mc_expand_preload_type<int16_t>(p))
         mc_expand_preload_type<double>(p);
 }

@@ -190,37 +190,29 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_final_args *fin, unsigned hooks, int pdl);
 }
 
-/* How pass 2 makes a soup: none (an indexed mesh: vertices by blocks of
- * records, triangles one thread each); from the cells (mc_soup_cell_kernel:
- * small volumes, and the fallback where the indexed vertices get no
- * scratch room); from the indexed vertices, computed once each and
- * gathered per record (mc_soup_record_kernel: the default above
- * MC_CELLS_MAX points) or per triangle, each thread searching its record
- * (mc_gather_kernel: where the vertex indices do not fit 32 bits, and the
- * search hook). */
-typedef enum mc_soup { MC_SOUP_NONE, MC_SOUP_CELLS, MC_SOUP_RECORDS, MC_SOUP_GATHER } mc_soup;
+/* How pass 2 makes the mesh: an indexed mesh (MC_SOUP_NONE: vertices by
+ * blocks of records, triangles one thread each), or a soup from the cells
+ * (mc_soup_cell_kernel). */
+typedef enum mc_soup { MC_SOUP_NONE, MC_SOUP_CELLS } mc_soup;
 
 /* One pass 2 (mc_expand.cu): nrec records (the room when dc is set);
- * nvert the crossings to compute (indexed vertices: into pos/nrm for an
- * indexed mesh, into vpos/vnrm for a soup from them); ntri the triangles
- * to write (indices, or soup triangles); tstarts the start table (NULL:
- * each block searches its first record). */
+ * nvert the crossings to compute (an indexed mesh's vertices, into
+ * pos/nrm); ntri the triangles to write (indices, or soup triangles);
+ * tstarts the start table of an indexed mesh's triangles. */
 typedef struct mc_expand_job {
     mc_soup soup;
     long long nrec;
     unsigned long long nvert, ntri;
     float *pos, *nrm;
     uint32_t *idx;
-    float *vpos, *vnrm;
     const long long *tstarts;
     const mc_dcounts *dc;
 } mc_expand_job;
 extern "C" {
-/* Queues pass 2 (no wait); *soup_ran gets the soup path taken
- * (MC_SOUP_GATHER where the records path does not apply). */
+/* Queues pass 2 (no wait). */
 pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normals mode,
                         const mcd_volume &v, const mc_records &rec, const unsigned long long *rows,
-                        const mc_expand_job &job, mc_soup *soup_ran);
+                        const mc_expand_job &job);
 }
 
 #endif
