@@ -34,7 +34,9 @@
  * the forced paths (counted, and main() asserts that they ran). */
 #define PMT_DIRECT_MAX ((size_t)3 << 24)
 #define PMT_DIRECT_MAX_F32 ((size_t)3 << 23)
-static size_t nopdl_runs, direct_runs, stream_runs, zeroed_runs, chunk128_runs, scalar_runs;
+#define PMT_CHUNKS_MIN ((size_t)1 << 22)
+static size_t chunks_runs, ordered_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
+    chunk128_runs, scalar_runs;
 
 /* The streaming classification's chunk width: 128 points (bands of 63
  * rows) where that takes at least 10% fewer lanes per slice than 256
@@ -93,6 +95,15 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
         PMT_CHECK(path_has(r, "classify=batched"), "%s: path \"%s\"", what, r->path);
     if (!stream && !direct && mask_bytes > ((size_t)512 << 20))
         PMT_CHECK(path_has(r, "classify=perword"), "%s: path \"%s\"", what, r->path);
+    /* A direct classification's soup: its records chunked per tile above
+     * 2^22 points, else in lattice order. */
+    if (direct && soup)
+        PMT_CHECK(path_has(r, points > PMT_CHUNKS_MIN ? "records=chunks" : "records=ordered"),
+                  "%s: path \"%s\"", what, r->path);
+    else
+        PMT_CHECK(!strstr(r->path, "records="), "%s: path \"%s\"", what, r->path);
+    chunks_runs += path_has(r, "records=chunks");
+    ordered_runs += path_has(r, "records=ordered");
     if (!soup)
         PMT_CHECK(path_has(r, "pass2=blocks") && !strstr(r->path, "soup="), "%s: path \"%s\"", what,
                   r->path);
@@ -828,8 +839,14 @@ int main(int argc, char **argv)
         test_capture();
 #endif
         printf("forced paths: %zu launch=plain; "
-               "pass 1: %zu direct (%zu with its states zeroed first), %zu stream\n",
-               nopdl_runs, direct_runs, zeroed_runs, stream_runs);
+               "pass 1: %zu direct (%zu with its states zeroed first; soups: %zu with chunked "
+               "records, %zu ordered), %zu stream\n",
+               nopdl_runs, direct_runs, zeroed_runs, chunks_runs, ordered_runs, stream_runs);
+        /* Both soup record layouts of the direct classification. */
+        if (!hook_set("stream"))
+            PMT_CHECK(chunks_runs > 0 && ordered_runs > 0,
+                      "direct soups: %zu with chunked records, %zu ordered", chunks_runs,
+                      ordered_runs);
         /* Both classifications by default (small volumes direct, the
          * larger ones of test_size_paths streamed); the stream hook takes
          * every volume that the direct one would to the streaming one. */

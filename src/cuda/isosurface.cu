@@ -40,6 +40,13 @@ static __global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, u
 #define MC_DIRECT_MAX ((size_t)3 << 24)
 #define MC_DIRECT_MAX_F32 ((size_t)3 << 23)
 
+/* Soups of the direct classification with their records in per-tile
+ * chunks above 2^22 points (measured on the H100, bench/RESULTS-cudamc.md,
+ * session 25: 192^3 to 352^3 5-17% faster; at 128^3 chunked soups are
+ * slower, 0.031-0.035 against 0.029-0.031 ms, the scan kernel's launch
+ * weighing more than the tiles' wait). */
+#define MC_CHUNKS_MIN ((size_t)1 << 22)
+
 typedef enum mc_pass1 { MC_PASS1_DIRECT, MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
 
 /* What an extraction does, decided on the host before any launch, the same
@@ -54,6 +61,7 @@ typedef struct mc_plan {
     mc_pass1 pass1; /* direct or streaming classification, or the bitmask kernels */
     mc_cls_kernel cls; /* the bitmask path's classification kernel */
     mc_soup soup;      /* how pass 2 makes a soup (MC_SOUP_NONE: indexed) */
+    int chunks;        /* a direct classification's soup records chunked per tile */
     int tables;        /* the classification writes the start table */
     int pdl;           /* kernels chained by programmatic dependent launch */
     unsigned hooks;    /* PYRAMESH_TEST_HOOKS */
@@ -131,6 +139,11 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= direct_max &&
                        !(pl->hooks & PMI_HOOK_STREAM);
     pl->pass1 = direct ? MC_PASS1_DIRECT : stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
+    /* A soup's records in per-tile chunks: no tile of the direct
+     * classification waits for the tiles before it (pmi_mc_direct_classify;
+     * above MC_CHUNKS_MIN points, where that wait costs more than pass 2's
+     * blocks of a tile each lose). */
+    pl->chunks = direct && !pl->indexed && pl->npoints > MC_CHUNKS_MIN;
     if (direct) {
         pl->tl = pmi_mc_direct_tiling(vol);
     } else if (stream) {
@@ -177,6 +190,10 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi
      * are aligned and their bytes a multiple of 16, else one sample a
      * load. */
     if (pl.pass1 == MC_PASS1_DIRECT) pmi_report_path(r, "loads", pl.tl.vec ? "vector" : "scalar");
+    /* A soup's records: chunked per tile (no tile waits for another) or in
+     * lattice order. */
+    if (pl.pass1 == MC_PASS1_DIRECT && pl.soup == MC_SOUP_CELLS)
+        pmi_report_path(r, "records", pl.chunks ? "chunks" : "ordered");
     pmi_report_path(r, "pass2", pl.soup == MC_SOUP_CELLS ? "cells" : "blocks");
     pmi_report_path(r, "launch", pl.pdl ? "chained" : "plain");
     if (pl.soup == MC_SOUP_CELLS) pmi_report_path(r, "soup", "cells");
@@ -189,6 +206,7 @@ typedef struct mc_scratch {
     unsigned long long *rows;   /* row table, or NULL */
     unsigned long long *totals; /* records, triangles, crossings, active cells */
     mc_tables ctab;             /* start table (t NULL: none) */
+    uint4 *tinfo;               /* the chunked records' tile entries (pl.chunks), or NULL */
     char *extra;                /* extra_b bytes of the caller's */
 } mc_scratch;
 
@@ -235,9 +253,10 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     mc_tables tab = {NULL, 0, pl.indexed ? 1u : 3u};
     if (pl.tables) tab.nt = ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
     size_t tab_b = pmi_align256((size_t)tab.nt * 8);
+    size_t tinfo_b = pl.chunks ? pmi_align256((size_t)tl.ntiles * sizeof(uint4)) : 0;
     extra_b = pmi_align256(extra_b);
     size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b +
-                   tab_b + extra_b + bits_b;
+                   tab_b + tinfo_b + extra_b + bits_b;
     char *base = NULL;
     PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
     p->base = base;
@@ -257,6 +276,8 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     if (tab.nt) tab.t = (long long *)q;
     q += tab_b;
     p->ctab = tab;
+    p->tinfo = tinfo_b ? (uint4 *)q : NULL;
+    q += tinfo_b;
     p->extra = q;
     q += extra_b;
     p->rec.cross = (unsigned long long *)q;
@@ -274,16 +295,16 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     }
     if (kept)
         return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, NULL, NULL, p->rec,
-                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, pl.hooks,
-                                      pl.pdl);
+                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, p->tinfo,
+                                      pl.hooks, pl.pdl);
     /* head_b is a multiple of 256 bytes. */
     pmi_launch(pl.pdl, mc_clear_kernel, mc_blocks(head_b / 16), MC_THREADS, s, (uint4 *)base,
                (unsigned long long)(head_b / 16));
     PMI_TRY(pmi_cuda_launched("pm_isosurface: clearing tile states"));
     if (pl.pass1 == MC_PASS1_DIRECT)
         return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, ticket, state, p->rec,
-                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, pl.hooks,
-                                      pl.pdl);
+                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, p->tinfo,
+                                      pl.hooks, pl.pdl);
     if (stream) {
         mc_stream_mem sm;
         sm.segc = bits;
@@ -373,6 +394,7 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
     j.soup = pl.soup;
     j.nrec = nrec;
     j.tstarts = p1.ctab.t;
+    j.tinfo = p1.tinfo;
     if (pl.soup == MC_SOUP_NONE) {
         j.nvert = nv_w;
         j.ntri = nt_w;
@@ -616,6 +638,7 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
     mc_plan pl;
     PMI_TRY(mc_plan_make(ctx, win, iso, &opt, &pl));
     pl.v.kz = (long long)zoff;
+    pl.chunks = 0; /* the owned ranges below need the records in lattice order */
     if ((pl.hooks & PMI_HOOK_SPLIT) && own1 - own0 > 1)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: split (test hook)", fn);
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -772,6 +795,7 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     j.pos = opt->out_positions;
     j.nrm = pnrm;
     j.tstarts = p1.ctab.t;
+    j.tinfo = p1.tinfo;
     j.dc = dc;
     if (indexed) {
         j.idx = opt->out_indices;

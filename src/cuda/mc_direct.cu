@@ -14,6 +14,19 @@
  * not started) and each warp writes its words' records in lattice order,
  * one per lane (md_emit_warp).
  *
+ * Soups above 2^22 points skip the look-back (CH, chunked records): a
+ * tile's wait for the tiles before it was a fifth of the kernel's time at
+ * 256^3. Each tile takes a chunk of the record array from a counter and
+ * writes its records there, in lattice order within the tile, each with
+ * the tile in the high word of a tile-local triangle prefix, and stores
+ * its entry {chunk, records, triangles, active cells}. A one-block kernel
+ * (md_chunks_scan_kernel) then turns the entries' triangles into
+ * prefixes and writes the totals, and the soup kernel adds a record's
+ * tile prefix. The mesh is the same, byte for byte: every triangle goes
+ * to its lattice-order position; only the records' order in memory
+ * differs. Indexed meshes keep the look-back: their edges' owners are
+ * found by searching records in lattice order.
+ *
  * Why a third pass-1 path: a small volume is meshed by latency, not by
  * bandwidth. The streaming classification takes three kernels (stream,
  * segment scan, scatter) and its blocks walk four slices in turn; the
@@ -82,6 +95,11 @@ typedef struct md_sync {
     unsigned int tbase;
     unsigned long long *state; /* MD_CHAINS * ntiles words */
     unsigned long long epoch;  /* the call's epoch, shifted into place */
+    /* Chunked records (soups, pmi_mc_direct_classify's tinfo): no chains;
+     * ctr[0] hands out the tiles' record chunks (zero between calls:
+     * md_chunks_scan_kernel resets it). */
+    unsigned int *ctr;
+    uint4 *tinfo;
 } md_sync;
 
 /* Sum of a 32-bit value over the warp: one reduction instruction from
@@ -180,9 +198,93 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
     }
 }
 
+/* The chunked records' scan (one block of MD_SCAN_THREADS, after the
+ * direct classification): each tile's entry {chunk, records, triangles,
+ * active cells} gets its triangles' exclusive prefix over the tiles in
+ * place of its triangles (K consecutive tiles a thread, read 8 at a time
+ * so that their loads are in flight together), the totals and
+ * pm_isosurface_async's counts are written, and the chunk counter is
+ * reset for the next call. */
+#define MD_SCAN_THREADS 1024
+static __device__ __forceinline__ unsigned long long md_scan1024(unsigned long long x,
+                                                                 unsigned long long *s_w,
+                                                                 unsigned long long *all)
+{
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned long long inc = x;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned long long y = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= (unsigned)o) inc += y;
+    }
+    if (lane == 31) s_w[warp] = inc;
+    __syncthreads();
+    if (warp == 0) {
+        unsigned long long w = s_w[lane], wi = w;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned long long y = __shfl_up_sync(0xffffffffu, wi, o);
+            if (lane >= (unsigned)o) wi += y;
+        }
+        s_w[lane] = wi - w;
+        if (lane == 31) s_w[32] = wi;
+    }
+    __syncthreads();
+    const unsigned long long ex = s_w[warp] + inc - x;
+    *all = s_w[32];
+    __syncthreads();
+    return ex;
+}
+static __global__ void __launch_bounds__(MD_SCAN_THREADS)
+    md_chunks_scan_kernel(uint4 *tinfo, unsigned *ctr, unsigned ntiles,
+                          unsigned long long *totals, mc_final_args fin)
+{
+    pmi_pdl_enter();
+    __shared__ unsigned long long s_w[33], s_tot[MD_CHAINS];
+    const unsigned t = threadIdx.x, K = (ntiles + MD_SCAN_THREADS - 1) / MD_SCAN_THREADS;
+    const unsigned a0 = min(t * K, ntiles), a1 = min(a0 + K, ntiles);
+    unsigned long long tri = 0, rc = 0; /* rc: records | active cells << 32 */
+    for (unsigned g = a0; g < a1; g += 8) {
+        uint4 e[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            e[i] = g + i < a1 ? tinfo[g + i] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            rc += e[i].y | (unsigned long long)e[i].w << 32;
+            tri += e[i].z;
+        }
+    }
+    unsigned long long all, r2;
+    unsigned long long ex = md_scan1024(tri, s_w, &all);
+    md_scan1024(rc, s_w, &r2);
+    for (unsigned g = a0; g < a1; g += 8) {
+        unsigned n[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            n[i] = g + i < a1 ? tinfo[g + i].z : 0u;
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            if (g + i < a1) {
+                tinfo[g + i].z = (unsigned)ex;
+                ex += n[i];
+            }
+    }
+    if (t == 0) {
+        s_tot[0] = r2 & 0xffffffffull;
+        s_tot[1] = all;
+        s_tot[2] = 0;
+        s_tot[3] = r2 >> 32;
+        for (int c = 0; c < MD_CHAINS; c++)
+            totals[c] = s_tot[c];
+        if (fin.dc) mc_final_counts(s_tot, fin);
+        ctr[0] = 0;
+    }
+}
+
 /* 4 blocks per SM: 55 to 64 registers on sm_90, no spills (ptxas; likewise
  * for sm_75 to sm_86, not measured there). VEC: 16-byte loads (tl.vec). */
-template <typename T, int ABOVE, int VEC>
+template <typename T, int ABOVE, int VEC, int CH = 0>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, md_sync sy, mc_records rec,
                      unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
@@ -309,6 +411,24 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     unsigned long long agg;
     const unsigned long long ex = mc_block_scan(cnt, s_wsum, &agg);
     const unsigned ntiles = (unsigned)tl.ntiles;
+    if constexpr (CH) {
+        /* Chunked records (soups): the tile takes a chunk of the records
+         * and stores its records there, each with the tile in the high
+         * word of its triangle prefix and its tile-local prefix below; no
+         * tile waits for another. md_chunks_scan_kernel then scans the
+         * tiles' entries; pass 2 adds each tile's prefix. */
+        if (t == 0) {
+            const unsigned nr = (unsigned)MC_F(agg, 0);
+            const unsigned c0 = nr ? atomicAdd(sy.ctr, nr) : 0u;
+            base[0] = c0;
+            sy.tinfo[tile] = make_uint4(c0, nr, (unsigned)MC_F(agg, 1), s_cells);
+        }
+        __syncthreads();
+        const unsigned long long row0 = (unsigned long long)v.nx * r + 32ull * wi;
+        md_emit_warp(m, act, row0, base[0] + MC_F(ex, 0),
+                     (unsigned long long)tile << 32 | MC_F(ex, 1), 0, s_nt, rec, rec_cap, 0, tab);
+        return;
+    }
     if (warp < MD_CHAINS)
         md_chain(sy.state + warp * tl.ntiles, tile, ntiles,
                  warp < 3 ? (unsigned)MC_F(agg, warp) : s_cells, sy.epoch, &base[warp],
@@ -402,6 +522,7 @@ static pm_status md_sync_get(pmi_cuda_state *st, unsigned long long ntiles, unsi
     }
     st->md_epoch++;
     sy->ticket = (unsigned int *)st->md_buf;
+    sy->ctr = sy->ticket + 2;
     sy->tbase = st->md_tickets;
     sy->state = (unsigned long long *)((char *)st->md_buf + 256);
     sy->epoch = (unsigned long long)st->md_epoch << MD_EPOCH_SHIFT;
@@ -417,8 +538,10 @@ static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_til
 {
     void (*k)(mcd_volume, mc_tiling, int, md_sync, mc_records, unsigned long long,
               unsigned long long *, mc_tables, unsigned long long *, mc_final_args) =
-        tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1> : mc_direct_kernel<T, 0, 1>)
-               : (v.sg < 0 ? mc_direct_kernel<T, 1, 0> : mc_direct_kernel<T, 0, 0>);
+        sy.tinfo ? (tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1, 1> : mc_direct_kernel<T, 0, 1, 1>)
+                           : (v.sg < 0 ? mc_direct_kernel<T, 1, 0, 1> : mc_direct_kernel<T, 0, 0, 1>))
+        : tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1> : mc_direct_kernel<T, 0, 1>)
+                 : (v.sg < 0 ? mc_direct_kernel<T, 1, 0> : mc_direct_kernel<T, 0, 0>);
     pmi_launch(pdl, k, (unsigned)tl.ntiles, MC_THREADS, s, v, tl, edges, sy, rec, rec_cap, rows,
                tab, totals, fin);
 }
@@ -428,7 +551,7 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  unsigned long long *state, mc_records rec,
                                  unsigned long long rec_cap, unsigned long long *rows,
                                  unsigned long long *totals, const mc_tables *tab,
-                                 const mc_final_args *fin, unsigned hooks, int pdl)
+                                 const mc_final_args *fin, uint4 *tinfo, unsigned hooks, int pdl)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     PMI_TRY(mcd_tables_upload(st->device));
@@ -442,9 +565,10 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     if (tl.nwords == 0 || tl.nwords > (1ll << 32) / 160)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_isosurface: %lld words for the direct classification", tl.nwords);
-    md_sync sy = {ticket, 0, state, 0}; /* the caller's: zeroed, epoch 0 */
+    md_sync sy = {ticket, 0, state, 0, ticket ? ticket + 2 : NULL, NULL}; /* the caller's: zeroed, epoch 0 */
     st->md_cleared = ticket != NULL;
     if (!ticket) PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, &sy));
+    sy.tinfo = edges ? NULL : tinfo;
     cudaStream_t s = st->stream;
     unsigned long long *rw = edges ? rows : NULL;
     mc_tables tb = {NULL, 0, 1};
@@ -464,6 +588,9 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
         break;
     default: md_launch<float>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f); break;
     }
+    if (sy.tinfo)
+        pmi_launch(pdl, md_chunks_scan_kernel, 1, MD_SCAN_THREADS, s, sy.tinfo, sy.ctr,
+                   (unsigned)tl.ntiles, totals, f);
     pm_status ls = pmi_cuda_launched("pm_isosurface: direct classification");
     if (ls != PM_STATUS_OK && !ticket) st->md_reset = 1;
     return ls;
@@ -473,7 +600,10 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
 void pmi_mc_direct_preload(pmi_preload *p, int tier)
 {
     const void *const k0[] = {(const void *)mc_direct_kernel<float, 0, 1>,
-                              (const void *)mc_direct_kernel<float, 1, 1>};
+                              (const void *)mc_direct_kernel<float, 1, 1>,
+                              (const void *)mc_direct_kernel<float, 0, 1, 1>,
+                              (const void *)mc_direct_kernel<float, 1, 1, 1>,
+                              (const void *)md_chunks_scan_kernel};
     const void *const k1[] = {
         (const void *)mc_direct_kernel<uint8_t, 0, 1>,  (const void *)mc_direct_kernel<uint8_t, 1, 1>,
         (const void *)mc_direct_kernel<uint16_t, 0, 1>, (const void *)mc_direct_kernel<uint16_t, 1, 1>,

@@ -12,6 +12,7 @@
  * so the writes are coalesced and the reads stay in L1/L2. Output order
  * and arithmetic are the CPU backend's, bit for bit. */
 #include "cuda/mc_internal.cuh"
+#include "cuda/mc_words.cuh"
 
 MCD_TABLES_UPLOAD
 
@@ -130,7 +131,11 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
  * load of mcd_tri_origin (as the indexed vertices: the same function of
  * the same edge, so the same bits). One
  * kernel, no search, no vertex scratch, but an edge shared by n triangles
- * is computed n times. Vertices from nvout on are not written. */
+ * is computed n times. Vertices from nvout on are not written. CH:
+ * chunked records (pmi_mc_direct_classify's tinfo, the records of each
+ * tile together but the tiles in any order): a record's first triangle
+ * is its tile's prefix plus its tile-local one, and the block numbers its
+ * records' triangles by a scan. */
 /* Records per block of mc_soup_cell_kernel: 80 (about 480 corners, two
  * per thread) up to MC_CELL_SMALL points, where the blocks of a 128^3
  * volume fit one wave; 128 above, where the blocks' set-up weighs more
@@ -151,40 +156,66 @@ static unsigned long long mc_cell_blocks(unsigned long long n, int R)
 {
     return n ? (n + (unsigned long long)R - 1) / (unsigned long long)R : 1;
 }
-template <typename T, int MODE, int R>
-static __global__ void __launch_bounds__(MC_THREADS)
+template <typename T, int MODE, int R, int CH = 0>
+static __global__ void __launch_bounds__(MC_THREADS, CH ? 4 : 0)
     mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
-                        float *pos, float *nrm, const mc_dcounts *dc)
+                        float *pos, float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
 {
     pmi_pdl_enter();
     static_assert(R <= 256, "a record's number in the block fits a byte");
     __shared__ long long s_ijk[3][R]; /* each record's point, split once */
-    __shared__ unsigned s_tp[R];
+    __shared__ unsigned long long s_gt[R]; /* each record's first triangle in the mesh */
+    __shared__ unsigned s_tp[R], s_wt[(R + 31) / 32];
     __shared__ uint8_t s_cs[R];
     __shared__ uint8_t s_own[5 * R]; /* the record of each of the block's triangles */
     __shared__ unsigned s_total;
     MC_DCOUNTS_RECORDS(nvout, 3 * dc->ntri, R);
     const int t = threadIdx.x, nvalid = (int)min((long long)R, nrec - r0);
-    const unsigned long long T0 = __ldg(rec.tri + r0);
+    /* A record's triangles: at its prefix (ordered records: the block's
+     * are one range, from the first record's), or, chunked records
+     * (tinfo), at its tile's prefix plus its tile-local one (the tile in
+     * the high word), the block's numbered by a scan. */
+    const unsigned long long T0 = CH ? 0 : __ldg(rec.tri + r0);
+    unsigned nt = 0, tp = 0;
     if (t < nvalid) {
         const long long r = r0 + t;
         const unsigned long long tri = __ldg(rec.tri + r);
-        const unsigned info = __ldg(rec.info + r), nt = info >> 11 & 7u;
-        s_tp[t] = (unsigned)(tri - T0);
+        const unsigned info = __ldg(rec.info + r);
+        nt = info >> 11 & 7u;
+        if (CH) s_gt[t] = __ldg(&tinfo[tri >> 32].z) + (tri & 0xffffffffull);
+        tp = (unsigned)(tri - T0);
         mc_point_ijk(v, __ldg(rec.point + r), &s_ijk[0][t], &s_ijk[1][t], &s_ijk[2][t]);
         s_cs[t] = (uint8_t)(info & 255u);
-        for (unsigned q = 0; q < nt; q++)
-            s_own[tri - T0 + q] = (uint8_t)t;
-        if (t == nvalid - 1) s_total = (unsigned)(tri + nt - T0);
+    }
+    if constexpr (CH) {
+        if (t < 32 * ((R + 31) / 32)) {
+            const unsigned inc = mc_warp_scan(nt);
+            tp = inc - nt;
+            if ((t & 31) == 31) s_wt[t >> 5] = inc;
+        }
+        __syncthreads();
+        for (int w = 0; w < (t >> 5) && w < (R + 31) / 32; w++)
+            tp += s_wt[w];
+    }
+    if (t < nvalid) {
+        s_tp[t] = tp;
+        for (unsigned k = 0; k < nt; k++)
+            s_own[tp + k] = (uint8_t)t;
+        if (t == nvalid - 1) s_total = tp + nt;
     }
     __syncthreads();
     const unsigned n3 = 3 * s_total;
     for (unsigned u = t; u < n3; u += MC_THREADS) {
         const unsigned lt = u / 3, m = u - 3 * lt;
-        const unsigned long long o = 3 * (T0 + lt) + m;
-        if (o >= nvout) break; /* o grows with u; no barrier follows */
+        unsigned long long o = 3 * (T0 + lt) + m;
+        if (!CH && o >= nvout) break; /* o grows with u */
         const int a = s_own[lt];
-        const unsigned eo = mcd_tri_origin[s_cs[a]][3 * (lt - s_tp[a]) + m];
+        const unsigned k = lt - s_tp[a];
+        if (CH) {
+            o = 3 * (s_gt[a] + k) + m;
+            if (o >= nvout) continue; /* past the caller's capacity */
+        }
+        const unsigned eo = mcd_tri_origin[s_cs[a]][3 * k + m];
         float pp[3], n[3];
         mcd_vertex<T, MODE>(v, s_ijk[0][a] + MCD_ORIGIN_DX(eo), s_ijk[1][a] + MCD_ORIGIN_DY(eo),
                             s_ijk[2][a] + MCD_ORIGIN_DZ(eo), MCD_ORIGIN_AXIS(eo), pp, n);
@@ -315,15 +346,16 @@ static __global__ void __launch_bounds__(MC_THREADS)
 template <typename T, int MODE>
 static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_volume &v,
                                mc_records rec, long long nrec, unsigned long long n, float *pos,
-                               float *nrm, const mc_dcounts *dc)
+                               float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
 {
     if (cells) {
         const int R = mc_cell_recs(v);
         pmi_launch(pdl,
-                   R == MC_CELL_RECS_SMALL ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_SMALL>
-                                           : mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE>,
+                   tinfo                   ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE, 1>
+                   : R == MC_CELL_RECS_SMALL ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_SMALL>
+                                             : mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE>,
                    (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
-                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
+                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, tinfo);
     } else
         pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec),
                    MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
@@ -332,43 +364,43 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_vol
 template <typename T>
 static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, const mcd_volume &v,
                            mc_records rec, long long nrec, unsigned long long n, float *pos,
-                           float *nrm, const mc_dcounts *dc)
+                           float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
 {
     switch (mode) {
     case PM_NORMALS_FORWARD:
-        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc);
+        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
         break;
     case PM_NORMALS_SOBEL:
-        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc);
+        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
         break;
     case PM_NORMALS_NONE:
-        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc);
+        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc, tinfo);
         break;
     default:
-        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc);
+        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
         break;
     }
 }
 
 static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_normals mode, int cells,
                            const mcd_volume &v, mc_records rec, long long nrec,
-                           unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc)
+                           unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
 {
     switch (type) {
     case PM_SAMPLE_U8:
-        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
         break;
     case PM_SAMPLE_U16:
-        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
         break;
     case PM_SAMPLE_I16:
-        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
         break;
     case PM_SAMPLE_F32:
-        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
         break;
     case PM_SAMPLE_F64:
-        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc);
+        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
         break;
     }
 }
@@ -392,13 +424,14 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
         if (mc_cell_blocks(nr, mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
         if (j.ntri)
-            mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc);
+            mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc,
+                           j.tinfo);
         return pmi_cuda_launched("pm_isosurface: soup");
     }
     if (!mc_record_blocks(nr))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
     if (j.nvert)
-        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc);
+        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc, NULL);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
     if (j.ntri && j.idx)
         pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
@@ -412,7 +445,8 @@ template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 {
 #define MC_CELL_PAIR(M)                                                                            \
     (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_SMALL>,                                   \
-        (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>
+        (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>,                               \
+        (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE, 1>
     const void *const k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
                              MC_CELL_PAIR(PM_NORMALS_CENTRAL),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,
