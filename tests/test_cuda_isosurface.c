@@ -319,18 +319,23 @@ static void test_async(pm_context *ctx)
         rnd[p] = (uint8_t)(pmt_uniform() * 2.0);
     pm_volume vr = {NULL, PM_SAMPLE_U8, nr, nr, nr, 0, 0, {0, 0, 0}, {0, 0, 0}};
     vr.data = pmt_to_ctx(ctx, rnd, nr * nr * nr);
-    for (int vi = 0; vi < 2; vi++)
+    /* 168^3 (over 2^22 points): a soup's records chunked per tile on CUDA. */
+    size_t nb = 168;
+    float *cb = pmt_cayley_f32(nb);
+    pm_volume vb = {NULL, PM_SAMPLE_F32, nb, nb, nb, 0, 0, {0.5, 1, 0.25}, {1, -2, 3}};
+    vb.data = pmt_to_ctx(ctx, cb, 4 * nb * nb * nb);
+    for (int vi = 0; vi < 3; vi++)
         for (int mode = 0; mode < 2; mode++)
             for (int nm = 0; nm < 3; nm++) {
-                const pm_volume *dv = vi ? &vr : &v;
-                const double iso = vi ? 0.5 : 0.0;
+                const pm_volume *dv = vi == 1 ? &vr : vi == 2 ? &vb : &v;
+                const double iso = vi == 1 ? 0.5 : 0.0;
                 pm_isosurface_options o;
                 memset(&o, 0, sizeof o);
                 o.mode = (pm_mesh_mode)mode;
                 o.normals = nm == 1   ? PM_NORMALS_NONE
                             : nm == 2 ? PM_NORMALS_SOBEL
                                       : PM_NORMALS_CENTRAL;
-                o.inside = (vi) ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
+                o.inside = vi == 1 ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
                 o.output_in_context_memory = 1;
                 pm_isosurface_report rep;
                 memset(&rep, 0, sizeof rep); /* timed is an input */
@@ -340,8 +345,10 @@ static void test_async(pm_context *ctx)
                 o.report = NULL;
                 char what[96];
                 snprintf(what, sizeof what, "async %s %s normals %d",
-                         vi ? "random u8" : "cayley f32", mode ? "soup" : "indexed",
-                         (int)o.normals);
+                         vi == 1   ? "random u8"
+                         : vi == 2 ? "cayley f32 168^3"
+                                   : "cayley f32",
+                         mode ? "soup" : "indexed", (int)o.normals);
                 check_path(ctx, &rep, dv, mode, what);
                 size_t nv = full.num_vertices, nt = full.num_triangles;
                 PMT_CHECK(nv > 100 && nt > 100, "%s: too small a mesh", what);
@@ -419,8 +426,10 @@ static void test_async(pm_context *ctx)
     pm_free(ctx, one);
     pm_free(ctx, (void *)v.data);
     pm_free(ctx, (void *)vr.data);
+    pm_free(ctx, (void *)vb.data);
     free(cy);
     free(rnd);
+    free(cb);
 }
 
 /* The mesh of hv on the CPU and of dv (the same samples in context memory)
@@ -655,9 +664,9 @@ static void test_huge(pm_context *gpu)
 /* More active points than pass 1's first guess of the records' room
  * (points / 64 + 2^20): random u8 samples, 2.1 M points nearly all active,
  * so pass 1 runs again with the exact room; the mesh equals the CPU's. */
-static void test_rerun(pm_context *gpu)
+static void test_rerun_n(pm_context *gpu, size_t nx)
 {
-    size_t nx = 128, ny = 128, nz = 128, n = nx * ny * nz;
+    size_t ny = nx, nz = nx, n = nx * ny * nz;
     uint8_t *h = malloc(n);
     for (size_t p = 0; p < n; p++)
         h[p] = (uint8_t)(pmt_uniform() * 2.0);
@@ -674,12 +683,18 @@ static void test_rerun(pm_context *gpu)
         gpu_matches_cpu(cpu, gpu, &hv, &dv, 0.5, &o, mode ? "rerun, soup" : "rerun, indexed", &a);
         PMT_CHECK(a.active_cells > n / 64 + (1u << 20), "rerun: only %llu active cells",
                   (unsigned long long)a.active_cells);
-        printf("rerun (%llu active cells): %zu triangles, %s\n", (unsigned long long)a.active_cells,
-               a.num_triangles, mode ? "soup" : "indexed");
+        printf("rerun %zu^3 (%llu active cells): %zu triangles, %s\n", nx,
+               (unsigned long long)a.active_cells, a.num_triangles, mode ? "soup" : "indexed");
     }
     pm_free(gpu, (void *)dv.data);
     pm_context_destroy(cpu);
     free(h);
+}
+/* 128^3, and 168^3, whose soup's records are chunked per tile on CUDA. */
+static void test_rerun(pm_context *gpu)
+{
+    test_rerun_n(gpu, 128);
+    test_rerun_n(gpu, 168);
 }
 
 #ifdef PM_HAVE_CUDA
@@ -692,7 +707,7 @@ static void test_rerun(pm_context *gpu)
  * Copies go through pm_upload / pm_download, ordered on the context's
  * stream: a cudaMemcpy from pageable memory on the legacy stream can
  * still be in flight when a graph starts on a non-blocking stream. */
-static void test_capture(void)
+static void test_capture(size_t n)
 {
     cudaStream_t s;
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
@@ -703,7 +718,7 @@ static void test_capture(void)
     pm_context *c;
     PMT_OK(pm_context_create(&d, &c));
     enum { N = 3 };
-    const size_t n = 72, np = n * n * n;
+    const size_t np = n * n * n;
     float *h[N];
     for (int k = 0; k < N; k++) {
         double *f = pmt_field_f64(k == 0   ? PMT_FIELD_CAYLEY
@@ -836,7 +851,8 @@ int main(int argc, char **argv)
         test_rerun(ctx);
         test_huge(ctx);
 #ifdef PM_HAVE_CUDA
-        test_capture();
+        test_capture(72);
+        test_capture(168); /* a soup's records chunked per tile */
 #endif
         printf("forced paths: %zu launch=plain; "
                "pass 1: %zu direct (%zu with its states zeroed first; soups: %zu with chunked "
