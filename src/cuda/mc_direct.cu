@@ -130,8 +130,7 @@ static __device__ __forceinline__ unsigned md_warp_sum(unsigned v)
  * and its records is shorter. */
 static __device__ __forceinline__ void md_chain(unsigned long long *st, unsigned tile,
                                                 unsigned ntiles, unsigned a,
-                                                unsigned long long epoch,
-                                                unsigned long long *base,
+                                                unsigned long long epoch, unsigned long long *base,
                                                 unsigned long long *total)
 {
     const unsigned FULL = 0xffffffffu, lane = threadIdx.x & 31;
@@ -206,9 +205,8 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
  * pm_isosurface_async's counts are written, and the chunk counter is
  * reset for the next call. */
 #define MD_SCAN_THREADS 1024
-static __device__ __forceinline__ unsigned long long md_scan1024(unsigned long long x,
-                                                                 unsigned long long *s_w,
-                                                                 unsigned long long *all)
+static __device__ __forceinline__ unsigned long long
+md_scan1024(unsigned long long x, unsigned long long *s_w, unsigned long long *all)
 {
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     unsigned long long inc = x;
@@ -236,8 +234,8 @@ static __device__ __forceinline__ unsigned long long md_scan1024(unsigned long l
     return ex;
 }
 static __global__ void __launch_bounds__(MD_SCAN_THREADS)
-    md_chunks_scan_kernel(uint4 *tinfo, unsigned *ctr, unsigned ntiles,
-                          unsigned long long *totals, mc_final_args fin)
+    md_chunks_scan_kernel(uint4 *tinfo, unsigned *ctr, unsigned ntiles, unsigned long long *totals,
+                          mc_final_args fin)
 {
     pmi_pdl_enter();
     __shared__ unsigned long long s_w[33], s_tot[MD_CHAINS];
@@ -465,10 +463,7 @@ int pmi_mc_direct_supported(const pm_volume *vol)
 }
 
 /* md_div's multiplier for d >= 1. */
-static unsigned long long md_magic(unsigned long long d)
-{
-    return d == 1 ? 0 : UINT64_MAX / d + 1;
-}
+static unsigned long long md_magic(unsigned long long d) { return d == 1 ? 0 : UINT64_MAX / d + 1; }
 
 /* The bitmask path's words, in tiles of MC_THREADS words; 16-byte loads
  * when every row starts 16-byte aligned and holds a whole number of
@@ -538,8 +533,9 @@ static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_til
 {
     void (*k)(mcd_volume, mc_tiling, int, md_sync, mc_records, unsigned long long,
               unsigned long long *, mc_tables, unsigned long long *, mc_final_args) =
-        sy.tinfo ? (tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1, 1> : mc_direct_kernel<T, 0, 1, 1>)
-                           : (v.sg < 0 ? mc_direct_kernel<T, 1, 0, 1> : mc_direct_kernel<T, 0, 0, 1>))
+        sy.tinfo
+            ? (tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1, 1> : mc_direct_kernel<T, 0, 1, 1>)
+                      : (v.sg < 0 ? mc_direct_kernel<T, 1, 0, 1> : mc_direct_kernel<T, 0, 0, 1>))
         : tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1> : mc_direct_kernel<T, 0, 1>)
                  : (v.sg < 0 ? mc_direct_kernel<T, 1, 0> : mc_direct_kernel<T, 0, 0>);
     pmi_launch(pdl, k, (unsigned)tl.ntiles, MC_THREADS, s, v, tl, edges, sy, rec, rec_cap, rows,
@@ -565,7 +561,8 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     if (tl.nwords == 0 || tl.nwords > (1ll << 32) / 160)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_isosurface: %lld words for the direct classification", tl.nwords);
-    md_sync sy = {ticket, 0, state, 0, ticket ? ticket + 2 : NULL, NULL}; /* the caller's: zeroed, epoch 0 */
+    md_sync sy = {ticket, 0, state, 0, ticket ? ticket + 2 : NULL,
+                  NULL}; /* the caller's: zeroed, epoch 0 */
     st->md_cleared = ticket != NULL;
     if (!ticket) PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, &sy));
     sy.tinfo = edges ? NULL : tinfo;
@@ -599,19 +596,38 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
 /* Kernel preloading (preload.cu): f32 with 16-byte loads first. */
 void pmi_mc_direct_preload(pmi_preload *p, int tier)
 {
-    const void *const k0[] = {(const void *)mc_direct_kernel<float, 0, 1>,
-                              (const void *)mc_direct_kernel<float, 1, 1>,
-                              (const void *)mc_direct_kernel<float, 0, 1, 1>,
-                              (const void *)mc_direct_kernel<float, 1, 1, 1>,
-                              (const void *)md_chunks_scan_kernel};
-    const void *const k1[] = {
-        (const void *)mc_direct_kernel<uint8_t, 0, 1>,  (const void *)mc_direct_kernel<uint8_t, 1, 1>,
-        (const void *)mc_direct_kernel<uint16_t, 0, 1>, (const void *)mc_direct_kernel<uint16_t, 1, 1>,
-        (const void *)mc_direct_kernel<int16_t, 0, 1>,  (const void *)mc_direct_kernel<int16_t, 1, 1>,
-        (const void *)mc_direct_kernel<float, 0, 0>,    (const void *)mc_direct_kernel<float, 1, 0>,
-        (const void *)mc_direct_kernel<uint8_t, 0, 0>,  (const void *)mc_direct_kernel<uint8_t, 1, 0>,
-        (const void *)mc_direct_kernel<uint16_t, 0, 0>, (const void *)mc_direct_kernel<uint16_t, 1, 0>,
-        (const void *)mc_direct_kernel<int16_t, 0, 0>,  (const void *)mc_direct_kernel<int16_t, 1, 0>};
+    const void *const k0[] = {
+        (const void *)mc_direct_kernel<float, 0, 1>, (const void *)mc_direct_kernel<float, 1, 1>,
+        (const void *)mc_direct_kernel<float, 0, 1, 1>,
+        (const void *)mc_direct_kernel<float, 1, 1, 1>, (const void *)md_chunks_scan_kernel};
+    const void *const k1[] = {(const void *)mc_direct_kernel<uint8_t, 0, 1>,
+                              (const void *)mc_direct_kernel<uint8_t, 1, 1>,
+                              (const void *)mc_direct_kernel<uint16_t, 0, 1>,
+                              (const void *)mc_direct_kernel<uint16_t, 1, 1>,
+                              (const void *)mc_direct_kernel<int16_t, 0, 1>,
+                              (const void *)mc_direct_kernel<int16_t, 1, 1>,
+                              (const void *)mc_direct_kernel<float, 0, 0>,
+                              (const void *)mc_direct_kernel<float, 1, 0>,
+                              (const void *)mc_direct_kernel<uint8_t, 0, 0>,
+                              (const void *)mc_direct_kernel<uint8_t, 1, 0>,
+                              (const void *)mc_direct_kernel<uint16_t, 0, 0>,
+                              (const void *)mc_direct_kernel<uint16_t, 1, 0>,
+                              (const void *)mc_direct_kernel<int16_t, 0, 0>,
+                              (const void *)mc_direct_kernel<int16_t, 1, 0>,
+                              (const void *)mc_direct_kernel<uint8_t, 0, 1, 1>,
+                              (const void *)mc_direct_kernel<uint8_t, 1, 1, 1>,
+                              (const void *)mc_direct_kernel<uint16_t, 0, 1, 1>,
+                              (const void *)mc_direct_kernel<uint16_t, 1, 1, 1>,
+                              (const void *)mc_direct_kernel<int16_t, 0, 1, 1>,
+                              (const void *)mc_direct_kernel<int16_t, 1, 1, 1>,
+                              (const void *)mc_direct_kernel<float, 0, 0, 1>,
+                              (const void *)mc_direct_kernel<float, 1, 0, 1>,
+                              (const void *)mc_direct_kernel<uint8_t, 0, 0, 1>,
+                              (const void *)mc_direct_kernel<uint8_t, 1, 0, 1>,
+                              (const void *)mc_direct_kernel<uint16_t, 0, 0, 1>,
+                              (const void *)mc_direct_kernel<uint16_t, 1, 0, 1>,
+                              (const void *)mc_direct_kernel<int16_t, 0, 0, 1>,
+                              (const void *)mc_direct_kernel<int16_t, 1, 0, 1>};
     if (tier == 0)
         pmi_preload_all(p, k0);
     else
