@@ -561,8 +561,8 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     if (tl.nwords == 0 || tl.nwords > (1ll << 32) / 160)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
                          "pm_isosurface: %lld words for the direct classification", tl.nwords);
-    md_sync sy = {ticket, 0, state, 0, ticket ? ticket + 2 : NULL,
-                  NULL}; /* the caller's: zeroed, epoch 0 */
+    /* The caller's states and counters (zeroed, epoch 0), else the context's. */
+    md_sync sy = {ticket, 0, state, 0, ticket ? ticket + 2 : NULL, NULL};
     st->md_cleared = ticket != NULL;
     if (!ticket) PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, &sy));
     sy.tinfo = edges ? NULL : tinfo;
