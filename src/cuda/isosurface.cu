@@ -41,10 +41,9 @@ static __global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, u
 #define MC_DIRECT_MAX_F32 ((size_t)3 << 23)
 
 /* Soups of the direct classification with their records in per-tile
- * chunks above 2^22 points (measured on the H100, bench/RESULTS-cudamc.md,
- * session 25: 192^3 to 352^3 5-17% faster; at 128^3 chunked soups are
- * slower, 0.031-0.035 against 0.029-0.031 ms, the scan kernel's launch
- * weighing more than the tiles' wait). */
+ * chunks above 2^22 points: below, the chunks' scan kernel costs more
+ * than the tiles' wait it removes (measured on the H100,
+ * bench/RESULTS-cudamc.md). */
 #define MC_CHUNKS_MIN ((size_t)1 << 22)
 
 typedef enum mc_pass1 { MC_PASS1_DIRECT, MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
@@ -109,7 +108,7 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     /* A soup is computed from the cells (one kernel for pass 2, a
      * classification without edges), at every size: faster than computing
      * the indexed vertices and gathering them (measured on the H100 from
-     * 128^3 to 1024^3, bench/RESULTS-cudamc.md, session 25), and no
+     * 128^3 to 1024^3, bench/RESULTS-cudamc.md), and no
      * vertex scratch. An indexed mesh needs the crossings' prefixes (edges)
      * and, for its triangles' search, the start table. */
     pl->soup = pl->indexed ? MC_SOUP_NONE : MC_SOUP_CELLS;
