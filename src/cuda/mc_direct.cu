@@ -596,38 +596,19 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
 /* Kernel preloading (preload.cu): f32 with 16-byte loads first. */
 void pmi_mc_direct_preload(pmi_preload *p, int tier)
 {
-    const void *const k0[] = {
-        (const void *)mc_direct_kernel<float, 0, 1>, (const void *)mc_direct_kernel<float, 1, 1>,
-        (const void *)mc_direct_kernel<float, 0, 1, 1>,
-        (const void *)mc_direct_kernel<float, 1, 1, 1>, (const void *)md_chunks_scan_kernel};
-    const void *const k1[] = {(const void *)mc_direct_kernel<uint8_t, 0, 1>,
-                              (const void *)mc_direct_kernel<uint8_t, 1, 1>,
-                              (const void *)mc_direct_kernel<uint16_t, 0, 1>,
-                              (const void *)mc_direct_kernel<uint16_t, 1, 1>,
-                              (const void *)mc_direct_kernel<int16_t, 0, 1>,
-                              (const void *)mc_direct_kernel<int16_t, 1, 1>,
-                              (const void *)mc_direct_kernel<float, 0, 0>,
-                              (const void *)mc_direct_kernel<float, 1, 0>,
-                              (const void *)mc_direct_kernel<uint8_t, 0, 0>,
-                              (const void *)mc_direct_kernel<uint8_t, 1, 0>,
-                              (const void *)mc_direct_kernel<uint16_t, 0, 0>,
-                              (const void *)mc_direct_kernel<uint16_t, 1, 0>,
-                              (const void *)mc_direct_kernel<int16_t, 0, 0>,
-                              (const void *)mc_direct_kernel<int16_t, 1, 0>,
-                              (const void *)mc_direct_kernel<uint8_t, 0, 1, 1>,
-                              (const void *)mc_direct_kernel<uint8_t, 1, 1, 1>,
-                              (const void *)mc_direct_kernel<uint16_t, 0, 1, 1>,
-                              (const void *)mc_direct_kernel<uint16_t, 1, 1, 1>,
-                              (const void *)mc_direct_kernel<int16_t, 0, 1, 1>,
-                              (const void *)mc_direct_kernel<int16_t, 1, 1, 1>,
-                              (const void *)mc_direct_kernel<float, 0, 0, 1>,
-                              (const void *)mc_direct_kernel<float, 1, 0, 1>,
-                              (const void *)mc_direct_kernel<uint8_t, 0, 0, 1>,
-                              (const void *)mc_direct_kernel<uint8_t, 1, 0, 1>,
-                              (const void *)mc_direct_kernel<uint16_t, 0, 0, 1>,
-                              (const void *)mc_direct_kernel<uint16_t, 1, 0, 1>,
-                              (const void *)mc_direct_kernel<int16_t, 0, 0, 1>,
-                              (const void *)mc_direct_kernel<int16_t, 1, 0, 1>};
+/* A type's kernels with 16-byte loads (VEC 1) or one sample a load (VEC
+ * 0), both inside sides, ordered (CH 0) or chunked (CH 1) records. */
+#define MD_KERNELS(T, VEC, CH)                                                                     \
+    (const void *)mc_direct_kernel<T, 0, VEC, CH>, (const void *)mc_direct_kernel<T, 1, VEC, CH>
+    const void *const k0[] = {MD_KERNELS(float, 1, 0), MD_KERNELS(float, 1, 1),
+                              (const void *)md_chunks_scan_kernel};
+    const void *const k1[] = {
+        MD_KERNELS(uint8_t, 1, 0),  MD_KERNELS(uint16_t, 1, 0), MD_KERNELS(int16_t, 1, 0),
+        MD_KERNELS(float, 0, 0),    MD_KERNELS(uint8_t, 0, 0),  MD_KERNELS(uint16_t, 0, 0),
+        MD_KERNELS(int16_t, 0, 0),  MD_KERNELS(uint8_t, 1, 1),  MD_KERNELS(uint16_t, 1, 1),
+        MD_KERNELS(int16_t, 1, 1),  MD_KERNELS(float, 0, 1),    MD_KERNELS(uint8_t, 0, 1),
+        MD_KERNELS(uint16_t, 0, 1), MD_KERNELS(int16_t, 0, 1)};
+#undef MD_KERNELS
     if (tier == 0)
         pmi_preload_all(p, k0);
     else

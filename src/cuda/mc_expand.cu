@@ -36,10 +36,9 @@ static __device__ __forceinline__ long long mc_last_le(const unsigned long long 
  * there (falling back to global memory past the window). Call from every
  * thread. */
 #define MC_WIN 512
-static __device__ __forceinline__ long long
-mc_find(const unsigned long long *pref, long long nrec, const long long *starts,
-        unsigned long long key, unsigned long long *s_pref,
-        long long *s_r0)
+static __device__ __forceinline__ long long mc_find(const unsigned long long *pref, long long nrec,
+                                                    const long long *starts, unsigned long long key,
+                                                    unsigned long long *s_pref, long long *s_r0)
 {
     if (threadIdx.x == 0) *s_r0 = __ldg(starts + blockIdx.x);
     __syncthreads();
@@ -139,7 +138,7 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
 /* Records per block of mc_soup_cell_kernel: 80 (about 480 corners, two
  * per thread) up to MC_CELL_SMALL points, where the blocks of a 128^3
  * volume fit one wave; 128 above, where the blocks' set-up weighs more
- * than the waves (bench/RESULTS-cudamc.md, session 24). */
+ * than the waves (measured on the H100, bench/RESULTS-cudamc.md). */
 #define MC_CELL_RECS_SMALL 80
 #define MC_CELL_RECS_LARGE 128
 #define MC_CELL_SMALL (1ull << 22)
@@ -163,7 +162,7 @@ static __global__ void __launch_bounds__(MC_THREADS, CH ? 4 : 0)
 {
     pmi_pdl_enter();
     static_assert(R <= 256, "a record's number in the block fits a byte");
-    __shared__ long long s_ijk[3][R]; /* each record's point, split once */
+    __shared__ long long s_ijk[3][R];      /* each record's point, split once */
     __shared__ unsigned long long s_gt[R]; /* each record's first triangle in the mesh */
     __shared__ unsigned s_tp[R], s_wt[(R + 31) / 32];
     __shared__ uint8_t s_cs[R];
@@ -329,8 +328,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
     MC_DCOUNTS(dc->ntri);
     const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x,
                              q = first + threadIdx.x;
-    const long long r =
-        mc_find(rec.tri, nrec, starts, q < nout ? q : nout - 1, s_pref, &s_r0);
+    const long long r = mc_find(rec.tri, nrec, starts, q < nout ? q : nout - 1, s_pref, &s_r0);
     if (q < nout) {
         const int l = (int)(q - __ldg(rec.tri + r));
         const unsigned cs = __ldg(rec.info + r) & 255u;
@@ -349,9 +347,10 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_vol
                                float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
 {
     if (cells) {
-        const int R = mc_cell_recs(v);
+        /* Chunked records always take blocks of MC_CELL_RECS_LARGE. */
+        const int R = tinfo ? MC_CELL_RECS_LARGE : mc_cell_recs(v);
         pmi_launch(pdl,
-                   tinfo                   ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE, 1>
+                   tinfo                     ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE, 1>
                    : R == MC_CELL_RECS_SMALL ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_SMALL>
                                              : mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE>,
                    (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
@@ -368,23 +367,28 @@ static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, 
 {
     switch (mode) {
     case PM_NORMALS_FORWARD:
-        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
+        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc,
+                                                  tinfo);
         break;
     case PM_NORMALS_SOBEL:
-        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
+        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc,
+                                                tinfo);
         break;
     case PM_NORMALS_NONE:
-        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc, tinfo);
+        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc,
+                                               tinfo);
         break;
     default:
-        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
+        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc,
+                                                  tinfo);
         break;
     }
 }
 
 static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_normals mode, int cells,
                            const mcd_volume &v, mc_records rec, long long nrec,
-                           unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
+                           unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc,
+                           const uint4 *tinfo)
 {
     switch (type) {
     case PM_SAMPLE_U8:
@@ -421,7 +425,7 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const unsigned long long nr = j.nrec > 0 ? (unsigned long long)j.nrec : 0;
     if (j.soup == MC_SOUP_CELLS) {
-        if (mc_cell_blocks(nr, mc_cell_recs(v)) > 0x7fffffffull)
+        if (mc_cell_blocks(nr, j.tinfo ? MC_CELL_RECS_LARGE : mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
         if (j.ntri)
             mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc,
@@ -443,19 +447,19 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
  * central normals and none first. */
 template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 {
-#define MC_CELL_PAIR(M)                                                                            \
+#define MC_CELL_KERNELS(M)                                                                         \
     (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_SMALL>,                                   \
         (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>,                               \
         (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE, 1>
     const void *const k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
-                             MC_CELL_PAIR(PM_NORMALS_CENTRAL),
+                             MC_CELL_KERNELS(PM_NORMALS_CENTRAL),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,
-                             MC_CELL_PAIR(PM_NORMALS_NONE),
+                             MC_CELL_KERNELS(PM_NORMALS_NONE),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_FORWARD>,
-                             MC_CELL_PAIR(PM_NORMALS_FORWARD),
+                             MC_CELL_KERNELS(PM_NORMALS_FORWARD),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_SOBEL>,
-                             MC_CELL_PAIR(PM_NORMALS_SOBEL)};
-#undef MC_CELL_PAIR
+                             MC_CELL_KERNELS(PM_NORMALS_SOBEL)};
+#undef MC_CELL_KERNELS
     return pmi_preload_all(p, k);
 }
 
