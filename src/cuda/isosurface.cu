@@ -205,7 +205,7 @@ typedef struct mc_scratch {
     unsigned long long *rows;   /* row table, or NULL */
     unsigned long long *totals; /* records, triangles, crossings, active cells */
     mc_tables ctab;             /* start table (t NULL: none) */
-    uint4 *tinfo;               /* the chunked records' tile entries (pl.chunks), or NULL */
+    mc_chunks ch;               /* the chunked records (pl.chunks), or tile NULL */
     char *extra;                /* extra_b bytes of the caller's */
 } mc_scratch;
 
@@ -252,7 +252,9 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     mc_tables tab = {NULL, 0, pl.indexed ? 1u : 3u};
     if (pl.tables) tab.nt = ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
     size_t tab_b = pmi_align256((size_t)tab.nt * 8);
-    size_t tinfo_b = pl.chunks ? pmi_align256((size_t)tl.ntiles * sizeof(uint4)) : 0;
+    size_t tinfo_b = pl.chunks ? pmi_align256((size_t)tl.ntiles * sizeof(uint4)) +
+                                     pmi_align256((size_t)tl.ntiles * sizeof(unsigned))
+                               : 0;
     extra_b = pmi_align256(extra_b);
     size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b +
                    tab_b + tinfo_b + extra_b + bits_b;
@@ -275,7 +277,9 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     if (tab.nt) tab.t = (long long *)q;
     q += tab_b;
     p->ctab = tab;
-    p->tinfo = tinfo_b ? (uint4 *)q : NULL;
+    p->ch.tile = tinfo_b ? (uint4 *)q : NULL;
+    p->ch.pre = tinfo_b ? (unsigned *)(q + pmi_align256((size_t)tl.ntiles * sizeof(uint4))) : NULL;
+    p->ch.ntiles = tinfo_b ? (unsigned)tl.ntiles : 0u;
     q += tinfo_b;
     p->extra = q;
     q += extra_b;
@@ -294,7 +298,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     }
     if (kept)
         return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, NULL, NULL, p->rec,
-                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, p->tinfo,
+                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, p->ch,
                                       pl.hooks, pl.pdl);
     /* head_b is a multiple of 256 bytes. */
     pmi_launch(pl.pdl, mc_clear_kernel, mc_blocks(head_b / 16), MC_THREADS, s, (uint4 *)base,
@@ -302,7 +306,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     PMI_TRY(pmi_cuda_launched("pm_isosurface: clearing tile states"));
     if (pl.pass1 == MC_PASS1_DIRECT)
         return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, ticket, state, p->rec,
-                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, p->tinfo,
+                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, p->ch,
                                       pl.hooks, pl.pdl);
     if (stream) {
         mc_stream_mem sm;
@@ -393,7 +397,7 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
     j.soup = pl.soup;
     j.nrec = nrec;
     j.tstarts = p1.ctab.t;
-    j.tinfo = p1.tinfo;
+    j.ch = p1.ch;
     if (pl.soup == MC_SOUP_NONE) {
         j.nvert = nv_w;
         j.ntri = nt_w;
@@ -794,7 +798,7 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     j.pos = opt->out_positions;
     j.nrm = pnrm;
     j.tstarts = p1.ctab.t;
-    j.tinfo = p1.tinfo;
+    j.ch = p1.ch;
     j.dc = dc;
     if (indexed) {
         j.idx = opt->out_indices;

@@ -20,9 +20,9 @@
  * writes its records there, in lattice order within the tile, each with
  * the tile in the high word of a tile-local triangle prefix, and stores
  * its entry {chunk, records, triangles, active cells}. A one-block kernel
- * (md_chunks_scan_kernel) then turns the entries' triangles into
- * prefixes and writes the totals, and the soup kernel adds a record's
- * tile prefix. The mesh is the same, byte for byte: every triangle goes
+ * (md_chunks_scan_kernel) then scans the entries' triangles into the
+ * tiles' prefixes and writes the totals, and the soup kernel adds a
+ * record's tile prefix. The mesh is the same, byte for byte: every triangle goes
  * to its lattice-order position; only the records' order in memory
  * differs. Indexed meshes keep the look-back: their edges' owners are
  * found by searching records in lattice order.
@@ -95,7 +95,7 @@ typedef struct md_sync {
     unsigned int tbase;
     unsigned long long *state; /* MD_CHAINS * ntiles words */
     unsigned long long epoch;  /* the call's epoch, shifted into place */
-    /* Chunked records (soups, pmi_mc_direct_classify's tinfo): no chains;
+    /* Chunked records (soups, pmi_mc_direct_classify's ch.tile): no chains;
      * ctr[0] hands out the tiles' record chunks (zero between calls:
      * md_chunks_scan_kernel resets it). */
     unsigned int *ctr;
@@ -198,12 +198,12 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
 }
 
 /* The chunked records' scan (one block of MD_SCAN_THREADS, after the
- * direct classification): each tile's entry {chunk, records, triangles,
- * active cells} gets its triangles' exclusive prefix over the tiles in
- * place of its triangles (K consecutive tiles a thread, read 8 at a time
- * so that their loads are in flight together), the totals and
- * pm_isosurface_async's counts are written, and the chunk counter is
- * reset for the next call. */
+ * direct classification): each tile's triangles' exclusive prefix over the
+ * tiles into ch.pre (K consecutive tiles a thread, read 8 at a time so
+ * that their loads are in flight together), the totals and
+ * pm_isosurface_async's counts, and the chunk counter reset for the next
+ * call. The entries themselves are not written: the soup kernel reads
+ * them while this kernel runs (mc_soup_chunk_kernel). */
 #define MD_SCAN_THREADS 1024
 static __device__ __forceinline__ unsigned long long
 md_scan1024(unsigned long long x, unsigned long long *s_w, unsigned long long *all)
@@ -234,8 +234,8 @@ md_scan1024(unsigned long long x, unsigned long long *s_w, unsigned long long *a
     return ex;
 }
 static __global__ void __launch_bounds__(MD_SCAN_THREADS)
-    md_chunks_scan_kernel(uint4 *tinfo, unsigned *ctr, unsigned ntiles, unsigned long long *totals,
-                          mc_final_args fin)
+    md_chunks_scan_kernel(const uint4 *tinfo, unsigned *pre, unsigned *ctr, unsigned ntiles,
+                          unsigned long long *totals, mc_final_args fin)
 {
     pmi_pdl_enter();
     __shared__ unsigned long long s_w[33], s_tot[MD_CHAINS];
@@ -264,7 +264,7 @@ static __global__ void __launch_bounds__(MD_SCAN_THREADS)
 #pragma unroll
         for (int i = 0; i < 8; i++)
             if (g + i < a1) {
-                tinfo[g + i].z = (unsigned)ex;
+                pre[g + i] = (unsigned)ex;
                 ex += n[i];
             }
     }
@@ -547,7 +547,8 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  unsigned long long *state, mc_records rec,
                                  unsigned long long rec_cap, unsigned long long *rows,
                                  unsigned long long *totals, const mc_tables *tab,
-                                 const mc_final_args *fin, uint4 *tinfo, unsigned hooks, int pdl)
+                                 const mc_final_args *fin, const mc_chunks &ch, unsigned hooks,
+                                 int pdl)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     PMI_TRY(mcd_tables_upload(st->device));
@@ -565,7 +566,7 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     md_sync sy = {ticket, 0, state, 0, ticket ? ticket + 2 : NULL, NULL};
     st->md_cleared = ticket != NULL;
     if (!ticket) PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, &sy));
-    sy.tinfo = edges ? NULL : tinfo;
+    sy.tinfo = edges ? NULL : ch.tile;
     cudaStream_t s = st->stream;
     unsigned long long *rw = edges ? rows : NULL;
     mc_tables tb = {NULL, 0, 1};
@@ -586,7 +587,7 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     default: md_launch<float>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f); break;
     }
     if (sy.tinfo)
-        pmi_launch(pdl, md_chunks_scan_kernel, 1, MD_SCAN_THREADS, s, sy.tinfo, sy.ctr,
+        pmi_launch(pdl, md_chunks_scan_kernel, 1, MD_SCAN_THREADS, s, (const uint4 *)sy.tinfo, ch.pre, sy.ctr,
                    (unsigned)tl.ntiles, totals, f);
     pm_status ls = pmi_cuda_launched("pm_isosurface: direct classification");
     if (ls != PM_STATUS_OK && !ticket) st->md_reset = 1;

@@ -130,11 +130,7 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
  * load of mcd_tri_origin (as the indexed vertices: the same function of
  * the same edge, so the same bits). One
  * kernel, no search, no vertex scratch, but an edge shared by n triangles
- * is computed n times. Vertices from nvout on are not written. CH:
- * chunked records (pmi_mc_direct_classify's tinfo, the records of each
- * tile together but the tiles in any order): a record's first triangle
- * is its tile's prefix plus its tile-local one, and the block numbers its
- * records' triangles by a scan. */
+ * is computed n times. Vertices from nvout on are not written. */
 /* Records per block of mc_soup_cell_kernel: 80 (about 480 corners, two
  * per thread) up to MC_CELL_SMALL points, where the blocks of a 128^3
  * volume fit one wave; 128 above, where the blocks' set-up weighs more
@@ -155,70 +151,157 @@ static unsigned long long mc_cell_blocks(unsigned long long n, int R)
 {
     return n ? (n + (unsigned long long)R - 1) / (unsigned long long)R : 1;
 }
-template <typename T, int MODE, int R, int CH = 0>
-static __global__ void __launch_bounds__(MC_THREADS, CH ? 4 : 0)
-    mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
-                        float *pos, float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
-{
-    pmi_pdl_enter();
+/* A block's records in shared memory: each one's point split once, its
+ * cell's case, its first triangle in the block (tp) and in the mesh (gt,
+ * chunked records), and the record of each of the block's triangles. */
+template <int R> struct mc_soup_block {
     static_assert(R <= 256, "a record's number in the block fits a byte");
-    __shared__ long long s_ijk[3][R];      /* each record's point, split once */
-    __shared__ unsigned long long s_gt[R]; /* each record's first triangle in the mesh */
-    __shared__ unsigned s_tp[R], s_wt[(R + 31) / 32];
-    __shared__ uint8_t s_cs[R];
-    __shared__ uint8_t s_own[5 * R]; /* the record of each of the block's triangles */
-    __shared__ unsigned s_total;
-    MC_DCOUNTS_RECORDS(nvout, 3 * dc->ntri, R);
-    const int t = threadIdx.x, nvalid = (int)min((long long)R, nrec - r0);
-    /* A record's triangles: at its prefix (ordered records: the block's
-     * are one range, from the first record's), or, chunked records
-     * (tinfo), at its tile's prefix plus its tile-local one (the tile in
-     * the high word), the block's numbered by a scan. */
-    const unsigned long long T0 = CH ? 0 : __ldg(rec.tri + r0);
-    unsigned nt = 0, tp = 0;
+    long long ijk[3][R];
+    unsigned long long gt[R];
+    unsigned tp[R], wt[(R + 31) / 32];
+    uint8_t cs[R];
+    uint8_t own[5 * R];
+    unsigned total;
+};
+/* A record (its info and point words) into slot t of the block: its
+ * point and case; returns its triangles. */
+template <int R>
+static __device__ __forceinline__ unsigned mc_soup_record(const mcd_volume &v, unsigned info,
+                                                          unsigned long long point,
+                                                          mc_soup_block<R> &sb, int t)
+{
+    mc_point_ijk(v, point, &sb.ijk[0][t], &sb.ijk[1][t], &sb.ijk[2][t]);
+    sb.cs[t] = (uint8_t)(info & 255u);
+    return info >> 11 & 7u;
+}
+/* Lists the block's triangles: record t (of nvalid) has nt of them from
+ * its block prefix tp. Ends with a barrier. */
+template <int R>
+static __device__ __forceinline__ void mc_soup_list(mc_soup_block<R> &sb, int t, int nvalid,
+                                                    unsigned tp, unsigned nt)
+{
     if (t < nvalid) {
-        const long long r = r0 + t;
-        const unsigned long long tri = __ldg(rec.tri + r);
-        const unsigned info = __ldg(rec.info + r);
-        nt = info >> 11 & 7u;
-        if (CH) s_gt[t] = __ldg(&tinfo[tri >> 32].z) + (tri & 0xffffffffull);
-        tp = (unsigned)(tri - T0);
-        mc_point_ijk(v, __ldg(rec.point + r), &s_ijk[0][t], &s_ijk[1][t], &s_ijk[2][t]);
-        s_cs[t] = (uint8_t)(info & 255u);
-    }
-    if constexpr (CH) {
-        if (t < 32 * ((R + 31) / 32)) {
-            const unsigned inc = mc_warp_scan(nt);
-            tp = inc - nt;
-            if ((t & 31) == 31) s_wt[t >> 5] = inc;
-        }
-        __syncthreads();
-        for (int w = 0; w < (t >> 5) && w < (R + 31) / 32; w++)
-            tp += s_wt[w];
-    }
-    if (t < nvalid) {
-        s_tp[t] = tp;
+        sb.tp[t] = tp;
         for (unsigned k = 0; k < nt; k++)
-            s_own[tp + k] = (uint8_t)t;
-        if (t == nvalid - 1) s_total = tp + nt;
+            sb.own[tp + k] = (uint8_t)t;
+        if (t == nvalid - 1) sb.total = tp + nt;
     }
     __syncthreads();
-    const unsigned n3 = 3 * s_total;
+}
+/* Soup vertex u of the block (corner m of the block's triangle u / 3,
+ * triangle k of record a): its position and normal. */
+template <typename T, int MODE, int R>
+static __device__ __forceinline__ void mc_soup_corner(const mcd_volume &v,
+                                                      const mc_soup_block<R> &sb, unsigned u,
+                                                      int *a, unsigned *k, unsigned *m, float p[3],
+                                                      float n[3])
+{
+    const unsigned lt = u / 3;
+    *m = u - 3 * lt;
+    *a = sb.own[lt];
+    *k = lt - sb.tp[*a];
+    const unsigned eo = mcd_tri_origin[sb.cs[*a]][3 * *k + *m];
+    mcd_vertex<T, MODE>(v, sb.ijk[0][*a] + MCD_ORIGIN_DX(eo), sb.ijk[1][*a] + MCD_ORIGIN_DY(eo),
+                        sb.ijk[2][*a] + MCD_ORIGIN_DZ(eo), MCD_ORIGIN_AXIS(eo), p, n);
+}
+/* Records in lattice order: a block's triangles are one range, from its
+ * first record's prefix. */
+template <typename T, int MODE, int R>
+static __global__ void __launch_bounds__(MC_THREADS)
+    mc_soup_cell_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
+                        float *pos, float *nrm, const mc_dcounts *dc)
+{
+    pmi_pdl_enter();
+    __shared__ mc_soup_block<R> sb;
+    MC_DCOUNTS_RECORDS(nvout, 3 * dc->ntri, R);
+    const int t = threadIdx.x, nvalid = (int)min((long long)R, nrec - r0);
+    const unsigned long long T0 = __ldg(rec.tri + r0);
+    unsigned nt = 0, tp = 0;
+    if (t < nvalid) {
+        tp = (unsigned)(__ldg(rec.tri + r0 + t) - T0);
+        nt = mc_soup_record(v, __ldg(rec.info + r0 + t), __ldg(rec.point + r0 + t), sb, t);
+    }
+    mc_soup_list(sb, t, nvalid, tp, nt);
+    const unsigned n3 = 3 * sb.total;
     for (unsigned u = t; u < n3; u += MC_THREADS) {
-        const unsigned lt = u / 3, m = u - 3 * lt;
-        unsigned long long o = 3 * (T0 + lt) + m;
-        if (!CH && o >= nvout) break; /* o grows with u */
-        const int a = s_own[lt];
-        const unsigned k = lt - s_tp[a];
-        if (CH) {
-            o = 3 * (s_gt[a] + k) + m;
-            if (o >= nvout) continue; /* past the caller's capacity */
+        const unsigned long long o = 3 * T0 + u;
+        if (o >= nvout) break; /* o grows with u */
+        int a;
+        unsigned k, m;
+        float p[3], n[3];
+        mc_soup_corner<T, MODE>(v, sb, u, &a, &k, &m, p, n);
+        mc_store(pos, nrm, o, p, n);
+    }
+}
+
+/* Chunked records (pmi_mc_direct_classify's ch: the records of each tile
+ * together, the tiles in any order), blocks of MC_CELL_RECS_LARGE: a
+ * record's first triangle is its tile's prefix plus its tile-local one
+ * (the tile in the high word), the block's numbered by a scan. The kernel
+ * starts while md_chunks_scan_kernel runs (that kernel lets it go once the
+ * direct classification has completed) and, until pmi_pdl_enter, reads
+ * only what the classification wrote: its records, its tiles' chunks and
+ * each thread's first soup vertex. Slot r holds one of this call's
+ * records exactly when r lies in the chunk of the tile its record names
+ * (the chunks cover the records' slots, so a stale slot that passes was
+ * written by this call), so the valid slots are found without the
+ * record count. After the wait: the tiles' prefixes and
+ * pm_isosurface_async's counts. */
+template <typename T, int MODE>
+static __global__ void __launch_bounds__(MC_THREADS, 4)
+    mc_soup_chunk_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
+                         float *pos, float *nrm, const mc_dcounts *dc, mc_chunks ch)
+{
+    constexpr int R = MC_CELL_RECS_LARGE;
+    __shared__ mc_soup_block<R> sb;
+    const int t = threadIdx.x;
+    const long long r0 = (long long)blockIdx.x * R;
+    unsigned long long tri = 0;
+    unsigned nt = 0;
+    int valid = 0;
+    if (t < R && r0 + t < nrec) {
+        /* The record's words are loaded with its triangle word, before
+         * the check that needs the latter. */
+        const long long r = r0 + t;
+        tri = __ldg(rec.tri + r);
+        const unsigned info = __ldg(rec.info + r);
+        const unsigned long long point = __ldg(rec.point + r);
+        const unsigned tile = (unsigned)(tri >> 32);
+        if (tile < ch.ntiles) {
+            const uint2 e = __ldg((const uint2 *)(ch.tile + tile));
+            valid = (unsigned)r - e.x < e.y;
         }
-        const unsigned eo = mcd_tri_origin[s_cs[a]][3 * k + m];
-        float pp[3], n[3];
-        mcd_vertex<T, MODE>(v, s_ijk[0][a] + MCD_ORIGIN_DX(eo), s_ijk[1][a] + MCD_ORIGIN_DY(eo),
-                            s_ijk[2][a] + MCD_ORIGIN_DZ(eo), MCD_ORIGIN_AXIS(eo), pp, n);
-        mc_store(pos, nrm, o, pp, n);
+        if (valid) nt = mc_soup_record(v, info, point, sb, t);
+    }
+    /* The valid slots are [0, records): a prefix of the block's. */
+    const int nvalid = __syncthreads_count(valid);
+    if (!nvalid) return;
+    unsigned tp = 0;
+    if (t < R) {
+        const unsigned inc = mc_warp_scan(nt);
+        tp = inc - nt;
+        if ((t & 31) == 31) sb.wt[t >> 5] = inc;
+    }
+    __syncthreads();
+    for (int w = 0; w < (t >> 5) && w < R / 32; w++)
+        tp += sb.wt[w];
+    mc_soup_list(sb, t, nvalid, tp, nt);
+    const unsigned n3 = 3 * sb.total;
+    unsigned u = t, k = 0, m = 0;
+    int a = 0;
+    float p[3], n[3];
+    if (u < n3) mc_soup_corner<T, MODE>(v, sb, u, &a, &k, &m, p, n);
+    pmi_pdl_enter();
+    if (dc) {
+        if (!dc->ok) return;
+        nvout = 3 * dc->ntri;
+    }
+    if (t < nvalid) sb.gt[t] = __ldcg(ch.pre + (tri >> 32)) + (tri & 0xffffffffull);
+    __syncthreads();
+    for (; u < n3; u += MC_THREADS) {
+        if (u != (unsigned)t) mc_soup_corner<T, MODE>(v, sb, u, &a, &k, &m, p, n);
+        const unsigned long long o = 3 * (sb.gt[a] + k) + m;
+        if (o < nvout) mc_store(pos, nrm, o, p, n); /* else past the caller's capacity */
     }
 }
 
@@ -344,17 +427,20 @@ static __global__ void __launch_bounds__(MC_THREADS)
 template <typename T, int MODE>
 static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_volume &v,
                                mc_records rec, long long nrec, unsigned long long n, float *pos,
-                               float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
+                               float *nrm, const mc_dcounts *dc, const mc_chunks &ch)
 {
-    if (cells) {
-        /* Chunked records always take blocks of MC_CELL_RECS_LARGE. */
-        const int R = tinfo ? MC_CELL_RECS_LARGE : mc_cell_recs(v);
+    if (cells && ch.tile) {
+        pmi_launch(pdl, mc_soup_chunk_kernel<T, MODE>,
+                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0),
+                                            MC_CELL_RECS_LARGE),
+                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, ch);
+    } else if (cells) {
+        const int R = mc_cell_recs(v);
         pmi_launch(pdl,
-                   tinfo                     ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE, 1>
-                   : R == MC_CELL_RECS_SMALL ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_SMALL>
-                                             : mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE>,
+                   R == MC_CELL_RECS_SMALL ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_SMALL>
+                                           : mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE>,
                    (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
-                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, tinfo);
+                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
     } else
         pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec),
                    MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
@@ -363,24 +449,20 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_vol
 template <typename T>
 static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, const mcd_volume &v,
                            mc_records rec, long long nrec, unsigned long long n, float *pos,
-                           float *nrm, const mc_dcounts *dc, const uint4 *tinfo)
+                           float *nrm, const mc_dcounts *dc, const mc_chunks &ch)
 {
     switch (mode) {
     case PM_NORMALS_FORWARD:
-        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc,
-                                                  tinfo);
+        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch);
         break;
     case PM_NORMALS_SOBEL:
-        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc,
-                                                tinfo);
+        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch);
         break;
     case PM_NORMALS_NONE:
-        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc,
-                                               tinfo);
+        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc, ch);
         break;
     default:
-        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc,
-                                                  tinfo);
+        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch);
         break;
     }
 }
@@ -388,23 +470,23 @@ static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, 
 static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_normals mode, int cells,
                            const mcd_volume &v, mc_records rec, long long nrec,
                            unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc,
-                           const uint4 *tinfo)
+                           const mc_chunks &ch)
 {
     switch (type) {
     case PM_SAMPLE_U8:
-        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
+        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
         break;
     case PM_SAMPLE_U16:
-        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
+        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
         break;
     case PM_SAMPLE_I16:
-        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
+        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
         break;
     case PM_SAMPLE_F32:
-        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
+        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
         break;
     case PM_SAMPLE_F64:
-        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, tinfo);
+        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
         break;
     }
 }
@@ -425,17 +507,18 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const unsigned long long nr = j.nrec > 0 ? (unsigned long long)j.nrec : 0;
     if (j.soup == MC_SOUP_CELLS) {
-        if (mc_cell_blocks(nr, j.tinfo ? MC_CELL_RECS_LARGE : mc_cell_recs(v)) > 0x7fffffffull)
+        if (mc_cell_blocks(nr, j.ch.tile ? MC_CELL_RECS_LARGE : mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
         if (j.ntri)
             mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc,
-                           j.tinfo);
+                           j.ch);
         return pmi_cuda_launched("pm_isosurface: soup");
     }
     if (!mc_record_blocks(nr))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
     if (j.nvert)
-        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc, NULL);
+        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc,
+                       j.ch);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
     if (j.ntri && j.idx)
         pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
@@ -450,7 +533,7 @@ template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 #define MC_CELL_KERNELS(M)                                                                         \
     (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_SMALL>,                                   \
         (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>,                               \
-        (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE, 1>
+        (const void *)mc_soup_chunk_kernel<T, M>
     const void *const k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
                              MC_CELL_KERNELS(PM_NORMALS_CENTRAL),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,

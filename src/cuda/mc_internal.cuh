@@ -175,14 +175,22 @@ static __device__ __forceinline__ void mc_final_counts(const unsigned long long 
  * (ticket and state NULL), so nothing needs clearing before it, or the
  * caller's, zeroed (MD_CHAINS_MAX * ntiles states; under stream capture);
  * with fin (pm_isosurface_async) its
- * last tile also writes the counts as mc_final_kernel does. With tinfo
- * (ntiles entries; soups only, edges 0) the records are chunked: each tile
- * stores its records at a chunk it takes from a counter, in lattice order
- * within the tile, with tile-local triangle prefixes, and no tile waits for
- * another; entry t becomes {chunk, records, triangle prefix of tile t,
- * active cells} (the ticket's header word 2 is its counter). Rows
- * of at most 32 * MC_DIRECT_WMAX points, all types but f64. */
+ * last tile also writes the counts as mc_final_kernel does. With chunks
+ * (soups only, edges 0) the records are chunked: each tile stores its
+ * records at a chunk it takes from a counter, in lattice order within the
+ * tile, with tile-local triangle prefixes, and no tile waits for another
+ * (the ticket's header word 2 is the counter). Rows of at most 32 *
+ * MC_DIRECT_WMAX points, all types but f64. */
 #define MC_DIRECT_WMAX 64
+/* A soup's chunked records: tile[t] = {first record of tile t's chunk,
+ * its records, its triangles, its active cells}, written by the direct
+ * classification; pre[t] = the triangles of the tiles before t, written
+ * by md_chunks_scan_kernel after it. tile NULL: records in lattice order. */
+typedef struct mc_chunks {
+    uint4 *tile;
+    unsigned *pre;
+    unsigned ntiles;
+} mc_chunks;
 #define MD_CHAINS_MAX 4 /* the direct classification's chains (tile states per tile) */
 extern "C" {
 int pmi_mc_direct_supported(const pm_volume *vol);
@@ -192,7 +200,8 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  unsigned long long *state, mc_records rec,
                                  unsigned long long rec_cap, unsigned long long *rows,
                                  unsigned long long *totals, const mc_tables *tab,
-                                 const mc_final_args *fin, uint4 *tinfo, unsigned hooks, int pdl);
+                                 const mc_final_args *fin, const mc_chunks &ch, unsigned hooks,
+                                 int pdl);
 }
 
 /* How pass 2 makes the mesh: an indexed mesh (MC_SOUP_NONE: vertices by
@@ -212,7 +221,7 @@ typedef struct mc_expand_job {
     uint32_t *idx;
     const long long *tstarts;
     const mc_dcounts *dc;
-    const uint4 *tinfo; /* a soup's chunked records' tile entries (pmi_mc_direct_classify), or NULL */
+    mc_chunks ch; /* a soup's chunked records (pmi_mc_direct_classify), or tile NULL */
 } mc_expand_job;
 extern "C" {
 /* Queues pass 2 (no wait). */
