@@ -465,6 +465,9 @@ static int mc_one_wait(const pm_volume *vol, const mc_plan &pl, const pm_isosurf
     return mc_async_records(vol, pl, opt) <= mc_rec_guess(pl.npoints);
 }
 
+static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
+                          const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx);
+
 extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
                                          const pm_isosurface_options *opt, pm_mesh *mesh)
 {
@@ -480,7 +483,7 @@ extern "C" pm_status pmi_cuda_isosurface(pm_context *ctx, const pm_volume *vol, 
          * what fits (PM_STATUS_TRUNCATED). */
         const size_t plen = opt->report ? strlen(opt->report->path) : 0;
         pm_isosurface_counts *c_d = (pm_isosurface_counts *)&st->host_d[PMI_HOST_COUNTS];
-        PMI_TRY(pmi_cuda_isosurface_async(ctx, vol, iso, opt, c_d));
+        PMI_TRY(mc_queue(ctx, vol, pl, opt, c_d));
         PMI_TRY(pmi_cuda_wait(ctx, "pm_isosurface"));
         pm_isosurface_counts c;
         memcpy(&c, (const void *)&st->host[PMI_HOST_COUNTS], sizeof c);
@@ -750,12 +753,9 @@ static __global__ void mc_final_kernel(const unsigned long long *totals, mc_fina
  * 2 launched for the capacities and told the counts on the device. The
  * scratch stays in use until the queued work ends; the next call on the
  * context comes after it in stream order. */
-extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *vol, double iso,
-                                               const pm_isosurface_options *opt,
-                                               pm_isosurface_counts *counts_ctx)
+static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
+                          const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx)
 {
-    mc_plan pl;
-    PMI_TRY(mc_plan_make(ctx, vol, iso, opt, &pl));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const int indexed = pl.indexed;
     const unsigned long long vcap = opt->vertex_capacity, tcap = opt->triangle_capacity;
@@ -810,6 +810,15 @@ extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume 
     pm_status ls = pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j);
     mc_report_path(opt->report, pl, pmi_cuda(ctx));
     return ls;
+}
+
+extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *vol, double iso,
+                                               const pm_isosurface_options *opt,
+                                               pm_isosurface_counts *counts_ctx)
+{
+    mc_plan pl;
+    PMI_TRY(mc_plan_make(ctx, vol, iso, opt, &pl));
+    return mc_queue(ctx, vol, pl, opt, counts_ctx);
 }
 
 /* Kernel preloading (preload.cu): the clear and count kernels of every
