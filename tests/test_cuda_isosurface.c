@@ -589,6 +589,10 @@ static void test_size_paths(pm_context *gpu)
                 100.25);
     types_match(cpu, gpu, 128, 40, 30, 128, 128 * 40, PM_SAMPLE_F64, PM_NORMALS_SOBEL, 0, 0.0,
                 100.25);
+    /* Over 2^24 points, direct in every type up to f32: the soups' chunked
+     * records in pass-2 blocks of 256 (mc_chunk_recs), Sobel normals. */
+    types_match(cpu, gpu, 256, 256, 260, 256, 256 * 256, PM_SAMPLE_F32, PM_NORMALS_SOBEL, 2, 0.0,
+                100.25);
     pm_context_destroy(cpu);
 }
 

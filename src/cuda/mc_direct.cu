@@ -205,40 +205,12 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
  * call. The entries themselves are not written: the soup kernel reads
  * them while this kernel runs (mc_soup_chunk_kernel). */
 #define MD_SCAN_THREADS 1024
-static __device__ __forceinline__ unsigned long long
-md_scan1024(unsigned long long x, unsigned long long *s_w, unsigned long long *all)
-{
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    unsigned long long inc = x;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const unsigned long long y = __shfl_up_sync(0xffffffffu, inc, o);
-        if (lane >= (unsigned)o) inc += y;
-    }
-    if (lane == 31) s_w[warp] = inc;
-    __syncthreads();
-    if (warp == 0) {
-        unsigned long long w = s_w[lane], wi = w;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const unsigned long long y = __shfl_up_sync(0xffffffffu, wi, o);
-            if (lane >= (unsigned)o) wi += y;
-        }
-        s_w[lane] = wi - w;
-        if (lane == 31) s_w[32] = wi;
-    }
-    __syncthreads();
-    const unsigned long long ex = s_w[warp] + inc - x;
-    *all = s_w[32];
-    __syncthreads();
-    return ex;
-}
 static __global__ void __launch_bounds__(MD_SCAN_THREADS)
     md_chunks_scan_kernel(const uint4 *tinfo, unsigned *pre, unsigned *ctr, unsigned ntiles,
                           unsigned long long *totals, mc_final_args fin)
 {
     pmi_pdl_enter();
-    __shared__ unsigned long long s_w[33], s_tot[MD_CHAINS];
+    __shared__ unsigned long long s_w[2][MD_SCAN_THREADS / 32], s_tot[MD_CHAINS];
     const unsigned t = threadIdx.x, K = (ntiles + MD_SCAN_THREADS - 1) / MD_SCAN_THREADS;
     const unsigned a0 = min(t * K, ntiles), a1 = min(a0 + K, ntiles);
     unsigned long long tri = 0, rc = 0; /* rc: records | active cells << 32 */
@@ -254,8 +226,8 @@ static __global__ void __launch_bounds__(MD_SCAN_THREADS)
         }
     }
     unsigned long long all, r2;
-    unsigned long long ex = md_scan1024(tri, s_w, &all);
-    md_scan1024(rc, s_w, &r2);
+    unsigned long long ex = mc_block_scan_n<MD_SCAN_THREADS>(tri, s_w[0], &all);
+    mc_block_scan_n<MD_SCAN_THREADS>(rc, s_w[1], &r2);
     for (unsigned g = a0; g < a1; g += 8) {
         unsigned n[8];
 #pragma unroll

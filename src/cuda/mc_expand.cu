@@ -145,6 +145,18 @@ static int mc_cell_recs(const mcd_volume &v)
                ? MC_CELL_RECS_SMALL
                : MC_CELL_RECS_LARGE;
 }
+/* Records per block of mc_soup_chunk_kernel: 128 up to MC_CHUNK_BIG
+ * points, 256 above, where fewer blocks wait fewer times for the chunks'
+ * prefixes (measured on the H100, bench/RESULTS-cudamc.md). */
+#define MC_CHUNK_RECS_LARGE 256
+#define MC_CHUNK_BIG (1ull << 24)
+static int mc_chunk_recs(const mcd_volume &v)
+{
+    return (unsigned long long)v.nx * (unsigned long long)v.ny * (unsigned long long)v.nz <=
+                   MC_CHUNK_BIG
+               ? MC_CELL_RECS_LARGE
+               : MC_CHUNK_RECS_LARGE;
+}
 /* Blocks of mc_soup_cell_kernel for n records of R a block (at least one
  * launched). */
 static unsigned long long mc_cell_blocks(unsigned long long n, int R)
@@ -235,7 +247,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
 }
 
 /* Chunked records (pmi_mc_direct_classify's ch: the records of each tile
- * together, the tiles in any order), blocks of MC_CELL_RECS_LARGE: a
+ * together, the tiles in any order), blocks of R (mc_chunk_recs): a
  * record's first triangle is its tile's prefix plus its tile-local one
  * (the tile in the high word), the block's numbered by a scan. The kernel
  * starts while md_chunks_scan_kernel runs (that kernel lets it go once the
@@ -247,12 +259,11 @@ static __global__ void __launch_bounds__(MC_THREADS)
  * written by this call), so the valid slots are found without the
  * record count. After the wait: the tiles' prefixes and
  * pm_isosurface_async's counts. */
-template <typename T, int MODE>
+template <typename T, int MODE, int R>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_soup_chunk_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
                          float *pos, float *nrm, const mc_dcounts *dc, mc_chunks ch)
 {
-    constexpr int R = MC_CELL_RECS_LARGE;
     __shared__ mc_soup_block<R> sb;
     const int t = threadIdx.x;
     const long long r0 = (long long)blockIdx.x * R;
@@ -292,11 +303,16 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     float p[3], n[3];
     if (u < n3) mc_soup_corner<T, MODE>(v, sb, u, &a, &k, &m, p, n);
     pmi_pdl_enter();
+    /* The counts and the prefix loaded together. */
+    unsigned long long ok = 1, dnt = 0;
     if (dc) {
-        if (!dc->ok) return;
-        nvout = 3 * dc->ntri;
+        ok = __ldcg(&dc->ok);
+        dnt = __ldcg(&dc->ntri);
     }
-    if (t < nvalid) sb.gt[t] = __ldcg(ch.pre + (tri >> 32)) + (tri & 0xffffffffull);
+    const unsigned pg = t < nvalid ? __ldcg(ch.pre + (tri >> 32)) : 0u;
+    if (!ok) return;
+    if (dc) nvout = 3 * dnt;
+    if (t < nvalid) sb.gt[t] = pg + (tri & 0xffffffffull);
     __syncthreads();
     for (; u < n3; u += MC_THREADS) {
         if (u != (unsigned)t) mc_soup_corner<T, MODE>(v, sb, u, &a, &k, &m, p, n);
@@ -430,9 +446,11 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_vol
                                float *nrm, const mc_dcounts *dc, const mc_chunks &ch)
 {
     if (cells && ch.tile) {
-        pmi_launch(pdl, mc_soup_chunk_kernel<T, MODE>,
-                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0),
-                                            MC_CELL_RECS_LARGE),
+        const int R = mc_chunk_recs(v);
+        pmi_launch(pdl,
+                   R == MC_CELL_RECS_LARGE ? mc_soup_chunk_kernel<T, MODE, MC_CELL_RECS_LARGE>
+                                           : mc_soup_chunk_kernel<T, MODE, MC_CHUNK_RECS_LARGE>,
+                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
                    MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, ch);
     } else if (cells) {
         const int R = mc_cell_recs(v);
@@ -507,7 +525,7 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const unsigned long long nr = j.nrec > 0 ? (unsigned long long)j.nrec : 0;
     if (j.soup == MC_SOUP_CELLS) {
-        if (mc_cell_blocks(nr, j.ch.tile ? MC_CELL_RECS_LARGE : mc_cell_recs(v)) > 0x7fffffffull)
+        if (mc_cell_blocks(nr, j.ch.tile ? mc_chunk_recs(v) : mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
         if (j.ntri)
             mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc,
@@ -533,7 +551,8 @@ template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 #define MC_CELL_KERNELS(M)                                                                         \
     (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_SMALL>,                                   \
         (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>,                               \
-        (const void *)mc_soup_chunk_kernel<T, M>
+        (const void *)mc_soup_chunk_kernel<T, M, MC_CELL_RECS_LARGE>,                              \
+        (const void *)mc_soup_chunk_kernel<T, M, MC_CHUNK_RECS_LARGE>
     const void *const k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
                              MC_CELL_KERNELS(PM_NORMALS_CENTRAL),
                              (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,

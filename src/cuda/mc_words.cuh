@@ -28,11 +28,13 @@ static __device__ __forceinline__ void mc_chain(unsigned long long *st, long lon
     }
 }
 
-/* Exclusive scan of x over the block's MC_THREADS threads in thread order
- * (s_wsum: MC_THREADS / 32 words of shared memory); *agg gets the block's
- * total. Has a barrier: every thread of the block calls it. */
+/* Exclusive scan of x over a block of NT threads in thread order (s_wsum:
+ * NT / 32 words of shared memory); *agg gets the block's total. Has a
+ * barrier: every thread of the block calls it, and s_wsum is read after
+ * it, so a second scan takes other words or a barrier first. */
+template <int NT>
 static __device__ __forceinline__ unsigned long long
-mc_block_scan(unsigned long long x, unsigned long long *s_wsum, unsigned long long *agg)
+mc_block_scan_n(unsigned long long x, unsigned long long *s_wsum, unsigned long long *agg)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     unsigned long long inc = x;
@@ -45,13 +47,19 @@ mc_block_scan(unsigned long long x, unsigned long long *s_wsum, unsigned long lo
     __syncthreads();
     unsigned long long wb = 0, a = 0;
 #pragma unroll
-    for (int w = 0; w < MC_THREADS / 32; w++) {
+    for (int w = 0; w < NT / 32; w++) {
         const unsigned long long v = s_wsum[w];
         if (w < warp) wb += v;
         a += v;
     }
     *agg = a;
     return wb + inc - x;
+}
+/* The same over the MC_THREADS threads of a classification block. */
+static __device__ __forceinline__ unsigned long long
+mc_block_scan(unsigned long long x, unsigned long long *s_wsum, unsigned long long *agg)
+{
+    return mc_block_scan_n<MC_THREADS>(x, s_wsum, agg);
 }
 
 /* Packed counts: records | triangles << 21 | crossings << 42; a tile has
