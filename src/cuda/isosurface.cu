@@ -41,9 +41,10 @@ static __global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, u
 #define MC_DIRECT_MAX_F32 ((size_t)3 << 23)
 
 /* Soups of the direct classification with their records in per-tile
- * chunks above 2^22 points: below, the chunks' scan kernel costs more
- * than the tiles' wait it removes (measured on the H100,
- * bench/RESULTS-cudamc.md). */
+ * chunks above 2^22 points: below, the chunked path (the scan kernel, the
+ * soup kernel's check of its slots and its wait for the prefixes) costs
+ * more than the tiles' wait it removes (measured on the H100 at 128^3,
+ * and with a 2^19 bound, bench/RESULTS-cudamc.md). */
 #define MC_CHUNKS_MIN ((size_t)1 << 22)
 
 typedef enum mc_pass1 { MC_PASS1_DIRECT, MC_PASS1_STREAM, MC_PASS1_BITMASK } mc_pass1;
@@ -140,8 +141,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     pl->pass1 = direct ? MC_PASS1_DIRECT : stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
     /* A soup's records in per-tile chunks: no tile of the direct
      * classification waits for the tiles before it (pmi_mc_direct_classify;
-     * above MC_CHUNKS_MIN points, where that wait costs more than pass 2's
-     * blocks of a tile each lose). */
+     * above MC_CHUNKS_MIN points, where that wait costs more than the
+     * chunked path adds). */
     pl->chunks = direct && !pl->indexed && pl->npoints > MC_CHUNKS_MIN;
     if (direct) {
         pl->tl = pmi_mc_direct_tiling(vol);
