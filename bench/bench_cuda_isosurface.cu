@@ -1,6 +1,7 @@
 /* GPU marching cubes benchmark: the cayley field of ANCHORS.md (the HP5
- * test field) at N = 128..1024, iso 0, central normals, positions and
- * normals written to caller buffers in device memory. Per size and mode:
+ * test field) at N = 128..1024, iso 0, central normals (PM_BENCH_NORMALS:
+ * central, forward, sobel or none), positions and normals written to
+ * caller buffers in device memory. Per size and mode:
  * median of 30 extractions timed with CUDA events on the context's stream
  * (the whole pm_isosurface call, the count read-back included; "async":
  * the whole pm_isosurface_async call, no host wait, its mesh checked
@@ -52,6 +53,9 @@
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
+
+/* PM_BENCH_NORMALS: central (default), forward, sobel or none. */
+static pm_normals bench_normals = PM_NORMALS_CENTRAL;
 
 /* The field in double, rounded once to the sample type (u8/u16: the range
  * [-27, 17] of the cayley cubic mapped linearly onto the type's range). */
@@ -208,7 +212,7 @@ static void compare_cpu(pm_context *gpu, const pm_volume *dv, double iso, size_t
     pm_isosurface_options o;
     memset(&o, 0, sizeof o);
     o.mode = (pm_mesh_mode)mode;
-    o.normals = PM_NORMALS_CENTRAL;
+    o.normals = bench_normals;
     pm_mesh a, b;
     PK(pm_isosurface(cpu, &hv, iso, &o, &a));
     PK(pm_isosurface(gpu, dv, iso, &o, &b));
@@ -281,7 +285,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     pm_isosurface_options o;
     memset(&o, 0, sizeof o);
     o.mode = (pm_mesh_mode)mode;
-    o.normals = PM_NORMALS_CENTRAL;
+    o.normals = bench_normals;
     o.output_in_context_memory = 1;
     pm_mesh m;
     PK(pm_isosurface(ctx, &v, iso, &o, &m));
@@ -421,7 +425,7 @@ static void host_output(pm_context *ctx, cudaStream_t s, int n, int mode)
     pm_isosurface_options o;
     memset(&o, 0, sizeof o);
     o.mode = (pm_mesh_mode)mode;
-    o.normals = PM_NORMALS_CENTRAL;
+    o.normals = bench_normals;
     std::vector<double> tc;
     size_t mb = 0;
     for (int r = 0; r < 11; r++) {
@@ -470,6 +474,18 @@ int main(int argc, char **argv)
     int maxn = argc > 1 ? atoi(argv[1]) : 1024;
     if (argc > 2) check_n = atoi(argv[2]);
     quick = getenv("PM_BENCH_QUICK") != NULL;
+    if (const char *nm = getenv("PM_BENCH_NORMALS")) {
+        if (!strcmp(nm, "sobel"))
+            bench_normals = PM_NORMALS_SOBEL;
+        else if (!strcmp(nm, "forward"))
+            bench_normals = PM_NORMALS_FORWARD;
+        else if (!strcmp(nm, "none"))
+            bench_normals = PM_NORMALS_NONE;
+        else if (strcmp(nm, "central") != 0) {
+            fprintf(stderr, "PM_BENCH_NORMALS: expected central, forward, sobel or none, got \"%s\"\n", nm);
+            return 2;
+        }
+    }
     if (getenv("PM_BENCH_HP5")) hp5_load(getenv("PM_BENCH_HP5"));
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
