@@ -138,12 +138,16 @@ static __device__ __forceinline__ void mc_store(float *pos, float *nrm, unsigned
 #define MC_CELL_RECS_SMALL 80
 #define MC_CELL_RECS_LARGE 128
 #define MC_CELL_SMALL (1ull << 22)
+/* Records per block: small up to limit points, large above. */
+static int mc_recs_by_points(const mcd_volume &v, unsigned long long limit, int small, int large)
+{
+    const unsigned long long n =
+        (unsigned long long)v.nx * (unsigned long long)v.ny * (unsigned long long)v.nz;
+    return n <= limit ? small : large;
+}
 static int mc_cell_recs(const mcd_volume &v)
 {
-    return (unsigned long long)v.nx * (unsigned long long)v.ny * (unsigned long long)v.nz <=
-                   MC_CELL_SMALL
-               ? MC_CELL_RECS_SMALL
-               : MC_CELL_RECS_LARGE;
+    return mc_recs_by_points(v, MC_CELL_SMALL, MC_CELL_RECS_SMALL, MC_CELL_RECS_LARGE);
 }
 /* Records per block of mc_soup_chunk_kernel: 128 up to MC_CHUNK_BIG
  * points, 256 above, where fewer blocks wait fewer times for the chunks'
@@ -152,10 +156,7 @@ static int mc_cell_recs(const mcd_volume &v)
 #define MC_CHUNK_BIG (1ull << 24)
 static int mc_chunk_recs(const mcd_volume &v)
 {
-    return (unsigned long long)v.nx * (unsigned long long)v.ny * (unsigned long long)v.nz <=
-                   MC_CHUNK_BIG
-               ? MC_CELL_RECS_LARGE
-               : MC_CHUNK_RECS_LARGE;
+    return mc_recs_by_points(v, MC_CHUNK_BIG, MC_CELL_RECS_LARGE, MC_CHUNK_RECS_LARGE);
 }
 /* Blocks of mc_soup_cell_kernel for n records of R a block (at least one
  * launched). */
