@@ -281,6 +281,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     p->ch.tile = tinfo_b ? (uint4 *)q : NULL;
     p->ch.pre = tinfo_b ? (unsigned *)(q + pmi_align256((size_t)tl.ntiles * sizeof(uint4))) : NULL;
     p->ch.ntiles = tinfo_b ? (unsigned)tl.ntiles : 0u;
+    p->ch.early = 0u; /* set by pmi_mc_expand */
     q += tinfo_b;
     p->extra = q;
     q += extra_b;

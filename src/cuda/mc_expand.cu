@@ -252,14 +252,18 @@ static __global__ void __launch_bounds__(MC_THREADS)
  * record's first triangle is its tile's prefix plus its tile-local one
  * (the tile in the high word), the block's numbered by a scan. The kernel
  * starts while md_chunks_scan_kernel runs (that kernel lets it go once the
- * direct classification has completed) and, until pmi_pdl_enter, reads
- * only what the classification wrote: its records, its tiles' chunks and
- * each thread's first soup vertex. Slot r holds one of this call's
- * records exactly when r lies in the chunk of the tile its record names
- * (the chunks cover the records' slots, so a stale slot that passes was
- * written by this call), so the valid slots are found without the
- * record count. After the wait: the tiles' prefixes and
- * pm_isosurface_async's counts. */
+ * direct classification has completed). Its first wave of blocks
+ * (ch.early) reads, until pmi_pdl_enter, only what the classification
+ * wrote: its records, its tiles' chunks and each thread's first soup
+ * vertex. Slot r holds one of this call's records exactly when r lies in
+ * the chunk of the tile its record names (the chunks cover the records'
+ * slots, so a stale slot that passes was written by this call), so the
+ * valid slots are found without the record count. After the wait: the
+ * tiles' prefixes and pm_isosurface_async's counts. Later blocks start
+ * after the scan has ended in practice: they wait first and read the
+ * record count, so a grid sized for generous capacities costs a read a
+ * block past the records, not a block's records. Every block waits
+ * before it ends (a kernel after this one relies on it). */
 template <typename T, int MODE, int R>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_soup_chunk_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
@@ -268,6 +272,18 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     __shared__ mc_soup_block<R> sb;
     const int t = threadIdx.x;
     const long long r0 = (long long)blockIdx.x * R;
+    /* The first wave's blocks (ch.early) start while the scan runs; the
+     * others wait first, then know the record count and the prefixes. */
+    const bool early = blockIdx.x < ch.early;
+    if (!early) {
+        pmi_pdl_enter();
+        if (dc) {
+            if (!dc->ok) return;
+            nrec = (long long)dc->nrec;
+            nvout = 3 * dc->ntri;
+        }
+        if (r0 >= nrec) return; /* block-uniform, before any barrier */
+    }
     unsigned long long tri = 0;
     unsigned nt = 0;
     int valid = 0;
@@ -279,7 +295,10 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
         const unsigned info = __ldg(rec.info + r);
         const unsigned long long point = __ldg(rec.point + r);
         const unsigned tile = (unsigned)(tri >> 32);
-        if (tile < ch.ntiles) {
+        if (!early) {
+            valid = 1;
+            sb.gt[t] = __ldcg(ch.pre + tile) + (tri & 0xffffffffull);
+        } else if (tile < ch.ntiles) {
             const uint2 e = __ldg((const uint2 *)(ch.tile + tile));
             valid = (unsigned)r - e.x < e.y;
         }
@@ -287,7 +306,12 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     }
     /* The valid slots are [0, records): a prefix of the block's. */
     const int nvalid = __syncthreads_count(valid);
-    if (!nvalid) return;
+    if (!nvalid) {
+        /* Every block waits before it ends: a kernel that starts after
+         * this one may rely on the scan having completed. */
+        if (early) pmi_pdl_enter();
+        return;
+    }
     unsigned tp = 0;
     if (t < R) {
         const unsigned inc = mc_warp_scan(nt);
@@ -303,18 +327,20 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     int a = 0;
     float p[3], n[3];
     if (u < n3) mc_soup_corner<T, MODE>(v, sb, u, &a, &k, &m, p, n);
-    pmi_pdl_enter();
-    /* The counts and the prefix loaded together. */
-    unsigned long long ok = 1, dnt = 0;
-    if (dc) {
-        ok = __ldcg(&dc->ok);
-        dnt = __ldcg(&dc->ntri);
+    if (early) {
+        pmi_pdl_enter();
+        /* The counts and the prefix loaded together. */
+        unsigned long long ok = 1, dnt = 0;
+        if (dc) {
+            ok = __ldcg(&dc->ok);
+            dnt = __ldcg(&dc->ntri);
+        }
+        const unsigned pg = t < nvalid ? __ldcg(ch.pre + (tri >> 32)) : 0u;
+        if (!ok) return;
+        if (dc) nvout = 3 * dnt;
+        if (t < nvalid) sb.gt[t] = pg + (tri & 0xffffffffull);
+        __syncthreads();
     }
-    const unsigned pg = t < nvalid ? __ldcg(ch.pre + (tri >> 32)) : 0u;
-    if (!ok) return;
-    if (dc) nvout = 3 * dnt;
-    if (t < nvalid) sb.gt[t] = pg + (tri & 0xffffffffull);
-    __syncthreads();
     for (; u < n3; u += MC_THREADS) {
         if (u != (unsigned)t) mc_soup_corner<T, MODE>(v, sb, u, &a, &k, &m, p, n);
         const unsigned long long o = 3 * (sb.gt[a] + k) + m;
@@ -528,9 +554,12 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     if (j.soup == MC_SOUP_CELLS) {
         if (mc_cell_blocks(nr, j.ch.tile ? mc_chunk_recs(v) : mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
+        /* The chunked soup kernel's first wave: 4 blocks an SM. */
+        mc_chunks ch = j.ch;
+        ch.early = 4u * (unsigned)pmi_cuda(ctx)->num_sms;
         if (j.ntri)
             mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc,
-                           j.ch);
+                           ch);
         return pmi_cuda_launched("pm_isosurface: soup");
     }
     if (!mc_record_blocks(nr))
