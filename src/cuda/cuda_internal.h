@@ -182,9 +182,13 @@ static inline size_t pmi_align256(size_t b) { return (b + 255) & ~(size_t)255; }
  * touches global memory: it waits for the previous kernel to complete (its
  * writes visible), then lets the next kernel be scheduled. Waiting before
  * letting the next one go keeps the chain transitive: when a kernel starts,
- * every kernel before its predecessor has completed. Without pdl (older
- * devices, the test hook nopdl) the launch is an ordinary one and
- * pmi_pdl_enter() returns at once. */
+ * every kernel before its predecessor has completed. So a kernel may read,
+ * before its pmi_pdl_enter(), what the kernels before its predecessor
+ * wrote, provided its predecessor writes none of it (the chunked soup
+ * kernel does, mc_expand.cu); every block must still call pmi_pdl_enter()
+ * before it ends, or the chain's order would not hold for the kernel after
+ * it. Without pdl (older devices, the test hook nopdl) the launch is an
+ * ordinary one and pmi_pdl_enter() returns at once. */
 static __device__ __forceinline__ void pmi_pdl_enter(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

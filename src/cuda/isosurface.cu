@@ -291,8 +291,8 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     const mc_tables *tp = tab.t ? &tab : NULL;
     /* The direct classification keeps its tile states in the context and
      * writes every total: nothing to clear (but under stream capture).
-     * With fin its last tile writes the async counts too, pass 2's at the
-     * start of the extra room. */
+     * With fin its last tile (chunked records: the chunks' scan) writes the
+     * async counts too, pass 2's at the start of the extra room. */
     mc_final_args f;
     if (fin) {
         f = *fin;
@@ -740,8 +740,8 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
 }
 
 /* pm_isosurface_async's end of pass 1 after the streaming and bitmask
- * classifications (mc_final_counts; the direct one's last tile writes the
- * same counts itself). One thread. */
+ * classifications (mc_final_counts; the direct one's last tile, or its
+ * chunks' scan, writes the same counts itself). One thread. */
 static __global__ void mc_final_kernel(const unsigned long long *totals, mc_final_args f)
 {
     pmi_pdl_enter();
@@ -774,8 +774,9 @@ static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &
                          "pm_isosurface_async: the capacities are too large for one launch");
     float *pnrm = opt->normals != PM_NORMALS_NONE ? opt->out_normals : NULL;
     /* The counts, for the caller and for pass 2 (dc, at the start of the
-     * extra room): written by the direct classification's last tile, or by
-     * mc_final_kernel after the other classifications. */
+     * extra room): written by the direct classification's last tile (or
+     * its chunks' scan), or by mc_final_kernel after the other
+     * classifications. */
     mc_final_args fin;
     fin.dc = NULL;
     fin.counts = counts_ctx;

@@ -130,8 +130,9 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
  * mesh is written at all (0 when it does not fit the caller's
  * capacities). Its kernels are launched for the capacities: a block past
  * the outputs returns at once (block-uniform, before any barrier), as does
- * every block when ok is 0. NULL in pm_isosurface, whose counts come from
- * the host. */
+ * every block when ok is 0 (the chunked soup kernel's first wave finds
+ * its records before it reads these, mc_expand.cu). NULL in
+ * pm_isosurface, whose counts come from the host. */
 typedef struct mc_dcounts {
     unsigned long long nrec, ncross, ntri, ok;
 } mc_dcounts;
@@ -175,7 +176,8 @@ static __device__ __forceinline__ void mc_final_counts(const unsigned long long 
  * (ticket and state NULL), so nothing needs clearing before it, or the
  * caller's, zeroed (MD_CHAINS_MAX * ntiles states; under stream capture);
  * with fin (pm_isosurface_async) its
- * last tile also writes the counts as mc_final_kernel does. With chunks
+ * last tile also writes the counts as mc_final_kernel does (with chunks,
+ * md_chunks_scan_kernel after it). With chunks
  * (soups only, edges 0) the records are chunked: each tile stores its
  * records at a chunk it takes from a counter, in lattice order within the
  * tile, with tile-local triangle prefixes, and no tile waits for another
