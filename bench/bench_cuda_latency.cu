@@ -1,7 +1,7 @@
 /* Where a small pm_isosurface call's time goes (bench/RESULTS-cudamc.md,
  * session 26): the host's cost of a kernel launch (200 launches of an
  * empty kernel queued behind a spinning one, with and without the PDL
- * attribute), and, for the cayley field at 128^3 and 256^3 (soup and
+ * attribute), and, for the cayley field at 128^3, 192^3, 256^3 and 384^3 (soup and
  * indexed, caller buffers in device memory), the sync and async calls
  * timed by events as bench_cuda_isosurface times them, beside the same
  * calls queued behind a kernel that spins 200 us ("host hidden": the
@@ -88,7 +88,7 @@ int main(void)
                    std::chrono::duration<double, std::micro>(h1 - h0).count() / 200);
         }
     }
-    int ns[] = {128, 256};
+    int ns[] = {128, 192, 256, 384};
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
