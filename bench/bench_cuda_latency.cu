@@ -171,6 +171,102 @@ int main(void)
             if (idx) cudaFree(idx);
             cudaFree(cnt);
         }
+    /* Session 27: pm_isosurface_async captured into a CUDA graph (with the
+     * capture's tile-state clear), launched and waited, beside the call
+     * itself; and the host cost of setting a kernel node's parameters on
+     * the instantiated graph. */
+    printf("| N | sync | async+wait | graph+wait | async+wait, counts in mapped host memory | "
+           "graph launch host us (GPU busy) | set params host us a node | kernel nodes |\n");
+    unsigned long long *hcnt;
+    CK(cudaHostAlloc((void **)&hcnt, 64, cudaHostAllocMapped));
+    for (int n : {128, 192, 256}) {
+        float *vol;
+        CK(cudaMalloc(&vol, (size_t)n * n * n * 4));
+        cay<<<4096, 256, 0, s>>>(vol, n);
+        CK(cudaStreamSynchronize(s));
+        pm_volume v = {vol, PM_SAMPLE_F32, (size_t)n, (size_t)n, (size_t)n, 0,
+                       0,   {0, 0, 0},     {0, 0, 0}};
+        pm_isosurface_options o;
+        memset(&o, 0, sizeof o);
+        o.mode = PM_MESH_SOUP;
+        o.normals = PM_NORMALS_CENTRAL;
+        o.output_in_context_memory = 1;
+        pm_mesh m;
+        PK(pm_isosurface(ctx, &v, 0.0, &o, &m));
+        size_t nv = m.num_vertices, nt = m.num_triangles;
+        pm_mesh_free(ctx, &m);
+        float *pos, *nrm;
+        CK(cudaMalloc(&pos, 12 * nv + 16));
+        CK(cudaMalloc(&nrm, 12 * nv + 16));
+        o.out_positions = pos;
+        o.out_normals = nrm;
+        o.vertex_capacity = nv;
+        o.triangle_capacity = nt;
+        unsigned long long *cnt;
+        CK(cudaMalloc(&cnt, 64));
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        PK(pm_isosurface_async(ctx, &v, 0.0, &o, (pm_isosurface_counts *)cnt));
+        CK(cudaStreamEndCapture(s, &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        size_t nn = 0;
+        CK(cudaGraphGetNodes(g, NULL, &nn));
+        std::vector<cudaGraphNode_t> nodes(nn);
+        CK(cudaGraphGetNodes(g, nodes.data(), &nn));
+        std::vector<cudaGraphNode_t> kn;
+        for (auto nd : nodes) {
+            cudaGraphNodeType ty;
+            CK(cudaGraphNodeGetType(nd, &ty));
+            if (ty == cudaGraphNodeTypeKernel) kn.push_back(nd);
+        }
+        std::vector<double> a[6];
+        for (int r = 0; r < 63; r++) {
+            for (int var = 0; var < 4; var++) {
+                cudaEventRecord(e0, s);
+                if (var == 0)
+                    PK(pm_isosurface(ctx, &v, 0.0, &o, &m));
+                else {
+                    if (var == 1 || var == 3)
+                        PK(pm_isosurface_async(ctx, &v, 0.0, &o,
+                                               (pm_isosurface_counts *)(var == 1 ? cnt : hcnt)));
+                    else
+                        CK(cudaGraphLaunch(ge, s));
+                    CK(cudaStreamSynchronize(s));
+                }
+                cudaEventRecord(e1, s);
+                CK(cudaEventSynchronize(e1));
+                float ms;
+                cudaEventElapsedTime(&ms, e0, e1);
+                if (r >= 3) a[var == 3 ? 5 : var].push_back(ms);
+            }
+            spin<<<1, 1, 0, s>>>(400000);
+            auto h0 = std::chrono::steady_clock::now();
+            CK(cudaGraphLaunch(ge, s));
+            auto h1 = std::chrono::steady_clock::now();
+            for (auto nd : kn) {
+                cudaKernelNodeParams kp;
+                CK(cudaGraphKernelNodeGetParams(nd, &kp));
+                CK(cudaGraphExecKernelNodeSetParams(ge, nd, &kp));
+            }
+            auto h2 = std::chrono::steady_clock::now();
+            CK(cudaStreamSynchronize(s));
+            if (r >= 3) {
+                a[3].push_back(std::chrono::duration<double, std::micro>(h1 - h0).count());
+                a[4].push_back(std::chrono::duration<double, std::micro>(h2 - h1).count() /
+                               (kn.empty() ? 1 : kn.size()));
+            }
+        }
+        printf("| %d | %.4f | %.4f | %.4f | %.4f | %.1f | %.2f | %zu |\n", n, med(a[0]), med(a[1]),
+               med(a[2]), med(a[5]), med(a[3]), med(a[4]), kn.size());
+        cudaGraphExecDestroy(ge);
+        cudaGraphDestroy(g);
+        cudaFree(vol);
+        cudaFree(pos);
+        cudaFree(nrm);
+        cudaFree(cnt);
+    }
+    cudaFreeHost(hcnt);
     pm_context_destroy(ctx);
     return 0;
 }

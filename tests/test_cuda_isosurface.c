@@ -858,6 +858,132 @@ static void test_capture(size_t n)
 }
 #endif
 
+/* A repeated call as a CUDA graph (docs/cuda_isosurface.md, "Repeated
+ * calls"): pm_isosurface into caller buffers (its one-wait path) and
+ * pm_isosurface_async, called frame after frame on new samples in the same
+ * volume buffer. The first call of a shape runs its launches, the second
+ * is captured and launched (launch=capture), the later ones replay it
+ * (launch=graph), on cleared tile states; another iso value is another
+ * shape (no graph), and the shape after it starts over. Every frame's mesh
+ * equals the CPU backend's of that frame's samples, byte for byte. */
+static void test_graph(pm_context *c, size_t n)
+{
+    pm_context *cpu = cpu_ctx();
+    enum { N = 3, FRAMES = 8 };
+    const size_t np = n * n * n;
+    float *h[N];
+    for (int k = 0; k < N; k++) {
+        double *f = pmt_field_f64(k == 0   ? PMT_FIELD_CAYLEY
+                                  : k == 1 ? PMT_FIELD_SPHERE
+                                           : PMT_FIELD_TORUS,
+                                  n, n, n, 0.4 + 0.1 * k, 0.2);
+        h[k] = pmt_convert(f, n, n, n, PM_SAMPLE_F32, 0, 0);
+        free(f);
+    }
+    float *dvol = pmt_to_ctx(c, h[0], 4 * np);
+    pm_volume v = {dvol, PM_SAMPLE_F32, n, n, n, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    /* Frame f: volume f % N at iso[f]; the launch word its report must
+     * carry (NULL: neither capture nor graph). */
+    static const double iso[FRAMES] = {0, 0, 0, 0, 0.05, 0, 0, 0};
+    static const char *const word[FRAMES] = {
+        NULL, "launch=capture", "launch=graph", "launch=graph", NULL,
+        NULL, "launch=capture", "launch=graph"};
+    void *cnt;
+    PMT_OK(pm_alloc(c, sizeof(pm_isosurface_counts), &cnt));
+    for (int mode = 0; mode < 2; mode++)
+        for (int as = 0; as < 2; as++) {
+            pm_isosurface_options o;
+            memset(&o, 0, sizeof o);
+            o.mode = (pm_mesh_mode)mode;
+            o.normals = PM_NORMALS_CENTRAL;
+            o.output_in_context_memory = 1;
+            pm_mesh ref[FRAMES];
+            size_t vcap = 0, tcap = 0;
+            for (int f = 0; f < FRAMES; f++) {
+                pm_volume hv = v;
+                hv.data = h[f % N];
+                PMT_OK(pm_isosurface(cpu, &hv, iso[f], &o, &ref[f]));
+                if (ref[f].num_vertices > vcap) vcap = ref[f].num_vertices;
+                if (ref[f].num_triangles > tcap) tcap = ref[f].num_triangles;
+            }
+            void *pos, *nrm, *idx;
+            PMT_OK(pm_alloc(c, 12 * vcap, &pos));
+            PMT_OK(pm_alloc(c, 12 * vcap, &nrm));
+            PMT_OK(pm_alloc(c, 12 * tcap, &idx));
+            pm_isosurface_options a = o;
+            a.out_positions = pos;
+            a.out_normals = nrm;
+            a.out_indices = mode == PM_MESH_INDEXED ? idx : NULL;
+            a.vertex_capacity = vcap;
+            a.triangle_capacity = tcap;
+            for (int f = 0; f < FRAMES; f++) {
+                char what[96];
+                snprintf(what, sizeof what, "graph %zu^3 %s %s frame %d", n,
+                         mode ? "soup" : "indexed", as ? "async" : "sync", f);
+                PMT_OK(pm_upload(c, dvol, h[f % N], 4 * np));
+                pm_isosurface_report rep;
+                memset(&rep, 0, sizeof rep);
+                a.report = &rep;
+                pm_isosurface_counts hc;
+                if (as) {
+                    PMT_OK(pm_isosurface_async(c, &v, iso[f], &a, cnt));
+                    PMT_OK(pm_context_synchronize(c));
+                    PMT_OK(pm_download(c, &hc, cnt, sizeof hc));
+                } else {
+                    pm_mesh m;
+                    PMT_OK(pm_isosurface(c, &v, iso[f], &a, &m));
+                    hc.num_vertices = m.num_vertices;
+                    hc.num_triangles = m.num_triangles;
+                    hc.active_cells = m.active_cells;
+                    hc.flags = 0;
+                    PMT_CHECK(path_has(&rep, "wait=one"), "%s: path \"%s\"", what, rep.path);
+                    pm_mesh_free(c, &m);
+                }
+                /* Under the stream hook pass 1 has no tile states to
+                 * report. */
+                if (word[f])
+                    PMT_CHECK(path_has(&rep, word[f]) &&
+                                  (hook_set("stream") || path_has(&rep, "states=cleared")),
+                              "%s: path \"%s\", want %s", what, rep.path, word[f]);
+                else
+                    PMT_CHECK(!strstr(rep.path, "launch=graph") &&
+                                  !strstr(rep.path, "launch=capture"),
+                              "%s: path \"%s\", want no graph", what, rep.path);
+                const pm_mesh *r = &ref[f];
+                PMT_CHECK(
+                    hc.flags == 0 && hc.num_vertices == r->num_vertices &&
+                        hc.num_triangles == r->num_triangles && hc.active_cells == r->active_cells,
+                    "%s: counts %llu/%llu, cpu %zu/%zu", what, (unsigned long long)hc.num_vertices,
+                    (unsigned long long)hc.num_triangles, r->num_vertices, r->num_triangles);
+                if (hc.num_vertices != r->num_vertices || hc.num_triangles != r->num_triangles)
+                    continue;
+                float *gp = pmt_to_host(c, pos, 12 * r->num_vertices);
+                float *gn = pmt_to_host(c, nrm, 12 * r->num_vertices);
+                PMT_CHECK(!memcmp(gp, r->positions, 12 * r->num_vertices) &&
+                              !memcmp(gn, r->normals, 12 * r->num_vertices),
+                          "%s: vertices differ from the cpu's", what);
+                free(gp);
+                free(gn);
+                if (mode == PM_MESH_INDEXED) {
+                    uint32_t *gi = pmt_to_host(c, idx, 12 * r->num_triangles);
+                    PMT_CHECK(!memcmp(gi, r->indices, 12 * r->num_triangles),
+                              "%s: indices differ from the cpu's", what);
+                    free(gi);
+                }
+            }
+            for (int f = 0; f < FRAMES; f++)
+                pm_mesh_free(cpu, &ref[f]);
+            pm_free(c, pos);
+            pm_free(c, nrm);
+            pm_free(c, idx);
+        }
+    pm_free(c, cnt);
+    pm_free(c, dvol);
+    pm_context_destroy(cpu);
+    for (int k = 0; k < N; k++)
+        free(h[k]);
+}
+
 int main(int argc, char **argv)
 {
     pm_context *ctx;
@@ -877,6 +1003,8 @@ int main(int argc, char **argv)
         test_capture(72);
         test_capture(168); /* a soup's records chunked per tile */
 #endif
+        test_graph(ctx, 72);
+        test_graph(ctx, 168); /* a soup's records chunked per tile */
         printf("forced paths: %zu launch=plain; "
                "pass 1: %zu direct (%zu with its states zeroed first; soups: %zu with chunked "
                "records, %zu ordered), %zu stream\n",

@@ -94,6 +94,7 @@ static void cuda_shutdown(pm_context *ctx)
     pmi_cuda_preload_stop(st);
     cudaSetDevice(st->device);
     if (st->stream) cudaStreamSynchronize(st->stream);
+    pmi_isosurface_graph_free(st);
     if (st->arena) cudaFree(st->arena);
     if (st->win_out) cudaFree(st->win_out);
     if (st->md_buf) cudaFree(st->md_buf);

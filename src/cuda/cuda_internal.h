@@ -63,6 +63,9 @@ typedef struct pmi_cuda_state {
     int md_reset;  /* zero them before the next launch */
     int md_zeroed;  /* the last launch zeroed them first (report: states) */
     int md_cleared; /* the last launch took the call's cleared states */
+    /* The marching cubes' CUDA graph of a repeated call
+     * (isosurface.cu, mc_graph), or NULL. */
+    void *mc_graph;
     /* The pool of stream-ordered scratch (cuda_scratch_alloc), made at its
      * first use; it keeps freed memory for the next call. */
     cudaMemPool_t pool;
@@ -143,6 +146,8 @@ void pmi_cuda_preload_stop(pmi_cuda_state *st);
 void pmi_neighbours_preload(pmi_preload *p, int tier);
 void pmi_density_preload(pmi_preload *p, int tier);
 void pmi_isosurface_preload(pmi_preload *p, int tier);
+/* Frees the marching cubes' graph of a repeated call (context shutdown). */
+void pmi_isosurface_graph_free(pmi_cuda_state *st);
 void pmi_mc_stream_preload(pmi_preload *p, int tier);
 void pmi_mc_direct_preload(pmi_preload *p, int tier);
 void pmi_mc_expand_preload(pmi_preload *p, int tier);

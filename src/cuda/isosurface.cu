@@ -164,8 +164,11 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     return PM_STATUS_OK;
 }
 
-/* The report's path words (docs/cuda_isosurface.md). */
-static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi_cuda_state *st)
+/* The report's path words (docs/cuda_isosurface.md); graph: the call's
+ * launches captured into a graph and launched (1), or replayed from it (2)
+ * (mc_queue). */
+static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi_cuda_state *st,
+                           int graph = 0)
 {
     if (!r) return;
     pmi_report_path(r, "backend", "cuda");
@@ -195,7 +198,11 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi
     if (pl.pass1 == MC_PASS1_DIRECT && pl.soup == MC_SOUP_CELLS)
         pmi_report_path(r, "records", pl.chunks ? "chunks" : "ordered");
     pmi_report_path(r, "pass2", pl.soup == MC_SOUP_CELLS ? "cells" : "blocks");
-    pmi_report_path(r, "launch", pl.pdl ? "chained" : "plain");
+    pmi_report_path(r, "launch",
+                    graph == 1   ? "capture"
+                    : graph == 2 ? "graph"
+                    : pl.pdl     ? "chained"
+                                 : "plain");
     if (pl.soup == MC_SOUP_CELLS) pmi_report_path(r, "soup", "cells");
 }
 
@@ -210,6 +217,61 @@ typedef struct mc_scratch {
     char *extra;                /* extra_b bytes of the caller's */
 } mc_scratch;
 
+/* Pass 1's scratch for rec_cap records: its parts' bytes. kept: the
+ * direct classification's tile states are the context's (not under stream
+ * capture). */
+typedef struct mc_layout {
+    size_t head_b, segc_b, segb_b, bits_b, rows_b, tab_b, tinfo_b, extra_b, bytes;
+    mc_tables tab;
+} mc_layout;
+static mc_layout mc_pass1_layout(const pm_volume *vol, const mc_plan &pl, size_t rec_cap,
+                                 size_t extra_b, int kept)
+{
+    mc_layout L;
+    const int stream = pl.pass1 == MC_PASS1_STREAM;
+    const mc_tiling &tl = pl.tl;
+    const mc_stream_grid &sg = pl.sg;
+    const size_t nrows = (size_t)vol->ny * vol->nz;
+    const size_t nstates = pl.pass1 == MC_PASS1_DIRECT ? (size_t)tl.ntiles * MD_CHAINS_MAX
+                           : stream                    ? (size_t)sg.ntiles * 3
+                                                       : (size_t)tl.ntiles * 3;
+    const size_t state_b = kept ? 0 : pmi_align256(nstates * sizeof(unsigned long long));
+    L.head_b = 256 + state_b;
+    /* Last: the bitmask (none for the direct classification, which
+     * stores no bits), or the streaming classification's segment counts,
+     * segment bases and record pool. */
+    L.segc_b = stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
+    L.segb_b = stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
+    L.bits_b = stream                          ? L.segc_b + L.segb_b + pmi_align256(rec_cap * 16)
+               : pl.pass1 == MC_PASS1_DIRECT ? 0
+                                             : pmi_align256((size_t)tl.nwords * 4 + 16);
+    L.rows_b = pl.edges ? pmi_align256(nrows * 8) : 0;
+    /* Table entries: blocks of up to 5 triangles per record (times 3 for
+     * soup), for rec_cap records. */
+    L.tab = {NULL, 0, pl.indexed ? 1u : 3u};
+    if (pl.tables) L.tab.nt = ((unsigned long long)rec_cap * 5 * L.tab.tdiv + 255) / 256 + 1;
+    L.tab_b = pmi_align256((size_t)L.tab.nt * 8);
+    L.tinfo_b = pl.chunks ? pmi_align256((size_t)tl.ntiles * sizeof(uint4)) +
+                                pmi_align256((size_t)tl.ntiles * sizeof(unsigned))
+                          : 0;
+    L.extra_b = pmi_align256(extra_b);
+    L.bytes = L.head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + L.rows_b +
+              L.tab_b + L.tinfo_b + L.extra_b + L.bits_b;
+    return L;
+}
+
+/* Whether the context's stream is being captured into a CUDA graph (an
+ * unknown state counts as captured). */
+static int mc_capturing(cudaStream_t s)
+{
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cap) != cudaSuccess) {
+        cudaGetLastError();
+        return 1;
+    }
+    return cap != cudaStreamCaptureStatusNone;
+}
+
 /* Lays out the scratch for rec_cap records and launches pass 1 (no wait).
  * Scratch: ticket, totals and tile states (the direct classification's
  * are the context's), records (point, triangle prefix, info, row table,
@@ -223,42 +285,16 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     const int stream = pl.pass1 == MC_PASS1_STREAM;
     const mc_tiling &tl = pl.tl;
     const mc_stream_grid &sg = pl.sg;
-    const size_t nrows = (size_t)vol->ny * vol->nz;
     /* A stream being captured into a CUDA graph replays the launches with
      * the parameters of the capture, so the direct classification then
      * takes cleared states of the call's scratch (epoch 0) instead of the
      * context's (whose epoch and ticket count change from call to call). */
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(s, &cap) != cudaSuccess) {
-        cudaGetLastError();
-        cap = cudaStreamCaptureStatusActive;
-    }
-    const int kept = pl.pass1 == MC_PASS1_DIRECT && cap == cudaStreamCaptureStatusNone;
-    const size_t nstates = pl.pass1 == MC_PASS1_DIRECT ? (size_t)tl.ntiles * MD_CHAINS_MAX
-                           : stream                    ? (size_t)sg.ntiles * 3
-                                                       : (size_t)tl.ntiles * 3;
-    size_t state_b = kept ? 0 : pmi_align256(nstates * sizeof(unsigned long long));
-    size_t head_b = 256 + state_b;
-    /* Last: the bitmask (none for the direct classification, which
-     * stores no bits), or the streaming classification's segment counts,
-     * segment bases and record pool. */
-    size_t segc_b = stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
-    size_t segb_b = stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
-    size_t bits_b = stream                          ? segc_b + segb_b + pmi_align256(rec_cap * 16)
-                    : pl.pass1 == MC_PASS1_DIRECT ? 0
-                                                  : pmi_align256((size_t)tl.nwords * 4 + 16);
-    size_t rows_b = pl.edges ? pmi_align256(nrows * 8) : 0;
-    /* Table entries: blocks of up to 5 triangles per record (times 3 for
-     * soup), for rec_cap records. */
-    mc_tables tab = {NULL, 0, pl.indexed ? 1u : 3u};
-    if (pl.tables) tab.nt = ((unsigned long long)rec_cap * 5 * tab.tdiv + 255) / 256 + 1;
-    size_t tab_b = pmi_align256((size_t)tab.nt * 8);
-    size_t tinfo_b = pl.chunks ? pmi_align256((size_t)tl.ntiles * sizeof(uint4)) +
-                                     pmi_align256((size_t)tl.ntiles * sizeof(unsigned))
-                               : 0;
-    extra_b = pmi_align256(extra_b);
-    size_t bytes = head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + rows_b +
-                   tab_b + tinfo_b + extra_b + bits_b;
+    const int kept = pl.pass1 == MC_PASS1_DIRECT && !mc_capturing(s);
+    const mc_layout L = mc_pass1_layout(vol, pl, rec_cap, extra_b, kept);
+    const size_t head_b = L.head_b, segc_b = L.segc_b, segb_b = L.segb_b, rows_b = L.rows_b,
+                 tab_b = L.tab_b, tinfo_b = L.tinfo_b, bytes = L.bytes;
+    extra_b = L.extra_b;
+    mc_tables tab = L.tab;
     char *base = NULL;
     PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
     p->base = base;
@@ -281,7 +317,6 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     p->ch.tile = tinfo_b ? (uint4 *)q : NULL;
     p->ch.pre = tinfo_b ? (unsigned *)(q + pmi_align256((size_t)tl.ntiles * sizeof(uint4))) : NULL;
     p->ch.ntiles = tinfo_b ? (unsigned)tl.ntiles : 0u;
-    p->ch.early = 0u; /* set by pmi_mc_expand */
     q += tinfo_b;
     p->extra = q;
     q += extra_b;
@@ -755,8 +790,9 @@ static __global__ void mc_final_kernel(const unsigned long long *totals, mc_fina
  * 2 launched for the capacities and told the counts on the device. The
  * scratch stays in use until the queued work ends; the next call on the
  * context comes after it in stream order. */
-static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
-                          const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx)
+static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
+                                   const pm_isosurface_options *opt,
+                                   pm_isosurface_counts *counts_ctx)
 {
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const int indexed = pl.indexed;
@@ -813,6 +849,149 @@ static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &
     pm_status ls = pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j);
     mc_report_path(opt->report, pl, pmi_cuda(ctx));
     return ls;
+}
+
+/* A repeated call as a CUDA graph. A kernel launch costs the host 3-6 us
+ * on the H100 machines measured, and the first one of a call delays the
+ * GPU's start by as much; one graph launch starts the whole chain (bench/
+ * RESULTS-cudamc.md, session 27). The graph is captured at the second call
+ * in a row of the same shape (mc_graph_key: the volume's pointer, size,
+ * strides and placement, the iso value and options, the caller's
+ * buffers, capacities and counts)
+ * and replayed while the shape repeats; a call of another shape runs the
+ * launches and becomes the shape to watch for. Captured launches take the
+ * call's own tile states, cleared by the graph (pmi_mc_direct_classify;
+ * report states=cleared), so every replay starts from cleared states. */
+typedef struct mc_graph_key {
+    const void *data;
+    unsigned long long nx, ny, nz, rs, ss;
+    double org[3], sp[3], iso;
+    int type, inside, mode, normals, pdl;
+    unsigned hooks;
+    const void *pos, *nrm, *idx, *counts;
+    unsigned long long vcap, tcap;
+} mc_graph_key;
+typedef struct mc_graph {
+    mc_graph_key key;   /* the last call's shape */
+    int seen;           /* key holds a call's shape */
+    int failed;         /* the capture failed for key: its calls run the launches */
+    cudaGraphExec_t exec; /* key's graph, or NULL */
+    void *arena;        /* the scratch the graph uses */
+    size_t arena_bytes;
+} mc_graph;
+
+static void mc_graph_drop(mc_graph *g)
+{
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    g->exec = NULL;
+    g->failed = 0;
+}
+
+void pmi_isosurface_graph_free(pmi_cuda_state *st)
+{
+    mc_graph *g = (mc_graph *)st->mc_graph;
+    if (!g) return;
+    mc_graph_drop(g);
+    free(g);
+    st->mc_graph = NULL;
+}
+
+/* Captures key's launches into g->exec (scratch grown first, outside the
+ * capture); 0 if the capture or the instantiation failed. */
+static int mc_graph_capture(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
+                            const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx,
+                            mc_graph *g, pm_status *ls)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    const mc_layout L =
+        mc_pass1_layout(vol, pl, (size_t)mc_async_records(vol, pl, opt), 256, 0);
+    void *scratch;
+    *ls = pmi_cuda_scratch(ctx, L.bytes, &scratch);
+    if (*ls != PM_STATUS_OK) return 1;
+    if (cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    pm_isosurface_options o = *opt;
+    o.report = NULL; /* reported at the launch */
+    *ls = mc_queue_launches(ctx, vol, pl, &o, counts_ctx);
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(st->stream, &graph);
+    if (e == cudaSuccess && *ls == PM_STATUS_OK)
+        e = cudaGraphInstantiate(&g->exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (*ls != PM_STATUS_OK) return 1;
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        g->exec = NULL;
+        return 0;
+    }
+    g->arena = st->arena;
+    g->arena_bytes = st->arena_bytes;
+    return 1;
+}
+
+/* pm_isosurface_async's launches, and pm_isosurface's on its one-wait
+ * path: replayed from the graph of a repeated shape, else launched. */
+static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
+                          const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    if (mc_capturing(st->stream)) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
+    if (!st->mc_graph) st->mc_graph = calloc(1, sizeof(mc_graph));
+    mc_graph *g = (mc_graph *)st->mc_graph;
+    if (!g) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
+    /* The plan is a function of these (and of the device): a key of
+     * scalars, its padding zeroed, compared by memcmp. */
+    mc_graph_key k;
+    memset(&k, 0, sizeof k);
+    k.data = vol->data;
+    k.nx = vol->nx;
+    k.ny = vol->ny;
+    k.nz = vol->nz;
+    k.rs = vol->row_stride;
+    k.ss = vol->slice_stride;
+    for (int a = 0; a < 3; a++) {
+        k.org[a] = vol->origin[a];
+        k.sp[a] = vol->spacing[a];
+    }
+    k.iso = pl.v.iso;
+    k.type = (int)vol->type;
+    k.inside = (int)opt->inside;
+    k.mode = (int)opt->mode;
+    k.pdl = pl.pdl;
+    k.hooks = pl.hooks;
+    k.normals = (int)opt->normals;
+    k.pos = opt->out_positions;
+    k.nrm = opt->normals != PM_NORMALS_NONE ? opt->out_normals : NULL;
+    k.idx = pl.indexed ? opt->out_indices : NULL;
+    k.counts = counts_ctx;
+    k.vcap = opt->vertex_capacity;
+    k.tcap = opt->triangle_capacity;
+    if (!g->seen || memcmp(&k, &g->key, sizeof k) != 0) {
+        /* A new shape: launched, and watched for. */
+        mc_graph_drop(g);
+        memcpy(&g->key, &k, sizeof k);
+        g->seen = 1;
+        return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
+    }
+    if (g->failed) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
+    int how = 2;
+    if (g->exec && (g->arena != st->arena || g->arena_bytes != st->arena_bytes))
+        mc_graph_drop(g); /* another call moved the scratch */
+    if (!g->exec) {
+        pm_status ls = PM_STATUS_OK;
+        if (!mc_graph_capture(ctx, vol, pl, opt, counts_ctx, g, &ls)) {
+            g->failed = 1;
+            return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
+        }
+        if (ls != PM_STATUS_OK) return ls;
+        how = 1;
+    }
+    PMI_CU_TRY(cudaGraphLaunch(g->exec, st->stream), "pm_isosurface_async: graph launch");
+    st->md_cleared = pl.pass1 == MC_PASS1_DIRECT;
+    mc_report_path(opt->report, pl, st, how);
+    return PM_STATUS_OK;
 }
 
 extern "C" pm_status pmi_cuda_isosurface_async(pm_context *ctx, const pm_volume *vol, double iso,

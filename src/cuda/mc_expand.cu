@@ -11,6 +11,7 @@
  * reads the few samples around its edge and writes position and normal,
  * so the writes are coalesced and the reads stay in L1/L2. Output order
  * and arithmetic are the CPU backend's, bit for bit. */
+#include <type_traits>
 #include "cuda/mc_internal.cuh"
 #include "cuda/mc_words.cuh"
 
@@ -165,13 +166,12 @@ static unsigned long long mc_cell_blocks(unsigned long long n, int R)
     return n ? (n + (unsigned long long)R - 1) / (unsigned long long)R : 1;
 }
 /* A block's records in shared memory: each one's point split once, its
- * cell's case, its first triangle in the block (tp) and in the mesh (gt,
- * chunked records), and the record of each of the block's triangles. */
+ * cell's case, its first triangle in the block (tp), and the record of
+ * each of the block's triangles. */
 template <int R> struct mc_soup_block {
     static_assert(R <= 256, "a record's number in the block fits a byte");
     long long ijk[3][R];
-    unsigned long long gt[R];
-    unsigned tp[R], wt[(R + 31) / 32];
+    unsigned tp[R];
     uint8_t cs[R];
     uint8_t own[5 * R];
     unsigned total;
@@ -253,7 +253,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
  * (the tile in the high word), the block's numbered by a scan. The kernel
  * starts while md_chunks_scan_kernel runs (that kernel lets it go once the
  * direct classification has completed). Its first wave of blocks
- * (ch.early) reads, until pmi_pdl_enter, only what the classification
+ * (early_blocks) reads, until pmi_pdl_enter, only what the classification
  * wrote: its records, its tiles' chunks and each thread's first soup
  * vertex. Slot r holds one of this call's records exactly when r lies in
  * the chunk of the tile its record names (the chunks cover the records'
@@ -267,14 +267,18 @@ static __global__ void __launch_bounds__(MC_THREADS)
 template <typename T, int MODE, int R>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_soup_chunk_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
-                         float *pos, float *nrm, const mc_dcounts *dc, mc_chunks ch)
+                         float *pos, float *nrm, const mc_dcounts *dc, mc_chunks ch,
+                         unsigned early_blocks)
 {
     __shared__ mc_soup_block<R> sb;
+    /* Each record's first triangle in the mesh; the warps' triangles. */
+    __shared__ unsigned long long gt[R];
+    __shared__ unsigned wt[R / 32];
     const int t = threadIdx.x;
     const long long r0 = (long long)blockIdx.x * R;
-    /* The first wave's blocks (ch.early) start while the scan runs; the
-     * others wait first, then know the record count and the prefixes. */
-    const bool early = blockIdx.x < ch.early;
+    /* The first wave's blocks (early_blocks) start while the scan runs;
+     * the others wait first, then know the record count and the prefixes. */
+    const bool early = blockIdx.x < early_blocks;
     if (!early) {
         pmi_pdl_enter();
         if (dc) {
@@ -297,7 +301,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
         const unsigned tile = (unsigned)(tri >> 32);
         if (!early) {
             valid = 1;
-            sb.gt[t] = __ldcg(ch.pre + tile) + (tri & 0xffffffffull);
+            gt[t] = __ldcg(ch.pre + tile) + (tri & 0xffffffffull);
         } else if (tile < ch.ntiles) {
             const uint2 e = __ldg((const uint2 *)(ch.tile + tile));
             valid = (unsigned)r - e.x < e.y;
@@ -316,11 +320,11 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     if (t < R) {
         const unsigned inc = mc_warp_scan(nt);
         tp = inc - nt;
-        if ((t & 31) == 31) sb.wt[t >> 5] = inc;
+        if ((t & 31) == 31) wt[t >> 5] = inc;
     }
     __syncthreads();
     for (int w = 0; w < (t >> 5) && w < R / 32; w++)
-        tp += sb.wt[w];
+        tp += wt[w];
     mc_soup_list(sb, t, nvalid, tp, nt);
     const unsigned n3 = 3 * sb.total;
     unsigned u = t, k = 0, m = 0;
@@ -338,12 +342,12 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
         const unsigned pg = t < nvalid ? __ldcg(ch.pre + (tri >> 32)) : 0u;
         if (!ok) return;
         if (dc) nvout = 3 * dnt;
-        if (t < nvalid) sb.gt[t] = pg + (tri & 0xffffffffull);
+        if (t < nvalid) gt[t] = pg + (tri & 0xffffffffull);
         __syncthreads();
     }
     for (; u < n3; u += MC_THREADS) {
         if (u != (unsigned)t) mc_soup_corner<T, MODE>(v, sb, u, &a, &k, &m, p, n);
-        const unsigned long long o = 3 * (sb.gt[a] + k) + m;
+        const unsigned long long o = 3 * (gt[a] + k) + m;
         if (o < nvout) mc_store(pos, nrm, o, p, n); /* else past the caller's capacity */
     }
 }
@@ -470,16 +474,24 @@ static __global__ void __launch_bounds__(MC_THREADS)
 template <typename T, int MODE>
 static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_volume &v,
                                mc_records rec, long long nrec, unsigned long long n, float *pos,
-                               float *nrm, const mc_dcounts *dc, const mc_chunks &ch)
+                               float *nrm, const mc_dcounts *dc, const mc_chunks &ch,
+                               unsigned early_blocks)
 {
-    if (cells && ch.tile) {
-        const int R = mc_chunk_recs(v);
-        pmi_launch(pdl,
-                   R == MC_CELL_RECS_LARGE ? mc_soup_chunk_kernel<T, MODE, MC_CELL_RECS_LARGE>
-                                           : mc_soup_chunk_kernel<T, MODE, MC_CHUNK_RECS_LARGE>,
-                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
-                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, ch);
-    } else if (cells) {
+    /* No chunked records for f64 volumes (the direct classification
+     * takes the other types), so no instance of the chunked kernel. */
+    if constexpr (!std::is_same<T, double>::value) {
+        if (cells && ch.tile) {
+            const int R = mc_chunk_recs(v);
+            pmi_launch(
+                pdl,
+                R == MC_CELL_RECS_LARGE ? mc_soup_chunk_kernel<T, MODE, MC_CELL_RECS_LARGE>
+                                        : mc_soup_chunk_kernel<T, MODE, MC_CHUNK_RECS_LARGE>,
+                (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
+                MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+            return;
+        }
+    }
+    if (cells) {
         const int R = mc_cell_recs(v);
         pmi_launch(pdl,
                    R == MC_CELL_RECS_SMALL ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_SMALL>
@@ -494,20 +506,21 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_vol
 template <typename T>
 static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, const mcd_volume &v,
                            mc_records rec, long long nrec, unsigned long long n, float *pos,
-                           float *nrm, const mc_dcounts *dc, const mc_chunks &ch)
+                           float *nrm, const mc_dcounts *dc, const mc_chunks &ch,
+                           unsigned early_blocks)
 {
     switch (mode) {
     case PM_NORMALS_FORWARD:
-        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch);
+        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     case PM_NORMALS_SOBEL:
-        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch);
+        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     case PM_NORMALS_NONE:
-        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc, ch);
+        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc, ch, early_blocks);
         break;
     default:
-        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch);
+        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     }
 }
@@ -515,23 +528,23 @@ static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, 
 static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_normals mode, int cells,
                            const mcd_volume &v, mc_records rec, long long nrec,
                            unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc,
-                           const mc_chunks &ch)
+                           const mc_chunks &ch, unsigned early_blocks)
 {
     switch (type) {
     case PM_SAMPLE_U8:
-        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
+        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     case PM_SAMPLE_U16:
-        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
+        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     case PM_SAMPLE_I16:
-        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
+        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     case PM_SAMPLE_F32:
-        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
+        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     case PM_SAMPLE_F64:
-        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch);
+        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     }
 }
@@ -551,22 +564,21 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const unsigned long long nr = j.nrec > 0 ? (unsigned long long)j.nrec : 0;
+    /* The chunked soup kernel's first wave: 4 blocks an SM. */
+    const unsigned early_blocks = 4u * (unsigned)pmi_cuda(ctx)->num_sms;
     if (j.soup == MC_SOUP_CELLS) {
         if (mc_cell_blocks(nr, j.ch.tile ? mc_chunk_recs(v) : mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
-        /* The chunked soup kernel's first wave: 4 blocks an SM. */
-        mc_chunks ch = j.ch;
-        ch.early = 4u * (unsigned)pmi_cuda(ctx)->num_sms;
         if (j.ntri)
             mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc,
-                           ch);
+                           j.ch, early_blocks);
         return pmi_cuda_launched("pm_isosurface: soup");
     }
     if (!mc_record_blocks(nr))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
     if (j.nvert)
         mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc,
-                       j.ch);
+                       j.ch, early_blocks);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
     if (j.ntri && j.idx)
         pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
@@ -574,25 +586,28 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     return pmi_cuda_launched("pm_isosurface: triangles");
 }
 
-/* Kernel preloading (preload.cu): the vertex kernels of one sample type,
- * central normals and none first. */
+/* Kernel preloading (preload.cu): the vertex kernels of one sample type
+ * and normal mode; the chunked ones but for f64 (mc_launch_vertices). */
+template <typename T, int M> static int mc_expand_preload_mode(pmi_preload *p)
+{
+    const void *const k[] = {(const void *)mc_vertex_block_kernel<T, M>,
+                             (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_SMALL>,
+                             (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>};
+    if (!pmi_preload_all(p, k)) return 0;
+    if constexpr (!std::is_same<T, double>::value) {
+        const void *const c[] = {(const void *)mc_soup_chunk_kernel<T, M, MC_CELL_RECS_LARGE>,
+                                 (const void *)mc_soup_chunk_kernel<T, M, MC_CHUNK_RECS_LARGE>};
+        return pmi_preload_all(p, c);
+    }
+    return 1;
+}
+/* Central normals and none first. */
 template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 {
-#define MC_CELL_KERNELS(M)                                                                         \
-    (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_SMALL>,                                   \
-        (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>,                               \
-        (const void *)mc_soup_chunk_kernel<T, M, MC_CELL_RECS_LARGE>,                              \
-        (const void *)mc_soup_chunk_kernel<T, M, MC_CHUNK_RECS_LARGE>
-    const void *const k[] = {(const void *)mc_vertex_block_kernel<T, PM_NORMALS_CENTRAL>,
-                             MC_CELL_KERNELS(PM_NORMALS_CENTRAL),
-                             (const void *)mc_vertex_block_kernel<T, PM_NORMALS_NONE>,
-                             MC_CELL_KERNELS(PM_NORMALS_NONE),
-                             (const void *)mc_vertex_block_kernel<T, PM_NORMALS_FORWARD>,
-                             MC_CELL_KERNELS(PM_NORMALS_FORWARD),
-                             (const void *)mc_vertex_block_kernel<T, PM_NORMALS_SOBEL>,
-                             MC_CELL_KERNELS(PM_NORMALS_SOBEL)};
-#undef MC_CELL_KERNELS
-    return pmi_preload_all(p, k);
+    return mc_expand_preload_mode<T, PM_NORMALS_CENTRAL>(p) &&
+           mc_expand_preload_mode<T, PM_NORMALS_NONE>(p) &&
+           mc_expand_preload_mode<T, PM_NORMALS_FORWARD>(p) &&
+           mc_expand_preload_mode<T, PM_NORMALS_SOBEL>(p);
 }
 
 void pmi_mc_expand_preload(pmi_preload *p, int tier)

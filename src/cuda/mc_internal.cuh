@@ -192,7 +192,6 @@ typedef struct mc_chunks {
     uint4 *tile;
     unsigned *pre;
     unsigned ntiles;
-    unsigned early; /* pass 2's blocks that start before the scan ends (mc_expand.cu) */
 } mc_chunks;
 #define MD_CHAINS_MAX 4 /* the direct classification's chains (tile states per tile) */
 extern "C" {
