@@ -14,7 +14,7 @@ static const struct {
     {"nopdl", PMI_HOOK_NOPDL},       {"scalar", PMI_HOOK_SCALAR},   {"twopass", PMI_HOOK_TWOPASS},
     {"levels", PMI_HOOK_LEVELS},     {"slabs", PMI_HOOK_SLABS},     {"split", PMI_HOOK_SPLIT},
     {"nopool", PMI_HOOK_NOPOOL},     {"stream", PMI_HOOK_STREAM},   {"epochs", PMI_HOOK_EPOCHS},
-    {"walkfull", PMI_HOOK_WALKFULL}, {"walkall", PMI_HOOK_WALKALL},
+    {"walkfull", PMI_HOOK_WALKFULL}, {"walkall", PMI_HOOK_WALKALL}, {"nograph", PMI_HOOK_NOGRAPH},
 };
 #endif
 
@@ -37,11 +37,12 @@ pm_status pmi_hooks(unsigned *hooks)
             if (strlen(hook_names[h].name) == len && strncmp(p, hook_names[h].name, len) == 0)
                 bit = hook_names[h].bit;
         if (!bit)
-            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
-                             "comma-separated list of nopdl, scalar, twopass, "
-                             "levels, slabs, split, nopool, stream, epochs, walkfull, walkall)",
-                             (int)len, p, e);
+            return pmi_error(
+                PM_STATUS_INVALID_ARGUMENT,
+                "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
+                "comma-separated list of nopdl, scalar, twopass, "
+                "levels, slabs, split, nopool, stream, epochs, walkfull, walkall, nograph)",
+                (int)len, p, e);
         *hooks |= bit;
         p += len;
         if (*p == ',') p++;

@@ -53,6 +53,10 @@ extern "C" {
  * marking the vertices with a split edge first (MARK_ENDS, taken when few
  * edges split), so the suite compares the two paths' bytes. */
 #define PMI_HOOK_WALKALL 4096u
+/* CUDA marching cubes: the capture of a repeated call's launches into a
+ * graph fails after the launches were captured (as a driver refusing the
+ * graph would), so the shape's calls run their launches. */
+#define PMI_HOOK_NOGRAPH 8192u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

@@ -165,8 +165,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
 }
 
 /* The report's path words (docs/cuda_isosurface.md); graph: the call's
- * launches captured into a graph and launched (1), or replayed from it (2)
- * (mc_queue). */
+ * launches captured into a graph and launched (1), replayed from it (2),
+ * or launched after its shape's capture failed (3) (mc_queue). */
 static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi_cuda_state *st,
                            int graph = 0)
 {
@@ -201,6 +201,7 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi
     pmi_report_path(r, "launch",
                     graph == 1   ? "capture"
                     : graph == 2 ? "graph"
+                    : graph == 3 ? "nograph"
                     : pl.pdl     ? "chained"
                                  : "plain");
     if (pl.soup == MC_SOUP_CELLS) pmi_report_path(r, "soup", "cells");
@@ -792,7 +793,7 @@ static __global__ void mc_final_kernel(const unsigned long long *totals, mc_fina
  * context comes after it in stream order. */
 static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
                                    const pm_isosurface_options *opt,
-                                   pm_isosurface_counts *counts_ctx)
+                                   pm_isosurface_counts *counts_ctx, int graph = 0)
 {
     cudaStream_t s = pmi_cuda(ctx)->stream;
     const int indexed = pl.indexed;
@@ -847,7 +848,7 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
         j.ntri = ntk;
     }
     pm_status ls = pmi_mc_expand(ctx, pl.pdl, vol->type, opt->normals, pl.v, p1.rec, p1.rows, j);
-    mc_report_path(opt->report, pl, pmi_cuda(ctx));
+    mc_report_path(opt->report, pl, pmi_cuda(ctx), graph);
     return ls;
 }
 
@@ -859,7 +860,8 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
  * strides and placement, the iso value and options, the caller's
  * buffers, capacities and counts)
  * and replayed while the shape repeats; a call of another shape runs the
- * launches and becomes the shape to watch for. Captured launches take the
+ * launches and becomes the shape to watch for. A failed capture leaves
+ * that shape's calls on their launches (hook nograph). Captured launches take the
  * call's own tile states, cleared by the graph (pmi_mc_direct_classify;
  * report states=cleared), so every replay starts from cleared states. */
 typedef struct mc_graph_key {
@@ -872,12 +874,15 @@ typedef struct mc_graph_key {
     unsigned long long vcap, tcap;
 } mc_graph_key;
 typedef struct mc_graph {
-    mc_graph_key key;   /* the last call's shape */
-    int seen;           /* key holds a call's shape */
-    int failed;         /* the capture failed for key: its calls run the launches */
+    mc_graph_key key;     /* the last call's shape */
+    int seen;             /* key holds a call's shape */
+    int failed;           /* the capture failed for key: its calls run the launches */
     cudaGraphExec_t exec; /* key's graph, or NULL */
-    void *arena;        /* the scratch the graph uses */
+    void *arena;          /* the scratch the graph uses */
     size_t arena_bytes;
+    /* The stream the launches are captured on: the library's own, so that
+     * a caller's stream (which other threads may use) is never captured. */
+    cudaStream_t cap;
 } mc_graph;
 
 static void mc_graph_drop(mc_graph *g)
@@ -892,37 +897,50 @@ void pmi_isosurface_graph_free(pmi_cuda_state *st)
     mc_graph *g = (mc_graph *)st->mc_graph;
     if (!g) return;
     mc_graph_drop(g);
+    if (g->cap) cudaStreamDestroy(g->cap);
     free(g);
     st->mc_graph = NULL;
 }
 
-/* Captures key's launches into g->exec (scratch grown first, outside the
- * capture); 0 if the capture or the instantiation failed. */
+/* Captures the call's launches into g->exec: the scratch grown to the
+ * captured layout first, then the launches captured on g->cap (nothing
+ * runs) and instantiated. 0 if anything failed, with no error left
+ * behind (the call then runs its launches). */
 static int mc_graph_capture(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
                             const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx,
-                            mc_graph *g, pm_status *ls)
+                            mc_graph *g)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     const mc_layout L =
         mc_pass1_layout(vol, pl, (size_t)mc_async_records(vol, pl, opt), 256, 0);
     void *scratch;
-    *ls = pmi_cuda_scratch(ctx, L.bytes, &scratch);
-    if (*ls != PM_STATUS_OK) return 1;
-    if (cudaStreamBeginCapture(st->stream, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    if (pmi_cuda_scratch(ctx, L.bytes, &scratch) != PM_STATUS_OK) {
+        pmi_clear_error();
+        return 0;
+    }
+    if (!g->cap && cudaStreamCreateWithFlags(&g->cap, cudaStreamNonBlocking) != cudaSuccess) {
+        cudaGetLastError();
+        g->cap = NULL;
+        return 0;
+    }
+    if (cudaStreamBeginCapture(g->cap, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
     pm_isosurface_options o = *opt;
     o.report = NULL; /* reported at the launch */
-    *ls = mc_queue_launches(ctx, vol, pl, &o, counts_ctx);
+    const cudaStream_t s = st->stream;
+    st->stream = g->cap;
+    const pm_status ls = mc_queue_launches(ctx, vol, pl, &o, counts_ctx);
+    st->stream = s;
     cudaGraph_t graph = NULL;
-    cudaError_t e = cudaStreamEndCapture(st->stream, &graph);
-    if (e == cudaSuccess && *ls == PM_STATUS_OK)
-        e = cudaGraphInstantiate(&g->exec, graph, 0);
+    cudaError_t e = cudaStreamEndCapture(g->cap, &graph);
+    const int ok = e == cudaSuccess && ls == PM_STATUS_OK && !(pl.hooks & PMI_HOOK_NOGRAPH) &&
+                   cudaGraphInstantiate(&g->exec, graph, 0) == cudaSuccess;
     if (graph) cudaGraphDestroy(graph);
-    if (*ls != PM_STATUS_OK) return 1;
-    if (e != cudaSuccess) {
+    if (!ok) {
         cudaGetLastError();
+        pmi_clear_error();
         g->exec = NULL;
         return 0;
     }
@@ -975,17 +993,15 @@ static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &
         g->seen = 1;
         return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
     }
-    if (g->failed) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
+    if (g->failed) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx, 3);
     int how = 2;
     if (g->exec && (g->arena != st->arena || g->arena_bytes != st->arena_bytes))
         mc_graph_drop(g); /* another call moved the scratch */
     if (!g->exec) {
-        pm_status ls = PM_STATUS_OK;
-        if (!mc_graph_capture(ctx, vol, pl, opt, counts_ctx, g, &ls)) {
+        if (!mc_graph_capture(ctx, vol, pl, opt, counts_ctx, g)) {
             g->failed = 1;
-            return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
+            return mc_queue_launches(ctx, vol, pl, opt, counts_ctx, 3);
         }
-        if (ls != PM_STATUS_OK) return ls;
         how = 1;
     }
     PMI_CU_TRY(cudaGraphLaunch(g->exec, st->stream), "pm_isosurface_async: graph launch");

@@ -273,6 +273,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     __shared__ mc_soup_block<R> sb;
     /* Each record's first triangle in the mesh; the warps' triangles. */
     __shared__ unsigned long long gt[R];
+    static_assert(R % 32 == 0, "whole warps of records");
     __shared__ unsigned wt[R / 32];
     const int t = threadIdx.x;
     const long long r0 = (long long)blockIdx.x * R;
@@ -567,6 +568,9 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     /* The chunked soup kernel's first wave: 4 blocks an SM. */
     const unsigned early_blocks = 4u * (unsigned)pmi_cuda(ctx)->num_sms;
     if (j.soup == MC_SOUP_CELLS) {
+        if (j.ch.tile && type == PM_SAMPLE_F64) /* mc_launch_vertices has no such kernel */
+            return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                             "pm_isosurface: no chunked soup records for f64 volumes");
         if (mc_cell_blocks(nr, j.ch.tile ? mc_chunk_recs(v) : mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
         if (j.ntri)
