@@ -55,6 +55,51 @@ static double med(std::vector<double> v)
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
 }
+/* The cayley field on n^3 points in device memory and options for its
+ * mesh (soup or indexed, central normals) into caller buffers of exactly
+ * its size, with a counts word for pm_isosurface_async. */
+struct job {
+    pm_volume v;
+    pm_isosurface_options o;
+    unsigned long long *cnt;
+};
+static job job_make(pm_context *ctx, cudaStream_t s, int n, int indexed)
+{
+    job j;
+    float *vol;
+    CK(cudaMalloc(&vol, (size_t)n * n * n * 4));
+    cay<<<4096, 256, 0, s>>>(vol, n);
+    CK(cudaStreamSynchronize(s));
+    j.v = {vol, PM_SAMPLE_F32, (size_t)n, (size_t)n, (size_t)n, 0, 0, {0, 0, 0}, {0, 0, 0}};
+    memset(&j.o, 0, sizeof j.o);
+    j.o.mode = indexed ? PM_MESH_INDEXED : PM_MESH_SOUP;
+    j.o.normals = PM_NORMALS_CENTRAL;
+    j.o.output_in_context_memory = 1;
+    pm_mesh m;
+    PK(pm_isosurface(ctx, &j.v, 0.0, &j.o, &m));
+    size_t nv = m.num_vertices, nt = m.num_triangles;
+    pm_mesh_free(ctx, &m);
+    float *pos, *nrm;
+    uint32_t *idx = NULL;
+    CK(cudaMalloc(&pos, 12 * nv + 16));
+    CK(cudaMalloc(&nrm, 12 * nv + 16));
+    if (indexed) CK(cudaMalloc(&idx, 12 * nt + 16));
+    j.o.out_positions = pos;
+    j.o.out_normals = nrm;
+    j.o.out_indices = idx;
+    j.o.vertex_capacity = nv;
+    j.o.triangle_capacity = nt;
+    CK(cudaMalloc(&j.cnt, 64));
+    return j;
+}
+static void job_free(job &j)
+{
+    cudaFree((void *)j.v.data);
+    cudaFree(j.o.out_positions);
+    cudaFree(j.o.out_normals);
+    if (j.o.out_indices) cudaFree(j.o.out_indices);
+    cudaFree(j.cnt);
+}
 int main(void)
 {
     cudaStream_t s;
@@ -96,33 +141,11 @@ int main(void)
            "(GPU idle) | async host us (GPU busy) | sync host us |\n");
     for (int n : ns)
         for (int mode = 0; mode < 2; mode++) {
-            float *vol;
-            CK(cudaMalloc(&vol, (size_t)n * n * n * 4));
-            cay<<<4096, 256, 0, s>>>(vol, n);
-            CK(cudaStreamSynchronize(s));
-            pm_volume v = {vol, PM_SAMPLE_F32, (size_t)n, (size_t)n, (size_t)n, 0,
-                           0,   {0, 0, 0},     {0, 0, 0}};
-            pm_isosurface_options o;
-            memset(&o, 0, sizeof o);
-            o.mode = mode ? PM_MESH_INDEXED : PM_MESH_SOUP;
-            o.normals = PM_NORMALS_CENTRAL;
-            o.output_in_context_memory = 1;
+            job J = job_make(ctx, s, n, mode);
+            const pm_volume &v = J.v;
+            pm_isosurface_options &o = J.o;
+            unsigned long long *cnt = J.cnt;
             pm_mesh m;
-            PK(pm_isosurface(ctx, &v, 0.0, &o, &m));
-            size_t nv = m.num_vertices, nt = m.num_triangles;
-            pm_mesh_free(ctx, &m);
-            float *pos, *nrm;
-            uint32_t *idx = NULL;
-            CK(cudaMalloc(&pos, 12 * nv + 16));
-            CK(cudaMalloc(&nrm, 12 * nv + 16));
-            if (mode) CK(cudaMalloc(&idx, 12 * nt + 16));
-            o.out_positions = pos;
-            o.out_normals = nrm;
-            o.out_indices = idx;
-            o.vertex_capacity = nv;
-            o.triangle_capacity = nt;
-            unsigned long long *cnt;
-            CK(cudaMalloc(&cnt, 64));
             std::vector<double> a[9];
             for (int r = 0; r < 63; r++) {
                 for (int var = 0; var < 4; var++) {
@@ -165,11 +188,7 @@ int main(void)
             printf("| %d | %s | %.4f | %.4f | %.4f | %.4f | %.1f | %.1f | %.1f |\n", n,
                    mode ? "indexed" : "soup", med(a[0]), med(a[1]), med(a[2]), med(a[3]), med(a[4]),
                    med(a[5]), med(a[6]));
-            cudaFree(vol);
-            cudaFree(pos);
-            cudaFree(nrm);
-            if (idx) cudaFree(idx);
-            cudaFree(cnt);
+            job_free(J);
         }
     /* Session 27: pm_isosurface_async captured into a CUDA graph (with the
      * capture's tile-state clear), launched and waited, beside the call
@@ -180,30 +199,11 @@ int main(void)
     unsigned long long *hcnt;
     CK(cudaHostAlloc((void **)&hcnt, 64, cudaHostAllocMapped));
     for (int n : {128, 192, 256}) {
-        float *vol;
-        CK(cudaMalloc(&vol, (size_t)n * n * n * 4));
-        cay<<<4096, 256, 0, s>>>(vol, n);
-        CK(cudaStreamSynchronize(s));
-        pm_volume v = {vol, PM_SAMPLE_F32, (size_t)n, (size_t)n, (size_t)n, 0,
-                       0,   {0, 0, 0},     {0, 0, 0}};
-        pm_isosurface_options o;
-        memset(&o, 0, sizeof o);
-        o.mode = PM_MESH_SOUP;
-        o.normals = PM_NORMALS_CENTRAL;
-        o.output_in_context_memory = 1;
+        job J = job_make(ctx, s, n, 0);
+        const pm_volume &v = J.v;
+        pm_isosurface_options &o = J.o;
+        unsigned long long *cnt = J.cnt;
         pm_mesh m;
-        PK(pm_isosurface(ctx, &v, 0.0, &o, &m));
-        size_t nv = m.num_vertices, nt = m.num_triangles;
-        pm_mesh_free(ctx, &m);
-        float *pos, *nrm;
-        CK(cudaMalloc(&pos, 12 * nv + 16));
-        CK(cudaMalloc(&nrm, 12 * nv + 16));
-        o.out_positions = pos;
-        o.out_normals = nrm;
-        o.vertex_capacity = nv;
-        o.triangle_capacity = nt;
-        unsigned long long *cnt;
-        CK(cudaMalloc(&cnt, 64));
         cudaGraph_t g;
         cudaGraphExec_t ge;
         CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -261,10 +261,7 @@ int main(void)
                med(a[2]), med(a[5]), med(a[3]), med(a[4]), kn.size());
         cudaGraphExecDestroy(ge);
         cudaGraphDestroy(g);
-        cudaFree(vol);
-        cudaFree(pos);
-        cudaFree(nrm);
-        cudaFree(cnt);
+        job_free(J);
     }
     cudaFreeHost(hcnt);
     pm_context_destroy(ctx);

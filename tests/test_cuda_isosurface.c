@@ -717,6 +717,45 @@ static void test_rerun(pm_context *gpu)
     test_rerun_n(gpu, 168);
 }
 
+/* Frames of a simulation on an n^3 lattice, f32: a cayley, a sphere and a
+ * torus field, by turns (m of them). */
+static void frame_fields(size_t n, int m, float **h)
+{
+    for (int k = 0; k < m; k++) {
+        double *f = pmt_field_f64(k % 3 == 0   ? PMT_FIELD_CAYLEY
+                                  : k % 3 == 1 ? PMT_FIELD_SPHERE
+                                               : PMT_FIELD_TORUS,
+                                  n, n, n, 0.4 + 0.1 * k, 0.2);
+        h[k] = pmt_convert(f, n, n, n, PM_SAMPLE_F32, 0, 0);
+        free(f);
+    }
+}
+
+/* The mesh that a call wrote into the caller buffers of a (counts hc)
+ * equals r, the reference: counts, then positions, normals and indices
+ * byte for byte. */
+static void buffers_match(pm_context *c, const pm_isosurface_options *a,
+                          const pm_isosurface_counts *hc, const pm_mesh *r, const char *what)
+{
+    PMT_CHECK(hc->flags == 0 && hc->num_vertices == r->num_vertices &&
+                  hc->num_triangles == r->num_triangles && hc->active_cells == r->active_cells,
+              "%s: counts %llu/%llu, want %zu/%zu", what, (unsigned long long)hc->num_vertices,
+              (unsigned long long)hc->num_triangles, r->num_vertices, r->num_triangles);
+    if (hc->num_vertices != r->num_vertices || hc->num_triangles != r->num_triangles) return;
+    float *gp = pmt_to_host(c, a->out_positions, 12 * r->num_vertices);
+    float *gn = pmt_to_host(c, a->out_normals, 12 * r->num_vertices);
+    PMT_CHECK(!memcmp(gp, r->positions, 12 * r->num_vertices) &&
+                  !memcmp(gn, r->normals, 12 * r->num_vertices),
+              "%s: vertices differ", what);
+    free(gp);
+    free(gn);
+    if (a->mode == PM_MESH_INDEXED) {
+        uint32_t *gi = pmt_to_host(c, a->out_indices, 12 * r->num_triangles);
+        PMT_CHECK(!memcmp(gi, r->indices, 12 * r->num_triangles), "%s: indices differ", what);
+        free(gi);
+    }
+}
+
 #ifdef PM_HAVE_CUDA
 /* pm_isosurface_async captured into a CUDA graph on the context's stream
  * (a simulation's per-frame graph), then the graph replayed on other
@@ -740,14 +779,7 @@ static void test_capture(size_t n)
     enum { N = 3 };
     const size_t np = n * n * n;
     float *h[N];
-    for (int k = 0; k < N; k++) {
-        double *f = pmt_field_f64(k == 0   ? PMT_FIELD_CAYLEY
-                                  : k == 1 ? PMT_FIELD_SPHERE
-                                           : PMT_FIELD_TORUS,
-                                  n, n, n, 0.4 + 0.1 * k, 0.2);
-        h[k] = pmt_convert(f, n, n, n, PM_SAMPLE_F32, 0, 0);
-        free(f);
-    }
+    frame_fields(n, N, h);
     float *dvol = pmt_to_ctx(c, h[0], 4 * np);
     pm_volume v = {dvol, PM_SAMPLE_F32, n, n, n, 0, 0, {0, 0, 0}, {0, 0, 0}};
     const size_t vcap = 3u << 20, tcap = 1u << 20;
@@ -816,27 +848,10 @@ static void test_capture(size_t n)
                 PMT_OK(pm_context_synchronize(c));
                 pm_isosurface_counts hc;
                 PMT_OK(pm_download(c, &hc, cnt, sizeof hc));
-                const pm_mesh *r = &ref[k];
-                PMT_CHECK(hc.flags == 0 && hc.num_vertices == r->num_vertices &&
-                              hc.num_triangles == r->num_triangles &&
-                              hc.active_cells == r->active_cells,
-                          "capture replay %d of volume %d (%s): counts %llu/%llu, want %zu/%zu",
-                          round, k, mode ? "soup" : "indexed", (unsigned long long)hc.num_vertices,
-                          (unsigned long long)hc.num_triangles, r->num_vertices, r->num_triangles);
-                float *gp = pmt_to_host(c, pos, 12 * r->num_vertices);
-                float *gn = pmt_to_host(c, nrm, 12 * r->num_vertices);
-                PMT_CHECK(!memcmp(gp, r->positions, 12 * r->num_vertices) &&
-                              !memcmp(gn, r->normals, 12 * r->num_vertices),
-                          "capture replay %d of volume %d (%s): vertices differ", round, k,
-                          mode ? "soup" : "indexed");
-                free(gp);
-                free(gn);
-                if (mode == PM_MESH_INDEXED) {
-                    uint32_t *gi = pmt_to_host(c, idx, 12 * r->num_triangles);
-                    PMT_CHECK(!memcmp(gi, r->indices, 12 * r->num_triangles),
-                              "capture replay %d of volume %d: indices differ", round, k);
-                    free(gi);
-                }
+                char what[96];
+                snprintf(what, sizeof what, "capture replay %d of volume %d (%s)", round, k,
+                         mode ? "soup" : "indexed");
+                buffers_match(c, &a, &hc, &ref[k], what);
             }
         cudaGraphExecDestroy(ge);
         cudaGraphDestroy(g);
@@ -895,24 +910,7 @@ static void graph_call(pm_context *c, const pm_volume *v, double iso, pm_isosurf
     else
         PMT_CHECK(!strstr(rep.path, "launch=graph") && !strstr(rep.path, "launch=capture"),
                   "%s: path \"%s\", want no graph", what, rep.path);
-    PMT_CHECK(hc.flags == 0 && hc.num_vertices == r->num_vertices &&
-                  hc.num_triangles == r->num_triangles && hc.active_cells == r->active_cells,
-              "%s: counts %llu/%llu, cpu %zu/%zu", what, (unsigned long long)hc.num_vertices,
-              (unsigned long long)hc.num_triangles, r->num_vertices, r->num_triangles);
-    if (hc.num_vertices != r->num_vertices || hc.num_triangles != r->num_triangles) return;
-    float *gp = pmt_to_host(c, a.out_positions, 12 * r->num_vertices);
-    float *gn = pmt_to_host(c, a.out_normals, 12 * r->num_vertices);
-    PMT_CHECK(!memcmp(gp, r->positions, 12 * r->num_vertices) &&
-                  !memcmp(gn, r->normals, 12 * r->num_vertices),
-              "%s: vertices differ from the cpu's", what);
-    free(gp);
-    free(gn);
-    if (a.mode == PM_MESH_INDEXED) {
-        uint32_t *gi = pmt_to_host(c, a.out_indices, 12 * r->num_triangles);
-        PMT_CHECK(!memcmp(gi, r->indices, 12 * r->num_triangles),
-                  "%s: indices differ from the cpu's", what);
-        free(gi);
-    }
+    buffers_match(c, &a, &hc, r, what);
 }
 
 /* A repeated call as a CUDA graph (docs/cuda_isosurface.md, "Repeated
@@ -934,14 +932,7 @@ static void test_graph(size_t n)
     enum { N = 3, FRAMES = 8 };
     const size_t np = n * n * n;
     float *h[N];
-    for (int k = 0; k < N; k++) {
-        double *f = pmt_field_f64(k == 0   ? PMT_FIELD_CAYLEY
-                                  : k == 1 ? PMT_FIELD_SPHERE
-                                           : PMT_FIELD_TORUS,
-                                  n, n, n, 0.4 + 0.1 * k, 0.2);
-        h[k] = pmt_convert(f, n, n, n, PM_SAMPLE_F32, 0, 0);
-        free(f);
-    }
+    frame_fields(n, N, h);
     float *dvol = pmt_to_ctx(c, h[0], 4 * np);
     pm_volume v = {dvol, PM_SAMPLE_F32, n, n, n, 0, 0, {0, 0, 0}, {0, 0, 0}};
     /* Frame f: volume f % N at iso[f] and the launch word its report
