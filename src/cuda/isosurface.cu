@@ -857,13 +857,13 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
  * GPU's start by as much; one graph launch starts the whole chain (bench/
  * RESULTS-cudamc.md, session 27). The graph is captured at the second call
  * in a row of the same shape (mc_graph_key: the volume's pointer, size,
- * strides and placement, the iso value and options, the caller's
- * buffers, capacities and counts)
- * and replayed while the shape repeats; a call of another shape runs the
- * launches and becomes the shape to watch for. A failed capture leaves
- * that shape's calls on their launches (hook nograph). Captured launches take the
- * call's own tile states, cleared by the graph (pmi_mc_direct_classify;
- * report states=cleared), so every replay starts from cleared states. */
+ * strides and placement, the iso value and options, the caller's buffers,
+ * capacities and counts) and replayed while the shape repeats; a call of
+ * another shape runs the launches and becomes the shape to watch for. A
+ * failed capture leaves that shape's calls on their launches (hook
+ * nograph). Captured launches take the call's own tile states, cleared by
+ * the graph (pmi_mc_direct_classify; report states=cleared), so every
+ * replay starts from cleared states. */
 typedef struct mc_graph_key {
     const void *data;
     unsigned long long nx, ny, nz, rs, ss;
