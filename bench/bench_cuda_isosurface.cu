@@ -408,7 +408,6 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
     cudaEventDestroy(e1);
 }
 
-
 /* A mesh to host memory (issue 23's "the CLI gets the GPU's speed"): the
  * whole pm_isosurface call with the library allocating the mesh in host
  * memory, against the floor of moving its bytes: a cudaMemcpy of the same
@@ -482,7 +481,8 @@ int main(int argc, char **argv)
         else if (!strcmp(nm, "none"))
             bench_normals = PM_NORMALS_NONE;
         else if (strcmp(nm, "central") != 0) {
-            fprintf(stderr, "PM_BENCH_NORMALS: expected central, forward, sobel or none, got \"%s\"\n", nm);
+            fprintf(stderr,
+                    "PM_BENCH_NORMALS: expected central, forward, sobel or none, got \"%s\"\n", nm);
             return 2;
         }
     }

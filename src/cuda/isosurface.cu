@@ -85,7 +85,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     {
         /* The largest offset, (nx-1) + (ny-1) rs + (nz-1) ss, in double
          * (no wrap-around; exact well past 2^31). */
-        const double last = (double)(vol->nx - 1) + (double)(vol->ny - 1) * (double)vol->row_stride +
+        const double last = (double)(vol->nx - 1) +
+                            (double)(vol->ny - 1) * (double)vol->row_stride +
                             (double)(vol->nz - 1) * (double)vol->slice_stride;
         v.i32 = vol->nx > 0 && vol->ny > 0 && vol->nz > 0 && last < 2147483647.0 &&
                 vol->row_stride < ((size_t)1 << 31) && vol->slice_stride < ((size_t)1 << 31);
@@ -136,8 +137,8 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * at 320^3 and 352^3 (352^3 soup u16 0.17 against 0.21 ms), slower
      * at 384^3, so they stop at 3 * 2^24, about 369^3). */
     const size_t direct_max = vol->type == PM_SAMPLE_F32 ? MC_DIRECT_MAX_F32 : MC_DIRECT_MAX;
-    const int direct = pmi_mc_direct_supported(vol) && pl->npoints <= direct_max &&
-                       !(pl->hooks & PMI_HOOK_STREAM);
+    const int direct =
+        pmi_mc_direct_supported(vol) && pl->npoints <= direct_max && !(pl->hooks & PMI_HOOK_STREAM);
     pl->pass1 = direct ? MC_PASS1_DIRECT : stream ? MC_PASS1_STREAM : MC_PASS1_BITMASK;
     /* A soup's records in per-tile chunks: no tile of the direct
      * classification waits for the tiles before it (pmi_mc_direct_classify;
@@ -243,7 +244,7 @@ static mc_layout mc_pass1_layout(const pm_volume *vol, const mc_plan &pl, size_t
      * segment bases and record pool. */
     L.segc_b = stream ? pmi_align256((size_t)sg.nseg * 4 + 16) : 0;
     L.segb_b = stream ? pmi_align256((size_t)sg.nseg * 24) : 0;
-    L.bits_b = stream                          ? L.segc_b + L.segb_b + pmi_align256(rec_cap * 16)
+    L.bits_b = stream                        ? L.segc_b + L.segb_b + pmi_align256(rec_cap * 16)
                : pl.pass1 == MC_PASS1_DIRECT ? 0
                                              : pmi_align256((size_t)tl.nwords * 4 + 16);
     L.rows_b = pl.edges ? pmi_align256(nrows * 8) : 0;
@@ -911,8 +912,7 @@ static int mc_graph_capture(pm_context *ctx, const pm_volume *vol, const mc_plan
                             mc_graph *g)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
-    const mc_layout L =
-        mc_pass1_layout(vol, pl, (size_t)mc_async_records(vol, pl, opt), 256, 0);
+    const mc_layout L = mc_pass1_layout(vol, pl, (size_t)mc_async_records(vol, pl, opt), 256, 0);
     void *scratch;
     if (pmi_cuda_scratch(ctx, L.bytes, &scratch) != PM_STATUS_OK) {
         pmi_clear_error();

@@ -559,8 +559,8 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     default: md_launch<float>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f); break;
     }
     if (sy.tinfo)
-        pmi_launch(pdl, md_chunks_scan_kernel, 1, MD_SCAN_THREADS, s, (const uint4 *)sy.tinfo, ch.pre, sy.ctr,
-                   (unsigned)tl.ntiles, totals, f);
+        pmi_launch(pdl, md_chunks_scan_kernel, 1, MD_SCAN_THREADS, s, (const uint4 *)sy.tinfo,
+                   ch.pre, sy.ctr, (unsigned)tl.ntiles, totals, f);
     pm_status ls = pmi_cuda_launched("pm_isosurface: direct classification");
     if (ls != PM_STATUS_OK && !ticket) st->md_reset = 1;
     return ls;

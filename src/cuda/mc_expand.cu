@@ -204,10 +204,9 @@ static __device__ __forceinline__ void mc_soup_list(mc_soup_block<R> &sb, int t,
 /* Soup vertex u of the block (corner m of the block's triangle u / 3,
  * triangle k of record a): its position and normal. */
 template <typename T, int MODE, int R>
-static __device__ __forceinline__ void mc_soup_corner(const mcd_volume &v,
-                                                      const mc_soup_block<R> &sb, unsigned u,
-                                                      int *a, unsigned *k, unsigned *m, float p[3],
-                                                      float n[3])
+static __device__ __forceinline__ void
+mc_soup_corner(const mcd_volume &v, const mc_soup_block<R> &sb, unsigned u, int *a, unsigned *k,
+               unsigned *m, float p[3], float n[3])
 {
     const unsigned lt = u / 3;
     *m = u - 3 * lt;
@@ -483,12 +482,11 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_vol
     if constexpr (!std::is_same<T, double>::value) {
         if (cells && ch.tile) {
             const int R = mc_chunk_recs(v);
-            pmi_launch(
-                pdl,
-                R == MC_CELL_RECS_LARGE ? mc_soup_chunk_kernel<T, MODE, MC_CELL_RECS_LARGE>
-                                        : mc_soup_chunk_kernel<T, MODE, MC_CHUNK_RECS_LARGE>,
-                (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
-                MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+            pmi_launch(pdl,
+                       R == MC_CELL_RECS_LARGE ? mc_soup_chunk_kernel<T, MODE, MC_CELL_RECS_LARGE>
+                                               : mc_soup_chunk_kernel<T, MODE, MC_CHUNK_RECS_LARGE>,
+                       (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
+                       MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
             return;
         }
     }
@@ -512,16 +510,20 @@ static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, 
 {
     switch (mode) {
     case PM_NORMALS_FORWARD:
-        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch,
+                                                  early_blocks);
         break;
     case PM_NORMALS_SOBEL:
-        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch,
+                                                early_blocks);
         break;
     case PM_NORMALS_NONE:
-        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc, ch, early_blocks);
+        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc, ch,
+                                               early_blocks);
         break;
     default:
-        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch,
+                                                  early_blocks);
         break;
     }
 }
@@ -533,19 +535,23 @@ static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_norm
 {
     switch (type) {
     case PM_SAMPLE_U8:
-        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch,
+                                early_blocks);
         break;
     case PM_SAMPLE_U16:
-        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch,
+                                 early_blocks);
         break;
     case PM_SAMPLE_I16:
-        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch,
+                                early_blocks);
         break;
     case PM_SAMPLE_F32:
         mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
         break;
     case PM_SAMPLE_F64:
-        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch,
+                               early_blocks);
         break;
     }
 }
@@ -581,8 +587,8 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     if (!mc_record_blocks(nr))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
     if (j.nvert)
-        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc,
-                       j.ch, early_blocks);
+        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc, j.ch,
+                       early_blocks);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
     if (j.ntri && j.idx)
         pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
