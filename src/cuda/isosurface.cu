@@ -855,9 +855,9 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
 
 /* A repeated call as a CUDA graph. A kernel launch costs the host 3-6 us
  * on the H100 machines measured, and the first one of a call delays the
- * GPU's start by as much; one graph launch starts the whole chain (bench/
- * RESULTS-cudamc.md, session 27). The graph is captured at the second call
- * in a row of the same shape (mc_graph_key: the volume's pointer, size,
+ * GPU's start by as much; one graph launch starts the whole chain
+ * (bench/RESULTS-cudamc.md). The graph is captured at the second call in
+ * a row of the same shape (mc_graph_key: the volume's pointer, size,
  * strides and placement, the iso value and options, the caller's buffers,
  * capacities and counts) and replayed while the shape repeats; a call of
  * another shape runs the launches and becomes the shape to watch for. A
