@@ -415,7 +415,8 @@ typedef struct pm_isosurface_counts {
  * into a CUDA graph on the context's stream and replayed, on whatever
  * the buffers hold at each replay; the CUDA backend itself replays a
  * graph of a call repeated with the same volume buffer, iso value,
- * options, buffers and capacities (docs/cuda_isosurface.md). */
+ * options, buffers and capacities (one of the last four such shapes;
+ * docs/cuda_isosurface.md). */
 #define PM_ISOSURFACE_DOES_NOT_FIT 1u
 #define PM_ISOSURFACE_INDEX_OVERFLOW 2u
 PM_API pm_status pm_isosurface_async(pm_context *ctx, const pm_volume *volume, double iso,

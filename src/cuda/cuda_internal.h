@@ -63,9 +63,11 @@ typedef struct pmi_cuda_state {
     int md_reset;  /* zero them before the next launch */
     int md_zeroed;  /* the last launch zeroed them first (report: states) */
     int md_cleared; /* the last launch took the call's cleared states */
-    /* The marching cubes' CUDA graph of a repeated call
-     * (isosurface.cu, mc_graph), or NULL. */
+    /* The marching cubes' CUDA graphs of repeated calls
+     * (isosurface.cu, mc_graphs), or NULL; mc_graph_capturing while the
+     * library captures one. */
     void *mc_graph;
+    int mc_graph_capturing;
     /* The pool of stream-ordered scratch (cuda_scratch_alloc), made at its
      * first use; it keeps freed memory for the next call. */
     cudaMemPool_t pool;

@@ -290,8 +290,13 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     /* A stream being captured into a CUDA graph replays the launches with
      * the parameters of the capture, so the direct classification then
      * takes cleared states of the call's scratch (epoch 0) instead of the
-     * context's (whose epoch and ticket count change from call to call). */
-    const int kept = pl.pass1 == MC_PASS1_DIRECT && !mc_capturing(s);
+     * context's (whose epoch and ticket count change from call to call).
+     * Chunked records take no states, only the chunk counter, which every
+     * call leaves at zero: the library's own graph (mc_graph_capture)
+     * takes the context's and clears nothing. */
+    const int kept = pl.pass1 == MC_PASS1_DIRECT &&
+                     (!mc_capturing(s) ||
+                      (pl.chunks && st->mc_graph_capturing && pmi_mc_direct_counter_ready(st)));
     const mc_layout L = mc_pass1_layout(vol, pl, rec_cap, extra_b, kept);
     const size_t head_b = L.head_b, segc_b = L.segc_b, segb_b = L.segb_b, rows_b = L.rows_b,
                  tab_b = L.tab_b, tinfo_b = L.tinfo_b, bytes = L.bytes;
@@ -856,15 +861,18 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
 /* A repeated call as a CUDA graph. A kernel launch costs the host 3-6 us
  * on the H100 machines measured, and the first one of a call delays the
  * GPU's start by as much; one graph launch starts the whole chain
- * (bench/RESULTS-cudamc.md). The graph is captured at the second call in
- * a row of the same shape (mc_graph_key: the volume's pointer, size,
- * strides and placement, the iso value and options, the caller's buffers,
- * capacities and counts) and replayed while the shape repeats; a call of
- * another shape runs the launches and becomes the shape to watch for. A
- * failed capture leaves that shape's calls on their launches (hook
- * nograph). Captured launches take the call's own tile states, cleared by
- * the graph (pmi_mc_direct_classify; report states=cleared), so every
- * replay starts from cleared states. */
+ * (bench/RESULTS-cudamc.md). The context remembers the shapes of its last
+ * calls (mc_graph_key: the volume's pointer, size, strides and placement,
+ * the iso value and options, the caller's buffers, capacities and counts;
+ * MC_GRAPHS of them, the least recently used replaced). A shape's first
+ * call runs its launches, its second captures them into a graph, its
+ * later calls replay it. A failed capture leaves that shape's calls on
+ * their launches (hook nograph). Captured launches take the call's own
+ * tile states, cleared by the graph (pmi_mc_direct_classify; report
+ * states=cleared), so every replay starts from cleared states; chunked
+ * records take the context's chunk counter, zero between calls (states=
+ * kept; a graph whose counter another call moved or left unknown is
+ * captured again). */
 typedef struct mc_graph_key {
     const void *data;
     unsigned long long nx, ny, nz, rs, ss;
@@ -874,42 +882,54 @@ typedef struct mc_graph_key {
     const void *pos, *nrm, *idx, *counts;
     unsigned long long vcap, tcap;
 } mc_graph_key;
+/* A shape's entry. */
 typedef struct mc_graph {
-    mc_graph_key key;     /* the last call's shape */
-    int seen;             /* key holds a call's shape */
-    int failed;           /* the capture failed for key: its calls run the launches */
-    cudaGraphExec_t exec; /* key's graph, or NULL */
+    mc_graph_key key;     /* the shape */
+    int failed;           /* its capture failed: its calls run the launches */
+    cudaGraphExec_t exec; /* its graph, or NULL */
     void *arena;          /* the scratch the graph uses */
     size_t arena_bytes;
+    void *md;               /* the context's chunk counter's buffer the graph uses, or NULL */
+    unsigned long long use; /* the call that last used it (least recent: replaced) */
+} mc_graph;
+/* The shapes of the context's last calls (MC_GRAPHS: a frame may take
+ * a few iso values, or both entry points). */
+#define MC_GRAPHS 4
+typedef struct mc_graphs {
+    mc_graph e[MC_GRAPHS];
+    int n;
+    unsigned long long calls;
     /* The stream the launches are captured on: the library's own, so that
      * a caller's stream (which other threads may use) is never captured. */
     cudaStream_t cap;
-} mc_graph;
+} mc_graphs;
 
 static void mc_graph_drop(mc_graph *g)
 {
     if (g->exec) cudaGraphExecDestroy(g->exec);
     g->exec = NULL;
+    g->md = NULL;
     g->failed = 0;
 }
 
 void pmi_isosurface_graph_free(pmi_cuda_state *st)
 {
-    mc_graph *g = (mc_graph *)st->mc_graph;
-    if (!g) return;
-    mc_graph_drop(g);
-    if (g->cap) cudaStreamDestroy(g->cap);
-    free(g);
+    mc_graphs *G = (mc_graphs *)st->mc_graph;
+    if (!G) return;
+    for (int i = 0; i < G->n; i++)
+        mc_graph_drop(&G->e[i]);
+    if (G->cap) cudaStreamDestroy(G->cap);
+    free(G);
     st->mc_graph = NULL;
 }
 
 /* Captures the call's launches into g->exec: the scratch grown to the
- * captured layout first, then the launches captured on g->cap (nothing
+ * captured layout first, then the launches captured on G->cap (nothing
  * runs) and instantiated. 0 if anything failed, with no error left
  * behind (the call then runs its launches). */
 static int mc_graph_capture(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
                             const pm_isosurface_options *opt, pm_isosurface_counts *counts_ctx,
-                            mc_graph *g)
+                            mc_graphs *G, mc_graph *g)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     const mc_layout L = mc_pass1_layout(vol, pl, (size_t)mc_async_records(vol, pl, opt), 256, 0);
@@ -918,23 +938,29 @@ static int mc_graph_capture(pm_context *ctx, const pm_volume *vol, const mc_plan
         pmi_clear_error();
         return 0;
     }
-    if (!g->cap && cudaStreamCreateWithFlags(&g->cap, cudaStreamNonBlocking) != cudaSuccess) {
+    if (!G->cap && cudaStreamCreateWithFlags(&G->cap, cudaStreamNonBlocking) != cudaSuccess) {
         cudaGetLastError();
-        g->cap = NULL;
+        G->cap = NULL;
         return 0;
     }
-    if (cudaStreamBeginCapture(g->cap, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    if (pl.chunks && pmi_mc_direct_prepare(st, pl.hooks) != PM_STATUS_OK) {
+        pmi_clear_error();
+        return 0;
+    }
+    if (cudaStreamBeginCapture(G->cap, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
     pm_isosurface_options o = *opt;
     o.report = NULL; /* reported at the launch */
     const cudaStream_t s = st->stream;
-    st->stream = g->cap;
+    st->stream = G->cap;
+    st->mc_graph_capturing = 1;
     const pm_status ls = mc_queue_launches(ctx, vol, pl, &o, counts_ctx);
+    st->mc_graph_capturing = 0;
     st->stream = s;
     cudaGraph_t graph = NULL;
-    cudaError_t e = cudaStreamEndCapture(g->cap, &graph);
+    cudaError_t e = cudaStreamEndCapture(G->cap, &graph);
     const int ok = e == cudaSuccess && ls == PM_STATUS_OK && !(pl.hooks & PMI_HOOK_NOGRAPH) &&
                    cudaGraphInstantiate(&g->exec, graph, 0) == cudaSuccess;
     if (graph) cudaGraphDestroy(graph);
@@ -946,6 +972,7 @@ static int mc_graph_capture(pm_context *ctx, const pm_volume *vol, const mc_plan
     }
     g->arena = st->arena;
     g->arena_bytes = st->arena_bytes;
+    g->md = pl.pass1 == MC_PASS1_DIRECT && !st->md_cleared ? st->md_buf : NULL;
     return 1;
 }
 
@@ -956,9 +983,9 @@ static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     if (mc_capturing(st->stream)) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
-    if (!st->mc_graph) st->mc_graph = calloc(1, sizeof(mc_graph));
-    mc_graph *g = (mc_graph *)st->mc_graph;
-    if (!g) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
+    if (!st->mc_graph) st->mc_graph = calloc(1, sizeof(mc_graphs));
+    mc_graphs *G = (mc_graphs *)st->mc_graph;
+    if (!G) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
     /* The plan is a function of these (and of the device): a key of
      * scalars, its padding zeroed, compared by memcmp. */
     mc_graph_key k;
@@ -986,26 +1013,41 @@ static pm_status mc_queue(pm_context *ctx, const pm_volume *vol, const mc_plan &
     k.counts = counts_ctx;
     k.vcap = opt->vertex_capacity;
     k.tcap = opt->triangle_capacity;
-    if (!g->seen || memcmp(&k, &g->key, sizeof k) != 0) {
-        /* A new shape: launched, and watched for. */
+    mc_graph *g = NULL;
+    for (int i = 0; i < G->n && !g; i++)
+        if (!memcmp(&k, &G->e[i].key, sizeof k)) g = &G->e[i];
+    if (!g) {
+        /* A new shape: launched, and remembered in a free entry or in
+         * the least recently used one's place. */
+        g = &G->e[0];
+        if (G->n < MC_GRAPHS)
+            g = &G->e[G->n++];
+        else
+            for (int i = 1; i < MC_GRAPHS; i++)
+                if (G->e[i].use < g->use) g = &G->e[i];
         mc_graph_drop(g);
         memcpy(&g->key, &k, sizeof k);
-        g->seen = 1;
+        g->use = ++G->calls;
         return mc_queue_launches(ctx, vol, pl, opt, counts_ctx);
     }
+    g->use = ++G->calls;
     if (g->failed) return mc_queue_launches(ctx, vol, pl, opt, counts_ctx, 3);
     int how = 2;
-    if (g->exec && (g->arena != st->arena || g->arena_bytes != st->arena_bytes))
-        mc_graph_drop(g); /* another call moved the scratch */
+    /* Another call moved the scratch or the chunk counter, or left the
+     * counter unknown (a failed launch). */
+    if (g->exec && (g->arena != st->arena || g->arena_bytes != st->arena_bytes ||
+                    (g->md && (g->md != st->md_buf || !pmi_mc_direct_counter_ready(st)))))
+        mc_graph_drop(g);
     if (!g->exec) {
-        if (!mc_graph_capture(ctx, vol, pl, opt, counts_ctx, g)) {
+        if (!mc_graph_capture(ctx, vol, pl, opt, counts_ctx, G, g)) {
             g->failed = 1;
             return mc_queue_launches(ctx, vol, pl, opt, counts_ctx, 3);
         }
         how = 1;
     }
     PMI_CU_TRY(cudaGraphLaunch(g->exec, st->stream), "pm_isosurface_async: graph launch");
-    st->md_cleared = pl.pass1 == MC_PASS1_DIRECT;
+    st->md_cleared = pl.pass1 == MC_PASS1_DIRECT && !g->md;
+    st->md_zeroed = 0;
     mc_report_path(opt->report, pl, st, how);
     return PM_STATUS_OK;
 }

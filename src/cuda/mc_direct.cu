@@ -83,9 +83,11 @@ static __device__ __forceinline__ unsigned md_div(unsigned n, unsigned long long
 /* The tile states and ticket of the direct classification, kept by the
  * context across calls (md_sync_get): no kernel clears them. A state word
  * is a flag (PMI_FLAG_A or PMI_FLAG_P), the call's epoch (30 bits) and a
- * 32-bit value; a state of another epoch is one not yet published. Tiles
- * are numbered by ticket: the ticket counter is never reset, each block
- * takes one, and the host knows how many earlier calls took (tbase). */
+ * 32-bit value; a state of another epoch is one not yet published. The
+ * chained tiles are numbered by ticket: the ticket counter is never
+ * reset, each block takes one, and the host knows how many earlier calls
+ * took (tbase). Chunked tiles wait for no other tile, so they take
+ * neither states nor tickets: a block's tile is its index. */
 #define MD_EPOCH_SHIFT 32
 #define MD_EPOCH_BITS 30
 #define MD_EPOCH_MASK (((1ull << MD_EPOCH_BITS) - 1) << MD_EPOCH_SHIFT)
@@ -269,13 +271,13 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     s_nt[t] = mcd_tri_count[t];
     if (t == 0) {
-        s_tile = atomicAdd(sy.ticket, 1u) - sy.tbase;
+        if constexpr (!CH) s_tile = atomicAdd(sy.ticket, 1u) - sy.tbase;
         s_cells = 0;
     }
     __syncthreads();
     /* 32-bit positions: the plan keeps nwords + one slice of words +
      * MD_WIN below 2^32. */
-    const unsigned tile = s_tile, W = (unsigned)tl.words, ny = (unsigned)v.ny,
+    const unsigned tile = CH ? blockIdx.x : s_tile, W = (unsigned)tl.words, ny = (unsigned)v.ny,
                    nw = (unsigned)tl.nwords;
     const unsigned w0 = tile * MC_THREADS, nwin = MC_THREADS + W + 1, slice = W * ny;
     const float ft = v.fthr;
@@ -455,12 +457,14 @@ mc_tiling pmi_mc_direct_tiling(const pm_volume *vol)
 /* The context's tile states and ticket for a launch of ntiles tiles:
  * grown (and zeroed) as volumes need, then a new epoch per call; zeroed
  * again when the epochs wrap around, or after a launch that failed (its
- * tickets unknown). */
+ * tickets or chunk counter unknown). Chunked tiles (chunked) take only
+ * the chunk counter: no states, epoch or tickets. */
 static pm_status md_sync_get(pmi_cuda_state *st, unsigned long long ntiles, unsigned hooks,
-                             md_sync *sy)
+                             int chunked, md_sync *sy)
 {
     const unsigned epochs = (hooks & PMI_HOOK_EPOCHS) ? 4u : 1u << MD_EPOCH_BITS;
-    const size_t need = 256 + (size_t)ntiles * MD_CHAINS * sizeof(unsigned long long);
+    const size_t need =
+        256 + (chunked ? 0 : (size_t)ntiles * MD_CHAINS * sizeof(unsigned long long));
     if (st->md_bytes < need) {
         if (st->md_buf) cudaFree(st->md_buf); /* waits for the device */
         st->md_buf = NULL;
@@ -479,7 +483,7 @@ static pm_status md_sync_get(pmi_cuda_state *st, unsigned long long ntiles, unsi
         st->md_reset = 1;
     }
     st->md_zeroed = 0;
-    if (st->md_reset || st->md_epoch + 1 >= epochs) {
+    if (st->md_reset || (!chunked && st->md_epoch + 1 >= epochs)) {
         PMI_CU_TRY(cudaMemsetAsync(st->md_buf, 0, st->md_bytes, st->stream),
                    "pm_isosurface: zeroing the direct classification's tile states");
         st->md_epoch = 0;
@@ -487,14 +491,28 @@ static pm_status md_sync_get(pmi_cuda_state *st, unsigned long long ntiles, unsi
         st->md_reset = 0;
         st->md_zeroed = 1;
     }
-    st->md_epoch++;
     sy->ticket = (unsigned int *)st->md_buf;
     sy->ctr = sy->ticket + 2;
-    sy->tbase = st->md_tickets;
     sy->state = (unsigned long long *)((char *)st->md_buf + 256);
+    if (chunked) return PM_STATUS_OK;
+    st->md_epoch++;
+    sy->tbase = st->md_tickets;
     sy->epoch = (unsigned long long)st->md_epoch << MD_EPOCH_SHIFT;
     st->md_tickets += (unsigned)ntiles; /* modulo 2^32, as the device counter */
     return PM_STATUS_OK;
+}
+
+/* A capture of chunked records (the CUDA graph of a repeated call,
+ * isosurface.cu) takes the context's chunk counter, which every call
+ * leaves at zero (md_chunks_scan_kernel resets it), when the context
+ * holds one that needs no zeroing; pmi_mc_direct_prepare makes it so
+ * before the capture (the zeroing runs then, not in the graph). */
+int pmi_mc_direct_counter_ready(const pmi_cuda_state *st) { return st->md_buf && !st->md_reset; }
+
+pm_status pmi_mc_direct_prepare(pmi_cuda_state *st, unsigned hooks)
+{
+    md_sync sy;
+    return md_sync_get(st, 0, hooks, 1, &sy);
 }
 
 template <typename T>
@@ -537,8 +555,9 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     /* The caller's states and counters (zeroed, epoch 0), else the context's. */
     md_sync sy = {ticket, 0, state, 0, ticket ? ticket + 2 : NULL, NULL};
     st->md_cleared = ticket != NULL;
-    if (!ticket) PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, &sy));
     sy.tinfo = edges ? NULL : ch.tile;
+    if (!ticket)
+        PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, sy.tinfo != NULL, &sy));
     cudaStream_t s = st->stream;
     unsigned long long *rw = edges ? rows : NULL;
     mc_tables tb = {NULL, 0, 1};

@@ -181,7 +181,8 @@ static __device__ __forceinline__ void mc_final_counts(const unsigned long long 
  * (soups only, edges 0) the records are chunked: each tile stores its
  * records at a chunk it takes from a counter, in lattice order within the
  * tile, with tile-local triangle prefixes, and no tile waits for another
- * (the ticket's header word 2 is the counter). Rows of at most 32 *
+ * (the ticket's header word 2 is the counter; the context's when
+ * ticket is NULL, left at zero by every call). Rows of at most 32 *
  * MC_DIRECT_WMAX points, all types but f64. */
 #define MC_DIRECT_WMAX 64
 /* A soup's chunked records: tile[t] = {first record of tile t's chunk,
@@ -204,6 +205,8 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  unsigned long long *totals, const mc_tables *tab,
                                  const mc_final_args *fin, const mc_chunks &ch, unsigned hooks,
                                  int pdl);
+int pmi_mc_direct_counter_ready(const pmi_cuda_state *st);
+pm_status pmi_mc_direct_prepare(pmi_cuda_state *st, unsigned hooks);
 }
 
 /* How pass 2 makes the mesh: an indexed mesh (MC_SOUP_NONE: vertices by
