@@ -35,8 +35,8 @@
 #define PMT_DIRECT_MAX ((size_t)3 << 24)
 #define PMT_DIRECT_MAX_F32 ((size_t)3 << 23)
 #define PMT_CHUNKS_MIN ((size_t)1 << 22)
-static size_t chunks_runs, ordered_runs, nopdl_runs, direct_runs, stream_runs, zeroed_runs,
-    chunk128_runs, scalar_runs;
+static size_t chunks_runs, ordered_runs, pool_runs, nopdl_runs, direct_runs, stream_runs,
+    zeroed_runs, chunk128_runs, scalar_runs;
 
 /* The streaming classification's chunk width: 128 points (bands of 63
  * rows) where that takes at least 10% fewer lanes per slice than 256
@@ -96,14 +96,18 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     if (!stream && !direct && mask_bytes > ((size_t)512 << 20))
         PMT_CHECK(path_has(r, "classify=perword"), "%s: path \"%s\"", what, r->path);
     /* A direct classification's soup: its records chunked per tile above
-     * 2^22 points, else in lattice order. */
+     * 2^22 points, else in lattice order; a streamed soup's left in the
+     * streaming classification's pool. */
     if (direct && soup)
         PMT_CHECK(path_has(r, points > PMT_CHUNKS_MIN ? "records=chunks" : "records=ordered"),
                   "%s: path \"%s\"", what, r->path);
+    else if (stream && soup)
+        PMT_CHECK(path_has(r, "records=pool"), "%s: path \"%s\"", what, r->path);
     else
         PMT_CHECK(!strstr(r->path, "records="), "%s: path \"%s\"", what, r->path);
     chunks_runs += path_has(r, "records=chunks");
     ordered_runs += path_has(r, "records=ordered");
+    pool_runs += path_has(r, "records=pool");
     if (!soup)
         PMT_CHECK(path_has(r, "pass2=blocks") && !strstr(r->path, "soup="), "%s: path \"%s\"", what,
                   r->path);
@@ -1040,8 +1044,9 @@ int main(int argc, char **argv)
         test_graph(168); /* a soup's records chunked per tile */
         printf("forced paths: %zu launch=plain; "
                "pass 1: %zu direct (%zu with its states zeroed first; soups: %zu with chunked "
-               "records, %zu ordered), %zu stream\n",
-               nopdl_runs, direct_runs, zeroed_runs, chunks_runs, ordered_runs, stream_runs);
+               "records, %zu ordered), %zu stream (%zu soups with pooled records)\n",
+               nopdl_runs, direct_runs, zeroed_runs, chunks_runs, ordered_runs, stream_runs,
+               pool_runs);
         /* Both soup record layouts of the direct classification. */
         if (!hook_set("stream"))
             PMT_CHECK(chunks_runs > 0 && ordered_runs > 0,
@@ -1051,6 +1056,7 @@ int main(int argc, char **argv)
          * larger ones of test_size_paths streamed); the stream hook takes
          * every volume that the direct one would to the streaming one. */
         PMT_CHECK(stream_runs > 0, "pass1=stream never ran");
+        PMT_CHECK(pool_runs > 0, "no streamed soup (records=pool) ran");
         /* Both chunk widths: the f32 volumes of test_size_paths take 256
          * (2048-point rows) and 128 points (384-point rows). */
         PMT_CHECK(chunk128_runs > 0 && chunk128_runs < stream_runs,

@@ -62,6 +62,7 @@ typedef struct mc_plan {
     mc_cls_kernel cls; /* the bitmask path's classification kernel */
     mc_soup soup;      /* how pass 2 makes a soup (MC_SOUP_NONE: indexed) */
     int chunks;        /* a direct classification's soup records chunked per tile */
+    int pool;          /* a streaming classification's soup records left in its pool */
     int tables;        /* the classification writes the start table */
     int pdl;           /* kernels chained by programmatic dependent launch */
     unsigned hooks;    /* PYRAMESH_TEST_HOOKS */
@@ -145,6 +146,9 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * above MC_CHUNKS_MIN points, where that wait costs more than the
      * chunked path adds). */
     pl->chunks = direct && !pl->indexed && pl->npoints > MC_CHUNKS_MIN;
+    /* A soup's records left where the streaming classification pooled
+     * them, in arrival order: pass 2 reads them there (no scatter). */
+    pl->pool = pl->pass1 == MC_PASS1_STREAM && !pl->indexed;
     if (direct) {
         pl->tl = pmi_mc_direct_tiling(vol);
     } else if (stream) {
@@ -198,6 +202,8 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi
      * lattice order. */
     if (pl.pass1 == MC_PASS1_DIRECT && pl.soup == MC_SOUP_CELLS)
         pmi_report_path(r, "records", pl.chunks ? "chunks" : "ordered");
+    if (pl.pass1 == MC_PASS1_STREAM && pl.soup == MC_SOUP_CELLS)
+        pmi_report_path(r, "records", pl.pool ? "pool" : "ordered");
     pmi_report_path(r, "pass2", pl.soup == MC_SOUP_CELLS ? "cells" : "blocks");
     pmi_report_path(r, "launch",
                     graph == 1   ? "capture"
@@ -216,6 +222,7 @@ typedef struct mc_scratch {
     unsigned long long *totals; /* records, triangles, crossings, active cells */
     mc_tables ctab;             /* start table (t NULL: none) */
     mc_chunks ch;               /* the chunked records (pl.chunks), or tile NULL */
+    mc_pool_recs pool;          /* the pooled records (pl.pool), or pool NULL */
     char *extra;                /* extra_b bytes of the caller's */
 } mc_scratch;
 
@@ -224,6 +231,7 @@ typedef struct mc_scratch {
  * capture). */
 typedef struct mc_layout {
     size_t head_b, segc_b, segb_b, bits_b, rows_b, tab_b, tinfo_b, extra_b, bytes;
+    size_t rec8_b, rec2_b; /* each 8- and 2-byte record array (none: pooled records) */
     mc_tables tab;
 } mc_layout;
 static mc_layout mc_pass1_layout(const pm_volume *vol, const mc_plan &pl, size_t rec_cap,
@@ -257,8 +265,10 @@ static mc_layout mc_pass1_layout(const pm_volume *vol, const mc_plan &pl, size_t
                                 pmi_align256((size_t)tl.ntiles * sizeof(unsigned))
                           : 0;
     L.extra_b = pmi_align256(extra_b);
-    L.bytes = L.head_b + pmi_align256(rec_cap * 8) * 3 + pmi_align256(rec_cap * 2) + L.rows_b +
-              L.tab_b + L.tinfo_b + L.extra_b + L.bits_b;
+    L.rec8_b = pl.pool ? 0 : pmi_align256(rec_cap * 8);
+    L.rec2_b = pl.pool ? 0 : pmi_align256(rec_cap * 2);
+    L.bytes =
+        L.head_b + L.rec8_b * 3 + L.rec2_b + L.rows_b + L.tab_b + L.tinfo_b + L.extra_b + L.bits_b;
     return L;
 }
 
@@ -306,16 +316,17 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
     p->base = base;
     p->end = base + bytes;
+    memset(&p->pool, 0, sizeof p->pool);
     unsigned int *ticket = (unsigned int *)base;
     p->totals = (unsigned long long *)(base + 64);
     unsigned long long *state = (unsigned long long *)(base + 256);
     char *q = base + head_b;
     p->rec.point = (unsigned long long *)q;
-    q += pmi_align256(rec_cap * 8);
+    q += L.rec8_b;
     p->rec.tri = (unsigned long long *)q;
-    q += pmi_align256(rec_cap * 8);
+    q += L.rec8_b;
     p->rec.info = (uint16_t *)q;
-    q += pmi_align256(rec_cap * 2);
+    q += L.rec2_b;
     p->rows = pl.edges ? (unsigned long long *)q : NULL;
     q += rows_b;
     if (tab.nt) tab.t = (long long *)q;
@@ -328,7 +339,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     p->extra = q;
     q += extra_b;
     p->rec.cross = (unsigned long long *)q;
-    q += pmi_align256(rec_cap * 8);
+    q += L.rec8_b;
     unsigned int *bits = (unsigned int *)q;
     const mc_tables *tp = tab.t ? &tab : NULL;
     /* The direct classification keeps its tile states in the context and
@@ -361,8 +372,10 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
         sm.pool_ctr = (unsigned long long *)(base + 128);
         sm.ticket = ticket;
         sm.state = state;
+        if (pl.pool)
+            p->pool = {sm.pool, sm.pool_ctr, rec_cap, sm.segbase + sg.nseg, sg.nchunks, sg.cshift};
         return pmi_mc_stream_classify(ctx, pl.v, vol->type, sg, pl.edges, sm, p->rec, rec_cap,
-                                      p->rows, p->totals, tp, pl.pdl);
+                                      p->rows, p->totals, tp, pl.pool, pl.pdl);
     }
     PMI_TRY(pmi_mc_inside_bits(ctx, pl.v, tl, vol->type, bits, pl.pdl));
     return pmi_mc_classify(ctx, pl.v, tl, pl.edges, bits, ticket, state, p->rec, rec_cap, p->rows,
@@ -442,6 +455,7 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
     j.nrec = nrec;
     j.tstarts = p1.ctab.t;
     j.ch = p1.ch;
+    j.pool = p1.pool;
     if (pl.soup == MC_SOUP_NONE) {
         j.nvert = nv_w;
         j.ntri = nt_w;
@@ -689,6 +703,7 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
     PMI_TRY(mc_plan_make(ctx, win, iso, &opt, &pl));
     pl.v.kz = (long long)zoff;
     pl.chunks = 0; /* the owned ranges below need the records in lattice order */
+    pl.pool = 0;
     if ((pl.hooks & PMI_HOOK_SPLIT) && own1 - own0 > 1)
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: split (test hook)", fn);
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -845,6 +860,7 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
     j.nrm = pnrm;
     j.tstarts = p1.ctab.t;
     j.ch = p1.ch;
+    j.pool = p1.pool;
     j.dc = dc;
     if (indexed) {
         j.idx = opt->out_indices;

@@ -262,12 +262,18 @@ static __global__ void __launch_bounds__(MC_THREADS)
  * after the scan has ended in practice: they wait first and read the
  * record count, so a grid sized for generous capacities costs a read a
  * block past the records, not a block's records. Every block waits
- * before it ends (a kernel after this one relies on it). */
-template <typename T, int MODE, int R>
+ * before it ends (a kernel after this one relies on it).
+ * POOL: the records in the streaming classification's pool instead (pp,
+ * arrival order), whose triangles start at their segment's prefix plus
+ * their own. The kernel before this one is mc_final_kernel (or a host
+ * wait), so the pool, its counter and the segments' prefixes, written by
+ * the kernels before it, are read by every block before its wait, and
+ * only pm_isosurface_async's counts after it. */
+template <typename T, int MODE, int R, int POOL>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_soup_chunk_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
                          float *pos, float *nrm, const mc_dcounts *dc, mc_chunks ch,
-                         unsigned early_blocks)
+                         mc_pool_recs pp, unsigned early_blocks)
 {
     __shared__ mc_soup_block<R> sb;
     /* Each record's first triangle in the mesh; the warps' triangles. */
@@ -278,8 +284,14 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     const long long r0 = (long long)blockIdx.x * R;
     /* The first wave's blocks (early_blocks) start while the scan runs;
      * the others wait first, then know the record count and the prefixes. */
-    const bool early = blockIdx.x < early_blocks;
-    if (!early) {
+    const bool early = POOL || blockIdx.x < early_blocks;
+    if (POOL) {
+        nrec = (long long)min(__ldcg(pp.ctr), pp.cap);
+        if (r0 >= nrec) {
+            pmi_pdl_enter(); /* block-uniform, before any barrier */
+            return;
+        }
+    } else if (!early) {
         pmi_pdl_enter();
         if (dc) {
             if (!dc->ok) return;
@@ -291,7 +303,17 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     unsigned long long tri = 0;
     unsigned nt = 0;
     int valid = 0;
-    if (t < R && r0 + t < nrec) {
+    if (POOL && t < R && r0 + t < nrec) {
+        /* tri: the record's first triangle in the mesh. */
+        const uint4 e = __ldg(pp.pool + r0 + t);
+        const unsigned long long point = (unsigned long long)e.x | (unsigned long long)e.y << 32,
+                                 row = point / (unsigned long long)v.nx,
+                                 x = point - row * (unsigned long long)v.nx;
+        tri = __ldg(pp.segtri + row * (unsigned long long)pp.nchunks + (x >> pp.cshift)) +
+              (e.w & 0xffffu);
+        valid = 1;
+        nt = mc_soup_record(v, e.z & 0xffffu, point, sb, t);
+    } else if (t < R && r0 + t < nrec) {
         /* The record's words are loaded with its triangle word, before
          * the check that needs the latter. */
         const long long r = r0 + t;
@@ -339,10 +361,10 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
             ok = __ldcg(&dc->ok);
             dnt = __ldcg(&dc->ntri);
         }
-        const unsigned pg = t < nvalid ? __ldcg(ch.pre + (tri >> 32)) : 0u;
+        const unsigned pg = !POOL && t < nvalid ? __ldcg(ch.pre + (tri >> 32)) : 0u;
         if (!ok) return;
         if (dc) nvout = 3 * dnt;
-        if (t < nvalid) gt[t] = pg + (tri & 0xffffffffull);
+        if (t < nvalid) gt[t] = POOL ? tri : pg + (tri & 0xffffffffull);
         __syncthreads();
     }
     for (; u < n3; u += MC_THREADS) {
@@ -469,24 +491,31 @@ static __global__ void __launch_bounds__(MC_THREADS)
     }
 }
 
-/* The vertex kernels: indexed vertices by blocks of records, or the soup
- * from the cells; n vertices at most. */
+/* The vertex kernels of job j: indexed vertices by blocks of records, or
+ * the soup from the cells (chunked or pooled records: the unordered
+ * kernel); n vertices at most. */
 template <typename T, int MODE>
 static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_volume &v,
-                               mc_records rec, long long nrec, unsigned long long n, float *pos,
-                               float *nrm, const mc_dcounts *dc, const mc_chunks &ch,
+                               const mc_records &rec, const mc_expand_job &j, unsigned long long n,
                                unsigned early_blocks)
 {
-    /* No chunked records for f64 volumes (the direct classification
-     * takes the other types), so no instance of the chunked kernel. */
+    const long long nrec = j.nrec;
+    const unsigned long long nb = (unsigned long long)(nrec > 0 ? nrec : 0);
+    float *nrm = MODE == PM_NORMALS_NONE ? NULL : j.nrm;
+    /* No chunked or pooled records for f64 volumes (the direct and the
+     * streaming classification take the other types), so no instance of
+     * the unordered kernel. */
     if constexpr (!std::is_same<T, double>::value) {
-        if (cells && ch.tile) {
+        if (cells && (j.ch.tile || j.pool.pool)) {
             const int R = mc_chunk_recs(v);
-            pmi_launch(pdl,
-                       R == MC_CELL_RECS_LARGE ? mc_soup_chunk_kernel<T, MODE, MC_CELL_RECS_LARGE>
-                                               : mc_soup_chunk_kernel<T, MODE, MC_CHUNK_RECS_LARGE>,
-                       (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
-                       MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+            auto k = j.pool.pool ? (R == MC_CELL_RECS_LARGE
+                                        ? mc_soup_chunk_kernel<T, MODE, MC_CELL_RECS_LARGE, 1>
+                                        : mc_soup_chunk_kernel<T, MODE, MC_CHUNK_RECS_LARGE, 1>)
+                     : R == MC_CELL_RECS_LARGE
+                         ? mc_soup_chunk_kernel<T, MODE, MC_CELL_RECS_LARGE, 0>
+                         : mc_soup_chunk_kernel<T, MODE, MC_CHUNK_RECS_LARGE, 0>;
+            pmi_launch(pdl, k, (unsigned)mc_cell_blocks(nb, R), MC_THREADS, s, v, rec, nrec, n,
+                       j.pos, nrm, j.dc, j.ch, j.pool, early_blocks);
             return;
         }
     }
@@ -495,63 +524,53 @@ static void mc_launch_vertices(cudaStream_t s, int pdl, int cells, const mcd_vol
         pmi_launch(pdl,
                    R == MC_CELL_RECS_SMALL ? mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_SMALL>
                                            : mc_soup_cell_kernel<T, MODE, MC_CELL_RECS_LARGE>,
-                   (unsigned)mc_cell_blocks((unsigned long long)(nrec > 0 ? nrec : 0), R),
-                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
+                   (unsigned)mc_cell_blocks(nb, R), MC_THREADS, s, v, rec, nrec, n, j.pos, nrm,
+                   j.dc);
     } else
-        pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks((unsigned long long)nrec),
-                   MC_THREADS, s, v, rec, nrec, n, pos, nrm, dc);
+        pmi_launch(pdl, mc_vertex_block_kernel<T, MODE>, mc_blocks(nb), MC_THREADS, s, v, rec, nrec,
+                   n, j.pos, nrm, j.dc);
 }
 
 template <typename T>
 static void mc_launch_mode(cudaStream_t s, int pdl, pm_normals mode, int cells, const mcd_volume &v,
-                           mc_records rec, long long nrec, unsigned long long n, float *pos,
-                           float *nrm, const mc_dcounts *dc, const mc_chunks &ch,
+                           const mc_records &rec, const mc_expand_job &j, unsigned long long n,
                            unsigned early_blocks)
 {
     switch (mode) {
     case PM_NORMALS_FORWARD:
-        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch,
-                                                  early_blocks);
+        mc_launch_vertices<T, PM_NORMALS_FORWARD>(s, pdl, cells, v, rec, j, n, early_blocks);
         break;
     case PM_NORMALS_SOBEL:
-        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch,
-                                                early_blocks);
+        mc_launch_vertices<T, PM_NORMALS_SOBEL>(s, pdl, cells, v, rec, j, n, early_blocks);
         break;
     case PM_NORMALS_NONE:
-        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, nrec, n, pos, NULL, dc, ch,
-                                               early_blocks);
+        mc_launch_vertices<T, PM_NORMALS_NONE>(s, pdl, cells, v, rec, j, n, early_blocks);
         break;
     default:
-        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, nrec, n, pos, nrm, dc, ch,
-                                                  early_blocks);
+        mc_launch_vertices<T, PM_NORMALS_CENTRAL>(s, pdl, cells, v, rec, j, n, early_blocks);
         break;
     }
 }
 
 static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_normals mode, int cells,
-                           const mcd_volume &v, mc_records rec, long long nrec,
-                           unsigned long long n, float *pos, float *nrm, const mc_dcounts *dc,
-                           const mc_chunks &ch, unsigned early_blocks)
+                           const mcd_volume &v, const mc_records &rec, const mc_expand_job &j,
+                           unsigned long long n, unsigned early_blocks)
 {
     switch (type) {
     case PM_SAMPLE_U8:
-        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch,
-                                early_blocks);
+        mc_launch_mode<uint8_t>(s, pdl, mode, cells, v, rec, j, n, early_blocks);
         break;
     case PM_SAMPLE_U16:
-        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch,
-                                 early_blocks);
+        mc_launch_mode<uint16_t>(s, pdl, mode, cells, v, rec, j, n, early_blocks);
         break;
     case PM_SAMPLE_I16:
-        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch,
-                                early_blocks);
+        mc_launch_mode<int16_t>(s, pdl, mode, cells, v, rec, j, n, early_blocks);
         break;
     case PM_SAMPLE_F32:
-        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch, early_blocks);
+        mc_launch_mode<float>(s, pdl, mode, cells, v, rec, j, n, early_blocks);
         break;
     case PM_SAMPLE_F64:
-        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, nrec, n, pos, nrm, dc, ch,
-                               early_blocks);
+        mc_launch_mode<double>(s, pdl, mode, cells, v, rec, j, n, early_blocks);
         break;
     }
 }
@@ -574,21 +593,18 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     /* The chunked soup kernel's first wave: 4 blocks an SM. */
     const unsigned early_blocks = 4u * (unsigned)pmi_cuda(ctx)->num_sms;
     if (j.soup == MC_SOUP_CELLS) {
-        if (j.ch.tile && type == PM_SAMPLE_F64) /* mc_launch_vertices has no such kernel */
+        const int unordered = j.ch.tile || j.pool.pool;
+        if (unordered && type == PM_SAMPLE_F64) /* mc_launch_vertices has no such kernel */
             return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                             "pm_isosurface: no chunked soup records for f64 volumes");
-        if (mc_cell_blocks(nr, j.ch.tile ? mc_chunk_recs(v) : mc_cell_recs(v)) > 0x7fffffffull)
+                             "pm_isosurface: no chunked or pooled soup records for f64 volumes");
+        if (mc_cell_blocks(nr, unordered ? mc_chunk_recs(v) : mc_cell_recs(v)) > 0x7fffffffull)
             return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
-        if (j.ntri)
-            mc_launch_type(s, pdl, type, mode, 1, v, rec, j.nrec, 3 * j.ntri, j.pos, j.nrm, j.dc,
-                           j.ch, early_blocks);
+        if (j.ntri) mc_launch_type(s, pdl, type, mode, 1, v, rec, j, 3 * j.ntri, early_blocks);
         return pmi_cuda_launched("pm_isosurface: soup");
     }
     if (!mc_record_blocks(nr))
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
-    if (j.nvert)
-        mc_launch_type(s, pdl, type, mode, 0, v, rec, j.nrec, j.nvert, j.pos, j.nrm, j.dc, j.ch,
-                       early_blocks);
+    if (j.nvert) mc_launch_type(s, pdl, type, mode, 0, v, rec, j, j.nvert, early_blocks);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
     if (j.ntri && j.idx)
         pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
@@ -597,7 +613,7 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
 }
 
 /* Kernel preloading (preload.cu): the vertex kernels of one sample type
- * and normal mode; the chunked ones but for f64 (mc_launch_vertices). */
+ * and normal mode; the unordered ones but for f64 (mc_launch_vertices). */
 template <typename T, int M> static int mc_expand_preload_mode(pmi_preload *p)
 {
     const void *const k[] = {(const void *)mc_vertex_block_kernel<T, M>,
@@ -605,8 +621,10 @@ template <typename T, int M> static int mc_expand_preload_mode(pmi_preload *p)
                              (const void *)mc_soup_cell_kernel<T, M, MC_CELL_RECS_LARGE>};
     if (!pmi_preload_all(p, k)) return 0;
     if constexpr (!std::is_same<T, double>::value) {
-        const void *const c[] = {(const void *)mc_soup_chunk_kernel<T, M, MC_CELL_RECS_LARGE>,
-                                 (const void *)mc_soup_chunk_kernel<T, M, MC_CHUNK_RECS_LARGE>};
+        const void *const c[] = {(const void *)mc_soup_chunk_kernel<T, M, MC_CELL_RECS_LARGE, 0>,
+                                 (const void *)mc_soup_chunk_kernel<T, M, MC_CHUNK_RECS_LARGE, 0>,
+                                 (const void *)mc_soup_chunk_kernel<T, M, MC_CHUNK_RECS_LARGE, 1>,
+                                 (const void *)mc_soup_chunk_kernel<T, M, MC_CELL_RECS_LARGE, 1>};
         return pmi_preload_all(p, c);
     }
     return 1;

@@ -122,7 +122,7 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_stream_grid &g, int edges, const mc_stream_mem &m,
                                  mc_records rec, unsigned long long rec_cap,
                                  unsigned long long *rows, unsigned long long *totals,
-                                 const mc_tables *tab, int pdl);
+                                 const mc_tables *tab, int pooled, int pdl);
 }
 
 /* Counts of pm_isosurface_async's pass 2, written on the device after
@@ -218,6 +218,22 @@ typedef enum mc_soup { MC_SOUP_NONE, MC_SOUP_CELLS } mc_soup;
  * nvert the crossings to compute (an indexed mesh's vertices, into
  * pos/nrm); ntri the triangles to write (indices, or soup triangles);
  * tstarts the start table of an indexed mesh's triangles. */
+/* A soup's records left in the streaming classification's pool, in
+ * arrival order (pmi_mc_stream_classify without its scatter): entry r <
+ * min(*ctr, cap) = {point (two words), info | the record's number in its
+ * segment << 16, its first triangle in its segment | crossing << 16};
+ * segtri[s] = segment s's first triangle (the segment scan's). A point's
+ * segment: its lattice row times nchunks plus its x >> cshift. pool NULL:
+ * none. */
+typedef struct mc_pool_recs {
+    const uint4 *pool;
+    const unsigned long long *ctr;
+    unsigned long long cap;
+    const unsigned long long *segtri;
+    long long nchunks;
+    int cshift;
+} mc_pool_recs;
+
 typedef struct mc_expand_job {
     mc_soup soup;
     long long nrec;
@@ -227,6 +243,7 @@ typedef struct mc_expand_job {
     const long long *tstarts;
     const mc_dcounts *dc;
     mc_chunks ch; /* a soup's chunked records (pmi_mc_direct_classify), or tile NULL */
+    mc_pool_recs pool; /* a soup's pooled records (pmi_mc_stream_classify), or pool NULL */
 } mc_expand_job;
 extern "C" {
 /* Queues pass 2 (no wait). */

@@ -23,7 +23,9 @@
  *     (decoupled look-back, as the classification kernels): each segment's
  *     first record, triangle and crossing, the row table, the totals.
  * (c) mc_scatter_kernel: each pooled record to its place in lattice order,
- *     with its global prefixes, and the expansion's start table.
+ *     with its global prefixes, and the expansion's start table; not for
+ *     a soup, whose pass 2 reads the pool (mc_pool_recs: a soup needs its
+ *     triangles in order, not its records).
  *
  * The bitmask kernels chain tiles in lattice order while they read; here
  * the blocks stream independently (only the pool counter is shared) and
@@ -534,7 +536,7 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_stream_grid &g, int edges, const mc_stream_mem &m,
                                  mc_records rec, unsigned long long rec_cap,
                                  unsigned long long *rows, unsigned long long *totals,
-                                 const mc_tables *tab, int pdl)
+                                 const mc_tables *tab, int pooled, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -559,6 +561,7 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     pmi_launch(pdl, mc_segscan_kernel, (unsigned)g.ntiles, MC_THREADS, s, g.nseg, g.nchunks,
                g.ntiles, m.segc, m.ticket, m.state, m.segbase, rows, totals);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: segment scan"));
+    if (pooled) return PM_STATUS_OK;
     mc_tables tb = {NULL, 0, 1};
     if (tab) tb = *tab;
     const unsigned sgrid = (unsigned)(st->num_sms > 0 ? st->num_sms * 16 : 2048);
