@@ -344,7 +344,8 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     const mc_tables *tp = tab.t ? &tab : NULL;
     /* The direct classification keeps its tile states in the context and
      * writes every total: nothing to clear (but under stream capture).
-     * With fin its last tile (chunked records: the chunks' scan) writes the
+     * With fin its last tile (chunked records: the chunks' scan; the
+     * streaming classification: its segment scan's last tile) writes the
      * async counts too, pass 2's at the start of the extra room. */
     mc_final_args f;
     if (fin) {
@@ -375,7 +376,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
         if (pl.pool)
             p->pool = {sm.pool, sm.pool_ctr, rec_cap, sm.segbase + sg.nseg, sg.nchunks, sg.cshift};
         return pmi_mc_stream_classify(ctx, pl.v, vol->type, sg, pl.edges, sm, p->rec, rec_cap,
-                                      p->rows, p->totals, tp, pl.pool, pl.pdl);
+                                      p->rows, p->totals, tp, fin ? &f : NULL, pl.pool, pl.pdl);
     }
     PMI_TRY(pmi_mc_inside_bits(ctx, pl.v, tl, vol->type, bits, pl.pdl));
     return pmi_mc_classify(ctx, pl.v, tl, pl.edges, bits, ticket, state, p->rec, rec_cap, p->rows,
@@ -833,8 +834,8 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
     float *pnrm = opt->normals != PM_NORMALS_NONE ? opt->out_normals : NULL;
     /* The counts, for the caller and for pass 2 (dc, at the start of the
      * extra room): written by the direct classification's last tile (or
-     * its chunks' scan), or by mc_final_kernel after the other
-     * classifications. */
+     * its chunks' scan), the streaming classification's segment scan, or
+     * mc_final_kernel after the bitmask kernels. */
     mc_final_args fin;
     fin.dc = NULL;
     fin.counts = counts_ctx;
@@ -846,7 +847,7 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
     mc_scratch p1;
     PMI_TRY(mc_pass1_launch(ctx, vol, pl, (size_t)rec_cap, 256, &p1, &fin));
     mc_dcounts *dc = (mc_dcounts *)p1.extra;
-    if (pl.pass1 != MC_PASS1_DIRECT) {
+    if (pl.pass1 == MC_PASS1_BITMASK) {
         fin.dc = dc;
         pmi_launch(pl.pdl, mc_final_kernel, 1, 1, s, (const unsigned long long *)p1.totals, fin);
         PMI_TRY(pmi_cuda_launched("pm_isosurface_async: counts"));

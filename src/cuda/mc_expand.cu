@@ -265,10 +265,11 @@ static __global__ void __launch_bounds__(MC_THREADS)
  * before it ends (a kernel after this one relies on it).
  * POOL: the records in the streaming classification's pool instead (pp,
  * arrival order), whose triangles start at their segment's prefix plus
- * their own. The kernel before this one is mc_final_kernel (or a host
- * wait), so the pool, its counter and the segments' prefixes, written by
- * the kernels before it, are read by every block before its wait, and
- * only pm_isosurface_async's counts after it. */
+ * their own. The kernel before this one is the segment scan (or a host
+ * wait), so the pool and its counter, written by the classification
+ * before it, are read by every block before its wait (the record count
+ * is known: no stale slots); the segments' prefixes and the counts after
+ * it. */
 template <typename T, int MODE, int R, int POOL>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_soup_chunk_kernel(mcd_volume v, mc_records rec, long long nrec, unsigned long long nvout,
@@ -309,8 +310,8 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
         const unsigned long long point = (unsigned long long)e.x | (unsigned long long)e.y << 32,
                                  row = point / (unsigned long long)v.nx,
                                  x = point - row * (unsigned long long)v.nx;
-        tri = __ldg(pp.segtri + row * (unsigned long long)pp.nchunks + (x >> pp.cshift)) +
-              (e.w & 0xffffu);
+        /* The record's segment and its first triangle there. */
+        tri = (row * (unsigned long long)pp.nchunks + (x >> pp.cshift)) << 16 | (e.w & 0xffffu);
         valid = 1;
         nt = mc_soup_record(v, e.z & 0xffffu, point, sb, t);
     } else if (t < R && r0 + t < nrec) {
@@ -361,10 +362,13 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
             ok = __ldcg(&dc->ok);
             dnt = __ldcg(&dc->ntri);
         }
-        const unsigned pg = !POOL && t < nvalid ? __ldcg(ch.pre + (tri >> 32)) : 0u;
+        unsigned long long pg = 0;
+        if (t < nvalid)
+            pg = POOL ? __ldcg(pp.segtri + (tri >> 16)) + (tri & 0xffffull)
+                      : __ldcg(ch.pre + (tri >> 32)) + (tri & 0xffffffffull);
         if (!ok) return;
         if (dc) nvout = 3 * dnt;
-        if (t < nvalid) gt[t] = POOL ? tri : pg + (tri & 0xffffffffull);
+        if (t < nvalid) gt[t] = pg;
         __syncthreads();
     }
     for (; u < n3; u += MC_THREADS) {

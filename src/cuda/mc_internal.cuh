@@ -114,6 +114,7 @@ typedef struct mc_stream_mem {
     unsigned int *ticket;
     unsigned long long *state;
 } mc_stream_mem;
+struct mc_final_args;
 extern "C" {
 int pmi_mc_stream_supported(const pm_volume *vol);
 /* The grid for nsm multiprocessors. */
@@ -122,7 +123,8 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_stream_grid &g, int edges, const mc_stream_mem &m,
                                  mc_records rec, unsigned long long rec_cap,
                                  unsigned long long *rows, unsigned long long *totals,
-                                 const mc_tables *tab, int pooled, int pdl);
+                                 const mc_tables *tab, const mc_final_args *fin, int pooled,
+                                 int pdl);
 }
 
 /* Counts of pm_isosurface_async's pass 2, written on the device after

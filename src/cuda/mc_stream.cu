@@ -314,7 +314,7 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
 static __global__ void __launch_bounds__(MC_THREADS, 2)
     mc_segscan_kernel(long long nseg, long long nchunks, long long ntiles, const unsigned *segc,
                       unsigned int *ticket, unsigned long long *state, unsigned long long *segbase,
-                      unsigned long long *rows, unsigned long long *totals)
+                      unsigned long long *rows, unsigned long long *totals, mc_final_args fin)
 {
     pmi_pdl_enter();
     __shared__ unsigned long long s_w[2][2][MC_THREADS / 32];
@@ -369,6 +369,10 @@ static __global__ void __launch_bounds__(MC_THREADS, 2)
         mc_chain(state + warp * ntiles, tile, ntiles, agg, &base[warp], &totals[warp]);
     }
     __syncthreads();
+    /* The last tile has the totals (its chains wrote the first three, the
+     * classification the active cells): pm_isosurface_async's counts, as
+     * mc_final_kernel writes them after the bitmask kernels. */
+    if (fin.dc && tile == ntiles - 1 && t == 0) mc_final_counts(totals, fin);
     unsigned long long rb = base[0], tb = base[1], cb = base[2];
     unsigned long long *sr = segbase, *st = segbase + nseg, *sc = segbase + 2 * nseg;
 #pragma unroll
@@ -536,7 +540,8 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_stream_grid &g, int edges, const mc_stream_mem &m,
                                  mc_records rec, unsigned long long rec_cap,
                                  unsigned long long *rows, unsigned long long *totals,
-                                 const mc_tables *tab, int pooled, int pdl)
+                                 const mc_tables *tab, const mc_final_args *fin, int pooled,
+                                 int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -558,8 +563,11 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                          "pm_isosurface: no streaming classification for f64");
     }
     PMI_TRY(pmi_cuda_launched("pm_isosurface: streaming classification"));
+    mc_final_args f;
+    memset(&f, 0, sizeof f);
+    if (fin) f = *fin;
     pmi_launch(pdl, mc_segscan_kernel, (unsigned)g.ntiles, MC_THREADS, s, g.nseg, g.nchunks,
-               g.ntiles, m.segc, m.ticket, m.state, m.segbase, rows, totals);
+               g.ntiles, m.segc, m.ticket, m.state, m.segbase, rows, totals, f);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: segment scan"));
     if (pooled) return PM_STATUS_OK;
     mc_tables tb = {NULL, 0, 1};
