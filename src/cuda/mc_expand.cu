@@ -246,6 +246,133 @@ static __global__ void __launch_bounds__(MC_THREADS)
     }
 }
 
+/* A cell edge's number (0-11) from its mcd_tri_origin entry: x edges 0-3
+ * (by dy + 2 dz), y edges 4-7 (dx + 2 dz), z edges 8-11 (dx + 2 dy). The
+ * edges of the cell's -x face are 4, 6, 8 and 10; the cell at x - 1 has
+ * them as 5, 7, 9 and 11. */
+static __device__ __forceinline__ unsigned mc_edge_number(unsigned eo)
+{
+    const unsigned axis = MCD_ORIGIN_AXIS(eo), dx = MCD_ORIGIN_DX(eo), dy = MCD_ORIGIN_DY(eo),
+                   dz = MCD_ORIGIN_DZ(eo);
+    return 4 * axis + (axis == 0 ? dy + 2 * dz : axis == 1 ? dx + 2 * dz : dx + 2 * dy);
+}
+#define MC_EDGES_MINUS_X 0x550u
+/* Vertices computed at once by a block of pooled records (shared memory:
+ * 24 bytes each with normals). */
+#define MC_POOL_SLOTS 1024
+
+/* The pooled soup kernel's vertices and corners (mc_soup_chunk_kernel with
+ * POOL, after its triangles are listed; nt: thread t's record's
+ * triangles, tri its segment << 16 | its first triangle there). Each
+ * vertex of the block is computed once: a record takes a slot for each
+ * cell edge its triangles use, but for the edges of its -x face when the
+ * record before it is the cell at x - 1 of the same row (that cell uses
+ * the same crossed edges, as its +x face); the slots are computed into
+ * shared memory, MC_POOL_SLOTS at a time, and each corner copies its
+ * edge's slot. The same mcd_vertex of the same edge as per corner, so
+ * the same bits. Before the wait: everything but the mesh's prefixes and
+ * the counts (written by the segment scan). */
+template <typename T, int MODE, int R>
+static __device__ __forceinline__ void
+mc_pool_corners(const mcd_volume &v, const mc_soup_block<R> &sb, int nvalid, unsigned nt,
+                unsigned long long tri, const mc_pool_recs &pp, const mc_dcounts *dc,
+                unsigned long long nvout, float *pos, float *nrm, unsigned long long *gt)
+{
+    constexpr int NF = MODE == PM_NORMALS_NONE ? 3 : 6;
+    __shared__ uint16_t s_own[R], s_take[R], s_base[R], s_slot[MC_POOL_SLOTS];
+    __shared__ unsigned s_w[MC_THREADS / 32];
+    __shared__ float s_v[MC_POOL_SLOTS][NF];
+    const int t = threadIdx.x;
+    /* The edges each record's triangles use. */
+    unsigned used = 0;
+    if (t < nvalid) {
+        const unsigned cs = sb.cs[t];
+        for (unsigned i = 0; i < 3 * nt; i++)
+            used |= 1u << mc_edge_number(mcd_tri_origin[cs][i]);
+        s_own[t] = (uint16_t)used;
+    }
+    __syncthreads();
+    unsigned take = 0;
+    if (t < nvalid && t > 0 && sb.ijk[0][t - 1] + 1 == sb.ijk[0][t] &&
+        sb.ijk[1][t - 1] == sb.ijk[1][t] && sb.ijk[2][t - 1] == sb.ijk[2][t])
+        take = used & MC_EDGES_MINUS_X & ((unsigned)s_own[t - 1] >> 1);
+    const unsigned own = used & ~take, cnt = __popc(own);
+    /* The records' first slots (a block scan) and the block's slots. */
+    const unsigned inc = mc_warp_scan(cnt);
+    if ((t & 31) == 31) s_w[t >> 5] = inc;
+    __syncthreads();
+    unsigned base = inc - cnt, total = 0;
+    for (int w = 0; w < MC_THREADS / 32; w++) {
+        if (w < (t >> 5)) base += s_w[w];
+        total += s_w[w];
+    }
+    if (t < R) {
+        s_own[t] = (uint16_t)own;
+        s_take[t] = (uint16_t)take;
+        s_base[t] = (uint16_t)base;
+    }
+    const unsigned n3 = 3 * sb.total;
+    /* At least one round: every block waits before it ends. */
+    for (unsigned s0 = 0; s0 == 0 || s0 < total; s0 += MC_POOL_SLOTS) {
+        /* This round's slots: record and edge. */
+        if (t < nvalid) {
+            unsigned b = base;
+            for (unsigned x = own; x; x &= x - 1, b++)
+                if (b - s0 < MC_POOL_SLOTS) s_slot[b - s0] = (uint16_t)(t | (__ffs(x) - 1) << 8);
+        }
+        __syncthreads();
+        const unsigned ns = min(total - s0, (unsigned)MC_POOL_SLOTS);
+        for (unsigned q = t; q < ns; q += MC_THREADS) {
+            const unsigned a = s_slot[q] & 255u, e = s_slot[q] >> 8, axis = e >> 2, r = e & 3u;
+            const unsigned dx = axis == 0 ? 0u : r & 1u,
+                           dy = axis == 0   ? r & 1u
+                                : axis == 1 ? 0u
+                                            : r >> 1,
+                           dz = axis == 2 ? 0u : r >> 1;
+            float p[3], n[3];
+            mcd_vertex<T, MODE>(v, sb.ijk[0][a] + dx, sb.ijk[1][a] + dy, sb.ijk[2][a] + dz,
+                                (int)axis, p, n);
+            for (int c = 0; c < 3; c++) {
+                s_v[q][c] = p[c];
+                if (NF == 6) s_v[q][3 + c] = n[c];
+            }
+        }
+        if (s0 == 0) {
+            pmi_pdl_enter();
+            /* The counts and the prefixes loaded together. */
+            unsigned long long ok = 1, dnt = 0, pg = 0;
+            if (dc) {
+                ok = __ldcg(&dc->ok);
+                dnt = __ldcg(&dc->ntri);
+            }
+            if (t < nvalid) pg = __ldcg(pp.segtri + (tri >> 16)) + (tri & 0xffffull);
+            if (!ok) return; /* block-uniform */
+            if (dc) nvout = 3 * dnt;
+            if (t < nvalid) gt[t] = pg;
+        }
+        __syncthreads();
+        for (unsigned u = t; u < n3; u += MC_THREADS) {
+            const unsigned lt = u / 3, m = u - 3 * lt, a = sb.own[lt], k = lt - sb.tp[a];
+            const unsigned e = mc_edge_number(mcd_tri_origin[sb.cs[a]][3 * k + m]);
+            const unsigned q = (s_take[a] >> e & 1u)
+                                   ? s_base[a - 1] + __popc(s_own[a - 1] & ((2u << e) - 1u))
+                                   : s_base[a] + __popc(s_own[a] & ((1u << e) - 1u));
+            if (q - s0 >= MC_POOL_SLOTS) continue; /* another round's */
+            const unsigned long long o = 3 * (gt[a] + k) + m;
+            if (o >= nvout) continue; /* past the caller's capacity */
+            pos[3 * o] = s_v[q - s0][0];
+            pos[3 * o + 1] = s_v[q - s0][1];
+            pos[3 * o + 2] = s_v[q - s0][2];
+            if (NF == 6 && nrm) {
+                nrm[3 * o] = s_v[q - s0][3];
+                nrm[3 * o + 1] = s_v[q - s0][4];
+                nrm[3 * o + 2] = s_v[q - s0][5];
+            }
+        }
+        __syncthreads(); /* before the next round's slots */
+    }
+}
+
 /* Chunked records (pmi_mc_direct_classify's ch: the records of each tile
  * together, the tiles in any order), blocks of R (mc_chunk_recs): a
  * record's first triangle is its tile's prefix plus its tile-local one
@@ -349,6 +476,10 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     for (int w = 0; w < (t >> 5) && w < R / 32; w++)
         tp += wt[w];
     mc_soup_list(sb, t, nvalid, tp, nt);
+    if constexpr (POOL) {
+        mc_pool_corners<T, MODE, R>(v, sb, nvalid, nt, tri, pp, dc, nvout, pos, nrm, gt);
+        return;
+    }
     const unsigned n3 = 3 * sb.total;
     unsigned u = t, k = 0, m = 0;
     int a = 0;
