@@ -321,11 +321,12 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     p->totals = (unsigned long long *)(base + 64);
     unsigned long long *state = (unsigned long long *)(base + 256);
     char *q = base + head_b;
-    p->rec.point = (unsigned long long *)q;
+    /* Pooled soups have no record arrays (NULL: nothing may write them). */
+    p->rec.point = pl.pool ? NULL : (unsigned long long *)q;
     q += L.rec8_b;
-    p->rec.tri = (unsigned long long *)q;
+    p->rec.tri = pl.pool ? NULL : (unsigned long long *)q;
     q += L.rec8_b;
-    p->rec.info = (uint16_t *)q;
+    p->rec.info = pl.pool ? NULL : (uint16_t *)q;
     q += L.rec2_b;
     p->rows = pl.edges ? (unsigned long long *)q : NULL;
     q += rows_b;
@@ -338,7 +339,7 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     q += tinfo_b;
     p->extra = q;
     q += extra_b;
-    p->rec.cross = (unsigned long long *)q;
+    p->rec.cross = pl.pool ? NULL : (unsigned long long *)q;
     q += L.rec8_b;
     unsigned int *bits = (unsigned int *)q;
     const mc_tables *tp = tab.t ? &tab : NULL;
@@ -797,9 +798,10 @@ extern "C" pm_status pmi_cuda_isosurface_window(pm_context *ctx, const pm_volume
     return r;
 }
 
-/* pm_isosurface_async's end of pass 1 after the streaming and bitmask
- * classifications (mc_final_counts; the direct one's last tile, or its
- * chunks' scan, writes the same counts itself). One thread. */
+/* pm_isosurface_async's end of pass 1 after the bitmask classification
+ * (mc_final_counts; the direct one's last tile or its chunks' scan, and
+ * the streaming one's segment scan, write the same counts themselves).
+ * One thread. */
 static __global__ void mc_final_kernel(const unsigned long long *totals, mc_final_args f)
 {
     pmi_pdl_enter();

@@ -407,7 +407,8 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
                  &s_tot[warp]);
     __syncthreads();
     /* The last tile has the totals: pass 1's, and pm_isosurface_async's
-     * counts (mc_final_counts, as mc_final_kernel after the other paths). */
+     * counts (mc_final_counts, as mc_final_kernel after the bitmask
+     * kernels). */
     if (tile == ntiles - 1 && t == 0) {
         for (int c = 0; c < MD_CHAINS; c++)
             totals[c] = s_tot[c];

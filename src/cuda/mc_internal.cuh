@@ -127,8 +127,8 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  int pdl);
 }
 
-/* Counts of pm_isosurface_async's pass 2, written on the device after
- * pass 1 (mc_final_kernel): records, crossings, triangles, and whether the
+/* Counts of pm_isosurface_async's pass 2, written on the device at the
+ * end of pass 1 (mc_final_args): records, crossings, triangles, and whether the
  * mesh is written at all (0 when it does not fit the caller's
  * capacities). Its kernels are launched for the capacities: a block past
  * the outputs returns at once (block-uniform, before any barrier), as does
@@ -144,8 +144,9 @@ typedef struct mc_dcounts {
  * pass 2 (dc). The mesh fits when it fits the capacities whole; otherwise
  * the flag PM_ISOSURFACE_DOES_NOT_FIT is set and nothing is written
  * (indexed meshes past 32-bit indices: PM_ISOSURFACE_INDEX_OVERFLOW).
- * Written by mc_final_kernel (isosurface.cu), or by the direct
- * classification's last tile. */
+ * Written by the direct classification's last tile (or its chunks'
+ * scan), the streaming classification's segment scan, or mc_final_kernel
+ * after the bitmask kernels (isosurface.cu). */
 typedef struct mc_final_args {
     mc_dcounts *dc; /* NULL: pm_isosurface, counts read by the host */
     pm_isosurface_counts *counts;
@@ -244,7 +245,7 @@ typedef struct mc_expand_job {
     uint32_t *idx;
     const long long *tstarts;
     const mc_dcounts *dc;
-    mc_chunks ch; /* a soup's chunked records (pmi_mc_direct_classify), or tile NULL */
+    mc_chunks ch;      /* a soup's chunked records (pmi_mc_direct_classify), or tile NULL */
     mc_pool_recs pool; /* a soup's pooled records (pmi_mc_stream_classify), or pool NULL */
 } mc_expand_job;
 extern "C" {

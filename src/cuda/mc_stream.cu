@@ -546,7 +546,10 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     pmi_cuda_state *st = pmi_cuda(ctx);
     cudaStream_t s = st->stream;
-    if (g.nseg == 0) return PM_STATUS_OK;
+    /* Never empty (pmi_mc_stream_supported takes non-empty lattices);
+     * nothing would write the totals and counts. */
+    if (g.nseg == 0)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface: empty lattice to stream");
     const long long blocks = g.nchunks * g.nbands * g.nzr;
     if (blocks > 0x7fffffffll || g.ntiles > 0x7fffffffll)
         return pmi_error(PM_STATUS_OVERFLOW,
