@@ -493,13 +493,10 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
             ok = __ldcg(&dc->ok);
             dnt = __ldcg(&dc->ntri);
         }
-        unsigned long long pg = 0;
-        if (t < nvalid)
-            pg = POOL ? __ldcg(pp.segtri + (tri >> 16)) + (tri & 0xffffull)
-                      : __ldcg(ch.pre + (tri >> 32)) + (tri & 0xffffffffull);
+        const unsigned pg = t < nvalid ? __ldcg(ch.pre + (tri >> 32)) : 0u;
         if (!ok) return;
         if (dc) nvout = 3 * dnt;
-        if (t < nvalid) gt[t] = pg;
+        if (t < nvalid) gt[t] = pg + (tri & 0xffffffffull);
         __syncthreads();
     }
     for (; u < n3; u += MC_THREADS) {
