@@ -43,7 +43,13 @@ static __device__ uint8_t mcd_corner[8][3];
  * and axis, dx | dy << 1 | dz << 2 | axis << 3 (MCD_ORIGIN_*): one load
  * where the edge, corner and axis tables took three in a chain. */
 static __device__ uint8_t mcd_tri_origin[256][16];
-#define MCD_ORIGIN_DX(o) ((int)((o) & 1u))
+/* The same table with each edge given as its number 0-11 in the soup
+ * kernels' order (x edges 0-3 by dy + 2 dz, y edges 4-7 by dx + 2 dz, z
+ * edges 8-11 by dx + 2 dy; 255 past the case's triangles), and each case's
+ * edges that its triangles use (bit e for edge number e). */
+static __device__ uint8_t mcd_tri_edge[256][16];
+static __device__ uint16_t mcd_case_edges[256];
+#define MCD_ORIGIN_DX(o) ((int)((o)&1u))
 #define MCD_ORIGIN_DY(o) ((int)((o) >> 1 & 1u))
 #define MCD_ORIGIN_DZ(o) ((int)((o) >> 2 & 1u))
 #define MCD_ORIGIN_AXIS(o) ((int)((o) >> 3))
@@ -71,11 +77,27 @@ static __device__ uint8_t mcd_tri_origin[256][16];
                 for (int q = 0; q < 16; q++) {                                                     \
                     const int ed = pmi_mc_tri_table[cs][q];                                        \
                     const uint8_t *c = ed < 0 ? NULL : pmi_mc_corner[pmi_mc_edge_corner[ed][0]];   \
-                    org[cs][q] = c ? (uint8_t)(c[0] | c[1] << 1 | c[2] << 2 |                      \
-                                               pmi_mc_edge_axis[ed] << 3)                          \
-                                   : (uint8_t)255;                                                 \
+                    org[cs][q] =                                                                   \
+                        c ? (uint8_t)(c[0] | c[1] << 1 | c[2] << 2 | pmi_mc_edge_axis[ed] << 3)    \
+                          : (uint8_t)255;                                                          \
                 }                                                                                  \
             e = cudaMemcpyToSymbol(mcd_tri_origin, org, sizeof org);                               \
+            uint8_t num[256][16];                                                                  \
+            uint16_t used[256];                                                                    \
+            for (int cs = 0; cs < 256; cs++) {                                                     \
+                used[cs] = 0;                                                                      \
+                for (int q = 0; q < 16; q++) {                                                     \
+                    const unsigned o = org[cs][q], ax = o >> 3, dx = o & 1u, dy = o >> 1 & 1u,     \
+                                   dz = o >> 2 & 1u;                                               \
+                    num[cs][q] = o == 255u ? (uint8_t)255                                          \
+                                           : (uint8_t)(4 * ax + (ax == 0   ? dy + 2 * dz           \
+                                                                 : ax == 1 ? dx + 2 * dz           \
+                                                                           : dx + 2 * dy));        \
+                    if (o != 255u) used[cs] = (uint16_t)(used[cs] | 1u << num[cs][q]);             \
+                }                                                                                  \
+            }                                                                                      \
+            if (e == cudaSuccess) e = cudaMemcpyToSymbol(mcd_tri_edge, num, sizeof num);           \
+            if (e == cudaSuccess) e = cudaMemcpyToSymbol(mcd_case_edges, used, sizeof used);       \
         }                                                                                          \
         if (e != cudaSuccess) return pmi_cuda_status(e, "pm_isosurface: marching cubes tables");   \
         if (device >= 0 && device < 64) __atomic_store_n(&done[device], 1, __ATOMIC_RELEASE);      \

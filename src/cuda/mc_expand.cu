@@ -246,24 +246,16 @@ static __global__ void __launch_bounds__(MC_THREADS)
     }
 }
 
-/* A cell edge's number (0-11) from its mcd_tri_origin entry: x edges 0-3
- * (by dy + 2 dz), y edges 4-7 (dx + 2 dz), z edges 8-11 (dx + 2 dy). The
- * edges of the cell's -x face are 4, 6, 8 and 10; the cell at x - 1 has
- * them as 5, 7, 9 and 11. */
-static __device__ __forceinline__ unsigned mc_edge_number(unsigned eo)
-{
-    const unsigned axis = MCD_ORIGIN_AXIS(eo), dx = MCD_ORIGIN_DX(eo), dy = MCD_ORIGIN_DY(eo),
-                   dz = MCD_ORIGIN_DZ(eo);
-    return 4 * axis + (axis == 0 ? dy + 2 * dz : axis == 1 ? dx + 2 * dz : dx + 2 * dy);
-}
+/* Cell edges by number (mcd_tri_edge): the edges of the cell's -x face
+ * are 4, 6, 8 and 10; the cell at x - 1 has them as 5, 7, 9 and 11. */
 #define MC_EDGES_MINUS_X 0x550u
 /* Vertices computed at once by a block of pooled records (shared memory:
  * 24 bytes each with normals). */
 #define MC_POOL_SLOTS 1024
 
 /* The pooled soup kernel's vertices and corners (mc_soup_chunk_kernel with
- * POOL, after its triangles are listed; nt: thread t's record's
- * triangles, tri its segment << 16 | its first triangle there). Each
+ * POOL, after its triangles are listed; tri: thread t's record's
+ * segment << 16 | its first triangle there). Each
  * vertex of the block is computed once: a record takes a slot for each
  * cell edge its triangles use, but for the edges of its -x face when the
  * record before it is the cell at x - 1 of the same row (that cell uses
@@ -274,9 +266,9 @@ static __device__ __forceinline__ unsigned mc_edge_number(unsigned eo)
  * the counts (written by the segment scan). */
 template <typename T, int MODE, int R>
 static __device__ __forceinline__ void
-mc_pool_corners(const mcd_volume &v, const mc_soup_block<R> &sb, int nvalid, unsigned nt,
-                unsigned long long tri, const mc_pool_recs &pp, const mc_dcounts *dc,
-                unsigned long long nvout, float *pos, float *nrm, unsigned long long *gt)
+mc_pool_corners(const mcd_volume &v, const mc_soup_block<R> &sb, int nvalid, unsigned long long tri,
+                const mc_pool_recs &pp, const mc_dcounts *dc, unsigned long long nvout, float *pos,
+                float *nrm, unsigned long long *gt)
 {
     constexpr int NF = MODE == PM_NORMALS_NONE ? 3 : 6;
     __shared__ uint16_t s_own[R], s_take[R], s_base[R], s_slot[MC_POOL_SLOTS];
@@ -286,9 +278,7 @@ mc_pool_corners(const mcd_volume &v, const mc_soup_block<R> &sb, int nvalid, uns
     /* The edges each record's triangles use. */
     unsigned used = 0;
     if (t < nvalid) {
-        const unsigned cs = sb.cs[t];
-        for (unsigned i = 0; i < 3 * nt; i++)
-            used |= 1u << mc_edge_number(mcd_tri_origin[cs][i]);
+        used = __ldg(&mcd_case_edges[sb.cs[t]]);
         s_own[t] = (uint16_t)used;
     }
     __syncthreads();
@@ -353,7 +343,7 @@ mc_pool_corners(const mcd_volume &v, const mc_soup_block<R> &sb, int nvalid, uns
         __syncthreads();
         for (unsigned u = t; u < n3; u += MC_THREADS) {
             const unsigned lt = u / 3, m = u - 3 * lt, a = sb.own[lt], k = lt - sb.tp[a];
-            const unsigned e = mc_edge_number(mcd_tri_origin[sb.cs[a]][3 * k + m]);
+            const unsigned e = __ldg(&mcd_tri_edge[sb.cs[a]][3 * k + m]);
             const unsigned q = (s_take[a] >> e & 1u)
                                    ? s_base[a - 1] + __popc(s_own[a - 1] & ((2u << e) - 1u))
                                    : s_base[a] + __popc(s_own[a] & ((1u << e) - 1u));
@@ -477,7 +467,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
         tp += wt[w];
     mc_soup_list(sb, t, nvalid, tp, nt);
     if constexpr (POOL) {
-        mc_pool_corners<T, MODE, R>(v, sb, nvalid, nt, tri, pp, dc, nvout, pos, nrm, gt);
+        mc_pool_corners<T, MODE, R>(v, sb, nvalid, tri, pp, dc, nvout, pos, nrm, gt);
         return;
     }
     const unsigned n3 = 3 * sb.total;
