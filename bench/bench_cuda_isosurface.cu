@@ -34,25 +34,8 @@
 
 #include <cuda_runtime.h>
 
+#include "bench/bench_cuda.h"
 #include "pyramesh.h"
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));            \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define PK(x)                                                                                      \
-    do {                                                                                           \
-        pm_status s_ = (x);                                                                        \
-        if (s_ != PM_STATUS_OK) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, pm_status_string(s_),           \
-                    pm_last_error());                                                              \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* PM_BENCH_NORMALS: central (default), forward, sobel or none. */
 static pm_normals bench_normals = PM_NORMALS_CENTRAL;
@@ -502,16 +485,7 @@ int main(int argc, char **argv)
            "async host ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int ns[16] = {128, 256, 384, 512, 640, 768, 1024}, nn = 7;
-    if (argc > 3) {
-        nn = 0;
-        for (char *p = argv[3]; *p && nn < 16;) {
-            ns[nn++] = (int)strtol(p, &p, 10);
-            if (*p == ',')
-                p++;
-            else
-                break;
-        }
-    }
+    if (argc > 3) nn = bench_sizes(argv[3], ns, 16);
     /* PM_BENCH_HOOKS=h,h,...: the fallback rows (hook names of
      * PYRAMESH_TEST_HOOKS), "none" for none; PM_BENCH_F32=1: no u8/u16
      * rows (tuning runs). */

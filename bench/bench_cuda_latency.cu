@@ -16,22 +16,8 @@
 #include <chrono>
 #include <vector>
 #include <cuda_runtime.h>
+#include "bench/bench_cuda.h"
 #include "pyramesh.h"
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            printf("%d %s\n", __LINE__, cudaGetErrorString(e_));                                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define PK(x)                                                                                      \
-    do {                                                                                           \
-        if ((x) != PM_STATUS_OK) {                                                                 \
-            printf("%d %s\n", __LINE__, pm_last_error());                                          \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 __global__ void cay(float *out, long long n)
 {
     long long total = n * n * n;

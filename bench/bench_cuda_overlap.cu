@@ -22,25 +22,8 @@
 #include <cstring>
 #include <vector>
 
+#include "bench/bench_cuda.h"
 #include "pyramesh.h"
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__);       \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define PK(x)                                                                                      \
-    do {                                                                                           \
-        pm_status s_ = (x);                                                                        \
-        if (s_ != PM_STATUS_OK) {                                                                  \
-            fprintf(stderr, "pyramesh error %s at line %d: %s\n", pm_status_string(s_), __LINE__,  \
-                    pm_last_error());                                                              \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* The cayley cubic on [-1, 1]^3, shifted by sh in x (two volumes of the
  * same size with different bytes, so neither reads the other's from L2). */
@@ -215,16 +198,7 @@ static void run(int n, int mode, int prio_lo, int prio_hi)
 int main(int argc, char **argv)
 {
     int ns[16] = {384, 512, 768}, nn = 3;
-    if (argc > 1) {
-        nn = 0;
-        for (char *p = argv[1]; *p && nn < 16;) {
-            ns[nn++] = (int)strtol(p, &p, 10);
-            if (*p == ',')
-                p++;
-            else
-                break;
-        }
-    }
+    if (argc > 1) nn = bench_sizes(argv[1], ns, 16);
     int dev_count = 0;
     if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0) {
         printf("bench_cuda_overlap: no CUDA device\n");

@@ -17,17 +17,8 @@
 
 #include <cuda_runtime.h>
 
+#include "bench/bench_cuda.h"
 #include "pyramesh.h"
-
-#define PK(x)                                                                                      \
-    do {                                                                                           \
-        pm_status s_ = (x);                                                                        \
-        if (s_ != PM_STATUS_OK) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, pm_status_string(s_),           \
-                    pm_last_error());                                                              \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static double now_ms(void)
 {
