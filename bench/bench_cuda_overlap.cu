@@ -7,13 +7,19 @@
  * Two contexts on two streams extract two cayley volumes (f32, iso 0,
  * central normals, into caller buffers in device memory) with
  * pm_isosurface_async. Per size and mode, medians of 40:
- * - A alone, B alone;
+ * - A alone;
  * - A then B (B's stream waits for A's end);
- * - side by side: B's stream first spins for A's pass-1 time (measured by
- *   a timed pm_isosurface call), so that B's pass 1 meets A's pass 2;
- *   with A's stream at high priority (A's pass 2 first), at low priority,
- *   and with no delay (both passes 1, then both passes 2).
- * "saved" is A then B minus side by side.
+ * - side by side: B's stream first spins for A's pass-1 time, so that B's
+ *   pass 1 meets A's pass 2; with A's stream at high priority (A's pass 2
+ *   first), at low priority, and with no delay (both passes 1, then both
+ *   passes 2).
+ * "saved" is A then B minus side by side. The pass-1 time is the classify
+ * stage of a timed pm_isosurface call (report->timed), which takes the
+ * two-wait path and counts the host's launch gaps, while the timed calls
+ * are pm_isosurface_async replaying a CUDA graph: B's start is aligned
+ * with A's pass 2 to within those microseconds, not exactly. Every
+ * extraction's counts are checked after the loop (the whole mesh fitted
+ * the caller's buffers).
  *
  * Usage: bench_cuda_overlap [sizes, default 384,512,768] */
 #include <algorithm>
@@ -75,6 +81,7 @@ static void side_open(side &a, int prio, int n, double sh, int mode)
     const size_t cells = (size_t)n * n * n;
     CK(cudaMalloc(&a.vol, 4 * cells));
     cayley_kernel<<<4096, 256, 0, a.s>>>(a.vol, n, sh);
+    CK(cudaGetLastError());
     CK(cudaStreamSynchronize(a.s));
     a.v = {a.vol, PM_SAMPLE_F32, (size_t)n, (size_t)n, (size_t)n, 0, 0, {0, 0, 0}, {0, 0, 0}};
     memset(&a.o, 0, sizeof a.o);
@@ -125,13 +132,28 @@ static double pass1_ms(side &a)
     for (int r = 0; r < 11; r++) {
         pm_mesh m;
         PK(pm_isosurface(a.ctx, &a.v, 0.0, &o, &m));
+        pm_mesh_free(a.ctx, &m);
         t.push_back(rep.stage_ms[0]);
     }
     return median(t);
 }
 
+/* The extraction's counts after the loop: the whole mesh fitted. */
+static void side_check(side &a)
+{
+    pm_isosurface_counts c;
+    CK(cudaMemcpy(&c, a.cnt, sizeof c, cudaMemcpyDeviceToHost));
+    if (c.flags != 0 || c.num_vertices > a.o.vertex_capacity ||
+        c.num_triangles > a.o.triangle_capacity) {
+        fprintf(stderr, "bench_cuda_overlap: the mesh did not fit (flags %llu)\n",
+                (unsigned long long)c.flags);
+        exit(1);
+    }
+}
+
 /* Medians of 40 (after 3 warm-up rounds): A alone, A then B, and side by
- * side with B's start delayed by delay_ms (0: none). */
+ * side with B's start delayed by A's pass-1 time (variants 0 and 1) or
+ * not at all (variant 2). */
 static void run(int n, int mode, int prio_lo, int prio_hi)
 {
     for (int variant = 0; variant < 3; variant++) {
@@ -168,7 +190,10 @@ static void run(int n, int mode, int prio_lo, int prio_hi)
             /* Side by side: B's stream spins for A's pass 1 first. */
             CK(cudaEventRecord(e0, a.s));
             CK(cudaStreamWaitEvent(b.s, e0));
-            if (delay > 0) spin_kernel<<<1, 32, 0, b.s>>>((long long)(delay * 1e6));
+            if (delay > 0) {
+                spin_kernel<<<1, 32, 0, b.s>>>((long long)(delay * 1e6));
+                CK(cudaGetLastError());
+            }
             extract(a);
             extract(b);
             CK(cudaEventRecord(eb, b.s));
@@ -178,6 +203,8 @@ static void run(int n, int mode, int prio_lo, int prio_hi)
             CK(cudaEventElapsedTime(&ms, e0, e1));
             if (r >= 3) tside.push_back(ms);
         }
+        side_check(a);
+        side_check(b);
         const double ta = median(talone), ts = median(tseq), tb = median(tside);
         printf("| %4d | %-7s | %-32s | %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | %6.3f |\n", n,
                mode == PM_MESH_SOUP ? "soup" : "indexed",
