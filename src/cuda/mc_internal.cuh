@@ -217,10 +217,6 @@ pm_status pmi_mc_direct_prepare(pmi_cuda_state *st, unsigned hooks);
  * (mc_soup_cell_kernel). */
 typedef enum mc_soup { MC_SOUP_NONE, MC_SOUP_CELLS } mc_soup;
 
-/* One pass 2 (mc_expand.cu): nrec records (the room when dc is set);
- * nvert the crossings to compute (an indexed mesh's vertices, into
- * pos/nrm); ntri the triangles to write (indices, or soup triangles);
- * tstarts the start table of an indexed mesh's triangles. */
 /* A soup's records left in the streaming classification's pool, in
  * arrival order (pmi_mc_stream_classify without its scatter): entry r <
  * min(*ctr, cap) = {point (two words), info | the record's number in its
@@ -237,6 +233,10 @@ typedef struct mc_pool_recs {
     int cshift;
 } mc_pool_recs;
 
+/* One pass 2 (mc_expand.cu): nrec records (the room when dc is set);
+ * nvert the crossings to compute (an indexed mesh's vertices, into
+ * pos/nrm); ntri the triangles to write (indices, or soup triangles);
+ * tstarts the start table of an indexed mesh's triangles. */
 typedef struct mc_expand_job {
     mc_soup soup;
     long long nrec;
