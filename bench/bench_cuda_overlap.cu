@@ -138,6 +138,17 @@ static double pass1_ms(side &a)
     return median(t);
 }
 
+/* Ends a timed span begun by e0: records e1 on stream st, waits, and keeps
+ * the span's ms after the warm-up rounds. */
+static void lap(cudaEvent_t e0, cudaEvent_t e1, cudaStream_t st, int round, std::vector<double> &t)
+{
+    float ms;
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (round >= 3) t.push_back(ms);
+}
+
 /* The extraction's counts after the loop: the whole mesh fitted. */
 static void side_check(side &a)
 {
@@ -170,23 +181,16 @@ static void run(int n, int mode, int prio_lo, int prio_hi)
         CK(cudaEventCreate(&eb));
         std::vector<double> talone, tseq, tside;
         for (int r = 0; r < 43; r++) {
-            float ms;
             CK(cudaEventRecord(e0, a.s));
             extract(a);
-            CK(cudaEventRecord(e1, a.s));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            if (r >= 3) talone.push_back(ms);
+            lap(e0, e1, a.s, r, talone);
             /* A then B. */
             CK(cudaEventRecord(e0, a.s));
             extract(a);
             CK(cudaEventRecord(ea, a.s));
             CK(cudaStreamWaitEvent(b.s, ea));
             extract(b);
-            CK(cudaEventRecord(e1, b.s));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            if (r >= 3) tseq.push_back(ms);
+            lap(e0, e1, b.s, r, tseq);
             /* Side by side: B's stream spins for A's pass 1 first. */
             CK(cudaEventRecord(e0, a.s));
             CK(cudaStreamWaitEvent(b.s, e0));
@@ -198,10 +202,7 @@ static void run(int n, int mode, int prio_lo, int prio_hi)
             extract(b);
             CK(cudaEventRecord(eb, b.s));
             CK(cudaStreamWaitEvent(a.s, eb));
-            CK(cudaEventRecord(e1, a.s));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            if (r >= 3) tside.push_back(ms);
+            lap(e0, e1, a.s, r, tside);
         }
         side_check(a);
         side_check(b);
