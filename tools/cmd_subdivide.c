@@ -116,9 +116,9 @@ static void write_stats(const char *path, const char *in, const char *out, const
                        l ? "," : "", (unsigned long long)r->stream[l],
                        (unsigned long long)r->split_edges[l], (unsigned long long)r->finished[l]);
     cli_buf_printf(&j,
-                   "\n  ],\n  \"read_ms\": %.3f,\n  \"subdivide_ms\": %.3f,\n"
-                   "  \"write_ms\": %.3f\n}\n",
-                   ms[0], ms[1], ms[2]);
+                   "\n  ],\n  \"host_waits\": %d,\n  \"read_ms\": %.3f,\n"
+                   "  \"subdivide_ms\": %.3f,\n  \"write_ms\": %.3f\n}\n",
+                   r->host_waits, ms[0], ms[1], ms[2]);
     if (!j.failed) cli_write_file_atomic(path, j.data, j.len);
     cli_buf_free(&j);
 }

@@ -39,7 +39,9 @@ enum pmi_loop_step_id {
     PMI_LOOP_CSR_NORMAL,    /* per vertex: normal over its corner list */
     PMI_LOOP_WALK_VERTEX,   /* per vertex: criterion normal, even move along it */
     PMI_LOOP_SPLIT,         /* per half-edge: split flag and owner flag (u32) */
-    PMI_LOOP_PROMOTE,       /* per triangle: its third edge split, then the chain */
+    PMI_LOOP_PROMOTE,       /* per triangle: its third edge split, then the chain;
+                               the backend repeats its passes until one changes
+                               no edge (the closure) */
     PMI_LOOP_MARK_ENDS,     /* per half-edge: a split edge's ends in vsplit */
     PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
     PMI_LOOP_EVEN,          /* per corner that starts its vertex: the even rule */
@@ -112,7 +114,7 @@ typedef struct pmi_loop_args {
     double max_dev;   /* length (0 = off) */
     int adaptive;
     int last;
-    uint32_t *changed; /* promotion: set to 1 when an edge was promoted */
+    uint32_t *changed; /* promotion: 4 words the backend's passes use */
     /* vertex -> corner lists */
     uint32_t *count, *offset, *list;
     /* uniform, first level: PMI_LOOP_EVEN_UNIFORM sets each vertex's start

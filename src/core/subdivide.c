@@ -5,8 +5,8 @@
  * to the output, red ones make the next stream. The per-element steps are
  * in src/core/loop_rules.h and run through the backend's subdivide_step;
  * the stream stays in context memory, and per level the host reads only
- * the totals of three scans (one wait) and one word per round of red
- * promotion; the error word once at the end. */
+ * the totals of three scans (one wait); red promotion runs to its closure
+ * on the device, and the error word is read once at the end. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +25,7 @@ typedef struct sd_state {
     unsigned hooks; /* PYRAMESH_TEST_HOOKS (core/hooks.h) */
     void *bufs[64];
     int nbufs;
+    int waits; /* host waits for counts or flags (pm_subdivide_report) */
 } sd_state;
 
 static void sd_free(sd_state *st, void *p)
@@ -107,11 +108,12 @@ static pm_status sd_scan(sd_state *st, uint32_t *in, uint32_t *out, uint64_t n, 
     return s;
 }
 
-/* k scans (at most PMI_SCAN_MANY) with one host wait where the backend
- * offers it. */
+/* k scans (at most PMI_SCAN_MANY) with one host wait for their totals
+ * (the CPU's scans return them). */
 static pm_status sd_scans(sd_state *st, int k, pmi_scan_job *jobs)
 {
     const pmi_backend *be = st->ctx->backend;
+    st->waits++;
     if (!be->scan_many_u32) {
         for (int i = 0; i < k; i++) {
             pm_status s =
@@ -130,6 +132,7 @@ static pm_status sd_scans(sd_state *st, int k, pmi_scan_job *jobs)
 static pm_status sd_check(sd_state *st, unsigned long long *err_ctx, const uint32_t *tri_ctx)
 {
     unsigned long long e;
+    st->waits++;
     pm_status s = st->ctx->backend->download(st->ctx, &e, err_ctx, sizeof e);
     if (s != PM_STATUS_OK || e == PMI_LOOP_ERR_NONE) return s;
     const unsigned long long kind = e >> 56, idx = e & 0xFFFFFFFFFFFFFFull;
@@ -228,8 +231,8 @@ static pm_status sd_topology(sd_state *st, pmi_loop_args *a, unsigned long long 
 /* The split flags of a level that is not the last: the per-vertex walk
  * (criterion normals from level 1 on, the input's came from its corner
  * lists; even moves for the deviation test), the criterion per half-edge,
- * then in adaptive mode red promotion until no edge changes (the host
- * reads one word per round). */
+ * then in adaptive mode red promotion to its closure (the backend repeats
+ * its passes until one changes no edge, with no host wait). */
 static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
 {
     pm_status s;
@@ -244,16 +247,7 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
     if ((s = sd_step(st, PMI_LOOP_SPLIT, 3 * n, a)) != PM_STATUS_OK) return s;
     sd_release(st, a->evdev);
     a->evdev = NULL;
-    pmi_loop_args z;
-    memset(&z, 0, sizeof z);
-    z.dst = a->changed;
-    for (uint32_t changed = (uint32_t)a->adaptive; changed;) {
-        if ((s = sd_step(st, PMI_LOOP_ZERO_U32, 1, &z)) != PM_STATUS_OK ||
-            (s = sd_step(st, PMI_LOOP_PROMOTE, n, a)) != PM_STATUS_OK ||
-            (s = st->ctx->backend->download(st->ctx, &changed, a->changed, 4)) != PM_STATUS_OK)
-            return s;
-    }
-    return PM_STATUS_OK;
+    return a->adaptive ? sd_step(st, PMI_LOOP_PROMOTE, n, a) : PM_STATUS_OK;
 }
 
 /* The output mesh, prepared as soon as its sizes are known (at the level
@@ -566,7 +560,8 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     uint64_t edges0 = 0;
     if ((s = sd_step(st, PMI_LOOP_CHECK_TRI, a.n, &a)) != PM_STATUS_OK ||
         (s = sd_csr(st, &a, a.tri, a.n, a.nv, 1)) != PM_STATUS_OK ||
-        (s = sd_scan(st, a.owner, a.owner, 3 * (uint64_t)a.n, &edges0)) != PM_STATUS_OK ||
+        (st->waits++, s = sd_scan(st, a.owner, a.owner, 3 * (uint64_t)a.n, &edges0)) !=
+            PM_STATUS_OK ||
         (s = sd_check(st, err, a.tri)) != PM_STATUS_OK)
         return s;
     /* sizes */
@@ -719,7 +714,7 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
         (s = sd_alloc(st, nt, 4, &a.red)) != PM_STATUS_OK ||
         (s = sd_alloc(st, nv, 4, &a.vstart)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 1, sizeof none, &err)) != PM_STATUS_OK ||
-        (s = sd_alloc(st, 1, 4, &a.changed)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 4, 4, &a.changed)) != PM_STATUS_OK ||
         (s = st->ctx->backend->upload(st->ctx, err, &none, sizeof none)) != PM_STATUS_OK)
         return s;
     a.pos = pos;
@@ -804,6 +799,7 @@ pm_status pm_subdivide_loop(pm_context *ctx, const pm_mesh *mesh, int levels,
         if (o.report) memset(o.report, 0, sizeof *o.report);
         s = sd_run(&st, mesh, levels, &o, out);
     }
+    if (s == PM_STATUS_OK && o.report) o.report->host_waits = st.waits;
     sd_release_all(&st);
     if (s != PM_STATUS_OK) pm_mesh_free(ctx, out);
     return s;

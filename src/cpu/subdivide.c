@@ -36,6 +36,13 @@ pm_status pmi_cpu_subdivide_step(pm_context *ctx, int step, size_t n, const pmi_
     case PMI_LOOP_ODD: PMI_SD_STATIC(pmi_loop_odd(&a, (uint32_t)i)); break;
     case PMI_LOOP_COPY_U32: PMI_SD_STATIC(a.dst[i] = a.src[i]); break;
     case PMI_LOOP_ZERO_U32: PMI_SD_STATIC(a.dst[i] = 0); break;
+    case PMI_LOOP_PROMOTE:
+        /* passes until one changes no edge */
+        do {
+            *a.changed = 0;
+            PMI_SD_DYNAMIC(if (pmi_loop_promote(&a, (uint32_t)i)) pmi_loop_atomic_set(a.changed));
+        } while (*a.changed);
+        break;
     default:
         /* Walks and sorts vary in cost per element: dynamic chunks. */
         PMI_SD_DYNAMIC(pmi_loop_step(step, (uint32_t)i, &a));

@@ -3,11 +3,15 @@
  * level loop is src/core/subdivide.c; the stream of triangles stays in
  * device memory between levels). The step is a template parameter, so each
  * kernel holds only its own step's code. */
+#include <cooperative_groups.h>
+
 #include "cuda/cuda_internal.h"
 
 extern "C" {
 #include "core/loop_rules.h"
 }
+
+namespace cg = cooperative_groups;
 
 template <int STEP> static __global__ void loop_step_kernel(size_t n, pmi_loop_args a)
 {
@@ -262,14 +266,63 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) queued_kernel(size_t n, 
         pmi_loop_step(STEP, q[i], &a);
 }
 
-/* PROMOTE with the changed word set once per block that split an edge,
- * not once per chain: stores of every chain's thread to one word
- * serialise at its L2 slice. */
-static __global__ void promote_kernel(size_t n, pmi_loop_args a)
+/* PROMOTE to the closure in one cooperative launch: passes over the
+ * triangles separated by grid barriers until one changes no edge, with no
+ * host wait between passes. In pass r the blocks take chunks of
+ * PROMOTE_THREADS triangles from the counter a.changed[2 + (r & 1)] (a
+ * chain's walk takes as long as the chain: chunks taken as blocks come
+ * free balance them as a launch's blocks would), and a block that split
+ * an edge sets a.changed[r & 1] once (stores of every chain's thread to
+ * one word serialise at its L2 slice). After the barrier every thread
+ * reads that word and the first clears the next pass's word and counter,
+ * before a second barrier. */
+#define PROMOTE_THREADS 256
+static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t n, pmi_loop_args a)
 {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int split = i < n && pmi_loop_promote(&a, (uint32_t)i);
-    if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(a.changed);
+    cg::grid_group g = cg::this_grid();
+    __shared__ unsigned s_chunk;
+    uint32_t *changed = a.changed, *taken = a.changed + 2;
+    if (g.thread_rank() == 0) changed[0] = taken[0] = 0;
+    g.sync();
+    for (unsigned r = 0;; r++) {
+        int split = 0;
+        for (;;) {
+            if (threadIdx.x == 0) s_chunk = atomicAdd(taken + (r & 1), 1u);
+            __syncthreads();
+            const size_t t0 = (size_t)s_chunk * PROMOTE_THREADS;
+            __syncthreads(); /* s_chunk is read: the next chunk may be taken */
+            if (t0 >= n) break;
+            const size_t i = t0 + threadIdx.x;
+            if (i < n && pmi_loop_promote(&a, (uint32_t)i)) split = 1;
+        }
+        if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(changed + (r & 1));
+        g.sync();
+        const uint32_t more = *(volatile uint32_t *)(changed + (r & 1));
+        if (g.thread_rank() == 0) changed[(r + 1) & 1] = taken[(r + 1) & 1] = 0;
+        g.sync();
+        if (!more) break;
+    }
+}
+
+/* The cooperative launch of promote_kernel: as many blocks as can be
+ * resident at once (a grid barrier needs them all), at most one per
+ * chunk. */
+static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
+{
+    pmi_cuda_state *st = pmi_cuda(ctx);
+    int per_sm = 0;
+    PMI_CU_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, promote_kernel,
+                                                             PROMOTE_THREADS, 0),
+               "pm_subdivide_loop: red promotion's occupancy");
+    size_t blocks = (n + PROMOTE_THREADS - 1) / PROMOTE_THREADS;
+    const size_t most = (size_t)(per_sm > 0 ? per_sm : 1) * (size_t)st->num_sms;
+    if (blocks > most) blocks = most;
+    pmi_loop_args args = *a;
+    void *params[] = {&n, &args};
+    PMI_CU_TRY(cudaLaunchCooperativeKernel((const void *)promote_kernel, dim3((unsigned)blocks),
+                                           dim3(PROMOTE_THREADS), params, 0, st->stream),
+               "pm_subdivide_loop: red promotion");
+    return pmi_cuda_launched("pm_subdivide_loop");
 }
 
 /* MARK_ENDS, 16 half-edges a thread: their split flags in one 16-byte
@@ -382,7 +435,7 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_CSR_NORMAL: return loop_launch<PMI_LOOP_CSR_NORMAL>(ctx, n, a);
     case PMI_LOOP_WALK_VERTEX: return loop_launch<PMI_LOOP_WALK_VERTEX>(ctx, n, a);
     case PMI_LOOP_SPLIT: return loop_launch<PMI_LOOP_SPLIT>(ctx, n, a);
-    case PMI_LOOP_PROMOTE: return block_launch(ctx, promote_kernel, 256, 256, n, a);
+    case PMI_LOOP_PROMOTE: return promote_launch(ctx, n, a);
     case PMI_LOOP_MARK_ENDS: return block_launch(ctx, mark_ends_kernel, 256, 16 * 256, n, a);
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
     case PMI_LOOP_EVEN: return queued_launch<PMI_LOOP_EVEN>(ctx, n, a);
