@@ -24,8 +24,10 @@ extern "C" {
  * declines), writing the mesh with streaming stores (taken for meshes of
  * 64 MiB and more). */
 #define PMI_HOOK_TWOPASS 16u
-/* CUDA pm_collide: the level-by-level traversal (devices that cannot
- * launch the persistent kernel). */
+/* CUDA: what a device that cannot launch a cooperative grid runs:
+ * pm_collide's level-by-level traversal instead of its persistent kernel,
+ * and adaptive subdivision's red promotion a pass at a time (the host
+ * reading a word per pass) instead of its closure in one launch. */
 #define PMI_HOOK_LEVELS 32u
 /* pm_isosurface of a host volume on a GPU: streamed through it in slabs
  * (the path of volumes larger than the GPU's memory), five of them. */

@@ -41,7 +41,8 @@ enum pmi_loop_step_id {
     PMI_LOOP_SPLIT,         /* per half-edge: split flag and owner flag (u32) */
     PMI_LOOP_PROMOTE,       /* per triangle: its third edge split, then the chain;
                                the backend repeats its passes until one changes
-                               no edge (the closure) */
+                               no edge (the closure), or returns
+                               PM_STATUS_UNSUPPORTED (then PROMOTE_PASS) */
     PMI_LOOP_MARK_ENDS,     /* per half-edge: a split edge's ends in vsplit */
     PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
     PMI_LOOP_EVEN,          /* per corner that starts its vertex: the even rule */
@@ -63,6 +64,8 @@ enum pmi_loop_step_id {
                               an edge: the output normal of its vertex */
     PMI_LOOP_EVEN_NEW2,    /* per half-edge of the stream two levels up owning an
                               edge: the even rule for the vertex it created */
+    PMI_LOOP_PROMOTE_PASS, /* one pass of PROMOTE, setting changed[0] (the level
+                              loop repeats it: a GPU without cooperative launch) */
     PMI_LOOP_NUM_STEPS
 };
 
@@ -1647,7 +1650,8 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_WALK_VERTEX: pmi_loop_walk_vertex(a, i); break;
     case PMI_LOOP_SPLIT: pmi_loop_split(a, i); break;
     case PMI_LOOP_MARK_ENDS: pmi_loop_mark_ends(a, i); break;
-    case PMI_LOOP_PROMOTE:
+    case PMI_LOOP_PROMOTE: /* a pass's element (the backends loop the passes) */
+    case PMI_LOOP_PROMOTE_PASS:
         if (pmi_loop_promote(a, i)) pmi_loop_atomic_set(a->changed);
         break;
     case PMI_LOOP_CLASSIFY: pmi_loop_classify(a, i); break;

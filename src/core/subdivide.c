@@ -232,7 +232,8 @@ static pm_status sd_topology(sd_state *st, pmi_loop_args *a, unsigned long long 
  * (criterion normals from level 1 on, the input's came from its corner
  * lists; even moves for the deviation test), the criterion per half-edge,
  * then in adaptive mode red promotion to its closure (the backend repeats
- * its passes until one changes no edge, with no host wait). */
+ * its passes until one changes no edge, with no host wait; on a GPU that
+ * cannot launch a cooperative grid the host reads a word per pass). */
 static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
 {
     pm_status s;
@@ -247,7 +248,22 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
     if ((s = sd_step(st, PMI_LOOP_SPLIT, 3 * n, a)) != PM_STATUS_OK) return s;
     sd_release(st, a->evdev);
     a->evdev = NULL;
-    return a->adaptive ? sd_step(st, PMI_LOOP_PROMOTE, n, a) : PM_STATUS_OK;
+    if (!a->adaptive) return PM_STATUS_OK;
+    if ((s = sd_step(st, PMI_LOOP_PROMOTE, n, a)) != PM_STATUS_UNSUPPORTED) return s;
+    /* a GPU that cannot launch a cooperative grid: a pass at a time, the
+     * host reading whether it split an edge */
+    pmi_loop_args z;
+    memset(&z, 0, sizeof z);
+    z.dst = a->changed;
+    for (uint32_t changed = 1; changed;) {
+        if ((s = sd_step(st, PMI_LOOP_ZERO_U32, 1, &z)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_PROMOTE_PASS, n, a)) != PM_STATUS_OK)
+            return s;
+        st->waits++;
+        if ((s = st->ctx->backend->download(st->ctx, &changed, a->changed, 4)) != PM_STATUS_OK)
+            return s;
+    }
+    return PM_STATUS_OK;
 }
 
 /* The output mesh, prepared as soon as its sizes are known (at the level

@@ -1,10 +1,12 @@
 /* Loop subdivision on the GPU: each step of src/core/loop_rules.h as a
  * kernel, one thread per element, queued on the context's stream (the
  * level loop is src/core/subdivide.c; the stream of triangles stays in
- * device memory between levels). The step is a template parameter, so each
- * kernel holds only its own step's code. */
+ * device memory between levels); red promotion runs to its closure in one
+ * cooperative launch. The step is a template parameter, so each kernel
+ * holds only its own step's code. */
 #include <cooperative_groups.h>
 
+#include "core/hooks.h"
 #include "cuda/cuda_internal.h"
 
 extern "C" {
@@ -223,7 +225,8 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n
  * 20 banks on, mod 32). */
 #define LAST2_ROW 52
 
-static __global__ void __launch_bounds__(LAST2_THREADS, 5) red_last2_kernel(size_t n, pmi_loop_args a)
+static __global__ void __launch_bounds__(LAST2_THREADS, 5)
+    red_last2_kernel(size_t n, pmi_loop_args a)
 {
     __shared__ __align__(16) uint32_t s_tri[LAST2_ROW * LAST2_THREADS];
     __shared__ float s_pos[27 * LAST2_THREADS];
@@ -304,16 +307,34 @@ static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t 
     }
 }
 
+/* One pass of PROMOTE (PROMOTE_PASS), changed[0] set once per block that
+ * split an edge: for a GPU that cannot launch the cooperative grid. */
+static __global__ void promote_pass_kernel(size_t n, pmi_loop_args a)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int split = i < n && pmi_loop_promote(&a, (uint32_t)i);
+    if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(a.changed);
+}
+
 /* The cooperative launch of promote_kernel: as many blocks as can be
  * resident at once (a grid barrier needs them all), at most one per
- * chunk. */
+ * chunk. PM_STATUS_UNSUPPORTED, with no message, where the device cannot
+ * launch a cooperative grid (or the test hook "levels" says so): the level
+ * loop then runs PROMOTE_PASS a pass at a time. */
 static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
+    int coop = 0;
+    unsigned hooks = 0;
+    PMI_TRY(pmi_hooks(&hooks));
+    if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, st->device) != cudaSuccess)
+        coop = 0;
+    cudaGetLastError();
+    if (!coop || (hooks & PMI_HOOK_LEVELS)) return PM_STATUS_UNSUPPORTED;
     int per_sm = 0;
-    PMI_CU_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, promote_kernel,
-                                                             PROMOTE_THREADS, 0),
-               "pm_subdivide_loop: red promotion's occupancy");
+    PMI_CU_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, promote_kernel, PROMOTE_THREADS, 0),
+        "pm_subdivide_loop: red promotion's occupancy");
     size_t blocks = (n + PROMOTE_THREADS - 1) / PROMOTE_THREADS;
     const size_t most = (size_t)(per_sm > 0 ? per_sm : 1) * (size_t)st->num_sms;
     if (blocks > most) blocks = most;
@@ -361,7 +382,8 @@ static __global__ void __launch_bounds__(LIST_THREADS) list_kernel(size_t n, pmi
     __shared__ uint32_t s_beg[LIST_THREADS], s_n[LIST_THREADS], s_total;
     __shared__ uint8_t s_v[LIST_CAP]; /* each entry's vertex in the block */
     const size_t v0 = (size_t)blockIdx.x * LIST_THREADS;
-    const unsigned tid = threadIdx.x, nb = n - v0 < LIST_THREADS ? (unsigned)(n - v0) : LIST_THREADS;
+    const unsigned tid = threadIdx.x,
+                   nb = n - v0 < LIST_THREADS ? (unsigned)(n - v0) : LIST_THREADS;
     const uint32_t base = a.offset[v0], v = (uint32_t)(v0 + tid);
     uint32_t beg = 0, cnt = 0;
     if (tid < nb) {
@@ -430,12 +452,14 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_CSR_FILL: return loop_launch<PMI_LOOP_CSR_FILL>(ctx, n, a);
     case PMI_LOOP_CSR_SORT:
         return block_launch(ctx, list_kernel<false>, LIST_THREADS, LIST_THREADS, n, a);
-    case PMI_LOOP_TWIN: return block_launch(ctx, list_kernel<true>, LIST_THREADS, LIST_THREADS, n, a);
+    case PMI_LOOP_TWIN:
+        return block_launch(ctx, list_kernel<true>, LIST_THREADS, LIST_THREADS, n, a);
     case PMI_LOOP_VSTART: return loop_launch<PMI_LOOP_VSTART>(ctx, n, a);
     case PMI_LOOP_CSR_NORMAL: return loop_launch<PMI_LOOP_CSR_NORMAL>(ctx, n, a);
     case PMI_LOOP_WALK_VERTEX: return loop_launch<PMI_LOOP_WALK_VERTEX>(ctx, n, a);
     case PMI_LOOP_SPLIT: return loop_launch<PMI_LOOP_SPLIT>(ctx, n, a);
     case PMI_LOOP_PROMOTE: return promote_launch(ctx, n, a);
+    case PMI_LOOP_PROMOTE_PASS: return block_launch(ctx, promote_pass_kernel, 256, 256, n, a);
     case PMI_LOOP_MARK_ENDS: return block_launch(ctx, mark_ends_kernel, 256, 16 * 256, n, a);
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
     case PMI_LOOP_EVEN: return queued_launch<PMI_LOOP_EVEN>(ctx, n, a);
