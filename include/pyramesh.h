@@ -589,10 +589,13 @@ typedef struct pm_subdivide_report {
     uint64_t stream[PM_SUBDIVIDE_MAX_LEVELS + 1];      /* triangles in the working stream */
     uint64_t split_edges[PM_SUBDIVIDE_MAX_LEVELS + 1]; /* edges split (new vertices) */
     uint64_t finished[PM_SUBDIVIDE_MAX_LEVELS + 1];    /* triangles filtered out to the output */
-    /* Times the call waited for counts or flags from the context: uniform
-     * subdivision 3 (the input's edge count and checks, the error word at
-     * the end), adaptive 2 plus one per level that ran (its scans'
-     * totals); the output's transfer not counted. */
+    /* Times the call waited for counts or flags from the context, the
+     * output's transfer not counted: uniform subdivision 3 (the input's
+     * edge count and checks, the error word at the end); adaptive (and an
+     * empty mesh, or levels 0) 2 plus one per level whose stream was not
+     * empty (its scans' totals), and on a GPU that cannot launch a
+     * cooperative grid one more per pass of red promotion (their number
+     * varies from run to run). */
     int host_waits;
 } pm_subdivide_report;
 

@@ -857,6 +857,37 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
     pm_context_destroy(ref);
 }
 
+/* CUDA: red promotion over a stream of more chunks of 256 triangles than
+ * an H100 holds resident promotion blocks (132 SMs x 8), so blocks take
+ * several chunks a pass; the bytes against the CPU's. The edges along the
+ * torus's minor circles (0.021) split, those along the major ones (0.006
+ * to 0.019) do not, so promotion follows chains. */
+static void check_many_chunks(pm_context *ctx)
+{
+    tmesh m = make_torus(1000, 300); /* 600,000 triangles */
+    tm_jitter(&m, 0.002);
+    pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
+    pm_context *ref;
+    PMT_OK(pm_context_create(&d, &ref));
+    pm_subdivide_options o = {0};
+    o.max_edge = 0.015;
+    pm_subdivide_report rep;
+    o.report = &rep;
+    pm_mesh a, b;
+    PMT_OK(run(ctx, &m, 2, &o, &a));
+    o.report = NULL;
+    PMT_OK(run(ref, &m, 2, &o, &b));
+    PMT_CHECK(
+        rep.stream[1] > 256 * 132 * 8 && a.num_triangles > m.nt && a.num_triangles < 16 * m.nt,
+        "many chunks: streams %llu / %llu, %zu triangles out", (unsigned long long)rep.stream[0],
+        (unsigned long long)rep.stream[1], a.num_triangles);
+    PMT_CHECK(same_mesh(&a, &b), "many chunks: bytes differ from the CPU's");
+    pm_mesh_free(ctx, &a);
+    pm_mesh_free(ref, &b);
+    pm_context_destroy(ref);
+    tm_free(&m);
+}
+
 #ifdef PM_HAVE_CUDA
 /* Internal (src/cuda/backend.cu): whether ctx's scratch is pool memory. */
 int pmi_cuda_scratch_pooled(pm_context *ctx);
@@ -1023,6 +1054,7 @@ int main(int argc, char **argv)
     check_same_bytes(ctx, dev, &torus, "torus");
     check_same_bytes(ctx, dev, &grid, "grid");
     check_same_bytes(ctx, dev, &big, "big torus");
+    if (dev == PM_DEVICE_CUDA) check_many_chunks(ctx);
     PMT_CHECK(levels_marked > 0 && levels_walked > 0,
               "the even rule's two paths: %d levels marked, %d walked", levels_marked,
               levels_walked);

@@ -754,7 +754,8 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
     a->owner[h] = (uint32_t)(s && pmi_loop_owns(h, tw));
 }
 
-/* Red promotion (a pass, repeated by the level loop until one changes no
+/* Red promotion (a pass, repeated by the backend, or on a GPU that cannot
+ * launch a cooperative grid by the level loop, until one changes no
  * edge): an edge splits when a triangle on it has exactly 2 split edges,
  * unless its other side has left the stream (FROZEN). In a pass each
  * triangle with exactly 2 split edges splits its third, and its thread
@@ -803,8 +804,8 @@ PMI_LHD uint32_t pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
 
 /* The triangle's own step: when it has exactly 2 split edges its third
  * splits and the chain goes on (the twins loaded only then). Returns
- * whether it split an edge; the caller sets a->changed once for many
- * such (pmi_loop_step: per thread, CUDA: per block). */
+ * whether it split an edge; the caller sets a changed word once for many
+ * such (the CPU: per thread, CUDA: per block). */
 PMI_LHD uint32_t pmi_loop_promote(const pmi_loop_args *a, uint32_t t)
 {
     const uint8_t *f = a->split + 3 * (size_t)t;

@@ -6,7 +6,8 @@
  * in src/core/loop_rules.h and run through the backend's subdivide_step;
  * the stream stays in context memory, and per level the host reads only
  * the totals of three scans (one wait); red promotion runs to its closure
- * on the device, and the error word is read once at the end. */
+ * on the device (a GPU that cannot launch a cooperative grid: a word read
+ * per pass), and the error word is read once at the end. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,7 +251,7 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
     a->evdev = NULL;
     if (!a->adaptive) return PM_STATUS_OK;
     if ((s = sd_step(st, PMI_LOOP_PROMOTE, n, a)) != PM_STATUS_UNSUPPORTED) return s;
-    /* a GPU that cannot launch a cooperative grid: a pass at a time, the
+    /* a GPU that cannot launch the cooperative grid: a pass at a time, the
      * host reading whether it split an edge */
     pmi_loop_args z;
     memset(&z, 0, sizeof z);
@@ -258,7 +259,10 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
     for (uint32_t changed = 1; changed;) {
         if ((s = sd_step(st, PMI_LOOP_ZERO_U32, 1, &z)) != PM_STATUS_OK ||
             (s = sd_step(st, PMI_LOOP_PROMOTE_PASS, n, a)) != PM_STATUS_OK)
-            return s;
+            return s == PM_STATUS_UNSUPPORTED
+                       ? pmi_error(s, FN ": red promotion not supported on the %s backend",
+                                   st->ctx->backend->name)
+                       : s;
         st->waits++;
         if ((s = st->ctx->backend->download(st->ctx, &changed, a->changed, 4)) != PM_STATUS_OK)
             return s;
@@ -813,6 +817,7 @@ pm_status pm_subdivide_loop(pm_context *ctx, const pm_mesh *mesh, int levels,
         sd_release_all(&st);
         pm_mesh_free(ctx, out);
         if (o.report) memset(o.report, 0, sizeof *o.report);
+        st.waits = 0;
         s = sd_run(&st, mesh, levels, &o, out);
     }
     if (s == PM_STATUS_OK && o.report) o.report->host_waits = st.waits;

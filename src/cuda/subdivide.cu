@@ -319,10 +319,12 @@ static __global__ void promote_pass_kernel(size_t n, pmi_loop_args a)
 /* The cooperative launch of promote_kernel: as many blocks as can be
  * resident at once (a grid barrier needs them all), at most one per
  * chunk. PM_STATUS_UNSUPPORTED, with no message, where the device cannot
- * launch a cooperative grid (or the test hook "levels" says so): the level
- * loop then runs PROMOTE_PASS a pass at a time. */
+ * launch a cooperative grid, or refuses this one (MPS or a context limited
+ * to fewer SMs), or the test hook "levels" says so: the level loop then
+ * runs PROMOTE_PASS a pass at a time. */
 static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
+    if (n == 0) return PM_STATUS_OK;
     pmi_cuda_state *st = pmi_cuda(ctx);
     int coop = 0;
     unsigned hooks = 0;
@@ -340,9 +342,14 @@ static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *
     if (blocks > most) blocks = most;
     pmi_loop_args args = *a;
     void *params[] = {&n, &args};
-    PMI_CU_TRY(cudaLaunchCooperativeKernel((const void *)promote_kernel, dim3((unsigned)blocks),
-                                           dim3(PROMOTE_THREADS), params, 0, st->stream),
-               "pm_subdivide_loop: red promotion");
+    const cudaError_t e =
+        cudaLaunchCooperativeKernel((const void *)promote_kernel, dim3((unsigned)blocks),
+                                    dim3(PROMOTE_THREADS), params, 0, st->stream);
+    if (e == cudaErrorCooperativeLaunchTooLarge) {
+        (void)cudaGetLastError();
+        return PM_STATUS_UNSUPPORTED;
+    }
+    if (e != cudaSuccess) return pmi_cuda_status(e, "pm_subdivide_loop: red promotion");
     return pmi_cuda_launched("pm_subdivide_loop");
 }
 
