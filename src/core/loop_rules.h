@@ -1651,7 +1651,6 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_WALK_VERTEX: pmi_loop_walk_vertex(a, i); break;
     case PMI_LOOP_SPLIT: pmi_loop_split(a, i); break;
     case PMI_LOOP_MARK_ENDS: pmi_loop_mark_ends(a, i); break;
-    case PMI_LOOP_PROMOTE: /* a pass's element (the backends loop the passes) */
     case PMI_LOOP_PROMOTE_PASS:
         if (pmi_loop_promote(a, i)) pmi_loop_atomic_set(a->changed);
         break;

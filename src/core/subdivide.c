@@ -259,10 +259,7 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
     for (uint32_t changed = 1; changed;) {
         if ((s = sd_step(st, PMI_LOOP_ZERO_U32, 1, &z)) != PM_STATUS_OK ||
             (s = sd_step(st, PMI_LOOP_PROMOTE_PASS, n, a)) != PM_STATUS_OK)
-            return s == PM_STATUS_UNSUPPORTED
-                       ? pmi_error(s, FN ": red promotion not supported on the %s backend",
-                                   st->ctx->backend->name)
-                       : s;
+            return s;
         st->waits++;
         if ((s = st->ctx->backend->download(st->ctx, &changed, a->changed, 4)) != PM_STATUS_OK)
             return s;

@@ -40,7 +40,7 @@ pm_status pmi_cpu_subdivide_step(pm_context *ctx, int step, size_t n, const pmi_
         /* passes until one changes no edge */
         do {
             *a.changed = 0;
-            PMI_SD_DYNAMIC(if (pmi_loop_promote(&a, (uint32_t)i)) pmi_loop_atomic_set(a.changed));
+            PMI_SD_DYNAMIC(pmi_loop_step(PMI_LOOP_PROMOTE_PASS, (uint32_t)i, &a));
         } while (*a.changed);
         break;
     default:
