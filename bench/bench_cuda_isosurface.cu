@@ -515,12 +515,15 @@ int main(int argc, char **argv)
             run(ctx, s, ns[q], PM_SAMPLE_F32, PM_MESH_INDEXED, gbs, NULL);
         }
         if (quick || f32_only) continue;
-        /* u16 and u8 up to 512^3 (streamed up to 256^3, by the bitmask
-         * kernels above). */
-        if (ns[q] <= 512)
+        /* u16 and u8 up to 768^3. */
+        if (ns[q] <= 768)
             for (int mode = 1; mode >= 0; mode--) {
                 run(ctx, s, ns[q], PM_SAMPLE_U16, mode, gbs, NULL);
                 run(ctx, s, ns[q], PM_SAMPLE_U8, mode, gbs, NULL);
+                for (const std::string &h : hooks) {
+                    run(ctx, s, ns[q], PM_SAMPLE_U16, mode, gbs, h.c_str());
+                    run(ctx, s, ns[q], PM_SAMPLE_U8, mode, gbs, h.c_str());
+                }
             }
     }
     if (!floors.empty()) {

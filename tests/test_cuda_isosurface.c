@@ -36,7 +36,7 @@
 #define PMT_DIRECT_MAX_F32 ((size_t)3 << 23)
 #define PMT_CHUNKS_MIN ((size_t)1 << 22)
 static size_t chunks_runs, ordered_runs, pool_runs, nopdl_runs, direct_runs, stream_runs,
-    zeroed_runs, chunk128_runs, scalar_runs;
+    zeroed_runs, chunk128_runs, scalar_runs, svec_runs, sscalar_runs;
 
 /* The streaming classification's chunk width: 128 points (bands of 63
  * rows) where that takes at least 10% fewer lanes per slice than 256
@@ -57,8 +57,15 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     const int direct = v->type != PM_SAMPLE_F64 && (v->nx + 31) / 32 <= 64 &&
                        points <= (v->type == PM_SAMPLE_F32 ? PMT_DIRECT_MAX_F32 : PMT_DIRECT_MAX) &&
                        !hook_set("stream");
+    const size_t es = pm_sample_size(v->type), rs = v->row_stride ? v->row_stride : v->nx,
+                 ss = v->slice_stride ? v->slice_stride : rs * v->ny;
+    const int vec = (uintptr_t)v->data % 16 == 0 && (rs * es) % 16 == 0 && (ss * es) % 16 == 0 &&
+                    (v->nx * es) % 16 == 0;
+    /* Streamed: f32, 1- and 2-byte samples in rows of whole 16-byte parts,
+     * the others up to 2^24 points. */
     const int stream = !direct && v->type != PM_SAMPLE_F64 &&
-                       (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24));
+                       (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24) ||
+                        (vec && es < 4) || hook_set("stream"));
     PMT_CHECK(path_has(r, "backend=cuda"), "%s: path \"%s\"", what, r->path);
     PMT_CHECK(path_has(r, direct   ? "pass1=direct"
                           : stream ? "pass1=stream"
@@ -74,16 +81,18 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     /* Its loads: 16 bytes a lane where every row starts 16-byte aligned
      * (the test's device buffers are) and holds whole 16-byte parts, else
      * one sample a load. */
-    const size_t es = pm_sample_size(v->type), rs = v->row_stride ? v->row_stride : v->nx,
-                 ss = v->slice_stride ? v->slice_stride : rs * v->ny;
-    const int vec = (uintptr_t)v->data % 16 == 0 && (rs * es) % 16 == 0 && (ss * es) % 16 == 0 &&
-                    (v->nx * es) % 16 == 0;
-    if (direct)
-        PMT_CHECK(path_has(r, vec ? "loads=vector" : "loads=scalar"), "%s: path \"%s\"", what,
-                  r->path);
+    /* The streaming one's likewise for 1- and 2-byte samples; f32 always
+     * one sample a lane. */
+    if (direct || stream)
+        PMT_CHECK(path_has(r, vec && (direct || es < 4) ? "loads=vector" : "loads=scalar"),
+                  "%s: path \"%s\"", what, r->path);
     else
         PMT_CHECK(!strstr(r->path, "loads="), "%s: path \"%s\"", what, r->path);
-    scalar_runs += path_has(r, "loads=scalar");
+    if (direct) scalar_runs += path_has(r, "loads=scalar");
+    if (stream && es < 4) {
+        svec_runs += path_has(r, "loads=vector");
+        sscalar_runs += path_has(r, "loads=scalar");
+    }
     zeroed_runs += path_has(r, "states=zeroed");
     if (stream)
         PMT_CHECK(path_has(r, stream_chunk(v) == 128 ? "chunk=128" : "chunk=256"),
@@ -516,8 +525,10 @@ static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, 
                      iso, (o.inside != PM_INSIDE_BELOW) ? " above" : "");
             pm_mesh a;
             gpu_matches_cpu(cpu, gpu, &hv, &dv, iso, &o, what, &a);
-            /* Negative iso values leave the clamped unsigned types flat. */
-            const int flat = iso < 0 && (type == PM_SAMPLE_U8 || type == PM_SAMPLE_U16);
+            /* Negative iso values leave the clamped unsigned types flat,
+             * and iso values past 255 the clamped u8 samples. */
+            const int flat = (iso < 0 && (type == PM_SAMPLE_U8 || type == PM_SAMPLE_U16)) ||
+                             (iso > 255 && type == PM_SAMPLE_U8);
             PMT_CHECK(flat || a.num_triangles > 0, "%s: no triangles", what);
         }
         pm_free(gpu, (void *)dv.data);
@@ -559,6 +570,20 @@ static void test_stream_shapes(pm_context *gpu)
         types_match(cpu, gpu, shapes[c][0], shapes[c][1], shapes[c][2], rs, ss, PM_SAMPLE_F32,
                     PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     }
+    /* The 16-byte loads' thresholds (rows of whole 16-byte parts): iso
+     * past the u8 range (u8 flat, the others not), at its top and below 0
+     * (i16 and f32 negative, the unsigned types flat), both inside sides;
+     * a padded shape in 128-point chunks. */
+    for (int above = 0; above < 2; above++) {
+        types_match(cpu, gpu, 272, 33, 11, 272, 272 * 33, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
+                    200.0, 300.5);
+        types_match(cpu, gpu, 272, 33, 11, 272, 272 * 33, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
+                    155.0, 254.5);
+        types_match(cpu, gpu, 16, 31, 7, 32, 32 * 31 + 32, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
+                    -100.0, -3.5);
+        types_match(cpu, gpu, 48, 62, 9, 48, 48 * 62, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
+                    -100.0, -0.5);
+    }
     pm_context_destroy(cpu);
 }
 
@@ -566,8 +591,9 @@ static void test_stream_shapes(pm_context *gpu)
  * path): rows of 2048 points (64 words, its widest windows) with padded
  * rows and slices, 3 * 2^23 points (its largest f32 volume) and 3 *
  * 2^24 points (its largest of the other types; f32 streamed); rows of 2049
- * points, which take the streaming classification; every type but f64,
- * both inside sides. */
+ * and 2064 points, which take the streaming classification (1- and 2-byte
+ * samples: one sample a load, and 16 bytes); every type but f64, both
+ * inside sides. */
 static void test_direct_shapes(pm_context *gpu)
 {
     pm_context *cpu = cpu_ctx();
@@ -577,14 +603,16 @@ static void test_direct_shapes(pm_context *gpu)
                 PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     types_match(cpu, gpu, 2049, 8, 9, 2049, 2049 * 8, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
+    types_match(cpu, gpu, 2064, 8, 9, 2064, 2064 * 8, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
+                100.25);
     pm_context_destroy(cpu);
 }
 
 /* Volumes that take the paths the CUDA backend picks by size and type
  * (check_path asserts which), against the CPU backend, all past the
- * direct classification's bound: 1- and 2-byte samples (the bitmask
- * classification, with rows of whole 16-byte groups of bitmask words and
- * without); f32 streamed in 256- and 128-point chunks; f64 rows of
+ * direct classification's bound: 1- and 2-byte samples in rows of 520
+ * bytes (the bitmask classification) and of whole 16-byte parts (the
+ * streaming one, 16 bytes a lane); f32 streamed in 256- and 128-point chunks; f64 rows of
  * whole groups; an f32 volume whose streaming blocks walk several slices
  * each (4 on a GPU of 132 multiprocessors), the ranges of odd blocks
  * backwards. */
@@ -594,6 +622,8 @@ static void test_size_paths(pm_context *gpu)
     types_match(cpu, gpu, 2048, 124, 200, 2048, 2048 * 124, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2,
                 0.0, 100.25);
     types_match(cpu, gpu, 260, 255, 760, 260, 260 * 255, PM_SAMPLE_I16, PM_NORMALS_CENTRAL, 1, 0.0,
+                100.25);
+    types_match(cpu, gpu, 272, 256, 760, 272, 272 * 256, PM_SAMPLE_U16, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
     types_match(cpu, gpu, 384, 100, 880, 384, 384 * 100, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, 2, 0.0,
                 100.25);
@@ -1072,6 +1102,13 @@ int main(int argc, char **argv)
         if (!hook_set("stream"))
             PMT_CHECK(scalar_runs > 0 && scalar_runs < direct_runs,
                       "direct %zu times, %zu of them with scalar loads", direct_runs, scalar_runs);
+        /* Both load widths of the streaming one for 1- and 2-byte samples
+         * (test_direct_shapes' rows of 2049 and 2064 points; under the
+         * stream hook also test_stream_shapes' and test_size_paths'). */
+        PMT_CHECK(svec_runs > 0 && sscalar_runs > 0,
+                  "1- and 2-byte samples streamed %zu times with vector loads, %zu with scalar "
+                  "ones",
+                  svec_runs, sscalar_runs);
         /* States zeroed once per context and per larger volume, the rest
          * kept (no clearing kernel); under the epochs hook the epochs wrap
          * every 3 launches of the chained tiles, so about every third of

@@ -118,16 +118,20 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
     pl->edges = pl->indexed;
     pl->tables = pl->indexed;
     pl->pdl = st->pdl && !(pl->hooks & PMI_HOOK_NOPDL);
-    /* Pass 1 by the streaming classification for f32 volumes and for 1-
-     * and 2-byte samples up to MC_STREAM_MAX points, else by the bitmask
-     * kernels (measured on the H100, bench/RESULTS-cudamc.md: f32 streamed
-     * is faster at every size from 64^3 to 1024^3, also with rows filling
-     * 59% of their 256-point chunks (300^3); the streaming kernel costs
-     * about the same per point whatever the sample size while the bits
-     * kernel scales with the bytes, so u8/u16 are faster streamed up to
-     * 256^3 and through the bitmask from 384^3). */
+    /* Pass 1 by the streaming classification for f32 volumes, for 1- and
+     * 2-byte samples in rows of whole 16-byte parts (loaded 16 bytes a
+     * lane), and for other 1- and 2-byte samples up to MC_STREAM_MAX
+     * points; else by the bitmask kernels (measured on the H100,
+     * bench/RESULTS-cudamc.md: f32 streamed is faster at every size from
+     * 64^3 to 1024^3, also with rows filling 59% of their 256-point chunks
+     * (300^3); a sample a lane, the streaming kernel costs about the same
+     * per point whatever the sample size while the bits kernel scales with
+     * the bytes, so u8/u16 are faster streamed up to 256^3 and through the
+     * bitmask from 384^3; 16 bytes a lane, level with the bitmask or faster
+     * from 384^3 to 768^3, session 31). */
     const int stream = pmi_mc_stream_supported(vol) &&
-                       (vol->type == PM_SAMPLE_F32 || pl->npoints <= MC_STREAM_MAX);
+                       (vol->type == PM_SAMPLE_F32 || pl->npoints <= MC_STREAM_MAX ||
+                        pmi_mc_stream_vec(vol) || (pl->hooks & PMI_HOOK_STREAM));
     /* Up to MC_DIRECT_MAX points the direct classification (one kernel)
      * instead, for every type but f64 and rows of at most 2048 points,
      * unless the stream hook asks for the streaming one (measured on the
@@ -198,6 +202,9 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi
      * are aligned and their bytes a multiple of 16, else one sample a
      * load. */
     if (pl.pass1 == MC_PASS1_DIRECT) pmi_report_path(r, "loads", pl.tl.vec ? "vector" : "scalar");
+    /* The streaming classification's: 16 bytes a lane for 1- and 2-byte
+     * samples in such rows, else one sample a lane per load. */
+    if (pl.pass1 == MC_PASS1_STREAM) pmi_report_path(r, "loads", pl.sg.vec ? "vector" : "scalar");
     /* A soup's records: chunked per tile (no tile waits for another) or in
      * lattice order. */
     if (pl.pass1 == MC_PASS1_DIRECT && pl.soup == MC_SOUP_CELLS)

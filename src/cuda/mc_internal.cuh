@@ -100,6 +100,7 @@ typedef struct mc_stream_grid {
     long long nzr, S;  /* slice ranges, slices per range */
     long long nseg;    /* nchunks * ny * nz */
     long long ntiles;  /* tiles of the segment scan */
+    int vec;           /* 16-byte loads (1- and 2-byte samples, aligned rows) */
 } mc_stream_grid;
 /* Scratch of the streaming classification: segment counts (nseg words),
  * segment bases (3 * nseg), the record pool (pool_cap entries of 16 bytes)
@@ -118,6 +119,9 @@ struct mc_final_args;
 extern "C" {
 int pmi_mc_stream_supported(const pm_volume *vol);
 /* The grid for nsm multiprocessors. */
+/* 1- and 2-byte samples in rows that start 16-byte aligned and hold whole
+ * 16-byte parts: the streaming classification loads 16 bytes a lane. */
+int pmi_mc_stream_vec(const pm_volume *vol);
 mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm);
 pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
                                  const mc_stream_grid &g, int edges, const mc_stream_mem &m,

@@ -51,6 +51,10 @@ MCD_TABLES_UPLOAD
 #define MS_SEG_ROUNDS 2
 #define MS_SEG_TILE (1024 * MS_SEG_ROUNDS)
 #define MS_MINB 2 /* streaming blocks per SM (128 registers, no spills) */
+/* With 16-byte loads (ms_vpack: 79-80 registers, no spills): 3 (measured
+ * on the H100 at 384^3 and 512^3, bench/RESULTS-cudamc.md session 31: u8
+ * pass 1 at 512^3 0.171 ms at 2 blocks, 0.156 at 3). */
+#define MS_MINB_V 3
 
 /* Segment counts (segc) are packed in 32 bits: records (<= 256) |
  * triangles (<= 1280) << 9 | crossings (<= 768) << 20. */
@@ -88,6 +92,112 @@ static __device__ __forceinline__ void ms_pack(const T s[32], unsigned okm, floa
     }
 }
 
+/* 1- and 2-byte samples, 16 bytes a lane (mc_stream_grid.vec: rows that
+ * start 16-byte aligned and hold whole 16-byte parts). A row's segment is
+ * LPR = 32 XW / E lanes of E = 16 / sizeof(T) samples, a load instruction
+ * covers RPL = 32 / LPR rows, and the warp's RW rows take MS_NV(T) loads.
+ * Lane l holds part l % LPR of row RPL i + l / LPR of load i. */
+#define MS_VE(T) (16 / (int)sizeof(T))
+#define MS_NV(T) ((int)sizeof(T) * 2)
+
+/* The threshold of the vector compares: inside is (u >= y) ^ inv, u = the
+ * sample as an unsigned value (i16 offset by 2^15), y replicated in every
+ * element of a word; keep = 0 when no sample reaches y. */
+typedef struct ms_thr {
+    unsigned y, y7, keep, inv;
+} ms_thr;
+
+template <typename T, int ABOVE> static __device__ __forceinline__ ms_thr ms_thr_make(int it)
+{
+    constexpr long long off = (T)-1 < (T)0 ? 32768 : 0, mx = sizeof(T) == 1 ? 255 : 65535;
+    /* ABOVE: x > it, i.e. u >= it + 1 + off; else x < it, i.e. not u >= it + off. */
+    long long y = (long long)it + off + (ABOVE ? 1 : 0);
+    ms_thr r;
+    r.keep = y > mx ? 0u : 0xffffffffu;
+    y = y < 0 ? 0 : y > mx ? mx : y;
+    r.y = sizeof(T) == 1 ? (unsigned)y * 0x01010101u : (unsigned)y * 0x00010001u;
+    r.y7 = r.y & ~(sizeof(T) == 1 ? 0x80808080u : 0x80008000u);
+    r.inv = ABOVE ? 0u : 0xffffffffu;
+    return r;
+}
+
+/* The inside bits of the E / 4 samples of word x (lowest address first)
+ * against th, by one subtraction per word: each element's top bit of
+ * (x | H) - (y & ~H) compares the low bits without a borrow between
+ * elements, and the top bits decide the rest (x >= y unsigned). */
+template <typename T>
+static __device__ __forceinline__ unsigned ms_swar(unsigned x, const ms_thr &th)
+{
+    constexpr unsigned H = sizeof(T) == 1 ? 0x80808080u : 0x80008000u;
+    if constexpr ((T)-1 < (T)0) x ^= H; /* i16: offset binary */
+    const unsigned d = (x | H) - th.y7;
+    const unsigned g = ((x & ~th.y) | (~(x ^ th.y) & d)) & H;
+    /* The elements' top bits gathered into the low bits, element 0 first. */
+    if constexpr (sizeof(T) == 1)
+        return (g * 0x00204081u) >> 28;
+    else
+        return (g * 0x8001u) >> 30;
+}
+
+/* The 16 (u8) or 8 (16-bit) inside bits of a lane's 16 bytes. */
+template <typename T>
+static __device__ __forceinline__ unsigned ms_swar16(uint4 q, const ms_thr &th)
+{
+    constexpr int S = 4 / (int)sizeof(T); /* samples a word */
+    const unsigned b = ms_swar<T>(q.x, th) | ms_swar<T>(q.y, th) << S |
+                       ms_swar<T>(q.z, th) << (2 * S) | ms_swar<T>(q.w, th) << (3 * S);
+    return ((b & th.keep) ^ th.inv) & ((1u << (4 * S)) - 1u);
+}
+
+/* Loads one corner slice into the lane's MS_NV(T) parts: load i from p0
+ * + i ls (ls: RPL rows, in samples); okv: bit i set when load i's part
+ * exists. */
+template <typename T>
+static __device__ __forceinline__ void ms_vload(const T *p0, long long ls, unsigned okv,
+                                                uint4 q[MS_NV(T)])
+{
+#pragma unroll
+    for (int i = 0; i < MS_NV(T); i++)
+        q[i] = okv >> i & 1 ? __ldg((const uint4 *)(p0 + i * ls)) : make_uint4(0, 0, 0, 0);
+}
+
+/* Packs the lane's parts into the slice's buffer: the parts of a 32-point
+ * word are 32 / E neighbouring lanes, which exchange their bits so that
+ * each lane stores one word (u8: two lanes swap halves; 16-bit: a 4 x 4
+ * byte transpose in two steps). Parts past the volume, or a slice past it
+ * (in false), are outside. */
+template <typename T, int XW>
+static __device__ __forceinline__ void ms_vpack(const uint4 q[MS_NV(T)], unsigned okv,
+                                                const ms_thr &th, bool in, unsigned (*rows)[XW + 1])
+{
+    constexpr int E = MS_VE(T), LPR = 32 * XW / E, RPL = 32 / LPR, TPW = 32 / E;
+    const unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const unsigned rr = lane / LPR, sub = lane % LPR, wd = sub / TPW, part = sub % TPW;
+    unsigned b[MS_NV(T)];
+#pragma unroll
+    for (int i = 0; i < MS_NV(T); i++)
+        b[i] = in && (okv >> i & 1) ? ms_swar16<T>(q[i], th) : 0u;
+    unsigned word;
+    if constexpr (sizeof(T) == 1) {
+        /* part 0 keeps load 0's word, part 1 load 1's */
+        const unsigned r = __shfl_xor_sync(0xffffffffu, part ? b[0] : b[1], 1);
+        word = part ? r | b[1] << 16 : b[0] | r << 16;
+    } else {
+        /* byte i of lane part p: load i's bits of samples 8 p .. 8 p + 7;
+         * lane p ends with load p's word, byte p' from lane p'. */
+        const unsigned m = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+        const unsigned r1 = __shfl_xor_sync(0xffffffffu, m, 1);
+        /* even p: bytes (m0, r0, m2, r2); odd p: (r1, m1, r3, m3) */
+        const unsigned t1 = part & 1 ? __byte_perm(m, r1, 0x3715) : __byte_perm(m, r1, 0x6240);
+        const unsigned r2 = __shfl_xor_sync(0xffffffffu, t1, 2);
+        /* p < 2: own bytes 0, 1 (column p) and the partner's 0, 1; p >= 2:
+         * the partner's 2, 3 and own 2, 3 */
+        word = part & 2 ? __byte_perm(r2, t1, 0x7632) : __byte_perm(t1, r2, 0x5410);
+    }
+    /* sizeof(T) == 1: the lane's word is load `part`'s; 16-bit: load `part`. */
+    rows[MS_RW(XW) * w + part * RPL + rr][wd] = word;
+}
+
 /* Records staged per warp in shared memory (MS_STAGE entries of 16
  * bytes) and copied to the pool in batches, one atomic per batch: no
  * global round trip inside a slice step. */
@@ -111,8 +221,8 @@ static __device__ __forceinline__ void ms_flush(const uint4 *stage, unsigned n, 
 /* (a), one long kernel: the slice loop's load, pack, classify and stage
  * steps share the loaded samples, the shared buffers and the staging
  * state. */
-template <typename T, int XW, int ABOVE>
-static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
+template <typename T, int XW, int ABOVE, int VEC>
+static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V : MS_MINB)
     mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint4 *pool,
                      unsigned long long pool_cap, unsigned long long *pool_ctr,
                      unsigned long long *totals)
@@ -162,14 +272,30 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
     }
     const bool wfull = __all_sync(0xffffffffu, okm == 0xffffffffu);
     const T *prow = (const T *)v.data + x0 + lane + (j0 + RW * warp) * v.rs;
+    /* VEC: the lane's parts (ms_vpack), load i from row RW warp + RPL i +
+     * rr; nx is a multiple of E, so a part is all in the row or past it. */
+    constexpr int VE = VEC ? MS_VE(T) : 1, LPR = 32 * XW / VE, RPL = VEC ? 32 / LPR : 1;
+    const int rr = lane / LPR, sub = lane % LPR;
+    unsigned okv = 0;
+    if constexpr (VEC) {
+#pragma unroll
+        for (int i = 0; i < MS_NV(T); i++)
+            if (j0 + RW * warp + RPL * i + rr < v.ny && x0 + VE * sub < v.nx) okv |= 1u << i;
+    }
+    const T *pvec = (const T *)v.data + x0 + VE * sub + (j0 + RW * warp + rr) * v.rs;
+    const long long vls = RPL * v.rs;
+    const ms_thr th = ms_thr_make<T, ABOVE>(it);
     const bool hok = t < ROWS && j0 + t < v.ny && x0 + 32 * XW < v.nx;
     const T *phalo = (const T *)v.data + x0 + 32 * XW + (j0 + (t < ROWS ? t : 0)) * v.rs;
 
-    T s[32];
+    T s[VEC ? 1 : 32];
+    uint4 q[VEC ? MS_NV(T) : 1];
     T h = (T)0;
-    long long kl = back ? kend : k0; /* the slice in s */
+    long long kl = back ? kend : k0; /* the slice in s (q) */
     if (kl < v.nz) {
-        if (wfull)
+        if constexpr (VEC)
+            ms_vload<T>(pvec + kl * v.ss, vls, okv, q);
+        else if (wfull)
             ms_load<T, XW, 1>(prow + kl * v.ss, v.rs, okm, s);
         else
             ms_load<T, XW, 0>(prow + kl * v.ss, v.rs, okm, s);
@@ -182,7 +308,9 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
     for (long long n = 0; n < nsteps; n++) {
         const long long kc = back ? kend - n : k0 + n; /* corner slice in s */
         {
-            if (wfull)
+            if constexpr (VEC)
+                ms_vpack<T, XW>(q, okv, th, kc < v.nz, s_b[buf]);
+            else if (wfull)
                 ms_pack<T, XW, ABOVE, 1>(s, okm, ft, it, kc < v.nz, s_b[buf]);
             else
                 ms_pack<T, XW, ABOVE, 0>(s, okm, ft, it, kc < v.nz, s_b[buf]);
@@ -191,7 +319,9 @@ static __global__ void __launch_bounds__(MC_THREADS, MS_MINB)
         if (n + 1 < nsteps) {
             kl = back ? kc - 1 : kc + 1;
             if (kl < v.nz) {
-                if (wfull)
+                if constexpr (VEC)
+                    ms_vload<T>(pvec + kl * v.ss, vls, okv, q);
+                else if (wfull)
                     ms_load<T, XW, 1>(prow + kl * v.ss, v.rs, okm, s);
                 else
                     ms_load<T, XW, 0>(prow + kl * v.ss, v.rs, okm, s);
@@ -491,6 +621,15 @@ int pmi_mc_stream_supported(const pm_volume *vol)
            vol->ny > 0 && vol->nz > 0;
 }
 
+int pmi_mc_stream_vec(const pm_volume *vol)
+{
+    /* 16-byte loads for 1- and 2-byte samples where every row starts
+     * 16-byte aligned and holds whole 16-byte parts (ms_vpack). */
+    const size_t es = pm_sample_size(vol->type);
+    return es < 4 && ((uintptr_t)vol->data % 16) == 0 && (vol->row_stride * es) % 16 == 0 &&
+           (vol->slice_stride * es) % 16 == 0 && (vol->nx * es) % 16 == 0;
+}
+
 mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
 {
     mc_stream_grid g;
@@ -504,6 +643,7 @@ mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
     const double lanes8 = (double)((nx + 255) / 256) * 256.0 * (double)((ny + 30) / 31) * 32.0,
                  lanes4 = (double)((nx + 127) / 128) * 128.0 * (double)((ny + 62) / 63) * 64.0;
     g.cshift = lanes4 < 0.9 * lanes8 ? 7 : 8;
+    g.vec = pmi_mc_stream_vec(vol);
     const long long cw = 1ll << g.cshift, bj = (long long)MS_J(cw / 32);
     g.nchunks = (nx + cw - 1) / cw;
     g.nbands = (ny + bj - 1) / bj;
@@ -530,8 +670,12 @@ static void ms_launch(cudaStream_t s, int pdl, unsigned grid, const mcd_volume &
                       unsigned long long *totals)
 {
     const bool above = v.sg < 0;
-    auto k = g.cshift == 7 ? (above ? mc_stream_kernel<T, 4, 1> : mc_stream_kernel<T, 4, 0>)
-                           : (above ? mc_stream_kernel<T, 8, 1> : mc_stream_kernel<T, 8, 0>);
+    constexpr int V = sizeof(T) < 4; /* a vector instance for 1- and 2-byte samples */
+    auto k = g.cshift == 7
+                 ? (above ? (g.vec ? mc_stream_kernel<T, 4, 1, V> : mc_stream_kernel<T, 4, 1, 0>)
+                          : (g.vec ? mc_stream_kernel<T, 4, 0, V> : mc_stream_kernel<T, 4, 0, 0>))
+                 : (above ? (g.vec ? mc_stream_kernel<T, 8, 1, V> : mc_stream_kernel<T, 8, 1, 0>)
+                          : (g.vec ? mc_stream_kernel<T, 8, 0, V> : mc_stream_kernel<T, 8, 0, 0>));
     pmi_launch(pdl, k, grid, MC_THREADS, s, v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr,
                totals);
 }
@@ -584,24 +728,19 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
 /* Kernel preloading (preload.cu): f32 first. */
 void pmi_mc_stream_preload(pmi_preload *p, int tier)
 {
-    const void *const k0[] = {(const void *)mc_stream_kernel<float, 8, 0>,
-                              (const void *)mc_stream_kernel<float, 8, 1>,
-                              (const void *)mc_stream_kernel<float, 4, 0>,
-                              (const void *)mc_stream_kernel<float, 4, 1>,
+    const void *const k0[] = {(const void *)mc_stream_kernel<float, 8, 0, 0>,
+                              (const void *)mc_stream_kernel<float, 8, 1, 0>,
+                              (const void *)mc_stream_kernel<float, 4, 0, 0>,
+                              (const void *)mc_stream_kernel<float, 4, 1, 0>,
                               (const void *)mc_segscan_kernel,
                               (const void *)mc_scatter_kernel};
-    const void *const k1[] = {(const void *)mc_stream_kernel<uint8_t, 8, 0>,
-                              (const void *)mc_stream_kernel<uint8_t, 8, 1>,
-                              (const void *)mc_stream_kernel<uint16_t, 8, 0>,
-                              (const void *)mc_stream_kernel<uint16_t, 8, 1>,
-                              (const void *)mc_stream_kernel<int16_t, 8, 0>,
-                              (const void *)mc_stream_kernel<int16_t, 8, 1>,
-                              (const void *)mc_stream_kernel<uint8_t, 4, 0>,
-                              (const void *)mc_stream_kernel<uint8_t, 4, 1>,
-                              (const void *)mc_stream_kernel<uint16_t, 4, 0>,
-                              (const void *)mc_stream_kernel<uint16_t, 4, 1>,
-                              (const void *)mc_stream_kernel<int16_t, 4, 0>,
-                              (const void *)mc_stream_kernel<int16_t, 4, 1>};
+    /* 1- and 2-byte samples: the vector instances (aligned rows) first. */
+#define MS_K(T, XW, A, V) (const void *)mc_stream_kernel<T, XW, A, V>
+#define MS_K4(T, V) MS_K(T, 8, 0, V), MS_K(T, 8, 1, V), MS_K(T, 4, 0, V), MS_K(T, 4, 1, V)
+    const void *const k1[] = {MS_K4(uint8_t, 1), MS_K4(uint16_t, 1), MS_K4(int16_t, 1),
+                              MS_K4(uint8_t, 0), MS_K4(uint16_t, 0), MS_K4(int16_t, 0)};
+#undef MS_K4
+#undef MS_K
     if (tier == 0)
         pmi_preload_all(p, k0);
     else
