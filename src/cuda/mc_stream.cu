@@ -100,53 +100,62 @@ static __device__ __forceinline__ void ms_pack(const T s[32], unsigned okm, floa
 #define MS_VE(T) (16 / (int)sizeof(T))
 #define MS_NV(T) ((int)sizeof(T) * 2)
 
-/* The threshold of the vector compares: inside is (u >= y) ^ inv, u = the
+/* The threshold of the vector compares: inside is (u >= y) ^ inv, u the
  * sample as an unsigned value (i16 offset by 2^15), y replicated in every
- * element of a word; keep = 0 when no sample reaches y. */
+ * element of a word; y7 = y without the elements' top bits, z = all ones
+ * when y's top bit is clear. A threshold no sample reaches is y = 0 (every
+ * sample reaches it) with inv flipped. */
 typedef struct ms_thr {
-    unsigned y, y7, keep, inv;
+    unsigned y7, z, inv;
 } ms_thr;
 
 template <typename T, int ABOVE> static __device__ __forceinline__ ms_thr ms_thr_make(int it)
 {
-    constexpr long long off = (T)-1 < (T)0 ? 32768 : 0, mx = sizeof(T) == 1 ? 255 : 65535;
+    constexpr int off = (T)-1 < (T)0 ? 32768 : 0, mx = sizeof(T) == 1 ? 255 : 65535;
+    constexpr unsigned H = sizeof(T) == 1 ? 0x80808080u : 0x80008000u;
     /* ABOVE: x > it, i.e. u >= it + 1 + off; else x < it, i.e. not u >= it + off. */
-    long long y = (long long)it + off + (ABOVE ? 1 : 0);
+    int y = min(max(it, -65537), 65537) + off + (ABOVE ? 1 : 0);
     ms_thr r;
-    r.keep = y > mx ? 0u : 0xffffffffu;
-    y = y < 0 ? 0 : y > mx ? mx : y;
-    r.y = sizeof(T) == 1 ? (unsigned)y * 0x01010101u : (unsigned)y * 0x00010001u;
-    r.y7 = r.y & ~(sizeof(T) == 1 ? 0x80808080u : 0x80008000u);
     r.inv = ABOVE ? 0u : 0xffffffffu;
+    if (y > mx) {
+        y = 0;
+        r.inv = ~r.inv;
+    }
+    const unsigned yr = (unsigned)max(y, 0) * (sizeof(T) == 1 ? 0x01010101u : 0x00010001u);
+    r.y7 = yr & ~H;
+    r.z = yr & H ? 0u : 0xffffffffu;
     return r;
 }
 
-/* The inside bits of the E / 4 samples of word x (lowest address first)
- * against th, by one subtraction per word: each element's top bit of
- * (x | H) - (y & ~H) compares the low bits without a borrow between
- * elements, and the top bits decide the rest (x >= y unsigned). */
+/* The inside bits (u >= y) of the 4 / sizeof(T) samples of word x, at the
+ * elements' top bits: each element's top bit of (x | H) - y7 compares the
+ * low bits without a borrow between elements, and the top bits of x and y
+ * decide the rest (y's are all equal: x and d when set, x or d when
+ * clear). */
 template <typename T>
 static __device__ __forceinline__ unsigned ms_swar(unsigned x, const ms_thr &th)
 {
     constexpr unsigned H = sizeof(T) == 1 ? 0x80808080u : 0x80008000u;
     if constexpr ((T)-1 < (T)0) x ^= H; /* i16: offset binary */
     const unsigned d = (x | H) - th.y7;
-    const unsigned g = ((x & ~th.y) | (~(x ^ th.y) & d)) & H;
-    /* The elements' top bits gathered into the low bits, element 0 first. */
-    if constexpr (sizeof(T) == 1)
-        return (g * 0x00204081u) >> 28;
-    else
-        return (g * 0x8001u) >> 30;
+    return ((x & d) | ((x | d) & th.z)) & H;
 }
 
-/* The 16 (u8) or 8 (16-bit) inside bits of a lane's 16 bytes. */
+/* The 16 (u8) or 8 (16-bit) inside bits of a lane's 16 bytes, sample 0
+ * lowest: each word's top bits gathered by a multiply (no two partial
+ * products meet) and shifted to its place. */
 template <typename T>
 static __device__ __forceinline__ unsigned ms_swar16(uint4 q, const ms_thr &th)
 {
     constexpr int S = 4 / (int)sizeof(T); /* samples a word */
-    const unsigned b = ms_swar<T>(q.x, th) | ms_swar<T>(q.y, th) << S |
-                       ms_swar<T>(q.z, th) << (2 * S) | ms_swar<T>(q.w, th) << (3 * S);
-    return ((b & th.keep) ^ th.inv) & ((1u << (4 * S)) - 1u);
+    constexpr unsigned M = sizeof(T) == 1 ? 0x00204081u : 0x8001u;
+    constexpr int TOP = 32 - S; /* the gathered bits' lowest position */
+    constexpr unsigned F = (1u << S) - 1u;
+    const unsigned b = (ms_swar<T>(q.x, th) * M) >> TOP |
+                       ((ms_swar<T>(q.y, th) * M) >> (TOP - S) & F << S) |
+                       ((ms_swar<T>(q.z, th) * M) >> (TOP - 2 * S) & F << (2 * S)) |
+                       ((ms_swar<T>(q.w, th) * M) >> (TOP - 3 * S) & F << (3 * S));
+    return (b ^ th.inv) & ((1u << (4 * S)) - 1u);
 }
 
 /* Loads one corner slice into the lane's MS_NV(T) parts: load i from p0
@@ -282,8 +291,9 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V : MS_MINB)
         for (int i = 0; i < MS_NV(T); i++)
             if (j0 + RW * warp + RPL * i + rr < v.ny && x0 + VE * sub < v.nx) okv |= 1u << i;
     }
+    /* VEC: pointers at the slice in q, moved a slice a step. */
     const T *pvec = (const T *)v.data + x0 + VE * sub + (j0 + RW * warp + rr) * v.rs;
-    const long long vls = RPL * v.rs;
+    const long long vls = RPL * v.rs, dss = back ? -v.ss : v.ss;
     const ms_thr th = ms_thr_make<T, ABOVE>(it);
     const bool hok = t < ROWS && j0 + t < v.ny && x0 + 32 * XW < v.nx;
     const T *phalo = (const T *)v.data + x0 + 32 * XW + (j0 + (t < ROWS ? t : 0)) * v.rs;
@@ -292,9 +302,10 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V : MS_MINB)
     uint4 q[VEC ? MS_NV(T) : 1];
     T h = (T)0;
     long long kl = back ? kend : k0; /* the slice in s (q) */
+    const T *pk = pvec + kl * v.ss, *hk = phalo + kl * v.ss;
     if (kl < v.nz) {
         if constexpr (VEC)
-            ms_vload<T>(pvec + kl * v.ss, vls, okv, q);
+            ms_vload<T>(pk, vls, okv, q);
         else if (wfull)
             ms_load<T, XW, 1>(prow + kl * v.ss, v.rs, okm, s);
         else
@@ -318,10 +329,15 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V : MS_MINB)
         }
         if (n + 1 < nsteps) {
             kl = back ? kc - 1 : kc + 1;
-            if (kl < v.nz) {
-                if constexpr (VEC)
-                    ms_vload<T>(pvec + kl * v.ss, vls, okv, q);
-                else if (wfull)
+            if constexpr (VEC) {
+                pk += dss;
+                hk += dss;
+                if (kl < v.nz) {
+                    ms_vload<T>(pk, vls, okv, q);
+                    if (hok) h = __ldg(hk);
+                }
+            } else if (kl < v.nz) {
+                if (wfull)
                     ms_load<T, XW, 1>(prow + kl * v.ss, v.rs, okm, s);
                 else
                     ms_load<T, XW, 0>(prow + kl * v.ss, v.rs, okm, s);
