@@ -672,14 +672,16 @@ static void test_oom(pm_context *gpu)
 }
 
 /* More than 2^32 cells (u8, 4.3 GB): a ball near the far corner, so every
- * active cell index is above 2^32; the mesh equals the CPU backend's. */
-static void test_huge(pm_context *gpu)
+ * active cell index is above 2^32; the mesh equals the CPU backend's. Rows
+ * of nx = 2049 points take the bitmask kernels, of 2048 the streaming
+ * classification with 16-byte loads (check_path asserts which). */
+static void test_huge(pm_context *gpu, size_t nx)
 {
-    size_t nx = 2049, ny = 2049, nz = 1026, n = nx * ny * nz;
+    size_t ny = 2049, nz = 1026, n = nx * ny * nz;
     uint8_t *h = malloc(n);
     void *d = NULL;
     if (!h || pm_alloc(gpu, n, &d) != PM_STATUS_OK) {
-        printf("skipped > 2^32 cells: not enough memory\n");
+        printf("skipped > 2^32 cells (rows of %zu): not enough memory\n", nx);
         free(h);
         return;
     }
@@ -1066,7 +1068,8 @@ int main(int argc, char **argv)
         test_size_paths(ctx);
         test_oom(ctx);
         test_rerun(ctx);
-        test_huge(ctx);
+        test_huge(ctx, 2049);
+        test_huge(ctx, 2048);
 #ifdef PM_HAVE_CUDA
         test_capture(72);
         test_capture(168); /* a soup's records chunked per tile */
