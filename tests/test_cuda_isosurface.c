@@ -62,7 +62,7 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     const int vec = (uintptr_t)v->data % 16 == 0 && (rs * es) % 16 == 0 && (ss * es) % 16 == 0 &&
                     (v->nx * es) % 16 == 0;
     /* Streamed: f32, 1- and 2-byte samples in rows of whole 16-byte parts,
-     * the others up to 2^24 points. */
+     * the others up to 2^24 points, and under the stream hook all but f64. */
     const int stream = !direct && v->type != PM_SAMPLE_F64 &&
                        (v->type == PM_SAMPLE_F32 || points <= ((size_t)1 << 24) ||
                         (vec && es < 4) || hook_set("stream"));
@@ -525,10 +525,11 @@ static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, 
                      iso, (o.inside != PM_INSIDE_BELOW) ? " above" : "");
             pm_mesh a;
             gpu_matches_cpu(cpu, gpu, &hv, &dv, iso, &o, what, &a);
-            /* Negative iso values leave the clamped unsigned types flat,
-             * and iso values past 255 the clamped u8 samples. */
-            const int flat = (iso < 0 && (type == PM_SAMPLE_U8 || type == PM_SAMPLE_U16)) ||
-                             (iso > 255 && type == PM_SAMPLE_U8);
+            /* An iso value past a type's range leaves its clamped samples
+             * flat. */
+            const int flat = (type == PM_SAMPLE_U8 && (iso < 0 || iso > 255)) ||
+                             (type == PM_SAMPLE_U16 && (iso < 0 || iso > 65535)) ||
+                             (type == PM_SAMPLE_I16 && (iso < -32768 || iso > 32767));
             PMT_CHECK(flat || a.num_triangles > 0, "%s: no triangles", what);
         }
         pm_free(gpu, (void *)dv.data);
@@ -570,20 +571,27 @@ static void test_stream_shapes(pm_context *gpu)
         types_match(cpu, gpu, shapes[c][0], shapes[c][1], shapes[c][2], rs, ss, PM_SAMPLE_F32,
                     PM_NORMALS_CENTRAL, 2, 0.0, 100.25);
     }
-    /* The 16-byte loads' thresholds (rows of whole 16-byte parts): iso
-     * past the u8 range (u8 flat, the others not), at its top and below 0
-     * (i16 and f32 negative, the unsigned types flat), both inside sides;
-     * a padded shape in 128-point chunks. */
-    for (int above = 0; above < 2; above++) {
-        types_match(cpu, gpu, 272, 33, 11, 272, 272 * 33, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
-                    200.0, 300.5);
-        types_match(cpu, gpu, 272, 33, 11, 272, 272 * 33, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
-                    155.0, 254.5);
-        types_match(cpu, gpu, 16, 31, 7, 32, 32 * 31 + 32, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
-                    -100.0, -3.5);
-        types_match(cpu, gpu, 48, 62, 9, 48, 48 * 62, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
-                    -100.0, -0.5);
-    }
+    /* Thresholds at and past the ends of each type's range, both inside
+     * sides, in rows of whole 16-byte parts (shapes in 128- and 256-point
+     * chunks, one padded): u8 flat at 300.5, crossed at 254.5; u16 crossed
+     * above 2^15 and near 65535, flat at 65535.5; i16 crossed near -32768,
+     * flat past 32767; the unsigned types flat below 0. These volumes take
+     * the streaming classification's 16-byte loads under the stream hook
+     * (by default the direct classification's). */
+    static const double isos[][2] = {/* offset, iso */
+                                     {200.0, 300.5},     {155.0, 254.5},     {40000.0, 40100.5},
+                                     {65400.0, 65500.5}, {65400.0, 65535.5}, {-32700.0, -32600.5},
+                                     {-100.0, -3.5},     {-100.0, -0.5}};
+    for (int above = 0; above < 2; above++)
+        for (size_t c = 0; c < sizeof isos / sizeof isos[0]; c++) {
+            const size_t nx = c % 3 == 0   ? 272
+                              : c % 3 == 1 ? 48
+                                           : 16,
+                         ny = c % 3 == 1 ? 62 : 31, rs = c % 3 == 2 ? 32 : nx,
+                         ss = rs * ny + (c % 3 == 2 ? 32 : 0);
+            types_match(cpu, gpu, nx, ny, 7, rs, ss, PM_SAMPLE_F32, PM_NORMALS_CENTRAL, above,
+                        isos[c][0], isos[c][1]);
+        }
     pm_context_destroy(cpu);
 }
 
@@ -677,7 +685,7 @@ static void test_oom(pm_context *gpu)
  * classification with 16-byte loads (check_path asserts which). */
 static void test_huge(pm_context *gpu, size_t nx)
 {
-    size_t ny = 2049, nz = 1026, n = nx * ny * nz;
+    size_t ny = 2049, nz = 1056, n = nx * ny * nz;
     uint8_t *h = malloc(n);
     void *d = NULL;
     if (!h || pm_alloc(gpu, n, &d) != PM_STATUS_OK) {
@@ -686,8 +694,10 @@ static void test_huge(pm_context *gpu, size_t nx)
         return;
     }
     memset(h, 0, n);
-    double cx = nx - 40.0, cy = ny - 50.0, cz = nz - 30.0;
-    for (size_t k = nz - 60; k < nz; k++)
+    /* The ball (radius 12.5 at iso 100) in slices 1029 to 1053: every point
+     * index past (nx ny) 1024 > 2^32. */
+    double cx = nx - 40.0, cy = ny - 50.0, cz = nz - 15.0;
+    for (size_t k = nz - 30; k < nz; k++)
         for (size_t j = ny - 80; j < ny; j++)
             for (size_t i = nx - 70; i < nx; i++) {
                 double r = sqrt((i - cx) * (i - cx) + (j - cy) * (j - cy) + (k - cz) * (k - cz));

@@ -30,8 +30,9 @@ static __global__ void __launch_bounds__(MC_THREADS) mc_clear_kernel(uint4 *p, u
         p[i] = make_uint4(0, 0, 0, 0);
 }
 
-/* The streaming classification for 1- and 2-byte samples up to 2^24
- * points (f32 at every size, f64 never). */
+/* The streaming classification for 1- and 2-byte samples in rows that
+ * are not whole 16-byte parts up to 2^24 points (f32 and the others at
+ * every size, f64 never). */
 #define MC_STREAM_MAX ((size_t)1 << 24)
 
 /* The direct classification (one kernel) up to MC_DIRECT_MAX points

@@ -1,6 +1,7 @@
-/* CUDA marching cubes, pass 1, streaming version (the default for f32
- * volumes and for u8/u16/i16 ones up to 2^24 points, see mc_plan_make in
- * isosurface.cu): the volume is read once and classified in
+/* CUDA marching cubes, pass 1, streaming version (the default past the
+ * direct classification for f32 volumes, for u8/u16/i16 ones in rows of
+ * whole 16-byte parts, and for other u8/u16/i16 ones up to 2^24 points,
+ * see mc_plan_make in isosurface.cu): the volume is read once and classified in
  * the same kernel, and the records come out in lattice order with the same exact
  * prefixes as the bitmask kernels of mc_classify.cu, in three kernels:
  *
@@ -11,8 +12,10 @@
  *     bits of corner slices (the band and the row after) in shared memory,
  *     three buffers so one barrier per slice suffices. Each slice is
  *     loaded once, a warp instruction reading 32 consecutive samples of a
- *     row, packed by one ballot per 32-point word, the next slice in flight
- *     while the current one is classified. A thread classifies one word
+ *     row, packed by one ballot per 32-point word (or, for 1- and 2-byte
+ *     samples in rows of whole 16-byte parts, 16 bytes a lane compared
+ *     by subtraction on packed samples: ms_vpack), the next slice in
+ *     flight while the current one is classified. A thread classifies one word
  *     (the masks of mc_words.cuh). The counts of each segment (one chunk
  *     of one row: 8 or 4 words) go to segc; a warp's records are staged in shared memory and
  *     copied to a pool in batches (one atomic per batch), each with its
@@ -51,10 +54,17 @@ MCD_TABLES_UPLOAD
 #define MS_SEG_ROUNDS 2
 #define MS_SEG_TILE (1024 * MS_SEG_ROUNDS)
 #define MS_MINB 2 /* streaming blocks per SM (128 registers, no spills) */
-/* With 16-byte loads (ms_vpack: 79-80 registers, no spills): 3 (measured
- * on the H100 at 384^3 and 512^3, bench/RESULTS-cudamc.md session 31: u8
- * pass 1 at 512^3 0.171 ms at 2 blocks, 0.156 at 3). */
-#define MS_MINB_V 3
+/* With 16-byte loads (ms_vpack): 3 on sm_90 (u8 72 registers, 16-bit 80
+ * with 8 bytes spilled; measured on the H100, bench/RESULTS-cudamc.md
+ * session 31: pass 1 at 512^3 u8 0.171 ms at 2 blocks, 0.156 at 3, u16
+ * soups 0.289 and 0.271 ms a call); 16-bit samples 2 on older GPUs, where
+ * 80 registers spill 54-84 bytes (not measured there). */
+#define MS_MINB_V90 3
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define MS_MINB_V(T) (sizeof(T) == 1 ? MS_MINB_V90 : 2)
+#else
+#define MS_MINB_V(T) MS_MINB_V90
+#endif
 
 /* Segment counts (segc) are packed in 32 bits: records (<= 256) |
  * triangles (<= 1280) << 9 | crossings (<= 768) << 20. */
@@ -231,7 +241,7 @@ static __device__ __forceinline__ void ms_flush(const uint4 *stage, unsigned n, 
  * steps share the loaded samples, the shared buffers and the staging
  * state. */
 template <typename T, int XW, int ABOVE, int VEC>
-static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V : MS_MINB)
+static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MINB)
     mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint4 *pool,
                      unsigned long long pool_cap, unsigned long long *pool_ctr,
                      unsigned long long *totals)
@@ -669,8 +679,10 @@ mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
      * 6, 8, 12 slices gave 0.278, 0.247, 0.251, 0.261, 0.285 ms for the
      * 512^3 kernel: short blocks balance the surface's uneven cost, the
      * shared slice between ranges costs 1/slices more reads), fewer when
-     * that leaves under four waves of blocks (MS_MINB per SM). */
-    const long long layer = g.nchunks * g.nbands, slots = (long long)MS_MINB * (nsm > 0 ? nsm : 1);
+     * that leaves under four waves of blocks (MS_MINB per SM, MS_MINB_V90
+     * with 16-byte loads). */
+    const long long layer = g.nchunks * g.nbands,
+                    slots = (long long)(g.vec ? MS_MINB_V90 : MS_MINB) * (nsm > 0 ? nsm : 1);
     long long slices = nz / ((4 * slots + layer - 1) / layer);
     if (slices > 4) slices = 4;
     if (slices < 1) slices = 1;
