@@ -21,7 +21,9 @@
  * column is the hook, the "pass 1" column the report's pass1 (and
  * classify) words. At the end, a table of measured floors: floor_kernel
  * reads each default row's volume once and writes its mesh's bytes, with
- * nothing computed, against the computed floor and the async time.
+ * nothing computed, against the computed floor and the async time; then
+ * each u8/u16 default row against the f32 async time of its size and mode
+ * scaled by the bytes read + written of each (issue 23 item 3).
  * Usage: bench_cuda_isosurface [maxN [checkN [N,N,...]]] (the list picks sizes). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +99,14 @@ static double hp5(int n, int indexed, int dynpar)
 }
 
 static std::vector<std::string> floors; /* rows of the measured floors' table */
+/* The default rows' traffic and async time, for the table of u8/u16
+ * against the f32 time scaled by bytes (issue 23 item 3). */
+struct scaled_row {
+    int n, mode;
+    pm_sample_type type;
+    double read, written, async_ms;
+};
+static std::vector<scaled_row> scaled_rows;
 
 static double median(std::vector<double> v)
 {
@@ -382,6 +392,7 @@ static void run(pm_context *ctx, cudaStream_t s, int n, pm_sample_type type, int
                  mode ? "soup" : "indexed", pm_sample_type_string(type), bytes / 1e6, out_b / 1e6,
                  floor_ms, mf, mea, mea / mf);
         floors.push_back(line);
+        scaled_rows.push_back({n, mode, type, (double)bytes, out_b, mea});
     }
     cudaFree(pos);
     cudaFree(nrm);
@@ -536,6 +547,32 @@ int main(int argc, char **argv)
                "measured floor |\n|---|---|---|---|---|---|---|---|---|\n");
         for (const std::string &l : floors)
             fputs(l.c_str(), stdout);
+    }
+    /* Each u8/u16 default row against the first f32 default row of its
+     * size and mode, scaled by (bytes read + written) of each. */
+    bool scaled_header = false;
+    for (const scaled_row &r : scaled_rows) {
+        if (r.type == PM_SAMPLE_F32) continue;
+        const scaled_row *f = NULL;
+        for (const scaled_row &q : scaled_rows)
+            if (q.type == PM_SAMPLE_F32 && q.n == r.n && q.mode == r.mode) {
+                f = &q;
+                break;
+            }
+        if (!f) continue;
+        if (!scaled_header) {
+            printf("\nu8/u16 against the f32 async time of the same run scaled by bytes read + "
+                   "written (issue 23 item 3: at most 1.00x):\n");
+            printf(
+                "| N | mode | type | MB read + written | f32 MB | f32 async ms | scaled f32 ms | "
+                "async ms | async / scaled f32 |\n|---|---|---|---|---|---|---|---|---|\n");
+            scaled_header = true;
+        }
+        const double sc = f->async_ms * (r.read + r.written) / (f->read + f->written);
+        printf("| %4d | %-7s | %-3s | %9.1f | %9.1f | %7.3f | %7.3f | %7.3f | %5.2fx |\n", r.n,
+               r.mode ? "soup" : "indexed", pm_sample_type_string(r.type),
+               (r.read + r.written) / 1e6, (f->read + f->written) / 1e6, f->async_ms, sc,
+               r.async_ms, r.async_ms / sc);
     }
     if (!quick) {
         printf("\nMeshes to host memory (pm_isosurface allocating the mesh in host memory, host "
