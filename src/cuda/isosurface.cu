@@ -129,7 +129,7 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * per point whatever the sample size while the bits kernel scales with
      * the bytes, so u8/u16 are faster streamed up to 256^3 and through the
      * bitmask from 384^3; 16 bytes a lane, level with the bitmask or faster
-     * from 384^3 to 768^3, session 31). */
+     * from 384^3 to 768^3). */
     const int stream = pmi_mc_stream_supported(vol) &&
                        (vol->type == PM_SAMPLE_F32 || pl->npoints <= MC_STREAM_MAX ||
                         pmi_mc_stream_vec(vol) || (pl->hooks & PMI_HOOK_STREAM));

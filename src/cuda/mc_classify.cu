@@ -478,6 +478,13 @@ static __global__ void __launch_bounds__(MC_THREADS, 3)
     }
 }
 
+int pmi_mc_rows16(const pm_volume *vol)
+{
+    const size_t es = pm_sample_size(vol->type);
+    return ((uintptr_t)vol->data % 16) == 0 && (vol->row_stride * es) % 16 == 0 &&
+           (vol->slice_stride * es) % 16 == 0 && (vol->nx * es) % 16 == 0;
+}
+
 mc_tiling pmi_mc_make_tiling(const pm_volume *vol)
 {
     mc_tiling tl;

@@ -447,9 +447,7 @@ mc_tiling pmi_mc_direct_tiling(const pm_volume *vol)
 {
     mc_tiling tl = pmi_mc_make_tiling(vol);
     tl.ntiles = (tl.nwords + MC_THREADS - 1) / MC_THREADS;
-    const size_t es = pm_sample_size(vol->type);
-    tl.vec = ((uintptr_t)vol->data % 16) == 0 && (vol->row_stride * es) % 16 == 0 &&
-             (vol->slice_stride * es) % 16 == 0 && (vol->nx * es) % 16 == 0;
+    tl.vec = pmi_mc_rows16(vol);
     tl.mw = md_magic((unsigned long long)tl.words);
     tl.mny = md_magic((unsigned long long)vol->ny);
     return tl;

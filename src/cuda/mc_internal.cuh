@@ -72,6 +72,11 @@ typedef enum mc_cls_kernel { MC_CLS_BATCHED, MC_CLS_PERWORD } mc_cls_kernel;
 
 extern "C" {
 mc_tiling pmi_mc_make_tiling(const pm_volume *vol);
+/* Every row starts 16-byte aligned and holds whole 16-byte parts (data,
+ * row and slice strides and row length in bytes multiples of 16), so a
+ * lane's 16-byte part is all in its row or all past it: the direct and
+ * streaming classifications' 16-byte loads. */
+int pmi_mc_rows16(const pm_volume *vol);
 /* Pass 1 by the bitmask kernels (mc_classify.cu): (a) the inside bits,
  * (b) classification + compaction. pdl: the kernels are launched with
  * programmatic dependent launch (pmi_launch). */

@@ -54,11 +54,10 @@ MCD_TABLES_UPLOAD
 #define MS_SEG_ROUNDS 2
 #define MS_SEG_TILE (1024 * MS_SEG_ROUNDS)
 #define MS_MINB 2 /* streaming blocks per SM (128 registers, no spills) */
-/* With 16-byte loads (ms_vpack): 3 on sm_90 (u8 72 registers, 16-bit 80
- * with 8 bytes spilled; measured on the H100, bench/RESULTS-cudamc.md
- * session 31: pass 1 at 512^3 u8 0.171 ms at 2 blocks, 0.156 at 3, u16
- * soups 0.289 and 0.271 ms a call); 16-bit samples 2 on older GPUs, where
- * 80 registers spill 54-84 bytes (not measured there). */
+/* With 16-byte loads (ms_vpack): 3 on sm_90 (u8 71 registers, 16-bit 80,
+ * no spills; faster than 2 on the H100 for both, bench/RESULTS-cudamc.md);
+ * 16-bit samples 2 on older GPUs, where 3 would spill (not measured
+ * there). */
 #define MS_MINB_V90 3
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define MS_MINB_V(T) (sizeof(T) == 1 ? MS_MINB_V90 : 2)
@@ -306,9 +305,8 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
     const long long vls = RPL * v.rs, dss = back ? -v.ss : v.ss;
     ms_thr th = ms_thr_make<T, ABOVE>(it);
     /* Kept in registers: made opaque to the compiler, which otherwise
-     * recomputes them from it before every part's compares (ncu's SASS,
-     * session 31; 768^3 u16 soup 0.632-0.636 -> 0.617-0.619 ms, u8
-     * 0.549 -> 0.537-0.541). */
+     * recomputes them from it before every part's compares (measured
+     * faster on the H100, bench/RESULTS-cudamc.md). */
     if constexpr (VEC) asm volatile("" : "+r"(th.y7), "+r"(th.z), "+r"(th.inv));
     const bool hok = t < ROWS && j0 + t < v.ny && x0 + 32 * XW < v.nx;
     const T *phalo = (const T *)v.data + x0 + 32 * XW + (j0 + (t < ROWS ? t : 0)) * v.rs;
@@ -654,11 +652,8 @@ int pmi_mc_stream_supported(const pm_volume *vol)
 
 int pmi_mc_stream_vec(const pm_volume *vol)
 {
-    /* 16-byte loads for 1- and 2-byte samples where every row starts
-     * 16-byte aligned and holds whole 16-byte parts (ms_vpack). */
-    const size_t es = pm_sample_size(vol->type);
-    return es < 4 && ((uintptr_t)vol->data % 16) == 0 && (vol->row_stride * es) % 16 == 0 &&
-           (vol->slice_stride * es) % 16 == 0 && (vol->nx * es) % 16 == 0;
+    /* 16-byte loads (ms_vpack) for 1- and 2-byte samples. */
+    return pm_sample_size(vol->type) < 4 && pmi_mc_rows16(vol);
 }
 
 mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
