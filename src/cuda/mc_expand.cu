@@ -272,6 +272,7 @@ mc_pool_corners(const mcd_volume &v, const mc_soup_block<R> &sb, int nvalid, uns
 {
     constexpr int NF = MODE == PM_NORMALS_NONE ? 3 : 6;
     __shared__ uint16_t s_own[R], s_take[R], s_base[R], s_slot[MC_POOL_SLOTS];
+    __shared__ uint16_t s_cq[3 * 5 * R]; /* each corner's slot (a record has at most 5 triangles) */
     __shared__ unsigned s_w[MC_THREADS / 32];
     __shared__ float s_v[MC_POOL_SLOTS][NF];
     const int t = threadIdx.x;
@@ -328,6 +329,18 @@ mc_pool_corners(const mcd_volume &v, const mc_soup_block<R> &sb, int nvalid, uns
             }
         }
         if (s0 == 0) {
+            /* Each corner's slot, a triangle a thread. */
+            for (unsigned lt = t; lt < sb.total; lt += MC_THREADS) {
+                const unsigned a = sb.own[lt], k = lt - sb.tp[a], c = sb.cs[a], tk = s_take[a],
+                               ow = s_own[a], bs = s_base[a], ap = a ? a - 1 : 0u, owp = s_own[ap],
+                               bsp = s_base[ap];
+                for (unsigned m = 0; m < 3; m++) {
+                    const unsigned e = __ldg(&mcd_tri_edge[c][3 * k + m]);
+                    s_cq[3 * lt + m] =
+                        (uint16_t)((tk >> e & 1u) ? bsp + __popc(owp & ((2u << e) - 1u))
+                                                  : bs + __popc(ow & ((1u << e) - 1u)));
+                }
+            }
             pmi_pdl_enter();
             /* The counts and the prefixes loaded together. */
             unsigned long long ok = 1, dnt = 0, pg = 0;
@@ -342,13 +355,10 @@ mc_pool_corners(const mcd_volume &v, const mc_soup_block<R> &sb, int nvalid, uns
         }
         __syncthreads();
         for (unsigned u = t; u < n3; u += MC_THREADS) {
-            const unsigned lt = u / 3, m = u - 3 * lt, a = sb.own[lt], k = lt - sb.tp[a];
-            const unsigned e = __ldg(&mcd_tri_edge[sb.cs[a]][3 * k + m]);
-            const unsigned q = (s_take[a] >> e & 1u)
-                                   ? s_base[a - 1] + __popc(s_own[a - 1] & ((2u << e) - 1u))
-                                   : s_base[a] + __popc(s_own[a] & ((1u << e) - 1u));
+            const unsigned q = s_cq[u];
             if (q - s0 >= MC_POOL_SLOTS) continue; /* another round's */
-            const unsigned long long o = 3 * (gt[a] + k) + m;
+            const unsigned lt = u / 3, m = u - 3 * lt, a = sb.own[lt];
+            const unsigned long long o = 3 * (gt[a] + (lt - sb.tp[a])) + m;
             if (o >= nvout) continue; /* past the caller's capacity */
             pos[3 * o] = s_v[q - s0][0];
             pos[3 * o + 1] = s_v[q - s0][1];
@@ -424,13 +434,17 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
     if (POOL && t < R && r0 + t < nrec) {
         /* tri: the record's first triangle in the mesh. */
         const uint4 e = __ldg(pp.pool + r0 + t);
-        const unsigned long long point = (unsigned long long)e.x | (unsigned long long)e.y << 32,
-                                 row = point / (unsigned long long)v.nx,
-                                 x = point - row * (unsigned long long)v.nx;
-        /* The record's segment and its first triangle there. */
-        tri = (row * (unsigned long long)pp.nchunks + (x >> pp.cshift)) << 16 | (e.w & 0xffffu);
+        nt = mc_soup_record(v, e.z & 0xffffu,
+                            (unsigned long long)e.x | (unsigned long long)e.y << 32, sb, t);
+        /* The record's segment (from its point, split once) and its
+         * first triangle there. */
+        const unsigned long long row = (unsigned long long)sb.ijk[2][t] * (unsigned long long)v.ny +
+                                       (unsigned long long)sb.ijk[1][t];
+        tri =
+            (row * (unsigned long long)pp.nchunks + ((unsigned long long)sb.ijk[0][t] >> pp.cshift))
+                << 16 |
+            (e.w & 0xffffu);
         valid = 1;
-        nt = mc_soup_record(v, e.z & 0xffffu, point, sb, t);
     } else if (t < R && r0 + t < nrec) {
         /* The record's words are loaded with its triangle word, before
          * the check that needs the latter. */
