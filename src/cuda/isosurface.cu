@@ -64,7 +64,6 @@ typedef struct mc_plan {
     mc_soup soup;      /* how pass 2 makes a soup (MC_SOUP_NONE: indexed) */
     int chunks;        /* a direct classification's soup records chunked per tile */
     int pool;          /* a streaming classification's soup records left in its pool */
-    int tables;        /* the classification writes the start table */
     int pdl;           /* kernels chained by programmatic dependent launch */
     unsigned hooks;    /* PYRAMESH_TEST_HOOKS */
 } mc_plan;
@@ -113,11 +112,10 @@ static pm_status mc_plan_make(pm_context *ctx, const pm_volume *vol, double iso,
      * classification without edges), at every size: faster than computing
      * the indexed vertices and gathering them (measured on the H100 from
      * 128^3 to 1024^3, bench/RESULTS-cudamc.md), and no
-     * vertex scratch. An indexed mesh needs the crossings' prefixes (edges)
-     * and, for its triangles' search, the start table. */
+     * vertex scratch. An indexed mesh needs the crossings' prefixes and
+     * the row table (edges). */
     pl->soup = pl->indexed ? MC_SOUP_NONE : MC_SOUP_CELLS;
     pl->edges = pl->indexed;
-    pl->tables = pl->indexed;
     pl->pdl = st->pdl && !(pl->hooks & PMI_HOOK_NOPDL);
     /* Pass 1 by the streaming classification for f32 volumes, for 1- and
      * 2-byte samples in rows of whole 16-byte parts (loaded 16 bytes a
@@ -228,7 +226,6 @@ typedef struct mc_scratch {
     mc_records rec;
     unsigned long long *rows;   /* row table, or NULL */
     unsigned long long *totals; /* records, triangles, crossings, active cells */
-    mc_tables ctab;             /* start table (t NULL: none) */
     mc_chunks ch;               /* the chunked records (pl.chunks), or tile NULL */
     mc_pool_recs pool;          /* the pooled records (pl.pool), or pool NULL */
     char *extra;                /* extra_b bytes of the caller's */
@@ -238,9 +235,8 @@ typedef struct mc_scratch {
  * direct classification's tile states are the context's (not under stream
  * capture). */
 typedef struct mc_layout {
-    size_t head_b, segc_b, segb_b, bits_b, rows_b, tab_b, tinfo_b, extra_b, bytes;
+    size_t head_b, segc_b, segb_b, bits_b, rows_b, tinfo_b, extra_b, bytes;
     size_t rec8_b, rec2_b; /* each 8- and 2-byte record array (none: pooled records) */
-    mc_tables tab;
 } mc_layout;
 static mc_layout mc_pass1_layout(const pm_volume *vol, const mc_plan &pl, size_t rec_cap,
                                  size_t extra_b, int kept)
@@ -264,19 +260,13 @@ static mc_layout mc_pass1_layout(const pm_volume *vol, const mc_plan &pl, size_t
                : pl.pass1 == MC_PASS1_DIRECT ? 0
                                              : pmi_align256((size_t)tl.nwords * 4 + 16);
     L.rows_b = pl.edges ? pmi_align256(nrows * 8) : 0;
-    /* Table entries: blocks of up to 5 triangles per record (times 3 for
-     * soup), for rec_cap records. */
-    L.tab = {NULL, 0, pl.indexed ? 1u : 3u};
-    if (pl.tables) L.tab.nt = ((unsigned long long)rec_cap * 5 * L.tab.tdiv + 255) / 256 + 1;
-    L.tab_b = pmi_align256((size_t)L.tab.nt * 8);
     L.tinfo_b = pl.chunks ? pmi_align256((size_t)tl.ntiles * sizeof(uint4)) +
                                 pmi_align256((size_t)tl.ntiles * sizeof(unsigned))
                           : 0;
     L.extra_b = pmi_align256(extra_b);
     L.rec8_b = pl.pool ? 0 : pmi_align256(rec_cap * 8);
     L.rec2_b = pl.pool ? 0 : pmi_align256(rec_cap * 2);
-    L.bytes =
-        L.head_b + L.rec8_b * 3 + L.rec2_b + L.rows_b + L.tab_b + L.tinfo_b + L.extra_b + L.bits_b;
+    L.bytes = L.head_b + L.rec8_b * 3 + L.rec2_b + L.rows_b + L.tinfo_b + L.extra_b + L.bits_b;
     return L;
 }
 
@@ -295,7 +285,7 @@ static int mc_capturing(cudaStream_t s)
 /* Lays out the scratch for rec_cap records and launches pass 1 (no wait).
  * Scratch: ticket, totals and tile states (the direct classification's
  * are the context's), records (point, triangle prefix, info, row table,
- * start table, extra, crossing prefix), then the bitmask last. */
+ * chunked tiles, extra, crossing prefix), then the bitmask last. */
 static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc_plan &pl,
                                  size_t rec_cap, size_t extra_b, mc_scratch *p,
                                  const mc_final_args *fin = NULL)
@@ -317,9 +307,8 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
                       (pl.chunks && st->mc_graph_capturing && pmi_mc_direct_counter_ready(st)));
     const mc_layout L = mc_pass1_layout(vol, pl, rec_cap, extra_b, kept);
     const size_t head_b = L.head_b, segc_b = L.segc_b, segb_b = L.segb_b, rows_b = L.rows_b,
-                 tab_b = L.tab_b, tinfo_b = L.tinfo_b, bytes = L.bytes;
+                 tinfo_b = L.tinfo_b, bytes = L.bytes;
     extra_b = L.extra_b;
-    mc_tables tab = L.tab;
     char *base = NULL;
     PMI_TRY(pmi_cuda_scratch(ctx, bytes, (void **)&base));
     p->base = base;
@@ -338,9 +327,6 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     q += L.rec2_b;
     p->rows = pl.edges ? (unsigned long long *)q : NULL;
     q += rows_b;
-    if (tab.nt) tab.t = (long long *)q;
-    q += tab_b;
-    p->ctab = tab;
     p->ch.tile = tinfo_b ? (uint4 *)q : NULL;
     p->ch.pre = tinfo_b ? (unsigned *)(q + pmi_align256((size_t)tl.ntiles * sizeof(uint4))) : NULL;
     p->ch.ntiles = tinfo_b ? (unsigned)tl.ntiles : 0u;
@@ -350,7 +336,6 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     p->rec.cross = pl.pool ? NULL : (unsigned long long *)q;
     q += L.rec8_b;
     unsigned int *bits = (unsigned int *)q;
-    const mc_tables *tp = tab.t ? &tab : NULL;
     /* The direct classification keeps its tile states in the context and
      * writes every total: nothing to clear (but under stream capture).
      * With fin its last tile (chunked records: the chunks' scan; the
@@ -363,16 +348,16 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
     }
     if (kept)
         return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, NULL, NULL, p->rec,
-                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, p->ch,
-                                      pl.hooks, pl.pdl);
+                                      rec_cap, p->rows, p->totals, fin ? &f : NULL, p->ch, pl.hooks,
+                                      pl.pdl);
     /* head_b is a multiple of 256 bytes. */
     pmi_launch(pl.pdl, mc_clear_kernel, mc_blocks(head_b / 16), MC_THREADS, s, (uint4 *)base,
                (unsigned long long)(head_b / 16));
     PMI_TRY(pmi_cuda_launched("pm_isosurface: clearing tile states"));
     if (pl.pass1 == MC_PASS1_DIRECT)
         return pmi_mc_direct_classify(ctx, pl.v, vol->type, tl, pl.edges, ticket, state, p->rec,
-                                      rec_cap, p->rows, p->totals, tp, fin ? &f : NULL, p->ch,
-                                      pl.hooks, pl.pdl);
+                                      rec_cap, p->rows, p->totals, fin ? &f : NULL, p->ch, pl.hooks,
+                                      pl.pdl);
     if (stream) {
         mc_stream_mem sm;
         sm.segc = bits;
@@ -385,11 +370,11 @@ static pm_status mc_pass1_launch(pm_context *ctx, const pm_volume *vol, const mc
         if (pl.pool)
             p->pool = {sm.pool, sm.pool_ctr, rec_cap, sm.segbase + sg.nseg, sg.nchunks, sg.cshift};
         return pmi_mc_stream_classify(ctx, pl.v, vol->type, sg, pl.edges, sm, p->rec, rec_cap,
-                                      p->rows, p->totals, tp, fin ? &f : NULL, pl.pool, pl.pdl);
+                                      p->rows, p->totals, fin ? &f : NULL, pl.pool, pl.pdl);
     }
     PMI_TRY(pmi_mc_inside_bits(ctx, pl.v, tl, vol->type, bits, pl.pdl));
     return pmi_mc_classify(ctx, pl.v, tl, pl.edges, bits, ticket, state, p->rec, rec_cap, p->rows,
-                           p->totals, pl.cls, tp, pl.pdl);
+                           p->totals, pl.cls, pl.pdl);
 }
 
 /* The stages of a timed pm_isosurface, bracketed by events: pass 1 on the
@@ -463,7 +448,6 @@ static pm_status mc_sync_pass2(pm_context *ctx, const pm_volume *vol,
     }
     j.soup = pl.soup;
     j.nrec = nrec;
-    j.tstarts = p1.ctab.t;
     j.ch = p1.ch;
     j.pool = p1.pool;
     if (pl.soup == MC_SOUP_NONE) {
@@ -869,7 +853,6 @@ static pm_status mc_queue_launches(pm_context *ctx, const pm_volume *vol, const 
     j.nrec = (long long)rec_cap;
     j.pos = opt->out_positions;
     j.nrm = pnrm;
-    j.tstarts = p1.ctab.t;
     j.ch = p1.ch;
     j.pool = p1.pool;
     j.dc = dc;

@@ -158,7 +158,7 @@ static __device__ __forceinline__ void mc_word_next(long long words, long long n
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_classify_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits,
                        unsigned int *ticket, unsigned long long *state, mc_records rec,
-                       unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
+                       unsigned long long rec_cap, unsigned long long *rows,
                        unsigned long long *totals)
 {
     pmi_pdl_enter();
@@ -275,15 +275,15 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
                 const unsigned long long row0 =
                     (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
                     32ull * (unsigned long long)wi;
-                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, edges, tab, &rb, &tb, &cb);
+                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, edges, &rb, &tb, &cb);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
     }
 }
 
-/* ---- Classification, second version: same records, row table, totals
- * and start table as mc_classify_kernel, with fewer instructions per
+/* ---- Classification, second version: same records, row table and
+ * totals as mc_classify_kernel, with fewer instructions per
  * word: a round's 20 words come as
  * four 16-byte loads plus a shuffle for the word after (rows of a multiple
  * of 4 words, VEC) and without per-load guards except in the tile rounds
@@ -356,7 +356,7 @@ template <int VEC>
 static __global__ void __launch_bounds__(MC_THREADS, 3)
     mc_classify2_kernel(mcd_volume v, mc_tiling tl, int edges, const unsigned *bits,
                         unsigned int *ticket, unsigned long long *state, mc_records rec,
-                        unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
+                        unsigned long long rec_cap, unsigned long long *rows,
                         unsigned long long *totals)
 {
     pmi_pdl_enter();
@@ -434,7 +434,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 3)
     if (t == 0 && s_cells) atomicAdd(&totals[3], (unsigned long long)s_cells);
     __syncthreads();
 
-    /* Records, row table and start table, round by round. */
+    /* Records and row table, round by round. */
 #pragma unroll 1
     for (int r = 0; r < MC_ROUNDS; r++) {
         const long long rbase = (tile * MC_ROUNDS + r) * MC_TILE_WORDS,
@@ -471,7 +471,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 3)
                 const unsigned long long row0 =
                     (unsigned long long)v.nx * (unsigned long long)(j + v.ny * k) +
                     32ull * (unsigned long long)wi;
-                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, edges, tab, &rb, &tb, &cb);
+                mc_emit_records(m, am, row0, s_nt, rec, rec_cap, edges, &rb, &tb, &cb);
             }
             mc_word_next(tl.words, v.ny, &wi, &j, &k);
         }
@@ -536,8 +536,7 @@ pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tili
 pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int edges,
                           const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
                           mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
-                          unsigned long long *totals, mc_cls_kernel kernel, const mc_tables *tab,
-                          int pdl)
+                          unsigned long long *totals, mc_cls_kernel kernel, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     cudaStream_t s = pmi_cuda(ctx)->stream;
@@ -546,11 +545,8 @@ pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling 
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many tiles");
     unsigned long long *rw = edges ? rows : NULL;
     const unsigned g = (unsigned)tl.ntiles;
-    mc_tables tb = {NULL, 0, 1};
-    if (tab) tb = *tab;
     void (*k)(mcd_volume, mc_tiling, int, const unsigned *, unsigned int *, unsigned long long *,
-              mc_records, unsigned long long, unsigned long long *, mc_tables,
-              unsigned long long *);
+              mc_records, unsigned long long, unsigned long long *, unsigned long long *);
     if (kernel == MC_CLS_BATCHED) {
         /* 16-byte loads when every row (and so every slice) is a whole
          * number of 16-byte groups of words. */
@@ -559,7 +555,7 @@ pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling 
     } else {
         k = mc_classify_kernel;
     }
-    pmi_launch(pdl, k, g, MC_THREADS, s, v, tl, edges, bits, ticket, state, rec, rec_cap, rw, tb,
+    pmi_launch(pdl, k, g, MC_THREADS, s, v, tl, edges, bits, ticket, state, rec, rec_cap, rw,
                totals);
     return pmi_cuda_launched("pm_isosurface: classification");
 }

@@ -47,7 +47,7 @@ static __device__ uint8_t mcd_tri_origin[256][16];
  * kernels' order (x edges 0-3 by dy + 2 dz, y edges 4-7 by dx + 2 dz, z
  * edges 8-11 by dx + 2 dy; 255 past the case's triangles), and each case's
  * edges that its triangles use (bit e for edge number e). */
-static __device__ uint8_t mcd_tri_edge[256][16];
+static __device__ __align__(16) uint8_t mcd_tri_edge[256][16];
 static __device__ uint16_t mcd_case_edges[256];
 #define MCD_ORIGIN_DX(o) ((int)((o)&1u))
 #define MCD_ORIGIN_DY(o) ((int)((o) >> 1 & 1u))

@@ -159,10 +159,11 @@ static __device__ __forceinline__ void md_chain(unsigned long long *st, unsigned
  * scan, so consecutive lanes store consecutive records (the per-word loop of
  * mc_emit_records ran as often as the busiest lane's word had records,
  * each lane storing its own). Every lane of the warp calls it. */
-static __device__ __forceinline__ void
-md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned long long rb,
-             unsigned long long tb, unsigned long long cb, const uint8_t *s_nt,
-             const mc_records &rec, unsigned long long rec_cap, int edges, const mc_tables &tab)
+static __device__ __forceinline__ void md_emit_warp(const mc_word &m, unsigned act,
+                                                    unsigned long long row0, unsigned long long rb,
+                                                    unsigned long long tb, unsigned long long cb,
+                                                    const uint8_t *s_nt, const mc_records &rec,
+                                                    unsigned long long rec_cap, int edges)
 {
     const unsigned FULL = 0xffffffffu, lane = threadIdx.x & 31;
     const unsigned cnt = __popc(act), inc = mc_warp_scan(cnt);
@@ -192,7 +193,6 @@ md_emit_warp(const mc_word &m, unsigned act, unsigned long long row0, unsigned l
                 rec.tri[ri] = ti;
                 if (edges) rec.cross[ri] = ci;
             }
-            if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, ti, nt, (long long)ri);
         }
         T += xt & 0xffffu;
         C += xt >> 16;
@@ -259,7 +259,7 @@ static __global__ void __launch_bounds__(MD_SCAN_THREADS)
 template <typename T, int ABOVE, int VEC, int CH = 0>
 static __global__ void __launch_bounds__(MC_THREADS, 4)
     mc_direct_kernel(mcd_volume v, mc_tiling tl, int edges, md_sync sy, mc_records rec,
-                     unsigned long long rec_cap, unsigned long long *rows, mc_tables tab,
+                     unsigned long long rec_cap, unsigned long long *rows,
                      unsigned long long *totals, mc_final_args fin)
 {
     pmi_pdl_enter();
@@ -398,7 +398,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
         __syncthreads();
         const unsigned long long row0 = (unsigned long long)v.nx * r + 32ull * wi;
         md_emit_warp(m, act, row0, base[0] + MC_F(ex, 0),
-                     (unsigned long long)tile << 32 | MC_F(ex, 1), 0, s_nt, rec, rec_cap, 0, tab);
+                     (unsigned long long)tile << 32 | MC_F(ex, 1), 0, s_nt, rec, rec_cap, 0);
         return;
     }
     if (warp < MD_CHAINS)
@@ -420,7 +420,7 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
                              cb = base[2] + MC_F(ex, 2);
     if (rows && valid && wi == 0) rows[r] = rb;
     const unsigned long long row0 = (unsigned long long)v.nx * r + 32ull * wi;
-    md_emit_warp(m, act, row0, rb, tb, cb, s_nt, rec, rec_cap, edges, tab);
+    md_emit_warp(m, act, row0, rb, tb, cb, s_nt, rec, rec_cap, edges);
 }
 
 int pmi_mc_direct_supported(const pm_volume *vol)
@@ -517,27 +517,26 @@ pm_status pmi_mc_direct_prepare(pmi_cuda_state *st, unsigned hooks)
 template <typename T>
 static void md_launch(cudaStream_t s, int pdl, const mcd_volume &v, const mc_tiling &tl, int edges,
                       const md_sync &sy, const mc_records &rec, unsigned long long rec_cap,
-                      unsigned long long *rows, const mc_tables &tab, unsigned long long *totals,
+                      unsigned long long *rows, unsigned long long *totals,
                       const mc_final_args &fin)
 {
     void (*k)(mcd_volume, mc_tiling, int, md_sync, mc_records, unsigned long long,
-              unsigned long long *, mc_tables, unsigned long long *, mc_final_args) =
+              unsigned long long *, unsigned long long *, mc_final_args) =
         sy.tinfo
             ? (tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1, 1> : mc_direct_kernel<T, 0, 1, 1>)
                       : (v.sg < 0 ? mc_direct_kernel<T, 1, 0, 1> : mc_direct_kernel<T, 0, 0, 1>))
         : tl.vec ? (v.sg < 0 ? mc_direct_kernel<T, 1, 1> : mc_direct_kernel<T, 0, 1>)
                  : (v.sg < 0 ? mc_direct_kernel<T, 1, 0> : mc_direct_kernel<T, 0, 0>);
     pmi_launch(pdl, k, (unsigned)tl.ntiles, MC_THREADS, s, v, tl, edges, sy, rec, rec_cap, rows,
-               tab, totals, fin);
+               totals, fin);
 }
 
 pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample_type type,
                                  const mc_tiling &tl, int edges, unsigned int *ticket,
                                  unsigned long long *state, mc_records rec,
                                  unsigned long long rec_cap, unsigned long long *rows,
-                                 unsigned long long *totals, const mc_tables *tab,
-                                 const mc_final_args *fin, const mc_chunks &ch, unsigned hooks,
-                                 int pdl)
+                                 unsigned long long *totals, const mc_final_args *fin,
+                                 const mc_chunks &ch, unsigned hooks, int pdl)
 {
     pmi_cuda_state *st = pmi_cuda(ctx);
     PMI_TRY(mcd_tables_upload(st->device));
@@ -559,22 +558,20 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
         PMI_TRY(md_sync_get(st, (unsigned long long)tl.ntiles, hooks, sy.tinfo != NULL, &sy));
     cudaStream_t s = st->stream;
     unsigned long long *rw = edges ? rows : NULL;
-    mc_tables tb = {NULL, 0, 1};
-    if (tab) tb = *tab;
     mc_final_args f;
     memset(&f, 0, sizeof f);
     if (fin) f = *fin;
     switch (type) {
     case PM_SAMPLE_U8:
-        md_launch<uint8_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
+        md_launch<uint8_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, totals, f);
         break;
     case PM_SAMPLE_U16:
-        md_launch<uint16_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
+        md_launch<uint16_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, totals, f);
         break;
     case PM_SAMPLE_I16:
-        md_launch<int16_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f);
+        md_launch<int16_t>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, totals, f);
         break;
-    default: md_launch<float>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, tb, totals, f); break;
+    default: md_launch<float>(s, pdl, v, tl, edges, sy, rec, rec_cap, rw, totals, f); break;
     }
     if (sy.tinfo)
         pmi_launch(pdl, md_chunks_scan_kernel, 1, MD_SCAN_THREADS, s, (const uint4 *)sy.tinfo,

@@ -1,67 +1,21 @@
 /* CUDA marching cubes, pass 2: the expansion of the records that pass 1
  * (mc_stream.cu, mc_classify.cu) left compacted in lattice order, with
  * exact prefixes of their triangles and owned-edge crossings, into the
- * mesh. The vertices and the soup take blocks of records, whose
- * outputs are a contiguous range, each record listing its outputs at its
- * prefix in shared memory; the indexed triangles take one thread per
- * triangle, which finds its record by a
- * search over the prefixes (the traversal of a HistoPyramid whose levels
- * are the sorted prefixes), starting from the start table. An edge's owner
- * comes from the row table (each lattice row's first record). A thread
- * reads the few samples around its edge and writes position and normal,
- * so the writes are coalesced and the reads stay in L1/L2. Output order
- * and arithmetic are the CPU backend's, bit for bit. */
+ * mesh. The vertices, the soup and the indexed triangles take blocks of
+ * records, whose outputs are a contiguous range, each record listing its
+ * outputs at its prefix in shared memory, so that consecutive threads
+ * write consecutive outputs. An indexed triangle's vertex is its edge's
+ * owner's crossing prefix; the owners in other lattice rows are found by
+ * a search among that row's records, from the row table (each lattice
+ * row's first record). A thread reads the few samples around its edge and
+ * writes position and normal, so the writes are coalesced and the reads
+ * stay in L1/L2. Output order and arithmetic are the CPU backend's, bit
+ * for bit. */
 #include <type_traits>
 #include "cuda/mc_internal.cuh"
 #include "cuda/mc_words.cuh"
 
 MCD_TABLES_UPLOAD
-
-/* Last r in [lo, hi] with a[r] <= key (a[lo] <= key holds). */
-static __device__ __forceinline__ long long mc_last_le(const unsigned long long *a, long long lo,
-                                                       long long hi, unsigned long long key)
-{
-    while (lo < hi) {
-        long long mid = (lo + hi + 1) >> 1;
-        if (__ldg(a + mid) <= key)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
-/* The first record of a block's outputs (over the sorted prefixes
- * `pref`): thread 0 reads it from `starts` (entry `block`); the block loads
- * the next MC_WIN prefixes into shared memory, and each thread searches
- * there (falling back to global memory past the window). Call from every
- * thread. */
-#define MC_WIN 512
-static __device__ __forceinline__ long long mc_find(const unsigned long long *pref, long long nrec,
-                                                    const long long *starts, unsigned long long key,
-                                                    unsigned long long *s_pref, long long *s_r0)
-{
-    if (threadIdx.x == 0) *s_r0 = __ldg(starts + blockIdx.x);
-    __syncthreads();
-    const long long r0 = *s_r0;
-    const int nwin = (int)min((long long)MC_WIN, nrec - r0);
-    for (int w = threadIdx.x; w < nwin; w += blockDim.x)
-        s_pref[w] = __ldg(pref + r0 + w);
-    __syncthreads();
-    if (key >= s_pref[nwin - 1]) {
-        if (nwin < MC_WIN) return r0 + nwin - 1;
-        return mc_last_le(pref, r0 + nwin - 1, nrec - 1, key);
-    }
-    int lo = 0, hi = nwin - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) >> 1;
-        if (s_pref[mid] <= key)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return r0 + lo;
-}
 
 /* The kernels' outputs from dc (pm_isosurface_async); returns when the
  * block has none (block-uniform, before any barrier). */
@@ -514,8 +468,8 @@ static __global__ void __launch_bounds__(MC_THREADS, 4)
  * 256 b + 256), whose crossings are a contiguous range starting at the
  * first one's prefix. Each record lists its crossings (record and axis) at
  * its prefix in shared memory, so thread u of the range reads its record
- * there (no search, no start table, no window of another block's prefixes
- * to wait for), then computes the vertex of the owned edge on that axis.
+ * there (no search, no window of another block's prefixes to wait for),
+ * then computes the vertex of the owned edge on that axis.
  * Vertices from nvout on are not written. */
 template <typename T, int MODE>
 static __global__ void __launch_bounds__(MC_THREADS)
@@ -561,69 +515,134 @@ static __device__ __forceinline__ unsigned long long mc_row_of(const mcd_volume 
     return (p | nx) >> 32 == 0 ? (unsigned long long)((unsigned)p / (unsigned)nx) : p / nx;
 }
 
-/* Record of the lattice point that owns the edge whose lower end is at
- * offsets eo (mcd_tri_origin) from the cell at point p (record r, lattice
- * row prow): that point has a record (the edge crosses), at or after r.
- * Same row (dy = dz = 0): it is p or p + 1, so record r or r + 1.
- * Otherwise a binary search over the records of the owner's row (row
- * prow + dy + ny*dz; rows: each row's first record). */
-static __device__ __forceinline__ long long mc_owner(const mcd_volume &v, const mc_records &rec,
-                                                     const unsigned long long *rows, long long nrec,
-                                                     long long r, unsigned long long p,
-                                                     unsigned long long prow, unsigned eo)
-{
-    const int dx = MCD_ORIGIN_DX(eo), dy = MCD_ORIGIN_DY(eo), dz = MCD_ORIGIN_DZ(eo);
-    if (!(dy | dz)) return r + dx;
-    const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny;
-    const unsigned long long drow = (unsigned long long)dy + ny * dz;
-    const unsigned long long owner = p + (unsigned long long)dx + nx * drow;
-    const unsigned long long orow = prow + drow, nrows = ny * (unsigned long long)v.nz;
-    long long lo = (long long)__ldg(rows + orow);
-    long long hi = (orow + 1 < nrows ? (long long)__ldg(rows + orow + 1) : nrec) - 1;
-    while (lo < hi) { /* first record with point >= owner */
-        const long long mid = (lo + hi) >> 1;
-        if (__ldg(rec.point + mid) < owner)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+/* The edges that the cell's triangles take from each lattice row (edge
+ * numbers of mcd_tri_edge): row j + 1 (x edge 1, z edges 10 and 11), row
+ * k + 1 (x edge 2, y edges 6 and 7), row (j + 1, k + 1) (x edge 3). */
+#define MC_EDGES_ROW_Y 0xc02u
+#define MC_EDGES_ROW_Z 0x0c4u
+#define MC_EDGES_ROW_YZ 0x008u
 
-/* Index of the vertex on the edge at eo (mcd_tri_origin) of the cell at
- * point p (record r, row prow): the owner's crossing prefix plus the
- * edge's rank among its crossings. */
-static __device__ __forceinline__ unsigned long long
-mc_edge_vertex(const mcd_volume &v, const mc_records &rec, const unsigned long long *rows,
-               long long nrec, long long r, unsigned long long p, unsigned long long prow,
-               unsigned eo)
-{
-    const long long ow = mc_owner(v, rec, rows, nrec, r, p, prow, eo);
-    const unsigned bits = __ldg(rec.info + ow) >> 8 & 7u;
-    return __ldg(rec.cross + ow) +
-           (unsigned long long)__popc(bits & ((1u << MCD_ORIGIN_AXIS(eo)) - 1u));
-}
-
-/* Indexed triangles: one thread per triangle, its three edges' vertices. */
+/* Indexed triangles by blocks of records: each block takes records [256
+ * b, 256 b + 256) for b = its index, then every grid's width on (the grid
+ * is sized to fill the GPU, not to a capacity); a block's triangles are
+ * one range from its first record's prefix. Thread t's record first
+ * finds the owners of the edges its triangles use (the lattice point at
+ * each edge's lower end): in its own row itself and the next record (the
+ * points at x and x + 1); in each other row its triangles use (j + 1, k +
+ * 1, both) by one search among that row's records (from the row table)
+ * for the first at or past x, which is the owner at x when its point is
+ * x, and then the next record is the owner at x + 1 (else it is that
+ * owner itself). The three searches run in step, so their loads are in
+ * flight together. An edge's vertex is its owner's crossing prefix plus
+ * its rank among the owner's crossings (x, y, z), kept in shared memory
+ * by edge number; the record then lists its corners' vertices in order
+ * (their edges: mcd_tri_edge, one 16-byte load) at its triangles' place
+ * in the block's list, and the block stores the list, consecutive threads
+ * consecutive indices. Triangles from nout on are not written. */
 static __global__ void __launch_bounds__(MC_THREADS)
-    mc_triangle_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows, long long nrec,
-                       const long long *starts, unsigned long long nout, uint32_t *idx,
-                       const mc_dcounts *dc)
+    mc_triangle_block_kernel(mcd_volume v, mc_records rec, const unsigned long long *rows,
+                             long long nrec, unsigned long long nout, uint32_t *idx,
+                             const mc_dcounts *dc)
 {
     pmi_pdl_enter();
-    __shared__ unsigned long long s_pref[MC_WIN];
-    __shared__ long long s_r0;
-    MC_DCOUNTS(dc->ntri);
-    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x,
-                             q = first + threadIdx.x;
-    const long long r = mc_find(rec.tri, nrec, starts, q < nout ? q : nout - 1, s_pref, &s_r0);
-    if (q < nout) {
-        const int l = (int)(q - __ldg(rec.tri + r));
-        const unsigned cs = __ldg(rec.info + r) & 255u;
-        const unsigned long long p = __ldg(rec.point + r), prow = mc_row_of(v, p);
-        for (int m = 0; m < 3; m++)
-            idx[3 * q + m] = (uint32_t)mc_edge_vertex(v, rec, rows, nrec, r, p, prow,
-                                                      mcd_tri_origin[cs][3 * l + m]);
+    __shared__ uint32_t s_vb[12][MC_THREADS];     /* each record's edges' vertices */
+    __shared__ uint32_t s_cv[3 * 5 * MC_THREADS]; /* each corner's (at most 5 triangles a record) */
+    __shared__ unsigned s_total;
+    if (dc) {
+        if (!dc->ok) return;
+        nrec = (long long)dc->nrec;
+        nout = dc->ntri;
+    }
+    const int t = threadIdx.x;
+    const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny,
+                             nrows = ny * (unsigned long long)v.nz;
+    for (long long r0 = (long long)blockIdx.x * MC_THREADS; r0 < nrec;
+         r0 += (long long)gridDim.x * MC_THREADS) {
+        const long long r = r0 + t, nvalid = min((long long)MC_THREADS, nrec - r0);
+        const unsigned long long T0 = __ldg(rec.tri + r0);
+        unsigned info = 0;
+        unsigned long long p = 0, T = T0;
+        if (t < nvalid) {
+            info = __ldg(rec.info + r);
+            p = __ldg(rec.point + r);
+            T = __ldg(rec.tri + r);
+        }
+        const unsigned cs = info & 255u, nt = info >> 11 & 7u, lt = (unsigned)(T - T0);
+        if (t == nvalid - 1) s_total = lt + nt;
+        if (nt) {
+            /* The corners' edge numbers, one 16-byte load. */
+            const uint4 ce = __ldg((const uint4 *)mcd_tri_edge[cs]);
+            const unsigned long long prow = mc_row_of(v, p), x = p - prow * nx;
+            const unsigned used = __ldg(&mcd_case_edges[cs]);
+            /* Search q (rows j + 1, k + 1, both): [lo, hi] for the first
+             * record at or past point x of row prow + ((q + 1) & 1) + ny
+             * ((q + 1) >> 1); an unused row's is empty. */
+            long long lo[3], hi[3];
+            unsigned long long key[3];
+#pragma unroll
+            for (int q = 0; q < 3; q++) {
+                const unsigned m = q == 0   ? MC_EDGES_ROW_Y
+                                   : q == 1 ? MC_EDGES_ROW_Z
+                                            : MC_EDGES_ROW_YZ;
+                const unsigned long long orow = prow + (unsigned long long)((q + 1) & 1) +
+                                                ny * (unsigned long long)((q + 1) >> 1);
+                key[q] = orow * nx + x;
+                lo[q] = hi[q] = 0;
+                if (used & m) {
+                    lo[q] = (long long)__ldg(rows + orow);
+                    hi[q] = (orow + 1 < nrows ? (long long)__ldg(rows + orow + 1) : nrec) - 1;
+                }
+            }
+            while (lo[0] < hi[0] || lo[1] < hi[1] || lo[2] < hi[2]) {
+#pragma unroll
+                for (int q = 0; q < 3; q++) {
+                    if (lo[q] < hi[q]) {
+                        const long long mid = (lo[q] + hi[q]) >> 1;
+                        if (__ldg(rec.point + mid) < key[q])
+                            lo[q] = mid + 1;
+                        else
+                            hi[q] = mid;
+                    }
+                }
+            }
+            /* at[q]: 1 when search q's record is at x (x + 1's is the
+             * next); row (j + 1, k + 1) has only an edge at x. */
+            long long at[2];
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                at[q] = (used & (q == 0 ? MC_EDGES_ROW_Y : MC_EDGES_ROW_Z)) &&
+                        __ldg(rec.point + lo[q]) == key[q];
+            }
+            /* Edge e: axis e >> 2, lower end (dx, dy, dz) by its number. */
+#pragma unroll
+            for (int e = 0; e < 12; e++) {
+                if (!(used >> e & 1u)) continue;
+                const int ax = e >> 2, f = e & 3, dx = ax == 0 ? 0 : f & 1,
+                          dy = ax == 0   ? f & 1
+                               : ax == 1 ? 0
+                                         : f >> 1,
+                          dz = ax == 2 ? 0 : f >> 1, q = dy | dz << 1;
+                /* (An edge of row (j + 1, k + 1) has dx = 0.) */
+                const long long ow = q == 0 ? r + dx : lo[q - 1] + (dx ? at[(q - 1) & 1] : 0);
+                const unsigned bits = __ldg(rec.info + ow) >> 8 & 7u;
+                s_vb[e][t] = (uint32_t)(__ldg(rec.cross + ow) +
+                                        (unsigned long long)__popc(bits & ((1u << ax) - 1u)));
+            }
+            /* The record's corners in order (its own edges' vertices: no
+             * barrier). */
+            const unsigned cw[4] = {ce.x, ce.y, ce.z, ce.w};
+#pragma unroll
+            for (unsigned c = 0; c < 15; c++)
+                if (c < 3 * nt) s_cv[3 * lt + c] = s_vb[cw[c >> 2] >> 8 * (c & 3) & 255u][t];
+        }
+        __syncthreads();
+        const unsigned n3 = 3 * s_total;
+        for (unsigned u = t; u < n3; u += MC_THREADS) {
+            const unsigned long long o = 3 * T0 + u;
+            if (o >= 3 * nout) break; /* o grows with u */
+            idx[o] = s_cv[u];
+        }
+        __syncthreads(); /* before the next records' shared arrays */
     }
 }
 
@@ -713,6 +732,14 @@ static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_norm
 
 /* Grid size of the kernels that take blocks of records, 0 when too large
  * for one launch. */
+/* mc_triangle_block_kernel's grid: at most this many blocks an SM (each
+ * block loops over record blocks; a grid sized to pm_isosurface_async's
+ * record room would launch mostly blocks without records). */
+#define MC_TRI_BLOCKS_PER_SM 8
+static unsigned long long mc_min_u64(unsigned long long a, unsigned long long b)
+{
+    return a < b ? a : b;
+}
 static unsigned mc_record_blocks(unsigned long long nrec)
 {
     const unsigned long long b = (nrec + MC_THREADS - 1) / MC_THREADS;
@@ -743,8 +770,11 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
     if (j.nvert) mc_launch_type(s, pdl, type, mode, 0, v, rec, j, j.nvert, early_blocks);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
     if (j.ntri && j.idx)
-        pmi_launch(pdl, mc_triangle_kernel, mc_blocks(j.ntri), MC_THREADS, s, v, rec, rows, j.nrec,
-                   j.tstarts, j.ntri, j.idx, j.dc);
+        pmi_launch(
+            pdl, mc_triangle_block_kernel,
+            (unsigned)mc_min_u64(mc_record_blocks(nr),
+                                 MC_TRI_BLOCKS_PER_SM * (unsigned long long)pmi_cuda(ctx)->num_sms),
+            MC_THREADS, s, v, rec, rows, j.nrec, j.ntri, j.idx, j.dc);
     return pmi_cuda_launched("pm_isosurface: triangles");
 }
 
@@ -777,7 +807,8 @@ template <typename T> static int mc_expand_preload_type(pmi_preload *p)
 void pmi_mc_expand_preload(pmi_preload *p, int tier)
 {
     if (tier == 0) {
-        if (pmi_preload_fn(p, (const void *)mc_triangle_kernel)) mc_expand_preload_type<float>(p);
+        if (pmi_preload_fn(p, (const void *)mc_triangle_block_kernel))
+            mc_expand_preload_type<float>(p);
         return;
     }
     if (mc_expand_preload_type<uint8_t>(p) && mc_expand_preload_type<uint16_t>(p) &&

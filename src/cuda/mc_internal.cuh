@@ -1,7 +1,7 @@
 /* Shared declarations of the CUDA marching cubes files (mc_classify.cu and
  * mc_stream.cu: pass 1; mc_expand.cu: pass 2; isosurface.cu: the host
- * drivers): tiling, the compacted records, the start table, the entry
- * points of each file. */
+ * drivers): tiling, the compacted records, the entry points of each
+ * file. */
 #ifndef PM_CUDA_MC_INTERNAL_CUH
 #define PM_CUDA_MC_INTERNAL_CUH
 
@@ -52,18 +52,6 @@ typedef struct mc_records {
     unsigned long long *cross;
 } mc_records;
 
-/* The start table of the kernels that search their records per triangle
- * (the indexed triangles, tdiv = 1, and the soup gathered per triangle,
- * tdiv = 3), written by the classification: t[b] = the record whose
- * triangles hold key floor(b * 256 / tdiv), the first record of block b
- * (the last record with prefix <= key: the records after it start past
- * the key). t NULL: not wanted. */
-typedef struct mc_tables {
-    long long *t;
-    unsigned long long nt; /* entries */
-    unsigned tdiv;
-} mc_tables;
-
 /* The classification kernel of the bitmask path: mc_classify2_kernel
  * (a round's words in a few batched loads; the default while the bitmask
  * fits in half the L2) or mc_classify_kernel (each active word's
@@ -84,18 +72,16 @@ pm_status pmi_mc_inside_bits(pm_context *ctx, const mcd_volume &v, const mc_tili
                              pm_sample_type type, unsigned int *bits, int pdl);
 /* edges: records for every point that owns a crossing edge too, with the
  * crossing prefixes, and the row table rows[r] = the records before
- * lattice row r (j + ny*k), i.e. its first record (else rows unused).
- * tab (NULL: none): the start table to write. */
+ * lattice row r (j + ny*k), i.e. its first record (else rows unused). */
 pm_status pmi_mc_classify(pm_context *ctx, const mcd_volume &v, const mc_tiling &tl, int edges,
                           const unsigned int *bits, unsigned int *ticket, unsigned long long *state,
                           mc_records rec, unsigned long long rec_cap, unsigned long long *rows,
-                          unsigned long long *totals, mc_cls_kernel kernel, const mc_tables *tab,
-                          int pdl);
+                          unsigned long long *totals, mc_cls_kernel kernel, int pdl);
 }
 
 /* Streaming classification (mc_stream.cu, the default for all sample types
- * but f64 up to a size, see mc_plan_make): the same records, row table,
- * start table and totals as pmi_mc_classify, from the volume directly. A
+ * but f64 up to a size, see mc_plan_make): the same records, row table
+ * and totals as pmi_mc_classify, from the volume directly. A
  * segment is one chunk of one lattice row, of 256 or 128 points (the
  * grid's chunk width); segments are numbered in lattice order. */
 typedef struct mc_stream_grid {
@@ -132,8 +118,7 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_stream_grid &g, int edges, const mc_stream_mem &m,
                                  mc_records rec, unsigned long long rec_cap,
                                  unsigned long long *rows, unsigned long long *totals,
-                                 const mc_tables *tab, const mc_final_args *fin, int pooled,
-                                 int pdl);
+                                 const mc_final_args *fin, int pooled, int pdl);
 }
 
 /* Counts of pm_isosurface_async's pass 2, written on the device at the
@@ -182,7 +167,7 @@ static __device__ __forceinline__ void mc_final_counts(const unsigned long long 
 }
 
 /* Direct classification (mc_direct.cu, the default for small volumes):
- * the records, row table, start table and totals of pmi_mc_classify in one
+ * the records, row table and totals of pmi_mc_classify in one
  * kernel from the volume, no bitmask stored; tiles of MC_THREADS words
  * (pmi_mc_direct_tiling). Its tile states and ticket are the context's
  * (ticket and state NULL), so nothing needs clearing before it, or the
@@ -214,9 +199,8 @@ pm_status pmi_mc_direct_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_tiling &tl, int edges, unsigned int *ticket,
                                  unsigned long long *state, mc_records rec,
                                  unsigned long long rec_cap, unsigned long long *rows,
-                                 unsigned long long *totals, const mc_tables *tab,
-                                 const mc_final_args *fin, const mc_chunks &ch, unsigned hooks,
-                                 int pdl);
+                                 unsigned long long *totals, const mc_final_args *fin,
+                                 const mc_chunks &ch, unsigned hooks, int pdl);
 int pmi_mc_direct_counter_ready(const pmi_cuda_state *st);
 pm_status pmi_mc_direct_prepare(pmi_cuda_state *st, unsigned hooks);
 }
@@ -244,15 +228,13 @@ typedef struct mc_pool_recs {
 
 /* One pass 2 (mc_expand.cu): nrec records (the room when dc is set);
  * nvert the crossings to compute (an indexed mesh's vertices, into
- * pos/nrm); ntri the triangles to write (indices, or soup triangles);
- * tstarts the start table of an indexed mesh's triangles. */
+ * pos/nrm); ntri the triangles to write (indices, or soup triangles). */
 typedef struct mc_expand_job {
     mc_soup soup;
     long long nrec;
     unsigned long long nvert, ntri;
     float *pos, *nrm;
     uint32_t *idx;
-    const long long *tstarts;
     const mc_dcounts *dc;
     mc_chunks ch;      /* a soup's chunked records (pmi_mc_direct_classify), or tile NULL */
     mc_pool_recs pool; /* a soup's pooled records (pmi_mc_stream_classify), or pool NULL */

@@ -26,7 +26,7 @@
  *     (decoupled look-back, as the classification kernels): each segment's
  *     first record, triangle and crossing, the row table, the totals.
  * (c) mc_scatter_kernel: each pooled record to its place in lattice order,
- *     with its global prefixes, and the expansion's start table; not for
+ *     with its global prefixes; not for
  *     a soup, whose pass 2 reads the pool (mc_pool_recs: a soup needs its
  *     triangles in order, not its records).
  *
@@ -620,7 +620,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
     mc_scatter_kernel(mcd_volume v, int cshift, long long nchunks, long long nseg,
                       const uint4 *pool, const unsigned long long *pool_ctr,
                       unsigned long long pool_cap, const unsigned long long *segbase,
-                      mc_records rec, unsigned long long rec_cap, int edges, mc_tables tab)
+                      mc_records rec, unsigned long long rec_cap, int edges)
 {
     pmi_pdl_enter();
     const unsigned long long n = min(*pool_ctr, pool_cap), nx = (unsigned long long)v.nx;
@@ -628,19 +628,19 @@ static __global__ void __launch_bounds__(MC_THREADS)
          i += (unsigned long long)gridDim.x * blockDim.x) {
         const uint4 e = __ldg(pool + i);
         const unsigned long long pt = (unsigned long long)e.x | (unsigned long long)e.y << 32;
-        const unsigned long long row = pt / nx, x = pt - row * nx;
+        const unsigned long long row = (pt | nx) >> 32 == 0 ? (unsigned)pt / (unsigned)nx : pt / nx,
+                                 x = pt - row * nx;
         const unsigned long long seg = row * (unsigned long long)nchunks + (x >> cshift);
         const unsigned long long r = __ldg(segbase + seg) + (e.z >> 16);
         const unsigned long long tb = __ldg(segbase + nseg + seg) + (e.w & 0xffffu);
         const unsigned long long cb = __ldg(segbase + 2 * nseg + seg) + (e.w >> 16);
-        const unsigned info = e.z & 0xffffu, nt = info >> 11 & 7u;
+        const unsigned info = e.z & 0xffffu;
         if (r < rec_cap) {
             rec.point[r] = pt;
             rec.info[r] = (uint16_t)info;
             rec.tri[r] = tb;
             if (edges) rec.cross[r] = cb;
         }
-        if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, tb, nt, (long long)r);
     }
 }
 
@@ -712,8 +712,7 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                                  const mc_stream_grid &g, int edges, const mc_stream_mem &m,
                                  mc_records rec, unsigned long long rec_cap,
                                  unsigned long long *rows, unsigned long long *totals,
-                                 const mc_tables *tab, const mc_final_args *fin, int pooled,
-                                 int pdl)
+                                 const mc_final_args *fin, int pooled, int pdl)
 {
     PMI_TRY(mcd_tables_upload(pmi_cuda(ctx)->device));
     pmi_cuda_state *st = pmi_cuda(ctx);
@@ -745,11 +744,9 @@ pm_status pmi_mc_stream_classify(pm_context *ctx, const mcd_volume &v, pm_sample
                g.ntiles, m.segc, m.ticket, m.state, m.segbase, rows, totals, f);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: segment scan"));
     if (pooled) return PM_STATUS_OK;
-    mc_tables tb = {NULL, 0, 1};
-    if (tab) tb = *tab;
     const unsigned sgrid = (unsigned)(st->num_sms > 0 ? st->num_sms * 16 : 2048);
     pmi_launch(pdl, mc_scatter_kernel, sgrid, MC_THREADS, s, v, g.cshift, g.nchunks, g.nseg, m.pool,
-               m.pool_ctr, m.pool_cap, m.segbase, rec, rec_cap, edges, tb);
+               m.pool_ctr, m.pool_cap, m.segbase, rec, rec_cap, edges);
     return pmi_cuda_launched("pm_isosurface: record scatter");
 }
 

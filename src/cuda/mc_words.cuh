@@ -1,9 +1,8 @@
 /* Bitmask words of the CUDA marching cubes' classification, shared by
  * mc_classify.cu (bitmask kernels), mc_stream.cu (the streaming
  * classification) and mc_direct.cu (the direct classification): the
- * masks of one 32-point word, its cases, the start table entries a record
- * holds, the look-back chain of a tile's packed counts and the tiles'
- * block scan. */
+ * masks of one 32-point word, its cases, the look-back chain of a tile's packed counts and the
+ * tiles' block scan. */
 #ifndef PM_CUDA_MC_WORDS_CUH
 #define PM_CUDA_MC_WORDS_CUH
 
@@ -222,22 +221,6 @@ static __device__ __forceinline__ mc_word mc_word_shfl(const mc_word &m, unsigne
     return r;
 }
 
-/* Blocks b of the table whose key floor(256 b / div) is in [p, p + n)
- * (n >= 1), i.e. 256 b in [p div, (p + n) div). Most records hold no
- * block's key: a multiple of 256 in (p div - 1, (p + n) div - 1] decides,
- * in 32 bits (2^32 is a multiple of 256 and the range is short). */
-static __device__ __forceinline__ void mc_table_put(long long *tab, unsigned long long cap,
-                                                    unsigned div, unsigned long long p, unsigned n,
-                                                    long long r)
-{
-    const unsigned lo = (unsigned)p * div - 1u, hi = lo + n * div;
-    if (lo >> 8 == hi >> 8) return;
-    unsigned long long b = (p * div + 255) >> 8;
-    const unsigned long long e = ((p + n) * div + 255) >> 8;
-    for (; b < e && b < cap; b++)
-        tab[b] = r;
-}
-
 /* Inside test on a loaded sample, as mcd_inside_t but with one compare:
  * floats against fthr, integer samples (exact in float) against the
  * integer threshold it (mcd_int_threshold). ABOVE: inside is above iso.
@@ -253,10 +236,10 @@ static __device__ __forceinline__ bool mc_inside_cmp(T x, float ft, int it)
 
 /* The records of the active points am of word m (first point row0), in
  * order: record rb, triangle prefix tb, crossing prefix cb, advanced past
- * them; and the start table's entries they hold. */
+ * them. */
 static __device__ __forceinline__ void
 mc_emit_records(const mc_word &m, unsigned am, unsigned long long row0, const uint8_t *s_nt,
-                const mc_records &rec, unsigned long long rec_cap, int edges, const mc_tables &tab,
+                const mc_records &rec, unsigned long long rec_cap, int edges,
                 unsigned long long *rb, unsigned long long *tb, unsigned long long *cb)
 {
     while (am) {
@@ -270,7 +253,6 @@ mc_emit_records(const mc_word &m, unsigned am, unsigned long long row0, const ui
             rec.tri[*rb] = *tb;
             if (edges) rec.cross[*rb] = *cb;
         }
-        if (nt && tab.t) mc_table_put(tab.t, tab.nt, tab.tdiv, *tb, nt, (long long)*rb);
         ++*rb;
         *tb += nt;
         *cb += nc;
