@@ -732,9 +732,10 @@ static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_norm
 
 /* mc_triangle_block_kernel's grid: at most this many blocks an SM (each
  * block loops over record blocks; a grid sized to pm_isosurface_async's
- * record room would launch mostly blocks without records; other values
- * were not measured: on the H100, where 5 fit an SM, 8 is 1.6 waves). */
-#define MC_TRI_BLOCKS_PER_SM 8
+ * record room would launch mostly blocks without records). 16: about 3
+ * waves on the H100 (5 blocks fit an SM), faster there than 5 or 8 at
+ * 512^3 and 768^3 and level below (bench/RESULTS-cudamc.md). */
+#define MC_TRI_BLOCKS_PER_SM 16
 static unsigned long long mc_min_u64(unsigned long long a, unsigned long long b)
 {
     return a < b ? a : b;
