@@ -736,10 +736,6 @@ static void mc_launch_type(cudaStream_t s, int pdl, pm_sample_type type, pm_norm
  * waves on the H100 (5 blocks fit an SM), faster there than 5 or 8 at
  * 512^3 and 768^3 and level below (bench/RESULTS-cudamc.md). */
 #define MC_TRI_BLOCKS_PER_SM 16
-static unsigned long long mc_min_u64(unsigned long long a, unsigned long long b)
-{
-    return a < b ? a : b;
-}
 /* Grid size of the kernels that take blocks of records, 0 when too large
  * for one launch. */
 static unsigned mc_record_blocks(unsigned long long nrec)
@@ -771,12 +767,12 @@ pm_status pmi_mc_expand(pm_context *ctx, int pdl, pm_sample_type type, pm_normal
         return pmi_error(PM_STATUS_OVERFLOW, "pm_isosurface: too many records for one launch");
     if (j.nvert) mc_launch_type(s, pdl, type, mode, 0, v, rec, j, j.nvert, early_blocks);
     PMI_TRY(pmi_cuda_launched("pm_isosurface: vertices"));
-    if (j.ntri && j.idx)
-        pmi_launch(
-            pdl, mc_triangle_block_kernel,
-            (unsigned)mc_min_u64(mc_record_blocks(nr),
-                                 MC_TRI_BLOCKS_PER_SM * (unsigned long long)pmi_cuda(ctx)->num_sms),
-            MC_THREADS, s, v, rec, rows, j.nrec, j.ntri, j.idx, j.dc);
+    if (j.ntri && j.idx) {
+        const unsigned nb = mc_record_blocks(nr),
+                       cap = MC_TRI_BLOCKS_PER_SM * (unsigned)pmi_cuda(ctx)->num_sms;
+        pmi_launch(pdl, mc_triangle_block_kernel, nb < cap ? nb : cap, MC_THREADS, s, v, rec, rows,
+                   j.nrec, j.ntri, j.idx, j.dc);
+    }
     return pmi_cuda_launched("pm_isosurface: triangles");
 }
 

@@ -628,8 +628,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
          i += (unsigned long long)gridDim.x * blockDim.x) {
         const uint4 e = __ldg(pool + i);
         const unsigned long long pt = (unsigned long long)e.x | (unsigned long long)e.y << 32;
-        const unsigned long long row = (pt | nx) >> 32 == 0 ? (unsigned)pt / (unsigned)nx : pt / nx,
-                                 x = pt - row * nx;
+        const unsigned long long row = pt / nx, x = pt - row * nx;
         const unsigned long long seg = row * (unsigned long long)nchunks + (x >> cshift);
         const unsigned long long r = __ldg(segbase + seg) + (e.z >> 16);
         const unsigned long long tb = __ldg(segbase + nseg + seg) + (e.w & 0xffffu);
