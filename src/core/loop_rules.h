@@ -105,9 +105,11 @@ typedef struct pmi_loop_args {
     uint32_t pnv;
     /* uniform, last level of RED_LAST2: the stream two levels up (its
      * triangles, twins and owner numbers) and its vertex count, for
-     * PMI_LOOP_EVEN_NEW2 */
+     * PMI_LOOP_EVEN_NEW2 and the older vertices' walks; the previous
+     * stream's positions (ppos, pnv of them), for those walks */
     const uint32_t *pptri, *pptwin, *ppowner;
     uint32_t ppnv;
+    const float *ppos;
     /* adaptive criteria: squared length limit (0 = off), angle limit,
      * deviation limit, and whether any criterion is set (then triangles
      * with 2 split edges are promoted to red); last: no split at this
@@ -329,13 +331,10 @@ typedef struct pmi_loop_ring {
 /* How a walk reads its fan: PLAIN, the stream's, neighbours at the far
  * ends; NORMALS, the same with face normals summed; MIDS (uniform), the
  * previous stream's (ptri, ptwin), neighbours the vertices created on its
- * edges (pnv + powner); MIDS2 (uniform, RED_LAST2's level), the stream's two
- * levels up (pptri, pptwin), neighbours the vertices created on the halves
- * of its edges at the walked vertex (pmi_loop_half_at). */
+ * edges (pnv + powner). */
 #define PMI_LOOP_WALK_PLAIN 0
 #define PMI_LOOP_WALK_NORMALS 1
 #define PMI_LOOP_WALK_MIDS 2
-#define PMI_LOOP_WALK_MIDS2 3
 
 /* The vertex a uniform level created on the edge of half-edge h of the
  * previous stream. */
@@ -345,23 +344,12 @@ PMI_LHD uint32_t pmi_loop_prev_mid(const pmi_loop_args *a, uint32_t h)
     return a->pnv + a->powner[pmi_loop_owns(h, tw) ? h : tw];
 }
 
-/* The half at vertex v of uniform half-edge h (of triangle t, corner k),
- * in the next stream: child k's corner k (the first half) when h leaves v,
- * child k + 1's corner k (the second) when it enters v. */
-PMI_LHD uint32_t pmi_loop_half_at(const uint32_t *tri, uint32_t h, uint32_t v)
-{
-    const uint32_t t = h / 3, k = h % 3;
-    return 12 * t + (tri[h] == v ? 4 * k : 3 * ((k + 1) % 3) + k);
-}
-
 /* A walk's neighbour across half-edge h at vertex v (pmi_loop_walk's
- * modes): its far end, or the vertex created on its edge (MIDS) or on the
- * edge's half at v (MIDS2). */
+ * modes): its far end, or the vertex created on its edge (MIDS). */
 PMI_LHD uint32_t pmi_loop_walk_neighbour(const pmi_loop_args *a, const uint32_t *tri, uint32_t h,
                                          uint32_t v, int mode)
 {
     if (mode == PMI_LOOP_WALK_MIDS) return pmi_loop_prev_mid(a, h);
-    if (mode == PMI_LOOP_WALK_MIDS2) return pmi_loop_prev_mid(a, pmi_loop_half_at(tri, h, v));
     return pmi_loop_far(tri, h, v);
 }
 
@@ -380,19 +368,14 @@ PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
  * PMI_LOOP_WALK_MIDS, c is a corner of the previous uniform stream and the
  * walk is the one of this stream from the corner of c's child at the same
  * vertex: that child's fan has one child per triangle of c's, in the same
- * order, and its neighbours are the vertices created on c's fan's edges;
- * in mode PMI_LOOP_WALK_MIDS2 c is a corner of the uniform stream two
- * levels up, whose fan maps the same way onto the previous stream's and on
- * to this one's (its neighbours: the vertices created on the halves at the
- * vertex of c's fan's edges). Returns 0 when the walk exceeds `cap` steps
- * (a corrupt structure). */
+ * order, and its neighbours are the vertices created on c's fan's edges.
+ * Returns 0 when the walk exceeds `cap` steps (a corrupt structure). */
 PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_t *split,
                           uint32_t c, uint32_t cap, int mode, pmi_loop_ring *r)
 {
-    const int mids2 = mode == PMI_LOOP_WALK_MIDS2, normals = mode == PMI_LOOP_WALK_NORMALS;
-    const int mids = mode == PMI_LOOP_WALK_MIDS;
-    const uint32_t *tri = mids2 ? a->pptri : mids ? a->ptri : a->tri;
-    const uint32_t *twin = mids2 ? a->pptwin : mids ? a->ptwin : a->twin;
+    const int normals = mode == PMI_LOOP_WALK_NORMALS, mids = mode == PMI_LOOP_WALK_MIDS;
+    const uint32_t *tri = mids ? a->ptri : a->tri;
+    const uint32_t *twin = mids ? a->ptwin : a->twin;
     const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
     const uint32_t A0 = c, B0 = 3 * t0 + (k0 + 2) % 3;
     r->faces = r->neighbours = 0;
@@ -825,11 +808,10 @@ PMI_LHD void pmi_loop_classify(const pmi_loop_args *a, uint32_t t)
 }
 
 /* The even rule's position for vertex v from its walk, into q[0..2]. */
-PMI_LHD void pmi_loop_even_to(const pmi_loop_args *a, uint32_t v, const pmi_loop_ring *r, float *q)
+PMI_LHD void pmi_loop_even_at(const float *p, const pmi_loop_ring *r, const float *p0,
+                              const float *p1, float *q)
 {
-    const float *p = a->pos + 3 * (size_t)v;
     if (r->boundary) {
-        const float *p0 = a->pos + 3 * (size_t)r->b0, *p1 = a->pos + 3 * (size_t)r->b1;
         for (int i = 0; i < 3; i++)
             q[i] = (float)(0.75 * (double)p[i] + 0.125 * ((double)p0[i] + (double)p1[i]));
     } else {
@@ -838,6 +820,12 @@ PMI_LHD void pmi_loop_even_to(const pmi_loop_args *a, uint32_t v, const pmi_loop
         for (int i = 0; i < 3; i++)
             q[i] = (float)(vw * (double)p[i] + ew * r->sum[i]);
     }
+}
+
+PMI_LHD void pmi_loop_even_to(const pmi_loop_args *a, uint32_t v, const pmi_loop_ring *r, float *q)
+{
+    pmi_loop_even_at(a->pos + 3 * (size_t)v, r, a->pos + 3 * (size_t)r->b0,
+                     a->pos + 3 * (size_t)r->b1, q);
 }
 
 PMI_LHD int pmi_loop_is_red(const pmi_loop_args *a, uint32_t t)
@@ -872,6 +860,18 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
     }
     if (r.frozen || !r.any_split) return;
     pmi_loop_even_to(a, v, &r, a->pos_new + 3 * (size_t)v);
+}
+
+/* (double)x for a float x just rounded from a double. GCC 12's SLP
+ * vectorizer (-O3, x86-64) drops the rounding when both conversions meet
+ * in its vector code, so the empty asm hands it a float it cannot see
+ * through (on the GPU nvcc rounds as written). */
+PMI_LHD double pmi_loop_widen(float x)
+{
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+    __asm__("" : "+r"(x));
+#endif
+    return (double)x;
 }
 
 /* The odd rule's position for the edge (u, w) with opposite vertices c and
@@ -1103,6 +1103,84 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
  * helpers and arithmetic, so the same bytes; test_subdivide compares them
  * with an all-split adaptive run). */
 
+/* On RED_LAST2's level (uniform), the walk of a vertex v older than the
+ * stream two levels up (pptri, pptwin, ppowner, ppnv), from its corner c
+ * there. v's neighbours in this stream are the vertices the level before
+ * created on the previous stream's edges at v, (v, y_i) with y_i the
+ * vertex created on the i-th edge of c's fan (ppnv + ppowner of its
+ * owner). That edge lies in the corner children at v of the fan's
+ * triangles on either side of edge i, whose third corners are y_(i-1) and
+ * y_(i+1) (the neighbour across the fan's first edge A0 is y_(-1), and
+ * y_(n-1) when the fan closes). So the odd rule gives each neighbour's
+ * position from the previous stream's (ppos), as that level computed it
+ * (the rule's two sums are symmetric: the same bits for either order),
+ * without reading this stream's topology or positions: the sums of
+ * pmi_loop_walk, in its order. On the boundary, the positions of b0 and b1
+ * go to p0 and p1 (r->sum is then unused). Returns 0 when the walk exceeds
+ * `cap` steps. */
+PMI_LHD int pmi_loop_walk_older(const pmi_loop_args *a, uint32_t c, uint32_t cap, pmi_loop_ring *r,
+                                float *p0, float *p1)
+{
+    const uint32_t *tri = a->pptri, *twin = a->pptwin, *own = a->ppowner;
+    const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c], nv = a->ppnv;
+    const uint32_t A0 = c, B0 = 3 * t0 + (k0 + 2) % 3;
+    r->faces = r->neighbours = 0;
+    r->boundary = r->frozen = r->any_split = 0;
+    r->b0 = r->b1 = v;
+    for (int i = 0; i < 3; i++)
+        r->sum[i] = r->normal[i] = 0.0;
+    uint32_t ta = twin[A0], B = B0, tb = twin[B0];
+    uint32_t prev = nv + own[pmi_loop_owns(A0, ta) ? A0 : ta];
+    uint32_t cur = nv + own[pmi_loop_owns(B0, tb) ? B0 : tb];
+    const uint32_t first = cur;
+    for (uint32_t steps = 0;; steps++) {
+        if (steps > cap) return 0;
+        r->faces++;
+        r->neighbours++;
+        if (tb == PMI_LOOP_FROZEN) {
+            r->frozen = 1;
+            return 1;
+        }
+        if (tb == PMI_LOOP_NONE) {
+            r->boundary = 1;
+            pmi_loop_odd_ids(a->ppos, v, cur, v, v, 1, p1);
+            break;
+        }
+        const int closed = tb == A0;
+        uint32_t next = first;
+        if (!closed) {
+            B = pmi_loop_other_at(tri, tb, v);
+            tb = twin[B];
+            next = nv + own[pmi_loop_owns(B, tb) ? B : tb];
+        }
+        float q[3];
+        pmi_loop_odd_ids(a->ppos, v, cur, prev, next, 0, q);
+        for (int i = 0; i < 3; i++)
+            r->sum[i] += pmi_loop_widen(q[i]);
+        if (closed) return 1;
+        prev = cur;
+        cur = next;
+    }
+    /* open fan: on from A0 to the other boundary edge */
+    uint32_t A = A0;
+    r->neighbours++;
+    for (uint32_t steps = 0;; steps++) {
+        if (steps > cap) return 0;
+        if (ta == PMI_LOOP_FROZEN) {
+            r->frozen = 1;
+            return 1;
+        }
+        if (ta == PMI_LOOP_NONE) {
+            pmi_loop_odd_ids(a->ppos, v, nv + own[A], v, v, 1, p0);
+            return 1;
+        }
+        A = pmi_loop_other_at(tri, ta, v);
+        ta = twin[A];
+        r->faces++;
+        r->neighbours++;
+    }
+}
+
 /* Per vertex v of the stream: the even rule (its fan is whole in a uniform
  * stream) or, for a vertex that never moves (non-manifold, unused), a
  * copy; and its start corner in the next stream, corner k of child k of
@@ -1113,6 +1191,8 @@ PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, floa
     uint32_t c = a->vstart_lists ? PMI_LOOP_NONE : a->vstart[v];
     pmi_loop_ring r;
     int moved = 0;
+    const int older = a->pptri != NULL;
+    float b[6]; /* older: the boundary neighbours' positions */
     if (a->vstart_lists) {
         /* the input level: PMI_LOOP_VSTART's walk from the first corner,
          * whose ring is the one the even rule would walk from it (the walk
@@ -1133,19 +1213,21 @@ PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, floa
          * to read than this stream's; c is corner c % 3 of child c % 3 of
          * triangle c / 12 there. On RED_LAST2's level, where v is a vertex
          * of the stream two levels up (PMI_LOOP_EVEN_NEW2 moves the
-         * others), that stream's fan: 16 times fewer. */
-        const int prev = a->ptri != NULL, prev2 = a->pptri != NULL;
+         * others), that stream's fan (16 times fewer), with the neighbours'
+         * positions from the previous stream's (pmi_loop_walk_older). */
+        const int prev = a->ptri != NULL;
         uint32_t cw = prev ? 3 * (c / 12) + c % 3 : c;
-        if (prev2) cw = 3 * (cw / 12) + cw % 3;
-        const int mode = prev2  ? PMI_LOOP_WALK_MIDS2
-                         : prev ? PMI_LOOP_WALK_MIDS
-                                : PMI_LOOP_WALK_PLAIN;
-        if (!pmi_loop_walk(a, a->pos, NULL, cw, 3 * a->n, mode, &r))
+        if (older) cw = 3 * (cw / 12) + cw % 3;
+        const int mode = prev ? PMI_LOOP_WALK_MIDS : PMI_LOOP_WALK_PLAIN;
+        if (older ? !pmi_loop_walk_older(a, cw, 3 * a->n, &r, b, b + 3)
+                  : !pmi_loop_walk(a, a->pos, NULL, cw, 3 * a->n, mode, &r))
             pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         else if (!r.frozen)
             moved = 1;
     }
-    if (moved) {
+    if (moved && older) {
+        pmi_loop_even_at(a->pos + 3 * (size_t)v, &r, b, b + 3, q);
+    } else if (moved) {
         pmi_loop_even_to(a, v, &r, q);
     } else {
         const float *p = a->pos + 3 * (size_t)v;
@@ -1368,11 +1450,12 @@ PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint3
                                        uint32_t elo)
 {
     const uint32_t *v = a->tri + 3 * (size_t)t;
-    uint32_t m[3], tw[3], own[3];
+    uint32_t m[3] = {0, 0, 0}, tw[3], own[3];
     for (uint32_t k = 0; k < 3; k++) {
         const uint32_t h = 3 * t + k;
         tw[k] = a->twin[h];
         own[k] = pmi_loop_owns(h, tw[k]);
+        if (!own[k] && !o) continue; /* only the children need its vertex */
         const uint32_t e = a->owner[own[k] ? h : tw[k]];
         m[k] = a->nv + e;
         if (own[k]) {

@@ -661,6 +661,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
             a.pptwin = twin[p];
             a.ppowner = owner[p];
             a.ppnv = (uint32_t)V[l - 2];
+            a.ppos = pos[q]; /* level l - 1's positions (l >= 2) */
         }
         const uint64_t walked = older ? V[l - 2] : l > 0 ? V[l - 1] : a.nv;
         if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, walked, &a)) != PM_STATUS_OK ||

@@ -50,11 +50,17 @@ template <typename T> static __device__ void block_store(T *dst, const T *src, u
         dst[i] = src[i];
 }
 
+/* TOPO: the next stream's topology is stored (tri_next set); without it
+ * (the level before RED_LAST2's) only the new vertices' positions and
+ * start corners are, and the block's shared memory is a quarter of it. */
+#define RED_WORDS(TOPO) ((TOPO) ? 12 * RED_THREADS : 4)
+
+template <bool TOPO>
 static __global__ void __launch_bounds__(RED_THREADS) red_uniform_kernel(size_t n, pmi_loop_args a)
 {
-    __shared__ __align__(16) uint32_t s_tri[12 * RED_THREADS];
-    __shared__ __align__(16) uint32_t s_twin[12 * RED_THREADS];
-    __shared__ __align__(16) uint32_t s_own[12 * RED_THREADS];
+    __shared__ __align__(16) uint32_t s_tri[RED_WORDS(TOPO)];
+    __shared__ __align__(16) uint32_t s_twin[RED_WORDS(TOPO)];
+    __shared__ __align__(16) uint32_t s_own[RED_WORDS(TOPO)];
     __shared__ float s_pos[9 * RED_THREADS];
     __shared__ uint32_t s_vs[3 * RED_THREADS];
     const size_t t0 = (size_t)blockIdx.x * RED_THREADS;
@@ -71,14 +77,14 @@ static __global__ void __launch_bounds__(RED_THREADS) red_uniform_kernel(size_t 
     const unsigned owned =
         __syncthreads_count(own[0]) + __syncthreads_count(own[1]) + __syncthreads_count(own[2]);
     if (t < n)
-        pmi_loop_red_uniform_into(&a, (uint32_t)t, a.tri_next ? s_tri + j : NULL,
-                                  a.twin_next ? s_twin + j : NULL, a.owner_next ? s_own + j : NULL,
-                                  s_pos, a.vstart_new ? s_vs : NULL, elo);
+        pmi_loop_red_uniform_into(
+            &a, (uint32_t)t, TOPO ? s_tri + j : NULL, TOPO && a.twin_next ? s_twin + j : NULL,
+            TOPO && a.owner_next ? s_own + j : NULL, s_pos, a.vstart_new ? s_vs : NULL, elo);
     __syncthreads();
     const unsigned words = 12 * (unsigned)(n - t0 < RED_THREADS ? n - t0 : RED_THREADS);
-    if (a.tri_next) red_store(a.tri_next + 12 * t0, s_tri, words);
-    if (a.twin_next) red_store(a.twin_next + 12 * t0, s_twin, words);
-    if (a.owner_next) red_store(a.owner_next + 12 * t0, s_own, words);
+    if (TOPO) red_store(a.tri_next + 12 * t0, s_tri, words);
+    if (TOPO && a.twin_next) red_store(a.twin_next + 12 * t0, s_twin, words);
+    if (TOPO && a.owner_next) red_store(a.owner_next + 12 * t0, s_own, words);
     const size_t m0 = (size_t)a.nv + elo;
     block_store(a.pos_new + 3 * m0, s_pos, 3 * owned);
     if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, owned);
@@ -477,7 +483,8 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_EVEN_UNIFORM:
         return block_launch(ctx, even_uniform_kernel, EVEN_THREADS, EVEN_THREADS, n, a);
     case PMI_LOOP_RED_UNIFORM:
-        return block_launch(ctx, red_uniform_kernel, RED_THREADS, RED_THREADS, n, a);
+        return block_launch(ctx, a->tri_next ? red_uniform_kernel<true> : red_uniform_kernel<false>,
+                            RED_THREADS, RED_THREADS, n, a);
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
     case PMI_LOOP_NORMAL_NEW: return queued_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
     case PMI_LOOP_NORMAL_PREV: return queued_launch<PMI_LOOP_NORMAL_PREV>(ctx, n, a);
