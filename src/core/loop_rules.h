@@ -807,13 +807,28 @@ PMI_LHD void pmi_loop_classify(const pmi_loop_args *a, uint32_t t)
     a->emit[t] = s == 3 ? 0u : s + 1u;
 }
 
-/* The even rule's position for vertex v from its walk, into q[0..2]. */
+/* (double)x for a float x just rounded from a double. GCC 12's SLP
+ * vectorizer (-O3, x86-64) drops the rounding when both conversions meet
+ * in its vector code, so the empty asm hands it a float it cannot see
+ * through (on the GPU nvcc rounds as written). */
+PMI_LHD double pmi_loop_widen(float x)
+{
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+    __asm__("" : "+r"(x));
+#endif
+    return (double)x;
+}
+
+/* The even rule's position for the vertex at p from its walk (boundary:
+ * its boundary neighbours at p0 and p1), into q[0..2]; pmi_loop_even_to:
+ * vertex v of a stream, its neighbours by the walk's ids. */
 PMI_LHD void pmi_loop_even_at(const float *p, const pmi_loop_ring *r, const float *p0,
                               const float *p1, float *q)
 {
     if (r->boundary) {
         for (int i = 0; i < 3; i++)
-            q[i] = (float)(0.75 * (double)p[i] + 0.125 * ((double)p0[i] + (double)p1[i]));
+            q[i] = (float)(0.75 * (double)p[i] +
+                           0.125 * (pmi_loop_widen(p0[i]) + pmi_loop_widen(p1[i])));
     } else {
         double vw, ew;
         pmi_loop_weights(r->neighbours, &vw, &ew);
@@ -860,18 +875,6 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
     }
     if (r.frozen || !r.any_split) return;
     pmi_loop_even_to(a, v, &r, a->pos_new + 3 * (size_t)v);
-}
-
-/* (double)x for a float x just rounded from a double. GCC 12's SLP
- * vectorizer (-O3, x86-64) drops the rounding when both conversions meet
- * in its vector code, so the empty asm hands it a float it cannot see
- * through (on the GPU nvcc rounds as written). */
-PMI_LHD double pmi_loop_widen(float x)
-{
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
-    __asm__("" : "+r"(x));
-#endif
-    return (double)x;
 }
 
 /* The odd rule's position for the edge (u, w) with opposite vertices c and
@@ -1507,7 +1510,10 @@ PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
  * (pmi_loop_twin_mids). Writes t's 16 output triangles (child c's
  * children at 12c words) to o, and the positions of the vertices created
  * on the edges t's children own (owner numbers e, consecutive over t) at
- * pn + 3 (e - elo). */
+ * pn + 3 (e - elo); and, for each edge t owns, the even rule of the vertex
+ * m the level before created on it, at pos_new + 3 m: PMI_LOOP_EVEN_NEW's
+ * sums from the positions the odd rules read anyway, so that level runs no
+ * EVEN_NEW. */
 PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, float *pn,
                                      uint32_t elo)
 {
@@ -1561,13 +1567,25 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
     pmi_loop_odd_d(pm[2], pm[1], pv[2], pm[0], 0, pn + 3 * (size_t)(num[6] - elo));
     for (uint32_t k = 0; k < 3; k++) {
         if (!own[k]) continue;
+        const uint32_t k1 = (k + 1) % 3, k2 = (k + 2) % 3;
         const int b = tw[k] == PMI_LOOP_NONE;
+        /* and m_k's even rule (PMI_LOOP_EVEN_NEW's ring m_{k+2}, v_k, x1,
+         * x2, v_{k+1}, m_{k+1}, summed in that order from 0) to pos_new */
+        pmi_loop_ring r;
+        pmi_loop_ring_six(&r, m[k]);
+        for (int i = 0; i < 3; i++)
+            r.sum[i] = r.sum[i] + pm[k2][i] + pv[k][i];
         pmi_loop_load_d(a->pos, x1[k], px);
-        pmi_loop_odd_d(pv[k], pm[k], pm[(k + 2) % 3], px, b,
-                       pn + 3 * (size_t)(num[first[k]] - elo));
+        pmi_loop_odd_d(pv[k], pm[k], pm[k2], px, b, pn + 3 * (size_t)(num[first[k]] - elo));
+        for (int i = 0; i < 3; i++)
+            r.sum[i] += px[i];
         pmi_loop_load_d(a->pos, x2[k], px);
-        pmi_loop_odd_d(pm[k], pv[(k + 1) % 3], pm[(k + 1) % 3], px, b,
-                       pn + 3 * (size_t)(num[second[k]] - elo));
+        pmi_loop_odd_d(pm[k], pv[k1], pm[k1], px, b, pn + 3 * (size_t)(num[second[k]] - elo));
+        for (int i = 0; i < 3; i++)
+            r.sum[i] = r.sum[i] + px[i] + pv[k1][i] + pm[k1][i];
+        r.boundary = b;
+        pmi_loop_even_at(a->pos + 3 * (size_t)m[k], &r, a->pos + 3 * (size_t)v[k1],
+                         a->pos + 3 * (size_t)v[k], a->pos_new + 3 * (size_t)m[k]);
     }
 }
 

@@ -663,9 +663,13 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
             a.ppnv = (uint32_t)V[l - 2];
             a.ppos = pos[q]; /* level l - 1's positions (l >= 2) */
         }
+        /* EVEN_NEW: not on RED_LAST2's level, whose step moves the
+         * vertices the level before created (from the positions it reads
+         * anyway) */
         const uint64_t walked = older ? V[l - 2] : l > 0 ? V[l - 1] : a.nv;
+        const int even_new = l > 0 && !(fused && last);
         if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, walked, &a)) != PM_STATUS_OK ||
-            (l > 0 && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK) ||
+            (even_new && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK) ||
             (older && (s = sd_step(st, PMI_LOOP_EVEN_NEW2, 3 * F[l - 2], &a)) != PM_STATUS_OK))
             return s;
         if (fused && last)
