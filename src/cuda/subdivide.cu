@@ -222,7 +222,9 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n
 
 /* RED_LAST2 staged likewise: 16 output triangles a thread (48 words),
  * and the vertices created on the edges its triangle's children own, 3 +
- * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block. 5
+ * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block (the
+ * even rules of the vertices on the edges its triangle owns go straight
+ * to the output: the shared memory is at 5 blocks an SM's limit). 5
  * blocks a multiprocessor: 96 registers, no spills (unbounded, ptxas
  * took 102, which the allocation granularity rounds to 4 blocks). */
 #define LAST2_THREADS 128
