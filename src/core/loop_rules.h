@@ -328,6 +328,16 @@ typedef struct pmi_loop_ring {
     double normal[3]; /* face normals, in walk order */
 } pmi_loop_ring;
 
+/* A walk's ring before its first step, around vertex v. */
+PMI_LHD void pmi_loop_ring_start(pmi_loop_ring *r, uint32_t v)
+{
+    r->faces = r->neighbours = 0;
+    r->boundary = r->frozen = r->any_split = 0;
+    r->b0 = r->b1 = v;
+    for (int i = 0; i < 3; i++)
+        r->sum[i] = r->normal[i] = 0.0;
+}
+
 /* How a walk reads its fan: PLAIN, the stream's, neighbours at the far
  * ends; NORMALS, the same with face normals summed; MIDS (uniform), the
  * previous stream's (ptri, ptwin), neighbours the vertices created on its
@@ -378,11 +388,7 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
     const uint32_t *twin = mids ? a->ptwin : a->twin;
     const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c];
     const uint32_t A0 = c, B0 = 3 * t0 + (k0 + 2) % 3;
-    r->faces = r->neighbours = 0;
-    r->boundary = r->frozen = r->any_split = 0;
-    r->b0 = r->b1 = v;
-    for (int i = 0; i < 3; i++)
-        r->sum[i] = r->normal[i] = 0.0;
+    pmi_loop_ring_start(r, v);
     if (split) r->any_split = split[A0];
     uint32_t B = B0, t = t0;
     for (uint32_t steps = 0;; steps++) {
@@ -1127,11 +1133,7 @@ PMI_LHD int pmi_loop_walk_older(const pmi_loop_args *a, uint32_t c, uint32_t cap
     const uint32_t *tri = a->pptri, *twin = a->pptwin, *own = a->ppowner;
     const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c], nv = a->ppnv;
     const uint32_t A0 = c, B0 = 3 * t0 + (k0 + 2) % 3;
-    r->faces = r->neighbours = 0;
-    r->boundary = r->frozen = r->any_split = 0;
-    r->b0 = r->b1 = v;
-    for (int i = 0; i < 3; i++)
-        r->sum[i] = r->normal[i] = 0.0;
+    pmi_loop_ring_start(r, v);
     uint32_t ta = twin[A0], B = B0, tb = twin[B0];
     uint32_t prev = nv + own[pmi_loop_owns(A0, ta) ? A0 : ta];
     uint32_t cur = nv + own[pmi_loop_owns(B0, tb) ? B0 : tb];
