@@ -225,8 +225,9 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n
  * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block (the
  * even rules of the vertices on the edges its triangle owns go straight
  * to the output: the shared memory is at 5 blocks an SM's limit). 5
- * blocks a multiprocessor: 96 registers, no spills (unbounded, ptxas
- * took 102, which the allocation granularity rounds to 4 blocks). */
+ * blocks a multiprocessor: 96 registers, no spills on sm_90 (sm_75 to
+ * sm_89 spill 4-24 bytes; unbounded, ptxas took 102, which the
+ * allocation granularity rounds to 4 blocks). */
 #define LAST2_THREADS 128
 /* A thread's words in shared memory: 16-byte rows whose 16-byte stores
  * and loads by 8 threads (a quarter warp) meet no bank twice (52 words =
@@ -485,6 +486,7 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_EVEN_UNIFORM:
         return block_launch(ctx, even_uniform_kernel, EVEN_THREADS, EVEN_THREADS, n, a);
     case PMI_LOOP_RED_UNIFORM:
+        /* the level loop sets twin_next and owner_next only with tri_next */
         return block_launch(ctx, a->tri_next ? red_uniform_kernel<true> : red_uniform_kernel<false>,
                             RED_THREADS, RED_THREADS, n, a);
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
