@@ -1126,8 +1126,7 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
  * without reading this stream's topology or positions: the sums of
  * pmi_loop_walk, in its order. On the boundary, the positions of b0 and b1
  * go to p0 and p1 (r->sum is then unused; r->b0 and r->b1 stay v, unlike
- * pmi_loop_walk's ids). Returns 0 when the walk exceeds
- * `cap` steps. */
+ * pmi_loop_walk's ids). Returns 0 when the walk exceeds `cap` steps. */
 PMI_LHD int pmi_loop_walk_older(const pmi_loop_args *a, uint32_t c, uint32_t cap, pmi_loop_ring *r,
                                 float *p0, float *p1)
 {

@@ -17,15 +17,20 @@
 
 MCD_TABLES_UPLOAD
 
-/* The kernels' outputs from dc (pm_isosurface_async); returns when the
- * block has none (block-uniform, before any barrier). */
+/* nrec and the output limit from dc (pm_isosurface_async), or return when
+ * its counts did not fit. */
+#define MC_DCOUNTS_LOAD(limit, dc_limit)                                                           \
+    if (dc) {                                                                                      \
+        if (!dc->ok) return;                                                                       \
+        nrec = (long long)dc->nrec;                                                                \
+        limit = (dc_limit);                                                                        \
+    }
+
+/* The kernels' outputs from dc; returns when the block has none
+ * (block-uniform, before any barrier). */
 #define MC_DCOUNTS(nout_expr)                                                                      \
     do {                                                                                           \
-        if (dc) {                                                                                  \
-            if (!dc->ok) return;                                                                   \
-            nrec = (long long)dc->nrec;                                                            \
-            nout = (nout_expr);                                                                    \
-        }                                                                                          \
+        MC_DCOUNTS_LOAD(nout, nout_expr)                                                           \
         if ((unsigned long long)blockIdx.x * blockDim.x >= nout) return;                           \
     } while (0)
 
@@ -33,11 +38,7 @@ MCD_TABLES_UPLOAD
  * output limit from dc; returns when the block has no record. Defines r0,
  * the block's first record. */
 #define MC_DCOUNTS_RECORDS(limit, dc_limit, per)                                                   \
-    if (dc) {                                                                                      \
-        if (!dc->ok) return;                                                                       \
-        nrec = (long long)dc->nrec;                                                                \
-        limit = (dc_limit);                                                                        \
-    }                                                                                              \
+    MC_DCOUNTS_LOAD(limit, dc_limit)                                                               \
     const long long r0 = (long long)blockIdx.x * (per);                                            \
     if (r0 >= nrec) return /* block-uniform, before any barrier */
 
@@ -548,11 +549,7 @@ static __global__ void __launch_bounds__(MC_THREADS)
     __shared__ uint32_t s_vb[12][MC_THREADS];     /* each record's edges' vertices */
     __shared__ uint32_t s_cv[3 * 5 * MC_THREADS]; /* each corner's (at most 5 triangles a record) */
     __shared__ unsigned s_total;
-    if (dc) {
-        if (!dc->ok) return;
-        nrec = (long long)dc->nrec;
-        nout = dc->ntri;
-    }
+    MC_DCOUNTS_LOAD(nout, dc->ntri)
     const int t = threadIdx.x;
     const unsigned long long nx = (unsigned long long)v.nx, ny = (unsigned long long)v.ny,
                              nrows = ny * (unsigned long long)v.nz;

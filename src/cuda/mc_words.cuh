@@ -1,8 +1,8 @@
 /* Bitmask words of the CUDA marching cubes' classification, shared by
  * mc_classify.cu (bitmask kernels), mc_stream.cu (the streaming
  * classification) and mc_direct.cu (the direct classification): the
- * masks of one 32-point word, its cases, the look-back chain of a tile's packed counts and the
- * tiles' block scan. */
+ * masks of one 32-point word, its cases, the look-back chain of a tile's
+ * packed counts and the tiles' block scan. */
 #ifndef PM_CUDA_MC_WORDS_CUH
 #define PM_CUDA_MC_WORDS_CUH
 
