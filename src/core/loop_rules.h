@@ -60,8 +60,9 @@ enum pmi_loop_step_id {
                               the even rule for the vertex it created */
     PMI_LOOP_RED_LAST2,    /* per triangle of the previous stream: the last two
                               splits at once (output triangles, odd rule) */
-    PMI_LOOP_NORMAL_PREV,  /* per half-edge of the stream before the last owning
-                              an edge: the output normal of its vertex */
+    PMI_LOOP_NORMAL_PATCH, /* per triangle of the stream two levels before the
+                              output: the normals of the vertices the last two
+                              levels created in it and on the edges it owns */
     PMI_LOOP_EVEN_NEW2,    /* per half-edge of the stream two levels up owning an
                               edge: the even rule for the vertex it created */
     PMI_LOOP_PROMOTE_PASS, /* one pass of PROMOTE, setting changed[0] (the level
@@ -271,20 +272,29 @@ PMI_LHD uint32_t pmi_loop_corner(const uint32_t *tri, uint32_t t, uint32_t v)
     return tri[3 * t] == v ? 0u : (tri[3 * t + 1] == v ? 1u : 2u);
 }
 
-/* Area-weighted normal of triangle t (its own winding), in double. */
-PMI_LHD void pmi_loop_face_normal(const float *pos, const uint32_t *tri, uint64_t t, double n[3])
+/* Area-weighted normal of the triangle (p0, p1, p2), positions widened
+ * to double (exactly). */
+PMI_LHD void pmi_loop_face_normal_of(const double *p0, const double *p1, const double *p2,
+                                     double n[3])
 {
-    const float *p0 = pos + 3 * (size_t)tri[3 * t];
-    const float *p1 = pos + 3 * (size_t)tri[3 * t + 1];
-    const float *p2 = pos + 3 * (size_t)tri[3 * t + 2];
     double e1[3], e2[3];
     for (int a = 0; a < 3; a++) {
-        e1[a] = (double)p1[a] - (double)p0[a];
-        e2[a] = (double)p2[a] - (double)p0[a];
+        e1[a] = p1[a] - p0[a];
+        e2[a] = p2[a] - p0[a];
     }
     n[0] = e1[1] * e2[2] - e1[2] * e2[1];
     n[1] = e1[2] * e2[0] - e1[0] * e2[2];
     n[2] = e1[0] * e2[1] - e1[1] * e2[0];
+}
+
+/* Area-weighted normal of triangle t (its own winding), in double. */
+PMI_LHD void pmi_loop_face_normal(const float *pos, const uint32_t *tri, uint64_t t, double n[3])
+{
+    double p[3][3];
+    for (int c = 0; c < 3; c++)
+        for (int a = 0; a < 3; a++)
+            p[c][a] = (double)pos[3 * (size_t)tri[3 * t + c] + a];
+    pmi_loop_face_normal_of(p[0], p[1], p[2], n);
 }
 
 /* Normalises a double vector into floats (0 stays 0). */
@@ -1652,8 +1662,8 @@ PMI_LHD uint32_t pmi_loop_fan_children(const uint32_t *tri, const uint32_t *twin
  * sorted, and the map keeps the order); a vertex made by a later level has
  * at most 6 triangles in the stream before the last (ptri, ptwin,
  * pvstart), whose corner children two levels down are its output
- * triangles (16 t + 5 k). The vertices the level before the last created
- * are PMI_LOOP_NORMAL_PREV's, the last level's PMI_LOOP_NORMAL_NEW's. */
+ * triangles (16 t + 5 k). The vertices the last two levels created are
+ * PMI_LOOP_NORMAL_PATCH's (PMI_LOOP_NORMAL_NEW's when one level splits). */
 PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
 {
     double s[3] = {0.0, 0.0, 0.0};
@@ -1681,30 +1691,219 @@ PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
     pmi_loop_store_unit(s, a->nout + 3 * (size_t)v);
 }
 
-/* Per half-edge h of the stream before the last (ptri, ptwin, powner, pnv)
- * that owns its edge: the output normal of the vertex m = pnv + powner[h]
- * the level before the last created on it, without a walk. On edge k of
- * triangle t, m is corner k + 1 of child k, corner k of child k + 1 and
- * corner k of the centre child 3 (children (v0 m0 m2), (m0 v1 m1),
- * (m2 m1 v2), (m0 m1 m2)); their corner children are m's output
- * triangles, and the same for the twin's triangle on its edge. */
-PMI_LHD void pmi_loop_normal_prev(const pmi_loop_args *a, uint32_t h)
+/* A triangle t split twice: its output triangles 16 t + j (j = 4 c + c',
+ * child c's child c'; children (v0 m0 m2), (m0 v1 m1), (m2 m1 v2),
+ * (m0 m1 m2)) over a lattice of 15 points (w0, w1, w2), barycentric
+ * weights in quarters, numbered w0 then w1 decreasing: 0 (4,0,0),
+ * 1 (3,1,0), 2 (3,0,1), 3 (2,2,0), 4 (2,1,1), 5 (2,0,2), 6 (1,3,0),
+ * 7 (1,2,1), 8 (1,1,2), 9 (1,0,3), 10 (0,4,0), 11 (0,3,1), 12 (0,2,2),
+ * 13 (0,1,3), 14 (0,0,4); 4, 7 and 8 are inside t. Seen from edge k
+ * (corner k to corner k + 1), a point is at row w_(k+2) and place
+ * w_(k+1). The tables follow from the children rule applied twice,
+ * packed into words so that device code indexes no array in memory. */
+
+/* The point at row `row` and place `pos` of edge k. */
+PMI_LHD uint32_t pmi_loop_patch_at(uint32_t k, uint32_t row, uint32_t pos)
 {
-    const uint32_t tw = a->ptwin[h];
-    if (!pmi_loop_owns(h, tw)) return;
-    uint32_t T[6], n = 0;
-    for (int side = 0; side < 2; side++) {
-        const uint32_t e = side ? tw : h;
-        if (e == PMI_LOOP_NONE) break;
-        const uint32_t t = e / 3, k = e % 3, k1 = (k + 1) % 3;
-        T[n++] = 4 * (4 * t + k) + k1;
-        T[n++] = 4 * (4 * t + k1) + k;
-        T[n++] = 4 * (4 * t + 3) + k;
+    uint32_t w[3];
+    w[k] = 4 - row - pos;
+    w[(k + 1) % 3] = pos;
+    w[(k + 2) % 3] = row;
+    return (4 - w[0]) * (5 - w[0]) / 2 + 4 - w[0] - w[1];
+}
+
+/* Point x's row seen from edge k (its place in *pos). */
+PMI_LHD uint32_t pmi_loop_patch_row(uint32_t x, uint32_t k, uint32_t *pos)
+{
+    const uint32_t w0 = x < 1 ? 4 : x < 3 ? 3 : x < 6 ? 2 : x < 10 ? 1 : 0;
+    uint32_t w[3];
+    w[0] = w0;
+    w[1] = 4 - w0 - (x - (4 - w0) * (5 - w0) / 2);
+    w[2] = 4 - w[0] - w[1];
+    *pos = w[(k + 1) % 3];
+    return w[(k + 2) % 3];
+}
+
+/* The word of t's 48 output words (3 j + corner) holding point x's vertex. */
+PMI_LHD uint32_t pmi_loop_patch_src(uint32_t x)
+{
+    return x < 10 ? (uint32_t)(0x069938d205102040ull >> (6 * x)) & 63u
+                  : (uint32_t)(0x0000000020754450ull >> (6 * (x - 10))) & 63u;
+}
+
+/* The output triangles at point x (bit j). */
+PMI_LHD uint32_t pmi_loop_patch_mask(uint32_t x)
+{
+    const uint64_t w = x < 4    ? 0x1012000d000b0001ull
+                       : x < 8  ? 0xb0d000b04104d00eull
+                       : x < 12 ? 0x00e000200d00eb00ull
+                                : 0x000004000e002240ull;
+    return (uint32_t)(w >> (16 * (x % 4))) & 0xffffu;
+}
+
+/* The 7 output triangles at the points inside edge k (bit j). */
+PMI_LHD uint32_t pmi_loop_patch_edge_mask(uint32_t k)
+{
+    return pmi_loop_patch_mask(pmi_loop_patch_at(k, 0, 1)) |
+           pmi_loop_patch_mask(pmi_loop_patch_at(k, 0, 2)) |
+           pmi_loop_patch_mask(pmi_loop_patch_at(k, 0, 3));
+}
+
+/* The point at corner c of output triangle j, in its stored order. */
+PMI_LHD uint32_t pmi_loop_patch_corner(uint32_t j, uint32_t c)
+{
+    const uint64_t w = j < 5    ? 0x0763241542431210ull
+                       : j < 10 ? 0x0dc89857b6cb7ba6ull
+                       : j < 15 ? 0x05848c74739d8ed9ull
+                                : 0x0000000000000487ull;
+    return (uint32_t)(w >> (12 * (j % 5) + 4 * c)) & 15u;
+}
+
+/* The lowest set bit of m != 0. */
+PMI_LHD uint32_t pmi_loop_ctz(uint32_t m)
+{
+#ifdef __CUDA_ARCH__
+    return (uint32_t)__ffs((int)m) - 1u;
+#else
+    return (uint32_t)__builtin_ctz(m);
+#endif
+}
+
+/* The j-th set bit's place among m's set bits. */
+PMI_LHD uint32_t pmi_loop_rank(uint32_t m, uint32_t j)
+{
+    uint32_t b = m & ((1u << j) - 1u), n = 0;
+    for (; b; b &= b - 1)
+        n++;
+    return n;
+}
+
+/* The far side of t's edge k, for pmi_loop_normal_patch's steps: the
+ * twin (ptwin) when t owns the edge (NONE on the boundary), else FROZEN (a
+ * uniform stream has no frozen twin); *rev set when the twin's edge runs
+ * from t's corner k + 1 (the usual orientation), so its place r is t's
+ * 4 - r. o: t's 48 output words. */
+PMI_LHD uint32_t pmi_loop_patch_twin(const pmi_loop_args *a, uint32_t t, const uint32_t *o,
+                                     uint32_t k, uint32_t *rev)
+{
+    const uint32_t h = 3 * t + k, tw = a->ptwin[h];
+    *rev = 0;
+    if (!pmi_loop_owns(h, tw)) return PMI_LOOP_FROZEN;
+    if (tw != PMI_LOOP_NONE)
+        *rev = a->ptri[tw] == o[pmi_loop_patch_src(pmi_loop_patch_at(k, 0, 4))];
+    return tw;
+}
+
+/* Point x of t's patch (o: t's 48 output words), widened (exactly). */
+PMI_LHD void pmi_loop_patch_load(const pmi_loop_args *a, const uint32_t *o, uint32_t x, double *p)
+{
+    const float *q = a->npos + 3 * (size_t)o[pmi_loop_patch_src(x)];
+    for (int c = 0; c < 3; c++)
+        p[c] = (double)q[c];
+}
+
+/* Place i (0-3) of row 1 of the twin's patch seen from its edge (tw a
+ * half-edge), widened. */
+PMI_LHD void pmi_loop_patch_load_far(const pmi_loop_args *a, uint32_t tw, uint32_t i, double *q)
+{
+    const uint32_t *o2 = a->ntri + 48 * (size_t)(tw / 3);
+    const float *f = a->npos + 3 * (size_t)o2[pmi_loop_patch_src(pmi_loop_patch_at(tw % 3, 1, i))];
+    for (int c = 0; c < 3; c++)
+        q[c] = (double)f[c];
+}
+
+/* Output triangle j's normal from the 15 points' positions (p: 3 doubles
+ * a point), in its stored order: the bits of pmi_loop_face_normal. */
+PMI_LHD void pmi_loop_patch_face(const double *p, uint32_t j, double n[3])
+{
+    pmi_loop_face_normal_of(p + 3 * pmi_loop_patch_corner(j, 0),
+                            p + 3 * pmi_loop_patch_corner(j, 1),
+                            p + 3 * pmi_loop_patch_corner(j, 2), n);
+}
+
+/* The normal of the f-th (0-6) of the twin's output triangles at its edge
+ * (tw a half-edge of the twin, rev: pmi_loop_patch_twin's), in increasing
+ * order: its corners on the edge are t's points of edge k (p: t's 15), the
+ * others the twin's row 1 (q: pmi_loop_patch_load_far's 4). */
+PMI_LHD void pmi_loop_patch_far_face(const double *p, const double *q, uint32_t k, uint32_t tw,
+                                     uint32_t rev, uint32_t f, double n[3])
+{
+    const uint32_t k2 = tw % 3;
+    uint32_t m = pmi_loop_patch_edge_mask(k2);
+    for (uint32_t i = 0; i < f; i++)
+        m &= m - 1;
+    const uint32_t j = pmi_loop_ctz(m);
+    const double *c[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        uint32_t pos;
+        const uint32_t row = pmi_loop_patch_row(pmi_loop_patch_corner(j, i), k2, &pos);
+        c[i] = row ? q + 3 * pos : p + 3 * pmi_loop_patch_at(k, 0, rev ? 4 - pos : pos);
     }
-    pmi_loop_sort_small(T, n);
+    pmi_loop_face_normal_of(c[0], c[1], c[2], n);
+}
+
+/* Task q (0-11) of triangle t (o: t's 48 output words; fn: its 16 output
+ * triangle normals; g: the twin's 7 at edge k's, tw and rev:
+ * pmi_loop_patch_twin's for that edge): the output normal of a vertex the
+ * last two levels created, the same sum in the same order as a corner
+ * list of the output gives. Tasks 0-2 are the points inside t, whose 6
+ * triangles are t's; task 3 + 3 k + r - 1 point r (1-3) of edge k, when t
+ * owns the edge: 3 triangles in t's 16 and 3 in the twin's, which follow
+ * t's (h < twin): those at the twin's point r or 4 - r of its edge. */
+PMI_LHD void pmi_loop_patch_vertex(const pmi_loop_args *a, const uint32_t *o, uint32_t q,
+                                   const double (*fn)[3], const double (*g)[3], uint32_t tw,
+                                   uint32_t rev)
+{
+    if (q >= 3 && tw == PMI_LOOP_FROZEN) return;
+    const uint32_t k = q < 3 ? 0 : (q - 3) / 3, r = q < 3 ? 0 : (q - 3) % 3 + 1;
+    const uint32_t x = q < 3 ? (0x874u >> (4 * q)) & 15u : pmi_loop_patch_at(k, 0, r);
+    /* the triangles by their bits, lowest first: on the GPU the lanes of
+     * a warp take the same number of steps (3 or 6), not one per bit */
     double s[3] = {0.0, 0.0, 0.0};
-    pmi_loop_normal_sum(a, T, n, s);
-    pmi_loop_store_unit(s, a->nout + 3 * ((size_t)a->pnv + a->powner[h]));
+    for (uint32_t m = pmi_loop_patch_mask(x); m; m &= m - 1) {
+        const uint32_t j = pmi_loop_ctz(m);
+        for (int c = 0; c < 3; c++)
+            s[c] += fn[j][c];
+    }
+    if (q >= 3 && tw != PMI_LOOP_NONE) {
+        const uint32_t e = pmi_loop_patch_edge_mask(tw % 3);
+        for (uint32_t m = pmi_loop_patch_mask(pmi_loop_patch_at(tw % 3, 0, rev ? 4 - r : r)); m;
+             m &= m - 1) {
+            const uint32_t f = pmi_loop_rank(e, pmi_loop_ctz(m));
+            for (int c = 0; c < 3; c++)
+                s[c] += g[f][c];
+        }
+    }
+    pmi_loop_store_unit(s, a->nout + 3 * (size_t)o[pmi_loop_patch_src(x)]);
+}
+
+/* Per triangle t of the stream two levels before the output (2 levels or
+ * more): the output normals of the vertices the last two levels created
+ * inside t and on the edges t owns (t's corners are PMI_LOOP_NORMAL_OLD's),
+ * each of t's 16 output triangle normals and of the twins' 7 at an edge t
+ * owns computed once. */
+PMI_LHD void pmi_loop_normal_patch(const pmi_loop_args *a, uint32_t t)
+{
+    const uint32_t *o = a->ntri + 48 * (size_t)t;
+    double p[45], q[3][12], fn[16][3], g[3][7][3];
+    uint32_t tw[3], rev[3];
+    for (uint32_t x = 0; x < 15; x++)
+        pmi_loop_patch_load(a, o, x, p + 3 * x);
+    for (uint32_t j = 0; j < 16; j++)
+        pmi_loop_patch_face(p, j, fn[j]);
+    for (uint32_t k = 0; k < 3; k++) {
+        tw[k] = pmi_loop_patch_twin(a, t, o, k, &rev[k]);
+        if (tw[k] >= PMI_LOOP_FROZEN) continue;
+        for (uint32_t i = 0; i < 4; i++)
+            pmi_loop_patch_load_far(a, tw[k], i, q[k] + 3 * i);
+        for (uint32_t f = 0; f < 7; f++)
+            pmi_loop_patch_far_face(p, q[k], k, tw[k], rev[k], f, g[k][f]);
+    }
+    for (uint32_t i = 0; i < 12; i++) {
+        const uint32_t k = i < 3 ? 0 : (i - 3) / 3;
+        pmi_loop_patch_vertex(a, o, i, (const double(*)[3])fn, (const double(*)[3])g[k], tw[k],
+                              rev[k]);
+    }
 }
 
 /* Per half-edge h of the last stream that owns its edge: the normal of the
@@ -1769,7 +1968,7 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_NORMAL_NEW: pmi_loop_normal_new(a, i); break;
     case PMI_LOOP_EVEN_NEW: pmi_loop_even_new(a, i); break;
     case PMI_LOOP_RED_LAST2: pmi_loop_red_last2(a, i); break;
-    case PMI_LOOP_NORMAL_PREV: pmi_loop_normal_prev(a, i); break;
+    case PMI_LOOP_NORMAL_PATCH: pmi_loop_normal_patch(a, i); break;
     case PMI_LOOP_EVEN_NEW2: pmi_loop_even_new2(a, i); break;
     default: break;
     }

@@ -487,11 +487,11 @@ static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_op
  * lists, twins, start corners, one scan of the owner flags); then each
  * level is two steps, EVEN_UNIFORM per vertex and RED_UNIFORM per triangle,
  * on ping-pong buffers allocated once, the last level writing the output
- * arrays themselves; normals come from the input's corner lists, the fans
- * of the stream before the last (NORMAL_OLD), its edges (NORMAL_PREV) and
- * the last stream's edges (NORMAL_NEW), without corner lists of the
- * output. The host waits for the input's checks and its edge count, and
- * once at the end for the error word; never per level. */
+ * arrays themselves; normals come from the input's corner lists and the
+ * fans of the stream before the last (NORMAL_OLD) and its triangles'
+ * output patches (NORMAL_PATCH; with one level, the input's edges:
+ * NORMAL_NEW), without corner lists of the output. The host waits for the input's checks and its
+ * edge count, and once at the end for the error word; never per level. */
 
 /* The larger of a buffer's sizes over the levels in [lo, hi] of one parity. */
 static uint64_t sd_parity_max(const uint64_t *size, int lo, int hi, int parity)
@@ -535,10 +535,10 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     if (!in_direct && ((s = sd_input(st, mesh->indices, 0, 3 * nt0, &tri0)) != PM_STATUS_OK ||
                        (s = sd_input(st, mesh->positions, 0, 3 * nv0, &pos0)) != PM_STATUS_OK))
         return s;
-    /* Without normals the last two splits run at once (RED_LAST2), from
+    /* From two levels the last two splits run at once (RED_LAST2), from
      * the stream two levels up: level L-1's triangles, twins and owner
-     * numbers are never stored (NORMAL_NEW reads them). */
-    const int fused = L >= 2 && o->normals == PM_NORMALS_NONE;
+     * numbers are never stored. */
+    const int fused = L >= 2;
     const int top = fused ? L - 2 : L - 1; /* the last stream stored */
     /* per-stream buffers by level parity: twin, owner for levels 0..top,
      * start corners for 0..L-1; triangles for 1..top and positions for
@@ -691,12 +691,13 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.tmul = mul;
         a.tadd = (mul - 1) / 3;
         /* the vertices of the stream before the last (the input's when one
-         * level splits), those the level before the last created (from
-         * that stream, no walk), those the last level created */
+         * level splits), then those the last two levels created, by that
+         * stream's triangles (one level: the last level's, by the input's
+         * edges) */
         a.pvstart = L >= 3 ? vstart[L & 1] : NULL;
         if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, V[L >= 2 ? L - 2 : 0], &a)) != PM_STATUS_OK ||
-            (L >= 2 && (s = sd_step(st, PMI_LOOP_NORMAL_PREV, 3 * F[L - 2], &a)) != PM_STATUS_OK) ||
-            (s = sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK)
+            (s = L >= 2 ? sd_step(st, PMI_LOOP_NORMAL_PATCH, F[L - 2], &a)
+                        : sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK)
             return s;
     }
     if ((s = sd_check(st, err, tri0)) != PM_STATUS_OK) return s;
