@@ -1699,8 +1699,9 @@ PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
  * 7 (1,2,1), 8 (1,1,2), 9 (1,0,3), 10 (0,4,0), 11 (0,3,1), 12 (0,2,2),
  * 13 (0,1,3), 14 (0,0,4); 4, 7 and 8 are inside t. Seen from edge k
  * (corner k to corner k + 1), a point is at row w_(k+2) and place
- * w_(k+1). The tables follow from the children rule applied twice,
- * packed into words so that device code indexes no array in memory. */
+ * w_(k+1) (0-4 along the edge). The tables follow from the children rule
+ * applied twice, packed into words so that device code indexes no array
+ * in memory. */
 
 /* The point at row `row` and place `pos` of edge k. */
 PMI_LHD uint32_t pmi_loop_patch_at(uint32_t k, uint32_t row, uint32_t pos)
@@ -1710,18 +1711,6 @@ PMI_LHD uint32_t pmi_loop_patch_at(uint32_t k, uint32_t row, uint32_t pos)
     w[(k + 1) % 3] = pos;
     w[(k + 2) % 3] = row;
     return (4 - w[0]) * (5 - w[0]) / 2 + 4 - w[0] - w[1];
-}
-
-/* Point x's row seen from edge k (its place in *pos). */
-PMI_LHD uint32_t pmi_loop_patch_row(uint32_t x, uint32_t k, uint32_t *pos)
-{
-    const uint32_t w0 = x < 1 ? 4 : x < 3 ? 3 : x < 6 ? 2 : x < 10 ? 1 : 0;
-    uint32_t w[3];
-    w[0] = w0;
-    w[1] = 4 - w0 - (x - (4 - w0) * (5 - w0) / 2);
-    w[2] = 4 - w[0] - w[1];
-    *pos = w[(k + 1) % 3];
-    return w[(k + 2) % 3];
 }
 
 /* The word of t's 48 output words (3 j + corner) holding point x's vertex. */
@@ -1739,14 +1728,6 @@ PMI_LHD uint32_t pmi_loop_patch_mask(uint32_t x)
                        : x < 12 ? 0x00e000200d00eb00ull
                                 : 0x000004000e002240ull;
     return (uint32_t)(w >> (16 * (x % 4))) & 0xffffu;
-}
-
-/* The 7 output triangles at the points inside edge k (bit j). */
-PMI_LHD uint32_t pmi_loop_patch_edge_mask(uint32_t k)
-{
-    return pmi_loop_patch_mask(pmi_loop_patch_at(k, 0, 1)) |
-           pmi_loop_patch_mask(pmi_loop_patch_at(k, 0, 2)) |
-           pmi_loop_patch_mask(pmi_loop_patch_at(k, 0, 3));
 }
 
 /* The point at corner c of output triangle j, in its stored order. */
@@ -1769,47 +1750,12 @@ PMI_LHD uint32_t pmi_loop_ctz(uint32_t m)
 #endif
 }
 
-/* The j-th set bit's place among m's set bits. */
-PMI_LHD uint32_t pmi_loop_rank(uint32_t m, uint32_t j)
-{
-    uint32_t b = m & ((1u << j) - 1u), n = 0;
-    for (; b; b &= b - 1)
-        n++;
-    return n;
-}
-
-/* The far side of t's edge k, for pmi_loop_normal_patch's steps: the
- * twin (ptwin) when t owns the edge (NONE on the boundary), else FROZEN (a
- * uniform stream has no frozen twin); *rev set when the twin's edge runs
- * from t's corner k + 1 (the usual orientation), so its place r is t's
- * 4 - r. o: t's 48 output words. */
-PMI_LHD uint32_t pmi_loop_patch_twin(const pmi_loop_args *a, uint32_t t, const uint32_t *o,
-                                     uint32_t k, uint32_t *rev)
-{
-    const uint32_t h = 3 * t + k, tw = a->ptwin[h];
-    *rev = 0;
-    if (!pmi_loop_owns(h, tw)) return PMI_LOOP_FROZEN;
-    if (tw != PMI_LOOP_NONE)
-        *rev = a->ptri[tw] == o[pmi_loop_patch_src(pmi_loop_patch_at(k, 0, 4))];
-    return tw;
-}
-
 /* Point x of t's patch (o: t's 48 output words), widened (exactly). */
 PMI_LHD void pmi_loop_patch_load(const pmi_loop_args *a, const uint32_t *o, uint32_t x, double *p)
 {
     const float *q = a->npos + 3 * (size_t)o[pmi_loop_patch_src(x)];
     for (int c = 0; c < 3; c++)
         p[c] = (double)q[c];
-}
-
-/* Place i (0-3) of row 1 of the twin's patch seen from its edge (tw a
- * half-edge), widened. */
-PMI_LHD void pmi_loop_patch_load_far(const pmi_loop_args *a, uint32_t tw, uint32_t i, double *q)
-{
-    const uint32_t *o2 = a->ntri + 48 * (size_t)(tw / 3);
-    const float *f = a->npos + 3 * (size_t)o2[pmi_loop_patch_src(pmi_loop_patch_at(tw % 3, 1, i))];
-    for (int c = 0; c < 3; c++)
-        q[c] = (double)f[c];
 }
 
 /* Output triangle j's normal from the 15 points' positions (p: 3 doubles
@@ -1821,57 +1767,48 @@ PMI_LHD void pmi_loop_patch_face(const double *p, uint32_t j, double n[3])
                             p + 3 * pmi_loop_patch_corner(j, 2), n);
 }
 
-/* The normal of the f-th (0-6) of the twin's output triangles at its edge
- * (tw a half-edge of the twin, rev: pmi_loop_patch_twin's), in increasing
- * order: its corners on the edge are t's points of edge k (p: t's 15), the
- * others the twin's row 1 (q: pmi_loop_patch_load_far's 4). */
-PMI_LHD void pmi_loop_patch_far_face(const double *p, const double *q, uint32_t k, uint32_t tw,
-                                     uint32_t rev, uint32_t f, double n[3])
+/* Task q (0-11) of triangle t of the stream two levels before the output
+ * (ptwin): the twin of its edge's half-edge (NONE inside t or on the
+ * boundary), or FROZEN (a uniform stream has none) when t does not own
+ * the edge and the task has nothing to do. Tasks 0-2 are the points
+ * inside t, task 3 + 3 k + r - 1 point r (1-3) of edge k. */
+PMI_LHD uint32_t pmi_loop_patch_twin(const pmi_loop_args *a, uint32_t t, uint32_t q)
 {
-    const uint32_t k2 = tw % 3;
-    uint32_t m = pmi_loop_patch_edge_mask(k2);
-    for (uint32_t i = 0; i < f; i++)
-        m &= m - 1;
-    const uint32_t j = pmi_loop_ctz(m);
-    const double *c[3];
-    for (uint32_t i = 0; i < 3; i++) {
-        uint32_t pos;
-        const uint32_t row = pmi_loop_patch_row(pmi_loop_patch_corner(j, i), k2, &pos);
-        c[i] = row ? q + 3 * pos : p + 3 * pmi_loop_patch_at(k, 0, rev ? 4 - pos : pos);
-    }
-    pmi_loop_face_normal_of(c[0], c[1], c[2], n);
+    if (q < 3) return PMI_LOOP_NONE;
+    const uint32_t h = 3 * t + (q - 3) / 3, tw = a->ptwin[h];
+    return pmi_loop_owns(h, tw) ? tw : PMI_LOOP_FROZEN;
 }
 
-/* Task q (0-11) of triangle t (o: t's 48 output words; fn: its 16 output
- * triangle normals; g: the twin's 7 at edge k's, tw and rev:
- * pmi_loop_patch_twin's for that edge): the output normal of a vertex the
- * last two levels created, the same sum in the same order as a corner
- * list of the output gives. Tasks 0-2 are the points inside t, whose 6
- * triangles are t's; task 3 + 3 k + r - 1 point r (1-3) of edge k, when t
- * owns the edge: 3 triangles in t's 16 and 3 in the twin's, which follow
- * t's (h < twin): those at the twin's point r or 4 - r of its edge. */
+/* Task q of triangle t (o: t's 48 output words; fn: t's 16 output
+ * triangle normals; tw: pmi_loop_patch_twin's, c2: the twin's first
+ * vertex ptri[tw] when tw is a half-edge): the output normal of a vertex
+ * the last two levels created, the same sum in the same order as a corner
+ * list of the output gives. The points inside t have their 6 triangles in
+ * t's 16; a point of an edge t owns has 3 there and 3 in the twin's 16,
+ * which follow t's (h < twin): those at the twin's point r or 4 - r of
+ * its edge, by whether that edge runs from t's corner k (c2 is corner k's
+ * vertex) or from corner k + 1. The triangles go by their bits, lowest
+ * first (on the GPU a warp's lanes then take 3 or 6 steps, not 16). */
 PMI_LHD void pmi_loop_patch_vertex(const pmi_loop_args *a, const uint32_t *o, uint32_t q,
-                                   const double (*fn)[3], const double (*g)[3], uint32_t tw,
-                                   uint32_t rev)
+                                   const double (*fn)[3], uint32_t tw, uint32_t c2)
 {
-    if (q >= 3 && tw == PMI_LOOP_FROZEN) return;
+    if (tw == PMI_LOOP_FROZEN) return;
     const uint32_t k = q < 3 ? 0 : (q - 3) / 3, r = q < 3 ? 0 : (q - 3) % 3 + 1;
     const uint32_t x = q < 3 ? (0x874u >> (4 * q)) & 15u : pmi_loop_patch_at(k, 0, r);
-    /* the triangles by their bits, lowest first: on the GPU the lanes of
-     * a warp take the same number of steps (3 or 6), not one per bit */
     double s[3] = {0.0, 0.0, 0.0};
     for (uint32_t m = pmi_loop_patch_mask(x); m; m &= m - 1) {
         const uint32_t j = pmi_loop_ctz(m);
         for (int c = 0; c < 3; c++)
             s[c] += fn[j][c];
     }
-    if (q >= 3 && tw != PMI_LOOP_NONE) {
-        const uint32_t e = pmi_loop_patch_edge_mask(tw % 3);
+    if (tw != PMI_LOOP_NONE) {
+        const uint32_t rev = c2 == o[pmi_loop_patch_src(pmi_loop_patch_at(k, 0, 4))];
         for (uint32_t m = pmi_loop_patch_mask(pmi_loop_patch_at(tw % 3, 0, rev ? 4 - r : r)); m;
              m &= m - 1) {
-            const uint32_t f = pmi_loop_rank(e, pmi_loop_ctz(m));
+            double g[3];
+            pmi_loop_face_normal(a->npos, a->ntri, 16 * (uint64_t)(tw / 3) + pmi_loop_ctz(m), g);
             for (int c = 0; c < 3; c++)
-                s[c] += g[f][c];
+                s[c] += g[c];
         }
     }
     pmi_loop_store_unit(s, a->nout + 3 * (size_t)o[pmi_loop_patch_src(x)]);
@@ -1880,29 +1817,19 @@ PMI_LHD void pmi_loop_patch_vertex(const pmi_loop_args *a, const uint32_t *o, ui
 /* Per triangle t of the stream two levels before the output (2 levels or
  * more): the output normals of the vertices the last two levels created
  * inside t and on the edges t owns (t's corners are PMI_LOOP_NORMAL_OLD's),
- * each of t's 16 output triangle normals and of the twins' 7 at an edge t
- * owns computed once. */
+ * each of t's 16 output triangle normals computed once. */
 PMI_LHD void pmi_loop_normal_patch(const pmi_loop_args *a, uint32_t t)
 {
     const uint32_t *o = a->ntri + 48 * (size_t)t;
-    double p[45], q[3][12], fn[16][3], g[3][7][3];
-    uint32_t tw[3], rev[3];
+    double p[45], fn[16][3];
     for (uint32_t x = 0; x < 15; x++)
         pmi_loop_patch_load(a, o, x, p + 3 * x);
     for (uint32_t j = 0; j < 16; j++)
         pmi_loop_patch_face(p, j, fn[j]);
-    for (uint32_t k = 0; k < 3; k++) {
-        tw[k] = pmi_loop_patch_twin(a, t, o, k, &rev[k]);
-        if (tw[k] >= PMI_LOOP_FROZEN) continue;
-        for (uint32_t i = 0; i < 4; i++)
-            pmi_loop_patch_load_far(a, tw[k], i, q[k] + 3 * i);
-        for (uint32_t f = 0; f < 7; f++)
-            pmi_loop_patch_far_face(p, q[k], k, tw[k], rev[k], f, g[k][f]);
-    }
-    for (uint32_t i = 0; i < 12; i++) {
-        const uint32_t k = i < 3 ? 0 : (i - 3) / 3;
-        pmi_loop_patch_vertex(a, o, i, (const double(*)[3])fn, (const double(*)[3])g[k], tw[k],
-                              rev[k]);
+    for (uint32_t q = 0; q < 12; q++) {
+        const uint32_t tw = pmi_loop_patch_twin(a, t, q);
+        pmi_loop_patch_vertex(a, o, q, (const double(*)[3])fn, tw,
+                              tw < PMI_LOOP_FROZEN ? a->ptri[tw] : 0);
     }
 }
 

@@ -265,13 +265,12 @@ static __global__ void __launch_bounds__(LAST2_THREADS, 5)
 }
 
 /* NORMAL_PATCH per triangle of the stream two levels before the output,
- * 16 threads a triangle, pmi_loop_normal_patch's steps spread over them
- * with the results in shared memory: the block's 48 output words a
- * triangle read as contiguous words; thread j < 15 loads point j's
- * position, and thread 4 k + i (k < 3) place i of row 1 of the twin's
- * patch across edge k when the triangle owns it; then the 16 output
- * triangle normals and the twins' 7 at each owned edge (37 tasks); then
- * thread q < 12 sums vertex task q. */
+ * 16 threads a triangle: the block's 48 output words a triangle are read
+ * as contiguous words into shared memory; then thread j < 15 of a
+ * triangle loads point j's position, thread j computes output triangle
+ * j's normal, and thread q < 12 sums vertex task q (pmi_loop_patch_vertex),
+ * each step's results in shared memory for the next; a task's twin and
+ * the twin's first vertex are loaded before the first two steps. */
 #define PATCH_THREADS 256
 #define PATCH_SPAN (PATCH_THREADS / 16)
 
@@ -279,40 +278,24 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
     normal_patch_kernel(size_t n, pmi_loop_args a)
 {
     __shared__ uint32_t s_o[48 * PATCH_SPAN];
-    __shared__ double s_p[PATCH_SPAN][45], s_q[PATCH_SPAN][3][12];
-    __shared__ double s_fn[PATCH_SPAN][16][3], s_g[PATCH_SPAN][3][7][3];
+    __shared__ double s_p[45 * PATCH_SPAN];
+    __shared__ double s_fn[16 * PATCH_SPAN][3];
     const size_t t0 = (size_t)blockIdx.x * PATCH_SPAN;
     const unsigned rows = (unsigned)(n - t0 < PATCH_SPAN ? n - t0 : PATCH_SPAN);
     const unsigned p = threadIdx.x / 16, j = threadIdx.x % 16;
     const uint32_t t = (uint32_t)(t0 + p);
+    const uint32_t tw = p < rows && j < 12 ? pmi_loop_patch_twin(&a, t, j) : PMI_LOOP_FROZEN;
     const uint32_t *src = a.ntri + 48 * t0;
     for (unsigned w = threadIdx.x; w < 48 * rows; w += PATCH_THREADS)
         s_o[w] = src[w];
     __syncthreads();
-    const bool live = p < rows;
     const uint32_t *o = s_o + 48 * p;
-    uint32_t tw[3] = {PMI_LOOP_FROZEN, PMI_LOOP_FROZEN, PMI_LOOP_FROZEN}, rev[3] = {0, 0, 0};
-    if (live)
-        for (uint32_t k = 0; k < 3; k++)
-            tw[k] = pmi_loop_patch_twin(&a, t, o, k, &rev[k]);
-    if (live && j < 15) pmi_loop_patch_load(&a, o, j, s_p[p] + 3 * j);
-    if (j < 12 && tw[j / 4] < PMI_LOOP_FROZEN)
-        pmi_loop_patch_load_far(&a, tw[j / 4], j % 4, s_q[p][j / 4] + 3 * (j % 4));
+    if (p < rows && j < 15) pmi_loop_patch_load(&a, o, j, s_p + 45 * p + 3 * j);
+    const uint32_t c2 = tw < PMI_LOOP_FROZEN ? a.ptri[tw] : 0;
     __syncthreads();
-    for (unsigned f = j; live && f < 37; f += 16) {
-        if (f < 16) {
-            pmi_loop_patch_face(s_p[p], f, s_fn[p][f]);
-        } else {
-            const unsigned k = (f - 16) / 7, i = (f - 16) % 7;
-            if (tw[k] < PMI_LOOP_FROZEN)
-                pmi_loop_patch_far_face(s_p[p], s_q[p][k], k, tw[k], rev[k], i, s_g[p][k][i]);
-        }
-    }
+    if (p < rows) pmi_loop_patch_face(s_p + 45 * p, j, s_fn[16 * p + j]);
     __syncthreads();
-    if (live && j < 12) {
-        const unsigned k = j < 3 ? 0 : (j - 3) / 3;
-        pmi_loop_patch_vertex(&a, o, j, s_fn[p], s_g[p][k], tw[k], rev[k]);
-    }
+    pmi_loop_patch_vertex(&a, o, j, s_fn + 16 * p, tw, c2);
 }
 
 /* The queued steps (step_queue): NORMAL_NEW of the input's owning
