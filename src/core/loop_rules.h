@@ -1771,7 +1771,8 @@ PMI_LHD void pmi_loop_patch_face(const double *p, uint32_t j, double n[3])
  * (ptwin): the twin of its edge's half-edge (NONE inside t or on the
  * boundary), or FROZEN (a uniform stream has none) when t does not own
  * the edge and the task has nothing to do. Tasks 0-2 are the points
- * inside t, task 3 + 3 k + r - 1 point r (1-3) of edge k. */
+ * inside t (4, 7, 8: the nibbles of 0x874), task 3 + 3 k + r - 1 point r
+ * (1-3) of edge k. */
 PMI_LHD uint32_t pmi_loop_patch_twin(const pmi_loop_args *a, uint32_t t, uint32_t q)
 {
     if (q < 3) return PMI_LOOP_NONE;

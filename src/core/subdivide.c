@@ -487,11 +487,12 @@ static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_op
  * lists, twins, start corners, one scan of the owner flags); then each
  * level is two steps, EVEN_UNIFORM per vertex and RED_UNIFORM per triangle,
  * on ping-pong buffers allocated once, the last level writing the output
- * arrays themselves; normals come from the input's corner lists and the
- * fans of the stream before the last (NORMAL_OLD) and its triangles'
- * output patches (NORMAL_PATCH; with one level, the input's edges:
- * NORMAL_NEW), without corner lists of the output. The host waits for the input's checks and its
- * edge count, and once at the end for the error word; never per level. */
+ * arrays themselves; normals come from the input's corner lists, the
+ * fans of the stream two levels before the output (NORMAL_OLD) and its
+ * triangles' output patches (NORMAL_PATCH; with one level, the input's
+ * edges: NORMAL_NEW), without corner lists of the output. The host waits
+ * for the input's checks and its edge count, and once at the end for the
+ * error word; never per level. */
 
 /* The larger of a buffer's sizes over the levels in [lo, hi] of one parity. */
 static uint64_t sd_parity_max(const uint64_t *size, int lo, int hi, int parity)
