@@ -54,8 +54,10 @@ enum pmi_loop_step_id {
     PMI_LOOP_EVEN_UNIFORM, /* per vertex: even rule or copy, next start corner */
     PMI_LOOP_RED_UNIFORM,  /* per triangle: odd rule on owned edges, children,
                               their twins and owner numbers */
-    PMI_LOOP_NORMAL_OLD,   /* per vertex of the stream before the last: output normal */
-    PMI_LOOP_NORMAL_NEW,   /* per half-edge owning an edge: the new vertex's normal */
+    PMI_LOOP_NORMAL_OLD,   /* per vertex of the stream three levels before the
+                              output: its output normal */
+    PMI_LOOP_NORMAL_NEW,   /* per half-edge owning an edge: the output normal of
+                              the vertex created on it */
     PMI_LOOP_EVEN_NEW,     /* per half-edge of the previous stream owning an edge:
                               the even rule for the vertex it created */
     PMI_LOOP_RED_LAST2,    /* per triangle of the previous stream: the last two
@@ -127,8 +129,8 @@ typedef struct pmi_loop_args {
      * corner from its corner list as PMI_LOOP_VSTART does, from the walk
      * its even rule takes anyway */
     int vstart_lists;
-    /* the mesh whose normals PMI_LOOP_CSR_NORMAL and PMI_LOOP_NORMAL_OLD,
-     * PREV and NEW compute */
+    /* the mesh whose normals PMI_LOOP_CSR_NORMAL, PMI_LOOP_NORMAL_OLD, NEW
+     * and PATCH compute */
     const float *npos;
     const uint32_t *ntri;
     float *nout;
@@ -138,6 +140,14 @@ typedef struct pmi_loop_args {
      * vertices the stream before the last (ptri, ptwin, powner, pvstart) */
     uint32_t nv0;
     uint64_t tmul, tadd;
+    /* PMI_LOOP_NORMAL_NEW: triangle T of the stream below the one it walks
+     * has, at its corner x, output triangle nmul T + nadd x */
+    uint32_t nmul, nadd;
+    /* from two levels: the normals of the corner triangles 16 t + 5 k of
+     * the output patches (3 doubles each, at 9 t + 3 k), which
+     * PMI_LOOP_NORMAL_PATCH writes and NORMAL_OLD and NEW read (every
+     * output triangle they sum then is one); NULL with one level */
+    double *cnorm;
     /* first failure: (kind << 56) | index, kept by atomic minimum */
     unsigned long long *error;
     /* copies */
@@ -1607,15 +1617,45 @@ PMI_LHD void pmi_loop_red_last2(const pmi_loop_args *a, uint32_t t)
     pmi_loop_red_last2_into(a, t, a->out_tri + 48 * (size_t)t, a->pos_new + 3 * (size_t)a->nv, 0);
 }
 
+/* Adds output triangle T's normal to s: PMI_LOOP_NORMAL_PATCH's when cnorm
+ * is set (T is then a patch's corner triangle 16 t + 5 k), else from the
+ * output. Callers test cnorm outside their loops and pass `stored` (the
+ * compiler then keeps each loop's loads in flight). */
+PMI_LHD void pmi_loop_add_out_normal(const pmi_loop_args *a, int stored, uint64_t T, double s[3])
+{
+    double n[3];
+    if (stored) {
+        const double *q = a->cnorm + 3 * (3 * (size_t)(T / 16) + (size_t)(T % 16) / 5);
+        for (int c = 0; c < 3; c++)
+            n[c] = q[c];
+    } else {
+        pmi_loop_face_normal(a->npos, a->ntri, T, n);
+    }
+    for (int c = 0; c < 3; c++)
+        s[c] += n[c];
+}
+
 /* The output normal of a vertex from its output triangles in increasing
  * order: as pmi_loop_csr_normal, without the corner lists. */
 PMI_LHD void pmi_loop_normal_sum(const pmi_loop_args *a, const uint32_t *T, uint32_t n, double s[3])
 {
-    for (uint32_t i = 0; i < n; i++) {
-        double fn[3];
-        pmi_loop_face_normal(a->npos, a->ntri, T[i], fn);
-        for (int j = 0; j < 3; j++)
-            s[j] += fn[j];
+    if (a->cnorm)
+        for (uint32_t i = 0; i < n; i++)
+            pmi_loop_add_out_normal(a, 1, T[i], s);
+    else
+        for (uint32_t i = 0; i < n; i++)
+            pmi_loop_add_out_normal(a, 0, T[i], s);
+}
+
+/* The sum over the input corners list[i0..e) of their output triangles'
+ * normals (corner 3 t + k: output triangle tmul t + tadd k), in order. */
+PMI_LHD void pmi_loop_corner_sum(const pmi_loop_args *a, int stored, uint32_t i0, uint32_t e,
+                                 double s[3])
+{
+    for (uint32_t i = i0; i < e; i++) {
+        const uint32_t c = a->list[i];
+        pmi_loop_add_out_normal(a, stored,
+                                a->tmul * (uint64_t)(c / 3) + a->tadd * (uint64_t)(c % 3), s);
     }
 }
 
@@ -1655,27 +1695,26 @@ PMI_LHD uint32_t pmi_loop_fan_children(const uint32_t *tri, const uint32_t *twin
     }
 }
 
-/* Per vertex v of the stream before the last (of the input when one level
- * splits; npos, ntri: the output): its output normal, the sum over its
- * output triangles in increasing order. An input vertex's triangles are
- * its corners' corner children, level after level (its corner list is
- * sorted, and the map keeps the order); a vertex made by a later level has
- * at most 6 triangles in the stream before the last (ptri, ptwin,
- * pvstart), whose corner children two levels down are its output
- * triangles (16 t + 5 k). The vertices the last two levels created are
- * PMI_LOOP_NORMAL_PATCH's (PMI_LOOP_NORMAL_NEW's when one level splits). */
+/* Per vertex v of the stream three levels before the output (of the input
+ * when one to three levels split; npos, ntri: the output): its output
+ * normal, the sum over its output triangles in increasing order. An input
+ * vertex's triangles are its corners' corner children, level after level
+ * (its corner list is sorted, and the map keeps the order); a vertex made
+ * by a later level (from four levels) has at most 6 triangles in the
+ * stream two levels before the output (ptri, ptwin, pvstart), whose corner
+ * children two levels down are its output triangles (16 t + 5 k). The
+ * vertices the last two levels created are PMI_LOOP_NORMAL_PATCH's
+ * (PMI_LOOP_NORMAL_NEW's when one level splits), those the level before
+ * created PMI_LOOP_NORMAL_NEW's. */
 PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
 {
     double s[3] = {0.0, 0.0, 0.0};
     if (v < a->nv0) {
-        for (uint32_t i = a->offset[v], e = a->offset[v] + a->count[v]; i < e; i++) {
-            const uint32_t c = a->list[i];
-            const uint64_t T = a->tmul * (uint64_t)(c / 3) + a->tadd * (uint64_t)(c % 3);
-            double fn[3];
-            pmi_loop_face_normal(a->npos, a->ntri, T, fn);
-            for (int j = 0; j < 3; j++)
-                s[j] += fn[j];
-        }
+        const uint32_t i0 = a->offset[v], e = a->offset[v] + a->count[v];
+        if (a->cnorm)
+            pmi_loop_corner_sum(a, 1, i0, e, s);
+        else
+            pmi_loop_corner_sum(a, 0, i0, e, s);
     } else {
         uint32_t T[PMI_LOOP_FAN_CAP], n = 0;
         const uint32_t c = a->pvstart[v];
@@ -1767,6 +1806,16 @@ PMI_LHD void pmi_loop_patch_face(const double *p, uint32_t j, double n[3])
                             p + 3 * pmi_loop_patch_corner(j, 2), n);
 }
 
+/* Stores corner triangle 16 t + 5 k's normal n for PMI_LOOP_NORMAL_OLD and
+ * NEW (pmi_loop_add_out_normal). */
+PMI_LHD void pmi_loop_patch_corner_normal(const pmi_loop_args *a, uint32_t t, uint32_t k,
+                                          const double n[3])
+{
+    double *q = a->cnorm + 3 * (3 * (size_t)t + k);
+    for (int c = 0; c < 3; c++)
+        q[c] = n[c];
+}
+
 /* Task q (0-11) of triangle t of the stream two levels before the output
  * (ptwin): the twin of its edge's half-edge (NONE inside t or on the
  * boundary), or FROZEN (a uniform stream has none) when t does not own
@@ -1827,6 +1876,8 @@ PMI_LHD void pmi_loop_normal_patch(const pmi_loop_args *a, uint32_t t)
         pmi_loop_patch_load(a, o, x, p + 3 * x);
     for (uint32_t j = 0; j < 16; j++)
         pmi_loop_patch_face(p, j, fn[j]);
+    for (uint32_t k = 0; k < 3; k++)
+        pmi_loop_patch_corner_normal(a, t, k, fn[5 * k]);
     for (uint32_t q = 0; q < 12; q++) {
         const uint32_t tw = pmi_loop_patch_twin(a, t, q);
         pmi_loop_patch_vertex(a, o, q, (const double(*)[3])fn, tw,
@@ -1834,20 +1885,31 @@ PMI_LHD void pmi_loop_normal_patch(const pmi_loop_args *a, uint32_t t)
     }
 }
 
-/* Per half-edge h of the last stream that owns its edge: the normal of the
- * edge's new vertex, whose output triangles are children k, k + 1 and 3
- * of each triangle on the edge (k: the edge's place in it). */
+/* The output triangles of the vertex created on edge k of triangle t
+ * (nmul, nadd: pmi_loop_args's): its triangles one level down are t's
+ * children k (the vertex at corner k + 1), k + 1 and 3 (at corner k). */
+PMI_LHD void pmi_loop_new_fan(const pmi_loop_args *a, uint32_t t, uint32_t k, uint32_t *T)
+{
+    const uint32_t k1 = (k + 1) % 3;
+    T[0] = a->nmul * (4 * t + k) + a->nadd * k1;
+    T[1] = a->nmul * (4 * t + k1) + a->nadd * k;
+    T[2] = a->nmul * (4 * t + 3) + a->nadd * k;
+}
+
+/* Per half-edge h of a stream that owns its edge: the output normal of
+ * the edge's new vertex (nv + owner[h]), from the 3 triangles of each
+ * triangle on the edge one level down (pmi_loop_new_fan), which its
+ * triangles in the output descend from: the last stream's when one level
+ * splits (nmul 1, nadd 0), the stream three levels before the output's
+ * from three (nmul 16, nadd 5: corner children two levels down). */
 PMI_LHD void pmi_loop_normal_new(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->twin[h];
     if (!pmi_loop_owns(h, tw)) return;
-    const uint32_t t = h / 3, k = h % 3;
-    uint32_t T[6] = {4 * t + k, 4 * t + (k + 1) % 3, 4 * t + 3, 0, 0, 0}, n = 3;
+    uint32_t T[6], n = 3;
+    pmi_loop_new_fan(a, h / 3, h % 3, T);
     if (tw != PMI_LOOP_NONE) {
-        const uint32_t t2 = tw / 3, k2 = tw % 3;
-        T[3] = 4 * t2 + k2;
-        T[4] = 4 * t2 + (k2 + 1) % 3;
-        T[5] = 4 * t2 + 3;
+        pmi_loop_new_fan(a, tw / 3, tw % 3, T + 3);
         n = 6;
     }
     pmi_loop_sort_small(T, n);

@@ -487,10 +487,11 @@ static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_op
  * lists, twins, start corners, one scan of the owner flags); then each
  * level is two steps, EVEN_UNIFORM per vertex and RED_UNIFORM per triangle,
  * on ping-pong buffers allocated once, the last level writing the output
- * arrays themselves; normals come from the input's corner lists, the
- * fans of the stream two levels before the output (NORMAL_OLD) and its
- * triangles' output patches (NORMAL_PATCH; with one level, the input's
- * edges: NORMAL_NEW), without corner lists of the output. The host waits
+ * arrays themselves; normals come from the output patches of the stream
+ * two levels before the output (NORMAL_PATCH), the input's corner lists
+ * and that stream's fans (NORMAL_OLD), and the edges of the stream three
+ * levels up (NORMAL_NEW; with one level, the input's edges), without
+ * corner lists of the output. The host waits
  * for the input's checks and its edge count, and once at the end for the
  * error word; never per level. */
 
@@ -692,15 +693,36 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.nv0 = (uint32_t)nv0;
         a.tmul = mul;
         a.tadd = (mul - 1) / 3;
-        /* the vertices of the stream before the last (the input's when one
-         * level splits), then those the last two levels created, by that
-         * stream's triangles (one level: the last level's, by the input's
-         * edges) */
-        a.pvstart = L >= 3 ? vstart[L & 1] : NULL;
-        if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, V[L >= 2 ? L - 2 : 0], &a)) != PM_STATUS_OK ||
-            (s = L >= 2 ? sd_step(st, PMI_LOOP_NORMAL_PATCH, F[L - 2], &a)
-                        : sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK)
+        a.nmul = 1;
+        a.nadd = 0;
+        /* First the vertices the last two levels created, by the triangles
+         * of the stream two levels up (NORMAL_PATCH, which also stores its
+         * patches' corner triangles' normals for the steps after it; one
+         * level: NORMAL_NEW by the input's edges, after NORMAL_OLD). Then
+         * the vertices of the stream three levels up (NORMAL_OLD: the
+         * input's by their corner lists, those of later levels by their
+         * fans in the stream two levels up). Then, from three levels, those
+         * the level before created, by the edges of the stream three
+         * levels up (NORMAL_NEW; a still describes that stream: pptwin,
+         * ppowner, ppnv). */
+        const uint64_t old = V[L >= 3 ? L - 3 : 0];
+        a.pvstart = L >= 4 ? vstart[L & 1] : NULL;
+        if (L >= 2 && ((s = sd_alloc(st, 9 * F[L - 2], sizeof(double), &a.cnorm)) != PM_STATUS_OK ||
+                       (s = sd_step(st, PMI_LOOP_NORMAL_PATCH, F[L - 2], &a)) != PM_STATUS_OK))
             return s;
+        if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, old, &a)) != PM_STATUS_OK ||
+            (L == 1 &&
+             (s = sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK))
+            return s;
+        if (L >= 3) {
+            pmi_loop_args b = a;
+            b.twin = (uint32_t *)a.pptwin;
+            b.owner = (uint32_t *)a.ppowner;
+            b.nv = a.ppnv;
+            b.nmul = 16;
+            b.nadd = 5;
+            if ((s = sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * F[L - 3], &b)) != PM_STATUS_OK) return s;
+        }
     }
     if ((s = sd_check(st, err, tri0)) != PM_STATUS_OK) return s;
     if (out_direct) return PM_STATUS_OK;

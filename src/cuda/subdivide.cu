@@ -268,7 +268,8 @@ static __global__ void __launch_bounds__(LAST2_THREADS, 5)
  * 16 threads a triangle: the block's 48 output words a triangle are read
  * as contiguous words into shared memory; then thread j < 15 of a
  * triangle loads point j's position, thread j computes output triangle
- * j's normal, and thread q < 12 sums vertex task q (pmi_loop_patch_vertex),
+ * j's normal (threads 0, 5 and 10 store theirs: the corner triangles'),
+ * and thread q < 12 sums vertex task q (pmi_loop_patch_vertex),
  * each step's results in shared memory for the next; a task's twin and
  * the twin's first vertex are loaded before the first two steps. */
 #define PATCH_THREADS 256
@@ -293,7 +294,10 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
     if (p < rows && j < 15) pmi_loop_patch_load(&a, o, j, s_p + 45 * p + 3 * j);
     const uint32_t c2 = tw < PMI_LOOP_FROZEN ? a.ptri[tw] : 0;
     __syncthreads();
-    if (p < rows) pmi_loop_patch_face(s_p + 45 * p, j, s_fn[16 * p + j]);
+    if (p < rows) {
+        pmi_loop_patch_face(s_p + 45 * p, j, s_fn[16 * p + j]);
+        if (j % 5 == 0 && j < 15) pmi_loop_patch_corner_normal(&a, t, j / 5, s_fn[16 * p + j]);
+    }
     __syncthreads();
     pmi_loop_patch_vertex(&a, o, j, s_fn + 16 * p, tw, c2);
 }
