@@ -269,9 +269,12 @@ static __global__ void __launch_bounds__(LAST2_THREADS, 5)
  * as contiguous words into shared memory; then thread j < 15 of a
  * triangle loads point j's position, thread j computes output triangle
  * j's normal (threads 0, 5 and 10 store theirs: the corner triangles'),
- * and thread q < 12 sums vertex task q (pmi_loop_patch_vertex),
- * each step's results in shared memory for the next; a task's twin and
- * the twin's first vertex are loaded before the first two steps. */
+ * each step's results in shared memory for the next. The vertex tasks
+ * (pmi_loop_patch_vertex: 12 a triangle, those on edges the triangle does
+ * not own empty) are queued meanwhile, those that read a twin's triangles
+ * first, and the block's first threads run them, one a thread: a task's
+ * twin and the twin's first vertex are loaded before the first two steps
+ * and queued with it. */
 #define PATCH_THREADS 256
 #define PATCH_SPAN (PATCH_THREADS / 16)
 
@@ -281,25 +284,53 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
     __shared__ uint32_t s_o[48 * PATCH_SPAN];
     __shared__ double s_p[45 * PATCH_SPAN];
     __shared__ double s_fn[16 * PATCH_SPAN][3];
+    __shared__ uint32_t s_tw[PATCH_THREADS], s_c2[PATCH_THREADS];
+    __shared__ uint8_t s_q[PATCH_THREADS];
+    __shared__ unsigned s_n[2];
     const size_t t0 = (size_t)blockIdx.x * PATCH_SPAN;
     const unsigned rows = (unsigned)(n - t0 < PATCH_SPAN ? n - t0 : PATCH_SPAN);
-    const unsigned p = threadIdx.x / 16, j = threadIdx.x % 16;
+    const unsigned p = threadIdx.x / 16, j = threadIdx.x % 16, lane = threadIdx.x % 32;
     const uint32_t t = (uint32_t)(t0 + p);
     const uint32_t tw = p < rows && j < 12 ? pmi_loop_patch_twin(&a, t, j) : PMI_LOOP_FROZEN;
     const uint32_t *src = a.ntri + 48 * t0;
+    if (threadIdx.x < 2) s_n[threadIdx.x] = 0;
     for (unsigned w = threadIdx.x; w < 48 * rows; w += PATCH_THREADS)
         s_o[w] = src[w];
     __syncthreads();
     const uint32_t *o = s_o + 48 * p;
     if (p < rows && j < 15) pmi_loop_patch_load(&a, o, j, s_p + 45 * p + 3 * j);
-    const uint32_t c2 = tw < PMI_LOOP_FROZEN ? a.ptri[tw] : 0;
+    /* the queue: tasks with a twin from the front, the others from the
+     * back */
+    const bool task = tw != PMI_LOOP_FROZEN, far = tw < PMI_LOOP_FROZEN;
+    const unsigned mf = __ballot_sync(0xffffffffu, task && far);
+    const unsigned mn = __ballot_sync(0xffffffffu, task && !far);
+    unsigned bf = 0, bn = 0;
+    if (lane == 0) {
+        if (mf) bf = atomicAdd(&s_n[0], (unsigned)__popc(mf));
+        if (mn) bn = atomicAdd(&s_n[1], (unsigned)__popc(mn));
+    }
+    bf = __shfl_sync(0xffffffffu, bf, 0);
+    bn = __shfl_sync(0xffffffffu, bn, 0);
+    if (task) {
+        const unsigned below = (1u << lane) - 1u;
+        s_tw[threadIdx.x] = tw;
+        s_c2[threadIdx.x] = far ? a.ptri[tw] : 0;
+        s_q[far ? bf + __popc(mf & below) : PATCH_THREADS - 1 - bn - __popc(mn & below)] =
+            (uint8_t)threadIdx.x;
+    }
     __syncthreads();
     if (p < rows) {
         pmi_loop_patch_face(s_p + 45 * p, j, s_fn[16 * p + j]);
         if (j % 5 == 0 && j < 15) pmi_loop_patch_corner_normal(&a, t, j / 5, s_fn[16 * p + j]);
     }
     __syncthreads();
-    pmi_loop_patch_vertex(&a, o, j, s_fn + 16 * p, tw, c2);
+    const unsigned nf = s_n[0];
+    if (threadIdx.x < nf + s_n[1]) {
+        const unsigned e =
+            s_q[threadIdx.x < nf ? threadIdx.x : PATCH_THREADS - 1 - (threadIdx.x - nf)];
+        pmi_loop_patch_vertex(&a, s_o + 48 * (e / 16), e % 16, s_fn + 16 * (e / 16), s_tw[e],
+                              s_c2[e]);
+    }
 }
 
 /* The queued steps (step_queue): NORMAL_NEW of the input's owning
