@@ -1520,27 +1520,14 @@ PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
         a->vstart_new ? a->vstart_new + a->nv : NULL, 0);
 }
 
-/* Per triangle t of the stream two levels before the output (ptri, ptwin,
- * powner, pnv; pos and nv are the level between, whose triangles, twins and
- * owner numbers are never stored): the last two uniform splits at once,
- * the same bytes as pmi_loop_red_uniform_into twice. The children of t
- * (v0 m0 m2), (m0 v1 m1), (m2 m1 v2), (m0 m1 m2), their half-edges'
- * twins and owner numbers are those pmi_loop_red_uniform_into would have
- * stored (the owner numbers of a half on an edge t does not own are its
- * twin's, in the children of the twin's triangle t2); the odd rule's
- * opposite vertices across t's edges are t2's new vertices x1, x2
- * (pmi_loop_twin_mids). Writes t's 16 output triangles (child c's
- * children at 12c words) to o, and the positions of the vertices created
- * on the edges t's children own (owner numbers e, consecutive over t) at
- * pn + 3 (e - elo); and, for each edge t owns, the even rule of the vertex
- * m the level before created on it, at pos_new + 3 m: PMI_LOOP_EVEN_NEW's
- * sums from the positions the odd rules read anyway, so that level runs no
- * EVEN_NEW. */
-PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, float *pn,
-                                     uint32_t elo)
+/* RED_LAST2's start for triangle t (pmi_loop_red_last2_into): its
+ * corners v, twins tw, whether it owns its edges, the vertices m the
+ * level before created on them, and the owner numbers num of its
+ * children's half-edges (those on the edges t does not own are t's own
+ * count here: the triangles take the twin's, the positions skip them). */
+PMI_LHD void pmi_loop_last2_start(const pmi_loop_args *a, uint32_t t, uint32_t v[3], uint32_t tw[3],
+                                  uint32_t own[3], uint32_t m[3], uint32_t num[12])
 {
-    const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
-    uint32_t v[3], m[3], own[3], tw[3], x1[3], x2[3], num[12];
     for (uint32_t k = 0; k < 3; k++) {
         const uint32_t h = 3 * t + k;
         v[k] = a->ptri[h];
@@ -1550,11 +1537,17 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
     }
     pmi_loop_child_numbers(t, a->powner[3 * t], own, num);
     num[11] = num[1], num[9] = num[5], num[10] = num[6];
+}
+
+/* RED_LAST2's triangles: t's 16 output triangles (child c's children at
+ * 12c words) to o. */
+PMI_LHD void pmi_loop_red_last2_tri(const pmi_loop_args *a, uint32_t t, uint32_t *o)
+{
+    const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
+    uint32_t v[3], m[3], own[3], tw[3], num[12];
+    pmi_loop_last2_start(a, t, v, tw, own, m, num);
     for (uint32_t k = 0; k < 3; k++) {
-        x1[k] = x2[k] = v[k];
-        if (tw[k] == PMI_LOOP_NONE) continue;
-        pmi_loop_twin_mids(a, tw[k], v[k], &x1[k], &x2[k]);
-        if (own[k]) continue;
+        if (tw[k] == PMI_LOOP_NONE || own[k]) continue;
         /* the halves' twins in t2's children, and those half-edges' owner
          * numbers */
         const uint32_t t2 = tw[k] / 3, o2 = a->powner[3 * t2];
@@ -1572,6 +1565,20 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
                        M2 = a->nv + num[3 * c + 2];
         const uint32_t w[12] = {ch[c][0], M0, M2, M0, ch[c][1], M1, M2, M1, ch[c][2], M0, M1, M2};
         pmi_loop_put12(o + 12 * c, w);
+    }
+}
+
+/* RED_LAST2's positions: the odd rules of the vertices created on the
+ * edges t's children own, at pn + 3 (e - elo), and the even rules of the
+ * vertices on the edges t owns, at pos_new + 3 m. */
+PMI_LHD void pmi_loop_red_last2_pos(const pmi_loop_args *a, uint32_t t, float *pn, uint32_t elo)
+{
+    const uint32_t first[3] = {0, 4, 8}, second[3] = {3, 7, 2};
+    uint32_t v[3], m[3], own[3], tw[3], x1[3], x2[3], num[12];
+    pmi_loop_last2_start(a, t, v, tw, own, m, num);
+    for (uint32_t k = 0; k < 3; k++) {
+        x1[k] = x2[k] = v[k];
+        if (tw[k] != PMI_LOOP_NONE && own[k]) pmi_loop_twin_mids(a, tw[k], v[k], &x1[k], &x2[k]);
     }
     /* the odd rule on the edges t's children own: the interior ones
      * (half-edges 1, 5, 6; opposite in the centre child m1, m2, m0), then
@@ -1609,6 +1616,30 @@ PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_
         pmi_loop_even_at(a->pos + 3 * (size_t)m[k], &r, a->pos + 3 * (size_t)v[k1],
                          a->pos + 3 * (size_t)v[k], a->pos_new + 3 * (size_t)m[k]);
     }
+}
+
+/* Per triangle t of the stream two levels before the output (ptri, ptwin,
+ * powner, pnv; pos and nv are the level between, whose triangles, twins and
+ * owner numbers are never stored): the last two uniform splits at once,
+ * the same bytes as pmi_loop_red_uniform_into twice. The children of t
+ * (v0 m0 m2), (m0 v1 m1), (m2 m1 v2), (m0 m1 m2), their half-edges'
+ * twins and owner numbers are those pmi_loop_red_uniform_into would have
+ * stored (the owner numbers of a half on an edge t does not own are its
+ * twin's, in the children of the twin's triangle t2); the odd rule's
+ * opposite vertices across t's edges are t2's new vertices x1, x2
+ * (pmi_loop_twin_mids). Writes t's 16 output triangles (child c's
+ * children at 12c words) to o, and the positions of the vertices created
+ * on the edges t's children own (owner numbers e, consecutive over t) at
+ * pn + 3 (e - elo); and, for each edge t owns, the even rule of the vertex
+ * m the level before created on it, at pos_new + 3 m: PMI_LOOP_EVEN_NEW's
+ * sums from the positions the odd rules read anyway, so that level runs no
+ * EVEN_NEW. The GPU runs the triangles and the positions
+ * as two kernels. */
+PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, float *pn,
+                                     uint32_t elo)
+{
+    pmi_loop_red_last2_tri(a, t, o);
+    pmi_loop_red_last2_pos(a, t, pn, elo);
 }
 
 /* pmi_loop_red_last2_into writing the output in place. */

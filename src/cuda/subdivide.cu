@@ -220,24 +220,40 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n
     if (!two && a.vstart_new) block_store(a.vstart_new + m0, s_vs, cnt);
 }
 
-/* RED_LAST2 staged likewise: 16 output triangles a thread (48 words),
- * and the vertices created on the edges its triangle's children own, 3 +
- * 2 (own[0] + own[1] + own[2]) of them, consecutive over the block (the
- * even rules of the vertices on the edges its triangle owns go straight
- * to the output: the shared memory is at 5 blocks an SM's limit). 5
- * blocks a multiprocessor: 96 registers, no spills on sm_90 (sm_75 to
- * sm_89 spill 4-24 bytes; unbounded, ptxas took 102, which the
- * allocation granularity rounds to 4 blocks). */
+/* RED_LAST2 as two kernels over the same triangles, staged likewise. The
+ * first writes 16 output triangles a thread (48 words); the second the
+ * vertices created on the edges its triangle's children own, 3 + 2
+ * (own[0] + own[1] + own[2]) of them, consecutive over the block, and the
+ * even rules of the vertices on the edges its triangle owns (straight to
+ * the output). */
 #define LAST2_THREADS 128
 /* A thread's words in shared memory: 16-byte rows whose 16-byte stores
  * and loads by 8 threads (a quarter warp) meet no bank twice (52 words =
  * 20 banks on, mod 32). */
 #define LAST2_ROW 52
 
-static __global__ void __launch_bounds__(LAST2_THREADS, 5)
-    red_last2_kernel(size_t n, pmi_loop_args a)
+static __global__ void __launch_bounds__(LAST2_THREADS)
+    red_last2_tri_kernel(size_t n, pmi_loop_args a)
 {
     __shared__ __align__(16) uint32_t s_tri[LAST2_ROW * LAST2_THREADS];
+    const size_t t0 = (size_t)blockIdx.x * LAST2_THREADS;
+    const size_t t = t0 + threadIdx.x;
+    const unsigned rows = (unsigned)(n - t0 < LAST2_THREADS ? n - t0 : LAST2_THREADS);
+    if (t < n) pmi_loop_red_last2_tri(&a, (uint32_t)t, s_tri + LAST2_ROW * threadIdx.x);
+    __syncthreads();
+    /* 16-byte stores (the output comes from cudaMalloc or the pool, and
+     * a block's 48 * 128 words start at a multiple of 192 bytes), each
+     * of 4 words of a thread's row, read with one 16-byte load */
+    uint4 *dst = (uint4 *)(a.out_tri + 48 * t0);
+    for (unsigned w = threadIdx.x; w < 12 * rows; w += LAST2_THREADS) {
+        const unsigned r = w / 12;
+        dst[w] = *(const uint4 *)(s_tri + LAST2_ROW * r + 4 * (w - 12 * r));
+    }
+}
+
+static __global__ void __launch_bounds__(LAST2_THREADS)
+    red_last2_pos_kernel(size_t n, pmi_loop_args a)
+{
     __shared__ float s_pos[27 * LAST2_THREADS];
     const size_t t0 = (size_t)blockIdx.x * LAST2_THREADS;
     const size_t t = t0 + threadIdx.x;
@@ -250,17 +266,8 @@ static __global__ void __launch_bounds__(LAST2_THREADS, 5)
     const unsigned owned =
         3 * rows + 2 * (__syncthreads_count(own[0]) + __syncthreads_count(own[1]) +
                         __syncthreads_count(own[2]));
-    if (t < n)
-        pmi_loop_red_last2_into(&a, (uint32_t)t, s_tri + LAST2_ROW * threadIdx.x, s_pos, elo);
+    if (t < n) pmi_loop_red_last2_pos(&a, (uint32_t)t, s_pos, elo);
     __syncthreads();
-    /* 16-byte stores (the output comes from cudaMalloc or the pool, and
-     * a block's 48 * 128 words start at a multiple of 192 bytes), each
-     * of 4 words of a thread's row, read with one 16-byte load */
-    uint4 *dst = (uint4 *)(a.out_tri + 48 * t0);
-    for (unsigned w = threadIdx.x; w < 12 * rows; w += LAST2_THREADS) {
-        const unsigned r = w / 12;
-        dst[w] = *(const uint4 *)(s_tri + LAST2_ROW * r + 4 * (w - 12 * r));
-    }
     block_store(a.pos_new + 3 * ((size_t)a.nv + elo), s_pos, 3 * owned);
 }
 
@@ -563,7 +570,8 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_NORMAL_PATCH:
         return block_launch(ctx, normal_patch_kernel, PATCH_THREADS, PATCH_SPAN, n, a);
     case PMI_LOOP_RED_LAST2:
-        return block_launch(ctx, red_last2_kernel, LAST2_THREADS, LAST2_THREADS, n, a);
+        PMI_TRY(block_launch(ctx, red_last2_tri_kernel, LAST2_THREADS, LAST2_THREADS, n, a));
+        return block_launch(ctx, red_last2_pos_kernel, LAST2_THREADS, LAST2_THREADS, n, a);
     case PMI_LOOP_EVEN_NEW:
         return block_launch(ctx, even_new_kernel<PMI_LOOP_EVEN_NEW>, QUEUE_THREADS, EVEN_NEW_SPAN,
                             n, a);
