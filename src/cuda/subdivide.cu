@@ -340,8 +340,9 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
     }
 }
 
-/* The queued steps (step_queue): NORMAL_NEW of the input's owning
- * half-edges (one uniform level), and in adaptive mode
+/* The queued steps (step_queue): NORMAL_NEW of the owning half-edges of
+ * the input (one uniform level) or of the stream three levels before the
+ * output (three or more), and in adaptive mode
  * EVEN (a walk per corner that starts its vertex) and ODD (per half-edge
  * that owns a split edge). */
 template <int STEP>
