@@ -1025,6 +1025,20 @@ int main(int argc, char **argv)
     tm_jitter(&big, 0.01);
     check_uniform(ctx, "torus 301x67", &big, 1);
     check_uniform_steps(ctx, "torus 301x67", &big, 2);
+    {
+        /* misoriented pairs over many GPU blocks (a block of the normals'
+         * patch step takes 16 triangles of the stream two levels up, one
+         * of the last split's 128): every third triangle reversed, three
+         * levels */
+        tmesh mb = tm_alloc(big.nv, big.nt);
+        memcpy(mb.p, big.p, 12 * big.nv), memcpy(mb.t, big.t, 12 * big.nt);
+        for (size_t f = 2; f < mb.nt; f += 3) {
+            uint32_t x = mb.t[3 * f + 1];
+            mb.t[3 * f + 1] = mb.t[3 * f + 2], mb.t[3 * f + 2] = x;
+        }
+        check_uniform_steps(ctx, "torus 301x67, misoriented", &mb, 3);
+        tm_free(&mb);
+    }
     check_adaptive(ctx, "torus length", &torus, 3, 0.25, 0, 0, 1);
     check_adaptive(ctx, "torus angle", &torus, 3, 0, 10, 0, 1);
     check_adaptive(ctx, "torus deviation", &torus, 4, 0, 0, 2e-3, 1);
