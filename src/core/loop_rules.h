@@ -55,7 +55,8 @@ enum pmi_loop_step_id {
     PMI_LOOP_RED_UNIFORM,  /* per triangle: odd rule on owned edges, children,
                               their twins and owner numbers */
     PMI_LOOP_NORMAL_OLD,   /* per vertex of the stream three levels before the
-                              output: its output normal */
+                              output (the input with one to three levels):
+                              its output normal */
     PMI_LOOP_NORMAL_NEW,   /* per half-edge owning an edge: the output normal of
                               the vertex created on it */
     PMI_LOOP_EVEN_NEW,     /* per half-edge of the previous stream owning an edge:
@@ -136,12 +137,15 @@ typedef struct pmi_loop_args {
     float *nout;
     /* uniform normals: the input's nv0 vertices use the input's corner
      * lists (count, offset, list), corner 3t + k becoming output triangle
-     * tmul * t + tadd * k (tmul = 4^L, tadd = (4^L - 1) / 3); the other
-     * vertices the stream before the last (ptri, ptwin, powner, pvstart) */
+     * tmul * t + tadd * k (tmul = 4^L, tadd = (4^L - 1) / 3); from four
+     * levels the other vertices of the stream three levels before the
+     * output walk their fans in the stream two levels up (ptri, ptwin,
+     * pvstart) */
     uint32_t nv0;
     uint64_t tmul, tadd;
-    /* PMI_LOOP_NORMAL_NEW: triangle T of the stream below the one it walks
-     * has, at its corner x, output triangle nmul T + nadd x */
+    /* PMI_LOOP_NORMAL_NEW: triangle T of the stream one level below the
+     * one whose half-edges it takes has, at its corner x, output triangle
+     * nmul T + nadd x */
     uint32_t nmul, nadd;
     /* from two levels: the normals of the corner triangles 16 t + 5 k of
      * the output patches (3 doubles each, at 9 t + 3 k), which
@@ -1520,7 +1524,7 @@ PMI_LHD void pmi_loop_red_uniform(const pmi_loop_args *a, uint32_t t)
         a->vstart_new ? a->vstart_new + a->nv : NULL, 0);
 }
 
-/* RED_LAST2's start for triangle t (pmi_loop_red_last2_into): its
+/* RED_LAST2's start for triangle t (pmi_loop_red_last2): its
  * corners v, twins tw, whether it owns its edges, the vertices m the
  * level before created on them, and the owner numbers num of its
  * children's half-edges (those on the edges t does not own are t's own
@@ -1627,25 +1631,20 @@ PMI_LHD void pmi_loop_red_last2_pos(const pmi_loop_args *a, uint32_t t, float *p
  * stored (the owner numbers of a half on an edge t does not own are its
  * twin's, in the children of the twin's triangle t2); the odd rule's
  * opposite vertices across t's edges are t2's new vertices x1, x2
- * (pmi_loop_twin_mids). Writes t's 16 output triangles (child c's
- * children at 12c words) to o, and the positions of the vertices created
- * on the edges t's children own (owner numbers e, consecutive over t) at
- * pn + 3 (e - elo); and, for each edge t owns, the even rule of the vertex
- * m the level before created on it, at pos_new + 3 m: PMI_LOOP_EVEN_NEW's
- * sums from the positions the odd rules read anyway, so that level runs no
- * EVEN_NEW. The GPU runs the triangles and the positions
- * as two kernels. */
-PMI_LHD void pmi_loop_red_last2_into(const pmi_loop_args *a, uint32_t t, uint32_t *o, float *pn,
-                                     uint32_t elo)
-{
-    pmi_loop_red_last2_tri(a, t, o);
-    pmi_loop_red_last2_pos(a, t, pn, elo);
-}
-
-/* pmi_loop_red_last2_into writing the output in place. */
+ * (pmi_loop_twin_mids). pmi_loop_red_last2_tri writes t's 16 output
+ * triangles (child c's children at 12c words) to o;
+ * pmi_loop_red_last2_pos the positions of the vertices created on the
+ * edges t's children own (owner numbers e, consecutive over t) at
+ * pn + 3 (e - elo), and, for each edge t owns, the even rule of the
+ * vertex m the level before created on it, at pos_new + 3 m:
+ * PMI_LOOP_EVEN_NEW's sums from the positions the odd rules read anyway,
+ * so that level runs no EVEN_NEW. Here both in place, one after the
+ * other; the GPU stages each in shared memory and runs them as two
+ * kernels. */
 PMI_LHD void pmi_loop_red_last2(const pmi_loop_args *a, uint32_t t)
 {
-    pmi_loop_red_last2_into(a, t, a->out_tri + 48 * (size_t)t, a->pos_new + 3 * (size_t)a->nv, 0);
+    pmi_loop_red_last2_tri(a, t, a->out_tri + 48 * (size_t)t);
+    pmi_loop_red_last2_pos(a, t, a->pos_new + 3 * (size_t)a->nv, 0);
 }
 
 /* Adds output triangle T's normal to s: PMI_LOOP_NORMAL_PATCH's when cnorm

@@ -680,9 +680,11 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
             s = sd_step(st, PMI_LOOP_RED_UNIFORM, a.n, &a);
         if (s != PM_STATUS_OK) return s;
     }
-    /* normals over the output, from the stream two levels before it (a
-     * still describes it: ptri, ptwin) and the output; with one level,
-     * from the input (tri, twin, owner) */
+    /* normals over the output, from the output, the input's corner lists,
+     * the stream two levels before the output (a still describes it:
+     * ptri, ptwin, and from four levels pvstart) and the one three levels
+     * before it (pptwin, ppowner); with one level, from the input (tri,
+     * twin, owner) */
     if (dest.normals) {
         uint64_t mul = 1;
         for (int l = 0; l < L; l++)

@@ -280,10 +280,12 @@ static __global__ void __launch_bounds__(LAST2_THREADS)
  * (pmi_loop_patch_vertex: 12 a triangle, those on edges the triangle does
  * not own empty) are queued meanwhile, those that read a twin's triangles
  * first, and the block's first threads run them, one a thread: a task's
- * twin and the twin's first vertex are loaded before the first two steps
- * and queued with it. */
+ * twin is loaded before the first step, the twin's first vertex during
+ * it, and both are queued with it. */
 #define PATCH_THREADS 256
 #define PATCH_SPAN (PATCH_THREADS / 16)
+/* the queue holds thread numbers in bytes, whole warps ballot */
+static_assert(PATCH_THREADS <= 256 && PATCH_THREADS % 32 == 0, "NORMAL_PATCH's queue");
 
 static __global__ void __launch_bounds__(PATCH_THREADS)
     normal_patch_kernel(size_t n, pmi_loop_args a)
