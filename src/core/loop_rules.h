@@ -1595,9 +1595,22 @@ PMI_LHD void pmi_loop_red_last2_pos(const pmi_loop_args *a, uint32_t t, float *p
         pmi_loop_load_d(a->pos, v[k], pv[k]);
         pmi_loop_load_d(a->pos, m[k], pm[k]);
     }
+    /* x1 and x2 of every edge read before any rule (v_k when t does not
+     * own edge k: read, not used), so a GPU thread has all its loads in
+     * flight at once */
+    float fx[3][2][3];
+    for (uint32_t k = 0; k < 3; k++)
+        for (int i = 0; i < 3; i++) {
+            fx[k][0][i] = a->pos[3 * (size_t)x1[k] + i];
+            fx[k][1][i] = a->pos[3 * (size_t)x2[k] + i];
+        }
     pmi_loop_odd_d(pm[0], pm[2], pv[0], pm[1], 0, pn + 3 * (size_t)(num[1] - elo));
     pmi_loop_odd_d(pm[1], pm[0], pv[1], pm[2], 0, pn + 3 * (size_t)(num[5] - elo));
     pmi_loop_odd_d(pm[2], pm[1], pv[2], pm[0], 0, pn + 3 * (size_t)(num[6] - elo));
+    /* the even rules' results are stored after the loop: no global store
+     * sits between the loop's loads (pos and pos_new may alias for all
+     * the compiler knows), so a GPU thread has them all in flight */
+    float qe[3][3];
     for (uint32_t k = 0; k < 3; k++) {
         if (!own[k]) continue;
         const uint32_t k1 = (k + 1) % 3, k2 = (k + 2) % 3;
@@ -1608,18 +1621,31 @@ PMI_LHD void pmi_loop_red_last2_pos(const pmi_loop_args *a, uint32_t t, float *p
         pmi_loop_ring_six(&r, m[k]);
         for (int i = 0; i < 3; i++)
             r.sum[i] = r.sum[i] + pm[k2][i] + pv[k][i];
-        pmi_loop_load_d(a->pos, x1[k], px);
+        for (int i = 0; i < 3; i++)
+            px[i] = (double)fx[k][0][i];
         pmi_loop_odd_d(pv[k], pm[k], pm[k2], px, b, pn + 3 * (size_t)(num[first[k]] - elo));
         for (int i = 0; i < 3; i++)
             r.sum[i] += px[i];
-        pmi_loop_load_d(a->pos, x2[k], px);
+        for (int i = 0; i < 3; i++)
+            px[i] = (double)fx[k][1][i];
         pmi_loop_odd_d(pm[k], pv[k1], pm[k1], px, b, pn + 3 * (size_t)(num[second[k]] - elo));
         for (int i = 0; i < 3; i++)
             r.sum[i] = r.sum[i] + px[i] + pv[k1][i] + pm[k1][i];
         r.boundary = b;
-        pmi_loop_even_at(a->pos + 3 * (size_t)m[k], &r, a->pos + 3 * (size_t)v[k1],
-                         a->pos + 3 * (size_t)v[k], a->pos_new + 3 * (size_t)m[k]);
+        /* the positions it reads, from the registers (exact: each double
+         * holds a float) */
+        float fm[3], f0[3], f1[3];
+        for (int i = 0; i < 3; i++) {
+            fm[i] = (float)pm[k][i];
+            f0[i] = (float)pv[k1][i];
+            f1[i] = (float)pv[k][i];
+        }
+        pmi_loop_even_at(fm, &r, f0, f1, qe[k]);
     }
+    for (uint32_t k = 0; k < 3; k++)
+        if (own[k])
+            for (int i = 0; i < 3; i++)
+                a->pos_new[3 * (size_t)m[k] + i] = qe[k][i];
 }
 
 /* Per triangle t of the stream two levels before the output (ptri, ptwin,
