@@ -1845,21 +1845,25 @@ PMI_LHD uint32_t pmi_loop_ctz(uint32_t m)
 #endif
 }
 
-/* Point x of t's patch (o: t's 48 output words), widened (exactly). */
-PMI_LHD void pmi_loop_patch_load(const pmi_loop_args *a, const uint32_t *o, uint32_t x, double *p)
+/* Point x of t's patch (o: t's 48 output words) into p. */
+PMI_LHD void pmi_loop_patch_load(const pmi_loop_args *a, const uint32_t *o, uint32_t x, float *p)
 {
     const float *q = a->npos + 3 * (size_t)o[pmi_loop_patch_src(x)];
     for (int c = 0; c < 3; c++)
-        p[c] = (double)q[c];
+        p[c] = q[c];
 }
 
-/* Output triangle j's normal from the 15 points' positions (p: 3 doubles
- * a point), in its stored order: the bits of pmi_loop_face_normal. */
-PMI_LHD void pmi_loop_patch_face(const double *p, uint32_t j, double n[3])
+/* Output triangle j's normal from the 15 points' positions (p: 3 floats a
+ * point, widened here: exactly), in its stored order: the bits of
+ * pmi_loop_face_normal. The GPU keeps the points in shared memory as
+ * floats, half the wavefronts of doubles. */
+PMI_LHD void pmi_loop_patch_face(const float *p, uint32_t j, double n[3])
 {
-    pmi_loop_face_normal_of(p + 3 * pmi_loop_patch_corner(j, 0),
-                            p + 3 * pmi_loop_patch_corner(j, 1),
-                            p + 3 * pmi_loop_patch_corner(j, 2), n);
+    double c[3][3];
+    for (uint32_t i = 0; i < 3; i++)
+        for (int d = 0; d < 3; d++)
+            c[i][d] = (double)p[3 * pmi_loop_patch_corner(j, i) + d];
+    pmi_loop_face_normal_of(c[0], c[1], c[2], n);
 }
 
 /* Stores corner triangle 16 t + 5 k's normal n for PMI_LOOP_NORMAL_OLD and
@@ -1927,7 +1931,8 @@ PMI_LHD void pmi_loop_patch_vertex(const pmi_loop_args *a, const uint32_t *o, ui
 PMI_LHD void pmi_loop_normal_patch(const pmi_loop_args *a, uint32_t t)
 {
     const uint32_t *o = a->ntri + 48 * (size_t)t;
-    double p[45], fn[16][3];
+    float p[45];
+    double fn[16][3];
     for (uint32_t x = 0; x < 15; x++)
         pmi_loop_patch_load(a, o, x, p + 3 * x);
     for (uint32_t j = 0; j < 16; j++)

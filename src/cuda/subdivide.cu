@@ -282,17 +282,21 @@ static __global__ void __launch_bounds__(LAST2_THREADS)
  * first, and the block's first threads run them, one a thread: a task's
  * twin is loaded before the first step, the twin's first vertex during
  * it, and both are queued with it. */
-#define PATCH_THREADS 256
+#define PATCH_THREADS 128
 #define PATCH_SPAN (PATCH_THREADS / 16)
 /* the queue holds thread numbers in bytes, whole warps ballot */
 static_assert(PATCH_THREADS <= 256 && PATCH_THREADS % 32 == 0, "NORMAL_PATCH's queue");
+/* doubles between two triangles' 16 normals in shared memory: 48 and one
+ * more, so that tasks of different triangles reading the same normal
+ * meet other banks */
+#define PATCH_FN 49
 
 static __global__ void __launch_bounds__(PATCH_THREADS)
     normal_patch_kernel(size_t n, pmi_loop_args a)
 {
     __shared__ uint32_t s_o[48 * PATCH_SPAN];
-    __shared__ double s_p[45 * PATCH_SPAN];
-    __shared__ double s_fn[16 * PATCH_SPAN][3];
+    __shared__ float s_p[45 * PATCH_SPAN];
+    __shared__ double s_fn[PATCH_FN * PATCH_SPAN];
     __shared__ uint32_t s_tw[PATCH_THREADS], s_c2[PATCH_THREADS];
     __shared__ uint8_t s_q[PATCH_THREADS];
     __shared__ unsigned s_n[2];
@@ -322,23 +326,27 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
     bn = __shfl_sync(0xffffffffu, bn, 0);
     if (task) {
         const unsigned below = (1u << lane) - 1u;
-        s_tw[threadIdx.x] = tw;
-        s_c2[threadIdx.x] = far ? a.ptri[tw] : 0;
-        s_q[far ? bf + __popc(mf & below) : PATCH_THREADS - 1 - bn - __popc(mn & below)] =
-            (uint8_t)threadIdx.x;
+        const unsigned slot =
+            far ? bf + __popc(mf & below) : PATCH_THREADS - 1 - bn - __popc(mn & below);
+        s_tw[slot] = tw;
+        s_c2[slot] = far ? a.ptri[tw] : 0;
+        s_q[slot] = (uint8_t)threadIdx.x;
     }
     __syncthreads();
     if (p < rows) {
-        pmi_loop_patch_face(s_p + 45 * p, j, s_fn[16 * p + j]);
-        if (j % 5 == 0 && j < 15) pmi_loop_patch_corner_normal(&a, t, j / 5, s_fn[16 * p + j]);
+        double *fn = s_fn + PATCH_FN * p + 3 * j;
+        pmi_loop_patch_face(s_p + 45 * p, j, fn);
+        if (j % 5 == 0 && j < 15) pmi_loop_patch_corner_normal(&a, t, j / 5, fn);
     }
     __syncthreads();
     const unsigned nf = s_n[0];
     if (threadIdx.x < nf + s_n[1]) {
-        const unsigned e =
-            s_q[threadIdx.x < nf ? threadIdx.x : PATCH_THREADS - 1 - (threadIdx.x - nf)];
-        pmi_loop_patch_vertex(&a, s_o + 48 * (e / 16), e % 16, s_fn + 16 * (e / 16), s_tw[e],
-                              s_c2[e]);
+        const unsigned slot =
+            threadIdx.x < nf ? threadIdx.x : PATCH_THREADS - 1 - (threadIdx.x - nf);
+        const unsigned e = s_q[slot];
+        pmi_loop_patch_vertex(&a, s_o + 48 * (e / 16), e % 16,
+                              (const double(*)[3])(s_fn + PATCH_FN * (e / 16)), s_tw[slot],
+                              s_c2[slot]);
     }
 }
 
