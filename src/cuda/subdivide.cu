@@ -294,7 +294,7 @@ static_assert(PATCH_THREADS <= 256 && PATCH_THREADS % 32 == 0, "NORMAL_PATCH's q
 static __global__ void __launch_bounds__(PATCH_THREADS)
     normal_patch_kernel(size_t n, pmi_loop_args a)
 {
-    __shared__ uint32_t s_o[48 * PATCH_SPAN];
+    __shared__ __align__(16) uint32_t s_o[48 * PATCH_SPAN];
     __shared__ float s_p[45 * PATCH_SPAN];
     __shared__ double s_fn[PATCH_FN * PATCH_SPAN];
     __shared__ uint32_t s_tw[PATCH_THREADS], s_c2[PATCH_THREADS];
@@ -305,10 +305,12 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
     const unsigned p = threadIdx.x / 16, j = threadIdx.x % 16, lane = threadIdx.x % 32;
     const uint32_t t = (uint32_t)(t0 + p);
     const uint32_t tw = p < rows && j < 12 ? pmi_loop_patch_twin(&a, t, j) : PMI_LOOP_FROZEN;
-    const uint32_t *src = a.ntri + 48 * t0;
+    /* 16-byte loads (the output comes from cudaMalloc or the pool, and a
+     * block's 48 * PATCH_SPAN words start at a multiple of 192 bytes) */
+    const uint4 *src = (const uint4 *)(a.ntri + 48 * t0);
     if (threadIdx.x < 2) s_n[threadIdx.x] = 0;
-    for (unsigned w = threadIdx.x; w < 48 * rows; w += PATCH_THREADS)
-        s_o[w] = src[w];
+    for (unsigned w = threadIdx.x; w < 12 * rows; w += PATCH_THREADS)
+        ((uint4 *)s_o)[w] = src[w];
     __syncthreads();
     const uint32_t *o = s_o + 48 * p;
     if (p < rows && j < 15) pmi_loop_patch_load(&a, o, j, s_p + 45 * p + 3 * j);
