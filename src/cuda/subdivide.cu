@@ -32,10 +32,12 @@ template <int STEP> static __global__ void loop_step_kernel(size_t n, pmi_loop_a
  * 4-byte stores to scattered lines. */
 #define RED_THREADS 128
 
-/* The block's words are 48 * RED_THREADS bytes from the array's start
- * times the block number, and the arrays come from cudaMalloc or the pool
- * (256-byte aligned): 16-byte stores are aligned. */
-static __device__ void red_store(uint32_t *dst, const uint32_t *src, unsigned words)
+/* A block's contiguous words (a multiple of 4) 16 bytes at a time; both
+ * ends 16-byte aligned. RED_UNIFORM's block stores 48 * RED_THREADS bytes
+ * from the array's start times the block number, NORMAL_PATCH reads
+ * 192 * PATCH_SPAN likewise, and the arrays come from cudaMalloc or the
+ * pool (256-byte aligned). */
+static __device__ void block_copy16(uint32_t *dst, const uint32_t *src, unsigned words)
 {
     uint4 *d4 = (uint4 *)dst;
     const uint4 *s4 = (const uint4 *)src;
@@ -82,9 +84,9 @@ static __global__ void __launch_bounds__(RED_THREADS) red_uniform_kernel(size_t 
             TOPO && a.owner_next ? s_own + j : NULL, s_pos, a.vstart_new ? s_vs : NULL, elo);
     __syncthreads();
     const unsigned words = 12 * (unsigned)(n - t0 < RED_THREADS ? n - t0 : RED_THREADS);
-    if (TOPO) red_store(a.tri_next + 12 * t0, s_tri, words);
-    if (TOPO && a.twin_next) red_store(a.twin_next + 12 * t0, s_twin, words);
-    if (TOPO && a.owner_next) red_store(a.owner_next + 12 * t0, s_own, words);
+    if (TOPO) block_copy16(a.tri_next + 12 * t0, s_tri, words);
+    if (TOPO && a.twin_next) block_copy16(a.twin_next + 12 * t0, s_twin, words);
+    if (TOPO && a.owner_next) block_copy16(a.owner_next + 12 * t0, s_own, words);
     const size_t m0 = (size_t)a.nv + elo;
     block_store(a.pos_new + 3 * m0, s_pos, 3 * owned);
     if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, owned);
@@ -305,12 +307,8 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
     const unsigned p = threadIdx.x / 16, j = threadIdx.x % 16, lane = threadIdx.x % 32;
     const uint32_t t = (uint32_t)(t0 + p);
     const uint32_t tw = p < rows && j < 12 ? pmi_loop_patch_twin(&a, t, j) : PMI_LOOP_FROZEN;
-    /* 16-byte loads (the output comes from cudaMalloc or the pool, and a
-     * block's 48 * PATCH_SPAN words start at a multiple of 192 bytes) */
-    const uint4 *src = (const uint4 *)(a.ntri + 48 * t0);
     if (threadIdx.x < 2) s_n[threadIdx.x] = 0;
-    for (unsigned w = threadIdx.x; w < 12 * rows; w += PATCH_THREADS)
-        ((uint4 *)s_o)[w] = src[w];
+    block_copy16(s_o, a.ntri + 48 * t0, 48 * rows);
     __syncthreads();
     const uint32_t *o = s_o + 48 * p;
     if (p < rows && j < 15) pmi_loop_patch_load(&a, o, j, s_p + 45 * p + 3 * j);
