@@ -18,6 +18,12 @@
 #else
 #define PMI_LHD static inline
 #endif
+/* Before a loop whose body the GPU should hold once, not unrolled. */
+#ifdef __CUDA_ARCH__
+#define PMI_LOOP_ONCE _Pragma("unroll 1")
+#else
+#define PMI_LOOP_ONCE
+#endif
 
 /* Twin of a half-edge on the boundary; start corner of a vertex that
  * never moves (non-manifold, unused, or frozen by a finished triangle). */
@@ -38,7 +44,7 @@ enum pmi_loop_step_id {
     PMI_LOOP_VSTART,        /* per vertex: first corner, or NONE if not a disc */
     PMI_LOOP_CSR_NORMAL,    /* per vertex: normal over its corner list */
     PMI_LOOP_WALK_VERTEX,   /* per vertex: criterion normal, even move along it */
-    PMI_LOOP_SPLIT,         /* per half-edge: split flag and owner flag (u32) */
+    PMI_LOOP_SPLIT,         /* per triangle: its half-edges' split and owner flags */
     PMI_LOOP_PROMOTE,       /* per triangle: its third edge split, then the chain;
                                the backend repeats its passes until one changes
                                no edge (the closure), or returns
@@ -503,16 +509,18 @@ PMI_LHD double pmi_loop_deviation(const pmi_loop_args *a, uint32_t h, uint32_t u
     return odd > dev ? odd : dev;
 }
 
-/* Whether half-edge h = (u -> w) meets the split criterion: with no
- * criterion set every edge splits; else the larger of the two vertex
- * weights w_e (1 without weights) must be > 0 and, with no length, angle
- * or deviation limit, the edge splits; otherwise it splits when
- * |u - w| * w_e > max_edge, when the angle between the ends' normals times
- * w_e exceeds max_angle, or when the deviation times w_e exceeds max_dev. */
-PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t h)
+/* Whether half-edge h = (u -> w) meets the split criterion (pu, pw: the
+ * ends' positions, read when max_edge is set; nu, nw: their criterion
+ * normals, read when max_angle is): with no criterion set every edge
+ * splits; else the larger of the two vertex weights w_e (1 without
+ * weights) must be > 0 and, with no length, angle or deviation limit, the
+ * edge splits; otherwise it splits when |u - w| * w_e > max_edge, when the
+ * angle between the ends' normals times w_e exceeds max_angle, or when the
+ * deviation times w_e exceeds max_dev. */
+PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t h, uint32_t u, uint32_t w,
+                                 const float *pu, const float *pw, const float *nu, const float *nw)
 {
     if (!a->adaptive) return 1;
-    const uint32_t u = a->tri[h], w = a->tri[3 * (h / 3) + (h % 3 + 1) % 3];
     double we = 1.0;
     if (a->weight) {
         double wu = (double)a->weight[u], ww = (double)a->weight[w];
@@ -523,7 +531,7 @@ PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t h)
     if (a->max_edge2 > 0.0) {
         double d2 = 0.0;
         for (int i = 0; i < 3; i++) {
-            double d = (double)a->pos[3 * (size_t)u + i] - (double)a->pos[3 * (size_t)w + i];
+            double d = (double)pu[i] - (double)pw[i];
             d2 += d * d;
         }
         if (d2 * (we * we) > a->max_edge2) return 1;
@@ -533,7 +541,7 @@ PMI_LHD int pmi_loop_wants_split(const pmi_loop_args *a, uint32_t h)
         if (lim < 3.141592653589793) {
             double dot = 0.0;
             for (int i = 0; i < 3; i++)
-                dot += (double)a->nrm[3 * (size_t)u + i] * (double)a->nrm[3 * (size_t)w + i];
+                dot += (double)nu[i] * (double)nw[i];
             if (dot < pmi_loop_cos(lim)) return 1;
         }
     }
@@ -756,15 +764,54 @@ PMI_LHD void pmi_loop_walk_vertex(const pmi_loop_args *a, uint32_t v)
     a->evdev[v] = dev;
 }
 
-/* Split flag of h: the criterion, never on the last level nor across the
- * stream's edge. The owner (the lower half-edge of a split edge) numbers it. */
-PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t h)
+/* One of x0, x1, x2 by k (selects, which a GPU thread keeps in
+ * registers, where an index into an array would put it in local memory). */
+PMI_LHD uint32_t pmi_loop_pick3(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t k)
 {
-    const uint32_t tw = a->twin[h];
-    int s = 0;
-    if (!a->last && tw != PMI_LOOP_FROZEN) s = pmi_loop_wants_split(a, h);
-    a->split[h] = (uint8_t)s;
-    a->owner[h] = (uint32_t)(s && pmi_loop_owns(h, tw));
+    return k == 0 ? x0 : k == 1 ? x1 : x2;
+}
+
+/* Split flags of triangle t's half-edges 3 t + k (v_k -> v_(k+1)): the
+ * criterion, never on the last level nor across the stream's edge; and
+ * owner flags (the lower half-edge of a split edge numbers it). Each
+ * corner's position and criterion normal is read once for its two edges,
+ * and all before any flag is stored (a GPU thread then has its loads in
+ * flight together). */
+PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t t)
+{
+    uint32_t v[3], w[3];
+    for (uint32_t k = 0; k < 3; k++) {
+        v[k] = a->tri[3 * t + k];
+        w[k] = a->twin[3 * t + k];
+    }
+    const int look = a->adaptive && !a->last;
+    const int lp = look && a->max_edge2 > 0.0, ln = look && a->max_angle > 0.0 && a->nrm;
+    float p[3][3], nr[3][3];
+    for (uint32_t k = 0; k < 3; k++)
+        for (int i = 0; i < 3; i++) {
+            p[k][i] = lp ? a->pos[3 * (size_t)v[k] + i] : 0.0f;
+            nr[k][i] = ln ? a->nrm[3 * (size_t)v[k] + i] : 0.0f;
+        }
+    /* one copy of the criterion's code, its inputs picked by k (the GPU
+     * keeps them in registers) */
+    PMI_LOOP_ONCE
+    for (uint32_t k = 0; k < 3; k++) {
+        const uint32_t h = 3 * t + k;
+        const uint32_t u = pmi_loop_pick3(v[0], v[1], v[2], k);
+        const uint32_t x = pmi_loop_pick3(v[1], v[2], v[0], k);
+        const uint32_t tw = pmi_loop_pick3(w[0], w[1], w[2], k);
+        float pu[3], px[3], nu[3], nx[3];
+        for (int i = 0; i < 3; i++) {
+            pu[i] = k == 0 ? p[0][i] : k == 1 ? p[1][i] : p[2][i];
+            px[i] = k == 0 ? p[1][i] : k == 1 ? p[2][i] : p[0][i];
+            nu[i] = k == 0 ? nr[0][i] : k == 1 ? nr[1][i] : nr[2][i];
+            nx[i] = k == 0 ? nr[1][i] : k == 1 ? nr[2][i] : nr[0][i];
+        }
+        const int s =
+            !a->last && tw != PMI_LOOP_FROZEN && pmi_loop_wants_split(a, h, u, x, pu, px, nu, nx);
+        a->split[h] = (uint8_t)s;
+        a->owner[h] = (uint32_t)(s && pmi_loop_owns(h, tw));
+    }
 }
 
 /* Red promotion (a pass, repeated by the backend, or on a GPU that cannot

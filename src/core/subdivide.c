@@ -231,10 +231,11 @@ static pm_status sd_topology(sd_state *st, pmi_loop_args *a, unsigned long long 
 
 /* The split flags of a level that is not the last: the per-vertex walk
  * (criterion normals from level 1 on, the input's came from its corner
- * lists; even moves for the deviation test), the criterion per half-edge,
- * then in adaptive mode red promotion to its closure (the backend repeats
- * its passes until one changes no edge, with no host wait; on a GPU that
- * cannot launch a cooperative grid the host reads a word per pass). */
+ * lists; even moves for the deviation test), the criterion per half-edge
+ * (a triangle's three at once), then in adaptive mode red promotion to its
+ * closure (the backend repeats its passes until one changes no edge, with
+ * no host wait; on a GPU that cannot launch a cooperative grid the host
+ * reads a word per pass). */
 static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
 {
     pm_status s;
@@ -246,7 +247,7 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
         if (level == 0) w.nrm = NULL;
         if ((s = sd_step(st, PMI_LOOP_WALK_VERTEX, a->nv, &w)) != PM_STATUS_OK) return s;
     }
-    if ((s = sd_step(st, PMI_LOOP_SPLIT, 3 * n, a)) != PM_STATUS_OK) return s;
+    if ((s = sd_step(st, PMI_LOOP_SPLIT, n, a)) != PM_STATUS_OK) return s;
     sd_release(st, a->evdev);
     a->evdev = NULL;
     if (!a->adaptive) return PM_STATUS_OK;
