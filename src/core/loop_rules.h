@@ -51,7 +51,7 @@ enum pmi_loop_step_id {
                                PM_STATUS_UNSUPPORTED (then PROMOTE_PASS) */
     PMI_LOOP_MARK_ENDS,     /* per half-edge: a split edge's ends in vsplit */
     PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
-    PMI_LOOP_EVEN,          /* per corner that starts its vertex: the even rule */
+    PMI_LOOP_EVEN,          /* per vertex with a start corner: the even rule */
     PMI_LOOP_ODD,           /* per half-edge that owns a split edge: the odd rule */
     PMI_LOOP_EMIT,          /* per triangle: finished/green output, red children */
     PMI_LOOP_COPY_U32,      /* per element: dst[i] = src[i] */
@@ -936,13 +936,15 @@ PMI_LHD uint32_t pmi_loop_next_start(const pmi_loop_args *a, uint32_t c, int mid
     return 3 * (4 * a->red[t] + (mid ? 3u : k)) + k;
 }
 
-/* The even rule for the vertex started at corner c, when its fan is whole
- * in the stream and an incident edge splits: interior, Loop's smooth mask
- * over the neighbours in walk order; boundary, 3/4 v + 1/8 (b0 + b1). */
-PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t c)
+/* The even rule for vertex v, started at corner c = vstart[v] of the
+ * stream (none: v is in no triangle of it, or never moves), when its fan
+ * is whole in the stream and an incident edge splits: interior, Loop's
+ * smooth mask over the neighbours in walk order; boundary, 3/4 v + 1/8
+ * (b0 + b1). Also v's start corner in the next stream. */
+PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t v)
 {
-    uint32_t v = a->tri[c];
-    if (a->vstart[v] != c) return;
+    const uint32_t c = a->vstart[v];
+    if (c == PMI_LOOP_NONE) return;
     a->vstart_new[v] = pmi_loop_next_start(a, c, 0);
     if (a->vsplit && !a->vsplit[v]) return; /* no edge at v splits: it stays */
     pmi_loop_ring r;

@@ -381,7 +381,7 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, i
         a->vsplit = (uint8_t *)zv.dst;
         if ((s = sd_step(st, PMI_LOOP_MARK_ENDS, 3 * n, a)) != PM_STATUS_OK) return s;
     }
-    if (!last && ((s = sd_step(st, PMI_LOOP_EVEN, 3 * n, a)) != PM_STATUS_OK ||
+    if (!last && ((s = sd_step(st, PMI_LOOP_EVEN, nv, a)) != PM_STATUS_OK ||
                   (s = sd_step(st, PMI_LOOP_ODD, 3 * n, a)) != PM_STATUS_OK))
         return s;
     sd_release(st, a->vsplit);

@@ -148,12 +148,14 @@ static __global__ void __launch_bounds__(EMIT_THREADS) emit_kernel(size_t n, pmi
  * threads takes queue_span<STEP>() elements, queues those that take part
  * (queue_takes, the step's own test) in shared memory and runs them one
  * per thread, rather than leave most of each warp idle: about half the
- * half-edges own their edge, a sixth of the corners start their vertex. */
+ * half-edges own their edge, and the vertices whose triangles have all
+ * left the stream have no start corner (EVEN: a vertex a thread, as many
+ * blocks as the vertices allow, since most of them walk). */
 #define QUEUE_THREADS 256
 
 template <int STEP> static constexpr __host__ __device__ unsigned queue_span()
 {
-    return STEP == PMI_LOOP_EVEN  ? 6 * QUEUE_THREADS
+    return STEP == PMI_LOOP_EVEN  ? QUEUE_THREADS
            : STEP == PMI_LOOP_ODD ? 4 * QUEUE_THREADS
                                   : 2 * QUEUE_THREADS;
 }
@@ -162,7 +164,7 @@ template <int STEP> static __device__ bool queue_takes(const pmi_loop_args &a, s
 {
     const uint32_t e = (uint32_t)i;
     switch (STEP) {
-    case PMI_LOOP_EVEN: return a.vstart[a.tri[e]] == e; /* the corner starts its vertex */
+    case PMI_LOOP_EVEN: return a.vstart[e] != PMI_LOOP_NONE; /* the vertex is in the stream */
     case PMI_LOOP_ODD: return a.split[e] && pmi_loop_owns(e, a.twin[e]);
     case PMI_LOOP_NORMAL_NEW: return pmi_loop_owns(e, a.twin[e]);
     case PMI_LOOP_EVEN_NEW2: return pmi_loop_owns(e, a.pptwin[e]);
@@ -353,7 +355,7 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
 /* The queued steps (step_queue): NORMAL_NEW of the owning half-edges of
  * the input (one uniform level) or of the stream three levels before the
  * output (three or more), and in adaptive mode
- * EVEN (a walk per corner that starts its vertex) and ODD (per half-edge
+ * EVEN (a walk per vertex still in the stream) and ODD (per half-edge
  * that owns a split edge). */
 template <int STEP>
 static __global__ void __launch_bounds__(QUEUE_THREADS) queued_kernel(size_t n, pmi_loop_args a)
