@@ -36,7 +36,7 @@
 /* The steps, each run over an index range by a backend's subdivide_step. */
 enum pmi_loop_step_id {
     PMI_LOOP_CHECK_TRI = 0, /* per triangle: indices in range, no repeated vertex */
-    PMI_LOOP_CSR_COUNT,     /* per triangle: count[v]++ for its corners, their ranks */
+    PMI_LOOP_CSR_COUNT,     /* per triangle: count[v]++ for its corners */
     PMI_LOOP_CSR_FILL,      /* per corner: list[off[v] + cursor[v]++] = corner */
     PMI_LOOP_CSR_SORT,      /* per vertex: sort its corner list */
     PMI_LOOP_TWIN,          /* per vertex: sort its corner list, the twins
@@ -130,9 +130,8 @@ typedef struct pmi_loop_args {
     int adaptive;
     int last;
     uint32_t *changed; /* promotion: 4 words the backend's passes use */
-    /* vertex -> corner lists; rank: each corner's place in its vertex's
-     * list before the lists are sorted (PMI_LOOP_CSR_COUNT's counter) */
-    uint32_t *count, *offset, *list, *rank;
+    /* vertex -> corner lists */
+    uint32_t *count, *offset, *list;
     /* uniform, first level: PMI_LOOP_EVEN_UNIFORM sets each vertex's start
      * corner from its corner list as PMI_LOOP_VSTART does, from the walk
      * its even rule takes anyway */
@@ -2038,14 +2037,13 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
      * input's lists are built before the host reads CHECK_TRI's verdict. */
     case PMI_LOOP_CSR_COUNT:
         for (uint32_t k = 0; k < 3; k++) {
-            const size_t c = 3 * (size_t)i + k;
-            const uint32_t v = a->ntri[c];
-            if (v < a->nv) a->rank[c] = pmi_loop_atomic_inc(a->count + v);
+            const uint32_t v = a->ntri[3 * (size_t)i + k];
+            if (v < a->nv) pmi_loop_atomic_inc(a->count + v);
         }
         break;
     case PMI_LOOP_CSR_FILL: {
         const uint32_t v = a->ntri[i];
-        if (v < a->nv) a->list[a->offset[v] + a->rank[i]] = i;
+        if (v < a->nv) a->list[a->offset[v] + pmi_loop_atomic_inc(a->count + v)] = i;
         break;
     }
     case PMI_LOOP_CSR_SORT: pmi_loop_csr_sort(a, i); break;

@@ -173,20 +173,16 @@ static pm_status sd_csr(sd_state *st, pmi_loop_args *a, const uint32_t *ntri, ui
     pm_status s;
     if ((s = sd_alloc(st, nv + 1, 4, &a->count)) != PM_STATUS_OK ||
         (s = sd_alloc(st, nv + 1, 4, &a->offset)) != PM_STATUS_OK ||
-        (s = sd_alloc(st, 3 * nt + 1, 4, &a->list)) != PM_STATUS_OK ||
-        (s = sd_alloc(st, 3 * nt + 1, 4, &a->rank)) != PM_STATUS_OK)
+        (s = sd_alloc(st, 3 * nt + 1, 4, &a->list)) != PM_STATUS_OK)
         return s;
     a->ntri = ntri;
     a->dst = a->count;
-    /* the counter's value is each corner's rank, so the fill needs no
-     * second round of atomics */
     if ((s = sd_step(st, PMI_LOOP_ZERO_U32, nv, a)) != PM_STATUS_OK ||
         (s = sd_step(st, PMI_LOOP_CSR_COUNT, nt, a)) != PM_STATUS_OK ||
         (s = sd_scan(st, a->count, a->offset, nv, NULL)) != PM_STATUS_OK ||
+        (s = sd_step(st, PMI_LOOP_ZERO_U32, nv, a)) != PM_STATUS_OK ||
         (s = sd_step(st, PMI_LOOP_CSR_FILL, 3 * nt, a)) != PM_STATUS_OK)
         return s;
-    sd_release(st, a->rank);
-    a->rank = NULL;
     return sd_step(st, twins ? PMI_LOOP_TWIN : PMI_LOOP_CSR_SORT, nv, a);
 }
 
