@@ -51,7 +51,7 @@ enum pmi_loop_step_id {
                                PM_STATUS_UNSUPPORTED (then PROMOTE_PASS) */
     PMI_LOOP_MARK_ENDS,     /* per half-edge: a split edge's ends in vsplit */
     PMI_LOOP_CLASSIFY,      /* per triangle: emitted count and red flag */
-    PMI_LOOP_EVEN,          /* per vertex with a start corner: the even rule */
+    PMI_LOOP_EVEN,          /* per vertex: the even rule or a copy, next start corner */
     PMI_LOOP_ODD,           /* per half-edge that owns a split edge: the odd rule */
     PMI_LOOP_EMIT,          /* per triangle: finished/green output, red children */
     PMI_LOOP_COPY_U32,      /* per element: dst[i] = src[i] */
@@ -936,24 +936,30 @@ PMI_LHD uint32_t pmi_loop_next_start(const pmi_loop_args *a, uint32_t c, int mid
     return 3 * (4 * a->red[t] + (mid ? 3u : k)) + k;
 }
 
-/* The even rule for vertex v, started at corner c = vstart[v] of the
- * stream (none: v is in no triangle of it, or never moves), when its fan
- * is whole in the stream and an incident edge splits: interior, Loop's
- * smooth mask over the neighbours in walk order; boundary, 3/4 v + 1/8
- * (b0 + b1). Also v's start corner in the next stream. */
+/* Vertex v's position and start corner in the next level (every vertex
+ * of this one, so neither array is copied first). Started at corner c =
+ * vstart[v] of the stream (none: v is in no triangle of it, or never
+ * moves): when its fan is whole in the stream and an incident edge
+ * splits, the even rule (interior, Loop's smooth mask over the
+ * neighbours in walk order; boundary, 3/4 v + 1/8 (b0 + b1)); else it
+ * stays. */
 PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t v)
 {
     const uint32_t c = a->vstart[v];
-    if (c == PMI_LOOP_NONE) return;
-    a->vstart_new[v] = pmi_loop_next_start(a, c, 0);
-    if (a->vsplit && !a->vsplit[v]) return; /* no edge at v splits: it stays */
-    pmi_loop_ring r;
-    if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, PMI_LOOP_WALK_PLAIN, &r)) {
-        pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
-        return;
+    float *q = a->pos_new + 3 * (size_t)v;
+    a->vstart_new[v] = c == PMI_LOOP_NONE ? c : pmi_loop_next_start(a, c, 0);
+    /* vsplit: no edge at an unmarked vertex splits */
+    if (c != PMI_LOOP_NONE && (!a->vsplit || a->vsplit[v])) {
+        pmi_loop_ring r;
+        if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, PMI_LOOP_WALK_PLAIN, &r)) {
+            pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+        } else if (!r.frozen && r.any_split) {
+            pmi_loop_even_to(a, v, &r, q);
+            return;
+        }
     }
-    if (r.frozen || !r.any_split) return;
-    pmi_loop_even_to(a, v, &r, a->pos_new + 3 * (size_t)v);
+    for (int i = 0; i < 3; i++)
+        q[i] = a->pos[3 * (size_t)v + i];
 }
 
 /* The odd rule's position for the edge (u, w) with opposite vertices c and

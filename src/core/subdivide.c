@@ -355,9 +355,9 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, i
             a->pos_new = d->dest.positions; /* the output's vertices */
         else if ((s = sd_alloc(st, 3 * (nv + edges), 4, &a->pos_new)) != PM_STATUS_OK)
             return s;
-        if ((s = sd_copy(st, a->pos_new, a->pos, 3 * nv)) != PM_STATUS_OK ||
-            (s = sd_alloc(st, nv + edges, 4, &a->vstart_new)) != PM_STATUS_OK ||
-            (s = sd_copy(st, a->vstart_new, a->vstart, nv)) != PM_STATUS_OK ||
+        /* EVEN writes every old vertex's position and start corner, ODD the
+         * new ones' */
+        if ((s = sd_alloc(st, nv + edges, 4, &a->vstart_new)) != PM_STATUS_OK ||
             (s = sd_grow(st, &a->nrm, nv, nv + edges, 3)) != PM_STATUS_OK ||
             (s = sd_grow(st, &a->weight, nv, nv + edges, 1)) != PM_STATUS_OK)
             return s;

@@ -148,23 +148,18 @@ static __global__ void __launch_bounds__(EMIT_THREADS) emit_kernel(size_t n, pmi
  * threads takes queue_span<STEP>() elements, queues those that take part
  * (queue_takes, the step's own test) in shared memory and runs them one
  * per thread, rather than leave most of each warp idle: about half the
- * half-edges own their edge, and the vertices whose triangles have all
- * left the stream have no start corner (EVEN: a vertex a thread, as many
- * blocks as the vertices allow, since most of them walk). */
+ * half-edges own their edge. */
 #define QUEUE_THREADS 256
 
 template <int STEP> static constexpr __host__ __device__ unsigned queue_span()
 {
-    return STEP == PMI_LOOP_EVEN  ? QUEUE_THREADS
-           : STEP == PMI_LOOP_ODD ? 4 * QUEUE_THREADS
-                                  : 2 * QUEUE_THREADS;
+    return STEP == PMI_LOOP_ODD ? 4 * QUEUE_THREADS : 2 * QUEUE_THREADS;
 }
 
 template <int STEP> static __device__ bool queue_takes(const pmi_loop_args &a, size_t i)
 {
     const uint32_t e = (uint32_t)i;
     switch (STEP) {
-    case PMI_LOOP_EVEN: return a.vstart[e] != PMI_LOOP_NONE; /* the vertex is in the stream */
     case PMI_LOOP_ODD: return a.split[e] && pmi_loop_owns(e, a.twin[e]);
     case PMI_LOOP_NORMAL_NEW: return pmi_loop_owns(e, a.twin[e]);
     case PMI_LOOP_EVEN_NEW2: return pmi_loop_owns(e, a.pptwin[e]);
@@ -354,9 +349,8 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
 
 /* The queued steps (step_queue): NORMAL_NEW of the owning half-edges of
  * the input (one uniform level) or of the stream three levels before the
- * output (three or more), and in adaptive mode
- * EVEN (a walk per vertex still in the stream) and ODD (per half-edge
- * that owns a split edge). */
+ * output (three or more), and in adaptive mode ODD (per half-edge that
+ * owns a split edge). */
 template <int STEP>
 static __global__ void __launch_bounds__(QUEUE_THREADS) queued_kernel(size_t n, pmi_loop_args a)
 {
@@ -567,7 +561,7 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_PROMOTE_PASS: return block_launch(ctx, promote_pass_kernel, 256, 256, n, a);
     case PMI_LOOP_MARK_ENDS: return block_launch(ctx, mark_ends_kernel, 256, 16 * 256, n, a);
     case PMI_LOOP_CLASSIFY: return loop_launch<PMI_LOOP_CLASSIFY>(ctx, n, a);
-    case PMI_LOOP_EVEN: return queued_launch<PMI_LOOP_EVEN>(ctx, n, a);
+    case PMI_LOOP_EVEN: return loop_launch<PMI_LOOP_EVEN>(ctx, n, a);
     case PMI_LOOP_ODD: return queued_launch<PMI_LOOP_ODD>(ctx, n, a);
     case PMI_LOOP_EMIT: return block_launch(ctx, emit_kernel, EMIT_THREADS, EMIT_THREADS, n, a);
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
