@@ -423,9 +423,11 @@ void gpu_speed(const sdi_mesh &m, const char *name, int maxlev, bool uniform)
     for (int level = 1; level <= maxlev; level++) {
         pm_result e = run_pm(gpu, m, level, options(0, 0.5 * mean_edge, false, true));
         pm_result a = run_pm(gpu, m, level, options(10, 0, false, true));
+        const double fe = out_mb(e.nv, e.nt, false) / bw, fa = out_mb(a.nv, a.nt, false) / bw;
         std::printf("  level %d adaptive: max_edge 0.5 x mean edge %8.3f ms (%zu t), max_angle 10 "
-                    "%8.3f ms (%zu t)\n",
-                    level, e.ms, e.nt, a.ms, a.nt);
+                    "%8.3f ms (%zu t); floor %.3f / %.3f ms (%.1f / %.1f MB), ratio %.1f / %.1f\n",
+                    level, e.ms, e.nt, a.ms, a.nt, fe, fa, out_mb(e.nv, e.nt, false),
+                    out_mb(a.nv, a.nt, false), e.ms / fe, a.ms / fa);
         std::fflush(stdout);
     }
     pm_context_destroy(gpu);
