@@ -99,13 +99,15 @@ typedef struct pmi_loop_args {
     /* vertices: nv now; the arrays for nv + edges (new) and the old ones */
     uint32_t nv;
     const float *pos;     /* 3nv, read */
-    float *pos_new;       /* 3(nv + edges), written (the first 3nv copied in) */
+    float *pos_new;       /* 3(nv + edges), every entry written by the level's
+                             steps (nothing copied in) */
     float *nrm;           /* criterion normals 3(nv + edges) or NULL */
     double *evdev;        /* nv: the even rule's move along the normal, or NULL */
     float *weight;        /* 1 per vertex (nv + edges) or NULL */
     uint32_t *vstart;     /* nv: the corner each vertex is walked from (read;
                              uniform, first level: written, see vstart_lists) */
-    uint32_t *vstart_new; /* nv + edges: the next stream's (first nv copied in) */
+    uint32_t *vstart_new; /* nv + edges: the next stream's, every entry
+                             written by the level's steps */
     uint8_t *vsplit;      /* nv: set when an edge at the vertex splits, or NULL
                              (not marked: EVEN walks every fan) */
     /* uniform: the stream before this one (its triangles, twins and owner
