@@ -767,8 +767,14 @@ PMI_LHD void pmi_loop_walk_vertex(const pmi_loop_args *a, uint32_t v)
 }
 
 /* One of x0, x1, x2 by k (selects, which a GPU thread keeps in
- * registers, where an index into an array would put it in local memory). */
+ * registers, where an index into an array would put it in local memory);
+ * pmi_loop_pick3f for floats. */
 PMI_LHD uint32_t pmi_loop_pick3(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t k)
+{
+    return k == 0 ? x0 : k == 1 ? x1 : x2;
+}
+
+PMI_LHD float pmi_loop_pick3f(float x0, float x1, float x2, uint32_t k)
 {
     return k == 0 ? x0 : k == 1 ? x1 : x2;
 }
@@ -804,10 +810,10 @@ PMI_LHD void pmi_loop_split(const pmi_loop_args *a, uint32_t t)
         const uint32_t tw = pmi_loop_pick3(w[0], w[1], w[2], k);
         float pu[3], px[3], nu[3], nx[3];
         for (int i = 0; i < 3; i++) {
-            pu[i] = k == 0 ? p[0][i] : k == 1 ? p[1][i] : p[2][i];
-            px[i] = k == 0 ? p[1][i] : k == 1 ? p[2][i] : p[0][i];
-            nu[i] = k == 0 ? nr[0][i] : k == 1 ? nr[1][i] : nr[2][i];
-            nx[i] = k == 0 ? nr[1][i] : k == 1 ? nr[2][i] : nr[0][i];
+            pu[i] = pmi_loop_pick3f(p[0][i], p[1][i], p[2][i], k);
+            px[i] = pmi_loop_pick3f(p[1][i], p[2][i], p[0][i], k);
+            nu[i] = pmi_loop_pick3f(nr[0][i], nr[1][i], nr[2][i], k);
+            nx[i] = pmi_loop_pick3f(nr[1][i], nr[2][i], nr[0][i], k);
         }
         const int s =
             !a->last && tw != PMI_LOOP_FROZEN && pmi_loop_wants_split(a, h, u, x, pu, px, nu, nx);
