@@ -592,8 +592,9 @@ typedef struct pm_subdivide_report {
     /* Times the call waited for counts or flags from the context, the
      * output's transfer not counted: uniform subdivision 3 (the input's
      * edge count and checks, the error word at the end); adaptive (and an
-     * empty mesh, or levels 0) 2 plus one per level whose stream was not
-     * empty (its scans' totals), and on a GPU that cannot launch a
+     * empty mesh, or levels 0) 2 plus one per level before the last whose
+     * stream was not empty (its scans' totals; with levels 0, the one
+     * level), and on a GPU that cannot launch a
      * cooperative grid one more per pass of red promotion (their number
      * varies from run to run). */
     int host_waits;

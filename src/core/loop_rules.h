@@ -1179,13 +1179,16 @@ PMI_LHD void pmi_loop_emit_into(const pmi_loop_args *a, uint32_t t, uint32_t *o)
 }
 
 /* pmi_loop_emit_into writing in place: the emitted triangles at emit[t],
- * a red triangle's children and their twins at 12 red[t] (the GPU stages
- * a block's in shared memory to store them contiguously). */
+ * a red triangle's children and their twins at 12 red[t] (the twins only
+ * where twin_next is set: not on the level before the last, whose
+ * children go to the output; the GPU stages a block's in shared memory to
+ * store them contiguously). */
 PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
 {
     if (!a->last && pmi_loop_is_red(a, t)) {
         const size_t c = 12 * (size_t)a->red[t];
-        pmi_loop_red_into(a, t, a->tri_next + c, a->twin_next + c);
+        uint32_t tw[12]; /* twins not stored: the children are the output's */
+        pmi_loop_red_into(a, t, a->tri_next + c, a->twin_next ? a->twin_next + c : tw);
     } else {
         pmi_loop_emit_into(a, t, a->out_tri + 3 * (size_t)a->emit[t]);
     }

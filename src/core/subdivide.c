@@ -5,7 +5,9 @@
  * to the output, red ones make the next stream. The per-element steps are
  * in src/core/loop_rules.h and run through the backend's subdivide_step;
  * the stream stays in context memory, and per level the host reads only
- * the totals of three scans (one wait); red promotion runs to its closure
+ * the totals of three scans (one wait; the last level's stream, all
+ * finished, is written into the output by the level before, and that
+ * level does not run); red promotion runs to its closure
  * on the device (a GPU that cannot launch a cooperative grid: a word read
  * per pass), and the error word is read once at the end. */
 #include <math.h>
@@ -362,11 +364,16 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, i
             (s = sd_grow(st, &a->weight, nv, nv + edges, 1)) != PM_STATUS_OK)
             return s;
     }
+    /* The level before the last writes its red triangles' children, the
+     * last stream, straight into the output after its own triangles: the
+     * last level emits that stream unchanged and in order, so it is not
+     * run (sd_run) and their twins are not stored. */
     *chunk = NULL;
     if ((!d->ready && (s = sd_alloc(st, 3 * *emitted, 4, chunk)) != PM_STATUS_OK) ||
-        (s = sd_alloc(st, 12 * reds, 4, &a->tri_next)) != PM_STATUS_OK ||
-        (s = sd_alloc(st, 12 * reds, 4, &a->twin_next)) != PM_STATUS_OK)
+        (!before_last && ((s = sd_alloc(st, 12 * reds, 4, &a->tri_next)) != PM_STATUS_OK ||
+                          (s = sd_alloc(st, 12 * reds, 4, &a->twin_next)) != PM_STATUS_OK)))
         return s;
+    if (before_last) a->tri_next = d->all + 3 * (d->at + *emitted);
     a->out_tri = d->ready ? d->all + 3 * d->at : *chunk;
     /* When few edges split (fewer than 3/8 of the triangle count: a
      * quarter of a closed mesh's edges), the vertices with a split edge
@@ -801,6 +808,15 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
                      &counts[nchunks], o, &d, out);
         if (s != PM_STATUS_OK) return s;
         d.at += counts[nchunks++];
+        if (level + 1 == levels && a.n > 0) {
+            /* the last stream, already in the output (sd_level), all
+             * finished */
+            chunks[nchunks] = NULL;
+            counts[nchunks++] = a.n;
+            d.at += a.n;
+            if (o->report) o->report->stream[levels] = o->report->finished[levels] = a.n;
+            break;
+        }
     }
     /* the levels' errors (a fan walk that failed) once, at the end: the
      * input's were checked before the first level */

@@ -140,7 +140,7 @@ static __global__ void __launch_bounds__(EMIT_THREADS) emit_kernel(size_t n, pmi
     block_store(a.out_tri + 3 * (size_t)e0, s_out, 3 * nout);
     if (nred) {
         block_store(a.tri_next + 12 * (size_t)r0, s_tri, 12 * nred);
-        block_store(a.twin_next + 12 * (size_t)r0, s_twin, 12 * nred);
+        if (a.twin_next) block_store(a.twin_next + 12 * (size_t)r0, s_twin, 12 * nred);
     }
 }
 
