@@ -762,9 +762,17 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
     const unsigned long long none = PMI_LOOP_ERR_NONE;
     float *pos = NULL;
     pm_status s;
-    if ((s = sd_input(st, mesh->indices, in_ctx, 3 * nt, &a.tri)) != PM_STATUS_OK ||
-        (s = sd_input(st, mesh->positions, in_ctx, 3 * nv, &pos)) != PM_STATUS_OK ||
-        (s = sd_alloc(st, 3 * nt, 4, &a.twin)) != PM_STATUS_OK ||
+    /* the input level read in place when the kernels can read it (no step
+     * writes the stream's triangles or positions: each level writes new
+     * arrays) */
+    if (in_ctx || pm_context_device(st->ctx) == PM_DEVICE_CPU) {
+        a.tri = (uint32_t *)mesh->indices;
+        pos = (float *)mesh->positions;
+    } else if ((s = sd_input(st, mesh->indices, 0, 3 * nt, &a.tri)) != PM_STATUS_OK ||
+               (s = sd_input(st, mesh->positions, 0, 3 * nv, &pos)) != PM_STATUS_OK) {
+        return s;
+    }
+    if ((s = sd_alloc(st, 3 * nt, 4, &a.twin)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 3 * nt, 1, &a.split)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 3 * nt, 4, &a.owner)) != PM_STATUS_OK ||
         (s = sd_alloc(st, nt, 4, &a.emit)) != PM_STATUS_OK ||
