@@ -194,16 +194,7 @@ typedef struct pmi_backend {
      * for a caller that knows the total fits 32 bits. NULL:
      * scan_exclusive_u32. */
     pm_status (*scan_queued_u32)(pm_context *ctx, const uint32_t *in, size_t n, uint32_t *out);
-    /* Optional: Loop subdivision's independent steps side by side
-     * (src/core/subdivide.c). PMI_SD_FORK: the subdivide_steps that follow
-     * run on a second queue, after everything queued so far;
-     * PMI_SD_BACK: those that follow run on the context's queue again,
-     * beside the second queue's; PMI_SD_JOIN: the context's queue waits for
-     * the second queue's steps. NULL: steps run in turn. */
-    pm_status (*subdivide_fork)(pm_context *ctx, int phase);
 } pmi_backend;
-
-enum { PMI_SD_FORK = 0, PMI_SD_BACK = 1, PMI_SD_JOIN = 2 };
 
 /* One z slab's part of pm_isosurface's mesh (isosurface_window): its
  * vertices (indexed: the crossings of its slices, in the mesh's order;

@@ -97,17 +97,6 @@ static pm_status sd_copy(sd_state *st, void *dst, const void *src, uint64_t word
     return sd_step(st, PMI_LOOP_COPY_U32, words, &a);
 }
 
-/* Independent steps side by side where the backend can (subdivide_fork):
- * sd_fork(st, PMI_SD_FORK), the first group, sd_fork(st, PMI_SD_BACK), the
- * second group, sd_fork(st, PMI_SD_JOIN). Nothing is allocated or freed
- * between the fork and the join (scratch is ordered on the context's
- * queue). */
-static pm_status sd_fork(sd_state *st, int phase)
-{
-    const pmi_backend *be = st->ctx->backend;
-    return be->subdivide_fork ? be->subdivide_fork(st->ctx, phase) : PM_STATUS_OK;
-}
-
 /* An exclusive scan and its total; with total NULL (the caller knows it
  * fits 32 bits), queued with no host wait where the backend offers it. */
 static pm_status sd_scan(sd_state *st, uint32_t *in, uint32_t *out, uint64_t n, uint64_t *total)
@@ -389,28 +378,19 @@ static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, i
     /* When few edges split (fewer than 3/8 of the triangle count: a
      * quarter of a closed mesh's edges), the vertices with a split edge
      * are marked first and EVEN walks only their fans; else every fan is
-     * walked (marking would cost more than the walks it saves). EVEN (old
-     * vertices) runs beside ODD (new ones): they read the same arrays and
-     * write different entries. */
-    if (!last) {
+     * walked (marking would cost more than the walks it saves). */
+    if (!last && 8 * edges < 3 * n && !(st->hooks & PMI_HOOK_WALKALL)) {
         pmi_loop_args zv;
         memset(&zv, 0, sizeof zv);
-        if (8 * edges < 3 * n && !(st->hooks & PMI_HOOK_WALKALL)) {
-            if ((s = sd_alloc(st, (nv + 3) / 4, 4, &zv.dst)) != PM_STATUS_OK) return s;
-            a->vsplit = (uint8_t *)zv.dst;
-        }
-        if ((s = sd_fork(st, PMI_SD_FORK)) != PM_STATUS_OK) return s;
-        if ((!a->vsplit ||
-             ((s = sd_step(st, PMI_LOOP_ZERO_U32, (nv + 3) / 4, &zv)) == PM_STATUS_OK &&
-              (s = sd_step(st, PMI_LOOP_MARK_ENDS, 3 * n, a)) == PM_STATUS_OK)))
-            s = sd_step(st, PMI_LOOP_EVEN, nv, a);
-        const pm_status sb = sd_fork(st, PMI_SD_BACK);
-        if (s == PM_STATUS_OK) s = sb;
-        if (s == PM_STATUS_OK) s = sd_step(st, PMI_LOOP_ODD, 3 * n, a);
-        const pm_status sj = sd_fork(st, PMI_SD_JOIN);
-        if (s == PM_STATUS_OK) s = sj;
-        if (s != PM_STATUS_OK) return s;
+        if ((s = sd_alloc(st, (nv + 3) / 4, 4, &zv.dst)) != PM_STATUS_OK ||
+            (s = sd_step(st, PMI_LOOP_ZERO_U32, (nv + 3) / 4, &zv)) != PM_STATUS_OK)
+            return s;
+        a->vsplit = (uint8_t *)zv.dst;
+        if ((s = sd_step(st, PMI_LOOP_MARK_ENDS, 3 * n, a)) != PM_STATUS_OK) return s;
     }
+    if (!last && ((s = sd_step(st, PMI_LOOP_EVEN, nv, a)) != PM_STATUS_OK ||
+                  (s = sd_step(st, PMI_LOOP_ODD, 3 * n, a)) != PM_STATUS_OK))
+        return s;
     sd_release(st, a->vsplit);
     a->vsplit = NULL;
     if ((s = sd_step(st, PMI_LOOP_EMIT, n, a)) != PM_STATUS_OK) return s;
@@ -698,24 +678,14 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
          * anyway) */
         const uint64_t walked = older ? V[l - 2] : l > 0 ? V[l - 1] : a.nv;
         const int even_new = l > 0 && !(fused && last);
-        /* the even rules (older vertices' positions and start corners)
-         * beside the red step (the triangles, the new vertices'): they
-         * read the same arrays and write different entries, except on a
-         * level after the first that stores the next stream, which goes
-         * into the previous stream's buffers that the even rules read */
-        const int side = l == 0 || !stored || last;
-        if (side && (s = sd_fork(st, PMI_SD_FORK)) != PM_STATUS_OK) return s;
-        if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, walked, &a)) == PM_STATUS_OK &&
-            (!even_new || (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) == PM_STATUS_OK) &&
-            older)
-            s = sd_step(st, PMI_LOOP_EVEN_NEW2, 3 * F[l - 2], &a);
-        const pm_status sb = side ? sd_fork(st, PMI_SD_BACK) : PM_STATUS_OK;
-        if (s == PM_STATUS_OK) s = sb;
-        if (s == PM_STATUS_OK)
-            s = sd_step(st, fused && last ? PMI_LOOP_RED_LAST2 : PMI_LOOP_RED_UNIFORM,
-                        fused && last ? F[l - 1] : a.n, &a);
-        const pm_status sj = side ? sd_fork(st, PMI_SD_JOIN) : PM_STATUS_OK;
-        if (s == PM_STATUS_OK) s = sj;
+        if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, walked, &a)) != PM_STATUS_OK ||
+            (even_new && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK) ||
+            (older && (s = sd_step(st, PMI_LOOP_EVEN_NEW2, 3 * F[l - 2], &a)) != PM_STATUS_OK))
+            return s;
+        if (fused && last)
+            s = sd_step(st, PMI_LOOP_RED_LAST2, F[l - 1], &a);
+        else
+            s = sd_step(st, PMI_LOOP_RED_UNIFORM, a.n, &a);
         if (s != PM_STATUS_OK) return s;
     }
     /* normals over the output, from the output, the input's corner lists,

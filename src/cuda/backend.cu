@@ -106,12 +106,6 @@ static void cuda_shutdown(pm_context *ctx)
     }
     if (st->pool) cudaMemPoolDestroy(st->pool);
     cuda_release_kept(st);
-    if (st->sd_side) {
-        cudaStreamSynchronize(st->sd_side);
-        cudaStreamDestroy(st->sd_side);
-    }
-    for (int i = 0; i < 2; i++)
-        if (st->sd_ev[i]) cudaEventDestroy(st->sd_ev[i]);
     if (st->own_stream && st->stream) cudaStreamDestroy(st->stream);
     cudaGetLastError();
     free(st);
@@ -331,7 +325,10 @@ static pm_status cuda_scratch_alloc(pm_context *ctx, size_t bytes, void **out)
 }
 
 /* Whether ctx's scratch comes from its pool (tests: the nopool hook). */
-extern "C" int pmi_cuda_scratch_pooled(pm_context *ctx) { return pmi_cuda(ctx)->pool != NULL; }
+extern "C" int pmi_cuda_scratch_pooled(pm_context *ctx)
+{
+    return pmi_cuda(ctx)->pool != NULL;
+}
 
 static void cuda_scratch_free(pm_context *ctx, void *p)
 {
@@ -360,6 +357,7 @@ static void cuda_scratch_free(pm_context *ctx, void *p)
  * before free memory is measured and with the context. Only arrays whose
  * size this context handed out are kept. */
 #define PMI_CUDA_MIN_KEPT ((size_t)1 << 20)
+
 
 static pm_status cuda_mesh_array_alloc(pm_context *ctx, size_t bytes, void **out)
 {
@@ -405,8 +403,7 @@ static void cuda_mesh_array_free(pm_context *ctx, void *p)
         }
     if (!st->kept_budget) {
         size_t free_b = 0, total_b = 0;
-        if (cudaSetDevice(st->device) == cudaSuccess &&
-            cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+        if (cudaSetDevice(st->device) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
             st->kept_budget = total_b / 8;
         cudaGetLastError();
     }
@@ -493,7 +490,6 @@ static const pmi_backend cuda_backend = {
     /* .mesh_indices_check = */ pmi_cuda_mesh_indices_check,
     /* .ply_body = */ pmi_cuda_ply_body,
     /* .scan_queued_u32 = */ pmi_cuda_scan_queued_u32,
-    /* .subdivide_fork = */ pmi_cuda_subdivide_fork,
 };
 
 extern "C" const pmi_backend *pmi_cuda_backend(void) { return &cuda_backend; }

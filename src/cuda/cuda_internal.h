@@ -87,12 +87,6 @@ typedef struct pmi_cuda_state {
     struct pmi_cuda_state *preload_next;
     int preload_stop, preload_listed, preload_loaded;
     double preload_ms;
-    /* Loop subdivision's second stream (subdivide.cu,
-     * pmi_cuda_subdivide_fork), made at its first use: its fork and join
-     * events, and whether launches go to it. */
-    cudaStream_t sd_side;
-    cudaEvent_t sd_ev[2];
-    int sd_on_side;
 } pmi_cuda_state;
 
 static inline pmi_cuda_state *pmi_cuda(pm_context *ctx)
@@ -365,8 +359,6 @@ pm_status pmi_cuda_collide(pm_context *ctx, const struct pm_bvh *a, const struct
 /* Loop subdivision (subdivide.cu): one step of src/core/loop_rules.h. */
 pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n,
                                   const struct pmi_loop_args *args);
-/* Steps side by side on a second stream (subdivide.cu; src/core/backend.h). */
-pm_status pmi_cuda_subdivide_fork(pm_context *ctx, int phase);
 /* A mesh piece of a window in device memory (piece.cu; src/core/backend.h). */
 pm_status pmi_cuda_isosurface_piece(pm_context *ctx, const pm_volume *window,
                                     const uint64_t window_lo[3], const pm_lattice *lattice,

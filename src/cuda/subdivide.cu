@@ -526,36 +526,8 @@ static pm_status block_launch(pm_context *ctx, void (*kernel)(size_t, pmi_loop_a
                               unsigned threads, size_t span, size_t n, const pmi_loop_args *a)
 {
     const size_t blocks = (n + span - 1) / span;
-    const pmi_cuda_state *st = pmi_cuda(ctx);
-    kernel<<<(unsigned)blocks, threads, 0, st->sd_on_side ? st->sd_side : st->stream>>>(n, *a);
+    kernel<<<(unsigned)blocks, threads, 0, pmi_cuda(ctx)->stream>>>(n, *a);
     return pmi_cuda_launched("pm_subdivide_loop");
-}
-
-/* Steps side by side (src/core/backend.h's subdivide_fork): the second
- * stream waits for the context's at the fork, the context's for the
- * second at the join. Made at its first use, kept with the context. */
-extern "C" pm_status pmi_cuda_subdivide_fork(pm_context *ctx, int phase)
-{
-    PMI_TRY(pmi_cuda_begin(ctx));
-    pmi_cuda_state *st = pmi_cuda(ctx);
-    cudaError_t e = cudaSuccess;
-    if (!st->sd_side) {
-        e = cudaStreamCreateWithFlags(&st->sd_side, cudaStreamNonBlocking);
-        for (int i = 0; i < 2 && e == cudaSuccess; i++)
-            e = cudaEventCreateWithFlags(&st->sd_ev[i], cudaEventDisableTiming);
-        if (e != cudaSuccess) return pmi_cuda_status(e, "pm_subdivide_loop: second stream");
-    }
-    if (phase == PMI_SD_FORK) {
-        e = cudaEventRecord(st->sd_ev[0], st->stream);
-        if (e == cudaSuccess) e = cudaStreamWaitEvent(st->sd_side, st->sd_ev[0], 0);
-        st->sd_on_side = e == cudaSuccess;
-    } else if (phase == PMI_SD_BACK) {
-        st->sd_on_side = 0;
-        e = cudaEventRecord(st->sd_ev[1], st->sd_side);
-    } else {
-        e = cudaStreamWaitEvent(st->stream, st->sd_ev[1], 0);
-    }
-    return e == cudaSuccess ? PM_STATUS_OK : pmi_cuda_status(e, "pm_subdivide_loop: fork");
 }
 
 template <int STEP> static pm_status loop_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
