@@ -76,10 +76,6 @@ enum pmi_loop_step_id {
                               edge: the even rule for the vertex it created */
     PMI_LOOP_PROMOTE_PASS, /* one pass of PROMOTE, setting changed[0] (the level
                               loop repeats it: a GPU without cooperative launch) */
-    PMI_LOOP_NORMAL_NEW1,  /* per input triangle, one uniform level: the output
-                              normals of the vertices created on the edges it
-                              owns (PMI_LOOP_NORMAL_NEW's, its children's
-                              normals computed once) */
     PMI_LOOP_NUM_STEPS
 };
 
@@ -1830,7 +1826,7 @@ PMI_LHD uint32_t pmi_loop_fan_children(const uint32_t *tri, const uint32_t *twin
  * stream two levels before the output (ptri, ptwin, pvstart), whose corner
  * children two levels down are its output triangles (16 t + 5 k). The
  * vertices the last two levels created are PMI_LOOP_NORMAL_PATCH's
- * (PMI_LOOP_NORMAL_NEW1's when one level splits), those the level before
+ * (PMI_LOOP_NORMAL_NEW's when one level splits), those the level before
  * created PMI_LOOP_NORMAL_NEW's. */
 PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
 {
@@ -2030,10 +2026,9 @@ PMI_LHD void pmi_loop_new_fan(const pmi_loop_args *a, uint32_t t, uint32_t k, ui
 /* Per half-edge h of a stream that owns its edge: the output normal of
  * the edge's new vertex (nv + owner[h]), from the 3 triangles of each
  * triangle on the edge one level down (pmi_loop_new_fan), which its
- * triangles in the output descend from: of the stream three levels before
- * the output (nmul 16, nadd 5: corner children two levels down; with one
- * level, nmul 1 and nadd 0 would give the output's own triangles, which
- * PMI_LOOP_NORMAL_NEW1 sums per input triangle instead). */
+ * triangles in the output descend from: the last stream's when one level
+ * splits (nmul 1, nadd 0), the stream three levels before the output's
+ * from three (nmul 16, nadd 5: corner children two levels down). */
 PMI_LHD void pmi_loop_normal_new(const pmi_loop_args *a, uint32_t h)
 {
     const uint32_t tw = a->twin[h];
@@ -2048,74 +2043,6 @@ PMI_LHD void pmi_loop_normal_new(const pmi_loop_args *a, uint32_t h)
     double s[3] = {0.0, 0.0, 0.0};
     pmi_loop_normal_sum(a, T, n, s);
     pmi_loop_store_unit(s, a->nout + 3 * (size_t)(a->nv + a->owner[h]));
-}
-
-/* Point id's position, widened: from the n points at hand (ids, p) when
- * it is one of them, else from npos. */
-PMI_LHD void pmi_loop_point_at(const pmi_loop_args *a, uint32_t id, const uint32_t *ids,
-                               const double (*p)[3], int n, double q[3])
-{
-    for (int i = 0; i < n; i++)
-        if (ids[i] == id) {
-            for (int c = 0; c < 3; c++)
-                q[c] = p[i][c];
-            return;
-        }
-    for (int c = 0; c < 3; c++)
-        q[c] = (double)a->npos[3 * (size_t)id + c];
-}
-
-/* Per triangle t of the input, one uniform level (npos, ntri: the output,
- * whose triangles 4t + j are t's children (v0 m0 m2), (m0 v1 m1),
- * (m2 m1 v2), (m0 m1 m2)): for each edge k that t owns, the output normal
- * of its vertex m_k, the sum PMI_LOOP_NORMAL_NEW makes (children k, k + 1
- * and 3 of t in increasing order, then those of the twin's triangle t2,
- * after t's since t < t2), with t's four children's normals computed once
- * and the twin's from the points at hand (its edge's ends and m_k) and the
- * two it adds. */
-PMI_LHD void pmi_loop_normal_new1(const pmi_loop_args *a, uint32_t t)
-{
-    const uint32_t *o = a->ntri + 12 * (size_t)t;
-    /* v0 v1 v2 m0 m1 m2 */
-    const uint32_t ids[6] = {o[0], o[4], o[8], o[1], o[5], o[2]};
-    double p[6][3], fn[4][3];
-    for (int i = 0; i < 6; i++)
-        for (int c = 0; c < 3; c++)
-            p[i][c] = (double)a->npos[3 * (size_t)ids[i] + c];
-    pmi_loop_face_normal_of(p[0], p[3], p[5], fn[0]);
-    pmi_loop_face_normal_of(p[3], p[1], p[4], fn[1]);
-    pmi_loop_face_normal_of(p[5], p[4], p[2], fn[2]);
-    pmi_loop_face_normal_of(p[3], p[4], p[5], fn[3]);
-    for (uint32_t k = 0; k < 3; k++) {
-        const uint32_t h = 3 * t + k, tw = a->twin[h];
-        if (!pmi_loop_owns(h, tw)) continue;
-        const uint32_t k1 = (k + 1) % 3;
-        double s[3] = {0.0, 0.0, 0.0};
-        const uint32_t lo = k < k1 ? k : k1, hi = k < k1 ? k1 : k;
-        const uint32_t own[3] = {lo, hi, 3};
-        for (int i = 0; i < 3; i++)
-            for (int c = 0; c < 3; c++)
-                s[c] += fn[own[i]][c];
-        if (tw != PMI_LOOP_NONE) {
-            const uint32_t t2 = tw / 3, k2 = tw % 3, j1 = (k2 + 1) % 3;
-            const uint32_t tj[3] = {k2 < j1 ? k2 : j1, k2 < j1 ? j1 : k2, 3};
-            /* the points at hand: the edge's ends and its vertex */
-            const uint32_t hid[3] = {ids[k], ids[k1], ids[3 + k]};
-            const double hp[3][3] = {{p[k][0], p[k][1], p[k][2]},
-                                     {p[k1][0], p[k1][1], p[k1][2]},
-                                     {p[3 + k][0], p[3 + k][1], p[3 + k][2]}};
-            for (int i = 0; i < 3; i++) {
-                const uint32_t *c = a->ntri + 3 * (4 * (size_t)t2 + tj[i]);
-                double q[3][3], g[3];
-                for (int j = 0; j < 3; j++)
-                    pmi_loop_point_at(a, c[j], hid, hp, 3, q[j]);
-                pmi_loop_face_normal_of(q[0], q[1], q[2], g);
-                for (int d = 0; d < 3; d++)
-                    s[d] += g[d];
-            }
-        }
-        pmi_loop_store_unit(s, a->nout + 3 * (size_t)(a->nv + a->owner[h]));
-    }
 }
 
 /* One step for element i (the backends' loops call this). */
@@ -2156,7 +2083,6 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_RED_UNIFORM: pmi_loop_red_uniform(a, i); break;
     case PMI_LOOP_NORMAL_OLD: pmi_loop_normal_old(a, i); break;
     case PMI_LOOP_NORMAL_NEW: pmi_loop_normal_new(a, i); break;
-    case PMI_LOOP_NORMAL_NEW1: pmi_loop_normal_new1(a, i); break;
     case PMI_LOOP_EVEN_NEW: pmi_loop_even_new(a, i); break;
     case PMI_LOOP_RED_LAST2: pmi_loop_red_last2(a, i); break;
     case PMI_LOOP_NORMAL_PATCH: pmi_loop_normal_patch(a, i); break;

@@ -498,8 +498,7 @@ static pm_status sd_output(sd_state *st, pmi_loop_args *a, const pm_subdivide_op
  * arrays themselves; normals come from the output patches of the stream
  * two levels before the output (NORMAL_PATCH), the input's corner lists
  * and that stream's fans (NORMAL_OLD), and the edges of the stream three
- * levels up (NORMAL_NEW; with one level, the input's triangles:
- * NORMAL_NEW1), without
+ * levels up (NORMAL_NEW; with one level, the input's edges), without
  * corner lists of the output. The host waits
  * for the input's checks and its edge count, and once at the end for the
  * error word; never per level. */
@@ -709,7 +708,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         /* First the vertices the last two levels created, by the triangles
          * of the stream two levels up (NORMAL_PATCH, which also stores its
          * patches' corner triangles' normals for the steps after it; one
-         * level: NORMAL_NEW1 by the input's triangles, after NORMAL_OLD). Then
+         * level: NORMAL_NEW by the input's edges, after NORMAL_OLD). Then
          * the vertices of the stream three levels up (NORMAL_OLD: the
          * input's by their corner lists, those of later levels by their
          * fans in the stream two levels up). Then, from three levels, those
@@ -722,7 +721,8 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
                        (s = sd_step(st, PMI_LOOP_NORMAL_PATCH, F[L - 2], &a)) != PM_STATUS_OK))
             return s;
         if ((s = sd_step(st, PMI_LOOP_NORMAL_OLD, old, &a)) != PM_STATUS_OK ||
-            (L == 1 && (s = sd_step(st, PMI_LOOP_NORMAL_NEW1, a.n, &a)) != PM_STATUS_OK))
+            (L == 1 &&
+             (s = sd_step(st, PMI_LOOP_NORMAL_NEW, 3 * (uint64_t)a.n, &a)) != PM_STATUS_OK))
             return s;
         if (L >= 3) {
             pmi_loop_args b = a;

@@ -30,7 +30,6 @@ pm_status pmi_cpu_subdivide_step(pm_context *ctx, int step, size_t n, const pmi_
     case PMI_LOOP_RED_LAST2: PMI_SD_STATIC(pmi_loop_red_last2(&a, (uint32_t)i)); break;
     case PMI_LOOP_NORMAL_OLD: PMI_SD_DYNAMIC(pmi_loop_normal_old(&a, (uint32_t)i)); break;
     case PMI_LOOP_NORMAL_NEW: PMI_SD_STATIC(pmi_loop_normal_new(&a, (uint32_t)i)); break;
-    case PMI_LOOP_NORMAL_NEW1: PMI_SD_STATIC(pmi_loop_normal_new1(&a, (uint32_t)i)); break;
     case PMI_LOOP_NORMAL_PATCH: PMI_SD_STATIC(pmi_loop_normal_patch(&a, (uint32_t)i)); break;
     case PMI_LOOP_SPLIT: PMI_SD_STATIC(pmi_loop_split(&a, (uint32_t)i)); break;
     case PMI_LOOP_CLASSIFY: PMI_SD_STATIC(pmi_loop_classify(&a, (uint32_t)i)); break;

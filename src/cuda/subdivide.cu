@@ -574,7 +574,6 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
                             RED_THREADS, RED_THREADS, n, a);
     case PMI_LOOP_NORMAL_OLD: return loop_launch<PMI_LOOP_NORMAL_OLD>(ctx, n, a);
     case PMI_LOOP_NORMAL_NEW: return queued_launch<PMI_LOOP_NORMAL_NEW>(ctx, n, a);
-    case PMI_LOOP_NORMAL_NEW1: return loop_launch<PMI_LOOP_NORMAL_NEW1>(ctx, n, a);
     case PMI_LOOP_NORMAL_PATCH:
         return block_launch(ctx, normal_patch_kernel, PATCH_THREADS, PATCH_SPAN, n, a);
     case PMI_LOOP_RED_LAST2:
