@@ -781,6 +781,11 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
     pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, dev == PM_DEVICE_CPU ? 1 : 0, NULL};
     pm_context *ref;
     PMT_OK(pm_context_create(&d, &ref));
+    /* the input, read in place, is never written */
+    float *p0 = malloc(12 * m->nv + 1);
+    uint32_t *t0 = malloc(12 * m->nt + 1);
+    memcpy(p0, m->p, 12 * m->nv);
+    memcpy(t0, m->t, 12 * m->nt);
     pm_subdivide_options opts[4] = {{0}, {0}, {0}, {0}};
     opts[1].max_edge = 0.3 * extent(m);
     opts[2].max_angle_deg = 8;
@@ -850,12 +855,21 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
                 PMT_CHECK(same_mesh(&h, &b), "%s context memory, %d levels: bytes differ", name, L);
                 free(h.positions), free(h.normals), free(h.indices);
             }
+            float *pi = pmt_to_host(ctx, in.positions, 12 * m->nv);
+            uint32_t *ti = pmt_to_host(ctx, in.indices, 12 * m->nt);
+            PMT_CHECK(!memcmp(pi, p0, 12 * m->nv) && !memcmp(ti, t0, 12 * m->nt),
+                      "%s option set %d, %d levels: the input in context memory changed", name, k,
+                      L);
+            free(pi), free(ti);
             pm_mesh_free(ctx, &c);
             pm_free(ctx, in.positions);
             pm_free(ctx, in.indices);
             pm_mesh_free(ctx, &a);
             pm_mesh_free(ref, &b);
         }
+    PMT_CHECK(!memcmp(m->p, p0, 12 * m->nv) && !memcmp(m->t, t0, 12 * m->nt),
+              "%s: the input in host memory changed", name);
+    free(p0), free(t0);
     pm_context_destroy(ref);
 }
 

@@ -91,7 +91,9 @@ typedef struct pmi_loop_args {
     uint32_t *red;   /* n: red flags, scanned in place into child
                         offsets / 4 */
     /* the next stream (uniform: twin_next, owner_next and vstart_new may
-     * be NULL on the last level, nobody reads them) */
+     * be NULL on the last level, nobody reads them; adaptive: on the level
+     * before the last tri_next points into the output and twin_next is
+     * NULL, since the last stream goes out unchanged) */
     uint32_t *tri_next, *twin_next;
     uint32_t *owner_next; /* uniform: the next stream's owner numbers */
     /* output triangles of this level (3 indices each) */

@@ -6,7 +6,7 @@
  * in src/core/loop_rules.h and run through the backend's subdivide_step;
  * the stream stays in context memory, and per level the host reads only
  * the totals of three scans (one wait; the last level's stream, all
- * finished, is written into the output by the level before, and that
+ * finished, is written into the output by the level before, and the last
  * level does not run); red promotion runs to its closure
  * on the device (a GPU that cannot launch a cooperative grid: a word read
  * per pass), and the error word is read once at the end. */
@@ -271,9 +271,11 @@ static pm_status sd_split(sd_state *st, pmi_loop_args *a, int level)
 }
 
 /* The output mesh, prepared as soon as its sizes are known (at the level
- * before the last, or one whose stream ends): from then on the levels
- * write their triangles, and the last level's new vertices, in place;
- * only the earlier levels' triangles are copied at the end. */
+ * before the last, at the only level with levels 0, or at one whose
+ * stream ends): from then on the levels write their triangles, and that
+ * level's new vertices, in place, and the level before the last writes
+ * the last stream (its red children) after its own triangles; only the
+ * earlier levels' triangles are copied at the end. */
 typedef struct sd_out {
     int ready;  /* prepared */
     int direct; /* the output arrays are context memory */
@@ -309,7 +311,8 @@ static pm_status sd_out_prepare(sd_state *st, const pm_subdivide_options *o, uin
 /* One level: split decisions, scans, new vertices, emitted triangles and
  * the next stream. *emitted receives this level's count of output
  * triangles, *chunk their scratch array (NULL: written into d's output);
- * before_last: the next level is the last. */
+ * before_last: the next level is the last, so the next stream goes into
+ * the output after this level's triangles (sd_run then stops). */
 static pm_status sd_level(sd_state *st, pmi_loop_args *a, int level, int last, int before_last,
                           uint32_t **chunk, uint64_t *emitted, const pm_subdivide_options *o,
                           sd_out *d, pm_mesh *out)

@@ -111,7 +111,9 @@ static __global__ void __launch_bounds__(EVEN_THREADS)
 /* EMIT (adaptive) staged likewise: a block's emitted triangles are a
  * contiguous range of the output (from emit[t0]) and its red triangles'
  * children and their twins a contiguous range of the next stream (from 12
- * red[t0]), so they go through shared memory and out as contiguous words. */
+ * red[t0]; on the level before the last the children's range is in the
+ * output and their twins are not stored), so they go through shared
+ * memory and out as contiguous words. */
 #define EMIT_THREADS 128
 
 static __global__ void __launch_bounds__(EMIT_THREADS) emit_kernel(size_t n, pmi_loop_args a)
