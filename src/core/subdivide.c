@@ -450,6 +450,21 @@ static pm_status sd_input(sd_state *st, const void *src, int in_ctx, uint64_t wo
     return st->ctx->backend->upload(st->ctx, dst, src, (size_t)words * 4);
 }
 
+/* The input level's triangles and positions: read in place when the
+ * kernels can read them (context memory, or the CPU; no step writes the
+ * stream's triangles or positions, each level writes new arrays), else
+ * uploaded into context memory. */
+static pm_status sd_input_level(sd_state *st, const pm_mesh *mesh, uint32_t **tri, float **pos)
+{
+    *tri = (uint32_t *)mesh->indices;
+    *pos = (float *)mesh->positions;
+    if (mesh->in_context_memory || pm_context_device(st->ctx) == PM_DEVICE_CPU) return PM_STATUS_OK;
+    pm_status s = sd_input(st, mesh->indices, 0, 3 * (uint64_t)mesh->num_triangles, tri);
+    if (s == PM_STATUS_OK)
+        s = sd_input(st, mesh->positions, 0, 3 * (uint64_t)mesh->num_vertices, pos);
+    return s;
+}
+
 /* Writes the result into *out: the levels' triangles in order (those
  * not written in place copied), positions and (wanted) the normals over
  * the whole output. */
@@ -521,8 +536,6 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
                             pm_mesh *out, int *fallback)
 {
     pm_context *ctx = st->ctx;
-    const int cpu = pm_context_device(ctx) == PM_DEVICE_CPU;
-    const int in_direct = mesh->in_context_memory || cpu;
     const uint64_t nv0 = mesh->num_vertices, nt0 = mesh->num_triangles;
     uint64_t F[PM_SUBDIVIDE_MAX_LEVELS + 1], E[PM_SUBDIVIDE_MAX_LEVELS + 1],
         V[PM_SUBDIVIDE_MAX_LEVELS + 1];
@@ -542,12 +555,9 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     unsigned long long *err = NULL;
     const unsigned long long none = PMI_LOOP_ERR_NONE;
     pm_status s;
-    /* the input level: read in place when the kernels can read it */
-    uint32_t *tri0 = (uint32_t *)mesh->indices;
-    float *pos0 = (float *)mesh->positions;
-    if (!in_direct && ((s = sd_input(st, mesh->indices, 0, 3 * nt0, &tri0)) != PM_STATUS_OK ||
-                       (s = sd_input(st, mesh->positions, 0, 3 * nv0, &pos0)) != PM_STATUS_OK))
-        return s;
+    uint32_t *tri0;
+    float *pos0;
+    if ((s = sd_input_level(st, mesh, &tri0, &pos0)) != PM_STATUS_OK) return s;
     /* From two levels the last two splits run at once (RED_LAST2), from
      * the stream two levels up: level L-1's triangles, twins and owner
      * numbers are never stored. */
@@ -765,17 +775,8 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
     const unsigned long long none = PMI_LOOP_ERR_NONE;
     float *pos = NULL;
     pm_status s;
-    /* the input level read in place when the kernels can read it (no step
-     * writes the stream's triangles or positions: each level writes new
-     * arrays) */
-    if (in_ctx || pm_context_device(st->ctx) == PM_DEVICE_CPU) {
-        a.tri = (uint32_t *)mesh->indices;
-        pos = (float *)mesh->positions;
-    } else if ((s = sd_input(st, mesh->indices, 0, 3 * nt, &a.tri)) != PM_STATUS_OK ||
-               (s = sd_input(st, mesh->positions, 0, 3 * nv, &pos)) != PM_STATUS_OK) {
-        return s;
-    }
-    if ((s = sd_alloc(st, 3 * nt, 4, &a.twin)) != PM_STATUS_OK ||
+    if ((s = sd_input_level(st, mesh, &a.tri, &pos)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 3 * nt, 4, &a.twin)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 3 * nt, 1, &a.split)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 3 * nt, 4, &a.owner)) != PM_STATUS_OK ||
         (s = sd_alloc(st, nt, 4, &a.emit)) != PM_STATUS_OK ||
