@@ -133,7 +133,7 @@ typedef struct pmi_loop_args {
     double max_dev;   /* length (0 = off) */
     int adaptive;
     int last;
-    uint32_t *changed; /* promotion: 4 words the backend's passes use */
+    uint32_t *changed; /* promotion: 2 words the backend's passes use */
     /* vertex -> corner lists */
     uint32_t *count, *offset, *list;
     /* uniform, first level: PMI_LOOP_EVEN_UNIFORM sets each vertex's start
@@ -845,6 +845,27 @@ PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw
     if (tw != PMI_LOOP_NONE) pmi_loop_store_flags(a->split, a->owner, tw, (uint32_t)(tw < h));
 }
 
+/* One step of a chain at triangle t: when t has exactly 2 split edges
+ * and its third can split, splits it (*split = 1) and returns the
+ * triangle across it, the chain's next; else, or across a boundary,
+ * PMI_LOOP_NONE. The twins are loaded with the flags, so a step waits for
+ * one round of loads. */
+PMI_LHD uint32_t pmi_loop_promote_step(const pmi_loop_args *a, uint32_t t, uint32_t *split)
+{
+    const uint8_t *f = a->split + 3 * (size_t)t;
+    const uint32_t *w = a->twin + 3 * (size_t)t;
+    const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];
+    const uint32_t f0 = pmi_loop_load_flag(f), f1 = pmi_loop_load_flag(f + 1),
+                   f2 = pmi_loop_load_flag(f + 2);
+    if (f0 + f1 + f2 != 2u) return PMI_LOOP_NONE;
+    const uint32_t h = 3 * t + (!f0 ? 0u : !f1 ? 1u : 2u);
+    const uint32_t tw = !f0 ? w0 : !f1 ? w1 : w2;
+    if (tw == PMI_LOOP_FROZEN) return PMI_LOOP_NONE;
+    pmi_loop_split_edge(a, h, tw);
+    *split = 1;
+    return tw == PMI_LOOP_NONE ? PMI_LOOP_NONE : tw / 3;
+}
+
 /* From triangle t: while it has exactly 2 split edges and its third can
  * split, split it and go on across it. Each step splits an edge this
  * thread saw unsplit, so the walk ends within the edge count. Returns
@@ -852,24 +873,16 @@ PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw
 PMI_LHD uint32_t pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
 {
     uint32_t any = 0;
-    for (uint64_t steps = 0; steps <= 3 * (uint64_t)a->n; steps++) {
-        /* The twins with the flags, so a step waits for one round of
-         * loads. */
-        const uint8_t *f = a->split + 3 * (size_t)t;
-        const uint32_t *w = a->twin + 3 * (size_t)t;
-        const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];
-        const uint32_t f0 = pmi_loop_load_flag(f), f1 = pmi_loop_load_flag(f + 1),
-                       f2 = pmi_loop_load_flag(f + 2);
-        if (f0 + f1 + f2 != 2u) break;
-        const uint32_t h = 3 * t + (!f0 ? 0u : !f1 ? 1u : 2u);
-        const uint32_t tw = !f0 ? w0 : !f1 ? w1 : w2;
-        if (tw == PMI_LOOP_FROZEN) break;
-        pmi_loop_split_edge(a, h, tw);
-        any = 1;
-        if (tw == PMI_LOOP_NONE) break;
-        t = tw / 3;
-    }
+    for (uint64_t steps = 0; steps <= 3 * (uint64_t)a->n && t != PMI_LOOP_NONE; steps++)
+        t = pmi_loop_promote_step(a, t, &any);
     return any;
+}
+
+/* Whether triangle t has exactly 2 split edges: a chain starts there. */
+PMI_LHD int pmi_loop_promote_starts(const pmi_loop_args *a, uint32_t t)
+{
+    const uint8_t *f = a->split + 3 * (size_t)t;
+    return pmi_loop_load_flag(f) + pmi_loop_load_flag(f + 1) + pmi_loop_load_flag(f + 2) == 2u;
 }
 
 /* The triangle's own step: when it has exactly 2 split edges its third
@@ -878,10 +891,7 @@ PMI_LHD uint32_t pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
  * such (the CPU: per thread, CUDA: per block). */
 PMI_LHD uint32_t pmi_loop_promote(const pmi_loop_args *a, uint32_t t)
 {
-    const uint8_t *f = a->split + 3 * (size_t)t;
-    if (pmi_loop_load_flag(f) + pmi_loop_load_flag(f + 1) + pmi_loop_load_flag(f + 2) != 2u)
-        return 0;
-    return pmi_loop_promote_from(a, t);
+    return pmi_loop_promote_starts(a, t) ? pmi_loop_promote_from(a, t) : 0;
 }
 
 /* 0 split edges: finished (1 emitted); 3: red (4 children stay); 1 or 2:

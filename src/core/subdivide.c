@@ -783,7 +783,7 @@ static pm_status sd_run(sd_state *st, const pm_mesh *mesh, int levels,
         (s = sd_alloc(st, nt, 4, &a.red)) != PM_STATUS_OK ||
         (s = sd_alloc(st, nv, 4, &a.vstart)) != PM_STATUS_OK ||
         (s = sd_alloc(st, 1, sizeof none, &err)) != PM_STATUS_OK ||
-        (s = sd_alloc(st, 4, 4, &a.changed)) != PM_STATUS_OK ||
+        (s = sd_alloc(st, 2, 4, &a.changed)) != PM_STATUS_OK ||
         (s = st->ctx->backend->upload(st->ctx, err, &none, sizeof none)) != PM_STATUS_OK)
         return s;
     a.pos = pos;

@@ -363,39 +363,82 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) queued_kernel(size_t n, 
         pmi_loop_step(STEP, q[i], &a);
 }
 
+/* The triangles 4j .. 4j + 3 of the stream (those below n) that have
+ * exactly 2 split edges, as bits 0-3: their 12 flags read as three words
+ * (4j's are 4-byte aligned, the array 256-byte aligned), flag by flag
+ * for a last group of fewer than 4. */
+static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, size_t n)
+{
+    const size_t t0 = 4 * j;
+    unsigned m = 0;
+    if (t0 + 4 > n) {
+        for (unsigned i = 0; i < n - t0; i++)
+            m |= (unsigned)pmi_loop_promote_starts(&a, (uint32_t)(t0 + i)) << i;
+        return m;
+    }
+    const volatile uint32_t *p = (const volatile uint32_t *)(a.split + 3 * t0);
+    const uint32_t w[3] = {p[0], p[1], p[2]};
+#pragma unroll
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned sum = 0;
+#pragma unroll
+        for (unsigned b = 3 * i; b < 3 * i + 3; b++)
+            sum += (w[b / 4] >> (8 * (b % 4))) & 0xffu;
+        m |= (unsigned)(sum == 2u) << i;
+    }
+    return m;
+}
+
 /* PROMOTE to the closure in one cooperative launch: passes over the
  * triangles separated by grid barriers until one changes no edge, with no
- * host wait between passes. In pass r the blocks take chunks of
- * PROMOTE_THREADS triangles from the counter a.changed[2 + (r & 1)] (a
- * chain's walk takes as long as the chain: chunks taken as blocks come
- * free balance them as a launch's blocks would), and a block that split
- * an edge sets a.changed[r & 1] once (stores of every chain's thread to
- * one word serialise at its L2 slice). After the barrier every thread
- * reads that word and the first clears the next pass's word and counter,
- * before a second barrier. */
+ * host wait between passes. In a pass each thread takes groups of 4
+ * triangles (its rank, then a grid's worth of threads further), reads
+ * their flags at once and runs the chain of each that has 2 split edges,
+ * one step (one round of loads) per turn of a single loop: a thread whose
+ * chain ends takes its next triangle or group while the others of its warp
+ * go on with theirs, so a warp waits for neither its longest chain nor
+ * its block's (chains run from 1 to tens of steps). Flags read with a
+ * group may be stale when a triangle of it starts; stale flags show fewer
+ * splits, never more, and each step reloads them, so every split made is
+ * still in the closure and the pass that changes nothing proves it
+ * reached. A block that split an edge sets a.changed[r & 1] once (stores
+ * of every chain's thread to one word serialise at its L2 slice). After
+ * the barrier every thread reads that word and the first clears the next
+ * pass's, before a second barrier. */
 #define PROMOTE_THREADS 256
 static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t n, pmi_loop_args a)
 {
     cg::grid_group g = cg::this_grid();
-    __shared__ unsigned s_chunk;
-    uint32_t *changed = a.changed, *taken = a.changed + 2;
-    if (g.thread_rank() == 0) changed[0] = taken[0] = 0;
+    uint32_t *changed = a.changed;
+    if (g.thread_rank() == 0) changed[0] = 0;
     g.sync();
+    const size_t groups = (n + 3) / 4, stride = (size_t)gridDim.x * PROMOTE_THREADS;
     for (unsigned r = 0;; r++) {
-        int split = 0;
+        uint32_t split = 0;
+        size_t j = g.thread_rank(), t0 = 0;
+        unsigned m = 0;             /* the group's triangles left to start */
+        uint32_t t = PMI_LOOP_NONE; /* the chain's triangle */
+        uint64_t steps = 0;
         for (;;) {
-            if (threadIdx.x == 0) s_chunk = atomicAdd(taken + (r & 1), 1u);
-            __syncthreads();
-            const size_t t0 = (size_t)s_chunk * PROMOTE_THREADS;
-            __syncthreads(); /* s_chunk is read: the next chunk may be taken */
-            if (t0 >= n) break;
-            const size_t i = t0 + threadIdx.x;
-            if (i < n && pmi_loop_promote(&a, (uint32_t)i)) split = 1;
+            if (t == PMI_LOOP_NONE) {
+                if (!m) {
+                    if (j >= groups) break;
+                    m = promote_group(a, j, n);
+                    t0 = 4 * j;
+                    j += stride;
+                    continue;
+                }
+                t = (uint32_t)(t0 + (unsigned)(__ffs(m) - 1));
+                m &= m - 1;
+                steps = 0;
+            }
+            t = pmi_loop_promote_step(&a, t, &split);
+            if (++steps > 3 * (uint64_t)n) t = PMI_LOOP_NONE;
         }
         if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(changed + (r & 1));
         g.sync();
         const uint32_t more = *(volatile uint32_t *)(changed + (r & 1));
-        if (g.thread_rank() == 0) changed[(r + 1) & 1] = taken[(r + 1) & 1] = 0;
+        if (g.thread_rank() == 0) changed[(r + 1) & 1] = 0;
         g.sync();
         if (!more) break;
     }
