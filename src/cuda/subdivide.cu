@@ -395,16 +395,15 @@ static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, size_
  * triangles (its rank, then a grid's worth of threads further), reads
  * their flags at once and runs the chain of each that has 2 split edges,
  * one step (one round of loads) per turn of a single loop: a thread whose
- * chain ends takes its next triangle or group while the others of its warp
- * go on with theirs, so a warp waits for neither its longest chain nor
- * its block's (chains run from 1 to tens of steps). Flags read with a
- * group may be stale when a triangle of it starts; stale flags show fewer
- * splits, never more, and each step reloads them, so every split made is
- * still in the closure and the pass that changes nothing proves it
- * reached. A block that split an edge sets a.changed[r & 1] once (stores
- * of every chain's thread to one word serialise at its L2 slice). After
- * the barrier every thread reads that word and the first clears the next
- * pass's, before a second barrier. */
+ * chain ends takes its next start or group while the others of its warp
+ * go on with theirs (chains run from 1 to tens of steps). Flags read with
+ * a group may be stale when a triangle of it starts; stale flags show
+ * fewer splits, never more, and each step reloads them, so every split
+ * made is still in the closure and the pass that changes nothing proves
+ * it reached. A block that split an edge sets a.changed[r & 1] once
+ * (stores of every chain's thread to one word serialise at its L2 slice).
+ * After the barrier every thread reads that word and the first clears the
+ * next pass's, before a second barrier. */
 #define PROMOTE_THREADS 256
 static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t n, pmi_loop_args a)
 {
