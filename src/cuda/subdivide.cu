@@ -363,16 +363,16 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) queued_kernel(size_t n, 
         pmi_loop_step(STEP, q[i], &a);
 }
 
-/* The triangles 4j .. 4j + 3 of the stream (those below n) that have
- * exactly 2 split edges, as bits 0-3: their 12 flags read as three words
- * (4j's are 4-byte aligned, the array 256-byte aligned), flag by flag
- * for a last group of fewer than 4. */
-static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, size_t n)
+/* The triangles g j .. g j + g - 1 of the stream (those below n; g = 1
+ * or 4) that have exactly 2 split edges, as bits 0 .. g - 1: a whole
+ * group of 4 reads its 12 flags as three words (4j's are 4-byte aligned,
+ * the array 256-byte aligned), other groups flag by flag. */
+static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, unsigned g, size_t n)
 {
-    const size_t t0 = 4 * j;
+    const size_t t0 = g * j;
     unsigned m = 0;
-    if (t0 + 4 > n) {
-        for (unsigned i = 0; i < n - t0; i++)
+    if (g != 4 || t0 + 4 > n) {
+        for (unsigned i = 0; i < g && t0 + i < n; i++)
             m |= (unsigned)pmi_loop_promote_starts(&a, (uint32_t)(t0 + i)) << i;
         return m;
     }
@@ -392,26 +392,31 @@ static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, size_
 /* PROMOTE to the closure in one cooperative launch: passes over the
  * triangles separated by grid barriers until one changes no edge, with no
  * host wait between passes. In a pass each thread takes groups of 4
- * triangles (its rank, then a grid's worth of threads further), reads
- * their flags at once and runs the chain of each that has 2 split edges,
- * one step (one round of loads) per turn of a single loop: a thread whose
- * chain ends takes its next start or group while the others of its warp
- * go on with theirs (chains run from 1 to tens of steps). Flags read with
- * a group may be stale when a triangle of it starts; stale flags show
- * fewer splits, never more, and each step reloads them, so every split
- * made is still in the closure and the pass that changes nothing proves
- * it reached. A block that split an edge sets a.changed[r & 1] once
- * (stores of every chain's thread to one word serialise at its L2 slice).
- * After the barrier every thread reads that word and the first clears the
- * next pass's, before a second barrier. */
+ * triangles (its rank, then a grid's worth of threads further; groups of
+ * 1 in a stream of fewer than PROMOTE_GROUPS_FROM triangles, where groups
+ * of 4 would leave most of the grid's threads idle), reads their flags at
+ * once and runs the chain of each that has 2 split edges, one step (one
+ * round of loads) per turn of a single loop: a thread whose chain ends
+ * takes its next start or group while the others of its warp go on with
+ * theirs (chains run from 1 to tens of steps). Flags read with a group
+ * may be stale when a triangle of it starts; stale flags show fewer
+ * splits, never more, and each step reloads them, so every split made is
+ * still in the closure and the pass that changes nothing proves it
+ * reached. A block that split an edge sets a.changed[r & 1] once (stores
+ * of every chain's thread to one word serialise at its L2 slice). After
+ * the barrier every thread reads that word and the first clears the next
+ * pass's, before a second barrier. */
 #define PROMOTE_THREADS 256
+#define PROMOTE_GROUPS_FROM (1u << 20)
 static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t n, pmi_loop_args a)
 {
     cg::grid_group g = cg::this_grid();
     uint32_t *changed = a.changed;
     if (g.thread_rank() == 0) changed[0] = 0;
     g.sync();
-    const size_t groups = (n + 3) / 4, stride = (size_t)gridDim.x * PROMOTE_THREADS;
+    const size_t stride = (size_t)gridDim.x * PROMOTE_THREADS;
+    const unsigned gs = n >= PROMOTE_GROUPS_FROM ? 4u : 1u;
+    const size_t groups = (n + gs - 1) / gs;
     for (unsigned r = 0;; r++) {
         uint32_t split = 0;
         size_t j = g.thread_rank(), t0 = 0;
@@ -422,8 +427,8 @@ static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t 
             if (t == PMI_LOOP_NONE) {
                 if (!m) {
                     if (j >= groups) break;
-                    m = promote_group(a, j, n);
-                    t0 = 4 * j;
+                    m = promote_group(a, j, gs, n);
+                    t0 = gs * j;
                     j += stride;
                     continue;
                 }
