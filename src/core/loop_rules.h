@@ -857,6 +857,11 @@ PMI_LHD uint32_t pmi_loop_promote_step(const pmi_loop_args *a, uint32_t t, uint3
     const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];
     const uint32_t f0 = pmi_loop_load_flag(f), f1 = pmi_loop_load_flag(f + 1),
                    f2 = pmi_loop_load_flag(f + 2);
+#ifdef __CUDA_ARCH__
+    /* the twins wanted here, after the flags' loads: else nvcc moves their
+     * loads past the flags' test, a second round of loads a step */
+    asm volatile("" : : "r"(w0), "r"(w1), "r"(w2));
+#endif
     if (f0 + f1 + f2 != 2u) return PMI_LOOP_NONE;
     const uint32_t h = 3 * t + (!f0 ? 0u : !f1 ? 1u : 2u);
     const uint32_t tw = !f0 ? w0 : !f1 ? w1 : w2;
