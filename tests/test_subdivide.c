@@ -874,37 +874,53 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
 }
 
 /* CUDA: red promotion over streams of both sizes its kernel tells apart
- * (src/cuda/subdivide.cu, PROMOTE_GROUPS_FROM = 2^20 triangles): level
- * 0's 600,000 triangles a group of 1 a thread, level 1's 2.4 M groups of
- * 4, more groups than an H200 holds promotion threads (132 SMs x 2048), so
- * threads take several a pass; the bytes against the CPU's. The edges
- * along the torus's minor circles (0.021) split, those along the major
- * ones (0.006 to 0.019) do not, so promotion follows chains. */
-static void check_many_chunks(pm_context *ctx)
+ * (src/cuda/subdivide.cu, PROMOTE_GROUPS_FROM = 2^20 triangles: groups of
+ * 1 triangle below, of 4 from there), with chains in each; the bytes
+ * against the CPU's. A jittered torus of 600,000 triangles: level 0 in
+ * groups of 1 (every edge splits), level 1's 2.4 M triangles in groups
+ * of 4 (measured on the CPU: about 337,000 chain starts, chains of up to
+ * some 250 steps), more groups than an H200 holds promotion threads (132
+ * SMs x 2048), so threads take several a pass. Then a torus of 1,051,050
+ * triangles, 2 more than a multiple of 4, at one level: groups of 4 with
+ * chains (up to some 80 steps) and a last group of 2. */
+static void check_promotion_groups(pm_context *ctx)
 {
-    tmesh m = make_torus(1000, 300); /* 600,000 triangles */
-    tm_jitter(&m, 0.002);
     pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
     pm_context *ref;
     PMT_OK(pm_context_create(&d, &ref));
-    pm_subdivide_options o = {0};
-    o.max_edge = 0.015;
-    pm_subdivide_report rep;
-    o.report = &rep;
-    pm_mesh a, b;
-    PMT_OK(run(ctx, &m, 2, &o, &a));
-    o.report = NULL;
-    PMT_OK(run(ref, &m, 2, &o, &b));
-    PMT_CHECK(rep.stream[0] < (1u << 20) && rep.stream[1] > 4 * 132 * 2048 &&
-                  a.num_triangles > m.nt && a.num_triangles < 16 * m.nt,
-              "many chunks: streams %llu / %llu, %zu triangles out",
-              (unsigned long long)rep.stream[0], (unsigned long long)rep.stream[1],
-              a.num_triangles);
-    PMT_CHECK(same_mesh(&a, &b), "many chunks: bytes differ from the CPU's");
-    pm_mesh_free(ctx, &a);
-    pm_mesh_free(ref, &b);
+    static const struct {
+        unsigned nu, nv, levels;
+        double jitter, max_edge;
+    } cases[] = {{1000, 300, 2, 0.004, 0.011}, {1001, 525, 1, 0.006, 0.0125}};
+    for (int c = 0; c < 2; c++) {
+        tmesh m = make_torus(cases[c].nu, cases[c].nv);
+        tm_jitter(&m, cases[c].jitter);
+        pm_subdivide_options o = {0};
+        o.max_edge = cases[c].max_edge;
+        pm_subdivide_report rep;
+        o.report = &rep;
+        pm_mesh a, b;
+        PMT_OK(run(ctx, &m, (int)cases[c].levels, &o, &a));
+        o.report = NULL;
+        PMT_OK(run(ref, &m, (int)cases[c].levels, &o, &b));
+        /* the stream promoted in groups of 4 and its split edges */
+        const int g = (int)cases[c].levels - 1;
+        PMT_CHECK(rep.stream[g] >= (1u << 20) && rep.split_edges[g] > 0 &&
+                      (c == 1 ? rep.stream[0] % 4 != 0
+                              : rep.stream[0] < (1u << 20) && rep.stream[1] > 4 * 132 * 2048) &&
+                      a.num_triangles > m.nt && a.num_triangles < 16 * m.nt,
+                  "promotion groups, torus %u x %u: streams %llu / %llu, split edges %llu / %llu, "
+                  "%zu triangles out",
+                  cases[c].nu, cases[c].nv, (unsigned long long)rep.stream[0],
+                  (unsigned long long)rep.stream[1], (unsigned long long)rep.split_edges[0],
+                  (unsigned long long)rep.split_edges[1], a.num_triangles);
+        PMT_CHECK(same_mesh(&a, &b), "promotion groups, torus %u x %u: bytes differ from the CPU's",
+                  cases[c].nu, cases[c].nv);
+        pm_mesh_free(ctx, &a);
+        pm_mesh_free(ref, &b);
+        tm_free(&m);
+    }
     pm_context_destroy(ref);
-    tm_free(&m);
 }
 
 #ifdef PM_HAVE_CUDA
@@ -1089,7 +1105,7 @@ int main(int argc, char **argv)
     check_same_bytes(ctx, dev, &torus, "torus");
     check_same_bytes(ctx, dev, &grid, "grid");
     check_same_bytes(ctx, dev, &big, "big torus");
-    if (dev == PM_DEVICE_CUDA) check_many_chunks(ctx);
+    if (dev == PM_DEVICE_CUDA) check_promotion_groups(ctx);
     PMT_CHECK(levels_marked > 0 && levels_walked > 0,
               "the even rule's two paths: %d levels marked, %d walked", levels_marked,
               levels_walked);

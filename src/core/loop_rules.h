@@ -892,8 +892,8 @@ PMI_LHD int pmi_loop_promote_starts(const pmi_loop_args *a, uint32_t t)
 
 /* The triangle's own step: when it has exactly 2 split edges its third
  * splits and the chain goes on (the twins loaded only then). Returns
- * whether it split an edge; the caller sets a changed word once for many
- * such (the CPU: per thread, CUDA: per block). */
+ * whether it split an edge; the caller then sets a changed word, only
+ * when still clear (the CPU: per such triangle, CUDA: once per block). */
 PMI_LHD uint32_t pmi_loop_promote(const pmi_loop_args *a, uint32_t t)
 {
     return pmi_loop_promote_starts(a, t) ? pmi_loop_promote_from(a, t) : 0;

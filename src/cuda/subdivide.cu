@@ -376,6 +376,9 @@ static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, unsig
             m |= (unsigned)pmi_loop_promote_starts(&a, (uint32_t)(t0 + i)) << i;
         return m;
     }
+    /* words over bytes that chains store one at a time: a word may mix old
+     * and new flags, which only hides starts this pass (the step reloads
+     * its flags; a pass that changes nothing has no stores to race) */
     const volatile uint32_t *p = (const volatile uint32_t *)(a.split + 3 * t0);
     const uint32_t w[3] = {p[0], p[1], p[2]};
 #pragma unroll
@@ -459,7 +462,7 @@ static __global__ void promote_pass_kernel(size_t n, pmi_loop_args a)
 
 /* The cooperative launch of promote_kernel: as many blocks as can be
  * resident at once (a grid barrier needs them all), at most one per
- * chunk. PM_STATUS_UNSUPPORTED, with no message, where the device cannot
+ * PROMOTE_THREADS triangles. PM_STATUS_UNSUPPORTED, with no message, where the device cannot
  * launch a cooperative grid, or refuses this one (MPS or a context limited
  * to fewer SMs), or the test hook "levels" says so: the level loop then
  * runs PROMOTE_PASS a pass at a time. */
