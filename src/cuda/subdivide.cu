@@ -462,10 +462,10 @@ static __global__ void promote_pass_kernel(size_t n, pmi_loop_args a)
 
 /* The cooperative launch of promote_kernel: as many blocks as can be
  * resident at once (a grid barrier needs them all), at most one per
- * PROMOTE_THREADS triangles. PM_STATUS_UNSUPPORTED, with no message, where the device cannot
- * launch a cooperative grid, or refuses this one (MPS or a context limited
- * to fewer SMs), or the test hook "levels" says so: the level loop then
- * runs PROMOTE_PASS a pass at a time. */
+ * PROMOTE_THREADS triangles. PM_STATUS_UNSUPPORTED, with no message,
+ * where the device cannot launch a cooperative grid, or refuses this one
+ * (MPS or a context limited to fewer SMs), or the test hook "levels" says
+ * so: the level loop then runs PROMOTE_PASS a pass at a time. */
 static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
     if (n == 0) return PM_STATUS_OK;
