@@ -214,11 +214,16 @@ PMI_LHD void pmi_loop_atomic_set(uint32_t *p)
 PMI_LHD uint32_t pmi_loop_owns(uint32_t h, uint32_t tw) { return tw == PMI_LOOP_NONE || h < tw; }
 
 /* Relaxed loads and stores of the split and owner flags, which the
- * threads of red promotion share while they follow chains. */
+ * threads of red promotion share while they follow chains. On CUDA at the
+ * GPU's scope (ld/st.relaxed.gpu): volatile accesses are the system's
+ * scope, and a chain step waited longer for them (bench/RESULTS-subdivide.md,
+ * session 40). */
 PMI_LHD uint32_t pmi_loop_load_flag(const uint8_t *p)
 {
 #ifdef __CUDA_ARCH__
-    return *(const volatile uint8_t *)p;
+    uint32_t x;
+    asm volatile("ld.relaxed.gpu.global.u8 %0, [%1];" : "=r"(x) : "l"(p) : "memory");
+    return x;
 #else
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 #endif
@@ -227,8 +232,8 @@ PMI_LHD uint32_t pmi_loop_load_flag(const uint8_t *p)
 PMI_LHD void pmi_loop_store_flags(uint8_t *split, uint32_t *owner, uint32_t h, uint32_t own)
 {
 #ifdef __CUDA_ARCH__
-    *(volatile uint8_t *)(split + h) = 1;
-    *(volatile uint32_t *)(owner + h) = own;
+    asm volatile("st.relaxed.gpu.global.u8 [%0], %1;" : : "l"(split + h), "r"(1u) : "memory");
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" : : "l"(owner + h), "r"(own) : "memory");
 #else
     __atomic_store_n(split + h, (uint8_t)1, __ATOMIC_RELAXED);
     __atomic_store_n(owner + h, own, __ATOMIC_RELAXED);
@@ -845,18 +850,24 @@ PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw
     if (tw != PMI_LOOP_NONE) pmi_loop_store_flags(a->split, a->owner, tw, (uint32_t)(tw < h));
 }
 
-/* One step of a chain at triangle t: when t has exactly 2 split edges
- * and its third can split, splits it (*split = 1) and returns the
- * triangle across it, the chain's next; else, or across a boundary,
- * PMI_LOOP_NONE. The twins are loaded with the flags, so a step waits for
- * one round of loads. */
-PMI_LHD uint32_t pmi_loop_promote_step(const pmi_loop_args *a, uint32_t t, uint32_t *split)
+/* One step of a chain at triangle t, entered across its edge e (e = 3 at
+ * the chain's start): when t has exactly 2 split edges and its third can
+ * split, splits it (*split = 1) and returns its twin tw (the chain's next
+ * triangle tw / 3, entered across its edge tw % 3), PMI_LOOP_NONE across a
+ * boundary; else PMI_LOOP_NONE. The entry edge is split (the
+ * previous step split it, and flags only get set), so its flag is not
+ * reloaded: a load of the byte this thread has just stored would wait for
+ * that store. The twins are loaded with the flags, so a step waits for one
+ * round of loads. */
+PMI_LHD uint32_t pmi_loop_promote_step(const pmi_loop_args *a, uint32_t t, uint32_t e,
+                                       uint32_t *split)
 {
     const uint8_t *f = a->split + 3 * (size_t)t;
     const uint32_t *w = a->twin + 3 * (size_t)t;
     const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];
-    const uint32_t f0 = pmi_loop_load_flag(f), f1 = pmi_loop_load_flag(f + 1),
-                   f2 = pmi_loop_load_flag(f + 2);
+    const uint32_t f0 = e == 0 ? 1u : pmi_loop_load_flag(f),
+                   f1 = e == 1 ? 1u : pmi_loop_load_flag(f + 1),
+                   f2 = e == 2 ? 1u : pmi_loop_load_flag(f + 2);
 #ifdef __CUDA_ARCH__
     /* the twins wanted here, after the flags' loads: else nvcc moves their
      * loads past the flags' test, a second round of loads a step */
@@ -868,7 +879,7 @@ PMI_LHD uint32_t pmi_loop_promote_step(const pmi_loop_args *a, uint32_t t, uint3
     if (tw == PMI_LOOP_FROZEN) return PMI_LOOP_NONE;
     pmi_loop_split_edge(a, h, tw);
     *split = 1;
-    return tw == PMI_LOOP_NONE ? PMI_LOOP_NONE : tw / 3;
+    return tw;
 }
 
 /* From triangle t: while it has exactly 2 split edges and its third can
@@ -877,9 +888,12 @@ PMI_LHD uint32_t pmi_loop_promote_step(const pmi_loop_args *a, uint32_t t, uint3
  * whether it split an edge. */
 PMI_LHD uint32_t pmi_loop_promote_from(const pmi_loop_args *a, uint32_t t)
 {
-    uint32_t any = 0;
-    for (uint64_t steps = 0; steps <= 3 * (uint64_t)a->n && t != PMI_LOOP_NONE; steps++)
-        t = pmi_loop_promote_step(a, t, &any);
+    uint32_t any = 0, e = 3;
+    for (uint64_t steps = 0; steps <= 3 * (uint64_t)a->n && t != PMI_LOOP_NONE; steps++) {
+        const uint32_t tw = pmi_loop_promote_step(a, t, e, &any);
+        t = tw == PMI_LOOP_NONE ? PMI_LOOP_NONE : tw / 3;
+        e = tw % 3;
+    }
     return any;
 }
 

@@ -379,8 +379,11 @@ static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, unsig
     /* words over bytes that chains store one at a time: a word may mix old
      * and new flags, which only hides starts this pass (the step reloads
      * its flags; a pass that changes nothing has no stores to race) */
-    const volatile uint32_t *p = (const volatile uint32_t *)(a.split + 3 * t0);
-    const uint32_t w[3] = {p[0], p[1], p[2]};
+    const uint32_t *p = (const uint32_t *)(a.split + 3 * t0);
+    uint32_t w[3];
+#pragma unroll
+    for (int i = 0; i < 3; i++)
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(w[i]) : "l"(p + i) : "memory");
 #pragma unroll
     for (unsigned i = 0; i < 4; i++) {
         unsigned sum = 0;
@@ -423,8 +426,8 @@ static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t 
     for (unsigned r = 0;; r++) {
         uint32_t split = 0;
         size_t j = g.thread_rank(), t0 = 0;
-        unsigned m = 0;             /* the group's triangles left to start */
-        uint32_t t = PMI_LOOP_NONE; /* the chain's triangle */
+        unsigned m = 0;                    /* the group's triangles left to start */
+        uint32_t t = PMI_LOOP_NONE, e = 3; /* the chain's triangle, its entry edge */
         uint64_t steps = 0;
         for (;;) {
             if (t == PMI_LOOP_NONE) {
@@ -436,11 +439,13 @@ static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t 
                     continue;
                 }
                 t = (uint32_t)(t0 + (unsigned)(__ffs(m) - 1));
+                e = 3;
                 m &= m - 1;
                 steps = 0;
             }
-            t = pmi_loop_promote_step(&a, t, &split);
-            if (++steps > 3 * (uint64_t)n) t = PMI_LOOP_NONE;
+            const uint32_t tw = pmi_loop_promote_step(&a, t, e, &split);
+            t = tw == PMI_LOOP_NONE || ++steps > 3 * (uint64_t)n ? PMI_LOOP_NONE : tw / 3;
+            e = tw % 3;
         }
         if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(changed + (r & 1));
         g.sync();
