@@ -856,8 +856,7 @@ PMI_LHD void pmi_loop_split_edge(const pmi_loop_args *a, uint32_t h, uint32_t tw
  * triangle tw / 3, entered across its edge tw % 3), PMI_LOOP_NONE across a
  * boundary; else PMI_LOOP_NONE. The entry edge is split (the
  * previous step split it, and flags only get set), so its flag is not
- * reloaded: a load of the byte this thread has just stored would wait for
- * that store. The twins are loaded with the flags, so a step waits for one
+ * loaded. The twins are loaded with the flags, so a step waits for one
  * round of loads. */
 PMI_LHD uint32_t pmi_loop_promote_step(const pmi_loop_args *a, uint32_t t, uint32_t e,
                                        uint32_t *split)
