@@ -404,9 +404,10 @@ static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, unsig
  * once and runs the chain of each that has 2 split edges, one step (one
  * round of loads) per turn of a single loop: a thread whose chain ends
  * takes its next start or group while the others of its warp go on with
- * theirs (chains run from 1 to tens of steps). Flags read with a group
- * may be stale when a triangle of it starts; stale flags show fewer
- * splits, never more, and each step reloads them, so every split made is
+ * theirs (chains run from 1 to hundreds of steps). Flags read with a
+ * group may be stale when a triangle of it starts; stale flags show fewer
+ * splits, never more, and a chain's first step reloads them (a later step
+ * all but the one its own thread set), so every split made is
  * still in the closure and the pass that changes nothing proves it
  * reached. A block that split an edge sets a.changed[r & 1] once (stores
  * of every chain's thread to one word serialise at its L2 slice). After
