@@ -216,8 +216,8 @@ PMI_LHD uint32_t pmi_loop_owns(uint32_t h, uint32_t tw) { return tw == PMI_LOOP_
 /* Relaxed loads and stores of the split and owner flags, which the
  * threads of red promotion share while they follow chains. On CUDA at the
  * GPU's scope (ld/st.relaxed.gpu): volatile accesses are the system's
- * scope, and a chain step waited longer for them (bench/RESULTS-subdivide.md,
- * session 40). */
+ * scope, and a chain step waits longer for them (measured:
+ * bench/RESULTS-subdivide.md). */
 PMI_LHD uint32_t pmi_loop_load_flag(const uint8_t *p)
 {
 #ifdef __CUDA_ARCH__

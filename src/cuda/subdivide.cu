@@ -377,8 +377,9 @@ static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, unsig
         return m;
     }
     /* words over bytes that chains store one at a time: a word may mix old
-     * and new flags, which only hides starts this pass (the step reloads
-     * its flags; a pass that changes nothing has no stores to race) */
+     * and new flags, which only hides starts this pass (a chain's first
+     * step reloads all three; a pass that changes nothing has no stores to
+     * race) */
     const uint32_t *p = (const uint32_t *)(a.split + 3 * t0);
     uint32_t w[3];
 #pragma unroll
