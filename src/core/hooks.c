@@ -15,6 +15,7 @@ static const struct {
     {"levels", PMI_HOOK_LEVELS},     {"slabs", PMI_HOOK_SLABS},     {"split", PMI_HOOK_SPLIT},
     {"nopool", PMI_HOOK_NOPOOL},     {"stream", PMI_HOOK_STREAM},   {"epochs", PMI_HOOK_EPOCHS},
     {"walkfull", PMI_HOOK_WALKFULL}, {"walkall", PMI_HOOK_WALKALL}, {"nograph", PMI_HOOK_NOGRAPH},
+    {"strips", PMI_HOOK_STRIPS},
 };
 #endif
 
@@ -41,7 +42,7 @@ pm_status pmi_hooks(unsigned *hooks)
                 PM_STATUS_INVALID_ARGUMENT,
                 "PYRAMESH_TEST_HOOKS: unknown hook \"%.*s\" in \"%s\" (expected a "
                 "comma-separated list of nopdl, scalar, twopass, "
-                "levels, slabs, split, nopool, stream, epochs, walkfull, walkall, nograph)",
+                "levels, slabs, split, nopool, stream, epochs, walkfull, walkall, nograph, strips)",
                 (int)len, p, e);
         *hooks |= bit;
         p += len;

@@ -59,6 +59,11 @@ extern "C" {
  * graph fails after the launches were captured (as a driver refusing the
  * graph would), so the shape's calls run their launches. */
 #define PMI_HOOK_NOGRAPH 8192u
+/* CUDA adaptive subdivision: red promotion by strip rounds from the
+ * start, without the chain passes first (the rounds are taken after a
+ * pass that cut a chain at its cap of steps), so every mesh of the suite
+ * tests the rounds' bytes against the CPU's chains. */
+#define PMI_HOOK_STRIPS 16384u
 
 /* The hooks set in PYRAMESH_TEST_HOOKS (0 when unset). Returns
  * PM_STATUS_INVALID_ARGUMENT, with the message set, for an unknown name or

@@ -363,6 +363,158 @@ static __global__ void __launch_bounds__(QUEUE_THREADS) queued_kernel(size_t n, 
         pmi_loop_step(STEP, q[i], &a);
 }
 
+/* Red promotion on CUDA, to the closure in one cooperative launch: the
+ * CPU's chains first, and where a chain runs long, strip rounds.
+ *
+ * Chain passes (chain_pass): each triangle that has exactly 2 split edges
+ * splits its third and its thread follows the chain that starts (as on
+ * the CPU, pmi_loop_promote_step), until a pass changes nothing. A chain
+ * step is one round of loads, and on a reconstructed surface a chain can
+ * cross hundreds of triangles in a row; so a chain that reaches a cap
+ * of steps stops there (its last triangle, now with 2 split edges, is
+ * left to what follows), and after a pass that cut one the rest goes by
+ * strip rounds, whose cost follows the log of a strip's length and the
+ * stream's size. The cap is the stream's triangles / 8192, at least 32
+ * and at most 4096 (promote_chain_cap): 42 steps for 345,000 triangles,
+ * 545 for 4.5 M, whose chains (under 100 steps on the bench's surfaces)
+ * then run whole (measured on the H200, bench/RESULTS-subdivide.md).
+ *
+ * Strip rounds: a triangle with exactly 2 split edges whose third is not
+ * frozen is a feed: it splits its third. A triangle with exactly 1 split
+ * edge is a relay: entered across one of its two unsplit edges (its
+ * sides) it splits the other, so relays linked side to side form strips,
+ * and a strip splits whole when a feed lies across one of its ends. A
+ * round (grid barriers between its phases):
+ *   1. classify (strip_classify): each triangle's class as of the
+ *      round's flags into cls; each relay side's link into S: the relay
+ *      side across it (the next relay and the side it leaves by), or an
+ *      end: fed (a feed across) or not (a boundary, a frozen twin, a
+ *      triangle with no split edge). No feed: the closure is reached.
+ *   2. jump (strip_chase): each relay side follows its link to the
+ *      strip's end by pointer jumping in place (a side's link replaced by
+ *      its target's: each store still names a relay side further along,
+ *      or the end itself, so any interleaving of the threads is sound),
+ *      about log2 of the strip's length rounds of loads. A link carries
+ *      the relays it spans; a strip that is a cycle (no end) reaches
+ *      the stream's triangle count and ends unfed.
+ *   3. apply (strip_apply): each feed splits its third edge, each relay
+ *      with a fed end splits its unsplit edges that are not frozen.
+ * The flags only change in phase 3, so phases 1 and 2 see one state.
+ *
+ * Every split either way is one the chains make (a fed strip is the
+ * chain from its feed; a late read sees fewer splits, never more), and a
+ * pass or round that changes nothing proves the closure: the same flags
+ * as the CPU's, whose closure is unique. */
+#define PROMOTE_THREADS 256
+#define STRIP_END 0xFFFFFFFEu /* a link's target: an end with no feed */
+#define STRIP_FED 0xFFFFFFFFu /* an end with a feed across */
+enum { STRIP_NONE = 0, STRIP_RELAY = 1, STRIP_FEED = 2 };
+
+static __device__ __forceinline__ unsigned long long strip_load(const unsigned long long *p)
+{
+    unsigned long long x;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(x) : "l"(p) : "memory");
+    return x;
+}
+
+static __device__ __forceinline__ void strip_store(unsigned long long *p, unsigned long long x)
+{
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" : : "l"(p), "l"(x) : "memory");
+}
+
+/* Triangle t's split flags as bits 0-2. */
+static __device__ __forceinline__ unsigned strip_flags(const pmi_loop_args &a, uint32_t t)
+{
+    const uint8_t *f = a.split + 3 * (size_t)t;
+    return pmi_loop_load_flag(f) | pmi_loop_load_flag(f + 1) << 1 | pmi_loop_load_flag(f + 2) << 2;
+}
+
+/* The link across relay t's edge k: a relay side (2 u + the side u
+ * leaves by: 0 its lower unsplit edge, 1 its higher) spanning 1 relay,
+ * or an end. */
+static __device__ unsigned long long strip_link(const pmi_loop_args &a, uint32_t t, unsigned k)
+{
+    const uint32_t tw = a.twin[3 * (size_t)t + k];
+    if (tw == PMI_LOOP_NONE || tw == PMI_LOOP_FROZEN) return STRIP_END;
+    const uint32_t u = tw / 3, e = tw % 3;
+    const unsigned m = strip_flags(a, u), c = __popc(m);
+    if (m >> e & 1) return STRIP_END; /* (both halves of an edge share its flag) */
+    if (c == 2) return STRIP_FED;     /* the shared edge is u's unsplit third */
+    if (c != 1) return STRIP_END;
+    const unsigned x = (~m & 7u) & ~(1u << e); /* u's other unsplit edge */
+    return 1ull << 32 | (2ull * u + (x > (1u << e) ? 1u : 0u));
+}
+
+/* Phase 1 for triangle t: its class into cls, a relay's two links into
+ * S[2t], S[2t + 1]. Returns whether t is a feed. */
+static __device__ int strip_classify(const pmi_loop_args &a, uint32_t t, unsigned long long *S,
+                                     uint8_t *cls)
+{
+    const unsigned m = strip_flags(a, t), c = __popc(m);
+    unsigned k = STRIP_NONE;
+    if (c == 2) {
+        const unsigned e = __ffs(~m & 7u) - 1;
+        if (a.twin[3 * (size_t)t + e] != PMI_LOOP_FROZEN) k = STRIP_FEED;
+    } else if (c == 1) {
+        k = STRIP_RELAY;
+        const unsigned z = ~m & 7u, k0 = __ffs(z) - 1, k1 = __ffs(z & (z - 1)) - 1;
+        const unsigned long long l0 = strip_link(a, t, k0), l1 = strip_link(a, t, k1);
+        strip_store(S + 2 * (size_t)t, l0);
+        strip_store(S + 2 * (size_t)t + 1, l1);
+    }
+    cls[t] = (uint8_t)k;
+    return k == STRIP_FEED;
+}
+
+/* One jump of link p (not an end): its target's link, spanning both;
+ * an end once the span passes the n triangles (a cycle). */
+static __device__ __forceinline__ unsigned long long strip_jump(unsigned long long p,
+                                                                unsigned long long q, size_t n)
+{
+    if ((uint32_t)q >= STRIP_END) return q;
+    const unsigned long long d = (p >> 32) + (q >> 32);
+    return d >= n ? (unsigned long long)STRIP_END : d << 32 | (uint32_t)q;
+}
+
+/* Phase 2 for relay t: both sides' links to their strip's ends, their
+ * loads side by side. */
+static __device__ void strip_chase(unsigned long long *S, uint32_t t, size_t n)
+{
+    unsigned long long *s0 = S + 2 * (size_t)t, *s1 = s0 + 1;
+    unsigned long long p0 = strip_load(s0), p1 = strip_load(s1);
+    for (;;) {
+        const bool o0 = (uint32_t)p0 < STRIP_END, o1 = (uint32_t)p1 < STRIP_END;
+        if (!o0 && !o1) break;
+        const unsigned long long q0 = o0 ? strip_load(S + (uint32_t)p0) : 0,
+                                 q1 = o1 ? strip_load(S + (uint32_t)p1) : 0;
+        if (o0) {
+            p0 = strip_jump(p0, q0, n);
+            strip_store(s0, p0);
+        }
+        if (o1) {
+            p1 = strip_jump(p1, q1, n);
+            strip_store(s1, p1);
+        }
+    }
+}
+
+/* Phase 3 for triangle t of class k: a feed splits its third edge, a
+ * relay with a fed end its unsplit edges that are not frozen (flags seen
+ * set by this phase's other threads are already split). */
+static __device__ void strip_apply(const pmi_loop_args &a, uint32_t t, unsigned k,
+                                   const unsigned long long *S)
+{
+    if (k == STRIP_NONE) return;
+    if (k == STRIP_RELAY && (uint32_t)strip_load(S + 2 * (size_t)t) != STRIP_FED &&
+        (uint32_t)strip_load(S + 2 * (size_t)t + 1) != STRIP_FED)
+        return;
+    const unsigned m = strip_flags(a, t);
+    for (unsigned e = 0; e < 3; e++) {
+        const uint32_t h = 3 * t + e, tw = a.twin[h];
+        if (!(m >> e & 1) && tw != PMI_LOOP_FROZEN) pmi_loop_split_edge(&a, h, tw);
+    }
+}
+
 /* The triangles g j .. g j + g - 1 of the stream (those below n; g = 1
  * or 4) that have exactly 2 split edges, as bits 0 .. g - 1: a whole
  * group of 4 reads its 12 flags as three words (4j's are 4-byte aligned,
@@ -396,65 +548,106 @@ static __device__ unsigned promote_group(const pmi_loop_args &a, size_t j, unsig
     return m;
 }
 
-/* PROMOTE to the closure in one cooperative launch: passes over the
- * triangles separated by grid barriers until one changes no edge, with no
- * host wait between passes. In a pass each thread takes groups of 4
- * triangles (its rank, then a grid's worth of threads further; groups of
- * 1 in a stream of fewer than PROMOTE_GROUPS_FROM triangles, where groups
- * of 4 would leave most of the grid's threads idle), reads their flags at
- * once and runs the chain of each that has 2 split edges, one step (one
- * round of loads) per turn of a single loop: a thread whose chain ends
- * takes its next start or group while the others of its warp go on with
- * theirs (chains run from 1 to hundreds of steps). Flags read with a
- * group may be stale when a triangle of it starts; stale flags show fewer
- * splits, never more, and a chain's first step reloads them (a later step
- * all but the one its own thread set), so every split made is
- * still in the closure and the pass that changes nothing proves it
- * reached. A block that split an edge sets a.changed[r & 1] once (stores
- * of every chain's thread to one word serialise at its L2 slice). After
- * the barrier every thread reads that word and the first clears the next
- * pass's, before a second barrier. */
-#define PROMOTE_THREADS 256
+/* A chain pass: each thread takes groups of 4 triangles (its rank, then
+ * a grid's worth of threads further; groups of 1 in a stream of fewer
+ * than PROMOTE_GROUPS_FROM triangles, where groups of 4 would leave most
+ * of the grid's threads idle), reads their flags at once and runs the
+ * chain of each that has 2 split edges, one step (one round of loads) per
+ * turn of a single loop: a thread whose chain ends takes its next start
+ * or group while the others of its warp go on with theirs. Flags read
+ * with a group may be stale when a triangle of it starts; stale flags
+ * show fewer splits, never more, and a chain's first step reloads them (a
+ * later step all but the one its own thread set). Sets *split when it
+ * split an edge, *cut when it stopped a chain at cap steps. */
 #define PROMOTE_GROUPS_FROM (1u << 20)
-static __global__ void __launch_bounds__(PROMOTE_THREADS) promote_kernel(size_t n, pmi_loop_args a)
+/* The chain cap: n >> PROMOTE_CAP_SHIFT steps, within [PROMOTE_CAP_MIN,
+ * PROMOTE_CAP_MAX] (a strip round costs more on a longer stream). */
+#define PROMOTE_CAP_SHIFT 13
+#define PROMOTE_CAP_MIN 32u
+#define PROMOTE_CAP_MAX 4096u
+static __device__ void chain_pass(size_t n, const pmi_loop_args &a, size_t first, size_t stride,
+                                  unsigned cap, uint32_t *split, uint32_t *cut)
 {
-    cg::grid_group g = cg::this_grid();
-    uint32_t *changed = a.changed;
-    if (g.thread_rank() == 0) changed[0] = 0;
-    g.sync();
-    const size_t stride = (size_t)gridDim.x * PROMOTE_THREADS;
     const unsigned gs = n >= PROMOTE_GROUPS_FROM ? 4u : 1u;
     const size_t groups = (n + gs - 1) / gs;
-    for (unsigned r = 0;; r++) {
-        uint32_t split = 0;
-        size_t j = g.thread_rank(), t0 = 0;
-        unsigned m = 0;                    /* the group's triangles left to start */
-        uint32_t t = PMI_LOOP_NONE, e = 3; /* the chain's triangle, its entry edge */
-        uint64_t steps = 0;
-        for (;;) {
-            if (t == PMI_LOOP_NONE) {
-                if (!m) {
-                    if (j >= groups) break;
-                    m = promote_group(a, j, gs, n);
-                    t0 = gs * j;
-                    j += stride;
-                    continue;
-                }
-                t = (uint32_t)(t0 + (unsigned)(__ffs(m) - 1));
-                e = 3;
-                m &= m - 1;
-                steps = 0;
+    size_t j = first, t0 = 0;
+    unsigned m = 0;                    /* the group's triangles left to start */
+    uint32_t t = PMI_LOOP_NONE, e = 3; /* the chain's triangle, its entry edge */
+    unsigned steps = 0;
+    for (;;) {
+        if (t == PMI_LOOP_NONE) {
+            if (!m) {
+                if (j >= groups) break;
+                m = promote_group(a, j, gs, n);
+                t0 = gs * j;
+                j += stride;
+                continue;
             }
-            const uint32_t tw = pmi_loop_promote_step(&a, t, e, &split);
-            t = tw == PMI_LOOP_NONE || ++steps > 3 * (uint64_t)n ? PMI_LOOP_NONE : tw / 3;
+            t = (uint32_t)(t0 + (unsigned)(__ffs(m) - 1));
+            e = 3;
+            m &= m - 1;
+            steps = 0;
+        }
+        const uint32_t tw = pmi_loop_promote_step(&a, t, e, split);
+        if (tw == PMI_LOOP_NONE) {
+            t = PMI_LOOP_NONE;
+        } else if (++steps == cap) {
+            *cut = 1;
+            t = PMI_LOOP_NONE;
+        } else {
+            t = tw / 3;
             e = tw % 3;
         }
-        if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(changed + (r & 1));
+    }
+}
+
+/* The passes, then (after one that cut a chain) the rounds. ctl: a pass's
+ * or round's word that says it changed something (ctl[r & 1]) and that
+ * it cut a chain (ctl[2 + (r & 1)]), each set once per block and only
+ * when still clear (stores from every thread to one word serialise at
+ * its L2 slice). Every thread reads them after the barrier that ends the
+ * pass (or the classification), and the first clears the next's, which
+ * no thread reads or sets before a later barrier. In the rounds each
+ * thread takes the triangles of its rank and a grid's worth of threads
+ * further in every phase, so cls[t] is read by the thread that wrote it.
+ * S holds 2 links a triangle, cls a byte (promote_launch's scratch).
+ * cap = 0 (the test hook "strips"): rounds from the start. */
+static __global__ void __launch_bounds__(PROMOTE_THREADS)
+    promote_kernel(size_t n, pmi_loop_args a, uint32_t *ctl, unsigned long long *S, uint8_t *cls,
+                   unsigned cap)
+{
+    cg::grid_group g = cg::this_grid();
+    if (g.thread_rank() == 0) ctl[0] = ctl[1] = ctl[2] = ctl[3] = 0;
+    g.sync();
+    const size_t stride = (size_t)gridDim.x * PROMOTE_THREADS, first = g.thread_rank();
+    unsigned r = 0;
+    for (; cap; r++) {
+        uint32_t split = 0, cut = 0;
+        chain_pass(n, a, first, stride, cap, &split, &cut);
+        if (__syncthreads_or(split) && threadIdx.x == 0) pmi_loop_atomic_set(ctl + (r & 1));
+        if (__syncthreads_or(cut) && threadIdx.x == 0) pmi_loop_atomic_set(ctl + 2 + (r & 1));
         g.sync();
-        const uint32_t more = *(volatile uint32_t *)(changed + (r & 1));
-        if (g.thread_rank() == 0) changed[(r + 1) & 1] = 0;
+        const uint32_t more = *(volatile uint32_t *)(ctl + (r & 1)),
+                       long_chain = *(volatile uint32_t *)(ctl + 2 + (r & 1));
+        if (g.thread_rank() == 0) ctl[(r + 1) & 1] = ctl[2 + ((r + 1) & 1)] = 0;
         g.sync();
-        if (!more) break;
+        if (!more) return;
+        if (long_chain) break;
+    }
+    for (r++;; r++) {
+        int feed = 0;
+        for (size_t t = first; t < n; t += stride)
+            feed |= strip_classify(a, (uint32_t)t, S, cls);
+        if (__syncthreads_or(feed) && threadIdx.x == 0) pmi_loop_atomic_set(ctl + (r & 1));
+        g.sync();
+        if (!*(volatile uint32_t *)(ctl + (r & 1))) return;
+        if (g.thread_rank() == 0) ctl[(r + 1) & 1] = 0;
+        for (size_t t = first; t < n; t += stride)
+            if (cls[t] == STRIP_RELAY) strip_chase(S, (uint32_t)t, n);
+        g.sync();
+        for (size_t t = first; t < n; t += stride)
+            strip_apply(a, (uint32_t)t, cls[t], S);
+        g.sync();
     }
 }
 
@@ -469,10 +662,19 @@ static __global__ void promote_pass_kernel(size_t n, pmi_loop_args a)
 
 /* The cooperative launch of promote_kernel: as many blocks as can be
  * resident at once (a grid barrier needs them all), at most one per
- * PROMOTE_THREADS triangles. PM_STATUS_UNSUPPORTED, with no message,
- * where the device cannot launch a cooperative grid, or refuses this one
- * (MPS or a context limited to fewer SMs), or the test hook "levels" says
- * so: the level loop then runs PROMOTE_PASS a pass at a time. */
+ * PROMOTE_THREADS triangles, with 17 bytes of scratch a triangle (the
+ * strip rounds' links and classes). PM_STATUS_UNSUPPORTED, with no message, where the
+ * device cannot launch a cooperative grid, or refuses this one (MPS or a
+ * context limited to fewer SMs), or the test hook "levels" says so: the
+ * level loop then runs PROMOTE_PASS a pass at a time. */
+static unsigned promote_chain_cap(size_t n)
+{
+    const size_t c = n >> PROMOTE_CAP_SHIFT;
+    return c < PROMOTE_CAP_MIN   ? PROMOTE_CAP_MIN
+           : c > PROMOTE_CAP_MAX ? PROMOTE_CAP_MAX
+                                 : (unsigned)c;
+}
+
 static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *a)
 {
     if (n == 0) return PM_STATUS_OK;
@@ -484,6 +686,10 @@ static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *
         coop = 0;
     cudaGetLastError();
     if (!coop || (hooks & PMI_HOOK_LEVELS)) return PM_STATUS_UNSUPPORTED;
+    /* a link names a relay side, 2 t + 1 < STRIP_END (3 n half-edges fit
+     * 32 bits, so this holds) */
+    if (n >= STRIP_END / 2)
+        return pmi_error(PM_STATUS_OVERFLOW, "pm_subdivide_loop: %zu triangles to promote", n);
     int per_sm = 0;
     PMI_CU_TRY(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, promote_kernel, PROMOTE_THREADS, 0),
@@ -491,11 +697,19 @@ static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *
     size_t blocks = (n + PROMOTE_THREADS - 1) / PROMOTE_THREADS;
     const size_t most = (size_t)(per_sm > 0 ? per_sm : 1) * (size_t)st->num_sms;
     if (blocks > most) blocks = most;
+    const pmi_backend *be = ctx->backend;
+    void *scratch = NULL;
+    PMI_TRY(be->scratch_alloc(ctx, 16 + 16 * n + n, &scratch));
+    uint32_t *ctl = (uint32_t *)scratch;
+    unsigned long long *S = (unsigned long long *)(ctl + 4);
+    uint8_t *cls = (uint8_t *)(S + 2 * n);
     pmi_loop_args args = *a;
-    void *params[] = {&n, &args};
+    unsigned cap = hooks & PMI_HOOK_STRIPS ? 0u : promote_chain_cap(n);
+    void *params[] = {&n, &args, &ctl, &S, &cls, &cap};
     const cudaError_t e =
         cudaLaunchCooperativeKernel((const void *)promote_kernel, dim3((unsigned)blocks),
                                     dim3(PROMOTE_THREADS), params, 0, st->stream);
+    be->scratch_free(ctx, scratch); /* stream-ordered: after the kernel */
     if (e == cudaErrorCooperativeLaunchTooLarge) {
         (void)cudaGetLastError();
         return PM_STATUS_UNSUPPORTED;
