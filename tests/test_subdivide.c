@@ -882,7 +882,11 @@ static void check_same_bytes(pm_context *ctx, pm_device dev, const tmesh *m, con
  * some 250 steps), more groups than an H200 holds promotion threads (132
  * SMs x 2048), so threads take several a pass. Then a torus of 1,051,050
  * triangles, 2 more than a multiple of 4, at one level: groups of 4 with
- * chains (up to some 80 steps) and a last group of 2. */
+ * chains (up to some 80 steps) and a last group of 2. (The chain cap,
+ * the stream's triangles / 8192, is 292 and 128 steps here, so these
+ * chains run whole; the suite's 161,336-triangle stream, cap 32, takes
+ * the strip rounds after a cut chain, and the hook "strips" runs every
+ * mesh through the rounds.) */
 static void check_promotion_groups(pm_context *ctx)
 {
     pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
