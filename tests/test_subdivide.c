@@ -927,6 +927,49 @@ static void check_promotion_groups(pm_context *ctx)
     pm_context_destroy(ref);
 }
 
+/* Red promotion over strips that close on themselves: a torus of 24 x 6
+ * quads (major radius 2, minor 1) at max_edge 1.025 splits exactly the
+ * quads' diagonals (1.05 and longer; the other edges 1.0 at most), so
+ * every triangle has one split edge (a relay) and the relays, linked
+ * across their unsplit edges, form gcd(24, 6) = 6 cycles of 48 (a
+ * staircase around the torus), none with an end. Weight 1.5 on one
+ * vertex splits its other four edges too: its triangles with 2 split
+ * edges feed the cycles through them, which then split whole (48 edges
+ * each: two of them), and the other four stay as they are. CUDA's strip rounds (by
+ * default after a cut chain, with the hook "strips" from the start) find
+ * that those cycles have no end; the bytes against the CPU's. */
+static void check_promotion_cycles(pm_context *ctx)
+{
+    pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};
+    pm_context *ref;
+    PMT_OK(pm_context_create(&d, &ref));
+    tmesh m = make_torus(24, 6);
+    float *w = malloc(4 * m.nv);
+    for (size_t i = 0; i < m.nv; i++)
+        w[i] = 1.0f;
+    w[0] = 1.5f; /* (u, v) = (0, 0), on the outer equator */
+    pm_subdivide_options o = {0};
+    o.max_edge = 1.025;
+    o.vertex_weights = w;
+    pm_subdivide_report rep;
+    o.report = &rep;
+    pm_mesh a, b;
+    PMT_OK(run(ctx, &m, 1, &o, &a));
+    o.report = NULL;
+    PMT_OK(run(ref, &m, 1, &o, &b));
+    const uint64_t diag = m.nt / 2;
+    PMT_CHECK(rep.split_edges[0] == diag + 2 * 48,
+              "promotion cycles: %llu split edges, expected %llu (the diagonals and the two "
+              "cycles of 48 through the weighted vertex)",
+              (unsigned long long)rep.split_edges[0], (unsigned long long)(diag + 2 * 48));
+    PMT_CHECK(same_mesh(&a, &b), "promotion cycles: bytes differ from the CPU's");
+    pm_mesh_free(ctx, &a);
+    pm_mesh_free(ref, &b);
+    free(w);
+    tm_free(&m);
+    pm_context_destroy(ref);
+}
+
 #ifdef PM_HAVE_CUDA
 /* Internal (src/cuda/backend.cu): whether ctx's scratch is pool memory. */
 int pmi_cuda_scratch_pooled(pm_context *ctx);
@@ -1109,6 +1152,7 @@ int main(int argc, char **argv)
     check_same_bytes(ctx, dev, &torus, "torus");
     check_same_bytes(ctx, dev, &grid, "grid");
     check_same_bytes(ctx, dev, &big, "big torus");
+    check_promotion_cycles(ctx);
     if (dev == PM_DEVICE_CUDA) check_promotion_groups(ctx);
     PMT_CHECK(levels_marked > 0 && levels_walked > 0,
               "the even rule's two paths: %d levels marked, %d walked", levels_marked,
