@@ -934,10 +934,10 @@ static void check_promotion_groups(pm_context *ctx)
  * across their unsplit edges, form gcd(24, 6) = 6 cycles of 48 (a
  * staircase around the torus), none with an end. Weight 1.5 on one
  * vertex splits its other four edges too: its triangles with 2 split
- * edges feed the cycles through them, which then split whole (48 edges
- * each: two of them), and the other four stay as they are. CUDA's strip rounds (by
- * default after a cut chain, with the hook "strips" from the start) find
- * that those cycles have no end; the bytes against the CPU's. */
+ * edges feed the two cycles through them, which then split whole (48
+ * edges each), and the other four stay as they are. CUDA's strip rounds
+ * (by default after a cut chain, with the hook "strips" from the start)
+ * find that those cycles have no end; the bytes against the CPU's. */
 static void check_promotion_cycles(pm_context *ctx)
 {
     pm_context_desc d = {sizeof d, PM_DEVICE_CPU, 0, 0, NULL};

@@ -663,10 +663,11 @@ static __global__ void promote_pass_kernel(size_t n, pmi_loop_args a)
 /* The cooperative launch of promote_kernel: as many blocks as can be
  * resident at once (a grid barrier needs them all), at most one per
  * PROMOTE_THREADS triangles, with 17 bytes of scratch a triangle (the
- * strip rounds' links and classes). PM_STATUS_UNSUPPORTED, with no message, where the
- * device cannot launch a cooperative grid, or refuses this one (MPS or a
- * context limited to fewer SMs), or the test hook "levels" says so: the
- * level loop then runs PROMOTE_PASS a pass at a time. */
+ * strip rounds' links and classes). PM_STATUS_UNSUPPORTED, with no
+ * message, where the device cannot launch a cooperative grid, or refuses
+ * this one (MPS or a context limited to fewer SMs), or the test hook
+ * "levels" says so: the level loop then runs PROMOTE_PASS a pass at a
+ * time. */
 static unsigned promote_chain_cap(size_t n)
 {
     const size_t c = n >> PROMOTE_CAP_SHIFT;
@@ -689,7 +690,10 @@ static pm_status promote_launch(pm_context *ctx, size_t n, const pmi_loop_args *
     /* a link names a relay side, 2 t + 1 < STRIP_END (3 n half-edges fit
      * 32 bits, so this holds) */
     if (n >= STRIP_END / 2)
-        return pmi_error(PM_STATUS_OVERFLOW, "pm_subdivide_loop: %zu triangles to promote", n);
+        return pmi_error(PM_STATUS_OVERFLOW,
+                         "pm_subdivide_loop: %zu triangles in a level's stream, more than red "
+                         "promotion's 32-bit links can name (at most %u)",
+                         n, STRIP_END / 2 - 1);
     int per_sm = 0;
     PMI_CU_TRY(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, promote_kernel, PROMOTE_THREADS, 0),
