@@ -35,7 +35,7 @@
 #define PMT_DIRECT_MAX ((size_t)3 << 24)
 #define PMT_DIRECT_MAX_F32 ((size_t)3 << 23)
 #define PMT_CHUNKS_MIN ((size_t)1 << 22)
-static size_t chunks_runs, ordered_runs, pool_runs, nopdl_runs, direct_runs, stream_runs,
+static size_t long_runs, chunks_runs, ordered_runs, pool_runs, nopdl_runs, direct_runs, stream_runs,
     zeroed_runs, chunk128_runs, scalar_runs, svec_runs, sscalar_runs;
 
 /* The streaming classification's chunk width: 128 points (bands of 63
@@ -100,6 +100,15 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     else
         PMT_CHECK(!strstr(r->path, "chunk="), "%s: path \"%s\"", what, r->path);
     chunk128_runs += path_has(r, "chunk=128");
+    /* The slices a streaming block walks: 1 to 8. */
+    if (stream) {
+        const char *sl = strstr(r->path, "slices=");
+        const int ns = sl ? atoi(sl + 7) : 0;
+        PMT_CHECK(ns >= 1 && ns <= 8, "%s: path \"%s\"", what, r->path);
+        long_runs += ns > 4;
+    } else {
+        PMT_CHECK(!strstr(r->path, "slices="), "%s: path \"%s\"", what, r->path);
+    }
     if (!stream && !direct && mask_bytes < ((size_t)4 << 20))
         PMT_CHECK(path_has(r, "classify=batched"), "%s: path \"%s\"", what, r->path);
     if (!stream && !direct && mask_bytes > ((size_t)512 << 20))
@@ -706,6 +715,7 @@ static void test_huge(pm_context *gpu, size_t nx)
             }
     PMT_OK(pm_upload(gpu, d, h, n));
     pm_context *cpu = cpu_ctx();
+    const size_t long0 = long_runs;
     pm_volume hv = {h, PM_SAMPLE_U8, nx, ny, nz, 0, 0, {0, 0, 0}, {0, 0, 0}};
     pm_volume dv = hv;
     dv.data = d;
@@ -721,6 +731,12 @@ static void test_huge(pm_context *gpu, size_t nx)
         printf("> 2^32 cells (%zu): %zu triangles, %s\n", (nx - 1) * (ny - 1) * (nz - 1),
                a.num_triangles, mode ? "soup" : "indexed");
     }
+    /* Streamed, it walks 8 slices a block (536 x 132 blocks: at least 16
+     * waves of 3 blocks an SM up to 1474 multiprocessors), and the ball
+     * crosses the ranges' shared slices 1032, 1040 and 1048. */
+    if (nx == 2048 && pm_context_device(gpu) == PM_DEVICE_CUDA)
+        PMT_CHECK(long_runs == long0 + 2, "> 2^32 cells streamed: %zu runs of more than 4 slices",
+                  long_runs - long0);
     pm_context_destroy(cpu);
     pm_free(gpu, d);
     free(h);

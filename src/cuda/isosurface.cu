@@ -9,6 +9,7 @@
  * All kernels are chained by programmatic dependent launch where the
  * device has it (pmi_launch). The output is the CPU backend's, bit for
  * bit. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,12 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi
         pmi_report_path(r, "classify", pl.cls == MC_CLS_BATCHED ? "batched" : "perword");
     /* The streaming classification's chunk width (points per segment). */
     if (pl.pass1 == MC_PASS1_STREAM) pmi_report_path(r, "chunk", pl.sg.cshift == 7 ? "128" : "256");
+    /* And the slices a streaming block walks (pmi_mc_stream_make_grid). */
+    if (pl.pass1 == MC_PASS1_STREAM) {
+        char sl[24];
+        snprintf(sl, sizeof sl, "%lld", pl.sg.S);
+        pmi_report_path(r, "slices", sl);
+    }
     /* The direct classification's tile states: the call's own, cleared
      * (under stream capture), or the context's, zeroed before this call (a
      * context's first, a larger volume, or the epochs wrapped) or kept

@@ -8,7 +8,7 @@
  * (a) mc_stream_kernel: a block owns a band of 31 lattice rows of one
  *     256-point chunk of the rows (or 63 rows of a 128-point chunk, where
  *     that leaves fewer lanes idle: pmi_mc_stream_make_grid) over a range
- *     of (by default 4) slices and walks the slices, keeping the inside
+ *     of (4, 8 in large volumes) slices and walks the slices, keeping the inside
  *     bits of corner slices (the band and the row after) in shared memory,
  *     three buffers so one barrier per slice suffices. Each slice is
  *     loaded once, a warp instruction reading 32 consecutive samples of a
@@ -54,6 +54,15 @@ MCD_TABLES_UPLOAD
 #define MS_SEG_ROUNDS 2
 #define MS_SEG_TILE (1024 * MS_SEG_ROUNDS)
 #define MS_MINB 2 /* streaming blocks per SM (128 registers, no spills) */
+/* Slices a block walks (pmi_mc_stream_make_grid): at most MS_SLICES, or
+ * up to MS_SLICES_LONG in large volumes. Defined here unless the build
+ * sets them (for measurements). */
+#ifndef MS_SLICES
+#define MS_SLICES 4
+#endif
+#ifndef MS_SLICES_LONG
+#define MS_SLICES_LONG 8
+#endif
 /* With 16-byte loads (ms_vpack): 3 on sm_90 (u8 71 registers, 16-bit 80,
  * no spills; faster than 2 on the H100 for both, bench/RESULTS-cudamc.md);
  * 16-bit samples 2 on older GPUs, where 3 would spill (not measured
@@ -683,8 +692,20 @@ mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
     const long long layer = g.nchunks * g.nbands,
                     slots = (long long)(g.vec ? MS_MINB_V90 : MS_MINB) * (nsm > 0 ? nsm : 1);
     long long slices = nz / ((4 * slots + layer - 1) / layer);
-    if (slices > 4) slices = 4;
+    if (slices > MS_SLICES) slices = MS_SLICES;
     if (slices < 1) slices = 1;
+    /* Up to 8 where that leaves at least 16 waves of blocks: the shared
+     * slice is read twice, and on the H200 the kernel is bound by the
+     * traffic between the L2's two halves (ncu at 768^3: 93% of the
+     * fabric's cycles, 74 M sectors read for the volume's 57 M), while
+     * the blocks' uneven cost matters less with many waves (measured on
+     * the H200, bench/RESULTS-cudamc.md: 640^3 to 1024^3 3-6% faster
+     * than 4; 6 and 12 within 1% of 8; 384^3 and 512^3 keep 4). */
+    for (long long s2 = MS_SLICES_LONG; s2 > slices; s2--)
+        if (layer * ((nz + s2 - 1) / s2) >= 16 * slots) {
+            slices = s2;
+            break;
+        }
     if (slices > nz) slices = nz;
     g.S = slices;
     g.nzr = (nz + g.S - 1) / g.S;
