@@ -36,7 +36,7 @@
 #define PMT_DIRECT_MAX_F32 ((size_t)3 << 23)
 #define PMT_CHUNKS_MIN ((size_t)1 << 22)
 static size_t long_runs, chunks_runs, ordered_runs, pool_runs, nopdl_runs, direct_runs, stream_runs,
-    zeroed_runs, chunk128_runs, scalar_runs, svec_runs, sscalar_runs;
+    zeroed_runs, chunk128_runs, scalar_runs, svec_runs, sscalar_runs, bulk_runs;
 
 /* The streaming classification's chunk width: 128 points (bands of 63
  * rows) where that takes at least 10% fewer lanes per slice than 256
@@ -100,12 +100,15 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
     else
         PMT_CHECK(!strstr(r->path, "chunk="), "%s: path \"%s\"", what, r->path);
     chunk128_runs += path_has(r, "chunk=128");
-    /* The slices a streaming block walks: 1 to 8. */
+    /* The slices a streaming block walks: 1 to 8, or "16/s" with a bulk
+     * of ranges of 16 slices before those of s. */
     if (stream) {
         const char *sl = strstr(r->path, "slices=");
-        const int ns = sl ? atoi(sl + 7) : 0;
-        PMT_CHECK(ns >= 1 && ns <= 8, "%s: path \"%s\"", what, r->path);
+        const char *tail = sl ? strchr(sl, '/') : NULL;
+        const int nb = tail ? atoi(sl + 7) : 0, ns = sl ? atoi(tail ? tail + 1 : sl + 7) : 0;
+        PMT_CHECK(ns >= 1 && ns <= 8 && (!tail || nb == 16), "%s: path \"%s\"", what, r->path);
         long_runs += ns > 4;
+        bulk_runs += nb > 0;
     } else {
         PMT_CHECK(!strstr(r->path, "slices="), "%s: path \"%s\"", what, r->path);
     }
@@ -715,7 +718,7 @@ static void test_huge(pm_context *gpu, size_t nx)
             }
     PMT_OK(pm_upload(gpu, d, h, n));
     pm_context *cpu = cpu_ctx();
-    const size_t long0 = long_runs;
+    const size_t long0 = long_runs, bulk0 = bulk_runs;
     pm_volume hv = {h, PM_SAMPLE_U8, nx, ny, nz, 0, 0, {0, 0, 0}, {0, 0, 0}};
     pm_volume dv = hv;
     dv.data = d;
@@ -732,11 +735,19 @@ static void test_huge(pm_context *gpu, size_t nx)
                a.num_triangles, mode ? "soup" : "indexed");
     }
     /* Streamed, it walks 8 slices a block (536 x 132 blocks: at least 16
-     * waves of 3 blocks an SM up to 1474 multiprocessors), and the ball
-     * crosses the ranges' shared slices 1032, 1040 and 1048. */
-    if (nx == 2048 && pm_context_device(gpu) == PM_DEVICE_CUDA)
+     * waves of 3 blocks an SM up to 1474 multiprocessors) after a bulk of
+     * ranges of 16 (at 132 multiprocessors slices 0 to 1024: four waves of
+     * the 8-slice blocks remain up to about 5800 multiprocessors), and the
+     * ball crosses the 8-slice ranges' shared slices 1032, 1040 and 1048.
+     * The smaller volumes of test_size_paths (f32 384 x 100 x 880, u16 272
+     * x 256 x 760) have bulks too at 132 multiprocessors, their surfaces
+     * across the bulk's ranges. */
+    if (nx == 2048 && pm_context_device(gpu) == PM_DEVICE_CUDA) {
         PMT_CHECK(long_runs == long0 + 2, "> 2^32 cells streamed: %zu runs of more than 4 slices",
                   long_runs - long0);
+        PMT_CHECK(bulk_runs == bulk0 + 2, "> 2^32 cells streamed: %zu runs with a bulk",
+                  bulk_runs - bulk0);
+    }
     pm_context_destroy(cpu);
     pm_free(gpu, d);
     free(h);

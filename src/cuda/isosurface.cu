@@ -189,10 +189,14 @@ static void mc_report_path(pm_isosurface_report *r, const mc_plan &pl, const pmi
         pmi_report_path(r, "classify", pl.cls == MC_CLS_BATCHED ? "batched" : "perword");
     /* The streaming classification's chunk width (points per segment). */
     if (pl.pass1 == MC_PASS1_STREAM) pmi_report_path(r, "chunk", pl.sg.cshift == 7 ? "128" : "256");
-    /* And the slices a streaming block walks (pmi_mc_stream_make_grid). */
+    /* And the slices a streaming block walks (pmi_mc_stream_make_grid):
+     * S, or SL/S with a bulk of ranges of SL before the ranges of S. */
     if (pl.pass1 == MC_PASS1_STREAM) {
-        char sl[24];
-        snprintf(sl, sizeof sl, "%lld", pl.sg.S);
+        char sl[48];
+        if (pl.sg.nzl > 0)
+            snprintf(sl, sizeof sl, "%lld/%lld", pl.sg.SL, pl.sg.S);
+        else
+            snprintf(sl, sizeof sl, "%lld", pl.sg.S);
         pmi_report_path(r, "slices", sl);
     }
     /* The direct classification's tile states: the call's own, cleared

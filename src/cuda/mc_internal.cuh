@@ -89,6 +89,7 @@ typedef struct mc_stream_grid {
     long long nchunks; /* segments per row */
     long long nbands;  /* bands of rows per slice */
     long long nzr, S;  /* slice ranges, slices per range */
+    long long nzl, SL; /* the first nzl ranges' slices (SL) */
     long long nseg;    /* nchunks * ny * nz */
     long long ntiles;  /* tiles of the segment scan */
     int vec;           /* 16-byte loads (1- and 2-byte samples, aligned rows) */
