@@ -343,7 +343,7 @@ typedef struct pm_isosurface_options {
  * fills the path and never the timings. */
 typedef struct pm_isosurface_report {
     int timed;                  /* in: fill stage_ms */
-    char path[120];             /* out: the path taken */
+    char path[256];             /* out: the path taken */
     double stage_ms[4];         /* out: stage times (ms) when timed, else 0 */
     const char *stage_names[4]; /* out: static names of the stages, NULL past the last */
 } pm_isosurface_report;
