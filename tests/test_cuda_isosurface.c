@@ -104,7 +104,8 @@ static void check_path(pm_context *ctx, const pm_isosurface_report *r, const pm_
      * of ranges of 16 slices before those of s. */
     if (stream) {
         const char *sl = strstr(r->path, "slices=");
-        const char *tail = sl ? strchr(sl, '/') : NULL;
+        const char *end = sl ? strchr(sl, ' ') : NULL, *tail = sl ? strchr(sl, '/') : NULL;
+        if (tail && end && tail > end) tail = NULL; /* a '/' in a later word */
         const int nb = tail ? atoi(sl + 7) : 0, ns = sl ? atoi(tail ? tail + 1 : sl + 7) : 0;
         PMT_CHECK(ns >= 1 && ns <= 8 && (!tail || nb == 16), "%s: path \"%s\"", what, r->path);
         long_runs += ns > 4;
