@@ -737,9 +737,10 @@ static void test_huge(pm_context *gpu, size_t nx)
     }
     /* Streamed, it walks 8 slices a block (536 x 132 blocks: at least 16
      * waves of 3 blocks an SM up to 1474 multiprocessors) after a bulk of
-     * ranges of 16 (at 132 multiprocessors slices 0 to 1024: four waves of
-     * the 8-slice blocks remain up to about 5800 multiprocessors), and the
-     * ball crosses the 8-slice ranges' shared slices 1032, 1040 and 1048.
+     * ranges of 16 (at 132 multiprocessors slices 0 to 1008: the six waves
+     * of 8-slice blocks that u8 keeps for the end leave a bulk up to about
+     * 3800 multiprocessors), and the ball crosses the 8-slice ranges'
+     * shared slices 1032, 1040 and 1048.
      * The smaller volumes of test_size_paths (f32 384 x 100 x 880, u16 272
      * x 256 x 760) have bulks too at 132 multiprocessors, their surfaces
      * across the bulk's ranges. */

@@ -17,8 +17,9 @@
  *     samples in rows of whole 16-byte parts, 16 bytes a lane compared
  *     by subtraction on packed samples: ms_vpack), the next slice in
  *     flight while the current one is classified. A thread classifies one word
- *     (the masks of mc_words.cuh). The counts of each segment (one chunk
- *     of one row: 8 or 4 words) go to segc; a warp's records are staged in shared memory and
+ *     (the masks of mc_words.cuh), unless the warp's step is quiet (no
+ *     cell mixed: its counts are zero, nothing else computed). The counts of each segment (one
+ * chunk of one row: 8 or 4 words) go to segc; a warp's records are staged in shared memory and
  *     copied to a pool in batches (one atomic per batch), each with its
  *     point and its prefixes inside its segment. Odd slice ranges walk
  *     backwards, so the slice two ranges share is read by both near the
@@ -71,6 +72,21 @@ MCD_TABLES_UPLOAD
 #endif
 #ifndef MS_TAIL_WAVES
 #define MS_TAIL_WAVES 4
+#endif
+/* The tail's waves for 1-byte samples in 16-byte loads, whose blocks are
+ * the cheapest (measured on the H200, bench/RESULTS-cudamc.md: 512^3 u8
+ * 3-4% faster than with 4, 768^3 level; f32 and 16-bit samples 1% slower
+ * with 6). */
+#ifndef MS_TAIL_WAVES_1B
+#define MS_TAIL_WAVES_1B 6
+#endif
+/* Quiet steps skipped (mc_stream_kernel), except in the 16-bit vector
+ * instances, which would spill at their 80 registers (measured on the
+ * H200, bench/RESULTS-cudamc.md: f32 1% and u8 2-6% faster, u16 2-5%
+ * slower with 18 bytes of spills); 0 classifies every word (for
+ * measurements). */
+#ifndef MS_QUIET
+#define MS_QUIET 1
 #endif
 /* With 16-byte loads (ms_vpack): 3 on sm_90 (u8 71 registers, 16-bit 80,
  * no spills; faster than 2 on the H100 for both, bench/RESULTS-cudamc.md);
@@ -271,6 +287,7 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
     __shared__ unsigned s_b[3][MS_ROWS(XW)][XW + 1];
     __shared__ uint4 s_stage[MC_THREADS / 32][MS_STAGE];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    constexpr bool QUIET = MS_QUIET && !(VEC && sizeof(T) == 2);
     s_nt[t] = mcd_tri_count[t];
     /* Block b (< 2^31) is chunk b % nchunks of band (b / nchunks) % nbands
      * of slice range b / (nchunks nbands): 32-bit divisions. */
@@ -383,94 +400,123 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
             const long long kk = back ? kc : kc - 1;
             unsigned act = 0, sv = 0;
             mc_word m;
-            if (on) {
-                const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj],
-                               *d = s_b[hi][jj + 1];
-                mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq],
-                              d[wq + 1], left, j + 1 < v.ny, kk + 1 < v.nz, m);
-                const unsigned long long val = mc_word_counts(m, s_nt, edges, &act, &cells);
-                sv = (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 |
-                     (unsigned)MC_F(val, 2) << 20;
-            }
-            /* Scan of each segment's XW lanes in segc's packed form (a
-             * segment has at most 256 records, 1280 triangles and 768
-             * crossings, so no field overflows); the records of the
-             * warp's earlier segments from the RW segment totals. */
-            unsigned sinc = sv;
-#pragma unroll
-            for (int off = 1; off < XW; off <<= 1) {
-                const unsigned o = __shfl_up_sync(0xffffffffu, sinc, off, XW);
-                if (lane % XW >= off) sinc += o;
-            }
-            const unsigned loc = sinc - sv; /* exclusive, inside the segment */
-            if (lane % XW == XW - 1 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = sinc;
-            const unsigned sgi = lane / XW;
-            unsigned exr = loc & 511u, tot = 0;
-#pragma unroll
-            for (int q = 0; q < RW; q++) {
-                const unsigned rq = __shfl_sync(0xffffffffu, sinc, XW * q + XW - 1) & 511u;
-                exr += sgi > (unsigned)q ? rq : 0u;
-                tot += rq;
-            }
-            /* The warp's records of this step: staged, or straight to the
-             * pool when they cannot fit the stage at all. */
-            if (tot) {
-                if (fill + tot > MS_STAGE) {
-                    ms_flush(stage, fill, pool, pool_cap, pool_ctr);
-                    fill = 0;
+            /* A quiet step: every word of the warp has its 32 cells' corners
+             * (the four rows' words and the first bit of the words after
+             * them) all outside or all inside, so no cell is mixed and no
+             * edge crosses: its segments' counts are zero, with no masks,
+             * scans or records to compute (most steps far from the surface;
+             * words past the row or the volume are outside, so a quiet
+             * inside step never meets the lattice's end). */
+            const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj],
+                           *d = s_b[hi][jj + 1];
+            bool busy = false;
+            if (QUIET) {
+                /* The next word's first bits: the next lane's word, or the
+                 * halo's at the segment's end. */
+                unsigned wor = 0, wand = 0;
+                if (on) {
+                    wor = a[wq] | bb[wq] | c[wq] | d[wq];
+                    wand = a[wq] & bb[wq] & c[wq] & d[wq];
                 }
-                unsigned long long direct = 0;
-                if (tot > MS_STAGE) {
-                    if (lane == 0) direct = atomicAdd(pool_ctr, (unsigned long long)tot);
-                    direct = __shfl_sync(0xffffffffu, direct, 0);
+                unsigned nor = __shfl_down_sync(0xffffffffu, wor, 1),
+                         nand = __shfl_down_sync(0xffffffffu, wand, 1);
+                if (wq == XW - 1 && on) {
+                    nor = a[XW] | bb[XW] | c[XW] | d[XW];
+                    nand = a[XW] & bb[XW] & c[XW] & d[XW];
                 }
-                /* One record per lane in rounds of 32 (mc_warp_record):
-                 * record gi of the warp goes to stage[fill + gi] (or the
-                 * pool), its prefixes inside the segment from its word's
-                 * (loc), the round's scan of triangles and crossings
-                 * since the word's first record of the round, and carry:
-                 * the word's records of earlier rounds (kept by the
-                 * word's lane). */
-                const unsigned cnt = __popc(act);
-                const unsigned long long row0 =
-                    (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
-                    32ull * (unsigned long long)wi;
-                unsigned carry = 0;
-                for (unsigned q = 0; q < tot; q += 32) {
-                    const unsigned gi = q + lane;
-                    int p;
-                    const unsigned w = mc_warp_record(gi, exr, act, &p);
-                    const mc_word mw = mc_word_shfl(m, w);
-                    const bool has = gi < tot;
-                    unsigned nt = 0, nc = 0, info = 0;
-                    if (has) info = mc_record_info(mw, p, s_nt, &nt, &nc);
-                    const unsigned x0 = nt | nc << 16, xi = mc_warp_scan(x0), xe = xi - x0;
-                    const unsigned ew = __shfl_sync(0xffffffffu, exr, w),
-                                   lw = __shfl_sync(0xffffffffu, loc, w),
-                                   cw = __shfl_sync(0xffffffffu, carry, w);
-                    const unsigned xf = __shfl_sync(0xffffffffu, xe, max(ew, q) - q);
-                    const unsigned long long pt =
-                        __shfl_sync(0xffffffffu, row0, w) + (unsigned long long)p;
-                    const unsigned pre = xe - xf + cw; /* the word's triangles | crossings << 16 */
-                    const unsigned lrec = (lw & 511u) + gi - ew,
-                                   ltri = (lw >> 9 & 2047u) + (pre & 0xffffu),
-                                   lcr = (lw >> 20) + (pre >> 16);
-                    const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32),
-                                               info | lrec << 16, ltri | lcr << 16);
-                    if (has) {
-                        if (tot <= MS_STAGE)
-                            stage[fill + gi] = r;
-                        else if (direct + gi < pool_cap)
-                            pool[direct + gi] = r;
+                busy = on && (wor | (nor & 1u)) != 0 && (~wand | (~nand & 1u)) != 0;
+            }
+            if (QUIET && !__any_sync(0xffffffffu, busy)) {
+                if (lane % XW == XW - 1 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = 0u;
+            } else {
+                if (on) {
+                    mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq],
+                                  d[wq + 1], left, j + 1 < v.ny, kk + 1 < v.nz, m);
+                    const unsigned long long val = mc_word_counts(m, s_nt, edges, &act, &cells);
+                    sv = (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 |
+                         (unsigned)MC_F(val, 2) << 20;
+                }
+                /* Scan of each segment's XW lanes in segc's packed form (a
+                 * segment has at most 256 records, 1280 triangles and 768
+                 * crossings, so no field overflows); the records of the
+                 * warp's earlier segments from the RW segment totals. */
+                unsigned sinc = sv;
+#pragma unroll
+                for (int off = 1; off < XW; off <<= 1) {
+                    const unsigned o = __shfl_up_sync(0xffffffffu, sinc, off, XW);
+                    if (lane % XW >= off) sinc += o;
+                }
+                const unsigned loc = sinc - sv; /* exclusive, inside the segment */
+                if (lane % XW == XW - 1 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = sinc;
+                const unsigned sgi = lane / XW;
+                unsigned exr = loc & 511u, tot = 0;
+#pragma unroll
+                for (int q = 0; q < RW; q++) {
+                    const unsigned rq = __shfl_sync(0xffffffffu, sinc, XW * q + XW - 1) & 511u;
+                    exr += sgi > (unsigned)q ? rq : 0u;
+                    tot += rq;
+                }
+                /* The warp's records of this step: staged, or straight to the
+                 * pool when they cannot fit the stage at all. */
+                if (tot) {
+                    if (fill + tot > MS_STAGE) {
+                        ms_flush(stage, fill, pool, pool_cap, pool_ctr);
+                        fill = 0;
                     }
-                    /* This lane's word: its records of the round are lanes
-                     * [a, e). */
-                    const unsigned a = max(exr, q) - q, e = min(exr + cnt, q + 32u) - q;
-                    const unsigned xa = __shfl_sync(0xffffffffu, xe, a & 31u),
-                                   xb = __shfl_sync(0xffffffffu, xi, (e - 1u) & 31u);
-                    if (exr + cnt > q && exr < q + 32u && cnt) carry += xb - xa;
+                    unsigned long long direct = 0;
+                    if (tot > MS_STAGE) {
+                        if (lane == 0) direct = atomicAdd(pool_ctr, (unsigned long long)tot);
+                        direct = __shfl_sync(0xffffffffu, direct, 0);
+                    }
+                    /* One record per lane in rounds of 32 (mc_warp_record):
+                     * record gi of the warp goes to stage[fill + gi] (or the
+                     * pool), its prefixes inside the segment from its word's
+                     * (loc), the round's scan of triangles and crossings
+                     * since the word's first record of the round, and carry:
+                     * the word's records of earlier rounds (kept by the
+                     * word's lane). */
+                    const unsigned cnt = __popc(act);
+                    const unsigned long long row0 =
+                        (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
+                        32ull * (unsigned long long)wi;
+                    unsigned carry = 0;
+                    for (unsigned q = 0; q < tot; q += 32) {
+                        const unsigned gi = q + lane;
+                        int p;
+                        const unsigned w = mc_warp_record(gi, exr, act, &p);
+                        const mc_word mw = mc_word_shfl(m, w);
+                        const bool has = gi < tot;
+                        unsigned nt = 0, nc = 0, info = 0;
+                        if (has) info = mc_record_info(mw, p, s_nt, &nt, &nc);
+                        const unsigned x0 = nt | nc << 16, xi = mc_warp_scan(x0), xe = xi - x0;
+                        const unsigned ew = __shfl_sync(0xffffffffu, exr, w),
+                                       lw = __shfl_sync(0xffffffffu, loc, w),
+                                       cw = __shfl_sync(0xffffffffu, carry, w);
+                        const unsigned xf = __shfl_sync(0xffffffffu, xe, max(ew, q) - q);
+                        const unsigned long long pt =
+                            __shfl_sync(0xffffffffu, row0, w) + (unsigned long long)p;
+                        const unsigned pre =
+                            xe - xf + cw; /* the word's triangles | crossings << 16 */
+                        const unsigned lrec = (lw & 511u) + gi - ew,
+                                       ltri = (lw >> 9 & 2047u) + (pre & 0xffffu),
+                                       lcr = (lw >> 20) + (pre >> 16);
+                        const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32),
+                                                   info | lrec << 16, ltri | lcr << 16);
+                        if (has) {
+                            if (tot <= MS_STAGE)
+                                stage[fill + gi] = r;
+                            else if (direct + gi < pool_cap)
+                                pool[direct + gi] = r;
+                        }
+                        /* This lane's word: its records of the round are lanes
+                         * [a, e). */
+                        const unsigned a = max(exr, q) - q, e = min(exr + cnt, q + 32u) - q;
+                        const unsigned xa = __shfl_sync(0xffffffffu, xe, a & 31u),
+                                       xb = __shfl_sync(0xffffffffu, xi, (e - 1u) & 31u);
+                        if (exr + cnt > q && exr < q + 32u && cnt) carry += xb - xa;
+                    }
+                    if (tot <= MS_STAGE) fill += tot;
                 }
-                if (tot <= MS_STAGE) fill += tot;
             }
         }
         prev = buf;
@@ -724,11 +770,14 @@ mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
      * the end of a kernel needs short blocks (measured on the H200,
      * bench/RESULTS-cudamc.md: 512^3 f32 4-5% faster than ranges of 4
      * alone, 384^3 and 640^3 to 1024^3 1-2%; bulks of 12 and 24 and tails
-     * of 2 and 6 waves measured too). */
+     * of 2 and 6 waves measured too). u8 in 16-byte loads: a tail of six
+     * waves (MS_TAIL_WAVES_1B). */
     g.S = g.SL = slices;
     g.nzl = 0;
     {
-        const long long tail = (MS_TAIL_WAVES * slots + layer - 1) / layer * slices;
+        const long long waves =
+            g.vec && pm_sample_size(vol->type) == 1 ? MS_TAIL_WAVES_1B : MS_TAIL_WAVES;
+        const long long tail = (waves * slots + layer - 1) / layer * slices;
         if (MS_TIER_SLICES > slices && nz - tail >= MS_TIER_SLICES) {
             g.SL = MS_TIER_SLICES;
             g.nzl = (nz - tail) / g.SL;
