@@ -80,11 +80,10 @@ MCD_TABLES_UPLOAD
 #ifndef MS_TAIL_WAVES_1B
 #define MS_TAIL_WAVES_1B 6
 #endif
-/* Quiet steps skipped (mc_stream_kernel), except in the 16-bit vector
- * instances, which would spill at their 80 registers (measured on the
- * H200, bench/RESULTS-cudamc.md: f32 1% and u8 2-6% faster, u16 2-5%
- * slower with 18 bytes of spills); 0 classifies every word (for
- * measurements). */
+/* Quiet steps skipped (mc_stream_kernel; measured on the H200,
+ * bench/RESULTS-cudamc.md: u8 6-14% faster, u16 4-7% with the 16-byte
+ * instances' invariants opaque, f32 about 1%); 0 classifies every word
+ * (for measurements). */
 #ifndef MS_QUIET
 #define MS_QUIET 1
 #endif
@@ -250,6 +249,16 @@ static __device__ __forceinline__ void ms_vpack(const uint4 q[MS_NV(T)], unsigne
     rows[MS_RW(XW) * w + part * RPL + rr][wd] = word;
 }
 
+/* x as a value ptxas cannot recompute: a shuffle from the lane itself
+ * (every lane calls it). Under the 16-byte instances' 80 registers ptxas
+ * rematerializes loop invariants from their inputs inside the slice loop,
+ * 64-bit compares and clamps at every step; an empty asm statement does
+ * not stop it, as ptxas sees through it. */
+static __device__ __forceinline__ unsigned ms_opaque(unsigned x)
+{
+    return __shfl_sync(0xffffffffu, x, threadIdx.x & 31);
+}
+
 /* Records staged per warp in shared memory (MS_STAGE entries of 16
  * bytes) and copied to the pool in batches, one atomic per batch: no
  * global round trip inside a slice step. */
@@ -287,7 +296,6 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
     __shared__ unsigned s_b[3][MS_ROWS(XW)][XW + 1];
     __shared__ uint4 s_stage[MC_THREADS / 32][MS_STAGE];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    constexpr bool QUIET = MS_QUIET && !(VEC && sizeof(T) == 2);
     s_nt[t] = mcd_tri_count[t];
     /* Block b (< 2^31) is chunk b % nchunks of band (b / nchunks) % nbands
      * of slice range b / (nchunks nbands): 32-bit divisions. */
@@ -340,11 +348,17 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
     const T *pvec = (const T *)v.data + x0 + VE * sub + (j0 + RW * warp + rr) * v.rs;
     const long long vls = RPL * v.rs, dss = back ? -v.ss : v.ss;
     ms_thr th = ms_thr_make<T, ABOVE>(it);
-    /* Kept in registers: made opaque to the compiler, which otherwise
-     * recomputes them from it before every part's compares (measured
-     * faster on the H100, bench/RESULTS-cudamc.md). */
-    if constexpr (VEC) asm volatile("" : "+r"(th.y7), "+r"(th.z), "+r"(th.inv));
-    const bool hok = t < ROWS && j0 + t < v.ny && x0 + 32 * XW < v.nx;
+    bool hok = t < ROWS && j0 + t < v.ny && x0 + 32 * XW < v.nx;
+    /* Kept in registers: the threshold's words, the parts' mask and the
+     * halo's flag made opaque (ms_opaque), else recomputed from their
+     * inputs at every slice step. */
+    if constexpr (VEC) {
+        th.y7 = ms_opaque(th.y7);
+        th.z = ms_opaque(th.z);
+        th.inv = ms_opaque(th.inv);
+        okv = ms_opaque(okv | (hok ? 1u << 16 : 0u));
+        hok = okv >> 16 & 1;
+    }
     const T *phalo = (const T *)v.data + x0 + 32 * XW + (j0 + (t < ROWS ? t : 0)) * v.rs;
 
     T s[VEC ? 1 : 32];
@@ -410,7 +424,7 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
             const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj],
                            *d = s_b[hi][jj + 1];
             bool busy = false;
-            if (QUIET) {
+            if (MS_QUIET) {
                 /* The next word's first bits: the next lane's word, or the
                  * halo's at the segment's end. */
                 unsigned wor = 0, wand = 0;
@@ -426,7 +440,7 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
                 }
                 busy = on && (wor | (nor & 1u)) != 0 && (~wand | (~nand & 1u)) != 0;
             }
-            if (QUIET && !__any_sync(0xffffffffu, busy)) {
+            if (MS_QUIET && !__any_sync(0xffffffffu, busy)) {
                 if (lane % XW == XW - 1 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = 0u;
             } else {
                 if (on) {
