@@ -739,7 +739,7 @@ static void test_huge(pm_context *gpu, size_t nx)
      * waves of 3 blocks an SM up to 1474 multiprocessors) after a bulk of
      * ranges of 16 (at 132 multiprocessors slices 0 to 1008: the six waves
      * of 8-slice blocks that u8 keeps for the end leave a bulk up to about
-     * 3800 multiprocessors), and the ball crosses the 8-slice ranges'
+     * 3870 multiprocessors), and the ball crosses the 8-slice ranges'
      * shared slices 1032, 1040 and 1048.
      * The smaller volumes of test_size_paths (f32 384 x 100 x 880, u16 272
      * x 256 x 760) have bulks too at 132 multiprocessors, their surfaces

@@ -16,12 +16,14 @@
  *     row, packed by one ballot per 32-point word (or, for 1- and 2-byte
  *     samples in rows of whole 16-byte parts, 16 bytes a lane compared
  *     by subtraction on packed samples: ms_vpack), the next slice in
- *     flight while the current one is classified. A thread classifies one word
- *     (the masks of mc_words.cuh), unless the warp's step is quiet (no
- *     cell mixed: its counts are zero, nothing else computed). The counts of each segment (one
- * chunk of one row: 8 or 4 words) go to segc; a warp's records are staged in shared memory and
- *     copied to a pool in batches (one atomic per batch), each with its
- *     point and its prefixes inside its segment. Odd slice ranges walk
+ *     flight while the current one is classified. A thread classifies
+ *     one word (the masks of mc_words.cuh), unless the warp's step is
+ *     quiet (every word's corners all outside or all inside: its counts
+ *     are zero, nothing else computed). The counts of each segment (one
+ *     chunk of one row: 8 or 4 words) go to segc; a warp's records are
+ *     staged in shared memory and copied to a pool in batches (one
+ *     atomic per batch), each with its point and its prefixes inside its
+ *     segment. Odd slice ranges walk
  *     backwards, so the slice two ranges share is read by both near the
  *     same time (from L2 the second time).
  * (b) mc_segscan_kernel: one scan of the segment counts in lattice order
@@ -81,9 +83,10 @@ MCD_TABLES_UPLOAD
 #define MS_TAIL_WAVES_1B 6
 #endif
 /* Quiet steps skipped (mc_stream_kernel; measured on the H200,
- * bench/RESULTS-cudamc.md: u8 6-14% faster, u16 4-7% with the 16-byte
- * instances' invariants opaque, f32 about 1%); 0 classifies every word
- * (for measurements). */
+ * bench/RESULTS-cudamc.md: f32 about 1% faster, u8 2-6% (6-14% with its
+ * tail of six waves), u16 0-5% once the 16-byte instances' invariants are
+ * opaque, 3-5% slower before, when the test made them spill); 0
+ * classifies every word (for measurements). */
 #ifndef MS_QUIET
 #define MS_QUIET 1
 #endif
