@@ -608,6 +608,67 @@ static void test_stream_shapes(pm_context *gpu)
     pm_context_destroy(cpu);
 }
 
+/* The streaming classification's quiet steps (a warp's slice step whose
+ * words have their corners all outside or all inside skips its masks):
+ * rows of 2304 points (streamed in every type, 16 bytes a lane for 1- and
+ * 2-byte samples), the first half inside and the rest outside (or the
+ * reverse, inside below), so the plane x = 1152 falls on a word's end
+ * in 256-point chunks (40 rows: the next lane's first bit) and on a
+ * chunk's end in 128-point chunks (63 rows: the halo). Single samples of
+ * the other side at chunks' first points (x = 128, 256, 384, 1280, 1408,
+ * 1536), each in a slice where no other sample of the chunk before
+ * differs, make steps whose only mixed cells come from the halo; more at
+ * a word's first point, the plane, the row's ends and the first and last
+ * slices, in rows 0, 30, 31 (a band's end) and 62. Every type but f64,
+ * both inside sides: the GPU mesh equals the CPU's. */
+static void test_quiet_edges(pm_context *gpu)
+{
+    pm_context *cpu = cpu_ctx();
+    /* {column, slice} of the flipped samples */
+    static const size_t flips[][2] = {{96, 0},   {128, 4},  {256, 2},   {384, 6},  {1151, 9},
+                                      {1248, 0}, {1280, 8}, {1408, 10}, {1536, 5}, {2303, 11}};
+    static const size_t rows[] = {0, 30, 31, 62};
+    const size_t nx = 2304, nz = 12;
+    for (int shape = 0; shape < 2; shape++) {
+        const size_t ny = shape ? 63 : 40, n = nx * ny * nz;
+        double *f = malloc(n * sizeof *f);
+        PMT_CHECK(f != NULL, "quiet steps: out of memory");
+        if (!f) break;
+        for (size_t p = 0; p < n; p++)
+            f[p] = p % nx < nx / 2 ? 200.0 : 0.0;
+        for (size_t c = 0; c < sizeof flips / sizeof flips[0]; c++)
+            for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+                if (rows[r] < ny) {
+                    double *v = &f[flips[c][0] + nx * (rows[r] + ny * flips[c][1])];
+                    *v = 200.0 - *v;
+                }
+        for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F32; type++) {
+            void *h = pmt_convert(f, nx, ny, nz, (pm_sample_type)type, 0, 0);
+            pm_volume hv = {h, (pm_sample_type)type, nx, ny, nz, 0, 0, {1, 1, 1}, {0, 0, 0}};
+            pm_volume dv = hv;
+            dv.data = pmt_to_ctx(gpu, h, n * pm_sample_size((pm_sample_type)type));
+            for (int mode = 0; mode < 2; mode++)
+                for (int above = 0; above < 2; above++) {
+                    pm_isosurface_options o;
+                    memset(&o, 0, sizeof o);
+                    o.mode = (pm_mesh_mode)mode;
+                    o.inside = above ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
+                    char what[128];
+                    snprintf(what, sizeof what, "quiet steps %zux%zux%zu %s %s%s", nx, ny, nz,
+                             pm_sample_type_string((pm_sample_type)type), mode ? "soup" : "indexed",
+                             above ? " above" : "");
+                    pm_mesh a;
+                    gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.5, &o, what, &a);
+                    PMT_CHECK(a.num_triangles > 0, "%s: no triangles", what);
+                }
+            pm_free(gpu, (void *)dv.data);
+            free(h);
+        }
+        free(f);
+    }
+    pm_context_destroy(cpu);
+}
+
 /* Shapes at the direct classification's bounds (check_path asserts the
  * path): rows of 2048 points (64 words, its widest windows) with padded
  * rows and slices, 3 * 2^23 points (its largest f32 volume) and 3 *
@@ -1103,6 +1164,7 @@ int main(int argc, char **argv)
     if (dev == PM_DEVICE_CUDA) {
         test_types(ctx);
         test_stream_shapes(ctx);
+        test_quiet_edges(ctx);
         test_direct_shapes(ctx);
         test_size_paths(ctx);
         test_oom(ctx);
