@@ -507,19 +507,15 @@ static void gpu_matches_cpu(pm_context *cpu, pm_context *gpu, const pm_volume *h
     pm_mesh_free(cpu, &a);
 }
 
-/* A torus field rounded to integers (0..200, plus offset) on nx x ny x nz
- * points with row and slice strides rs, ss (samples), in every sample type
- * from u8 to last (u8/u16 clamp negative values to 0): the GPU mesh equals
- * the CPU mesh, indexed and soup, at iso with normals `normals`; above:
- * inside is above iso (the soup only when above is 2). */
-static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, size_t nz,
-                        size_t rs, size_t ss, int last, pm_normals normals, int above,
-                        double offset, double iso)
+/* Field f (nx x ny x nz doubles) with row and slice strides rs, ss
+ * (samples), in every sample type from u8 to last (u8/u16 clamp negative
+ * values to 0): the GPU mesh equals the CPU mesh, indexed and soup, at
+ * iso with normals `normals`; above: inside is above iso (the soup only
+ * when above is 2). */
+static void field_types_match(pm_context *cpu, pm_context *gpu, const double *f, size_t nx,
+                              size_t ny, size_t nz, size_t rs, size_t ss, int last,
+                              pm_normals normals, int above, double iso)
 {
-    size_t n = nx * ny * nz;
-    double *f = pmt_field_f64(PMT_FIELD_TORUS, nx, ny, nz, 0.6, 0.25);
-    for (size_t p = 0; p < n; p++)
-        f[p] = floor(100.0 * f[p] + 100.5) + offset;
     for (int type = PM_SAMPLE_U8; type <= last; type++) {
         void *h = pmt_convert(f, nx, ny, nz, (pm_sample_type)type, rs, ss);
         size_t bytes = pm_sample_size((pm_sample_type)type) * ss * nz;
@@ -548,6 +544,19 @@ static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, 
         pm_free(gpu, (void *)dv.data);
         free(h);
     }
+}
+
+/* A torus field rounded to integers (0..200, plus offset) through
+ * field_types_match. */
+static void types_match(pm_context *cpu, pm_context *gpu, size_t nx, size_t ny, size_t nz,
+                        size_t rs, size_t ss, int last, pm_normals normals, int above,
+                        double offset, double iso)
+{
+    size_t n = nx * ny * nz;
+    double *f = pmt_field_f64(PMT_FIELD_TORUS, nx, ny, nz, 0.6, 0.25);
+    for (size_t p = 0; p < n; p++)
+        f[p] = floor(100.0 * f[p] + 100.5) + offset;
+    field_types_match(cpu, gpu, f, nx, ny, nz, rs, ss, last, normals, above, iso);
     free(f);
 }
 
@@ -642,28 +651,9 @@ static void test_quiet_edges(pm_context *gpu)
                     double *v = &f[flips[c][0] + nx * (rows[r] + ny * flips[c][1])];
                     *v = 200.0 - *v;
                 }
-        for (int type = PM_SAMPLE_U8; type <= PM_SAMPLE_F32; type++) {
-            void *h = pmt_convert(f, nx, ny, nz, (pm_sample_type)type, 0, 0);
-            pm_volume hv = {h, (pm_sample_type)type, nx, ny, nz, 0, 0, {1, 1, 1}, {0, 0, 0}};
-            pm_volume dv = hv;
-            dv.data = pmt_to_ctx(gpu, h, n * pm_sample_size((pm_sample_type)type));
-            for (int mode = 0; mode < 2; mode++)
-                for (int above = 0; above < 2; above++) {
-                    pm_isosurface_options o;
-                    memset(&o, 0, sizeof o);
-                    o.mode = (pm_mesh_mode)mode;
-                    o.inside = above ? PM_INSIDE_ABOVE : PM_INSIDE_BELOW;
-                    char what[128];
-                    snprintf(what, sizeof what, "quiet steps %zux%zux%zu %s %s%s", nx, ny, nz,
-                             pm_sample_type_string((pm_sample_type)type), mode ? "soup" : "indexed",
-                             above ? " above" : "");
-                    pm_mesh a;
-                    gpu_matches_cpu(cpu, gpu, &hv, &dv, 100.5, &o, what, &a);
-                    PMT_CHECK(a.num_triangles > 0, "%s: no triangles", what);
-                }
-            pm_free(gpu, (void *)dv.data);
-            free(h);
-        }
+        for (int above = 0; above < 2; above++)
+            field_types_match(cpu, gpu, f, nx, ny, nz, nx, nx * ny, PM_SAMPLE_F32,
+                              PM_NORMALS_CENTRAL, above, 100.5);
         free(f);
     }
     pm_context_destroy(cpu);
