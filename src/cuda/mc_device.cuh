@@ -122,7 +122,7 @@ static __device__ __forceinline__ int mcd_inside(const mcd_volume &v, double x)
  * comparisons with no conversion to float (a quarter of the integer rate):
  * x < fthr <=> x < ceil(fthr) when inside is below, x > fthr <=> x >
  * floor(fthr) when above (fthr clamped to the int range first). */
-static __device__ __forceinline__ int mcd_int_threshold(float fthr, bool above)
+static __host__ __device__ __forceinline__ int mcd_int_threshold(float fthr, bool above)
 {
     const float fc = fminf(fmaxf(fthr, -2e9f), 2e9f);
     return above ? (int)floorf(fc) : (int)ceilf(fc);

@@ -154,19 +154,19 @@ typedef struct ms_thr {
     unsigned y7, z, inv;
 } ms_thr;
 
-template <typename T, int ABOVE> static __device__ __forceinline__ ms_thr ms_thr_make(int it)
+template <typename T> static ms_thr ms_thr_make(int it, bool above)
 {
     constexpr int off = (T)-1 < (T)0 ? 32768 : 0, mx = sizeof(T) == 1 ? 255 : 65535;
     constexpr unsigned H = sizeof(T) == 1 ? 0x80808080u : 0x80008000u;
-    /* ABOVE: x > it, i.e. u >= it + 1 + off; else x < it, i.e. not u >= it + off. */
-    int y = min(max(it, -65537), 65537) + off + (ABOVE ? 1 : 0);
+    /* above: x > it, i.e. u >= it + 1 + off; else x < it, i.e. not u >= it + off. */
+    int y = (it < -65537 ? -65537 : it > 65537 ? 65537 : it) + off + (above ? 1 : 0);
     ms_thr r;
-    r.inv = ABOVE ? 0u : 0xffffffffu;
+    r.inv = above ? 0u : 0xffffffffu;
     if (y > mx) {
         y = 0;
         r.inv = ~r.inv;
     }
-    const unsigned yr = (unsigned)max(y, 0) * (sizeof(T) == 1 ? 0x01010101u : 0x00010001u);
+    const unsigned yr = (unsigned)(y > 0 ? y : 0) * (sizeof(T) == 1 ? 0x01010101u : 0x00010001u);
     r.y7 = yr & ~H;
     r.z = yr & H ? 0u : 0xffffffffu;
     return r;
@@ -282,13 +282,161 @@ static __device__ __forceinline__ void ms_flush(const uint4 *stage, unsigned n, 
     __syncwarp();
 }
 
+/* The records of a warp whose lane l holds word m with active points act,
+ * exr records of the warp before it (non-decreasing over the lanes), tot
+ * in all, loc its counts before it inside its segment (segc's packed
+ * form) and row0 its first point: one record per lane in rounds of 32
+ * (mc_warp_record), record gi to stage[fill + gi] (or straight to the
+ * pool, when they cannot fit the stage at all), its prefixes inside its
+ * segment from its word's (loc), the round's scan of triangles and
+ * crossings since the word's first record of the round, and carry: the
+ * word's records of earlier rounds (kept by the word's lane). Every lane
+ * calls it. */
+static __device__ __forceinline__ void
+ms_emit(unsigned exr, unsigned tot, unsigned act, const mc_word &m, unsigned loc,
+        unsigned long long row0, const uint8_t *s_nt, uint4 *stage, unsigned &fill, uint4 *pool,
+        unsigned long long pool_cap, unsigned long long *pool_ctr)
+{
+    const unsigned lane = threadIdx.x & 31;
+    if (!tot) return;
+    if (fill + tot > MS_STAGE) {
+        ms_flush(stage, fill, pool, pool_cap, pool_ctr);
+        fill = 0;
+    }
+    unsigned long long direct = 0;
+    if (tot > MS_STAGE) {
+        if (lane == 0) direct = atomicAdd(pool_ctr, (unsigned long long)tot);
+        direct = __shfl_sync(0xffffffffu, direct, 0);
+    }
+    const unsigned cnt = __popc(act);
+    unsigned carry = 0;
+    for (unsigned qr = 0; qr < tot; qr += 32) {
+        const unsigned gi = qr + lane;
+        int p;
+        const unsigned w = mc_warp_record(gi, exr, act, &p);
+        const mc_word mw = mc_word_shfl(m, w);
+        const bool has = gi < tot;
+        unsigned nt = 0, nc = 0, info = 0;
+        if (has) info = mc_record_info(mw, p, s_nt, &nt, &nc);
+        const unsigned x0 = nt | nc << 16, xi = mc_warp_scan(x0), xe = xi - x0;
+        const unsigned ew = __shfl_sync(0xffffffffu, exr, w), lw = __shfl_sync(0xffffffffu, loc, w),
+                       cw = __shfl_sync(0xffffffffu, carry, w);
+        const unsigned xf = __shfl_sync(0xffffffffu, xe, max(ew, qr) - qr);
+        const unsigned long long pt = __shfl_sync(0xffffffffu, row0, w) + (unsigned long long)p;
+        const unsigned pre = xe - xf + cw; /* the word's triangles | crossings << 16 */
+        const unsigned lrec = (lw & 511u) + gi - ew, ltri = (lw >> 9 & 2047u) + (pre & 0xffffu),
+                       lcr = (lw >> 20) + (pre >> 16);
+        const uint4 r =
+            make_uint4((unsigned)pt, (unsigned)(pt >> 32), info | lrec << 16, ltri | lcr << 16);
+        if (has) {
+            if (tot <= MS_STAGE)
+                stage[fill + gi] = r;
+            else if (direct + gi < pool_cap)
+                pool[direct + gi] = r;
+        }
+        /* This lane's word: its records of the round are lanes [a, e). */
+        const unsigned a = max(exr, qr) - qr, e = min(exr + cnt, qr + 32u) - qr;
+        const unsigned xa = __shfl_sync(0xffffffffu, xe, a & 31u),
+                       xb = __shfl_sync(0xffffffffu, xi, (e - 1u) & 31u);
+        if (exr + cnt > qr && exr < qr + 32u && cnt) carry += xb - xa;
+    }
+    if (tot <= MS_STAGE) fill += tot;
+}
+
+/* Busy words wait in a ring of MS_Q entries per warp (MS_Q - 1 >= 31 + 32:
+ * a step adds at most 32 to at most 31 waiting) and are classified 32 at
+ * a time, so a lane of a classification holds a word that has a mixed cell
+ * or a crossing (about 15% of the lanes of a step with any, at 512^3
+ * cayley). An entry: the words of the four corner rows and f = the first
+ * bits of the words after them (bits 0-3) | min(points left in the row,
+ * 33) << 4 | (row j + 1 exists) << 10 | (slice kk + 1 exists) << 11 |
+ * word wq of its segment << 12 | band row jj << 15 | kk - k0 << 21; f >>
+ * 15 is its segment's key in the block. */
+#define MS_Q 64
+/* 0: every instance classifies a step's words in the step (for
+ * measurements). */
+#ifndef MS_DENSE
+#define MS_DENSE 1
+#endif
+typedef struct ms_ring {
+    unsigned a[MS_Q], b[MS_Q], c[MS_Q], d[MS_Q], f[MS_Q];
+} ms_ring;
+static_assert(MS_TIER_SLICES < 2048 && MS_SLICES_LONG < 2048 && MS_SLICES < 2048,
+              "a block's slices fit an entry's 11 bits");
+/* The running counts of a segment whose words span two rounds: its key
+ * (none: ~0) and its packed counts so far. */
+typedef struct ms_carry {
+    unsigned key, sum;
+} ms_carry;
+
+/* Classifies the ring's first n entries (every lane calls it), in rounds
+ * of 32: each lane's word's counts, their scan by segment (with the carry
+ * of a segment begun in the round before), segc at each segment's last
+ * word (a segment is complete when the entry after it is of another one
+ * or not yet queued: a step queues all of its busy words at once), and
+ * the records, staged as in the step before. */
+template <int XW>
+static __device__ __forceinline__ void
+ms_dense(const ms_ring *q, unsigned &qh, unsigned &qn, unsigned n, ms_carry &ck,
+         const mcd_volume &v, const mc_stream_grid &g, long long chunk, long long j0, long long k0,
+         int edges, const uint8_t *s_nt, unsigned *segc, uint4 *stage, unsigned &fill, uint4 *pool,
+         unsigned long long pool_cap, unsigned long long *pool_ctr, unsigned &cells)
+{
+    const unsigned lane = threadIdx.x & 31;
+    __syncwarp();
+    for (unsigned r0 = 0; r0 < n; r0 += 32) {
+        const unsigned i = r0 + lane, e = (qh + i) & (MS_Q - 1);
+        const bool valid = i < n;
+        unsigned f = 0, act = 0, sv = 0;
+        mc_word m;
+        if (valid) {
+            f = q->f[e];
+            mc_make_word8(q->a[e], f, q->b[e], f >> 1, q->c[e], f >> 2, q->d[e], f >> 3,
+                          (int)(f >> 4 & 63u), f >> 10 & 1u, f >> 11 & 1u, m);
+            const unsigned long long val = mc_word_counts(m, s_nt, edges, &act, &cells);
+            sv =
+                (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 | (unsigned)MC_F(val, 2) << 20;
+        }
+        const unsigned key = valid ? f >> 15 : ~0u;
+        /* Scan by segment of the packed counts (no field overflows inside a
+         * segment): lane l adds lane l - o's sum while that lane is in its
+         * segment (at or after its first lane h). */
+        const unsigned pk = __shfl_up_sync(0xffffffffu, key, 1);
+        const unsigned heads = __ballot_sync(0xffffffffu, lane == 0 || key != pk);
+        const unsigned h = 31u - __clz(heads & (0xffffffffu >> (31u - lane)));
+        unsigned sinc = sv + (lane == 0 && key == ck.key ? ck.sum : 0u);
+#pragma unroll
+        for (unsigned o = 1; o < 32; o <<= 1) {
+            const unsigned y = __shfl_up_sync(0xffffffffu, sinc, o);
+            if (lane >= h + o) sinc += y;
+        }
+        const unsigned loc = sinc - sv; /* exclusive, inside the segment, carry included */
+        const unsigned nkey = i + 1 < qn ? q->f[(e + 1) & (MS_Q - 1)] >> 15 : ~0u;
+        const long long kk = k0 + (long long)(f >> 21), jl = j0 + (long long)(f >> 15 & 63u);
+        if (valid && nkey != key) segc[(kk * v.ny + jl) * g.nchunks + chunk] = sinc;
+        const unsigned last = min(n - r0, 32u) - 1u;
+        ck.key = __shfl_sync(0xffffffffu, key, last);
+        ck.sum = __shfl_sync(0xffffffffu, sinc, last);
+
+        const unsigned cnt = __popc(act), rin = mc_warp_scan(cnt);
+        const unsigned long long row0 =
+            (unsigned long long)v.nx * (unsigned long long)(jl + v.ny * kk) +
+            32ull * (unsigned long long)(chunk * XW + (long long)(f >> 12 & 7u));
+        ms_emit(rin - cnt, __shfl_sync(0xffffffffu, rin, 31), act, m, loc, row0, s_nt, stage, fill,
+                pool, pool_cap, pool_ctr);
+    }
+    qh = (qh + n) & (MS_Q - 1);
+    qn -= n;
+    __syncwarp();
+}
+
 /* (a), one long kernel: the slice loop's load, pack, classify and stage
  * steps share the loaded samples, the shared buffers and the staging
  * state. */
 template <typename T, int XW, int ABOVE, int VEC>
 static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MINB)
-    mc_stream_kernel(mcd_volume v, mc_stream_grid g, int edges, unsigned *segc, uint4 *pool,
-                     unsigned long long pool_cap, unsigned long long *pool_ctr,
+    mc_stream_kernel(mcd_volume v, mc_stream_grid g, ms_thr th, int edges, unsigned *segc,
+                     uint4 *pool, unsigned long long pool_cap, unsigned long long *pool_ctr,
                      unsigned long long *totals)
 {
     pmi_pdl_enter();
@@ -298,6 +446,12 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
      * step suffices. */
     __shared__ unsigned s_b[3][MS_ROWS(XW)][XW + 1];
     __shared__ uint4 s_stage[MC_THREADS / 32][MS_STAGE];
+    /* Busy words classified 32 at a time (ms_dense) in the 16-byte
+     * instances of 256-point chunks; a warp's step classifies its own
+     * words in the others (measured on the H200, bench/RESULTS-cudamc.md,
+     * session 45). */
+    constexpr bool DENSE = MS_DENSE && VEC && XW == 8;
+    __shared__ ms_ring s_q[DENSE ? MC_THREADS / 32 : 1];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     s_nt[t] = mcd_tri_count[t];
     /* Block b (< 2^31) is chunk b % nchunks of band (b / nchunks) % nbands
@@ -319,6 +473,9 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
     const bool on = jj < MS_J(XW) && j < v.ny && wi < words;
     const bool seg_on = jj < MS_J(XW) && j < v.ny;
     const int left = (int)(v.nx - 32 * wi);
+    /* The thread's segment in point slice 0, and a slice's segments. */
+    unsigned *const segrow = segc + j * g.nchunks + chunk;
+    const long long sstr = v.ny * g.nchunks;
 
     /* Load items of this lane (rows RW warp + m / XW, samples x0 + 32 (m %
      * XW) + lane) that exist. */
@@ -350,15 +507,12 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
     /* VEC: pointers at the slice in q, moved a slice a step. */
     const T *pvec = (const T *)v.data + x0 + VE * sub + (j0 + RW * warp + rr) * v.rs;
     const long long vls = RPL * v.rs, dss = back ? -v.ss : v.ss;
-    ms_thr th = ms_thr_make<T, ABOVE>(it);
     bool hok = t < ROWS && j0 + t < v.ny && x0 + 32 * XW < v.nx;
-    /* Kept in registers: the threshold's words, the parts' mask and the
-     * halo's flag made opaque (ms_opaque), else recomputed from their
-     * inputs at every slice step. */
+    /* Kept in registers: the parts' mask and the halo's flag made opaque
+     * (ms_opaque), else recomputed from their inputs at every slice step
+     * (the threshold's words th are the kernel's arguments for the same
+     * reason). */
     if constexpr (VEC) {
-        th.y7 = ms_opaque(th.y7);
-        th.z = ms_opaque(th.z);
-        th.inv = ms_opaque(th.inv);
         okv = ms_opaque(okv | (hok ? 1u << 16 : 0u));
         hok = okv >> 16 & 1;
     }
@@ -380,6 +534,9 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
     }
     unsigned cells = 0, fill = 0;
     uint4 *stage = s_stage[warp];
+    ms_ring *rq = &s_q[warp];
+    unsigned qh = 0, qn = 0; /* the ring's first entry and entries */
+    ms_carry ck = {~0u, 0u};
     int buf = 0, prev = 2;
     const long long nsteps = kend - k0 + 1;
     for (long long n = 0; n < nsteps; n++) {
@@ -415,8 +572,6 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
             /* Point slice kk: corners kk (buffer lo) and kk + 1 (hi). */
             const int lo = back ? buf : prev, hi = back ? prev : buf;
             const long long kk = back ? kc : kc - 1;
-            unsigned act = 0, sv = 0;
-            mc_word m;
             /* A quiet step: every word of the warp has its 32 cells' corners
              * (the four rows' words and the first bit of the words after
              * them) all outside or all inside, so no cell is mixed and no
@@ -426,7 +581,7 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
              * inside step never meets the lattice's end). */
             const unsigned *a = s_b[lo][jj], *bb = s_b[lo][jj + 1], *c = s_b[hi][jj],
                            *d = s_b[hi][jj + 1];
-            bool busy = false;
+            bool busy = on;
             if (MS_QUIET) {
                 /* The next word's first bits: the next lane's word, or the
                  * halo's at the segment's end. */
@@ -443,102 +598,77 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
                 }
                 busy = on && (wor | (nor & 1u)) != 0 && (~wand | (~nand & 1u)) != 0;
             }
-            if (MS_QUIET && !__any_sync(0xffffffffu, busy)) {
-                if (lane % XW == XW - 1 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = 0u;
+            const unsigned bm = __ballot_sync(0xffffffffu, busy);
+            unsigned *const segk = segrow + kk * sstr; /* segment (kk, j, chunk) */
+            if constexpr (DENSE) {
+                /* Segments without a busy word count zero now; the busy
+                 * words go to the warp's ring, classified 32 at a time. */
+                if (lane % XW == XW - 1 && seg_on && !(bm >> (lane - (XW - 1)) & ((1u << XW) - 1u)))
+                    *segk = 0u;
+                if (bm) {
+                    if (busy) {
+                        const unsigned e =
+                            (qh + qn + __popc(bm & ((1u << lane) - 1u))) & (MS_Q - 1);
+                        rq->a[e] = a[wq];
+                        rq->b[e] = bb[wq];
+                        rq->c[e] = c[wq];
+                        rq->d[e] = d[wq];
+                        rq->f[e] = (a[wq + 1] & 1u) | (bb[wq + 1] & 1u) << 1 |
+                                   (c[wq + 1] & 1u) << 2 | (d[wq + 1] & 1u) << 3 |
+                                   (unsigned)min(left, 33) << 4 | (unsigned)(j + 1 < v.ny) << 10 |
+                                   (unsigned)(kk + 1 < v.nz) << 11 | (unsigned)wq << 12 |
+                                   (unsigned)jj << 15 | (unsigned)(kk - k0) << 21;
+                    }
+                    qn += __popc(bm);
+                    if (qn >= 32)
+                        ms_dense<XW>(rq, qh, qn, 32u, ck, v, g, chunk, j0, k0, edges, s_nt, segc,
+                                     stage, fill, pool, pool_cap, pool_ctr, cells);
+                }
+            } else if (!bm) {
+                if (lane % XW == XW - 1 && seg_on) *segk = 0u;
             } else {
-                if (on) {
+                /* Every lane classifies its word (zero counts when it is
+                 * not busy); the scan of each segment's XW lanes in segc's
+                 * packed form (a segment has at most 256 records, 1280
+                 * triangles and 768 crossings, so no field overflows); the
+                 * records of the warp's earlier segments from the RW
+                 * segment totals. */
+                unsigned act = 0, sv = 0;
+                mc_word m;
+                if (busy) {
                     mc_make_word8(a[wq], a[wq + 1], bb[wq], bb[wq + 1], c[wq], c[wq + 1], d[wq],
                                   d[wq + 1], left, j + 1 < v.ny, kk + 1 < v.nz, m);
                     const unsigned long long val = mc_word_counts(m, s_nt, edges, &act, &cells);
                     sv = (unsigned)MC_F(val, 0) | (unsigned)MC_F(val, 1) << 9 |
                          (unsigned)MC_F(val, 2) << 20;
                 }
-                /* Scan of each segment's XW lanes in segc's packed form (a
-                 * segment has at most 256 records, 1280 triangles and 768
-                 * crossings, so no field overflows); the records of the
-                 * warp's earlier segments from the RW segment totals. */
                 unsigned sinc = sv;
 #pragma unroll
                 for (int off = 1; off < XW; off <<= 1) {
                     const unsigned o = __shfl_up_sync(0xffffffffu, sinc, off, XW);
                     if (lane % XW >= off) sinc += o;
                 }
-                const unsigned loc = sinc - sv; /* exclusive, inside the segment */
-                if (lane % XW == XW - 1 && seg_on) segc[(kk * v.ny + j) * g.nchunks + chunk] = sinc;
-                const unsigned sgi = lane / XW;
+                if (lane % XW == XW - 1 && seg_on) *segk = sinc;
+                const unsigned sgi = lane / XW, loc = sinc - sv;
                 unsigned exr = loc & 511u, tot = 0;
 #pragma unroll
                 for (int q = 0; q < RW; q++) {
-                    const unsigned rq = __shfl_sync(0xffffffffu, sinc, XW * q + XW - 1) & 511u;
-                    exr += sgi > (unsigned)q ? rq : 0u;
-                    tot += rq;
+                    const unsigned rt = __shfl_sync(0xffffffffu, sinc, XW * q + XW - 1) & 511u;
+                    exr += sgi > (unsigned)q ? rt : 0u;
+                    tot += rt;
                 }
-                /* The warp's records of this step: staged, or straight to the
-                 * pool when they cannot fit the stage at all. */
-                if (tot) {
-                    if (fill + tot > MS_STAGE) {
-                        ms_flush(stage, fill, pool, pool_cap, pool_ctr);
-                        fill = 0;
-                    }
-                    unsigned long long direct = 0;
-                    if (tot > MS_STAGE) {
-                        if (lane == 0) direct = atomicAdd(pool_ctr, (unsigned long long)tot);
-                        direct = __shfl_sync(0xffffffffu, direct, 0);
-                    }
-                    /* One record per lane in rounds of 32 (mc_warp_record):
-                     * record gi of the warp goes to stage[fill + gi] (or the
-                     * pool), its prefixes inside the segment from its word's
-                     * (loc), the round's scan of triangles and crossings
-                     * since the word's first record of the round, and carry:
-                     * the word's records of earlier rounds (kept by the
-                     * word's lane). */
-                    const unsigned cnt = __popc(act);
-                    const unsigned long long row0 =
-                        (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
-                        32ull * (unsigned long long)wi;
-                    unsigned carry = 0;
-                    for (unsigned q = 0; q < tot; q += 32) {
-                        const unsigned gi = q + lane;
-                        int p;
-                        const unsigned w = mc_warp_record(gi, exr, act, &p);
-                        const mc_word mw = mc_word_shfl(m, w);
-                        const bool has = gi < tot;
-                        unsigned nt = 0, nc = 0, info = 0;
-                        if (has) info = mc_record_info(mw, p, s_nt, &nt, &nc);
-                        const unsigned x0 = nt | nc << 16, xi = mc_warp_scan(x0), xe = xi - x0;
-                        const unsigned ew = __shfl_sync(0xffffffffu, exr, w),
-                                       lw = __shfl_sync(0xffffffffu, loc, w),
-                                       cw = __shfl_sync(0xffffffffu, carry, w);
-                        const unsigned xf = __shfl_sync(0xffffffffu, xe, max(ew, q) - q);
-                        const unsigned long long pt =
-                            __shfl_sync(0xffffffffu, row0, w) + (unsigned long long)p;
-                        const unsigned pre =
-                            xe - xf + cw; /* the word's triangles | crossings << 16 */
-                        const unsigned lrec = (lw & 511u) + gi - ew,
-                                       ltri = (lw >> 9 & 2047u) + (pre & 0xffffu),
-                                       lcr = (lw >> 20) + (pre >> 16);
-                        const uint4 r = make_uint4((unsigned)pt, (unsigned)(pt >> 32),
-                                                   info | lrec << 16, ltri | lcr << 16);
-                        if (has) {
-                            if (tot <= MS_STAGE)
-                                stage[fill + gi] = r;
-                            else if (direct + gi < pool_cap)
-                                pool[direct + gi] = r;
-                        }
-                        /* This lane's word: its records of the round are lanes
-                         * [a, e). */
-                        const unsigned a = max(exr, q) - q, e = min(exr + cnt, q + 32u) - q;
-                        const unsigned xa = __shfl_sync(0xffffffffu, xe, a & 31u),
-                                       xb = __shfl_sync(0xffffffffu, xi, (e - 1u) & 31u);
-                        if (exr + cnt > q && exr < q + 32u && cnt) carry += xb - xa;
-                    }
-                    if (tot <= MS_STAGE) fill += tot;
-                }
+                const unsigned long long row0 =
+                    (unsigned long long)v.nx * (unsigned long long)(j + v.ny * kk) +
+                    32ull * (unsigned long long)wi;
+                ms_emit(exr, tot, act, m, loc, row0, s_nt, stage, fill, pool, pool_cap, pool_ctr);
             }
         }
         prev = buf;
         buf = buf == 2 ? 0 : buf + 1;
     }
+    if (qn)
+        ms_dense<XW>(rq, qh, qn, qn, ck, v, g, chunk, j0, k0, edges, s_nt, segc, stage, fill, pool,
+                     pool_cap, pool_ctr, cells);
     if (fill) ms_flush(stage, fill, pool, pool_cap, pool_ctr);
     for (int off = 16; off; off >>= 1)
         cells += __shfl_xor_sync(0xffffffffu, cells, off);
@@ -816,7 +946,10 @@ static void ms_launch(cudaStream_t s, int pdl, unsigned grid, const mcd_volume &
                           : (g.vec ? mc_stream_kernel<T, 4, 0, V> : mc_stream_kernel<T, 4, 0, 0>))
                  : (above ? (g.vec ? mc_stream_kernel<T, 8, 1, V> : mc_stream_kernel<T, 8, 1, 0>)
                           : (g.vec ? mc_stream_kernel<T, 8, 0, V> : mc_stream_kernel<T, 8, 0, 0>));
-    pmi_launch(pdl, k, grid, MC_THREADS, s, v, g, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr,
+    /* The threshold's words for the 16-byte loads, as the kernel's
+     * arguments. */
+    const ms_thr th = ms_thr_make<T>(mcd_int_threshold(v.fthr, above), above);
+    pmi_launch(pdl, k, grid, MC_THREADS, s, v, g, th, edges, m.segc, m.pool, m.pool_cap, m.pool_ctr,
                totals);
 }
 
