@@ -659,6 +659,40 @@ static void test_quiet_edges(pm_context *gpu)
     pm_context_destroy(cpu);
 }
 
+/* The streaming classification's busy words classified 32 at a time (the
+ * 16-byte instances in 256-point chunks queue a step's busy words in a
+ * ring per warp): rows of 2304 points in 40 rows (256-point chunks),
+ * alternating samples in x < 512, so every cell of those words is mixed
+ * (a segment's 256 records, the most it holds; a round of 32 words with
+ * up to 1024 records, past the warp's stage); beyond it single samples
+ * flipped at scattered points, one in 29 up to x = 1408 (nearly every
+ * word busy) and one in 389 after it (about a third), so a step queues a
+ * varying number of words and segments span two rounds or two steps'
+ * rounds.
+ * Every type but f64, both inside sides: the GPU mesh equals the CPU's. */
+static void test_busy_rounds(pm_context *gpu)
+{
+    pm_context *cpu = cpu_ctx();
+    const size_t nx = 2304, ny = 40, nz = 6, n = nx * ny * nz;
+    double *f = malloc(n * sizeof *f);
+    PMT_CHECK(f != NULL, "busy rounds: out of memory");
+    if (f) {
+        for (size_t p = 0; p < n; p++) {
+            const size_t x = p % nx;
+            const unsigned long long h = (unsigned long long)p * 0x9e3779b97f4a7c15ull >> 40;
+            if (x < 512)
+                f[p] = x % 2 ? 200.0 : 0.0;
+            else
+                f[p] = h % (x < 1408 ? 29 : 389) == 0 ? 200.0 : 0.0;
+        }
+        for (int above = 0; above < 2; above++)
+            field_types_match(cpu, gpu, f, nx, ny, nz, nx, nx * ny, PM_SAMPLE_F32,
+                              PM_NORMALS_CENTRAL, above, 100.5);
+        free(f);
+    }
+    pm_context_destroy(cpu);
+}
+
 /* Shapes at the direct classification's bounds (check_path asserts the
  * path): rows of 2048 points (64 words, its widest windows) with padded
  * rows and slices, 3 * 2^23 points (its largest f32 volume) and 3 *
@@ -1155,6 +1189,7 @@ int main(int argc, char **argv)
         test_types(ctx);
         test_stream_shapes(ctx);
         test_quiet_edges(ctx);
+        test_busy_rounds(ctx);
         test_direct_shapes(ctx);
         test_size_paths(ctx);
         test_oom(ctx);
