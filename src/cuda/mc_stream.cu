@@ -19,7 +19,9 @@
  *     flight while the current one is classified. A thread classifies
  *     one word (the masks of mc_words.cuh), unless the warp's step is
  *     quiet (every word's corners all outside or all inside: its counts
- *     are zero, nothing else computed). The counts of each segment (one
+ *     are zero, nothing else computed); in the 16-byte instances of
+ *     256-point chunks a warp queues its busy words in a ring and
+ *     classifies them 32 at a time (ms_dense). The counts of each segment (one
  *     chunk of one row: 8 or 4 words) go to segc; a warp's records are
  *     staged in shared memory and copied to a pool in batches (one
  *     atomic per batch), each with its point and its prefixes inside its
