@@ -365,6 +365,16 @@ typedef struct ms_ring {
 } ms_ring;
 static_assert(MS_TIER_SLICES < 2048 && MS_SLICES_LONG < 2048 && MS_SLICES < 2048,
               "a block's slices fit an entry's 11 bits");
+/* The ring (10 KB a block) leaves three blocks an SM where an SM has
+ * 164 KB of shared memory or more (sm_80, sm_90); with 64-100 KB (sm_70,
+ * sm_75, sm_86, sm_87, sm_89) it would cost the 16-byte instances a block
+ * an SM, so those keep the step's own classification (neither measured
+ * there). */
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 800 || (__CUDA_ARCH__ > 800 && __CUDA_ARCH__ < 900))
+#define MS_RING_FITS 0
+#else
+#define MS_RING_FITS 1
+#endif
 /* The running counts of a segment whose words span two rounds: its key
  * (none: ~0) and its packed counts so far. */
 typedef struct ms_carry {
@@ -452,7 +462,7 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
      * instances of 256-point chunks; a warp's step classifies its own
      * words in the others (measured on the H200, bench/RESULTS-cudamc.md,
      * session 45). */
-    constexpr bool DENSE = MS_DENSE && VEC && XW == 8;
+    constexpr bool DENSE = MS_DENSE && MS_RING_FITS && VEC && XW == 8;
     __shared__ ms_ring s_q[DENSE ? MC_THREADS / 32 : 1];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     s_nt[t] = mcd_tri_count[t];
