@@ -84,11 +84,9 @@ MCD_TABLES_UPLOAD
 #ifndef MS_TAIL_WAVES_1B
 #define MS_TAIL_WAVES_1B 6
 #endif
-/* Quiet steps skipped (mc_stream_kernel; measured on the H200,
- * bench/RESULTS-cudamc.md: f32 about 1% faster, u8 2-6% (6-14% with its
- * tail of six waves), u16 0-5% once the 16-byte instances' invariants are
- * opaque, 3-5% slower before, when the test made them spill); 0
- * classifies every word (for measurements). */
+/* Quiet steps skipped (mc_stream_kernel; measured faster on the H200
+ * for every type, bench/RESULTS-cudamc.md); 0 classifies every word (for
+ * measurements). */
 #ifndef MS_QUIET
 #define MS_QUIET 1
 #endif
@@ -460,8 +458,8 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
     __shared__ uint4 s_stage[MC_THREADS / 32][MS_STAGE];
     /* Busy words classified 32 at a time (ms_dense) in the 16-byte
      * instances of 256-point chunks; a warp's step classifies its own
-     * words in the others (measured on the H200, bench/RESULTS-cudamc.md,
-     * session 45). */
+     * words in the others, where the ring measured slower on the H200
+     * (bench/RESULTS-cudamc.md). */
     constexpr bool DENSE = MS_DENSE && MS_RING_FITS && VEC && XW == 8;
     __shared__ ms_ring s_q[DENSE ? MC_THREADS / 32 : 1];
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -678,9 +676,10 @@ static __global__ void __launch_bounds__(MC_THREADS, VEC ? MS_MINB_V(T) : MS_MIN
         prev = buf;
         buf = buf == 2 ? 0 : buf + 1;
     }
-    if (qn)
-        ms_dense<XW>(rq, qh, qn, qn, ck, v, g, chunk, j0, k0, edges, s_nt, segc, stage, fill, pool,
-                     pool_cap, pool_ctr, cells);
+    if constexpr (DENSE)
+        if (qn)
+            ms_dense<XW>(rq, qh, qn, qn, ck, v, g, chunk, j0, k0, edges, s_nt, segc, stage, fill,
+                         pool, pool_cap, pool_ctr, cells);
     if (fill) ms_flush(stage, fill, pool, pool_cap, pool_ctr);
     for (int off = 16; off; off >>= 1)
         cells += __shfl_xor_sync(0xffffffffu, cells, off);
@@ -886,9 +885,9 @@ mc_stream_grid pmi_mc_stream_make_grid(const pm_volume *vol, int nsm)
     /* Chunks of 128 points (bands of 63 rows) where they take at least
      * 10% fewer lanes per slice than chunks of 256 (bands of 31): chunks x
      * chunk width x bands x rows loaded. Part of the kernel's time follows
-     * the lanes (measured on the H100, bench/RESULTS-cudamc.md, session
-     * 15: 384^3, which idles about a third of its lanes in 256-point
-     * chunks, is 3% faster in 128-point ones; 640^3 about 1%). */
+     * the lanes (measured on the H100, bench/RESULTS-cudamc.md: 384^3,
+     * which idles about a third of its lanes in 256-point chunks, is 3%
+     * faster in 128-point ones; 640^3 about 1%). */
     const double lanes8 = (double)((nx + 255) / 256) * 256.0 * (double)((ny + 30) / 31) * 32.0,
                  lanes4 = (double)((nx + 127) / 128) * 128.0 * (double)((ny + 62) / 63) * 64.0;
     g.cshift = lanes4 < 0.9 * lanes8 ? 7 : 8;
