@@ -617,6 +617,16 @@ static void test_stream_shapes(pm_context *gpu)
     pm_context_destroy(cpu);
 }
 
+/* A field of samples 0 and 200 in unpadded rows through field_types_match
+ * at iso 100.5, both inside sides. */
+static void sides_match(pm_context *cpu, pm_context *gpu, const double *f, size_t nx, size_t ny,
+                        size_t nz)
+{
+    for (int above = 0; above < 2; above++)
+        field_types_match(cpu, gpu, f, nx, ny, nz, nx, nx * ny, PM_SAMPLE_F32, PM_NORMALS_CENTRAL,
+                          above, 100.5);
+}
+
 /* The streaming classification's quiet steps (a warp's slice step whose
  * words have their corners all outside or all inside skips its masks):
  * rows of 2304 points (streamed in every type, 16 bytes a lane for 1- and
@@ -651,9 +661,7 @@ static void test_quiet_edges(pm_context *gpu)
                     double *v = &f[flips[c][0] + nx * (rows[r] + ny * flips[c][1])];
                     *v = 200.0 - *v;
                 }
-        for (int above = 0; above < 2; above++)
-            field_types_match(cpu, gpu, f, nx, ny, nz, nx, nx * ny, PM_SAMPLE_F32,
-                              PM_NORMALS_CENTRAL, above, 100.5);
+        sides_match(cpu, gpu, f, nx, ny, nz);
         free(f);
     }
     pm_context_destroy(cpu);
@@ -685,9 +693,7 @@ static void test_busy_rounds(pm_context *gpu)
             else
                 f[p] = h % (x < 1408 ? 29 : 389) == 0 ? 200.0 : 0.0;
         }
-        for (int above = 0; above < 2; above++)
-            field_types_match(cpu, gpu, f, nx, ny, nz, nx, nx * ny, PM_SAMPLE_F32,
-                              PM_NORMALS_CENTRAL, above, 100.5);
+        sides_match(cpu, gpu, f, nx, ny, nz);
         free(f);
     }
     pm_context_destroy(cpu);
