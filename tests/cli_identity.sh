@@ -37,8 +37,16 @@ fail=0 kept=""
 bad() { echo "FAIL: $*"; fail=1; }
 t0=$(date +%s.%N)
 elapsed() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
-# jget FILE KEY: a scalar of pyramesh's JSON (one key a line).
-jget() { sed -n "s/^ *\"$2\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$1" 2>/dev/null | head -1; }
+# jget FILE KEY: a top-level value of pyramesh's JSON (booleans as JSON
+# writes them), empty when the file or the key is missing.
+jget() {
+  python3 -c 'import json, sys
+try:
+    v = json.load(open(sys.argv[1])).get(sys.argv[2], "")
+except (OSError, ValueError):
+    v = ""
+print(json.dumps(v) if isinstance(v, bool) else v)' "$1" "$2"
+}
 
 # The second run of every comparison: the GPU, or the CPU on one thread.
 if [ "$MODE" = cpu ]; then
