@@ -164,8 +164,8 @@ static void known_meshes(void)
 static void torus(size_t nu, size_t nv, int as_soup)
 {
     size_t V = nu * nv, T = 2 * V;
-    float *pos = malloc(3 * V * sizeof *pos);
-    uint32_t *tri = malloc(3 * T * sizeof *tri);
+    float *pos = calloc(3 * V, sizeof *pos);
+    uint32_t *tri = calloc(3 * T, sizeof *tri);
     for (size_t i = 0; i < nu; i++)
         for (size_t j = 0; j < nv; j++) {
             double u = 2 * M_PI * (double)i / (double)nu, v = 2 * M_PI * (double)j / (double)nv;
@@ -211,8 +211,8 @@ static void torus(size_t nu, size_t nv, int as_soup)
 /* Brute force: every pair of half-edges compared. */
 static void random_vs_brute(size_t V, size_t T)
 {
-    float *pos = malloc(3 * V * sizeof *pos);
-    uint32_t *tri = malloc(3 * T * sizeof *tri);
+    float *pos = calloc(3 * V, sizeof *pos);
+    uint32_t *tri = calloc(3 * T, sizeof *tri);
     for (size_t i = 0; i < 3 * V; i++)
         pos[i] = (float)pmt_uniform();
     for (size_t t = 0; t < T; t++)

@@ -88,7 +88,7 @@ static pm_volume_source mem_source(const pm_volume *v, mem_src *m)
 static void *random_volume(pm_sample_type t, size_t nx, size_t ny, size_t nz, double iso)
 {
     size_t n = nx * ny * nz;
-    double *d = malloc(n * sizeof *d);
+    double *d = calloc(n, sizeof *d);
     double r = 0.3 + 0.6 * pmt_uniform(), noise = 40.0 * pmt_uniform();
     for (size_t k = 0; k < nz; k++)
         for (size_t j = 0; j < ny; j++)
