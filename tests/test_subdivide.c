@@ -1007,8 +1007,9 @@ int main(int argc, char **argv)
         tmesh b = make_bipyramid(k, 0), f = make_bipyramid(k, 1);
         snprintf(name, sizeof name, "bipyramid %u", k);
         check_uniform(ctx, name, &b, 2);
-        /* level 3: the last level's walks of the input's vertices
-         * (pmi_loop_walk_older) over fans of every valence */
+        /* levels 2 and 3: the level before the last moving the input's
+         * vertices two levels at once (PMI_LOOP_WALK_AHEAD) over fans of
+         * every valence, closed and open */
         check_uniform_steps(ctx, name, &b, 3);
         snprintf(name, sizeof name, "fan %u", k);
         check_uniform(ctx, name, &f, 2);

@@ -72,8 +72,6 @@ enum pmi_loop_step_id {
     PMI_LOOP_NORMAL_PATCH, /* per triangle of the stream two levels before the
                               output: the normals of the vertices the last two
                               levels created in it and on the edges it owns */
-    PMI_LOOP_EVEN_NEW2,    /* per half-edge of the stream two levels up owning an
-                              edge: the even rule for the vertex it created */
     PMI_LOOP_PROMOTE_PASS, /* one pass of PROMOTE, setting changed[0] (the level
                               loop repeats it: a GPU without cooperative launch) */
     PMI_LOOP_NUM_STEPS
@@ -117,13 +115,15 @@ typedef struct pmi_loop_args {
      * corners for PMI_LOOP_NORMAL_OLD */
     const uint32_t *ptri, *ptwin, *powner, *pvstart;
     uint32_t pnv;
-    /* uniform, last level of RED_LAST2: the stream two levels up (its
-     * triangles, twins and owner numbers) and its vertex count, for
-     * PMI_LOOP_EVEN_NEW2 and the older vertices' walks; the previous
-     * stream's positions (ppos, pnv of them), for those walks */
-    const uint32_t *pptri, *pptwin, *ppowner;
+    /* uniform, from three levels: the twins, owner numbers and vertex count
+     * of the stream three levels before the output, for the normals'
+     * PMI_LOOP_NORMAL_NEW */
+    const uint32_t *pptwin, *ppowner;
     uint32_t ppnv;
-    const float *ppos;
+    /* uniform, the level before RED_LAST2's: the output's positions, where
+     * PMI_LOOP_EVEN_UNIFORM and PMI_LOOP_EVEN_NEW also put the positions
+     * their vertices take two levels on (NULL on other levels) */
+    float *pos_out2;
     /* adaptive criteria: squared length limit (0 = off), angle limit,
      * deviation limit, and whether any criterion is set (then triangles
      * with 2 split edges are promoted to red); last: no split at this
@@ -365,6 +365,8 @@ typedef struct pmi_loop_ring {
     uint32_t b0, b1;  /* boundary neighbours */
     double sum[3];    /* neighbours' positions, in walk order */
     double normal[3]; /* face normals, in walk order */
+    double sum2[3];   /* PMI_LOOP_WALK_AHEAD: the next level's neighbours'
+                         positions (their odd rules), in its walk's order */
 } pmi_loop_ring;
 
 /* A walk's ring before its first step, around vertex v. */
@@ -374,7 +376,7 @@ PMI_LHD void pmi_loop_ring_start(pmi_loop_ring *r, uint32_t v)
     r->boundary = r->frozen = r->any_split = 0;
     r->b0 = r->b1 = v;
     for (int i = 0; i < 3; i++)
-        r->sum[i] = r->normal[i] = 0.0;
+        r->sum[i] = r->normal[i] = r->sum2[i] = 0.0;
 }
 
 /* How a walk reads its fan: PLAIN, the stream's, neighbours at the far
@@ -384,6 +386,9 @@ PMI_LHD void pmi_loop_ring_start(pmi_loop_ring *r, uint32_t v)
 #define PMI_LOOP_WALK_PLAIN 0
 #define PMI_LOOP_WALK_NORMALS 1
 #define PMI_LOOP_WALK_MIDS 2
+/* Or'ed with PLAIN or MIDS (uniform): also the sums the next level's walk
+ * of the same vertex will take (pmi_loop_walk). */
+#define PMI_LOOP_WALK_AHEAD 4
 
 /* The vertex a uniform level created on the edge of half-edge h of the
  * previous stream. */
@@ -409,6 +414,57 @@ PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
     return pmi_loop_owns(h, tw);
 }
 
+/* (double)x for a float x just rounded from a double. GCC 12's SLP
+ * vectorizer (-O3, x86-64) drops the rounding when both conversions meet
+ * in its vector code, so the empty asm hands it a float it cannot see
+ * through (on the GPU nvcc rounds as written). */
+PMI_LHD double pmi_loop_widen(float x)
+{
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+    __asm__("" : "+r"(x));
+#endif
+    return (double)x;
+}
+
+/* The odd rule's position for the edge (u, w) with opposite vertices c and
+ * d into q[0..2]: interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2
+ * (the same bits for either order of u, w and of c, d); from the points'
+ * positions (pmi_loop_odd_f), by the ids, or (pmi_loop_odd_to) for the
+ * split edge owned by h (twin tw). */
+PMI_LHD void pmi_loop_odd_f(const float *pu, const float *pw, const float *pc, const float *pd,
+                            int boundary, float *q)
+{
+    if (boundary) {
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.5 * ((double)pu[i] + (double)pw[i]));
+    } else {
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.375 * ((double)pu[i] + (double)pw[i]) +
+                           0.125 * ((double)pc[i] + (double)pd[i]));
+    }
+}
+
+PMI_LHD void pmi_loop_odd_ids(const float *pos, uint32_t u, uint32_t w, uint32_t c, uint32_t d,
+                              int boundary, float *q)
+{
+    pmi_loop_odd_f(pos + 3 * (size_t)u, pos + 3 * (size_t)w, pos + 3 * (size_t)c,
+                   pos + 3 * (size_t)d, boundary, q);
+}
+
+/* Adds the odd rule of the interior edge (v, y) with opposite vertices x
+ * and z (their positions) to s, as the level that computes it rounds it. */
+PMI_LHD void pmi_loop_add_odd(const float *pv, const float *py, const float *px, const float *pz,
+                              double s[3])
+{
+    float q[3];
+    pmi_loop_odd_f(pv, py, px, pz, 0, q);
+    for (int i = 0; i < 3; i++)
+        s[i] += pmi_loop_widen(q[i]);
+}
+
+/* Copies a position (a GPU thread keeps it in registers). */
+PMI_LHD void pmi_loop_copy3(float *d, const float *p) { d[0] = p[0], d[1] = p[1], d[2] = p[2]; }
+
 /* Walks the fan of the vertex at corner c: first across the edge entering
  * the corner, triangle by triangle, until it closes or meets the boundary,
  * then (open fans) the other way from c. Orientation-agnostic: each step
@@ -418,10 +474,19 @@ PMI_LHD uint32_t pmi_loop_prev_own(const pmi_loop_args *a, uint32_t h)
  * walk is the one of this stream from the corner of c's child at the same
  * vertex: that child's fan has one child per triangle of c's, in the same
  * order, and its neighbours are the vertices created on c's fan's edges.
- * Returns 0 when the walk exceeds `cap` steps (a corrupt structure). */
+ * With PMI_LOOP_WALK_AHEAD (a uniform stream, every edge split) a closed
+ * fan also gives r->sum2, the sum the next level's walk of the vertex
+ * takes: there its i-th neighbour is the vertex created on the edge to
+ * y_i, this walk's i-th, whose triangles on either side have third
+ * corners y_(i-1) and y_(i+1) (y_(-1) across the first edge A0, which is
+ * the last neighbour), so the odd rule over pos gives its position with
+ * the bits that level stores, summed in the same order. Returns 0 when
+ * the walk exceeds `cap` steps (a corrupt structure). */
 PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_t *split,
                           uint32_t c, uint32_t cap, int mode, pmi_loop_ring *r)
 {
+    const int ahead = (mode & PMI_LOOP_WALK_AHEAD) != 0;
+    mode &= ~PMI_LOOP_WALK_AHEAD;
     const int normals = mode == PMI_LOOP_WALK_NORMALS, mids = mode == PMI_LOOP_WALK_MIDS;
     const uint32_t *tri = mids ? a->ptri : a->tri;
     const uint32_t *twin = mids ? a->ptwin : a->twin;
@@ -430,6 +495,13 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
     pmi_loop_ring_start(r, v);
     if (split) r->any_split = split[A0];
     uint32_t B = B0, t = t0;
+    /* ahead: the positions of v, of the two neighbours before the current
+     * one (the first: across A0) and of the first */
+    float pv[3] = {0, 0, 0}, pp[3] = {0, 0, 0}, pc[3] = {0, 0, 0}, pf[3] = {0, 0, 0};
+    if (ahead) {
+        pmi_loop_copy3(pv, pos + 3 * (size_t)v);
+        pmi_loop_copy3(pp, pos + 3 * (size_t)pmi_loop_walk_neighbour(a, tri, A0, v, mode));
+    }
     for (uint32_t steps = 0;; steps++) {
         if (steps > cap) return 0;
         if (normals) {
@@ -439,8 +511,19 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
                 r->normal[i] += fn[i];
         }
         uint32_t y = pmi_loop_walk_neighbour(a, tri, B, v, mode);
+        float py[3];
+        pmi_loop_copy3(py, pos + 3 * (size_t)y);
         for (int i = 0; i < 3; i++)
-            r->sum[i] += (double)pos[3 * (size_t)y + i];
+            r->sum[i] += (double)py[i];
+        if (ahead) {
+            if (r->faces == 0) {
+                pmi_loop_copy3(pf, py);
+            } else {
+                pmi_loop_add_odd(pv, pc, pp, py, r->sum2);
+                pmi_loop_copy3(pp, pc);
+            }
+            pmi_loop_copy3(pc, py);
+        }
         r->faces++;
         r->neighbours++;
         if (split && split[B]) r->any_split = 1;
@@ -454,7 +537,10 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
             r->boundary = 1;
             break;
         }
-        if (tw == A0) return 1; /* closed */
+        if (tw == A0) { /* closed */
+            if (ahead) pmi_loop_add_odd(pv, pc, pp, pf, r->sum2);
+            return 1;
+        }
         B = pmi_loop_other_at(tri, tw, v);
         t = tw / 3;
     }
@@ -922,18 +1008,6 @@ PMI_LHD void pmi_loop_classify(const pmi_loop_args *a, uint32_t t)
     a->emit[t] = s == 3 ? 0u : s + 1u;
 }
 
-/* (double)x for a float x just rounded from a double. GCC 12's SLP
- * vectorizer (-O3, x86-64) drops the rounding when both conversions meet
- * in its vector code, so the empty asm hands it a float it cannot see
- * through (on the GPU nvcc rounds as written). */
-PMI_LHD double pmi_loop_widen(float x)
-{
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
-    __asm__("" : "+r"(x));
-#endif
-    return (double)x;
-}
-
 /* The even rule's position for the vertex at p from its walk (boundary:
  * its boundary neighbours at p0 and p1), into q[0..2]; pmi_loop_even_to:
  * vertex v of a stream, its neighbours by the walk's ids. */
@@ -998,25 +1072,6 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t v)
     }
     for (int i = 0; i < 3; i++)
         q[i] = a->pos[3 * (size_t)v + i];
-}
-
-/* The odd rule's position for the edge (u, w) with opposite vertices c and
- * d into q[0..2]: interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2
- * (the same bits for either order of u, w and of c, d); by the ids, or
- * (pmi_loop_odd_to) for the split edge owned by h (twin tw). */
-PMI_LHD void pmi_loop_odd_ids(const float *pos, uint32_t u, uint32_t w, uint32_t c, uint32_t d,
-                              int boundary, float *q)
-{
-    const float *pu = pos + 3 * (size_t)u, *pw = pos + 3 * (size_t)w;
-    if (boundary) {
-        for (int i = 0; i < 3; i++)
-            q[i] = (float)(0.5 * ((double)pu[i] + (double)pw[i]));
-    } else {
-        const float *pc = pos + 3 * (size_t)c, *pd = pos + 3 * (size_t)d;
-        for (int i = 0; i < 3; i++)
-            q[i] = (float)(0.375 * ((double)pu[i] + (double)pw[i]) +
-                           0.125 * ((double)pc[i] + (double)pd[i]));
-    }
 }
 
 /* pmi_loop_odd_ids from positions already converted to double (exactly):
@@ -1232,92 +1287,38 @@ PMI_LHD void pmi_loop_emit(const pmi_loop_args *a, uint32_t t)
  * helpers and arithmetic, so the same bytes; test_subdivide compares them
  * with an all-split adaptive run). */
 
-/* On RED_LAST2's level (uniform), the walk of a vertex v older than the
- * stream two levels up (pptri, pptwin, ppowner, ppnv), from its corner c
- * there. v's neighbours in this stream are the vertices the level before
- * created on the previous stream's edges at v, (v, y_i) with y_i the
- * vertex created on the i-th edge of c's fan (ppnv + ppowner of its
- * owner). That edge lies in the corner children at v of the fan's
- * triangles on either side of edge i, whose third corners are y_(i-1) and
- * y_(i+1) (the neighbour across the fan's first edge A0 is y_(-1), and
- * y_(n-1) when the fan closes). So the odd rule gives each neighbour's
- * position from the previous stream's (ppos), as that level computed it
- * (the rule's two sums are symmetric: the same bits for either order),
- * without reading this stream's topology or positions: the sums of
- * pmi_loop_walk, in its order. On the boundary, the positions of b0 and b1
- * go to p0 and p1 (r->sum is then unused; r->b0 and r->b1 stay v, unlike
- * pmi_loop_walk's ids). Returns 0 when the walk exceeds `cap` steps. */
-PMI_LHD int pmi_loop_walk_older(const pmi_loop_args *a, uint32_t c, uint32_t cap, pmi_loop_ring *r,
-                                float *p0, float *p1)
+/* The even rule two levels on for a vertex whose walk (r, PMI_LOOP_WALK_AHEAD,
+ * over pos, where the vertex is at index v) moved it to q: the next level's
+ * sums are r->sum2 (interior) or the odd rules of the boundary edges to
+ * r->b0 and r->b1; into q2 with the bits the next level's walk gives. */
+PMI_LHD void pmi_loop_even_ahead(const float *pos, uint32_t v, pmi_loop_ring *r, const float *q,
+                                 float *q2)
 {
-    const uint32_t *tri = a->pptri, *twin = a->pptwin, *own = a->ppowner;
-    const uint32_t t0 = c / 3, k0 = c % 3, v = tri[c], nv = a->ppnv;
-    const uint32_t A0 = c, B0 = 3 * t0 + (k0 + 2) % 3;
-    pmi_loop_ring_start(r, v);
-    uint32_t ta = twin[A0], B = B0, tb = twin[B0];
-    uint32_t prev = nv + own[pmi_loop_owns(A0, ta) ? A0 : ta];
-    uint32_t cur = nv + own[pmi_loop_owns(B0, tb) ? B0 : tb];
-    const uint32_t first = cur;
-    for (uint32_t steps = 0;; steps++) {
-        if (steps > cap) return 0;
-        r->faces++;
-        r->neighbours++;
-        if (tb == PMI_LOOP_FROZEN) {
-            r->frozen = 1;
-            return 1;
-        }
-        if (tb == PMI_LOOP_NONE) {
-            r->boundary = 1;
-            pmi_loop_odd_ids(a->ppos, v, cur, v, v, 1, p1);
-            break;
-        }
-        const int closed = tb == A0;
-        uint32_t next = first;
-        if (!closed) {
-            B = pmi_loop_other_at(tri, tb, v);
-            tb = twin[B];
-            next = nv + own[pmi_loop_owns(B, tb) ? B : tb];
-        }
-        float q[3];
-        pmi_loop_odd_ids(a->ppos, v, cur, prev, next, 0, q);
+    float b[6];
+    if (r->boundary) {
+        pmi_loop_odd_ids(pos, v, r->b0, v, v, 1, b);
+        pmi_loop_odd_ids(pos, v, r->b1, v, v, 1, b + 3);
+    } else {
         for (int i = 0; i < 3; i++)
-            r->sum[i] += pmi_loop_widen(q[i]);
-        if (closed) return 1;
-        prev = cur;
-        cur = next;
+            r->sum[i] = r->sum2[i];
     }
-    /* open fan: on from A0 to the other boundary edge */
-    uint32_t A = A0;
-    r->neighbours++;
-    for (uint32_t steps = 0;; steps++) {
-        if (steps > cap) return 0;
-        if (ta == PMI_LOOP_FROZEN) {
-            r->frozen = 1;
-            return 1;
-        }
-        if (ta == PMI_LOOP_NONE) {
-            pmi_loop_odd_ids(a->ppos, v, nv + own[A], v, v, 1, p0);
-            return 1;
-        }
-        A = pmi_loop_other_at(tri, ta, v);
-        ta = twin[A];
-        r->faces++;
-        r->neighbours++;
-    }
+    pmi_loop_even_at(q, r, b, b + 3, q2);
 }
 
 /* Per vertex v of the stream: the even rule (its fan is whole in a uniform
  * stream) or, for a vertex that never moves (non-manifold, unused), a
  * copy; and its start corner in the next stream, corner k of child k of
  * its start triangle. After the first level it runs only over the
- * previous stream's vertices (PMI_LOOP_EVEN_NEW moves the others). */
-PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, float *q)
+ * previous stream's vertices (PMI_LOOP_EVEN_NEW moves the others). With q2
+ * (the level before RED_LAST2's) also its position two levels on, from
+ * the same walk (PMI_LOOP_WALK_AHEAD): RED_LAST2's level then walks no
+ * fan. */
+PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, float *q, float *q2)
 {
     uint32_t c = a->vstart_lists ? PMI_LOOP_NONE : a->vstart[v];
     pmi_loop_ring r;
     int moved = 0;
-    const int older = a->pptri != NULL;
-    float b[6]; /* older: the boundary neighbours' positions */
+    const int ahead = q2 ? PMI_LOOP_WALK_AHEAD : 0;
     if (a->vstart_lists) {
         /* the input level: PMI_LOOP_VSTART's walk from the first corner,
          * whose ring is the one the even rule would walk from it (the walk
@@ -1325,7 +1326,7 @@ PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, floa
         const uint32_t deg = a->count[v];
         if (deg) {
             const uint32_t c0 = a->list[a->offset[v]];
-            if (pmi_loop_walk(a, a->pos, NULL, c0, deg + 1, PMI_LOOP_WALK_PLAIN, &r) &&
+            if (pmi_loop_walk(a, a->pos, NULL, c0, deg + 1, PMI_LOOP_WALK_PLAIN | ahead, &r) &&
                 r.faces == deg) {
                 c = c0;
                 moved = !r.frozen;
@@ -1336,37 +1337,34 @@ PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, floa
         /* with the previous stream at hand (every level but the first; v is
          * one of its vertices), its fan is walked: 4 times fewer triangles
          * to read than this stream's; c is corner c % 3 of child c % 3 of
-         * triangle c / 12 there. On RED_LAST2's level, where v is a vertex
-         * of the stream two levels up (PMI_LOOP_EVEN_NEW2 moves the
-         * others), that stream's fan (16 times fewer), with the neighbours'
-         * positions from the previous stream's (pmi_loop_walk_older). */
+         * triangle c / 12 there */
         const int prev = a->ptri != NULL;
-        uint32_t cw = prev ? 3 * (c / 12) + c % 3 : c;
-        if (older) cw = 3 * (cw / 12) + cw % 3;
-        const int mode = prev ? PMI_LOOP_WALK_MIDS : PMI_LOOP_WALK_PLAIN;
-        if (older ? !pmi_loop_walk_older(a, cw, 3 * a->n, &r, b, b + 3)
-                  : !pmi_loop_walk(a, a->pos, NULL, cw, 3 * a->n, mode, &r))
+        const uint32_t cw = prev ? 3 * (c / 12) + c % 3 : c;
+        const int mode = (prev ? PMI_LOOP_WALK_MIDS : PMI_LOOP_WALK_PLAIN) | ahead;
+        if (!pmi_loop_walk(a, a->pos, NULL, cw, 3 * a->n, mode, &r))
             pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         else if (!r.frozen)
             moved = 1;
     }
-    if (moved && older) {
-        pmi_loop_even_at(a->pos + 3 * (size_t)v, &r, b, b + 3, q);
-    } else if (moved) {
+    if (moved) {
         pmi_loop_even_to(a, v, &r, q);
+        if (q2) pmi_loop_even_ahead(a->pos, v, &r, q, q2);
     } else {
         const float *p = a->pos + 3 * (size_t)v;
         q[0] = p[0], q[1] = p[1], q[2] = p[2];
+        if (q2) q2[0] = p[0], q2[1] = p[1], q2[2] = p[2];
     }
     if (a->vstart_new)
         a->vstart_new[v] = c == PMI_LOOP_NONE ? c : 3 * (4 * (c / 3) + c % 3) + c % 3;
 }
 
-/* pmi_loop_even_uniform_into writing pos_new[v] in place (the GPU stages a
- * block's positions in shared memory to store them contiguously). */
+/* pmi_loop_even_uniform_into writing pos_new[v] (and pos_out2[v]) in place
+ * (the GPU stages a block's positions in shared memory to store them
+ * contiguously). */
 PMI_LHD void pmi_loop_even_uniform(const pmi_loop_args *a, uint32_t v)
 {
-    pmi_loop_even_uniform_into(a, v, a->pos_new + 3 * (size_t)v);
+    pmi_loop_even_uniform_into(a, v, a->pos_new + 3 * (size_t)v,
+                               a->pos_out2 ? a->pos_out2 + 3 * (size_t)v : NULL);
 }
 
 /* Across the previous stream's half-edge with twin tw (triangle t2) from
@@ -1393,7 +1391,7 @@ PMI_LHD void pmi_loop_ring_six(pmi_loop_ring *r, uint32_t m)
     r->any_split = 1;
     r->b0 = r->b1 = m;
     for (int i = 0; i < 3; i++)
-        r->sum[i] = r->normal[i] = 0.0;
+        r->sum[i] = r->normal[i] = r->sum2[i] = 0.0;
 }
 
 /* The even rule for a vertex the previous uniform level created, without a
@@ -1411,7 +1409,8 @@ PMI_LHD void pmi_loop_ring_six(pmi_loop_ring *r, uint32_t m)
  * pmi_loop_even_uniform's walk, the same bytes. On the boundary (no twin)
  * the walk's ends are b0 = w and b1 = u. The position goes to q, the next
  * stream's start corner of m to *vs when vstart_new is set. */
-PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q, uint32_t *vs)
+PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q, uint32_t *vs,
+                                    float *q2)
 {
     const uint32_t t = h / 3, k = h % 3, tw = a->ptwin[h];
     const uint32_t u = a->ptri[h], w = a->ptri[3 * t + (k + 1) % 3];
@@ -1421,19 +1420,32 @@ PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q
     const uint32_t m = c3[k];
     pmi_loop_ring r;
     pmi_loop_ring_six(&r, m);
+    uint32_t ring[6] = {c3[(k + 2) % 3], u, m, m, w, c3[(k + 1) % 3]};
     if (tw == PMI_LOOP_NONE) {
         r.boundary = 1;
         r.b0 = w;
         r.b1 = u;
     } else {
-        uint32_t x1, x2;
-        pmi_loop_twin_mids(a, tw, u, &x1, &x2);
-        const uint32_t ring[6] = {c3[(k + 2) % 3], u, x1, x2, w, c3[(k + 1) % 3]};
+        pmi_loop_twin_mids(a, tw, u, &ring[2], &ring[3]);
         for (int j = 0; j < 6; j++)
             for (int i = 0; i < 3; i++)
                 r.sum[i] += (double)a->pos[3 * (size_t)ring[j] + i];
     }
     pmi_loop_even_to(a, m, &r, q);
+    if (q2) {
+        /* two levels on: m's neighbours are the vertices created on the
+         * edges to its ring, each between ring[j - 1] and ring[j + 1] (read
+         * again: a GPU thread holding the ring's 18 floats as doubles ran
+         * at a third of the occupancy, and slower) */
+        if (!r.boundary) {
+            const float *p = a->pos;
+            for (int j = 0; j < 6; j++)
+                pmi_loop_add_odd(p + 3 * (size_t)m, p + 3 * (size_t)ring[j],
+                                 p + 3 * (size_t)ring[(j + 5) % 6],
+                                 p + 3 * (size_t)ring[(j + 1) % 6], r.sum2);
+        }
+        pmi_loop_even_ahead(a->pos, m, &r, q, q2);
+    }
     if (a->vstart_new && vs) {
         const uint32_t c = 3 * (4 * t + 3) + k;
         *vs = 3 * (4 * (c / 3) + c % 3) + c % 3;
@@ -1447,61 +1459,8 @@ PMI_LHD void pmi_loop_even_new(const pmi_loop_args *a, uint32_t h)
     const uint32_t tw = a->ptwin[h];
     if (!pmi_loop_owns(h, tw)) return;
     const size_t m = (size_t)a->pnv + a->powner[h];
-    pmi_loop_even_new_into(a, h, a->pos_new + 3 * m, a->vstart_new ? a->vstart_new + m : NULL);
-}
-
-/* The even rule, without a walk, for a vertex created two levels up: on
- * the edge of half-edge h = (u -> w) of triangle t of the stream two
- * levels up (pptri, pptwin, ppowner), which owns it; m = ppnv + ppowner[h],
- * corner k of t's centre child 4t + 3 in the previous stream. There its fan
- * is the one pmi_loop_even_new_into describes (ring m_{k+2}, u, x1, x2, w,
- * m_{k+1}), and in this stream its neighbours are the vertices the previous
- * level created on those six edges (PMI_LOOP_WALK_MIDS: pnv + powner of
- * the half-edge that owns each), in that order. Each of those half-edges is
- * known from t and the twin's triangle t2 alone (child c of t is 4t + c,
- * its corner j half-edge 12t + 3c + j; child c's corners are v_c, m_c,
- * m_{c+2}): the halves of t's edge k own theirs (h owns), at child k
- * corner k (m, u) and child k + 1 corner k (m, w); an inner edge (m_c,
- * m_{c+2}) is owned at child c corner c + 1 (pmi_loop_child_owners), so
- * (m_k, m_{k+2}) at child k corner k + 1, (m_k, m_{k+1}) at child k + 1
- * corner k + 2, and in t2 (m at its edge k2) the edges to its other two
- * new vertices at child k2 + 1 corner k2 + 2 (to m'_{k2+1}) and child k2
- * corner k2 + 1 (to m'_{k2+2}); x1 is m'_{k2+1} when t2 runs w -> u, m'_{k2+2}
- * when the pair is misoriented. On the boundary (no twin) the walk's ends
- * are b0 on (m, w) and b1 on (m, u). The same sums in the same order as
- * pmi_loop_even_uniform's walk, so the same bytes; the position goes to q. */
-PMI_LHD void pmi_loop_even_new2_into(const pmi_loop_args *a, uint32_t h, float *q)
-{
-    const uint32_t t = h / 3, k = h % 3, k1 = (k + 1) % 3, k2 = (k + 2) % 3, tw = a->pptwin[h];
-    const uint32_t *po = a->powner + 12 * (size_t)t;
-    const uint32_t m = a->ppnv + a->ppowner[h];
-    const uint32_t mu = a->pnv + po[4 * k], mw = a->pnv + po[3 * k1 + k];
-    pmi_loop_ring r;
-    pmi_loop_ring_six(&r, m);
-    if (tw == PMI_LOOP_NONE) {
-        r.boundary = 1;
-        r.b0 = mw;
-        r.b1 = mu;
-    } else {
-        const uint32_t j2 = tw % 3, j3 = (j2 + 1) % 3;
-        const uint32_t *po2 = a->powner + 12 * (size_t)(tw / 3);
-        const uint32_t ya = a->pnv + po2[3 * j3 + (j2 + 2) % 3], yb = a->pnv + po2[3 * j2 + j3];
-        const int same = a->pptri[tw] == a->pptri[h];
-        const uint32_t ring[6] = {a->pnv + po[3 * k + k1], mu, same ? yb : ya,
-                                  same ? ya : yb,          mw, a->pnv + po[3 * k1 + k2]};
-        for (int j = 0; j < 6; j++)
-            for (int i = 0; i < 3; i++)
-                r.sum[i] += (double)a->pos[3 * (size_t)ring[j] + i];
-    }
-    pmi_loop_even_to(a, m, &r, q);
-}
-
-/* pmi_loop_even_new2_into for half-edge h, in place (nothing when h does
- * not own its edge). */
-PMI_LHD void pmi_loop_even_new2(const pmi_loop_args *a, uint32_t h)
-{
-    if (!pmi_loop_owns(h, a->pptwin[h])) return;
-    pmi_loop_even_new2_into(a, h, a->pos_new + 3 * ((size_t)a->ppnv + a->ppowner[h]));
+    pmi_loop_even_new_into(a, h, a->pos_new + 3 * m, a->vstart_new ? a->vstart_new + m : NULL,
+                           a->pos_out2 ? a->pos_out2 + 3 * m : NULL);
 }
 
 /* Which of the 12 half-edges of uniform triangle t's children (child c's
@@ -2116,7 +2075,6 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_EVEN_NEW: pmi_loop_even_new(a, i); break;
     case PMI_LOOP_RED_LAST2: pmi_loop_red_last2(a, i); break;
     case PMI_LOOP_NORMAL_PATCH: pmi_loop_normal_patch(a, i); break;
-    case PMI_LOOP_EVEN_NEW2: pmi_loop_even_new2(a, i); break;
     default: break;
     }
 }

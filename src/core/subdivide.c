@@ -564,7 +564,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     const int fused = L >= 2;
     const int top = fused ? L - 2 : L - 1; /* the last stream stored */
     /* per-stream buffers by level parity: twin, owner for levels 0..top,
-     * start corners for 0..L-1; triangles for 1..top and positions for
+     * start corners (below); triangles for 1..top and positions for
      * 1..L-1 (0 is the input, L the output) */
     uint64_t tw_size[PM_SUBDIVIDE_MAX_LEVELS + 1];
     for (int l = 0; l <= L; l++)
@@ -618,11 +618,12 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
     uint64_t v_size[PM_SUBDIVIDE_MAX_LEVELS + 1];
     for (int l = 0; l <= L; l++)
         v_size[l] = V[l];
-    /* start corners of levels 0..L-1 by parity (the first level's are
-     * written by its EVEN_UNIFORM) */
+    /* positions of levels 1..L-1 and start corners of the levels that
+     * walk (0..L-1, RED_LAST2's level L-1 excepted) by parity (the first
+     * level's start corners are written by its EVEN_UNIFORM) */
     for (int p = 0; p < 2; p++) {
         const uint64_t npos = sd_parity_max(v_size, 1, L - 1, p);
-        const uint64_t nvs = sd_parity_max(v_size, 0, L - 1, p);
+        const uint64_t nvs = sd_parity_max(v_size, 0, fused ? L - 2 : L - 1, p);
         if ((s = sd_alloc(st, 3 * npos, 4, &pos[p])) != PM_STATUS_OK ||
             (s = sd_alloc(st, nvs, 4, &vstart[p])) != PM_STATUS_OK)
             return s;
@@ -665,35 +666,31 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.pos_new = last ? pos_out : pos[q];
         a.twin_next = stored && !last ? twin[q] : NULL;
         a.owner_next = stored && !last ? owner[q] : NULL;
-        a.vstart_new = last ? NULL : vstart[q];
+        /* start corners: none for RED_LAST2's level (it walks no fan) */
+        a.vstart_new = last || (fused && l == L - 2) ? NULL : vstart[q];
         /* the even rule: vertices the previous level created from its
          * stream (still in the buffers of parity q until this level's
-         * RED_UNIFORM), the older ones by walks; on RED_LAST2's level
-         * those the level before created too, from the stream two levels
-         * up (in the buffers of parity p: the stream between was never
-         * stored), so only the vertices older than that stream walk */
-        const int older = fused && last && l >= 2;
+         * RED_UNIFORM), the older ones by walks. On the level before
+         * RED_LAST2's both also put the positions two levels on into the
+         * output (pos_out2), which no step touches in between, so
+         * RED_LAST2's level moves only the vertices its level before
+         * created (from the positions it reads anyway) */
         if (l > 0) {
             a.ptri = l == 1 ? tri0 : tri[q];
             a.ptwin = twin[q];
             a.powner = owner[q];
             a.pnv = (uint32_t)V[l - 1];
         }
-        if (older) {
-            a.pptri = l == 2 ? tri0 : tri[p];
+        if (fused && last && l >= 2) { /* the stream three levels before the output */
             a.pptwin = twin[p];
             a.ppowner = owner[p];
             a.ppnv = (uint32_t)V[l - 2];
-            a.ppos = pos[q]; /* level l - 1's positions (l >= 2) */
         }
-        /* EVEN_NEW: not on RED_LAST2's level, whose step moves the
-         * vertices the level before created (from the positions it reads
-         * anyway) */
-        const uint64_t walked = older ? V[l - 2] : l > 0 ? V[l - 1] : a.nv;
-        const int even_new = l > 0 && !(fused && last);
-        if ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, walked, &a)) != PM_STATUS_OK ||
-            (even_new && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK) ||
-            (older && (s = sd_step(st, PMI_LOOP_EVEN_NEW2, 3 * F[l - 2], &a)) != PM_STATUS_OK))
+        a.pos_out2 = fused && l == L - 2 ? pos_out : NULL;
+        const uint64_t walked = l > 0 ? V[l - 1] : a.nv;
+        if (!(fused && last) &&
+            ((s = sd_step(st, PMI_LOOP_EVEN_UNIFORM, walked, &a)) != PM_STATUS_OK ||
+             (l > 0 && (s = sd_step(st, PMI_LOOP_EVEN_NEW, 3 * F[l - 1], &a)) != PM_STATUS_OK)))
             return s;
         if (fused && last)
             s = sd_step(st, PMI_LOOP_RED_LAST2, F[l - 1], &a);

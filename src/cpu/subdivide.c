@@ -26,7 +26,6 @@ pm_status pmi_cpu_subdivide_step(pm_context *ctx, int step, size_t n, const pmi_
     case PMI_LOOP_EVEN_UNIFORM: PMI_SD_DYNAMIC(pmi_loop_even_uniform(&a, (uint32_t)i)); break;
     case PMI_LOOP_RED_UNIFORM: PMI_SD_STATIC(pmi_loop_red_uniform(&a, (uint32_t)i)); break;
     case PMI_LOOP_EVEN_NEW: PMI_SD_STATIC(pmi_loop_even_new(&a, (uint32_t)i)); break;
-    case PMI_LOOP_EVEN_NEW2: PMI_SD_STATIC(pmi_loop_even_new2(&a, (uint32_t)i)); break;
     case PMI_LOOP_RED_LAST2: PMI_SD_STATIC(pmi_loop_red_last2(&a, (uint32_t)i)); break;
     case PMI_LOOP_NORMAL_OLD: PMI_SD_DYNAMIC(pmi_loop_normal_old(&a, (uint32_t)i)); break;
     case PMI_LOOP_NORMAL_NEW: PMI_SD_STATIC(pmi_loop_normal_new(&a, (uint32_t)i)); break;

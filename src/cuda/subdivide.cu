@@ -93,19 +93,25 @@ static __global__ void __launch_bounds__(RED_THREADS) red_uniform_kernel(size_t 
 }
 
 /* EVEN_UNIFORM with the block's positions staged in shared memory and
- * stored as contiguous words. */
+ * stored as contiguous words (AHEAD: pos_out2 is set, its positions
+ * likewise). */
 #define EVEN_THREADS 256
 
+template <bool AHEAD>
 static __global__ void __launch_bounds__(EVEN_THREADS)
     even_uniform_kernel(size_t n, pmi_loop_args a)
 {
     __shared__ float s_pos[3 * EVEN_THREADS];
+    __shared__ float s_pos2[AHEAD ? 3 * EVEN_THREADS : 1];
     const size_t v0 = (size_t)blockIdx.x * EVEN_THREADS;
     const size_t v = v0 + threadIdx.x;
-    if (v < n) pmi_loop_even_uniform_into(&a, (uint32_t)v, s_pos + 3 * threadIdx.x);
+    if (v < n)
+        pmi_loop_even_uniform_into(&a, (uint32_t)v, s_pos + 3 * threadIdx.x,
+                                   AHEAD ? s_pos2 + 3 * threadIdx.x : NULL);
     __syncthreads();
     const unsigned cnt = (unsigned)(n - v0 < EVEN_THREADS ? n - v0 : EVEN_THREADS);
     block_store(a.pos_new + 3 * v0, s_pos, 3 * cnt);
+    if (AHEAD) block_store(a.pos_out2 + 3 * v0, s_pos2, 3 * cnt);
 }
 
 /* EMIT (adaptive) staged likewise: a block's emitted triangles are a
@@ -164,7 +170,6 @@ template <int STEP> static __device__ bool queue_takes(const pmi_loop_args &a, s
     switch (STEP) {
     case PMI_LOOP_ODD: return a.split[e] && pmi_loop_owns(e, a.twin[e]);
     case PMI_LOOP_NORMAL_NEW: return pmi_loop_owns(e, a.twin[e]);
-    case PMI_LOOP_EVEN_NEW2: return pmi_loop_owns(e, a.pptwin[e]);
     default: return pmi_loop_owns(e, a.ptwin[e]); /* EVEN_NEW */
     }
 }
@@ -191,34 +196,34 @@ static __device__ void step_queue(const pmi_loop_args &a, size_t i0, size_t n, u
     __syncthreads();
 }
 
-/* EVEN_NEW per half-edge of the previous stream (EVEN_NEW2: of the stream
- * two levels up), the owning ones queued (step_queue) and staged likewise:
- * the vertices a block's owning half-edges created are consecutive. */
+/* EVEN_NEW per half-edge of the previous stream, the owning ones queued
+ * (step_queue) and staged likewise: the vertices a block's owning
+ * half-edges created are consecutive (AHEAD: their pos_out2 too, at 3
+ * blocks an SM: 80 registers, 32 bytes of spills; at its own 101
+ * registers it ran at 2 and took 30% longer). */
 #define EVEN_NEW_SPAN queue_span<PMI_LOOP_EVEN_NEW>()
 
-template <int STEP>
-static __global__ void __launch_bounds__(QUEUE_THREADS) even_new_kernel(size_t n, pmi_loop_args a)
+template <bool AHEAD>
+static __global__ void __launch_bounds__(QUEUE_THREADS, AHEAD ? 3 : 1)
+    even_new_kernel(size_t n, pmi_loop_args a)
 {
-    constexpr bool two = STEP == PMI_LOOP_EVEN_NEW2; /* no start corners: the last level */
     __shared__ float s_pos[3 * EVEN_NEW_SPAN];
-    __shared__ uint32_t s_vs[two ? 1 : EVEN_NEW_SPAN];
+    __shared__ float s_pos2[AHEAD ? 3 * EVEN_NEW_SPAN : 1];
+    __shared__ uint32_t s_vs[EVEN_NEW_SPAN];
     __shared__ uint32_t q[EVEN_NEW_SPAN];
     __shared__ unsigned cnt;
-    const uint32_t *own = two ? a.ppowner : a.powner;
     const size_t h0 = (size_t)blockIdx.x * EVEN_NEW_SPAN;
-    const uint32_t elo = own[h0];
-    step_queue<STEP>(a, h0, n, q, &cnt);
+    const uint32_t elo = a.powner[h0];
+    step_queue<PMI_LOOP_EVEN_NEW>(a, h0, n, q, &cnt);
     for (unsigned i = threadIdx.x; i < cnt; i += QUEUE_THREADS) {
-        const uint32_t e = own[q[i]] - elo;
-        if (two)
-            pmi_loop_even_new2_into(&a, q[i], s_pos + 3 * e);
-        else
-            pmi_loop_even_new_into(&a, q[i], s_pos + 3 * e, s_vs + e);
+        const uint32_t e = a.powner[q[i]] - elo;
+        pmi_loop_even_new_into(&a, q[i], s_pos + 3 * e, s_vs + e, AHEAD ? s_pos2 + 3 * e : NULL);
     }
     __syncthreads();
-    const size_t m0 = (size_t)(two ? a.ppnv : a.pnv) + elo;
+    const size_t m0 = (size_t)a.pnv + elo;
     block_store(a.pos_new + 3 * m0, s_pos, 3 * cnt);
-    if (!two && a.vstart_new) block_store(a.vstart_new + m0, s_vs, cnt);
+    if (AHEAD) block_store(a.pos_out2 + 3 * m0, s_pos2, 3 * cnt);
+    if (a.vstart_new) block_store(a.vstart_new + m0, s_vs, cnt);
 }
 
 /* RED_LAST2 as two kernels over the same triangles, staged likewise. The
@@ -844,7 +849,9 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
     case PMI_LOOP_COPY_U32: return loop_launch<PMI_LOOP_COPY_U32>(ctx, n, a);
     case PMI_LOOP_ZERO_U32: return loop_launch<PMI_LOOP_ZERO_U32>(ctx, n, a);
     case PMI_LOOP_EVEN_UNIFORM:
-        return block_launch(ctx, even_uniform_kernel, EVEN_THREADS, EVEN_THREADS, n, a);
+        return block_launch(ctx,
+                            a->pos_out2 ? even_uniform_kernel<true> : even_uniform_kernel<false>,
+                            EVEN_THREADS, EVEN_THREADS, n, a);
     case PMI_LOOP_RED_UNIFORM:
         /* the level loop sets twin_next and owner_next only with tri_next */
         return block_launch(ctx, a->tri_next ? red_uniform_kernel<true> : red_uniform_kernel<false>,
@@ -857,11 +864,8 @@ extern "C" pm_status pmi_cuda_subdivide_step(pm_context *ctx, int step, size_t n
         PMI_TRY(block_launch(ctx, red_last2_tri_kernel, LAST2_THREADS, LAST2_THREADS, n, a));
         return block_launch(ctx, red_last2_pos_kernel, LAST2_THREADS, LAST2_THREADS, n, a);
     case PMI_LOOP_EVEN_NEW:
-        return block_launch(ctx, even_new_kernel<PMI_LOOP_EVEN_NEW>, QUEUE_THREADS, EVEN_NEW_SPAN,
-                            n, a);
-    case PMI_LOOP_EVEN_NEW2:
-        return block_launch(ctx, even_new_kernel<PMI_LOOP_EVEN_NEW2>, QUEUE_THREADS, EVEN_NEW_SPAN,
-                            n, a);
+        return block_launch(ctx, a->pos_out2 ? even_new_kernel<true> : even_new_kernel<false>,
+                            QUEUE_THREADS, EVEN_NEW_SPAN, n, a);
     default: break;
     }
     return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_subdivide_loop: unknown step %d", step);
