@@ -451,19 +451,12 @@ PMI_LHD void pmi_loop_odd_ids(const float *pos, uint32_t u, uint32_t w, uint32_t
                    pos + 3 * (size_t)d, boundary, q);
 }
 
-/* Adds the odd rule of the interior edge (v, y) with opposite vertices x
- * and z (their positions) to s, as the level that computes it rounds it. */
-PMI_LHD void pmi_loop_add_odd(const float *pv, const float *py, const float *px, const float *pz,
-                              double s[3])
+/* One coordinate of pmi_loop_odd_f's interior rule, from the floats
+ * converted to double (exact): the same bits. */
+PMI_LHD float pmi_loop_odd_dd(double u, double w, double c, double d)
 {
-    float q[3];
-    pmi_loop_odd_f(pv, py, px, pz, 0, q);
-    for (int i = 0; i < 3; i++)
-        s[i] += pmi_loop_widen(q[i]);
+    return (float)(0.375 * (u + w) + 0.125 * (c + d));
 }
-
-/* Copies a position (a GPU thread keeps it in registers). */
-PMI_LHD void pmi_loop_copy3(float *d, const float *p) { d[0] = p[0], d[1] = p[1], d[2] = p[2]; }
 
 /* Walks the fan of the vertex at corner c: first across the edge entering
  * the corner, triangle by triangle, until it closes or meets the boundary,
@@ -496,11 +489,14 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
     if (split) r->any_split = split[A0];
     uint32_t B = B0, t = t0;
     /* ahead: the positions of v, of the two neighbours before the current
-     * one (the first: across A0) and of the first */
-    float pv[3] = {0, 0, 0}, pp[3] = {0, 0, 0}, pc[3] = {0, 0, 0}, pf[3] = {0, 0, 0};
+     * one (the first: across A0) and of the first, as doubles (exact) */
+    double pv[3] = {0, 0, 0}, pp[3] = {0, 0, 0}, pc[3] = {0, 0, 0}, pf[3] = {0, 0, 0};
     if (ahead) {
-        pmi_loop_copy3(pv, pos + 3 * (size_t)v);
-        pmi_loop_copy3(pp, pos + 3 * (size_t)pmi_loop_walk_neighbour(a, tri, A0, v, mode));
+        const uint32_t x = pmi_loop_walk_neighbour(a, tri, A0, v, mode);
+        for (int i = 0; i < 3; i++) {
+            pv[i] = (double)pos[3 * (size_t)v + i];
+            pp[i] = (double)pos[3 * (size_t)x + i];
+        }
     }
     for (uint32_t steps = 0;; steps++) {
         if (steps > cap) return 0;
@@ -511,18 +507,21 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
                 r->normal[i] += fn[i];
         }
         uint32_t y = pmi_loop_walk_neighbour(a, tri, B, v, mode);
-        float py[3];
-        pmi_loop_copy3(py, pos + 3 * (size_t)y);
-        for (int i = 0; i < 3; i++)
-            r->sum[i] += (double)py[i];
+        double py[3];
+        for (int i = 0; i < 3; i++) {
+            py[i] = (double)pos[3 * (size_t)y + i];
+            r->sum[i] += py[i];
+        }
         if (ahead) {
-            if (r->faces == 0) {
-                pmi_loop_copy3(pf, py);
-            } else {
-                pmi_loop_add_odd(pv, pc, pp, py, r->sum2);
-                pmi_loop_copy3(pp, pc);
+            for (int i = 0; i < 3; i++) {
+                if (r->faces == 0) {
+                    pf[i] = py[i];
+                } else {
+                    r->sum2[i] += pmi_loop_widen(pmi_loop_odd_dd(pv[i], pc[i], pp[i], py[i]));
+                    pp[i] = pc[i];
+                }
+                pc[i] = py[i];
             }
-            pmi_loop_copy3(pc, py);
         }
         r->faces++;
         r->neighbours++;
@@ -538,7 +537,9 @@ PMI_LHD int pmi_loop_walk(const pmi_loop_args *a, const float *pos, const uint8_
             break;
         }
         if (tw == A0) { /* closed */
-            if (ahead) pmi_loop_add_odd(pv, pc, pp, pf, r->sum2);
+            if (ahead)
+                for (int i = 0; i < 3; i++)
+                    r->sum2[i] += pmi_loop_widen(pmi_loop_odd_dd(pv[i], pc[i], pp[i], pf[i]));
             return 1;
         }
         B = pmi_loop_other_at(tri, tw, v);
@@ -1434,16 +1435,19 @@ PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q
     pmi_loop_even_to(a, m, &r, q);
     if (q2) {
         /* two levels on: m's neighbours are the vertices created on the
-         * edges to its ring, each between ring[j - 1] and ring[j + 1] (read
-         * again: a GPU thread holding the ring's 18 floats as doubles ran
-         * at a third of the occupancy, and slower) */
-        if (!r.boundary) {
-            const float *p = a->pos;
-            for (int j = 0; j < 6; j++)
-                pmi_loop_add_odd(p + 3 * (size_t)m, p + 3 * (size_t)ring[j],
-                                 p + 3 * (size_t)ring[(j + 5) % 6],
-                                 p + 3 * (size_t)ring[(j + 1) % 6], r.sum2);
-        }
+         * edges to its ring, each between ring[j - 1] and ring[j + 1]; the
+         * odd rules of pmi_loop_odd_f a coordinate at a time, each point
+         * converted once (a GPU thread holds 7 doubles, not 21) */
+        if (!r.boundary)
+            for (int i = 0; i < 3; i++) {
+                const double dm = (double)a->pos[3 * (size_t)m + i];
+                double d[6];
+                for (int j = 0; j < 6; j++)
+                    d[j] = (double)a->pos[3 * (size_t)ring[j] + i];
+                for (int j = 0; j < 6; j++)
+                    r.sum2[i] +=
+                        pmi_loop_widen(pmi_loop_odd_dd(dm, d[j], d[(j + 5) % 6], d[(j + 1) % 6]));
+            }
         pmi_loop_even_ahead(a->pos, m, &r, q, q2);
     }
     if (a->vstart_new && vs) {
