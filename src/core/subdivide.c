@@ -666,7 +666,7 @@ static pm_status sd_uniform(sd_state *st, const pm_mesh *mesh, int L, const pm_s
         a.pos_new = last ? pos_out : pos[q];
         a.twin_next = stored && !last ? twin[q] : NULL;
         a.owner_next = stored && !last ? owner[q] : NULL;
-        /* start corners: none for RED_LAST2's level (it walks no fan) */
+        /* the next level's start corners: none for RED_LAST2's (it walks no fan) */
         a.vstart_new = last || (fused && l == L - 2) ? NULL : vstart[q];
         /* the even rule: vertices the previous level created from its
          * stream (still in the buffers of parity q until this level's
