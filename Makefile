@@ -38,7 +38,7 @@ demo: build
 bench: build
 	sh bench/run.sh $(BUILD)
 
-# Tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Tests again under AddressSanitizer + UndefinedBehaviorSanitizer (-O1).
 sanitize:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPM_SANITIZE=ON -DPM_ENABLE_CUDA=OFF -DPM_BUILD_BENCH=OFF
 	cmake --build build-asan -j $(JOBS)
