@@ -57,7 +57,8 @@ enum pmi_loop_step_id {
     PMI_LOOP_COPY_U32,      /* per element: dst[i] = src[i] */
     PMI_LOOP_ZERO_U32,      /* per element: dst[i] = 0 */
     /* uniform subdivision (every edge splits; src/core/subdivide.c) */
-    PMI_LOOP_EVEN_UNIFORM, /* per vertex: even rule or copy, next start corner */
+    PMI_LOOP_EVEN_UNIFORM, /* per vertex: even rule or copy, next start corner
+                              (and, with pos_out2, the position two levels on) */
     PMI_LOOP_RED_UNIFORM,  /* per triangle: odd rule on owned edges, children,
                               their twins and owner numbers */
     PMI_LOOP_NORMAL_OLD,   /* per vertex of the stream three levels before the
@@ -66,7 +67,8 @@ enum pmi_loop_step_id {
     PMI_LOOP_NORMAL_NEW,   /* per half-edge owning an edge: the output normal of
                               the vertex created on it */
     PMI_LOOP_EVEN_NEW,     /* per half-edge of the previous stream owning an edge:
-                              the even rule for the vertex it created */
+                              the even rule for the vertex it created (and,
+                              with pos_out2, its position two levels on) */
     PMI_LOOP_RED_LAST2,    /* per triangle of the previous stream: the last two
                               splits at once (output triangles, odd rule) */
     PMI_LOOP_NORMAL_PATCH, /* per triangle of the stream two levels before the
@@ -89,7 +91,8 @@ typedef struct pmi_loop_args {
     uint32_t *red;   /* n: red flags, scanned in place into child
                         offsets / 4 */
     /* the next stream (uniform: twin_next, owner_next and vstart_new may
-     * be NULL on the last level, nobody reads them; adaptive: on the level
+     * be NULL on the last level, nobody reads them, and vstart_new on the
+     * level before RED_LAST2's, which walks no fan; adaptive: on the level
      * before the last tri_next points into the output and twin_next is
      * NULL, since the last stream goes out unchanged) */
     uint32_t *tri_next, *twin_next;
@@ -468,7 +471,8 @@ PMI_LHD float pmi_loop_odd_dd(double u, double w, double c, double d)
  * vertex: that child's fan has one child per triangle of c's, in the same
  * order, and its neighbours are the vertices created on c's fan's edges.
  * With PMI_LOOP_WALK_AHEAD (a uniform stream, every edge split) a closed
- * fan also gives r->sum2, the sum the next level's walk of the vertex
+ * fan also gives r->sum2 (an open fan leaves it partial: the boundary
+ * rule does not read it), the sum the next level's walk of the vertex
  * takes: there its i-th neighbour is the vertex created on the edge to
  * y_i, this walk's i-th, whose triangles on either side have third
  * corners y_(i-1) and y_(i+1) (y_(-1) across the first edge A0, which is
@@ -1409,7 +1413,9 @@ PMI_LHD void pmi_loop_ring_six(pmi_loop_ring *r, uint32_t m)
  * edge at u, t2's new vertex on its edge at w, w, m_{k+1}: the same sum as
  * pmi_loop_even_uniform's walk, the same bytes. On the boundary (no twin)
  * the walk's ends are b0 = w and b1 = u. The position goes to q, the next
- * stream's start corner of m to *vs when vstart_new is set. */
+ * stream's start corner of m to *vs when vstart_new is set, and with q2
+ * (the level before RED_LAST2's) m's position two levels on to q2, as
+ * pmi_loop_even_uniform_into's. */
 PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q, uint32_t *vs,
                                     float *q2)
 {
@@ -1531,8 +1537,9 @@ PMI_LHD void pmi_loop_half_twins(uint32_t p, uint32_t ptri_p, uint32_t v_k, uint
  * tn (twins) and on (owner numbers); tn and on may be NULL (last level).
  * The new vertex nv + e (e an owner number) gets its position at
  * pn + 3 (e - elo) and its start corner at vn[e - elo] (vn NULL on the
- * last level). The GPU stages all of them in shared memory to store a
- * block's words contiguously (a block's owner numbers are consecutive). */
+ * last level and the one before RED_LAST2's). The GPU stages all of them
+ * in shared memory to store a block's words contiguously (a block's owner
+ * numbers are consecutive). */
 PMI_LHD void pmi_loop_red_uniform_into(const pmi_loop_args *a, uint32_t t, uint32_t *o,
                                        uint32_t *tn, uint32_t *on, float *pn, uint32_t *vn,
                                        uint32_t elo)
