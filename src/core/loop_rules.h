@@ -429,36 +429,30 @@ PMI_LHD double pmi_loop_widen(float x)
     return (double)x;
 }
 
-/* The odd rule's position for the edge (u, w) with opposite vertices c and
- * d into q[0..2]: interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2
- * (the same bits for either order of u, w and of c, d); from the points'
- * positions (pmi_loop_odd_f), by the ids, or (pmi_loop_odd_to) for the
- * split edge owned by h (twin tw). */
-PMI_LHD void pmi_loop_odd_f(const float *pu, const float *pw, const float *pc, const float *pd,
-                            int boundary, float *q)
+/* The odd rule for the edge (u, w) with opposite vertices c and d:
+ * interior 3/8 (u + w) + 1/8 (c + d), boundary (u + w) / 2 (the same bits
+ * for either order of u, w and of c, d), in double from the floats
+ * (converted exactly), rounded to float once. pmi_loop_odd_dd is one
+ * coordinate of the interior case; pmi_loop_odd_ids the position by the
+ * points' ids into q[0..2], pmi_loop_odd_d from positions already
+ * converted, pmi_loop_odd_to for the split edge owned by h (twin tw). */
+PMI_LHD float pmi_loop_odd_dd(double u, double w, double c, double d)
 {
-    if (boundary) {
-        for (int i = 0; i < 3; i++)
-            q[i] = (float)(0.5 * ((double)pu[i] + (double)pw[i]));
-    } else {
-        for (int i = 0; i < 3; i++)
-            q[i] = (float)(0.375 * ((double)pu[i] + (double)pw[i]) +
-                           0.125 * ((double)pc[i] + (double)pd[i]));
-    }
+    return (float)(0.375 * (u + w) + 0.125 * (c + d));
 }
 
 PMI_LHD void pmi_loop_odd_ids(const float *pos, uint32_t u, uint32_t w, uint32_t c, uint32_t d,
                               int boundary, float *q)
 {
-    pmi_loop_odd_f(pos + 3 * (size_t)u, pos + 3 * (size_t)w, pos + 3 * (size_t)c,
-                   pos + 3 * (size_t)d, boundary, q);
-}
-
-/* One coordinate of pmi_loop_odd_f's interior rule, from the floats
- * converted to double (exact): the same bits. */
-PMI_LHD float pmi_loop_odd_dd(double u, double w, double c, double d)
-{
-    return (float)(0.375 * (u + w) + 0.125 * (c + d));
+    const float *pu = pos + 3 * (size_t)u, *pw = pos + 3 * (size_t)w;
+    const float *pc = pos + 3 * (size_t)c, *pd = pos + 3 * (size_t)d;
+    if (boundary) {
+        for (int i = 0; i < 3; i++)
+            q[i] = (float)(0.5 * ((double)pu[i] + (double)pw[i]));
+    } else {
+        for (int i = 0; i < 3; i++)
+            q[i] = pmi_loop_odd_dd((double)pu[i], (double)pw[i], (double)pc[i], (double)pd[i]);
+    }
 }
 
 /* Walks the fan of the vertex at corner c: first across the edge entering
@@ -1079,9 +1073,9 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t v)
         q[i] = a->pos[3 * (size_t)v + i];
 }
 
-/* pmi_loop_odd_ids from positions already converted to double (exactly):
- * the same sums, so the same bytes; a step that uses a vertex in several
- * odd rules converts it once. */
+/* pmi_loop_odd_ids from positions already converted to double: the same
+ * sums, so the same bytes; a step that uses a vertex in several odd rules
+ * converts it once. */
 PMI_LHD void pmi_loop_odd_d(const double *pu, const double *pw, const double *pc, const double *pd,
                             int boundary, float *q)
 {
@@ -1090,7 +1084,7 @@ PMI_LHD void pmi_loop_odd_d(const double *pu, const double *pw, const double *pc
             q[i] = (float)(0.5 * (pu[i] + pw[i]));
     } else {
         for (int i = 0; i < 3; i++)
-            q[i] = (float)(0.375 * (pu[i] + pw[i]) + 0.125 * (pc[i] + pd[i]));
+            q[i] = pmi_loop_odd_dd(pu[i], pw[i], pc[i], pd[i]);
     }
 }
 
@@ -1442,7 +1436,7 @@ PMI_LHD void pmi_loop_even_new_into(const pmi_loop_args *a, uint32_t h, float *q
     if (q2) {
         /* two levels on: m's neighbours are the vertices created on the
          * edges to its ring, each between ring[j - 1] and ring[j + 1]; the
-         * odd rules of pmi_loop_odd_f a coordinate at a time, each point
+         * odd rules of pmi_loop_odd_ids a coordinate at a time, each point
          * converted once (a GPU thread holds 7 doubles, not 21) */
         if (!r.boundary)
             for (int i = 0; i < 3; i++) {
