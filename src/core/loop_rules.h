@@ -1949,23 +1949,18 @@ PMI_LHD uint32_t pmi_loop_patch_twin(const pmi_loop_args *a, uint32_t t, uint32_
     return pmi_loop_owns(h, tw) ? tw : PMI_LOOP_FROZEN;
 }
 
-/* Task q of triangle t (o: t's 48 output words; p: its 15 points'
- * positions; fn: t's 16 output triangle normals; tw: pmi_loop_patch_twin's,
- * c2: the twin's first vertex ptri[tw] when tw is a half-edge): the output
- * normal of a vertex the last two levels created, the same sum in the
- * same order as a corner list of the output gives. The points inside t
- * have their 6 triangles in t's 16; a point of an edge t owns has 3 there
- * and 3 in the twin's 16, which follow t's (h < twin): those at the twin's
- * point r2 = r or 4 - r of its edge k2, by whether that edge runs from t's
- * corner k (c2 is corner k's vertex) or from corner k + 1. The twin's 3
- * triangles there have their corners on that edge (its places r2 - 1 to
- * r2 + 1: t's points, already in p) and on the row next to it (places
- * r2 - 1 and r2: the two points read from the twin's output words), each
- * triangle's in its stored order, so their normals are those of the
- * twin's own patch. The triangles go by their bits, lowest first (on the
- * GPU a warp's lanes then take 3 or 6 steps, not 16). */
-PMI_LHD void pmi_loop_patch_vertex(const pmi_loop_args *a, const uint32_t *o, const float *p,
-                                   uint32_t q, const double (*fn)[3], uint32_t tw, uint32_t c2)
+/* Task q of triangle t (o: t's 48 output words; fn: t's 16 output
+ * triangle normals; tw: pmi_loop_patch_twin's, c2: the twin's first
+ * vertex ptri[tw] when tw is a half-edge): the output normal of a vertex
+ * the last two levels created, the same sum in the same order as a corner
+ * list of the output gives. The points inside t have their 6 triangles in
+ * t's 16; a point of an edge t owns has 3 there and 3 in the twin's 16,
+ * which follow t's (h < twin): those at the twin's point r or 4 - r of
+ * its edge, by whether that edge runs from t's corner k (c2 is corner k's
+ * vertex) or from corner k + 1. The triangles go by their bits, lowest
+ * first (on the GPU a warp's lanes then take 3 or 6 steps, not 16). */
+PMI_LHD void pmi_loop_patch_vertex(const pmi_loop_args *a, const uint32_t *o, uint32_t q,
+                                   const double (*fn)[3], uint32_t tw, uint32_t c2)
 {
     if (tw == PMI_LOOP_FROZEN) return;
     const uint32_t k = q < 3 ? 0 : (q - 3) / 3, r = q < 3 ? 0 : (q - 3) % 3 + 1;
@@ -1978,30 +1973,10 @@ PMI_LHD void pmi_loop_patch_vertex(const pmi_loop_args *a, const uint32_t *o, co
     }
     if (tw != PMI_LOOP_NONE) {
         const uint32_t rev = c2 == o[pmi_loop_patch_src(pmi_loop_patch_at(k, 0, 4))];
-        const uint32_t k2 = tw % 3, r2 = rev ? 4 - r : r;
-        const uint32_t *o2 = a->ntri + 48 * (size_t)(tw / 3);
-        const uint32_t y0 = pmi_loop_patch_at(k2, 1, r2 - 1), y1 = pmi_loop_patch_at(k2, 1, r2);
-        const uint32_t e0 = pmi_loop_patch_at(k2, 0, r2 - 1), e1 = pmi_loop_patch_at(k2, 0, r2);
-        const float *g0 = a->npos + 3 * (size_t)o2[pmi_loop_patch_src(y0)];
-        const float *g1 = a->npos + 3 * (size_t)o2[pmi_loop_patch_src(y1)];
-        float f0[3], f1[3];
-        for (int c = 0; c < 3; c++) {
-            f0[c] = g0[c];
-            f1[c] = g1[c];
-        }
-        for (uint32_t m = pmi_loop_patch_mask(pmi_loop_patch_at(k2, 0, r2)); m; m &= m - 1) {
-            double cp[3][3], g[3];
-            const uint32_t j = pmi_loop_ctz(m);
-            for (uint32_t i = 0; i < 3; i++) {
-                /* corner i: a point of the row (y0, y1) or of the edge,
-                 * at its place pl there, t's place r = pl or 4 - pl */
-                const uint32_t y = pmi_loop_patch_corner(j, i);
-                const uint32_t pl = y == e0 ? r2 - 1 : (y == e1 ? r2 : r2 + 1);
-                const float *e = p + 3 * pmi_loop_patch_at(k, 0, rev ? 4 - pl : pl);
-                for (int d = 0; d < 3; d++)
-                    cp[i][d] = (double)(y == y0 ? f0[d] : (y == y1 ? f1[d] : e[d]));
-            }
-            pmi_loop_face_normal_of(cp[0], cp[1], cp[2], g);
+        for (uint32_t m = pmi_loop_patch_mask(pmi_loop_patch_at(tw % 3, 0, rev ? 4 - r : r)); m;
+             m &= m - 1) {
+            double g[3];
+            pmi_loop_face_normal(a->npos, a->ntri, 16 * (uint64_t)(tw / 3) + pmi_loop_ctz(m), g);
             for (int c = 0; c < 3; c++)
                 s[c] += g[c];
         }
@@ -2026,7 +2001,7 @@ PMI_LHD void pmi_loop_normal_patch(const pmi_loop_args *a, uint32_t t)
         pmi_loop_patch_corner_normal(a, t, k, fn[5 * k]);
     for (uint32_t q = 0; q < 12; q++) {
         const uint32_t tw = pmi_loop_patch_twin(a, t, q);
-        pmi_loop_patch_vertex(a, o, p, q, (const double(*)[3])fn, tw,
+        pmi_loop_patch_vertex(a, o, q, (const double(*)[3])fn, tw,
                               tw < PMI_LOOP_FROZEN ? a->ptri[tw] : 0);
     }
 }

@@ -348,7 +348,7 @@ static __global__ void __launch_bounds__(PATCH_THREADS)
         const unsigned slot =
             threadIdx.x < nf ? threadIdx.x : PATCH_THREADS - 1 - (threadIdx.x - nf);
         const unsigned e = s_q[slot];
-        pmi_loop_patch_vertex(&a, s_o + 48 * (e / 16), s_p + 45 * (e / 16), e % 16,
+        pmi_loop_patch_vertex(&a, s_o + 48 * (e / 16), e % 16,
                               (const double(*)[3])(s_fn + PATCH_FN * (e / 16)), s_tw[slot],
                               s_c2[slot]);
     }
