@@ -43,6 +43,8 @@
 #ifndef PM_CORE_CLEANUP_RULES_H
 #define PM_CORE_CLEANUP_RULES_H
 
+#include <string.h>
+
 #include "core/post_rules.h"
 
 #define PMI_CLEAN_NONE 0xFFFFFFFFu
@@ -73,6 +75,31 @@ typedef struct pmi_clean_args {
     unsigned long long *error;   /* first invalid triangle (see pmi_clean_check) */
     unsigned long long *counter; /* [0] collapses, [1] clusters processed (a sweep's) */
 } pmi_clean_args;
+
+/* The arguments' part both backends fill alike (the others, zeroed here,
+ * are their buffers): the input's sizes, positions and normals, the
+ * lattice, the squared snap distance (snap_distance times the smallest
+ * spacing) and whether it applies. Returns the number of sweeps. */
+static inline int pmi_clean_args_init(pmi_clean_args *a, size_t nv, size_t nt, const float *pos,
+                                      const float *nrm, const pm_mc_cleanup_options *o)
+{
+    memset(a, 0, sizeof *a);
+    a->nv = nv;
+    a->nt = nt;
+    a->pos = pos;
+    a->nrm = nrm;
+    for (int c = 0; c < 3; c++) {
+        a->origin[c] = o->origin[c];
+        a->spacing[c] = o->spacing[c];
+    }
+    double cell = o->spacing[0];
+    if (o->spacing[1] < cell) cell = o->spacing[1];
+    if (o->spacing[2] < cell) cell = o->spacing[2];
+    a->limit = o->use_snap_distance || o->snap_distance > 0;
+    a->max2 = (o->snap_distance * cell) * (o->snap_distance * cell);
+    a->keep_vertices = o->keep_vertices;
+    return o->max_iterations > 0 ? o->max_iterations : 5;
+}
 
 PMI_PHD uint32_t pmi_clean_load(const uint32_t *p)
 {

@@ -148,22 +148,7 @@ static pm_status cl_run(pm_context *ctx, pmi_hmesh *m, const pm_mc_cleanup_optio
         return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu vertices, %zu triangles: indices are 32-bit",
                          fn, nv, nt);
     pmi_clean_args a;
-    memset(&a, 0, sizeof a);
-    a.nv = nv;
-    a.nt = nt;
-    a.pos = m->pos;
-    a.nrm = m->nrm;
-    for (int c = 0; c < 3; c++) {
-        a.origin[c] = o->origin[c];
-        a.spacing[c] = o->spacing[c];
-    }
-    double cell = o->spacing[0];
-    if (o->spacing[1] < cell) cell = o->spacing[1];
-    if (o->spacing[2] < cell) cell = o->spacing[2];
-    a.limit = o->use_snap_distance || o->snap_distance > 0;
-    a.max2 = (o->snap_distance * cell) * (o->snap_distance * cell);
-    a.keep_vertices = o->keep_vertices;
-    const int max_iter = o->max_iterations > 0 ? o->max_iterations : 5;
+    const int max_iter = pmi_clean_args_init(&a, nv, nt, m->pos, m->nrm, o);
     const size_t nmax = nv > nt ? nv : nt;
 
     uint32_t *vt_off = NULL, *vt_list = NULL;
