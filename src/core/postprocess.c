@@ -46,10 +46,11 @@ static void view_drop(view *v)
     memset(v, 0, sizeof *v);
 }
 
-static pm_status begin(pm_context *ctx, const pm_mesh *mesh, const char *fn, int writable,
-                       int need_normals, view *v)
+/* The checks every post-processing call makes first: the arguments are
+ * set, the mesh is indexed, has the arrays the call reads, and its
+ * vertices fit 32-bit indices. */
+static pm_status mesh_check(pm_context *ctx, const pm_mesh *mesh, const char *fn, int need_normals)
 {
-    memset(v, 0, sizeof *v);
     if (!ctx || !mesh) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL argument", fn);
     if (!mesh->indices)
         return pmi_error(PM_STATUS_INVALID_ARGUMENT,
@@ -60,6 +61,15 @@ static pm_status begin(pm_context *ctx, const pm_mesh *mesh, const char *fn, int
     if (mesh->num_vertices >= UINT32_MAX)
         return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu vertices: indices are 32-bit", fn,
                          mesh->num_vertices);
+    return PM_STATUS_OK;
+}
+
+static pm_status begin(pm_context *ctx, const pm_mesh *mesh, const char *fn, int writable,
+                       int need_normals, view *v)
+{
+    memset(v, 0, sizeof *v);
+    pm_status s = mesh_check(ctx, mesh, fn, need_normals);
+    if (s != PM_STATUS_OK) return s;
     size_t pb, tb;
     if (!pmi_mul3_size(mesh->num_vertices, 3, sizeof(float), &pb) ||
         !pmi_mul3_size(mesh->num_triangles, 3, sizeof(uint32_t), &tb))
@@ -312,16 +322,8 @@ static pm_status dp_check(pm_context *ctx, const pm_mesh *mesh, const char *fn, 
                           px *x)
 {
     memset(x, 0, sizeof *x);
-    if (!ctx || !mesh) return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: NULL argument", fn);
-    if (!mesh->indices)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "%s: needs an indexed mesh (a soup has no shared vertices)", fn);
-    if ((mesh->num_vertices && !mesh->positions) || (need_normals && !mesh->normals))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: the mesh has no %s", fn,
-                         need_normals && !mesh->normals ? "normals" : "positions");
-    if (mesh->num_vertices >= UINT32_MAX)
-        return pmi_error(PM_STATUS_OVERFLOW, "%s: %zu vertices: indices are 32-bit", fn,
-                         mesh->num_vertices);
+    pm_status s = mesh_check(ctx, mesh, fn, need_normals);
+    if (s != PM_STATUS_OK) return s;
     if (mesh->num_triangles > (size_t)(UINT32_MAX / 6))
         return pmi_error(PM_STATUS_OVERFLOW,
                          "%s: %zu triangles: more than 2^32 / 6 (the adjacency's 32-bit rows)", fn,
@@ -334,7 +336,7 @@ static pm_status dp_check(pm_context *ctx, const pm_mesh *mesh, const char *fn, 
     const size_t nt = mesh->num_triangles;
     if (nt == 0) return PM_STATUS_OK;
     unsigned long long *err, bad = ~0ull;
-    pm_status s = px_alloc(x, 1, sizeof *err, &err);
+    s = px_alloc(x, 1, sizeof *err, &err);
     if (s == PM_STATUS_OK) s = px_put(x, err, &bad, sizeof bad);
     pmi_post_args a;
     memset(&a, 0, sizeof a);
