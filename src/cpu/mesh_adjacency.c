@@ -91,20 +91,14 @@ static size_t row_neighbours(const uint32_t *tri, const pmi_adj *vt, uint32_t v,
     return u;
 }
 
-pm_status pmi_vertex_neighbours(int threads, const uint32_t *tri, const pmi_adj *vt, pmi_adj *out)
+/* One pass over the vertices of pmi_vertex_neighbours: each vertex's
+ * count to out->off[v + 1] (fill 0) or its row to out->list (fill 1).
+ * Returns 0 when a thread found no memory for a long row. */
+static int neighbour_pass(int threads, const uint32_t *tri, const pmi_adj *vt, pmi_adj *out,
+                          int fill)
 {
-    memset(out, 0, sizeof *out);
-    const size_t nv = vt->n;
-    out->n = nv;
-    out->off = calloc(nv + 1, sizeof *out->off);
-    if (!out->off)
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
-                         "mesh post-processing: no memory for the "
-                         "neighbours of %zu vertices",
-                         nv);
-    const long long snv = (long long)nv;
+    const long long snv = (long long)vt->n;
     int failed = 0;
-    /* Pass 1: counts. */
 #pragma omp parallel num_threads(threads)
     {
         uint32_t stack[128];
@@ -127,11 +121,30 @@ pm_status pmi_vertex_neighbours(int threads, const uint32_t *tri, const pmi_adj 
                 }
                 buf = heap;
             }
-            out->off[v + 1] = (uint32_t)row_neighbours(tri, vt, (uint32_t)v, buf);
+            const size_t k = row_neighbours(tri, vt, (uint32_t)v, buf);
+            if (fill)
+                memcpy(out->list + out->off[v], buf, k * sizeof *buf);
+            else
+                out->off[v + 1] = (uint32_t)k;
         }
         free(heap);
     }
-    if (failed) {
+    return !failed;
+}
+
+pm_status pmi_vertex_neighbours(int threads, const uint32_t *tri, const pmi_adj *vt, pmi_adj *out)
+{
+    memset(out, 0, sizeof *out);
+    const size_t nv = vt->n;
+    out->n = nv;
+    out->off = calloc(nv + 1, sizeof *out->off);
+    if (!out->off)
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY,
+                         "mesh post-processing: no memory for the "
+                         "neighbours of %zu vertices",
+                         nv);
+    /* Pass 1: counts. */
+    if (!neighbour_pass(threads, tri, vt, out, 0)) {
         pmi_adj_free(out);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "mesh post-processing: out of memory");
     }
@@ -146,34 +159,7 @@ pm_status pmi_vertex_neighbours(int threads, const uint32_t *tri, const pmi_adj 
                          nv);
     }
     /* Pass 2: the rows. */
-#pragma omp parallel num_threads(threads)
-    {
-        uint32_t stack[128];
-        uint32_t *heap = NULL;
-        size_t heap_cap = 0;
-#pragma omp for schedule(dynamic, 4096)
-        for (long long v = 0; v < snv; v++) {
-            size_t need = 2 * (size_t)(vt->off[v + 1] - vt->off[v]);
-            uint32_t *buf = stack;
-            if (need > 128) {
-                if (need > heap_cap) {
-                    free(heap);
-                    heap = malloc(need * sizeof *heap);
-                    heap_cap = heap ? need : 0;
-                }
-                if (!heap) {
-#pragma omp atomic write
-                    failed = 1;
-                    continue;
-                }
-                buf = heap;
-            }
-            size_t k = row_neighbours(tri, vt, (uint32_t)v, buf);
-            memcpy(out->list + out->off[v], buf, k * sizeof *buf);
-        }
-        free(heap);
-    }
-    if (failed) {
+    if (!neighbour_pass(threads, tri, vt, out, 1)) {
         pmi_adj_free(out);
         return pmi_error(PM_STATUS_OUT_OF_MEMORY, "mesh post-processing: out of memory");
     }
