@@ -305,6 +305,22 @@ static int pick(PyObject *o, const char **names, const char *what)
     return -1;
 }
 
+/* The job of a primitive over the C-contiguous array xo (its view in v,
+ * which the caller releases in every case) with an `output` argument:
+ * where the result goes (*dev) and out_host_copy set. NULL with an
+ * exception on error. */
+static prim_job *array_job(int op, pmx_ctx *c, PyObject *xo, int type, const char *what,
+                           size_t elem, PyObject *outo, pmx_view *v, int *dev)
+{
+    int copy;
+    if (input(xo, c, type, what, v) < 0 || need_contiguous(v, what) < 0 ||
+        out_flag(c, v->mem == PMX_MEM_CUDA, outo, dev, &copy) < 0)
+        return NULL;
+    prim_job *j = new_job(op, c, v, elem);
+    if (j) j->out_host_copy = copy;
+    return j;
+}
+
 /* reduce(context, x, op) -> float */
 PyObject *pmx_reduce(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -358,14 +374,10 @@ PyObject *pmx_scan(PyObject *self, PyObject *args, PyObject *kw)
     if (!c) return NULL;
     pmx_view v;
     PyObject *res = NULL;
-    int dev, copy;
-    if (input(xo, c, NPY_UINT32, "x", &v) < 0 || need_contiguous(&v, "x") < 0 ||
-        out_flag(c, v.mem == PMX_MEM_CUDA, outo, &dev, &copy) < 0)
-        goto out;
-    prim_job *j = new_job(P_SCAN, c, &v, 4);
+    int dev;
+    prim_job *j = array_job(P_SCAN, c, xo, NPY_UINT32, "x", 4, outo, &v, &dev);
     if (!j) goto out;
     j->out_elem[0] = 4;
-    j->out_host_copy = copy;
     if (run(c, &j, &v) < 0) goto out;
     PyObject *a = result(j, c, 0, NPY_UINT32, (Py_ssize_t)j->n, dev);
     if (a) res = Py_BuildValue("(NK)", a, (unsigned long long)j->total);
@@ -392,17 +404,13 @@ PyObject *pmx_filter(PyObject *self, PyObject *args, PyObject *kw)
     if (cmp < 0) return NULL;
     pmx_view v;
     PyObject *res = NULL;
-    int dev, copy;
-    if (input(xo, c, NPY_FLOAT32, "x", &v) < 0 || need_contiguous(&v, "x") < 0 ||
-        out_flag(c, v.mem == PMX_MEM_CUDA, outo, &dev, &copy) < 0)
-        goto out;
-    prim_job *j = new_job(P_FILTER, c, &v, 4);
+    int dev;
+    prim_job *j = array_job(P_FILTER, c, xo, NPY_FLOAT32, "x", 4, outo, &v, &dev);
     if (!j) goto out;
     j->cmp = cmp;
     j->horn = horn;
     j->threshold = (float)threshold;
     j->out_elem[0] = 4;
-    j->out_host_copy = copy;
     if (run(c, &j, &v) < 0) goto out;
     res = result(j, c, 0, NPY_FLOAT32, (Py_ssize_t)j->count, dev);
     finish(c, j);
@@ -422,14 +430,10 @@ PyObject *pmx_compact(PyObject *self, PyObject *args, PyObject *kw)
     if (!c) return NULL;
     pmx_view v;
     PyObject *res = NULL;
-    int dev, copy;
-    if (input(xo, c, NPY_UINT8, "flags", &v) < 0 || need_contiguous(&v, "flags") < 0 ||
-        out_flag(c, v.mem == PMX_MEM_CUDA, outo, &dev, &copy) < 0)
-        goto out;
-    prim_job *j = new_job(P_COMPACT, c, &v, 1);
+    int dev;
+    prim_job *j = array_job(P_COMPACT, c, xo, NPY_UINT8, "flags", 1, outo, &v, &dev);
     if (!j) goto out;
     j->out_elem[0] = 8;
-    j->out_host_copy = copy;
     if (run(c, &j, &v) < 0) goto out;
     res = result(j, c, 0, NPY_UINT64, (Py_ssize_t)j->count, dev);
     finish(c, j);
@@ -449,15 +453,11 @@ PyObject *pmx_expand(PyObject *self, PyObject *args, PyObject *kw)
     if (!c) return NULL;
     pmx_view v;
     PyObject *res = NULL;
-    int dev, copy;
-    if (input(xo, c, NPY_UINT32, "counts", &v) < 0 || need_contiguous(&v, "counts") < 0 ||
-        out_flag(c, v.mem == PMX_MEM_CUDA, outo, &dev, &copy) < 0)
-        goto out;
-    prim_job *j = new_job(P_EXPAND, c, &v, 4);
+    int dev;
+    prim_job *j = array_job(P_EXPAND, c, xo, NPY_UINT32, "counts", 4, outo, &v, &dev);
     if (!j) goto out;
     j->out_elem[0] = 8;
     j->out_elem[1] = 4;
-    j->out_host_copy = copy;
     if (run(c, &j, &v) < 0) goto out;
     PyObject *a = result(j, c, 0, NPY_UINT64, (Py_ssize_t)j->count, dev);
     PyObject *b = a ? result(j, c, 1, NPY_UINT32, (Py_ssize_t)j->count, dev) : NULL;
