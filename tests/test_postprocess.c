@@ -1492,8 +1492,9 @@ static void test_files(const pm_mesh *m0)
     fprintf(f, "# vtk DataFile Version 3.0\nparticles\nASCII\nDATASET UNSTRUCTURED_GRID\n"
                "POINTS 3 float\n0 0 0 1 0 0 0 1 0\nCELLS 3 6\n1 0\n1 1\n1 2\nCELL_TYPES 3\n1 1 1\n"
                "POINT_DATA 3\nSCALARS id int 1\nLOOKUP_TABLE default\n7 8 9\n"
-               "FIELD FieldData 2\nmass 1 3 double\n1.5 2.5 3.5\nvelocity 3 3 float\n"
-               "1 2 3 4 5 6 7 8 9\n");
+               "SCALARS pair float 2\nLOOKUP_TABLE default\n1 2 3 4 5 6\n"
+               "FIELD FieldData 3\nmass 1 3 double\n1.5 2.5 3.5\nuv 2 3 float\n0 0 1 1 2 2\n"
+               "velocity 3 3 float\n1 2 3 4 5 6 7 8 9\n");
     fclose(f);
     pm_point_attribute pa;
     PMT_OK(pm_points_read_attribute(path, "velocity", 0, &pa));
@@ -1505,6 +1506,12 @@ static void test_files(const pm_mesh *m0)
     PMT_OK(pm_points_read_attribute(path, "mass", 0, &pa));
     PMT_CHECK(pa.count == 3 && pa.values[1] == 2.5f, "FIELD mass");
     pm_point_attribute_free(&pa);
+    /* 2 components (SCALARS and FIELD): refused, naming the count */
+    const char *two[] = {"pair", "uv"};
+    for (int i = 0; i < 2; i++)
+        PMT_CHECK(pm_points_read_attribute(path, two[i], 0, &pa) == PM_STATUS_UNSUPPORTED &&
+                      strstr(pm_last_error(), "has 2 components"),
+                  "attribute '%s' of 2 components: %s", two[i], pm_last_error());
     unlink(path);
     rmdir(dir);
     pm_quads_free(&q);

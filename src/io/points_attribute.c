@@ -125,6 +125,27 @@ static void seen(char *list, size_t cap, const char *name)
     if (l + strlen(name) + 3 < cap) snprintf(list + l, cap - l, "%s%s", l ? ", " : "", name);
 }
 
+/* The attribute asked for, nt tuples of nc components of VTK type
+ * `type` (1 or 3 components are interpolated): into *values (allocated
+ * here), its count and components into out. */
+static pm_status read_match(vtk_file *f, const char *path, const char *name, uint64_t nt,
+                            uint64_t nc, const char *type, size_t max_memory_bytes, float **values,
+                            pm_point_attribute *out)
+{
+    if (nc != 1 && nc != 3)
+        return pmi_error(PM_STATUS_UNSUPPORTED,
+                         "%s: attribute '%s' has %llu components (1 or 3 are interpolated)", path,
+                         name, (unsigned long long)nc);
+    pm_status s = pmi_points_alloc(path, name, nt * nc / (nc == 3 ? 3 : 1), 0, UINT64_MAX,
+                                   max_memory_bytes, values);
+    if (s == PM_STATUS_OK) s = read_values(f, nt * nc, type, *values, name);
+    if (s == PM_STATUS_OK) {
+        out->count = (size_t)nt;
+        out->components = (int)nc;
+    }
+    return s;
+}
+
 static pm_status read_legacy(const char *path, const char *name, size_t max_memory_bytes,
                              pm_point_attribute *out)
 {
@@ -197,20 +218,7 @@ static pm_status read_legacy(const char *path, const char *name, size_t max_memo
                 const int match = point_mode && strcmp(aname, name) == 0 && nt == npoints;
                 if (point_mode && nt == npoints) seen(names, sizeof names, aname);
                 if (match) {
-                    if (nc != 1 && nc != 3) {
-                        s = pmi_error(PM_STATUS_UNSUPPORTED,
-                                      "%s: attribute '%s' has %llu components (1 or 3 are "
-                                      "interpolated)",
-                                      path, name, (unsigned long long)nc);
-                        break;
-                    }
-                    s = pmi_points_alloc(path, name, nt * nc / (nc == 3 ? 3 : 1), 0, UINT64_MAX,
-                                         max_memory_bytes, &values);
-                    if (s == PM_STATUS_OK) s = read_values(&f, nt * nc, atype, values, name);
-                    if (s == PM_STATUS_OK) {
-                        out->count = (size_t)nt;
-                        out->components = (int)nc;
-                    }
+                    s = read_match(&f, path, name, nt, nc, atype, max_memory_bytes, &values, out);
                 } else if (pmi_streq(atype, "bit") && f.binary) {
                     s = pmi_skip_bytes(r, (nt * nc + 7) / 8, "FIELD array");
                 } else if (!size && !pmi_streq(atype, "bit")) {
@@ -267,20 +275,7 @@ static pm_status read_legacy(const char *path, const char *name, size_t max_memo
                               !pmi_streq(kw, "TENSORS");
             if (point_mode) seen(names, sizeof names, aname);
             if (match) {
-                if (nc != 1 && nc != 3) {
-                    s = pmi_error(PM_STATUS_UNSUPPORTED,
-                                  "%s: attribute '%s' has %llu components (1 or 3 are "
-                                  "interpolated)",
-                                  path, name, (unsigned long long)nc);
-                    break;
-                }
-                s = pmi_points_alloc(path, name, nmode * nc / (nc == 3 ? 3 : 1), 0, UINT64_MAX,
-                                     max_memory_bytes, &values);
-                if (s == PM_STATUS_OK) s = read_values(&f, nmode * nc, type, values, name);
-                if (s == PM_STATUS_OK) {
-                    out->count = (size_t)nmode;
-                    out->components = (int)nc;
-                }
+                s = read_match(&f, path, name, nmode, nc, type, max_memory_bytes, &values, out);
                 break;
             }
             if ((s = pmi_vtk_skip_values(&f, nmode * nc, pmi_vtk_type_size(type), kw)) !=
