@@ -84,6 +84,21 @@ pm_status pmi_inflate_exact(pmi_reader *r, uint64_t skip, unsigned char *dst, si
 /* Plain or gzip byte source                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* The source's reader (open) inflated from here with zlib's window bits
+ * `bits`; closes the reader when zlib cannot start. */
+static pm_status start_inflate(pmi_source *s, int bits, const char *path)
+{
+    z_stream *z = calloc(1, sizeof *z);
+    if (!z || inflateInit2(z, bits) != Z_OK) {
+        free(z);
+        pmi_reader_close(&s->r);
+        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot initialise zlib", path);
+    }
+    s->z = z;
+    s->gz = 1;
+    return PM_STATUS_OK;
+}
+
 pm_status pmi_source_open(pmi_source *s, const char *path)
 {
     memset(s, 0, sizeof *s);
@@ -91,14 +106,7 @@ pm_status pmi_source_open(pmi_source *s, const char *path)
     if (st != PM_STATUS_OK) return st;
     size_t n = pmi_reader_peek(&s->r, 2);
     if (n == 2 && s->r.buf[s->r.pos] == 0x1f && s->r.buf[s->r.pos + 1] == 0x8b) {
-        z_stream *z = calloc(1, sizeof *z);
-        if (!z || inflateInit2(z, 15 + 16) != Z_OK) {
-            free(z);
-            pmi_reader_close(&s->r);
-            return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot initialise zlib", path);
-        }
-        s->z = z;
-        s->gz = 1;
+        return start_inflate(s, 15 + 16, path);
     }
     return PM_STATUS_OK;
 }
@@ -242,17 +250,9 @@ pm_status pmi_source_open_at(pmi_source *s, const char *path, uint64_t offset)
         pmi_reader_close(&s->r);
         return st;
     }
-    z_stream *z = calloc(1, sizeof *z);
     /* 15 + 32: a gzip or a zlib wrapper, told by the stream's first bytes
      * (as pmi_inflate_exact). */
-    if (!z || inflateInit2(z, 15 + 32) != Z_OK) {
-        free(z);
-        pmi_reader_close(&s->r);
-        return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot initialise zlib", path);
-    }
-    s->z = z;
-    s->gz = 1;
-    return PM_STATUS_OK;
+    return start_inflate(s, 15 + 32, path);
 }
 
 pm_status pmi_source_end_exact(pmi_source *s, uint64_t bytes, const char *declared_by,
