@@ -180,7 +180,7 @@ PMI_PHD void pmi_clean_check(const pmi_clean_args *a, size_t x)
         const uint32_t t = a->vt_list[j];
         const uint32_t *c = a->tri + 3 * (size_t)t;
         if (c[0] == c[1] || c[1] == c[2] || c[0] == c[2]) {
-            pmi_post_atomic_min(a->error, (unsigned long long)t << 34);
+            pmi_atomic_min(a->error, (unsigned long long)t << 34);
             if (j - b < 32) next[j - b] = PMI_CLEAN_NONE;
             continue;
         }
@@ -192,7 +192,7 @@ PMI_PHD void pmi_clean_check(const pmi_clean_args *a, size_t x)
             next[j - b] = y;
             for (uint32_t i = 0; i < j - b; i++)
                 if (next[i] == y) {
-                    pmi_post_atomic_min(a->error, ((unsigned long long)t << 34) |
+                    pmi_atomic_min(a->error, ((unsigned long long)t << 34) |
                                                       ((unsigned long long)(k + 1) << 32) |
                                                       a->vt_list[b + i]);
                     break;
@@ -202,7 +202,7 @@ PMI_PHD void pmi_clean_check(const pmi_clean_args *a, size_t x)
         for (uint32_t i = b; i < j; i++) {
             const uint32_t s = a->vt_list[i];
             if (s != t && pmi_clean_has_edge(a->tri + 3 * (size_t)s, (uint32_t)x, y)) {
-                pmi_post_atomic_min(a->error, ((unsigned long long)t << 34) |
+                pmi_atomic_min(a->error, ((unsigned long long)t << 34) |
                                                   ((unsigned long long)(k + 1) << 32) | s);
                 break;
             }
@@ -292,13 +292,13 @@ PMI_PHD void pmi_clean_root_set(const pmi_clean_args *a, size_t v)
 PMI_PHD void pmi_clean_member_count(const pmi_clean_args *a, size_t v)
 {
     const uint32_t l = a->label[v];
-    if (l != PMI_CLEAN_NONE) pmi_post_atomic_inc(a->cnt + l);
+    if (l != PMI_CLEAN_NONE) pmi_atomic_inc(a->cnt + l);
 }
 PMI_PHD void pmi_clean_member_fill(const pmi_clean_args *a, size_t v)
 {
     const uint32_t l = a->label[v];
     if (l != PMI_CLEAN_NONE)
-        a->mlist[a->moff[l] + pmi_post_atomic_inc(a->cursor + l)] = (uint32_t)v;
+        a->mlist[a->moff[l] + pmi_atomic_inc(a->cursor + l)] = (uint32_t)v;
 }
 PMI_PHD void pmi_clean_member_sort(const pmi_clean_args *a, size_t r)
 {

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/atomics.h"
+
 #ifdef __CUDACC__
 #define PMI_LHD static __host__ __device__ __forceinline__
 #else
@@ -178,27 +180,6 @@ typedef struct pmi_loop_args {
 #define PMI_LOOP_ERR_NONMANIFOLD 3ull
 #define PMI_LOOP_ERR_WALK 4ull
 #define PMI_LOOP_ERR_NONE 0xFFFFFFFFFFFFFFFFull
-
-PMI_LHD unsigned pmi_loop_atomic_inc(uint32_t *p)
-{
-#ifdef __CUDA_ARCH__
-    return atomicAdd((unsigned int *)p, 1u);
-#else
-    return __atomic_fetch_add(p, 1u, __ATOMIC_RELAXED);
-#endif
-}
-
-PMI_LHD void pmi_loop_atomic_min(unsigned long long *p, unsigned long long v)
-{
-#ifdef __CUDA_ARCH__
-    atomicMin(p, v);
-#else
-    unsigned long long cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (v < cur &&
-           !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
-#endif
-}
 
 /* Sets a word that many threads may set: loaded first, so only those that
  * find it clear store (a store per thread to one word serialises them). */
@@ -649,7 +630,7 @@ PMI_LHD void pmi_loop_check_tri(const pmi_loop_args *a, uint32_t t)
 {
     uint32_t v0 = a->tri[3 * t], v1 = a->tri[3 * t + 1], v2 = a->tri[3 * t + 2];
     if (v0 >= a->nv || v1 >= a->nv || v2 >= a->nv) {
-        pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_INDEX << 56) | t);
+        pmi_atomic_min(a->error, (PMI_LOOP_ERR_INDEX << 56) | t);
         /* a corner at a bad index is in no vertex's list, so TWIN leaves
          * its half-edge's twin and owner flag to this step (none, 0), for
          * the steps that read them before the host reads this verdict */
@@ -659,7 +640,7 @@ PMI_LHD void pmi_loop_check_tri(const pmi_loop_args *a, uint32_t t)
                 if (a->owner) a->owner[3 * t + k] = 0;
             }
     } else if (v0 == v1 || v1 == v2 || v0 == v2)
-        pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_REPEAT << 56) | t);
+        pmi_atomic_min(a->error, (PMI_LOOP_ERR_REPEAT << 56) | t);
 }
 
 /* The twin of half-edge h = (u -> w): the other half-edge on {u, w} found in
@@ -687,7 +668,7 @@ PMI_LHD void pmi_loop_twin_of(const pmi_loop_args *a, uint32_t h)
     found = matches == 1 ? found : PMI_LOOP_NONE;
     a->twin[h] = found;
     if (a->owner) a->owner[h] = pmi_loop_owns(h, found);
-    if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | h);
+    if (matches > 1) pmi_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | h);
 }
 
 /* Sorts a few numbers in place (insertion sort): output triangle
@@ -745,7 +726,7 @@ PMI_LHD void pmi_loop_list_entry(const pmi_loop_args *a, uint32_t *sorted, const
     found = matches == 1 ? found : PMI_LOOP_NONE;
     a->twin[ci] = found;
     if (a->owner) a->owner[ci] = pmi_loop_owns(ci, found);
-    if (matches > 1) pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | ci);
+    if (matches > 1) pmi_atomic_min(a->error, (PMI_LOOP_ERR_NONMANIFOLD << 56) | ci);
 }
 
 /* The other two corners of corner c's triangle, as pmi_loop_list_entry
@@ -834,7 +815,7 @@ PMI_LHD void pmi_loop_walk_vertex(const pmi_loop_args *a, uint32_t v)
     r.frozen = 1;
     if (c != PMI_LOOP_NONE &&
         !pmi_loop_walk(a, a->pos, NULL, c, 3 * a->n, PMI_LOOP_WALK_NORMALS, &r)) {
-        pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+        pmi_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         r.frozen = 1;
     }
     if (a->nrm && !r.frozen) pmi_loop_store_unit(r.normal, a->nrm + 3 * (size_t)v);
@@ -1063,7 +1044,7 @@ PMI_LHD void pmi_loop_even(const pmi_loop_args *a, uint32_t v)
     if (c != PMI_LOOP_NONE && (!a->vsplit || a->vsplit[v])) {
         pmi_loop_ring r;
         if (!pmi_loop_walk(a, a->pos, a->split, c, 3 * a->n, PMI_LOOP_WALK_PLAIN, &r)) {
-            pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+            pmi_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         } else if (!r.frozen && r.any_split) {
             pmi_loop_even_to(a, v, &r, q);
             return;
@@ -1341,7 +1322,7 @@ PMI_LHD void pmi_loop_even_uniform_into(const pmi_loop_args *a, uint32_t v, floa
         const uint32_t cw = prev ? 3 * (c / 12) + c % 3 : c;
         const int mode = (prev ? PMI_LOOP_WALK_MIDS : PMI_LOOP_WALK_PLAIN) | ahead;
         if (!pmi_loop_walk(a, a->pos, NULL, cw, 3 * a->n, mode, &r))
-            pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+            pmi_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         else if (!r.frozen)
             moved = 1;
     }
@@ -1837,7 +1818,7 @@ PMI_LHD void pmi_loop_normal_old(const pmi_loop_args *a, uint32_t v)
         if (c != PMI_LOOP_NONE)
             n = pmi_loop_fan_children(a->ptri, a->ptwin, c, PMI_LOOP_FAN_CAP, 16u, 5u, T);
         if (n == 0) {
-            pmi_loop_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
+            pmi_atomic_min(a->error, (PMI_LOOP_ERR_WALK << 56) | c);
         } else {
             pmi_loop_sort_small(T, n);
             pmi_loop_normal_sum(a, T, n, s);
@@ -2049,12 +2030,12 @@ PMI_LHD void pmi_loop_step(int step, uint32_t i, const pmi_loop_args *a)
     case PMI_LOOP_CSR_COUNT:
         for (uint32_t k = 0; k < 3; k++) {
             const uint32_t v = a->ntri[3 * (size_t)i + k];
-            if (v < a->nv) pmi_loop_atomic_inc(a->count + v);
+            if (v < a->nv) pmi_atomic_inc(a->count + v);
         }
         break;
     case PMI_LOOP_CSR_FILL: {
         const uint32_t v = a->ntri[i];
-        if (v < a->nv) a->list[a->offset[v] + pmi_loop_atomic_inc(a->count + v)] = i;
+        if (v < a->nv) a->list[a->offset[v] + pmi_atomic_inc(a->count + v)] = i;
         break;
     }
     case PMI_LOOP_CSR_SORT: pmi_loop_csr_sort(a, i); break;

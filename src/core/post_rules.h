@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "pyramesh.h"
+#include "core/atomics.h"
 #include "core/sph_kernel.h"
 
 #ifdef __CUDACC__
@@ -286,15 +287,6 @@ typedef struct pmi_post_args {
     unsigned long long *error;
 } pmi_post_args;
 
-PMI_PHD uint32_t pmi_post_atomic_inc(uint32_t *p)
-{
-#ifdef __CUDA_ARCH__
-    return atomicAdd((unsigned int *)p, 1u);
-#else
-    return __atomic_fetch_add(p, 1u, __ATOMIC_RELAXED);
-#endif
-}
-
 /* *p = 1 where several elements may store the same value. */
 PMI_PHD void pmi_post_store_one(uint32_t *p)
 {
@@ -302,18 +294,6 @@ PMI_PHD void pmi_post_store_one(uint32_t *p)
     *(volatile uint32_t *)p = 1u;
 #else
     __atomic_store_n(p, 1u, __ATOMIC_RELAXED);
-#endif
-}
-
-PMI_PHD void pmi_post_atomic_min(unsigned long long *p, unsigned long long v)
-{
-#ifdef __CUDA_ARCH__
-    atomicMin(p, v);
-#else
-    unsigned long long cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (v < cur &&
-           !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
 #endif
 }
 
@@ -592,12 +572,12 @@ PMI_PHD void pmi_post_step(int step, size_t i, const pmi_post_args *a)
     case PMI_POST_ZERO_U32: a->dst[i] = 0; break;
     case PMI_POST_COPY_U32: a->dst[i] = a->src[i]; break;
     case PMI_POST_CHECK_INDEX:
-        if (a->tri[i] >= a->nv) pmi_post_atomic_min(a->error, (unsigned long long)(i / 3));
+        if (a->tri[i] >= a->nv) pmi_atomic_min(a->error, (unsigned long long)(i / 3));
         break;
-    case PMI_POST_VT_COUNT: pmi_post_atomic_inc(a->cnt + a->tri[i]); break;
+    case PMI_POST_VT_COUNT: pmi_atomic_inc(a->cnt + a->tri[i]); break;
     case PMI_POST_VT_FILL: {
         const uint32_t v = a->tri[i];
-        a->vt_list[a->vt_off[v] + pmi_post_atomic_inc(a->cursor + v)] = (uint32_t)(i / 3);
+        a->vt_list[a->vt_off[v] + pmi_atomic_inc(a->cursor + v)] = (uint32_t)(i / 3);
         break;
     }
     case PMI_POST_VT_SORT:
