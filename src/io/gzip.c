@@ -84,6 +84,20 @@ pm_status pmi_inflate_exact(pmi_reader *r, uint64_t skip, unsigned char *dst, si
 /* Plain or gzip byte source                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* After inflate() returned ret on the source's stream: the member's end
+ * noted, or corrupt data reported at the compressed byte reached. */
+static pm_status inflated(pmi_source *s, int ret)
+{
+    const z_stream *z = s->z;
+    if (ret == Z_STREAM_END)
+        s->ended = 1;
+    else if (ret != Z_OK && !(ret == Z_BUF_ERROR && z->avail_in == 0))
+        return pmi_error(PM_STATUS_PARSE_ERROR, "%s: compressed byte %llu: corrupt gzip data: %s",
+                         s->r.path, (unsigned long long)pmi_reader_tell(&s->r),
+                         z->msg ? z->msg : "inflate failed");
+    return PM_STATUS_OK;
+}
+
 /* The source's reader (open) inflated from here with zlib's window bits
  * `bits`; closes the reader when zlib cannot start. */
 static pm_status start_inflate(pmi_source *s, int bits, const char *path)
@@ -231,12 +245,8 @@ pm_status pmi_source_finish(pmi_source *s)
         uInt in_before = z->avail_in;
         int ret = inflate(z, Z_NO_FLUSH);
         r->pos += in_before - z->avail_in;
-        if (ret == Z_STREAM_END)
-            s->ended = 1;
-        else if (ret != Z_OK && !(ret == Z_BUF_ERROR && z->avail_in == 0))
-            return pmi_error(
-                PM_STATUS_PARSE_ERROR, "%s: compressed byte %llu: corrupt gzip data: %s", r->path,
-                (unsigned long long)pmi_reader_tell(r), z->msg ? z->msg : "inflate failed");
+        pm_status st = inflated(s, ret);
+        if (st != PM_STATUS_OK) return st;
     }
     return PM_STATUS_OK;
 }
@@ -285,12 +295,8 @@ pm_status pmi_source_end_exact(pmi_source *s, uint64_t bytes, const char *declar
             return pmi_error(PM_STATUS_PARSE_ERROR,
                              "%s: gzip data hold more than the %llu bytes that %s", r->path,
                              (unsigned long long)bytes, declared_by);
-        if (ret == Z_STREAM_END)
-            s->ended = 1;
-        else if (ret != Z_OK && !(ret == Z_BUF_ERROR && z->avail_in == 0))
-            return pmi_error(
-                PM_STATUS_PARSE_ERROR, "%s: compressed byte %llu: corrupt gzip data: %s", r->path,
-                (unsigned long long)pmi_reader_tell(r), z->msg ? z->msg : "inflate failed");
+        pm_status st = inflated(s, ret);
+        if (st != PM_STATUS_OK) return st;
     }
     return PM_STATUS_OK;
 }
