@@ -492,18 +492,30 @@ static pm_status read_vertices(pmi_reader *r, const ply_header *h, const ply_ele
     return PM_STATUS_OK;
 }
 
+/* The header of the open file r into a new *hp, NULL when it could not be
+ * allocated; the caller frees it with free_header whatever the status. */
+static pm_status read_header(pmi_reader *r, const char *path, ply_header **hp)
+{
+    ply_header *h = calloc(1, sizeof *h);
+    if (h) h->props = calloc(PLY_MAX_PROPS, sizeof *h->props);
+    *hp = h;
+    if (!h || !h->props) return pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
+    return parse_header(r, h);
+}
+
+static void free_header(ply_header *h)
+{
+    if (h) free(h->props);
+    free(h);
+}
+
 pm_status pmi_ply_read_points(const char *path, size_t max_memory_bytes, pm_points *out)
 {
     pmi_reader r;
     pm_status s = pmi_reader_open(&r, path);
     if (s != PM_STATUS_OK) return s;
-    ply_header *h = calloc(1, sizeof *h);
-    if (h) h->props = calloc(PLY_MAX_PROPS, sizeof *h->props);
-    if (!h || !h->props) {
-        s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
-        goto done;
-    }
-    if ((s = parse_header(&r, h)) != PM_STATUS_OK) goto done;
+    ply_header *h;
+    if ((s = read_header(&r, path, &h)) != PM_STATUS_OK) goto done;
     const ply_element *v = NULL;
     for (size_t i = 0; i < h->num_elements && !v; i++)
         if (strcmp(h->elements[i].name, "vertex") == 0) v = &h->elements[i];
@@ -531,8 +543,7 @@ pm_status pmi_ply_read_points(const char *path, size_t max_memory_bytes, pm_poin
         s = skip_element(&r, h, e, swap);
     if (s == PM_STATUS_OK) s = read_vertices(&r, h, v, which, max_memory_bytes, out);
 done:
-    if (h) free(h->props);
-    free(h);
+    free_header(h);
     pmi_reader_close(&r);
     return s;
 }
@@ -731,13 +742,8 @@ pm_status pmi_ply_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *
     pmi_mb_init(&b, path, max_memory_bytes);
     pm_status s = pmi_reader_open(&r, path);
     if (s != PM_STATUS_OK) return s;
-    ply_header *h = calloc(1, sizeof *h);
-    if (h) h->props = calloc(PLY_MAX_PROPS, sizeof *h->props);
-    if (!h || !h->props) {
-        s = pmi_error(PM_STATUS_OUT_OF_MEMORY, "%s: cannot allocate", path);
-        goto done;
-    }
-    if ((s = parse_header(&r, h)) != PM_STATUS_OK) goto done;
+    ply_header *h;
+    if ((s = read_header(&r, path, &h)) != PM_STATUS_OK) goto done;
     const ply_element *v = NULL, *fe = NULL;
     size_t list = SIZE_MAX;
     for (size_t i = 0; i < h->num_elements; i++) {
@@ -808,8 +814,7 @@ pm_status pmi_ply_read_mesh(const char *path, size_t max_memory_bytes, pm_mesh *
     if (s == PM_STATUS_OK) s = pmi_mb_finish(&b, out);
 done:
     pmi_mb_free(&b);
-    if (h) free(h->props);
-    free(h);
+    free_header(h);
     pmi_reader_close(&r);
     return s;
 }
