@@ -261,6 +261,12 @@ void pmi_host_array_put(pm_context *ctx, void *p);
  * error message on failure). */
 pm_status pmi_volume_resolve(const pm_volume *in, pm_volume *out);
 
+/* pm_isosurface_options with their defaults (struct_size honoured,
+ * normals central, inside above), inside, normals and mode checked; fn
+ * names the call in the message. */
+pm_status pmi_isosurface_options_resolve(const char *fn, const pm_isosurface_options *options,
+                                         pm_isosurface_options *opt);
+
 #ifdef __cplusplus
 }
 #endif

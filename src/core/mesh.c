@@ -85,6 +85,27 @@ static void report_reset(pm_isosurface_report *r)
     }
 }
 
+pm_status pmi_isosurface_options_resolve(const char *fn, const pm_isosurface_options *options,
+                                         pm_isosurface_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    if (options) {
+        size_t sz = options->struct_size ? options->struct_size : sizeof *opt;
+        memcpy(opt, options, sz < sizeof *opt ? sz : sizeof *opt);
+    }
+    opt->struct_size = sizeof *opt;
+    if (opt->normals == PM_NORMALS_DEFAULT) opt->normals = PM_NORMALS_CENTRAL;
+    if (opt->inside == PM_INSIDE_DEFAULT) opt->inside = PM_INSIDE_ABOVE;
+    if (opt->inside != PM_INSIDE_ABOVE && opt->inside != PM_INSIDE_BELOW)
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "%s: bad inside %d (expected PM_INSIDE_ABOVE or BELOW)", fn,
+                         (int)opt->inside);
+    if (opt->normals < PM_NORMALS_DEFAULT || opt->normals > PM_NORMALS_SOBEL ||
+        (opt->mode != PM_MESH_INDEXED && opt->mode != PM_MESH_SOUP))
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: bad normals or mode", fn);
+    return PM_STATUS_OK;
+}
+
 /* The arguments of pm_isosurface and pm_isosurface_async, checked and
  * resolved (volume strides and spacing, options with defaults). */
 static pm_status isosurface_args(const char *fn, pm_context *ctx, const pm_volume *volume,
@@ -95,20 +116,7 @@ static pm_status isosurface_args(const char *fn, pm_context *ctx, const pm_volum
     if (s != PM_STATUS_OK) return s;
     if (!isfinite(iso))
         return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: iso value is not finite", fn);
-    memset(opt, 0, sizeof *opt);
-    if (options) {
-        size_t sz = options->struct_size ? options->struct_size : sizeof *opt;
-        memcpy(opt, options, sz < sizeof *opt ? sz : sizeof *opt);
-    }
-    opt->struct_size = sizeof *opt;
-    if (opt->normals == PM_NORMALS_DEFAULT) opt->normals = PM_NORMALS_CENTRAL;
-    if (opt->inside == PM_INSIDE_DEFAULT) opt->inside = PM_INSIDE_ABOVE;
-    if (opt->inside != PM_INSIDE_ABOVE && opt->inside != PM_INSIDE_BELOW)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: bad inside %d (expected PM_INSIDE_ABOVE or BELOW)", fn,
-                         (int)opt->inside);
-    if (opt->normals < PM_NORMALS_DEFAULT || opt->normals > PM_NORMALS_SOBEL ||
-        (opt->mode != PM_MESH_INDEXED && opt->mode != PM_MESH_SOUP))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "%s: bad normals or mode", fn);
+    if ((s = pmi_isosurface_options_resolve(fn, options, opt)) != PM_STATUS_OK) return s;
     if (!ctx->backend->isosurface)
         return pmi_error(PM_STATUS_UNSUPPORTED, "%s: not supported on the %s backend", fn,
                          ctx->backend->name);

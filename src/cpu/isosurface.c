@@ -192,24 +192,13 @@ static pm_status mc_soup(pm_context *ctx, const pm_volume *vol, double iso,
     return st;
 }
 
-/* Whether this call may use the AVX2 kernels. */
-static int mc_avx2(unsigned hooks)
-{
-#if MC_AVX2
-    return !(hooks & PMI_HOOK_SCALAR) && __builtin_cpu_supports("avx2");
-#else
-    (void)hooks;
-    return 0;
-#endif
-}
-
 pm_status pmi_cpu_isosurface(pm_context *ctx, const pm_volume *vol, double iso,
                              const pm_isosurface_options *opt, pm_mesh *mesh)
 {
     unsigned hooks;
     pm_status st = pmi_hooks(&hooks);
     if (st != PM_STATUS_OK) return st;
-    const int avx2 = mc_avx2(hooks);
+    const int avx2 = pmi_cpu_mc_avx2(hooks);
     const int soup = opt->mode == PM_MESH_SOUP;
     mc_extraction ran;
     st = soup ? mc_soup(ctx, vol, iso, opt, avx2, hooks, mesh, &ran)

@@ -10,12 +10,26 @@
 #include <stdint.h>
 
 #include "core/backend.h"
+#include "core/hooks.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define MC_AVX2 1
 #else
 #define MC_AVX2 0
 #endif
+
+/* Whether a call may use the AVX2 kernels: compiled in, the CPU has
+ * them, and the test hooks (PMI_HOOK_SCALAR) do not ask for the scalar
+ * ones. */
+static inline int pmi_cpu_mc_avx2(unsigned hooks)
+{
+#if MC_AVX2
+    return !(hooks & PMI_HOOK_SCALAR) && __builtin_cpu_supports("avx2");
+#else
+    (void)hooks;
+    return 0;
+#endif
+}
 
 /* The corner ids of the triangles of cells x + b, b the bits of act in
  * order, with case bytes cs[b], into out: corner v of cell i is

@@ -81,37 +81,13 @@ static void append_free(pmi_mc_append *A)
     A->indices = NULL;
 }
 
-/* Whether this call may use the AVX2 kernels (as isosurface.c decides). */
-static int stream_avx2(unsigned hooks)
-{
-#if MC_AVX2
-    return !(hooks & PMI_HOOK_SCALAR) && __builtin_cpu_supports("avx2");
-#else
-    (void)hooks;
-    return 0;
-#endif
-}
-
 /* The options with their defaults, checked (pm_isosurface's rules). */
 static pm_status stream_options(const pm_isosurface_options *options, const pm_stream_options *so,
                                 pm_isosurface_options *opt, pm_stream_options *sopt)
 {
-    memset(opt, 0, sizeof *opt);
     memset(sopt, 0, sizeof *sopt);
-    if (options) {
-        size_t sz = options->struct_size ? options->struct_size : sizeof *opt;
-        memcpy(opt, options, sz < sizeof *opt ? sz : sizeof *opt);
-    }
-    opt->struct_size = sizeof *opt;
-    if (opt->normals == PM_NORMALS_DEFAULT) opt->normals = PM_NORMALS_CENTRAL;
-    if (opt->inside == PM_INSIDE_DEFAULT) opt->inside = PM_INSIDE_ABOVE;
-    if (opt->inside != PM_INSIDE_ABOVE && opt->inside != PM_INSIDE_BELOW)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
-                         "pm_isosurface_stream: bad inside %d (expected PM_INSIDE_ABOVE or BELOW)",
-                         (int)opt->inside);
-    if (opt->normals < PM_NORMALS_DEFAULT || opt->normals > PM_NORMALS_SOBEL ||
-        (opt->mode != PM_MESH_INDEXED && opt->mode != PM_MESH_SOUP))
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface_stream: bad normals or mode");
+    pm_status s = pmi_isosurface_options_resolve("pm_isosurface_stream", options, opt);
+    if (s != PM_STATUS_OK) return s;
     /* PM_OUTPUT_ANY: the slabs are assembled on the host. */
     if (opt->output_in_context_memory == PM_OUTPUT_ANY)
         opt->output_in_context_memory = opt->out_positions ? 1 : 0;
@@ -282,8 +258,9 @@ static pm_status stream_pieces(pm_context *ctx, const pm_volume_source *source,
         R->ghost_above = S.ghost_above;
         R->bytes_read = S.bytes_read;
         R->working_set_bytes =
-            PMI_SLAB_GPU_WORKERS * pmi_slab_device_bytes(S.slab_slices, S.ghost_below + S.ghost_above,
-                                      v.nx * v.ny * pm_sample_size(v.type), (uint64_t)v.nx * v.ny);
+            PMI_SLAB_GPU_WORKERS *
+            pmi_slab_device_bytes(S.slab_slices, S.ghost_below + S.ghost_above,
+                                  v.nx * v.ny * pm_sample_size(v.type), (uint64_t)v.nx * v.ny);
         R->read_ms = S.read_ms;
         R->walk_ms = S.piece_ms;
         R->copy_ms = S.upload_ms;
@@ -319,13 +296,14 @@ pm_status pm_isosurface_stream(pm_context *ctx, const pm_volume_source *source, 
         }
     }
     if (!(iso == iso) || iso > 1.7976931348623157e308 || iso < -1.7976931348623157e308)
-        return pmi_error(PM_STATUS_INVALID_ARGUMENT, "pm_isosurface_stream: iso value is not finite");
+        return pmi_error(PM_STATUS_INVALID_ARGUMENT,
+                         "pm_isosurface_stream: iso value is not finite");
     pm_volume view;
     if ((st = stream_volume(source, &view)) != PM_STATUS_OK) return st;
     if (ctx->backend->free_bytes) return stream_pieces(ctx, source, &view, iso, &opt, &so, mesh);
     unsigned hooks;
     if ((st = pmi_hooks(&hooks)) != PM_STATUS_OK) return st;
-    const int avx2 = stream_avx2(hooks);
+    const int avx2 = pmi_cpu_mc_avx2(hooks);
     const double t_start = pmi_now_ms();
 
     /* The plan: slab thickness from the limit; the fixed part of the
