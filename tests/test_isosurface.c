@@ -165,8 +165,8 @@ static void ref_isosurface(const pm_volume *v, double iso, const pm_isosurface_o
                         d[a] = 1;
                         if (p[a] + 1 >= n[a]) continue;
                         int in0 = ref_inside(rv(&R, i, j, k), iso, (o->inside != PM_INSIDE_BELOW));
-                        int in1 =
-                            ref_inside(rv(&R, i + d[0], j + d[1], k + d[2]), iso, (o->inside != PM_INSIDE_BELOW));
+                        int in1 = ref_inside(rv(&R, i + d[0], j + d[1], k + d[2]), iso,
+                                             (o->inside != PM_INSIDE_BELOW));
                         if (in0 == in1) continue;
                         vid[3 * (i + nx * (j + ny * k)) + a] = (uint32_t)m->nv;
                         ref_vertex(&R, iso, o, i, j, k, a, m->pos + 3 * m->nv, m->nrm + 3 * m->nv);
@@ -709,6 +709,18 @@ static void test_edges(pm_context *c)
     bad.nx = 1;
     PMT_CHECK(pm_isosurface(c, &bad, 0.0, NULL, &m) == PM_STATUS_INVALID_ARGUMENT, "nx 1");
     PMT_CHECK(pm_isosurface(c, &s, NAN, NULL, &m) == PM_STATUS_INVALID_ARGUMENT, "iso NaN");
+    pm_isosurface_options bo;
+    memset(&bo, 0, sizeof bo);
+    bo.struct_size = sizeof bo;
+    bo.inside = (pm_inside)7;
+    PMT_CHECK(pm_isosurface(c, &s, 0.0, &bo, &m) == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), "pm_isosurface: bad inside 7"),
+              "inside 7: %s", pm_last_error());
+    bo.inside = PM_INSIDE_DEFAULT;
+    bo.normals = (pm_normals)42;
+    PMT_CHECK(pm_isosurface(c, &s, 0.0, &bo, &m) == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), "pm_isosurface: bad normals or mode"),
+              "normals 42: %s", pm_last_error());
 }
 
 /* A misspelled hook is an error naming it, not a silent default (in a

@@ -31,8 +31,7 @@ static int same_mesh(const pm_mesh *a, const pm_mesh *b, const char *what)
              !a->indices == !b->indices;
     if (ok && a->num_vertices)
         ok = !memcmp(a->positions, b->positions, a->num_vertices * 3 * sizeof(float)) &&
-             (!a->normals ||
-              !memcmp(a->normals, b->normals, a->num_vertices * 3 * sizeof(float)));
+             (!a->normals || !memcmp(a->normals, b->normals, a->num_vertices * 3 * sizeof(float)));
     if (ok && a->indices && a->num_triangles)
         ok = !memcmp(a->indices, b->indices, a->num_triangles * 3 * sizeof(uint32_t));
     PMT_CHECK(ok, "%s: streamed mesh (%zu v, %zu t) differs from the in-memory one (%zu v, %zu t)",
@@ -94,15 +93,18 @@ static void *random_volume(pm_sample_type t, size_t nx, size_t ny, size_t nz, do
         for (size_t j = 0; j < ny; j++)
             for (size_t i = 0; i < nx; i++) {
                 double x = pmt_unit(i, nx), y = pmt_unit(j, ny), z = pmt_unit(k, nz);
-                double w = iso + 80.0 * (r - sqrt(x * x + y * y + z * z)) +
-                           noise * (pmt_uniform() - 0.5);
+                double w =
+                    iso + 80.0 * (r - sqrt(x * x + y * y + z * z)) + noise * (pmt_uniform() - 0.5);
                 if (pmt_uniform() < 0.05) w = iso;
                 d[i + nx * (j + ny * k)] = w;
             }
     void *v = pmt_convert(d, nx, ny, nz, t, 0, 0);
     free(d);
     for (size_t p = 0; p < n && (t == PM_SAMPLE_F32 || t == PM_SAMPLE_F64); p++) {
-        double u = pmt_uniform(), w = u < 0.01 ? NAN : u < 0.015 ? INFINITY : u < 0.02 ? -INFINITY : 0;
+        double u = pmt_uniform(), w = u < 0.01    ? NAN
+                                      : u < 0.015 ? INFINITY
+                                      : u < 0.02  ? -INFINITY
+                                                  : 0;
         if (w == 0) continue;
         if (t == PM_SAMPLE_F32)
             ((float *)v)[p] = (float)w;
@@ -138,8 +140,8 @@ static pm_volume matrix_volume(const size_t dims[3], pm_sample_type t, double is
 
 static void test_matrix(pm_context *ctx, const char *tag)
 {
-    static const size_t dims[][3] = {{2, 2, 2},   {3, 5, 7},    {31, 33, 17},
-                                     {67, 45, 21}, {5, 4, 2},   {2, 9, 33}};
+    static const size_t dims[][3] = {{2, 2, 2},    {3, 5, 7}, {31, 33, 17},
+                                     {67, 45, 21}, {5, 4, 2}, {2, 9, 33}};
     static const pm_normals normals[] = {PM_NORMALS_NONE, PM_NORMALS_FORWARD, PM_NORMALS_CENTRAL,
                                          PM_NORMALS_SOBEL};
     static const size_t thick[] = {1, 2, 3, 5, 0};
@@ -172,8 +174,8 @@ static void test_matrix(pm_context *ctx, const char *tag)
                             o.report = NULL;
                             char what[160];
                             snprintf(what, sizeof what,
-                                     "%s %zux%zux%zu %s normals %d %s inside %d thickness %zu",
-                                     tag, v.nx, v.ny, v.nz, pm_sample_type_string(v.type), nm,
+                                     "%s %zux%zux%zu %s normals %d %s inside %d thickness %zu", tag,
+                                     v.nx, v.ny, v.nz, pm_sample_type_string(v.type), nm,
                                      mode ? "soup" : "indexed", in, thick[th]);
                             same_mesh(&got, &ref, what);
                             size_t want_t = thick[th] && thick[th] < v.nz ? thick[th] : v.nz;
@@ -182,14 +184,14 @@ static void test_matrix(pm_context *ctx, const char *tag)
                             PMT_CHECK(R.slab_slices == want_t &&
                                           R.slabs == (v.nz + want_t - 1) / want_t,
                                       "%s: %zu slabs of %zu", what, R.slabs, R.slab_slices);
-                            PMT_CHECK(R.bytes_read == (uint64_t)v.nx * v.ny * v.nz *
-                                                          pm_sample_size(v.type),
+                            PMT_CHECK(R.bytes_read ==
+                                          (uint64_t)v.nx * v.ny * v.nz * pm_sample_size(v.type),
                                       "%s: %llu bytes read", what,
                                       (unsigned long long)R.bytes_read);
                             PMT_CHECK(R.ghost_below == (nm ? 1u : 0u) && R.ghost_above == 2,
                                       "%s: ghosts %zu/%zu", what, R.ghost_below, R.ghost_above);
-                            PMT_CHECK(m.most_slices <= want_t + 3, "%s: a read of %zu slices",
-                                      what, m.most_slices);
+                            PMT_CHECK(m.most_slices <= want_t + 3, "%s: a read of %zu slices", what,
+                                      m.most_slices);
                             PMT_CHECK(path_has(&rep, "stream=slabs") &&
                                           path_has(&rep, "backend=cpu"),
                                       "%s: path '%s'", what, rep.path);
@@ -258,8 +260,7 @@ static void test_larger(pm_context *ctx)
                           : pm_isosurface(ctx, &v, 0.0, &o, &mm[k]);
             }
             PMT_CHECK(st[0] == PM_STATUS_TRUNCATED && st[1] == PM_STATUS_TRUNCATED,
-                      "caller buffers: %s / %s", pm_status_string(st[0]),
-                      pm_status_string(st[1]));
+                      "caller buffers: %s / %s", pm_status_string(st[0]), pm_status_string(st[1]));
             PMT_CHECK(mm[0].num_vertices == mm[1].num_vertices &&
                           mm[0].num_triangles == mm[1].num_triangles &&
                           !memcmp(p[0], p[1], vc * 3 * sizeof(float)) &&
@@ -295,7 +296,8 @@ static void test_errors(pm_context *ctx)
     pm_stream_options so = {sizeof so, 0, 4, NULL};
     pm_mesh got;
     pm_status s = pm_isosurface_stream(ctx, &src, 100.0, NULL, &so, &got);
-    PMT_CHECK(s == PM_STATUS_IO_ERROR && strstr(pm_last_error(), "failed to deliver slices 10 to") &&
+    PMT_CHECK(s == PM_STATUS_IO_ERROR &&
+                  strstr(pm_last_error(), "failed to deliver slices 10 to") &&
                   got.positions == NULL && got.num_vertices == 0,
               "failing source: %s: %s", pm_status_string(s), pm_last_error());
     /* A limit below one slice and its ghosts. */
@@ -316,6 +318,22 @@ static void test_errors(pm_context *ctx)
     src.read = NULL;
     s = pm_isosurface_stream(ctx, &src, 100.0, NULL, NULL, &got);
     PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT, "no read: %s", pm_status_string(s));
+    /* pm_isosurface's option rules, named as this call's */
+    src = mem_source(&v, &m);
+    pm_isosurface_options bo;
+    memset(&bo, 0, sizeof bo);
+    bo.struct_size = sizeof bo;
+    bo.inside = (pm_inside)7;
+    s = pm_isosurface_stream(ctx, &src, 100.0, &bo, NULL, &got);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), "pm_isosurface_stream: bad inside 7"),
+              "inside 7: %s: %s", pm_status_string(s), pm_last_error());
+    bo.inside = PM_INSIDE_DEFAULT;
+    bo.mode = (pm_mesh_mode)9;
+    s = pm_isosurface_stream(ctx, &src, 100.0, &bo, NULL, &got);
+    PMT_CHECK(s == PM_STATUS_INVALID_ARGUMENT &&
+                  strstr(pm_last_error(), "pm_isosurface_stream: bad normals or mode"),
+              "mode 9: %s: %s", pm_status_string(s), pm_last_error());
     free((void *)v.data);
 }
 
@@ -331,8 +349,8 @@ static void swap_copy(unsigned char *dst, const unsigned char *src, size_t n, si
 }
 
 /* pm_isosurface_file on `path` against pm_volume_read + pm_isosurface. */
-static void file_identity(pm_context *ctx, const char *path, const pm_raw_options *raw,
-                          double iso, size_t limit, const char *what)
+static void file_identity(pm_context *ctx, const char *path, const pm_raw_options *raw, double iso,
+                          size_t limit, const char *what)
 {
     pm_volume v;
     PMT_OK(pm_volume_read(path, raw, 0, &v));
