@@ -193,8 +193,8 @@ PMI_PHD void pmi_clean_check(const pmi_clean_args *a, size_t x)
             for (uint32_t i = 0; i < j - b; i++)
                 if (next[i] == y) {
                     pmi_atomic_min(a->error, ((unsigned long long)t << 34) |
-                                                      ((unsigned long long)(k + 1) << 32) |
-                                                      a->vt_list[b + i]);
+                                                 ((unsigned long long)(k + 1) << 32) |
+                                                 a->vt_list[b + i]);
                     break;
                 }
             continue;
@@ -203,7 +203,7 @@ PMI_PHD void pmi_clean_check(const pmi_clean_args *a, size_t x)
             const uint32_t s = a->vt_list[i];
             if (s != t && pmi_clean_has_edge(a->tri + 3 * (size_t)s, (uint32_t)x, y)) {
                 pmi_atomic_min(a->error, ((unsigned long long)t << 34) |
-                                                  ((unsigned long long)(k + 1) << 32) | s);
+                                             ((unsigned long long)(k + 1) << 32) | s);
                 break;
             }
         }
@@ -297,8 +297,7 @@ PMI_PHD void pmi_clean_member_count(const pmi_clean_args *a, size_t v)
 PMI_PHD void pmi_clean_member_fill(const pmi_clean_args *a, size_t v)
 {
     const uint32_t l = a->label[v];
-    if (l != PMI_CLEAN_NONE)
-        a->mlist[a->moff[l] + pmi_atomic_inc(a->cursor + l)] = (uint32_t)v;
+    if (l != PMI_CLEAN_NONE) a->mlist[a->moff[l] + pmi_atomic_inc(a->cursor + l)] = (uint32_t)v;
 }
 PMI_PHD void pmi_clean_member_sort(const pmi_clean_args *a, size_t r)
 {
